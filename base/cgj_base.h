@@ -1,0 +1,43 @@
+/*
+ * cgj_base.h — what every cgjit module needs: assertions, branch hints, small helpers.
+ *
+ * Failure tiers (DESIGN.md): a broken invariant aborts with file, line and message
+ * (CGJ_ASSERT); a trace that cannot continue aborts the trace, never the program; a CUDA error
+ * from the application's own call is returned to it unchanged.
+ */
+#ifndef CGJ_BASE_H
+#define CGJ_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define CGJ_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CGJ_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CGJ_INTERNAL __attribute__((visibility("hidden")))
+#define CGJ_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Abort the process: only for a broken invariant of cgjit itself. */
+void cgj_panic(const char *file, int line, const char *msg) __attribute__((noreturn));
+#define CGJ_ASSERT(cond, msg)                                         \
+    do {                                                              \
+        if (CGJ_UNLIKELY(!(cond))) cgj_panic(__FILE__, __LINE__, msg); \
+    } while (0)
+
+/* Allocation helpers for cgjit's own host memory; they abort on exhaustion. */
+void *cgj_xmalloc(size_t n);
+void *cgj_xcalloc(size_t count, size_t size);
+void *cgj_xrealloc(void *p, size_t n);
+void *cgj_xmemdup(const void *p, size_t n);
+char *cgj_xstrdup(const char *s);
+
+/* Copy src into dst[n], truncating; always terminated. */
+void cgj_strlcpy(char *dst, const char *src, size_t n);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t cgj_now_ns(void);
+
+/* FNV-1a over bytes, for anchor names and signatures. */
+uint64_t cgj_hash_bytes(const void *p, size_t n, uint64_t seed);
+
+#endif /* CGJ_BASE_H */

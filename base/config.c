@@ -1,0 +1,54 @@
+/* config.c — parse CGJIT_* variables into cgj_cfg; see config.h. */
+#include "base/config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+cgj_config_t cgj_cfg = {
+#define CGJ_CFG_DEFAULT(name, kind, def, min, doc) .name = def,
+    CGJ_CONFIG_LIST(CGJ_CFG_DEFAULT)
+#undef CGJ_CFG_DEFAULT
+};
+
+static void parse_INT(const char *var, long *out, long def, long min)
+{
+    const char *s = getenv(var);
+    if (!s) return;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < min) {
+        fprintf(stderr, "cgjit: warning: %s='%s' is not an integer >= %ld; using %ld\n", var, s,
+                min, def);
+        *out = def;
+        return;
+    }
+    *out = v;
+}
+
+static void parse_STR(const char *var, const char **out, const char *def, long min)
+{
+    (void)def;
+    (void)min;
+    const char *s = getenv(var);
+    if (s) *out = s;
+}
+
+void cgj_config_load(void)
+{
+#define CGJ_CFG_PARSE(name, kind, def, min, doc) parse_##kind("CGJIT_" #name, &cgj_cfg.name, def, min);
+    CGJ_CONFIG_LIST(CGJ_CFG_PARSE)
+#undef CGJ_CFG_PARSE
+}
+
+#define CGJ_CFG_STR_INT(def) #def
+#define CGJ_CFG_STR_STR(def) def
+
+void cgj_config_describe(FILE *f)
+{
+#define CGJ_CFG_DESCRIBE(name, kind, def, min, doc) \
+    fprintf(f, "  CGJIT_%-13s default %-14s %s\n", #name, "'" CGJ_CFG_STR_##kind(def) "'", doc);
+    CGJ_CONFIG_LIST(CGJ_CFG_DESCRIBE)
+#undef CGJ_CFG_DESCRIBE
+}

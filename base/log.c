@@ -1,0 +1,88 @@
+/* log.c — category mask, destination and formatting of cgjit's log; see log.h. */
+#include "base/log.h"
+#include "base/config.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <string.h>
+
+uint32_t cgj_log_mask;
+static FILE *log_out;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *const cat_names[] = {
+#define CGJ_LOG_NAME(name, doc) #name,
+    CGJ_LOG_LIST(CGJ_LOG_NAME)
+#undef CGJ_LOG_NAME
+};
+
+static void enable_category(const char *name, size_t len)
+{
+    if (len == 3 && strncmp(name, "all", 3) == 0) {
+        cgj_log_mask = (1u << CGJ_LOG_COUNT) - 1;
+        return;
+    }
+    for (int i = 0; i < CGJ_LOG_COUNT; i++) {
+        if (strlen(cat_names[i]) == len && strncmp(cat_names[i], name, len) == 0) {
+            cgj_log_mask |= 1u << i;
+            return;
+        }
+    }
+    fprintf(stderr, "cgjit: warning: CGJIT_LOG: unknown category '%.*s' (known:", (int)len, name);
+    for (int i = 0; i < CGJ_LOG_COUNT; i++) fprintf(stderr, " %s", cat_names[i]);
+    fprintf(stderr, " all)\n");
+}
+
+void cgj_log_init(void)
+{
+    log_out = stderr;
+    if (cgj_cfg.LOG_FILE[0]) {
+        FILE *f = fopen(cgj_cfg.LOG_FILE, "a");
+        if (f) {
+            setvbuf(f, NULL, _IOLBF, 0);
+            log_out = f;
+        } else {
+            fprintf(stderr, "cgjit: warning: CGJIT_LOG_FILE='%s' cannot be opened; logging to stderr\n",
+                    cgj_cfg.LOG_FILE);
+        }
+    }
+    const char *s = cgj_cfg.LOG;
+    while (*s) {
+        size_t len = strcspn(s, ",");
+        if (len) enable_category(s, len);
+        s += len;
+        if (*s == ',') s++;
+    }
+}
+
+FILE *cgj_log_stream(void)
+{
+    return log_out ? log_out : stderr;
+}
+
+void cgj_log_write(cgj_log_cat_t cat, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&log_lock);
+    FILE *f = cgj_log_stream();
+    fprintf(f, "cgjit[%s] ", cat_names[cat]);
+    vfprintf(f, fmt, ap);
+    fputc('\n', f);
+    pthread_mutex_unlock(&log_lock);
+    va_end(ap);
+}
+
+const char *cgj_log_hex(char *buf, const void *p, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *b = p;
+    size_t m = n > 32 ? 32 : n, j = 0;
+    for (size_t i = 0; i < m; i++) {
+        buf[j++] = digits[b[i] >> 4];
+        buf[j++] = digits[b[i] & 15];
+    }
+    if (m < n) buf[j++] = '.', buf[j++] = '.';
+    buf[j] = '\0';
+    return buf;
+}

@@ -1,0 +1,46 @@
+/*
+ * log.h — cgjit's log, by category, to stderr or CGJIT_LOG_FILE.
+ *
+ * CGJIT_LOG=trace,guards,breaks (or `all`) selects categories from CGJ_LOG_LIST. A disabled
+ * category costs one load and one branch at the call site: arguments are not evaluated.
+ */
+#ifndef CGJ_LOG_H
+#define CGJ_LOG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* X(name, doc) */
+#define CGJ_LOG_LIST(X)                                                        \
+    X(trace, "what each step recorded, built and replayed")                    \
+    X(guards, "why a guard failed: op index, slot, expected vs actual bytes")  \
+    X(breaks, "why a step was split into segments")                            \
+    X(graphs, "graph capture, instantiation, launches and patches")            \
+    X(blacklist, "why an anchor was blacklisted or a step aborted to eager")   \
+    X(interpose, "driver symbols handed out through dlsym/cuGetProcAddress")   \
+    X(api, "cgj_* API calls and their errors")
+
+typedef enum cgj_log_cat {
+#define CGJ_LOG_ENUM(name, doc) CGJ_LOG_##name,
+    CGJ_LOG_LIST(CGJ_LOG_ENUM)
+#undef CGJ_LOG_ENUM
+        CGJ_LOG_COUNT
+} cgj_log_cat_t;
+
+extern uint32_t cgj_log_mask;
+
+/* Parse CGJIT_LOG / CGJIT_LOG_FILE (from cgj_cfg); unknown names give a warning. */
+void cgj_log_init(void);
+/* The stream logs and reports go to. */
+FILE *cgj_log_stream(void);
+void cgj_log_write(cgj_log_cat_t cat, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hex of up to 32 bytes into buf (at least 2*32+4 bytes), for guard messages. */
+const char *cgj_log_hex(char *buf, const void *p, size_t n);
+
+#define CGJ_LOG(cat, ...)                                                         \
+    do {                                                                          \
+        if (__builtin_expect(cgj_log_mask & (1u << CGJ_LOG_##cat), 0))            \
+            cgj_log_write(CGJ_LOG_##cat, __VA_ARGS__);                            \
+    } while (0)
+
+#endif /* CGJ_LOG_H */

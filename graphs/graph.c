@@ -1,0 +1,207 @@
+/* graph.c — capture, instantiation and launch of a trace's segments; see graph.h. */
+#include "graphs/graph.h"
+#include "allocator/staging.h"
+#include "base/driver.h"
+#include "base/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define FAIL(...)                              \
+    do {                                       \
+        snprintf(why, whylen, __VA_ARGS__);    \
+        return false;                          \
+    } while (0)
+
+static void split_segments(cgj_trace_t *t)
+{
+    uint32_t n = t->list.n, cap = 4;
+    t->segs = cgj_xcalloc(cap, sizeof *t->segs);
+    t->nsegs = 0;
+    for (uint32_t i = 0;;) {
+        uint32_t j = i;
+        while (j < n && cgj_op_class[t->list.ops[j].call.kind] == CGJ_CLASS_CAPTURE) j++;
+        if (t->nsegs == cap) t->segs = cgj_xrealloc(t->segs, (cap *= 2) * sizeof *t->segs);
+        t->segs[t->nsegs++] = (cgj_segment_t){.first = i, .end = j};
+        if (j >= n) break;
+        i = j + 1; /* past the boundary op */
+    }
+}
+
+/* Is op i a wait on an event recorded earlier in the same segment (ordered by the capture)? */
+static bool wait_is_ordered(const cgj_trace_t *t, const cgj_segment_t *seg, uint32_t i)
+{
+    const cgj_op_t *w = &t->list.ops[i];
+    if (w->call.kind != CGJ_OP_STREAM_WAIT) return false;
+    for (uint32_t j = seg->first; j < i; j++) {
+        const cgj_op_t *o = &t->list.ops[j];
+        if (o->call.kind == CGJ_OP_EVENT_RECORD && o->call.u.e.ev == w->call.u.e.ev) return true;
+    }
+    return false;
+}
+
+static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, char *why, size_t whylen)
+{
+    for (uint32_t i = seg->first; i < seg->end; i++) {
+        cgj_op_t *o = &t->list.ops[i];
+        CUresult r = cgj_op_issue(o, cap, true, wait_is_ordered(t, seg, i));
+        if (r != CUDA_SUCCESS) FAIL("op %u (%s) under capture: %s", i, o->call.api, cgj_driver_errstr(r));
+        if (o->kp && o->kp->nvarying) {
+            CUstreamCaptureStatus st;
+            const CUgraphNode *deps = NULL;
+            size_t ndeps = 0;
+            r = cgj_drv.r_cuStreamGetCaptureInfo_v3(cap, &st, NULL, NULL, &deps, NULL, &ndeps);
+            if (r != CUDA_SUCCESS || ndeps != 1)
+                FAIL("op %u: cannot find its graph node (%s, %zu nodes)", i, cgj_driver_errstr(r), ndeps);
+            o->node = deps[0];
+        }
+    }
+    return true;
+}
+
+static void find_streams(cgj_trace_t *t, cgj_segment_t *seg)
+{
+    seg->home = t->list.ops[seg->first].call.stream;
+    seg->others = cgj_xcalloc(seg->end - seg->first, sizeof(CUstream));
+    seg->patch = cgj_xcalloc(seg->end - seg->first, sizeof(uint32_t));
+    for (uint32_t i = seg->first; i < seg->end; i++) {
+        cgj_op_t *o = &t->list.ops[i];
+        CUstream s = o->call.stream;
+        bool seen = s == seg->home;
+        for (uint32_t j = 0; j < seg->nothers && !seen; j++) seen = seg->others[j] == s;
+        if (!seen) seg->others[seg->nothers++] = s;
+        if (o->stage) seg->has_staging = true;
+        if (o->kp && o->kp->nvarying) seg->patch[seg->npatch++] = i;
+    }
+}
+
+static bool make_events(cgj_segment_t *seg, char *why, size_t whylen)
+{
+    if (!seg->nothers && !seg->has_staging) return true;
+    CUresult r = cgj_drv.r_cuEventCreate(&seg->done, CU_EVENT_DISABLE_TIMING);
+    seg->pre = cgj_xcalloc(seg->nothers + 1, sizeof(CUevent));
+    for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++)
+        r = cgj_drv.r_cuEventCreate(&seg->pre[j], CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS) FAIL("cuEventCreate: %s", cgj_driver_errstr(r));
+    return true;
+}
+
+static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, char *why, size_t whylen)
+{
+    find_streams(t, seg);
+    if (!make_events(seg, why, whylen)) return false;
+    CUresult r = cgj_drv.r_cuStreamBeginCapture_v2(cap, CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (r != CUDA_SUCCESS) FAIL("cuStreamBeginCapture: %s", cgj_driver_errstr(r));
+    bool ok = capture_ops(t, seg, cap, why, whylen);
+    CUgraph g = NULL;
+    r = cgj_drv.r_cuStreamEndCapture(cap, &g);
+    seg->graph = g;
+    if (!ok) return false;
+    if (r != CUDA_SUCCESS) FAIL("cuStreamEndCapture: %s", cgj_driver_errstr(r));
+    r = cgj_drv.r_cuGraphInstantiateWithFlags(&seg->exec, g, 0);
+    if (r != CUDA_SUCCESS) FAIL("cuGraphInstantiate: %s", cgj_driver_errstr(r));
+    r = cgj_drv.r_cuGraphUpload(seg->exec, cap);
+    if (r != CUDA_SUCCESS) FAIL("cuGraphUpload: %s", cgj_driver_errstr(r));
+    for (uint32_t j = 0; j < seg->npatch; j++) {
+        cgj_op_t *o = &t->list.ops[seg->patch[j]];
+        r = cgj_drv.r_cuGraphKernelNodeGetParams_v2(o->node, &o->nodep);
+        if (r != CUDA_SUCCESS) FAIL("cuGraphKernelNodeGetParams: %s", cgj_driver_errstr(r));
+        memcpy(o->kp->inexec, o->kp->live, o->kp->size);
+    }
+    return true;
+}
+
+static bool stage_copies(cgj_trace_t *t, char *why, size_t whylen)
+{
+    for (uint32_t i = 0; i < t->list.n; i++) {
+        cgj_op_t *o = &t->list.ops[i];
+        if (o->call.kind != CGJ_OP_MEMCPY || o->call.u.m.dir != CGJ_DIR_H2D) continue;
+        o->stage = cgj_staging_alloc(o->call.u.m.bytes);
+        if (!o->stage) FAIL("no pinned staging for op %u (%zu bytes)", i, o->call.u.m.bytes);
+    }
+    return true;
+}
+
+bool cgj_graph_build(cgj_trace_t *t, char *why, size_t whylen)
+{
+    split_segments(t);
+    if (!stage_copies(t, why, whylen)) return false;
+    CUstream cap = NULL;
+    CUresult r = cgj_drv.r_cuStreamCreate(&cap, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) FAIL("cuStreamCreate: %s", cgj_driver_errstr(r));
+    bool ok = true;
+    for (uint32_t s = 0; s < t->nsegs && ok; s++) {
+        cgj_segment_t *seg = &t->segs[s];
+        if (seg->first < seg->end) ok = build_segment(t, seg, cap, why, whylen);
+    }
+    if (ok) cgj_drv.r_cuStreamSynchronize(cap); /* uploads done before the stream goes */
+    cgj_drv.r_cuStreamDestroy_v2(cap);
+    if (!ok) cgj_graph_destroy(t);
+    else CGJ_LOG(graphs, "built %u segment graph(s) from %u ops", t->nsegs, t->list.n);
+    return ok;
+}
+
+static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t *patched)
+{
+    for (uint32_t j = 0; j < seg->npatch; j++) {
+        cgj_op_t *o = &t->list.ops[seg->patch[j]];
+        cgj_kparams_t *kp = o->kp;
+        bool changed = false;
+        for (uint32_t i = 0; i < kp->n && !changed; i++)
+            changed = kp->varying[i] &&
+                      memcmp(kp->live + kp->off[i], kp->inexec + kp->off[i], kp->sz[i]) != 0;
+        if (!changed) continue;
+        size_t blob_size = kp->size;
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, kp->live, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                         &blob_size, CU_LAUNCH_PARAM_END};
+        CUDA_KERNEL_NODE_PARAMS_v2 p = o->nodep;
+        p.kernelParams = kp->extra_form ? NULL : kp->ptrs;
+        p.extra = kp->extra_form ? extra : NULL;
+        CUresult r = cgj_drv.r_cuGraphExecKernelNodeSetParams_v2(seg->exec, o->node, &p);
+        if (r != CUDA_SUCCESS) return r;
+        memcpy(kp->inexec, kp->live, kp->size);
+        (*patched)++;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t *patched)
+{
+    cgj_segment_t *seg = &t->segs[s];
+    if (seg->first == seg->end) return CUDA_SUCCESS;
+    CUresult r = patch(seg, t, patched);
+    for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++) {
+        r = cgj_drv.r_cuEventRecord(seg->pre[j], seg->others[j]);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamWaitEvent(seg->home, seg->pre[j], 0);
+    }
+    if (r == CUDA_SUCCESS) r = cgj_drv.r_cuGraphLaunch(seg->exec, seg->home);
+    if (r == CUDA_SUCCESS && seg->done) r = cgj_drv.r_cuEventRecord(seg->done, seg->home);
+    for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++)
+        r = cgj_drv.r_cuStreamWaitEvent(seg->others[j], seg->done, 0);
+    seg->launched = true;
+    return r;
+}
+
+bool cgj_graph_staging_wait(cgj_segment_t *seg)
+{
+    if (!seg->launched || !seg->done) return false;
+    if (cgj_drv.r_cuEventQuery(seg->done) != CUDA_ERROR_NOT_READY) return false;
+    cgj_drv.r_cuEventSynchronize(seg->done);
+    return true;
+}
+
+void cgj_graph_destroy(cgj_trace_t *t)
+{
+    for (uint32_t s = 0; s < t->nsegs; s++) {
+        cgj_segment_t *seg = &t->segs[s];
+        if (seg->exec) cgj_drv.r_cuGraphExecDestroy(seg->exec);
+        if (seg->graph) cgj_drv.r_cuGraphDestroy(seg->graph);
+        for (uint32_t j = 0; seg->pre && j < seg->nothers; j++)
+            if (seg->pre[j]) cgj_drv.r_cuEventDestroy_v2(seg->pre[j]);
+        if (seg->done) cgj_drv.r_cuEventDestroy_v2(seg->done);
+        free(seg->others), free(seg->pre), free(seg->patch);
+    }
+    free(t->segs);
+    t->segs = NULL;
+    t->nsegs = 0;
+}

@@ -1,0 +1,146 @@
+/*
+ * cgjit.h — public API of cgjit, a trace-based JIT runtime for CUDA programs.
+ *
+ * cgjit watches the GPU work a program issues through the CUDA driver API, records one step
+ * of it, checks on later steps that the program does the same again (guards) and replays the
+ * step as one CUDA graph. Results are bitwise equal to eager execution: whenever the host can
+ * observe GPU memory, it holds exactly what eager execution would have produced.
+ *
+ * Marking a step:
+ *
+ *     for (int i = 0; i < steps; i++) {
+ *         cgj_trace_begin("train_step");
+ *         ...launch kernels, copy, memset, record events...
+ *         cgj_trace_end();
+ *     }
+ *
+ * The first run of a step executes eagerly and is recorded as a draft (WARMUP); the second
+ * executes eagerly again and is compared with the draft (RECORD); if both agree, cgjit builds a
+ * CUDA graph, and from the third run on the step is replayed (REPLAY). A run that does not match
+ * the recorded trace leaves replay at the point of divergence (a side exit) and finishes eagerly;
+ * two identical divergent runs become a second variant of the trace. An anchor whose runs never
+ * agree is blacklisted and runs eagerly from then on; cgj_report() says why.
+ *
+ * Every function here is thread-safe. Steps are per thread: a step begun on one thread is
+ * ended on that thread, and two threads may trace steps concurrently.
+ */
+#ifndef CGJIT_H
+#define CGJIT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CGJ_API __attribute__((visibility("default")))
+#else
+#define CGJ_API
+#endif
+
+/* Status codes: X(NAME, value, message). cgj_strerror() returns the message. */
+#define CGJ_STATUS_LIST(X)                                                                       \
+    X(OK, 0, "success")                                                                          \
+    X(ERR_NOT_ACTIVE, 1, "cgj_trace_end without a step begun on this thread")                    \
+    X(ERR_NESTED, 2, "cgj_trace_begin while a step is active on this thread; steps do not nest") \
+    X(ERR_INVALID_ARG, 3, "invalid argument (NULL or empty name, NULL output pointer)")          \
+    X(ERR_NO_DRIVER, 4, "the CUDA driver could not be loaded; the step runs eagerly")            \
+    X(ERR_DISABLED, 5, "cgjit is disabled (CGJIT_DISABLE=1); the step runs eagerly")             \
+    X(ERR_NOT_FOUND, 6, "no trace anchor of that name")
+
+typedef enum cgj_status {
+#define CGJ_STATUS_ENUM(name, value, msg) CGJ_##name = value,
+    CGJ_STATUS_LIST(CGJ_STATUS_ENUM)
+#undef CGJ_STATUS_ENUM
+} cgj_status_t;
+
+/* The message of a status code; never NULL. */
+CGJ_API const char *cgj_strerror(int status);
+
+/*
+ * Begin a step anchored at `name` on the calling thread. Steps with the same name share one
+ * trace (and its variants). Returns CGJ_OK, or:
+ *  - CGJ_ERR_INVALID_ARG: name is NULL or empty. Nothing changes.
+ *  - CGJ_ERR_NESTED: a step is already active on this thread. Steps do not nest: the active
+ *    step is ended at this point as a divergent run (its pending work is executed eagerly, so
+ *    nothing is lost), and the thread runs eagerly until the next cgj_trace_end(), which then
+ *    returns CGJ_OK. A nested begin counts as a divergence of the outer anchor.
+ *  - CGJ_ERR_NO_DRIVER / CGJ_ERR_DISABLED: the step runs eagerly; cgj_trace_end() still pairs.
+ * A step that never ends is bounded by CGJIT_MAX_OPS: past it the step is aborted to eager.
+ */
+CGJ_API int cgj_trace_begin(const char *name);
+
+/*
+ * End the step begun on this thread. In replay, launches what remains of the step's graph on
+ * the stream the step used; the call returns without waiting for the GPU, as eager launches do.
+ * Returns CGJ_OK, or CGJ_ERR_NOT_ACTIVE when no step is active on this thread (nothing changes).
+ */
+CGJ_API int cgj_trace_end(void);
+
+/* Process-wide counters: X(field, description). */
+#define CGJ_STATS_LIST(X)                                                                     \
+    X(steps, "steps ended (cgj_trace_end calls that closed a step)")                          \
+    X(steps_replayed, "steps replayed from a graph from start to end")                        \
+    X(steps_eager, "steps run eagerly (warmup, record, blacklisted, aborted, side exit)")    \
+    X(ops_recorded, "driver calls recorded in eager runs")                                    \
+    X(ops_absorbed, "driver calls absorbed by replay (checked against the trace, not issued)") \
+    X(graph_launches, "segment graphs launched")                                              \
+    X(params_patched, "kernel nodes whose varying parameters were patched before a launch")   \
+    X(bytes_staged, "host-to-device bytes staged through pinned memory in replay")            \
+    X(staging_waits, "replays that waited for an earlier launch before reusing staging")      \
+    X(side_exits, "replays that left the trace at a failed guard and finished eagerly")       \
+    X(variant_switches, "replays that continued in another variant after a guard failed")     \
+    X(aborts, "steps aborted to eager (untraceable call, nesting, CGJIT_MAX_OPS)")            \
+    X(traces_built, "traces (variants included) built into graphs")                           \
+    X(build_failures, "trace builds that failed (the anchor is then blacklisted)")            \
+    X(anchors_blacklisted, "anchors blacklisted: they run eagerly for good")
+
+typedef struct cgj_stats {
+#define CGJ_STATS_FIELD(field, doc) uint64_t field;
+    CGJ_STATS_LIST(CGJ_STATS_FIELD)
+#undef CGJ_STATS_FIELD
+} cgj_stats_t;
+
+/* Copy the process-wide counters into *out. CGJ_ERR_INVALID_ARG if out is NULL. */
+CGJ_API int cgj_stats(cgj_stats_t *out);
+
+/* Anchor states: X(NAME, description). */
+#define CGJ_STATE_LIST(X)                                                           \
+    X(WARMUP, "first run: executes eagerly, recorded as a draft")                   \
+    X(RECORD, "second run: executes eagerly, compared with the draft")             \
+    X(REPLAY, "replays a built graph; divergent runs leave it at a side exit")      \
+    X(BLACKLISTED, "runs eagerly for good; see the reason")
+
+typedef enum cgj_state {
+#define CGJ_STATE_ENUM(name, doc) CGJ_STATE_##name,
+    CGJ_STATE_LIST(CGJ_STATE_ENUM)
+#undef CGJ_STATE_ENUM
+} cgj_state_t;
+
+/* What cgjit knows of one anchor (the current variant's figures where there are several). */
+typedef struct cgj_trace_info {
+    cgj_state_t state;
+    uint32_t variants;      /* traces built for this anchor */
+    uint32_t ops;           /* driver calls in the current variant's trace */
+    uint32_t kernels;       /* kernel launches among them */
+    uint32_t segments;      /* graphs the step is split into (host syncs split it) */
+    uint32_t varying_slots; /* kernel parameter slots patched on every replay */
+    uint64_t runs;          /* steps begun with this anchor */
+    uint64_t replays;       /* steps replayed from start to end */
+    uint64_t side_exits;    /* replays that left the trace */
+    uint32_t record_failures; /* eager runs that disagreed with the draft */
+    char reason[256];       /* why blacklisted, or the last divergence/abort; "" if none */
+} cgj_trace_info_t;
+
+/* Fill *out for the anchor `name`. CGJ_ERR_NOT_FOUND if no step of that name ever began. */
+CGJ_API int cgj_trace_info(const char *name, cgj_trace_info_t *out);
+
+/* Write a human-readable report (counters, then every anchor) to f (stderr if NULL). */
+CGJ_API void cgj_report(FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CGJIT_H */

@@ -1,0 +1,139 @@
+/*
+ * interpose.c — where cgjit gets between a program and the CUDA driver.
+ *
+ * nvcc links the CUDA runtime statically by default, and cuBLAS/cuDNN carry their own copy;
+ * none of them call libcudart.so, but all reach the driver the same way: dlopen libcuda,
+ * dlsym("cuGetProcAddress_v2"), then every entry point through cuGetProcAddress. So cgjit
+ * defines dlsym (found before libc's because libcgjit is linked or preloaded ahead of it) and
+ * wraps cuGetProcAddress: any pointer the driver hands out that is one of the functions cgjit
+ * wraps is replaced by its wrapper. Matching by *pointer* rather than by name means the driver
+ * resolves versions and per-thread-default-stream flags itself (cuLaunchKernel asked with the
+ * per-thread flag is cuLaunchKernel_ptsz, and gets that wrapper); the runtime also asks for
+ * cuGetProcAddress through cuGetProcAddress, and gets the wrapper again.
+ *
+ * Limits: a dlsym(RTLD_NEXT, ...) made by the program is resolved as seen from libcgjit, which
+ * sits right after the program in lookup order; that differs only for symbols libcgjit itself
+ * defines (dlsym and cgj_*).
+ */
+#define _GNU_SOURCE
+#include "runtime/runtime.h"
+#include "base/config.h"
+#include "base/driver.h"
+#include "base/log.h"
+#include "tracer/step.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+static void *(*real_dlsym)(void *, const char *);
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int init_state = -1; /* -1 not yet, else a cgj_status_t */
+static __thread bool in_init;
+
+#define MAP_CAP 512 /* power of two, well above the number of wrapped functions */
+static cgj_wrap_entry_t map[MAP_CAP];
+
+__attribute__((constructor)) static void find_real_dlsym(void)
+{
+    real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!real_dlsym) real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+}
+
+static unsigned slot_of(const void *p)
+{
+    return (unsigned)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (MAP_CAP - 1);
+}
+
+static void build_map(void)
+{
+    static cgj_wrap_entry_t list[MAP_CAP / 2];
+    unsigned n = cgj_wrappers_list(list, MAP_CAP / 2);
+    for (unsigned i = 0; i < n; i++) {
+        if (!list[i].real) continue;
+        unsigned j = slot_of(list[i].real);
+        while (map[j].real && map[j].real != list[i].real) j = (j + 1) & (MAP_CAP - 1);
+        map[j] = list[i];
+    }
+}
+
+void *cgj_wrapper_for(const void *real)
+{
+    for (unsigned j = slot_of(real); map[j].real; j = (j + 1) & (MAP_CAP - 1))
+        if (map[j].real == real) return map[j].wrapper;
+    return NULL;
+}
+
+static void report_at_exit(void)
+{
+    extern void cgj_report(FILE *);
+    cgj_report(cgj_log_stream());
+}
+
+static int init_locked(void)
+{
+    cgj_config_load();
+    cgj_log_init();
+    if (cgj_cfg.DISABLE) return CGJ_ERR_DISABLED;
+    if (!real_dlsym) find_real_dlsym();
+    void *h = NULL;
+    if (!real_dlsym || !cgj_driver_load(real_dlsym, &h)) {
+        CGJ_LOG(interpose, "driver '%s' unavailable: every step runs eagerly", cgj_cfg.DRIVER);
+        return CGJ_ERR_NO_DRIVER;
+    }
+    build_map();
+    if (cgj_cfg.REPORT) atexit(report_at_exit);
+    CGJ_LOG(interpose, "driver '%s' loaded", cgj_cfg.DRIVER);
+    return CGJ_OK;
+}
+
+int cgj_runtime_init(void)
+{
+    int st = __atomic_load_n(&init_state, __ATOMIC_ACQUIRE);
+    if (CGJ_LIKELY(st >= 0)) return st;
+    if (in_init) return CGJ_ERR_NO_DRIVER; /* the driver's own start-up looking symbols up */
+    pthread_mutex_lock(&init_lock);
+    if (init_state < 0) {
+        in_init = true;
+        __atomic_store_n(&init_state, init_locked(), __ATOMIC_RELEASE);
+        in_init = false;
+    }
+    pthread_mutex_unlock(&init_lock);
+    return init_state;
+}
+
+CGJ_API void *dlsym(void *handle, const char *symbol)
+{
+    if (CGJ_UNLIKELY(!real_dlsym)) find_real_dlsym();
+    void *p = real_dlsym(handle, symbol);
+    if (!p || symbol[0] != 'c' || symbol[1] != 'u') return p;
+    if (cgj_runtime_init() != CGJ_OK) return p;
+    void *w = cgj_wrapper_for(p);
+    if (w) CGJ_LOG(interpose, "dlsym(%s): wrapped", symbol);
+    return w ? w : p;
+}
+
+/* The cuGetProcAddress wrappers, both ABI versions. */
+static void wrap_result(const char *symbol, void **pfn, CUresult r)
+{
+    if (r != CUDA_SUCCESS || !pfn || !*pfn) return;
+    void *w = cgj_wrapper_for(*pfn);
+    if (!w) return;
+    CGJ_LOG(interpose, "cuGetProcAddress(%s): wrapped", symbol);
+    *pfn = w;
+}
+
+CUresult cgj_w_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+    CUresult r = ((cgj_gpa_v1_fn)cgj_drv.r_cuGetProcAddress)(symbol, pfn, version, flags);
+    wrap_result(symbol, pfn, r);
+    return r;
+}
+
+CUresult cgj_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                   CUdriverProcAddressQueryResult *status)
+{
+    CUresult r = cgj_drv.r_cuGetProcAddress_v2(symbol, pfn, version, flags, status);
+    wrap_result(symbol, pfn, r);
+    return r;
+}

@@ -1,0 +1,26 @@
+/*
+ * runtime.h — process-wide start-up of cgjit, and the wrapper table.
+ *
+ * Start-up is lazy: nothing happens until the first driver symbol is looked up through dlsym
+ * or cuGetProcAddress, or the first cgj_* call. A program that never touches CUDA never loads
+ * the driver because of cgjit.
+ */
+#ifndef CGJ_RUNTIME_H
+#define CGJ_RUNTIME_H
+
+#include <stdbool.h>
+
+/* Load the configuration and the driver once. CGJ_OK, CGJ_ERR_NO_DRIVER or CGJ_ERR_DISABLED. */
+int cgj_runtime_init(void);
+/* The wrapper cgjit hands out instead of the real driver function `real`, or NULL. */
+void *cgj_wrapper_for(const void *real);
+
+/* wrappers.c: fill the table of (real, wrapper) pairs; returns the number of entries. */
+typedef struct cgj_wrap_entry {
+    const char *name;
+    void *real;
+    void *wrapper;
+} cgj_wrap_entry_t;
+unsigned cgj_wrappers_list(cgj_wrap_entry_t *out, unsigned cap);
+
+#endif /* CGJ_RUNTIME_H */

@@ -1,0 +1,420 @@
+/*
+ * wrappers.c — the driver functions cgjit hands out in place of the real ones.
+ *
+ * Every wrapper starts with the same test: no step recording or replaying on this thread →
+ * call the real function at once. Otherwise it describes the call as a cgj_call_t with an
+ * explicit stream (the NULL stream is CU_STREAM_LEGACY for the plain functions and
+ * CU_STREAM_PER_THREAD for the _ptsz/_ptds ones, exactly as the driver reads it) and lets the
+ * step decide: absorb it (replay) or execute it through the real function and record it.
+ *
+ * The legacy default stream: graphs are never captured on a program stream, so stream 0 needs
+ * no special case beyond this normalization; a replayed segment is launched on the stream its
+ * first op used, CU_STREAM_LEGACY included, and keeps that stream's implicit synchronization.
+ */
+#include "runtime/runtime.h"
+#include "base/driver.h"
+#include "tracer/step.h"
+
+static inline CUstream norm(CUstream s, bool pt)
+{
+    return s ? s : (pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY);
+}
+
+/* Run call c under the step: absorbed, or executed by `expr` and recorded. */
+#define TRACE_CALL(c, expr)                                          \
+    do {                                                             \
+        if (cgj_step_enter(&(c)) == CGJ_ABSORB) return CUDA_SUCCESS; \
+        CUresult r_ = (expr);                                        \
+        cgj_step_leave(&(c), r_);                                    \
+        return r_;                                                   \
+    } while (0)
+
+#define IDLE_FORWARD(expr) \
+    if (CGJ_LIKELY(!cgj_tracing())) return (expr)
+
+/* Two wrappers, plain and per-thread, over one body taking (pt, real, args...). */
+#define TWO_WRAPPERS(exported, pt_exported, body, params, ...)                     \
+    CUresult cgj_w_##exported params                                                 \
+    {                                                                                \
+        return body(false, #exported, cgj_drv.r_##exported, __VA_ARGS__);           \
+    }                                                                                \
+    CUresult cgj_w_##pt_exported params                                              \
+    {                                                                                \
+        return body(true, #pt_exported, cgj_drv.r_##pt_exported, __VA_ARGS__);      \
+    }
+
+/* ---- kernels ---- */
+
+static void fill_kernel(cgj_call_t *c, CUfunction f, const unsigned g[3], const unsigned b[3],
+                        unsigned smem, void **params, void **extra)
+{
+    c->kind = CGJ_OP_KERNEL;
+    c->u.k.f = f;
+    for (int i = 0; i < 3; i++) c->u.k.grid[i] = g[i], c->u.k.block[i] = b[i];
+    c->u.k.smem = smem;
+    c->u.k.params = params;
+    for (unsigned i = 0; !params && extra && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) c->u.k.blob = extra[i + 1];
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) c->u.k.blob_size = *(size_t *)extra[i + 1];
+    }
+}
+
+static inline CUresult launch_kernel(bool pt, const char *api, __typeof__(cuLaunchKernel) *real,
+                                     CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                     unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                                     CUstream s, void **params, void **extra)
+{
+    IDLE_FORWARD(real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra));
+    cgj_call_t c = {.api = api, .stream = norm(s, pt)};
+    fill_kernel(&c, f, (unsigned[]){gx, gy, gz}, (unsigned[]){bx, by, bz}, smem, params, extra);
+    TRACE_CALL(c, real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra));
+}
+TWO_WRAPPERS(cuLaunchKernel, cuLaunchKernel_ptsz, launch_kernel,
+             (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+              unsigned bz, unsigned smem, CUstream s, void **params, void **extra),
+             f, gx, gy, gz, bx, by, bz, smem, s, params, extra)
+
+static inline CUresult launch_kernel_ex(bool pt, const char *api, __typeof__(cuLaunchKernelEx) *real,
+                                        const CUlaunchConfig *cfg, CUfunction f, void **params,
+                                        void **extra)
+{
+    IDLE_FORWARD(real(cfg, f, params, extra));
+    if (!cfg) return real(cfg, f, params, extra);
+    cgj_call_t c = {.api = api, .stream = norm(cfg->hStream, pt)};
+    fill_kernel(&c, f, (unsigned[]){cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},
+                (unsigned[]){cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ}, cfg->sharedMemBytes,
+                params, extra);
+    c.u.k.attrs = cfg->attrs;
+    c.u.k.nattrs = cfg->attrs ? cfg->numAttrs : 0;
+    TRACE_CALL(c, real(cfg, f, params, extra));
+}
+TWO_WRAPPERS(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, launch_kernel_ex,
+             (const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra), cfg, f,
+             params, extra)
+
+static inline CUresult launch_host_func(bool pt, const char *api, __typeof__(cuLaunchHostFunc) *real,
+                                        CUstream s, CUhostFn fn, void *data)
+{
+    IDLE_FORWARD(real(s, fn, data));
+    cgj_call_t c = {.kind = CGJ_OP_HOST_FUNC, .api = api, .stream = norm(s, pt)};
+    c.u.h.fn = fn;
+    c.u.h.data = data;
+    TRACE_CALL(c, real(s, fn, data));
+}
+TWO_WRAPPERS(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, launch_host_func,
+             (CUstream s, CUhostFn fn, void *data), s, fn, data)
+
+/* ---- copies ---- */
+
+/* 0 for pageable host memory, else a CUmemorytype. */
+static unsigned memory_type(CUdeviceptr p)
+{
+    unsigned t = 0;
+    if (cgj_drv.r_cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
+        return 0;
+    return t;
+}
+
+static bool is_device(unsigned t)
+{
+    return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED || t == CU_MEMORYTYPE_ARRAY;
+}
+
+/* Describe a copy. Device→host lands in a graph only when asynchronous into pinned memory;
+ * otherwise the host sees the bytes when the call returns: a READBACK boundary. */
+static void fill_copy(cgj_call_t *c, CUdeviceptr dst, CUdeviceptr src, size_t n, bool async)
+{
+    unsigned td = memory_type(dst), ts = memory_type(src);
+    c->kind = CGJ_OP_MEMCPY;
+    c->u.m.bytes = n;
+    if (is_device(td) && is_device(ts)) {
+        c->u.m.dir = CGJ_DIR_D2D, c->u.m.dst = dst, c->u.m.src = src;
+    } else if (is_device(td)) {
+        c->u.m.dir = CGJ_DIR_H2D, c->u.m.dst = dst, c->u.m.hsrc = (const void *)(uintptr_t)src;
+    } else if (is_device(ts) && async && td == CU_MEMORYTYPE_HOST) {
+        c->u.m.dir = CGJ_DIR_D2H, c->u.m.hdst = (void *)(uintptr_t)dst, c->u.m.src = src;
+    } else {
+        c->kind = CGJ_OP_READBACK;
+    }
+}
+
+static inline CUresult memcpy_any(bool pt, const char *api, __typeof__(cuMemcpy) *real,
+                                  CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    IDLE_FORWARD(real(dst, src, n));
+    cgj_call_t c = {.api = api, .stream = norm(NULL, pt)};
+    fill_copy(&c, dst, src, n, false);
+    TRACE_CALL(c, real(dst, src, n));
+}
+TWO_WRAPPERS(cuMemcpy, cuMemcpy_ptds, memcpy_any, (CUdeviceptr dst, CUdeviceptr src, size_t n),
+             dst, src, n)
+
+static inline CUresult memcpy_any_async(bool pt, const char *api, __typeof__(cuMemcpyAsync) *real,
+                                        CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    IDLE_FORWARD(real(dst, src, n, s));
+    cgj_call_t c = {.api = api, .stream = norm(s, pt)};
+    fill_copy(&c, dst, src, n, true);
+    TRACE_CALL(c, real(dst, src, n, s));
+}
+TWO_WRAPPERS(cuMemcpyAsync, cuMemcpyAsync_ptsz, memcpy_any_async,
+             (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), dst, src, n, s)
+
+/* Host-to-device copies: replay stages the bytes at call time (see tracer/step.c). */
+#define H2D_CALL(api_, pt_, s_)                                                 \
+    cgj_call_t c = {.kind = CGJ_OP_MEMCPY, .api = api_, .stream = norm(s_, pt_)}; \
+    c.u.m.dir = CGJ_DIR_H2D, c.u.m.dst = dst, c.u.m.hsrc = src, c.u.m.bytes = n
+
+static inline CUresult memcpy_h2d(bool pt, const char *api, __typeof__(cuMemcpyHtoD) *real,
+                                  CUdeviceptr dst, const void *src, size_t n)
+{
+    IDLE_FORWARD(real(dst, src, n));
+    H2D_CALL(api, pt, NULL);
+    TRACE_CALL(c, real(dst, src, n));
+}
+TWO_WRAPPERS(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, memcpy_h2d,
+             (CUdeviceptr dst, const void *src, size_t n), dst, src, n)
+
+static inline CUresult memcpy_h2d_async(bool pt, const char *api, __typeof__(cuMemcpyHtoDAsync) *real,
+                                        CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{
+    IDLE_FORWARD(real(dst, src, n, s));
+    H2D_CALL(api, pt, s);
+    TRACE_CALL(c, real(dst, src, n, s));
+}
+TWO_WRAPPERS(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, memcpy_h2d_async,
+             (CUdeviceptr dst, const void *src, size_t n, CUstream s), dst, src, n, s)
+
+static inline CUresult memcpy_d2h(bool pt, const char *api, __typeof__(cuMemcpyDtoH) *real,
+                                  void *dst, CUdeviceptr src, size_t n)
+{
+    IDLE_FORWARD(real(dst, src, n));
+    cgj_call_t c = {.kind = CGJ_OP_READBACK, .api = api, .stream = norm(NULL, pt)};
+    TRACE_CALL(c, real(dst, src, n));
+}
+TWO_WRAPPERS(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, memcpy_d2h, (void *dst, CUdeviceptr src, size_t n),
+             dst, src, n)
+
+static inline CUresult memcpy_d2h_async(bool pt, const char *api, __typeof__(cuMemcpyDtoHAsync) *real,
+                                        void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    IDLE_FORWARD(real(dst, src, n, s));
+    cgj_call_t c = {.api = api, .stream = norm(s, pt)};
+    fill_copy(&c, (CUdeviceptr)(uintptr_t)dst, src, n, true);
+    TRACE_CALL(c, real(dst, src, n, s));
+}
+TWO_WRAPPERS(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, memcpy_d2h_async,
+             (void *dst, CUdeviceptr src, size_t n, CUstream s), dst, src, n, s)
+
+static inline CUresult memcpy_d2d(bool pt, const char *api, __typeof__(cuMemcpyDtoD) *real,
+                                  CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    IDLE_FORWARD(real(dst, src, n));
+    cgj_call_t c = {.kind = CGJ_OP_MEMCPY, .api = api, .stream = norm(NULL, pt)};
+    c.u.m.dir = CGJ_DIR_D2D, c.u.m.dst = dst, c.u.m.src = src, c.u.m.bytes = n;
+    TRACE_CALL(c, real(dst, src, n));
+}
+TWO_WRAPPERS(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, memcpy_d2d,
+             (CUdeviceptr dst, CUdeviceptr src, size_t n), dst, src, n)
+
+static inline CUresult memcpy_d2d_async(bool pt, const char *api, __typeof__(cuMemcpyDtoDAsync) *real,
+                                        CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    IDLE_FORWARD(real(dst, src, n, s));
+    cgj_call_t c = {.kind = CGJ_OP_MEMCPY, .api = api, .stream = norm(s, pt)};
+    c.u.m.dir = CGJ_DIR_D2D, c.u.m.dst = dst, c.u.m.src = src, c.u.m.bytes = n;
+    TRACE_CALL(c, real(dst, src, n, s));
+}
+TWO_WRAPPERS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, memcpy_d2d_async,
+             (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), dst, src, n, s)
+
+/* ---- memsets: one body per element size, sync and async ---- */
+
+#define MEMSET_WRAPPERS(bits, type)                                                            \
+    static inline CUresult memset##bits(bool pt, const char *api, __typeof__(cuMemsetD##bits) *real, \
+                                        CUdeviceptr d, type v, size_t n)                       \
+    {                                                                                          \
+        IDLE_FORWARD(real(d, v, n));                                                           \
+        cgj_call_t c = {.kind = CGJ_OP_MEMSET, .api = api, .stream = norm(NULL, pt)};          \
+        c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                \
+        TRACE_CALL(c, real(d, v, n));                                                          \
+    }                                                                                          \
+    TWO_WRAPPERS(cuMemsetD##bits##_v2, cuMemsetD##bits##_v2_ptds, memset##bits,                \
+                 (CUdeviceptr d, type v, size_t n), d, v, n)                                   \
+    static inline CUresult memset##bits##_async(bool pt, const char *api,                      \
+                                               __typeof__(cuMemsetD##bits##Async) *real,       \
+                                               CUdeviceptr d, type v, size_t n, CUstream s)    \
+    {                                                                                          \
+        IDLE_FORWARD(real(d, v, n, s));                                                        \
+        cgj_call_t c = {.kind = CGJ_OP_MEMSET, .api = api, .stream = norm(s, pt)};             \
+        c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                \
+        TRACE_CALL(c, real(d, v, n, s));                                                       \
+    }                                                                                          \
+    TWO_WRAPPERS(cuMemsetD##bits##Async, cuMemsetD##bits##Async_ptsz, memset##bits##_async,    \
+                 (CUdeviceptr d, type v, size_t n, CUstream s), d, v, n, s)
+
+MEMSET_WRAPPERS(8, unsigned char)
+MEMSET_WRAPPERS(16, unsigned short)
+MEMSET_WRAPPERS(32, unsigned int)
+
+/* ---- events, streams, synchronization ---- */
+
+static inline CUresult event_record_flags(bool pt, const char *api,
+                                          __typeof__(cuEventRecordWithFlags) *real, CUevent ev,
+                                          CUstream s, unsigned flags)
+{
+    IDLE_FORWARD(real(ev, s, flags));
+    cgj_call_t c = {.kind = CGJ_OP_EVENT_RECORD, .api = api, .stream = norm(s, pt)};
+    c.u.e.ev = ev, c.u.e.flags = flags;
+    TRACE_CALL(c, real(ev, s, flags));
+}
+TWO_WRAPPERS(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz, event_record_flags,
+             (CUevent ev, CUstream s, unsigned flags), ev, s, flags)
+
+static inline CUresult event_record(bool pt, const char *api, __typeof__(cuEventRecord) *real,
+                                    CUevent ev, CUstream s)
+{
+    IDLE_FORWARD(real(ev, s));
+    cgj_call_t c = {.kind = CGJ_OP_EVENT_RECORD, .api = api, .stream = norm(s, pt)};
+    c.u.e.ev = ev;
+    TRACE_CALL(c, real(ev, s));
+}
+TWO_WRAPPERS(cuEventRecord, cuEventRecord_ptsz, event_record, (CUevent ev, CUstream s), ev, s)
+
+static inline CUresult stream_wait(bool pt, const char *api, __typeof__(cuStreamWaitEvent) *real,
+                                   CUstream s, CUevent ev, unsigned flags)
+{
+    IDLE_FORWARD(real(s, ev, flags));
+    cgj_call_t c = {.kind = CGJ_OP_STREAM_WAIT, .api = api, .stream = norm(s, pt)};
+    c.u.e.ev = ev, c.u.e.flags = flags;
+    TRACE_CALL(c, real(s, ev, flags));
+}
+TWO_WRAPPERS(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, stream_wait,
+             (CUstream s, CUevent ev, unsigned flags), s, ev, flags)
+
+/* Calls of one handle argument that end a segment (synchronize, query, free). */
+#define BOUNDARY_BODY(name, kind_, type)                                                       \
+    static inline CUresult name(bool pt, const char *api, CUresult (*real)(type), type h)     \
+    {                                                                                          \
+        IDLE_FORWARD(real(h));                                                                 \
+        cgj_call_t c = {.kind = kind_, .api = api, .stream = norm(NULL, pt)};                  \
+        TRACE_CALL(c, real(h));                                                                \
+    }
+BOUNDARY_BODY(stream_sync, CGJ_OP_SYNC, CUstream)
+BOUNDARY_BODY(stream_query, CGJ_OP_QUERY, CUstream)
+BOUNDARY_BODY(event_sync, CGJ_OP_SYNC, CUevent)
+BOUNDARY_BODY(event_query, CGJ_OP_QUERY, CUevent)
+BOUNDARY_BODY(mem_free, CGJ_OP_FREE, CUdeviceptr)
+
+TWO_WRAPPERS(cuStreamSynchronize, cuStreamSynchronize_ptsz, stream_sync, (CUstream s), s)
+TWO_WRAPPERS(cuStreamQuery, cuStreamQuery_ptsz, stream_query, (CUstream s), s)
+CUresult cgj_w_cuEventSynchronize(CUevent ev) { return event_sync(false, "cuEventSynchronize", cgj_drv.r_cuEventSynchronize, ev); }
+CUresult cgj_w_cuEventQuery(CUevent ev) { return event_query(false, "cuEventQuery", cgj_drv.r_cuEventQuery, ev); }
+CUresult cgj_w_cuMemFree_v2(CUdeviceptr p) { return mem_free(false, "cuMemFree_v2", cgj_drv.r_cuMemFree_v2, p); }
+
+CUresult cgj_w_cuCtxSynchronize(void)
+{
+    IDLE_FORWARD(cgj_drv.r_cuCtxSynchronize());
+    cgj_call_t c = {.kind = CGJ_OP_SYNC, .api = "cuCtxSynchronize", .stream = CU_STREAM_LEGACY};
+    TRACE_CALL(c, cgj_drv.r_cuCtxSynchronize());
+}
+
+static inline CUresult mem_free_async(bool pt, const char *api, __typeof__(cuMemFreeAsync) *real,
+                                      CUdeviceptr p, CUstream s)
+{
+    IDLE_FORWARD(real(p, s));
+    cgj_call_t c = {.kind = CGJ_OP_FREE, .api = api, .stream = norm(s, pt)};
+    TRACE_CALL(c, real(p, s));
+}
+TWO_WRAPPERS(cuMemFreeAsync, cuMemFreeAsync_ptsz, mem_free_async, (CUdeviceptr p, CUstream s), p, s)
+
+/* ---- allocations: forwarded (in-step allocations keep their eager addresses for now) ---- */
+
+CUresult cgj_w_cuMemAlloc_v2(CUdeviceptr *p, size_t n) { return cgj_drv.r_cuMemAlloc_v2(p, n); }
+CUresult cgj_w_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e)
+{
+    return cgj_drv.r_cuMemAllocPitch_v2(p, pitch, w, h, e);
+}
+CUresult cgj_w_cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { return cgj_drv.r_cuMemAllocAsync(p, n, s); }
+CUresult cgj_w_cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
+{
+    return cgj_drv.r_cuMemAllocAsync_ptsz(p, n, s);
+}
+
+/* ---- a program's own graph launch: cgjit does not nest graphs yet ---- */
+
+static inline CUresult graph_launch(bool pt, const char *api, __typeof__(cuGraphLaunch) *real,
+                                    CUgraphExec g, CUstream s)
+{
+    if (cgj_tracing()) cgj_step_untraceable(api);
+    return real(g, s);
+}
+TWO_WRAPPERS(cuGraphLaunch, cuGraphLaunch_ptsz, graph_launch, (CUgraphExec g, CUstream s), g, s)
+
+/* ---- calls that issue work cgjit cannot trace yet: inside a step they abort it ---- */
+
+#define UNTRACEABLE(exported, params, args)                       \
+    CUresult cgj_w_##exported params                              \
+    {                                                             \
+        if (cgj_tracing()) cgj_step_untraceable(#exported);       \
+        return cgj_drv.r_##exported args;                         \
+    }
+#define UNTRACEABLE2(exported, pt_exported, params, args) \
+    UNTRACEABLE(exported, params, args) UNTRACEABLE(pt_exported, params, args)
+
+UNTRACEABLE2(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), (p))
+UNTRACEABLE2(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p), (p))
+UNTRACEABLE2(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream s), (p, s))
+UNTRACEABLE2(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), (p))
+UNTRACEABLE2(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream s), (p, s))
+UNTRACEABLE2(cuMemcpyPeer, cuMemcpyPeer_ptds,
+             (CUdeviceptr d, CUcontext dc, CUdeviceptr sp, CUcontext sc, size_t n), (d, dc, sp, sc, n))
+UNTRACEABLE2(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
+             (CUdeviceptr d, CUcontext dc, CUdeviceptr sp, CUcontext sc, size_t n, CUstream s),
+             (d, dc, sp, sc, n, s))
+#define MEMSET2D_UNTRACEABLE(bits, type)                                                          \
+    UNTRACEABLE2(cuMemsetD2D##bits##_v2, cuMemsetD2D##bits##_v2_ptds,                             \
+                 (CUdeviceptr d, size_t pitch, type v, size_t w, size_t h), (d, pitch, v, w, h))  \
+    UNTRACEABLE2(cuMemsetD2D##bits##Async, cuMemsetD2D##bits##Async_ptsz,                         \
+                 (CUdeviceptr d, size_t pitch, type v, size_t w, size_t h, CUstream s),           \
+                 (d, pitch, v, w, h, s))
+MEMSET2D_UNTRACEABLE(8, unsigned char)
+MEMSET2D_UNTRACEABLE(16, unsigned short)
+MEMSET2D_UNTRACEABLE(32, unsigned int)
+UNTRACEABLE2(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz,
+             (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+              unsigned bz, unsigned smem, CUstream s, void **params),
+             (f, gx, gy, gz, bx, by, bz, smem, s, params))
+UNTRACEABLE2(cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz,
+             (CUstream s, CUstreamCaptureMode mode), (s, mode))
+UNTRACEABLE2(cuStreamAddCallback, cuStreamAddCallback_ptsz,
+             (CUstream s, CUstreamCallback cb, void *ud, unsigned flags), (s, cb, ud, flags))
+UNTRACEABLE2(cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz,
+             (CUstream s, CUdeviceptr a, cuuint32_t v, unsigned flags), (s, a, v, flags))
+UNTRACEABLE2(cuStreamWaitValue32_v2, cuStreamWaitValue32_v2_ptsz,
+             (CUstream s, CUdeviceptr a, cuuint32_t v, unsigned flags), (s, a, v, flags))
+UNTRACEABLE2(cuStreamWriteValue64_v2, cuStreamWriteValue64_v2_ptsz,
+             (CUstream s, CUdeviceptr a, cuuint64_t v, unsigned flags), (s, a, v, flags))
+UNTRACEABLE2(cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz,
+             (CUstream s, CUdeviceptr a, cuuint64_t v, unsigned flags), (s, a, v, flags))
+UNTRACEABLE2(cuStreamBatchMemOp_v2, cuStreamBatchMemOp_v2_ptsz,
+             (CUstream s, unsigned n, CUstreamBatchMemOpParams *p, unsigned flags), (s, n, p, flags))
+UNTRACEABLE2(cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz,
+             (CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s),
+             (p, n, loc, flags, s))
+
+/* The cuGetProcAddress wrappers live in interpose.c. */
+CUresult cgj_w_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+CUresult cgj_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                   CUdriverProcAddressQueryResult *status);
+
+unsigned cgj_wrappers_list(cgj_wrap_entry_t *out, unsigned cap)
+{
+    unsigned n = 0;
+#define CGJ_WRAP_ENTRY(exported, proto)                                                         \
+    if (n < cap)                                                                                \
+        out[n++] = (cgj_wrap_entry_t){#exported, (void *)cgj_drv.r_##exported, (void *)cgj_w_##exported};
+    CGJ_DRIVER_WRAPPED(CGJ_WRAP_ENTRY)
+#undef CGJ_WRAP_ENTRY
+    return n;
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# gpu-check.sh BUILD_DIR — run the test suite and the bench on a GPU machine, from a build folder
+# made elsewhere and copied here (so at another absolute path; nothing in it depends on that).
+#
+# Runs every Criterion test executable BUILD_DIR/tests/test_* and then the bench, keeping their
+# output under ${OUT:-BUILD_DIR/gpu-check}: tests-<name>.log, bench.log and bench.json. Prints a
+# short summary last: the GPU, each test executable's Criterion synthesis (and skipped tests),
+# the totals and the bench table. Exit status 0 only if every test passed and the bench passed.
+#
+# BUILD_DIR/devlibs holds the shared libraries the GPU machine's image lacks (Criterion and its
+# closure, jemalloc), copied there by /work/shared/tools/device-libs.sh or the like.
+# GPU_CHECK_TIMEOUT (seconds, default 300) bounds each program.
+set -u
+
+if [ $# -ne 1 ] || [ ! -d "$1" ]; then
+  echo "usage: $0 BUILD_DIR" >&2
+  exit 2
+fi
+build=$(cd "$1" && pwd)
+out=${OUT:-$build/gpu-check}
+mkdir -p "$out" || exit 2
+limit=${GPU_CHECK_TIMEOUT:-300}
+export LD_LIBRARY_PATH="$build/devlibs:$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# Run a program under the time limit where timeout(1) exists.
+bounded() {
+  if command -v timeout >/dev/null 2>&1; then
+    timeout -k 10 "$limit" "$@"
+  else
+    "$@"
+  fi
+}
+
+# The number after "KEY: " in a synthesis line, 0 if absent.
+field() {
+  printf '%s\n' "$2" | sed -n "s/.*$1: *\([0-9][0-9]*\).*/\1/p" | head -n 1 | grep . || echo 0
+}
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+[ -n "$gpu" ] || gpu="unknown (nvidia-smi gave no name)"
+
+failed=0
+lines=""
+t_tested=0 t_passing=0 t_failing=0 t_crashing=0 t_skipped=0 nexe=0
+for exe in "$build"/tests/test_*; do
+  if [ ! -f "$exe" ] || [ ! -x "$exe" ]; then continue; fi
+  name=$(basename "$exe")
+  log="$out/tests-$name.log"
+  nexe=$((nexe + 1))
+  # --verbose lists skipped tests ([SKIP] lines), which the synthesis line does not count.
+  bounded "$exe" --verbose >"$log" 2>&1
+  rc=$?
+  synth=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -a 'Synthesis:' | tail -n 1 | sed 's/^.*Synthesis: *//; s/ *$//')
+  skipped=$(grep -a -c '^\[SKIP\]' "$log")
+  note=""
+  if [ -z "$synth" ]; then
+    note=" (no synthesis line)"
+    failed=1
+  fi
+  if [ "$rc" -ne 0 ]; then
+    note="$note (exit status $rc$([ "$rc" -eq 124 ] && echo ', timed out'))"
+    failed=1
+  fi
+  if [ "$skipped" -gt 0 ]; then synth="$synth | Skipped: $skipped"; fi
+  lines="$lines$(printf '  %-24s %s%s' "$name" "${synth:-?}" "$note")
+"
+  # The failing and crashing tests by name (Criterion: "[FAIL] suite::test: ...").
+  bad=$(grep -a -E '^\[(FAIL|CRASH)\]' "$log" | sed 's/^\[[A-Z]*\] *\([^:]*::[^:]*\).*/\1/' | sort -u | head -n 12 | tr '\n' ' ')
+  if [ -n "$bad" ]; then
+    lines="$lines    failed: $bad
+"
+  fi
+  t_tested=$((t_tested + $(field Tested "$synth")))
+  t_passing=$((t_passing + $(field Passing "$synth")))
+  t_failing=$((t_failing + $(field Failing "$synth")))
+  t_crashing=$((t_crashing + $(field Crashing "$synth")))
+  t_skipped=$((t_skipped + skipped))
+done
+if [ "$t_failing" -ne 0 ] || [ "$t_crashing" -ne 0 ]; then failed=1; fi
+if [ "$nexe" -eq 0 ]; then
+  lines="  no test executables in $build/tests
+"
+  failed=1
+fi
+
+bench="$build/bench/cgjit-bench"
+bench_rc=127
+if [ -x "$bench" ]; then
+  bounded "$bench" --json "$out/bench.json" >"$out/bench.log" 2>&1
+  bench_rc=$?
+else
+  echo "$bench: not found" >"$out/bench.log"
+fi
+
+echo
+echo "==== gpu-check summary ($build) ===="
+echo "GPU: $gpu"
+echo "tests:"
+printf '%s' "$lines"
+echo "  total: Tested: $t_tested | Passing: $t_passing | Failing: $t_failing | Crashing: $t_crashing | Skipped: $t_skipped"
+echo "bench (exit status $bench_rc, $out/bench.log):"
+grep -a -E '^(cgjit-bench:|workload |bench: | +N |\s*[0-9]+ +[0-9.]+ )' "$out/bench.log" | sed 's/^/  /'
+grep -a -q -E '^cgjit-bench:' "$out/bench.log" || tail -n 5 "$out/bench.log" | sed 's/^/  /'
+if [ "$bench_rc" -ne 0 ]; then failed=1; fi
+if [ "$failed" -eq 0 ]; then
+  echo "gpu-check: PASS"
+else
+  echo "gpu-check: FAIL"
+fi
+exit "$failed"

@@ -1,0 +1,128 @@
+/* fakeapp.c — see fakeapp.h. */
+#define _GNU_SOURCE
+#include "fakeapp.h"
+
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+CUfunction fk_axpb, fk_addk, fk_copyscale, fk_axpb_kernel_handle, fk_opaque;
+
+const char *fk_driver_path(void)
+{
+    static char path[PATH_MAX];
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert(n > 0, "readlink /proc/self/exe");
+    exe[n] = '\0';
+    snprintf(path, sizeof path, "%s/fakecuda/libcuda.so.1", dirname(exe));
+    return path;
+}
+
+static void k_axpb(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
+{
+    float *x = *(float **)p[0], a = *(float *)p[1], c = *(float *)p[2];
+    int n = *(int *)p[3];
+    for (int i = 0; i < n; i++) x[i] = a * x[i] + c + (float)(g[0] - 1);
+}
+
+static void k_addk(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
+{
+    float *x = *(float **)p[0];
+    int k = *(int *)p[1], n = *(int *)p[2];
+    for (int i = 0; i < n; i++) x[i] += (float)k;
+}
+
+static void k_copyscale(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
+{
+    float *d = *(float **)p[0];
+    const float *s = *(const float **)p[1];
+    float sc = *(float *)p[2];
+    int n = *(int *)p[3];
+    for (int i = 0; i < n; i++) d[i] = sc * s[i] + 0.5f * d[i];
+}
+
+#define RESOLVE(field, name)                                                               \
+    do {                                                                                   \
+        CUresult r_ = fk->gpa(name, (void **)&fk->field, 13000, 0, NULL);                  \
+        cr_assert(r_ == CUDA_SUCCESS && fk->field, "cuGetProcAddress(%s) failed", name);   \
+    } while (0)
+
+void fk_open(fk_t *fk)
+{
+    memset(fk, 0, sizeof *fk);
+    const char *path = fk_driver_path();
+    setenv("CGJIT_DRIVER", path, 1);
+    fk->handle = dlopen(path, RTLD_NOW);
+    cr_assert(fk->handle, "dlopen %s: %s", path, dlerror());
+    fk->gpa = (__typeof__(fk->gpa))dlsym(fk->handle, "cuGetProcAddress_v2");
+    cr_assert(fk->gpa);
+    RESOLVE(launch, "cuLaunchKernel");
+    CUresult r = fk->gpa("cuLaunchKernel", (void **)&fk->launch_ptsz, 13000,
+                         CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL);
+    cr_assert(r == CUDA_SUCCESS);
+    RESOLVE(launch_ex, "cuLaunchKernelEx");
+    RESOLVE(host_func, "cuLaunchHostFunc");
+    RESOLVE(htod, "cuMemcpyHtoD");
+    RESOLVE(htod_async, "cuMemcpyHtoDAsync");
+    RESOLVE(dtoh, "cuMemcpyDtoH");
+    RESOLVE(dtoh_async, "cuMemcpyDtoHAsync");
+    RESOLVE(dtod_async, "cuMemcpyDtoDAsync");
+    RESOLVE(memcpy_async, "cuMemcpyAsync");
+    RESOLVE(memset32_async, "cuMemsetD32Async");
+    RESOLVE(memset8, "cuMemsetD8");
+    RESOLVE(stream_sync, "cuStreamSynchronize");
+    RESOLVE(stream_create, "cuStreamCreate");
+    RESOLVE(stream_wait, "cuStreamWaitEvent");
+    RESOLVE(begin_capture, "cuStreamBeginCapture");
+    RESOLVE(end_capture, "cuStreamEndCapture");
+    RESOLVE(ctx_sync, "cuCtxSynchronize");
+    RESOLVE(event_create, "cuEventCreate");
+    RESOLVE(event_record, "cuEventRecord");
+    RESOLVE(mem_alloc, "cuMemAlloc");
+    RESOLVE(mem_free, "cuMemFree");
+    RESOLVE(host_alloc, "cuMemHostAlloc");
+    fk->register_kernel = (__typeof__(fk->register_kernel))dlsym(fk->handle, "fakecuda_register_kernel");
+    fk->get_counts = (__typeof__(fk->get_counts))dlsym(fk->handle, "fakecuda_get_counts");
+    fk->reset_counts = (__typeof__(fk->reset_counts))dlsym(fk->handle, "fakecuda_reset_counts");
+    fk->fail_next = (__typeof__(fk->fail_next))dlsym(fk->handle, "fakecuda_fail_next");
+    cr_assert(fk->register_kernel && fk->get_counts && fk->reset_counts && fk->fail_next);
+    size_t s4[] = {8, 4, 4, 4}, s3[] = {8, 4, 4}, s_cs[] = {8, 8, 4, 4};
+    fk_axpb = fk->register_kernel("axpb", k_axpb, 4, s4, 0, 0);
+    fk_addk = fk->register_kernel("addk", k_addk, 3, s3, 0, 0);
+    fk_copyscale = fk->register_kernel("copyscale", k_copyscale, 4, s_cs, 0, 0);
+    fk_axpb_kernel_handle = fk->register_kernel("axpb_cukernel", k_axpb, 4, s4, 1, 0);
+    fk_opaque = fk->register_kernel("axpb_opaque", k_axpb, 4, s4, 0, 1);
+}
+
+CUdeviceptr fk_alloc_floats(fk_t *fk, int n, unsigned seed)
+{
+    CUdeviceptr d = 0;
+    cr_assert(fk->mem_alloc(&d, n * sizeof(float)) == CUDA_SUCCESS);
+    float *h = (float *)(uintptr_t)d; /* fake device memory is host memory */
+    for (int i = 0; i < n; i++) h[i] = (float)((seed * 2654435761u + i * 40503u) % 1000) / 100.0f;
+    return d;
+}
+
+CUresult fk_axpb_launch(fk_t *fk, CUstream s, CUdeviceptr x, float a, float b, int n, unsigned grid)
+{
+    void *p[] = {&x, &a, &b, &n};
+    return fk->launch(fk_axpb, grid, 1, 1, 32, 1, 1, 0, s, p, NULL);
+}
+
+CUresult fk_addk_launch(fk_t *fk, CUstream s, CUdeviceptr x, int k, int n)
+{
+    void *p[] = {&x, &k, &n};
+    return fk->launch(fk_addk, 1, 1, 1, 32, 1, 1, 0, s, p, NULL);
+}
+
+CUresult fk_copyscale_launch(fk_t *fk, CUstream s, CUdeviceptr dst, CUdeviceptr src, float sc, int n)
+{
+    void *p[] = {&dst, &src, &sc, &n};
+    return fk->launch(fk_copyscale, 1, 1, 1, 32, 1, 1, 0, s, p, NULL);
+}

@@ -1,0 +1,59 @@
+/*
+ * fakeapp.h — a tiny "CUDA program" for host tests: it reaches the fake driver the way the
+ * CUDA runtime reaches the real one (dlopen libcuda.so.1, dlsym cuGetProcAddress_v2, every
+ * entry point through it), so every call it makes goes through cgjit's interposition.
+ */
+#ifndef CGJ_TEST_FAKEAPP_H
+#define CGJ_TEST_FAKEAPP_H
+
+#include <cuda.h>
+#include "fakecuda.h"
+
+typedef struct fk {
+    void *handle;
+    __typeof__(cuGetProcAddress) *gpa;
+    __typeof__(cuLaunchKernel) *launch, *launch_ptsz;
+    __typeof__(cuLaunchKernelEx) *launch_ex;
+    __typeof__(cuLaunchHostFunc) *host_func;
+    __typeof__(cuMemcpyHtoD) *htod;
+    __typeof__(cuMemcpyHtoDAsync) *htod_async;
+    __typeof__(cuMemcpyDtoH) *dtoh;
+    __typeof__(cuMemcpyDtoHAsync) *dtoh_async;
+    __typeof__(cuMemcpyDtoDAsync) *dtod_async;
+    __typeof__(cuMemcpyAsync) *memcpy_async;
+    __typeof__(cuMemsetD32Async) *memset32_async;
+    __typeof__(cuMemsetD8) *memset8;
+    __typeof__(cuStreamSynchronize) *stream_sync;
+    __typeof__(cuStreamCreate) *stream_create;
+    __typeof__(cuStreamWaitEvent) *stream_wait;
+    __typeof__(cuStreamBeginCapture) *begin_capture;
+    __typeof__(cuStreamEndCapture) *end_capture;
+    __typeof__(cuCtxSynchronize) *ctx_sync;
+    __typeof__(cuEventCreate) *event_create;
+    __typeof__(cuEventRecord) *event_record;
+    __typeof__(cuMemAlloc) *mem_alloc;
+    __typeof__(cuMemFree) *mem_free;
+    __typeof__(cuMemHostAlloc) *host_alloc;
+    CUfunction (*register_kernel)(const char *, fakecuda_kernel_fn, int, const size_t *, int, int);
+    void (*get_counts)(fakecuda_counts_t *);
+    void (*reset_counts)(void);
+    void (*fail_next)(const char *, CUresult);
+} fk_t;
+
+/* Point cgjit at the fake driver (CGJIT_DRIVER) and resolve everything; asserts on failure. */
+void fk_open(fk_t *fk);
+/* Path of the fake libcuda.so.1 next to the test executable. */
+const char *fk_driver_path(void);
+
+/* Kernels every test can use (registered by fk_open):
+ *  axpb(float *x, float a, float b, int n):        x[i] = a*x[i] + b
+ *  addk(float *x, int k, int n):                   x[i] += k
+ *  copyscale(float *dst, const float *src, float s, int n): dst[i] = s*src[i] */
+extern CUfunction fk_axpb, fk_addk, fk_copyscale, fk_axpb_kernel_handle, fk_opaque;
+
+CUdeviceptr fk_alloc_floats(fk_t *fk, int n, unsigned seed);
+CUresult fk_axpb_launch(fk_t *fk, CUstream s, CUdeviceptr x, float a, float b, int n, unsigned grid);
+CUresult fk_addk_launch(fk_t *fk, CUstream s, CUdeviceptr x, int k, int n);
+CUresult fk_copyscale_launch(fk_t *fk, CUstream s, CUdeviceptr dst, CUdeviceptr src, float sc, int n);
+
+#endif

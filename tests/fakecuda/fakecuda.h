@@ -1,0 +1,73 @@
+/*
+ * fakecuda.h — test-facing API of the fake CUDA driver (tests/fakecuda/libcuda.so.1).
+ *
+ * The fake driver runs everything synchronously on the CPU: device memory is host memory (a
+ * CUdeviceptr is a host address), and a "kernel" is a host function registered here. Tests
+ * register their kernels, drive cgjit (or the driver directly), and compare replayed results
+ * with eager ones on the CPU. See fakecuda.c for what the fake implements and how it mirrors
+ * the real driver's rules on stream capture.
+ */
+#ifndef FAKECUDA_H
+#define FAKECUDA_H
+
+#include <stddef.h>
+
+#include <cuda.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FAKECUDA_API __attribute__((visibility("default")))
+#else
+#define FAKECUDA_API
+#endif
+
+/* A kernel body: params[i] points to the value of parameter i; grid, block and smem are the
+ * launch's dimensions and dynamic shared memory. Runs once per launch, on the launching thread
+ * (eager) or the thread that launches the graph. */
+typedef void (*fakecuda_kernel_fn)(void **params, const unsigned grid[3], const unsigned block[3],
+                                   unsigned smem);
+
+/*
+ * Register a kernel: returns an opaque handle usable as CUfunction in cuLaunchKernel/Ex (NULL on
+ * a bad argument). param_sizes[i] is the byte size of parameter i; offsets are laid out naturally
+ * aligned (each aligned to min(size, 8), rounded down to a power of two).
+ * If as_cukernel is nonzero the handle behaves like a CUkernel: cuFuncGetParamInfo/cuFuncGetName
+ * on it fail with CUDA_ERROR_INVALID_HANDLE and cuKernelGetParamInfo/cuKernelGetName work (this
+ * mimics the CUDA runtime, which passes CUkernel handles to cuLaunchKernel); otherwise the reverse.
+ * If opaque_layout is nonzero, both param-info calls fail (CUDA_ERROR_NOT_SUPPORTED).
+ */
+FAKECUDA_API CUfunction fakecuda_register_kernel(const char *name, fakecuda_kernel_fn fn, int nparams,
+                                                 const size_t *param_sizes, int as_cukernel,
+                                                 int opaque_layout);
+
+typedef struct fakecuda_counts {
+    unsigned long kernels_run;     /* kernel bodies executed (eagerly or from a graph) */
+    unsigned long eager_launches;  /* cuLaunchKernel/Ex calls that executed immediately (not captured) */
+    unsigned long graph_launches;  /* cuGraphLaunch calls */
+    unsigned long captures;        /* cuStreamBeginCapture calls */
+    unsigned long instantiations;  /* cuGraphInstantiate* calls */
+    unsigned long node_param_sets; /* cuGraphExecKernelNodeSetParams calls */
+    unsigned long copies;          /* memcpy operations executed (eager or graph) */
+    unsigned long memsets;         /* memset operations executed */
+    unsigned long syncs;           /* cuStreamSynchronize/cuCtxSynchronize/cuEventSynchronize calls */
+    unsigned long allocs, frees;   /* cuMemAlloc* and cuMemFree* calls */
+    unsigned long host_allocs;     /* cuMemHostAlloc/cuMemAllocHost calls */
+    unsigned long host_funcs_run;  /* host functions executed */
+} fakecuda_counts_t;
+
+/* Counters count successful calls only (a call failed by fakecuda_fail_next counts nothing). */
+FAKECUDA_API void fakecuda_get_counts(fakecuda_counts_t *out);
+FAKECUDA_API void fakecuda_reset_counts(void);
+
+/* Fail the next call of the named driver function (exported name, e.g.
+ * "cuGraphInstantiateWithFlags") with err, once. Calls queue: failing the same name twice fails
+ * its next two calls. The failed call does nothing else. */
+FAKECUDA_API void fakecuda_fail_next(const char *exported_name, CUresult err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FAKECUDA_H */

@@ -1,0 +1,496 @@
+/*
+ * gpu_scenarios.cu — end-to-end checks of cgjit on a real GPU: `gpu_scenarios SCENARIO`.
+ *
+ * Each scenario is one step function. It is run STEPS times eagerly (no markers) on one set of
+ * buffers, the result of every step copied to the host after the step; then STEPS times traced
+ * (between cgj_trace_begin and cgj_trace_end) from the same initial state on a second set of
+ * buffers, and every step's result is compared bitwise (memcmp) with the eager one. That is
+ * cgjit's invariant: whenever the host can observe GPU memory, it holds exactly what eager
+ * execution would have produced. Then the scenario's expectations on cgj_trace_info and
+ * cgj_stats are checked (did it replay, split, exit, blacklist as it should).
+ *
+ * Exit status 0 with the last line `PASS <scenario>`; otherwise the problems, a last line
+ * `FAIL <scenario> ...` and exit status 1 (2 for a bad command line).
+ *
+ * The program is built three ways (tests/gpu/CMakeLists.txt): static CUDA runtime, shared CUDA
+ * runtime, and static with --default-stream per-thread, where "stream 0" below is the
+ * per-thread default stream. All kernels use grid-stride loops, so that a launch with another
+ * grid computes the same values (side_exit relies on it).
+ */
+#include <cuda_runtime.h>
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgjit.h"
+
+#ifndef CGJ_GPU_FLAVOUR
+#define CGJ_GPU_FLAVOUR "unknown"
+#endif
+
+enum { N = 4096, BLOCK = 256, GRID = N / BLOCK, NBUF = 4, STEPS = 1000, MAX_REPORTED = 12 };
+static const size_t BYTES = N * sizeof(float);
+
+static const char *scenario_name = "?";
+static int problems;
+static char first_problem[512]; /* repeated on the FAIL line */
+
+/* A problem: printed at once (the first MAX_REPORTED), counted always. */
+static void problem(const char *fmt, ...) {
+    if (++problems <= MAX_REPORTED) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        printf("error: %s\n", msg);
+        if (problems == 1)
+            memcpy(first_problem, msg, sizeof msg);
+    } else if (problems == MAX_REPORTED + 1) {
+        printf("error: (further problems counted, not printed)\n");
+    }
+}
+
+static void fatal_cuda(const char *file, int line, const char *call, cudaError_t err) {
+    printf("error: %s:%d: %s: %s (%s)\n", file, line, call, cudaGetErrorString(err), cudaGetErrorName(err));
+    printf("FAIL %s (CUDA error)\n", scenario_name);
+    fflush(stdout);
+    exit(1);
+}
+
+#define CHECK(call)                                               \
+    do {                                                          \
+        cudaError_t err_ = (call);                                \
+        if (err_ != cudaSuccess)                                  \
+            fatal_cuda(__FILE__, __LINE__, #call, err_);          \
+    } while (0)
+
+static const char *state_name(int state) {
+    switch (state) {
+#define STATE_CASE(name, doc) \
+    case CGJ_STATE_##name:    \
+        return #name;
+        CGJ_STATE_LIST(STATE_CASE)
+#undef STATE_CASE
+    }
+    return "?";
+}
+
+static const char *status_name(int status) {
+    switch (status) {
+#define STATUS_CASE(name, value, msg) \
+    case CGJ_##name:                  \
+        return "CGJ_" #name;
+        CGJ_STATUS_LIST(STATUS_CASE)
+#undef STATUS_CASE
+    }
+    return "unknown status";
+}
+
+static void expect_status(int got, int want, const char *what) {
+    if (got != want)
+        problem("%s returned %s (%d), expected %s", what, status_name(got), got, status_name(want));
+}
+
+/* ---- kernels (grid-stride: any grid computes the same values) ------------------------------ */
+
+#define FOR_EACH(i, n) for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
+
+__global__ void k_affine(float *x, float a, float b, int n) {
+    FOR_EACH(i, n) x[i] = a * x[i] + b;
+}
+
+__global__ void k_axpy(float *y, const float *x, float alpha, int n) {
+    FOR_EACH(i, n) y[i] = y[i] + alpha * x[i];
+}
+
+__global__ void k_stencil(float *out, const float *in, float c, int n) {
+    FOR_EACH(i, n) {
+        float l = in[i > 0 ? i - 1 : i], r = in[i + 1 < n ? i + 1 : i];
+        out[i] = 0.25f * l + 0.5f * in[i] + 0.25f * r + c;
+    }
+}
+
+__global__ void k_sgd(float *w, const float *g, float lr, int step, int n) {
+    FOR_EACH(i, n) w[i] = w[i] - lr * (g[i] + 1e-3f * (float)((step * 7 + i) % 13));
+}
+
+__global__ void k_momentum(float *g, const float *w, int step, int n) {
+    FOR_EACH(i, n) g[i] = 0.9f * g[i] + 0.1f * w[i] + 1e-4f * (float)((i + step) & 3);
+}
+
+__global__ void k_fma(float *acc, const float *x, const float *in, int n) {
+    FOR_EACH(i, n) acc[i] = acc[i] + x[i] * in[i];
+}
+
+/* An affine chain that neither converges nor blows up within STEPS steps, and whose kernels do
+ * not commute: a reordered, skipped or repeated launch changes the result. */
+static float chain_a(int k) { return k % 2 ? 0.999f : 1.001f; }
+static float chain_b(int k) { return 0.0005f * (float)(k % 5 - 2) + 0.0003f; }
+
+static void affine_chain(float *x, int from, int count, cudaStream_t s) {
+    for (int k = from; k < from + count; k++)
+        k_affine<<<GRID, BLOCK, 0, s>>>(x, chain_a(k), chain_b(k), N);
+}
+
+/* ---- buffers ------------------------------------------------------------------------------ */
+
+typedef struct set {
+    float *d[NBUF];       /* device buffers, N floats each */
+    cudaStream_t stream;  /* a created non-blocking stream */
+    cudaEvent_t ev;
+    float *pageable;      /* malloc'ed host buffer, N floats */
+} set_t;
+
+static void set_init(set_t *s, float init[NBUF][N]) {
+    for (int b = 0; b < NBUF; b++) {
+        CHECK(cudaMalloc((void **)&s->d[b], BYTES));
+        CHECK(cudaMemcpy(s->d[b], init[b], BYTES, cudaMemcpyHostToDevice));
+    }
+    CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    CHECK(cudaEventCreateWithFlags(&s->ev, cudaEventDisableTiming));
+    s->pageable = (float *)malloc(BYTES);
+    if (!s->pageable) {
+        printf("FAIL %s (out of host memory)\n", scenario_name);
+        exit(1);
+    }
+    CHECK(cudaDeviceSynchronize());
+}
+
+static void set_free(set_t *s) {
+    for (int b = 0; b < NBUF; b++)
+        CHECK(cudaFree(s->d[b]));
+    CHECK(cudaStreamDestroy(s->stream));
+    CHECK(cudaEventDestroy(s->ev));
+    free(s->pageable);
+}
+
+/* After a step, outside the markers: wait for all of it, then copy the first nbuf buffers. */
+static void copy_result(const set_t *s, int nbuf, float *out) {
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaGetLastError());
+    for (int b = 0; b < nbuf; b++)
+        CHECK(cudaMemcpy(out + (size_t)b * N, s->d[b], BYTES, cudaMemcpyDeviceToHost));
+}
+
+/* ---- scenarios ------------------------------------------------------------------------------ */
+
+/* chain: 50 dependent kernels on stream 0. */
+static void step_chain(set_t *s, int step) {
+    (void)step;
+    affine_chain(s->d[0], 0, 50, 0);
+}
+
+/* varying_scalar: the step index and a learning rate computed from it are kernel parameters. */
+static void step_varying_scalar(set_t *s, int step) {
+    float lr = 0.05f / (1.0f + 0.01f * (float)step);
+    for (int k = 0; k < 5; k++) {
+        k_sgd<<<GRID, BLOCK>>>(s->d[0], s->d[1], lr, step, N);
+        k_momentum<<<GRID, BLOCK>>>(s->d[1], s->d[0], step, N);
+    }
+}
+
+/* varying_pointer: input and output buffers swap every step. */
+static void step_varying_pointer(set_t *s, int step) {
+    float *in = s->d[step % 2], *out = s->d[1 - step % 2];
+    k_stencil<<<GRID, BLOCK>>>(out, in, 0.001f, N);
+    k_affine<<<GRID, BLOCK>>>(out, 0.99f, 0.0005f, N);
+    k_axpy<<<GRID, BLOCK>>>(out, in, 0.01f, N);
+}
+
+/* segments: a synchronous device-to-host copy in the middle; the value read feeds the kernels
+ * after it. */
+static void step_segments(set_t *s, int step) {
+    (void)step;
+    float *x = s->d[0], *y = s->d[1];
+    affine_chain(x, 0, 5, 0);
+    float h;
+    CHECK(cudaMemcpy(&h, x + 7, sizeof h, cudaMemcpyDeviceToHost));
+    float c = 0.5f * h + 0.25f;
+    for (int k = 0; k < 5; k++)
+        k_axpy<<<GRID, BLOCK>>>(y, x, 1e-3f * c, N);
+    k_affine<<<GRID, BLOCK>>>(y, 0.99f, 1e-3f * c, N);
+    affine_chain(x, 5, 5, 0);
+}
+
+/* side_exit: 20 kernels; where step % 37 == 5 the middle one is launched with another grid, a
+ * different one each time, so that no two divergent runs are alike (no variant can absorb them:
+ * every one is a side exit). */
+static void step_side_exit(set_t *s, int step) {
+    float *x = s->d[0];
+    for (int k = 0; k < 20; k++) {
+        int grid = k == 10 && step % 37 == 5 ? GRID + 1 + step / 37 : GRID;
+        k_affine<<<grid, BLOCK>>>(x, chain_a(k), chain_b(k), N);
+    }
+}
+
+/* blacklist: the kernel count changes every run. */
+static void step_blacklist(set_t *s, int step) { affine_chain(s->d[0], 0, step % 50 + 1, 0); }
+
+/* streams: a created stream and stream 0 mixed, ordered by an event; a host-to-device copy from
+ * pageable memory that the host overwrites as soon as the call returns; a stream sync at the end
+ * of the step. */
+static void step_streams(set_t *s, int step) {
+    float *x = s->d[0], *acc = s->d[1], *in = s->d[2], *y = s->d[3];
+    CHECK(cudaMemsetAsync(acc, 0, BYTES, s->stream));
+    affine_chain(x, step % 2, 1, 0);
+    CHECK(cudaEventRecord(s->ev, 0));
+    CHECK(cudaStreamWaitEvent(s->stream, s->ev, 0));
+    for (int i = 0; i < N; i++)
+        s->pageable[i] = 0.01f * (float)((i * 31 + step * 17) % 101) - 0.5f;
+    CHECK(cudaMemcpyAsync(in, s->pageable, BYTES, cudaMemcpyHostToDevice, s->stream));
+    memset(s->pageable, 0xa5, BYTES); /* garbage: the copy must have taken the data already */
+    k_fma<<<GRID, BLOCK, 0, s->stream>>>(acc, x, in, N);
+    k_axpy<<<GRID, BLOCK, 0, s->stream>>>(y, acc, 0.01f, N);
+    k_affine<<<GRID, BLOCK, 0, s->stream>>>(y, 0.99f, 0.0f, N);
+    CHECK(cudaStreamSynchronize(s->stream));
+}
+
+/* misuse: the eager step is 10 kernels; the traced one wraps them in API misuse. */
+static void step_misuse(set_t *s, int step) {
+    (void)step;
+    affine_chain(s->d[0], 0, 10, 0);
+}
+
+static void traced_misuse(set_t *s, int step) {
+    expect_status(cgj_trace_end(), CGJ_ERR_NOT_ACTIVE, "cgj_trace_end() with no step");
+    expect_status(cgj_trace_begin(NULL), CGJ_ERR_INVALID_ARG, "cgj_trace_begin(NULL)");
+    expect_status(cgj_trace_begin(""), CGJ_ERR_INVALID_ARG, "cgj_trace_begin(\"\")");
+    expect_status(cgj_trace_begin("misuse"), CGJ_OK, "cgj_trace_begin(\"misuse\")");
+    affine_chain(s->d[0], 0, 5, 0);
+    if (step % 10 == 3)
+        expect_status(cgj_trace_begin("misuse"), CGJ_ERR_NESTED, "nested cgj_trace_begin(\"misuse\")");
+    affine_chain(s->d[0], 5, 5, 0);
+    expect_status(cgj_trace_end(), CGJ_OK, "cgj_trace_end()");
+    expect_status(cgj_trace_end(), CGJ_ERR_NOT_ACTIVE, "second cgj_trace_end()");
+}
+
+/* ---- expectations -------------------------------------------------------------------------- */
+
+static void expect_ge(const char *what, uint64_t got, uint64_t want) {
+    if (got < want)
+        problem("%s is %llu, expected at least %llu", what, (unsigned long long)got, (unsigned long long)want);
+}
+
+static void expect_state(const cgj_trace_info_t *in, cgj_state_t want) {
+    if (in->state != want)
+        problem("state is %s, expected %s (reason: \"%s\")", state_name(in->state), state_name(want), in->reason);
+}
+
+static void expect_chain(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    (void)st;
+    expect_state(in, CGJ_STATE_REPLAY);
+    expect_ge("replays", in->replays, 990);
+    if (in->segments != 1)
+        problem("segments is %u, expected 1", in->segments);
+}
+
+static void expect_varying(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    (void)st;
+    expect_ge("varying_slots", in->varying_slots, 2);
+    expect_ge("replays", in->replays, 990);
+}
+
+static void expect_segments(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    (void)st;
+    expect_ge("segments", in->segments, 2);
+    expect_ge("replays", in->replays, 990);
+}
+
+static void expect_side_exit(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    (void)st;
+    expect_ge("side_exits", in->side_exits, 20);
+    expect_ge("replays", in->replays, 900);
+}
+
+static void expect_blacklist(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    (void)st;
+    expect_state(in, CGJ_STATE_BLACKLISTED);
+}
+
+static void expect_streams(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    (void)st;
+    expect_ge("replays", in->replays, 990);
+}
+
+static void expect_misuse(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    (void)in, (void)st;
+#define STRERROR_CHECK(name, value, msg)                                           \
+    do {                                                                           \
+        const char *m = cgj_strerror(CGJ_##name);                                  \
+        if (!m || !m[0])                                                           \
+            problem("cgj_strerror(CGJ_" #name ") is %s", m ? "empty" : "NULL");    \
+    } while (0);
+    CGJ_STATUS_LIST(STRERROR_CHECK)
+#undef STRERROR_CHECK
+    if (!cgj_strerror(-1) || !cgj_strerror(9999))
+        problem("cgj_strerror of an unknown code is NULL");
+    cgj_trace_info_t none;
+    expect_status(cgj_trace_info("no-such-anchor", &none), CGJ_ERR_NOT_FOUND, "cgj_trace_info(\"no-such-anchor\")");
+    expect_status(cgj_stats(NULL), CGJ_ERR_INVALID_ARG, "cgj_stats(NULL)");
+}
+
+typedef struct scenario {
+    const char *name;
+    int nbuf;                           /* buffers d[0..nbuf-1] form a step's result */
+    void (*step)(set_t *, int);         /* one step, issued without markers */
+    void (*traced)(set_t *, int);       /* the traced step if not just step() between markers */
+    void (*expect)(const cgj_trace_info_t *, const cgj_stats_t *);
+} scenario_t;
+
+static const scenario_t SCENARIOS[] = {
+    {"chain", 1, step_chain, NULL, expect_chain},
+    {"varying_scalar", 2, step_varying_scalar, NULL, expect_varying},
+    {"varying_pointer", 2, step_varying_pointer, NULL, expect_varying},
+    {"segments", 2, step_segments, NULL, expect_segments},
+    {"side_exit", 1, step_side_exit, NULL, expect_side_exit},
+    {"blacklist", 1, step_blacklist, NULL, expect_blacklist},
+    {"streams", 4, step_streams, NULL, expect_streams},
+    {"misuse", 1, step_misuse, traced_misuse, expect_misuse},
+};
+enum { NSCENARIOS = sizeof SCENARIOS / sizeof SCENARIOS[0] };
+
+/* ---- the runner ------------------------------------------------------------------------------ */
+
+static void traced_step(const scenario_t *sc, set_t *s, int step) {
+    if (sc->traced) {
+        sc->traced(s, step);
+        return;
+    }
+    expect_status(cgj_trace_begin(sc->name), CGJ_OK, "cgj_trace_begin");
+    sc->step(s, step);
+    expect_status(cgj_trace_end(), CGJ_OK, "cgj_trace_end");
+}
+
+static void random_init(float init[NBUF][N]) {
+    uint64_t seed = 0x2545f4914f6cdd1dull;
+    for (int b = 0; b < NBUF; b++)
+        for (int i = 0; i < N; i++) { /* xorshift64*: uniform in [-1, 1) */
+            seed ^= seed >> 12, seed ^= seed << 25, seed ^= seed >> 27;
+            init[b][i] = (float)((seed * 0x2545f4914f6cdd1dull) >> 40) / (float)(1u << 23) - 1.0f;
+        }
+}
+
+/* Report the first differing float of a step's result. */
+static void report_mismatch(int step, const float *want, const float *got, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&want[i], &got[i], sizeof(float))) {
+            problem("step %d: result differs first at buffer %zu [%zu]: eager %.9g, traced %.9g", step, i / N,
+                    i % N, want[i], got[i]);
+            return;
+        }
+}
+
+static void print_figures(const char *name, const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    printf("info %s: state=%s replays=%llu side_exits=%llu segments=%u varying_slots=%u runs=%llu variants=%u "
+           "ops=%u kernels=%u record_failures=%u reason=\"%s\"\n",
+           name, state_name(in->state), (unsigned long long)in->replays, (unsigned long long)in->side_exits,
+           in->segments, in->varying_slots, (unsigned long long)in->runs, in->variants, in->ops, in->kernels,
+           in->record_failures, in->reason);
+    printf("stats:");
+#define STATS_PRINT(field, doc) printf(" %s=%llu", #field, (unsigned long long)st->field);
+    CGJ_STATS_LIST(STATS_PRINT)
+#undef STATS_PRINT
+    printf("\n");
+}
+
+static int run(const scenario_t *sc) {
+    static float init[NBUF][N];
+    random_init(init);
+    set_t eager_set, traced_set;
+    set_init(&eager_set, init);
+    set_init(&traced_set, init);
+    size_t per_step = (size_t)sc->nbuf * N;
+    float *eager = (float *)malloc(STEPS * per_step * sizeof(float));
+    float *got = (float *)malloc(per_step * sizeof(float));
+    if (!eager || !got) {
+        printf("FAIL %s (out of host memory)\n", sc->name);
+        return 1;
+    }
+
+    for (int i = 0; i < STEPS; i++) {
+        sc->step(&eager_set, i);
+        copy_result(&eager_set, sc->nbuf, eager + i * per_step);
+        /* A step that changes nothing would let a replay that does nothing pass. */
+        if (i > 0 && !memcmp(eager + i * per_step, eager + (i - 1) * per_step, per_step * sizeof(float)))
+            problem("eager step %d left the result unchanged: the scenario tests nothing", i);
+    }
+
+    int differing = 0;
+    for (int i = 0; i < STEPS; i++) {
+        traced_step(sc, &traced_set, i);
+        copy_result(&traced_set, sc->nbuf, got);
+        if (memcmp(eager + i * per_step, got, per_step * sizeof(float))) {
+            if (differing++ == 0)
+                report_mismatch(i, eager + i * per_step, got, per_step);
+        }
+    }
+    if (differing)
+        problem("%d of %d traced steps differ from eager", differing, STEPS);
+
+    cgj_trace_info_t in;
+    cgj_stats_t st;
+    memset(&in, 0, sizeof in);
+    memset(&st, 0, sizeof st);
+    expect_status(cgj_trace_info(sc->name, &in), CGJ_OK, "cgj_trace_info");
+    expect_status(cgj_stats(&st), CGJ_OK, "cgj_stats");
+    print_figures(sc->name, &in, &st);
+    sc->expect(&in, &st);
+
+    set_free(&eager_set);
+    set_free(&traced_set);
+    free(eager);
+    free(got);
+    CHECK(cudaGetLastError());
+    if (problems) {
+        printf("FAIL %s: %s (%d problem%s, %s)\n", sc->name, first_problem, problems, problems == 1 ? "" : "s",
+               CGJ_GPU_FLAVOUR);
+        return 1;
+    }
+    printf("PASS %s\n", sc->name);
+    return 0;
+}
+
+static void usage(FILE *f, const char *argv0) {
+    fprintf(f, "usage: %s SCENARIO\nscenarios:", argv0);
+    for (int i = 0; i < NSCENARIOS; i++)
+        fprintf(f, " %s", SCENARIOS[i].name);
+    fprintf(f, "\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        usage(stderr, argv[0]);
+        return 2;
+    }
+    const scenario_t *sc = NULL;
+    for (int i = 0; i < NSCENARIOS; i++)
+        if (!strcmp(argv[1], SCENARIOS[i].name))
+            sc = &SCENARIOS[i];
+    if (!sc) {
+        fprintf(stderr, "%s: unknown scenario %s\n", argv[0], argv[1]);
+        usage(stderr, argv[0]);
+        return 2;
+    }
+    scenario_name = sc->name;
+    /* Unbuffered lines: a crash still leaves everything printed so far. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    int dev, driver;
+    cudaDeviceProp prop;
+    CHECK(cudaGetDevice(&dev));
+    CHECK(cudaGetDeviceProperties(&prop, dev));
+    CHECK(cudaDriverGetVersion(&driver));
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+    const char *ptds = "per-thread";
+#else
+    const char *ptds = "legacy";
+#endif
+    printf("gpu_scenarios %s: flavour %s (%s default stream), GPU %s (sm_%d%d), CUDA driver %d.%d, %d steps\n",
+           sc->name, CGJ_GPU_FLAVOUR, ptds, prop.name, prop.major, prop.minor, driver / 1000, driver % 1000 / 10,
+           STEPS);
+    return run(sc);
+}

@@ -1,0 +1,188 @@
+/*
+ * test_gpu.c — the GPU scenarios as Criterion tests: one test per scenario and flavour.
+ *
+ * Each test runs `<dir of this executable>/gpu/gpu_scenarios_<flavour> <scenario>` (see
+ * gpu_scenarios.cu) in a child process and passes when it exits 0 with a line `PASS <scenario>`.
+ * Where the machine has no usable CUDA GPU the test skips itself with the reason, so the suite
+ * also runs, green, on machines without one (CI). The GPU is probed through the driver library
+ * alone (dlopen libcuda.so.1, cuInit, cuDeviceGetCount): this program links neither CUDA nor
+ * cgjit, and the programs under test run in their own processes, as a user's would.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* The two driver entry points needed, declared here so that no cuda.h is needed. */
+typedef int (*cu_init_fn)(unsigned int flags);
+typedef int (*cu_device_get_count_fn)(int *count);
+
+/* 1 if a CUDA device is usable; else 0 with the reason in why. */
+static int gpu_present(char *why, size_t len) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(why, len, "dlopen(libcuda.so.1) failed: %s", dlerror());
+        return 0;
+    }
+    cu_init_fn cu_init;
+    cu_device_get_count_fn cu_count;
+    *(void **)&cu_init = dlsym(lib, "cuInit");
+    *(void **)&cu_count = dlsym(lib, "cuDeviceGetCount");
+    if (!cu_init || !cu_count) {
+        snprintf(why, len, "libcuda.so.1 lacks cuInit or cuDeviceGetCount");
+        return 0;
+    }
+    int rc = cu_init(0), count = 0;
+    if (rc != 0) {
+        snprintf(why, len, "cuInit(0) returned CUresult %d", rc);
+        return 0;
+    }
+    rc = cu_count(&count);
+    if (rc != 0 || count <= 0) {
+        snprintf(why, len, "cuDeviceGetCount returned CUresult %d, %d devices", rc, count);
+        return 0;
+    }
+    return 1; /* the library stays loaded: this process ends with the test */
+}
+
+/* The path of the scenario program of `flavour`, beside this executable: <dir>/gpu/... */
+static void scenario_program(const char *flavour, char *path, size_t len) {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert(n > 0, "readlink(/proc/self/exe): %s", strerror(errno));
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    cr_assert(slash != NULL, "no directory in %s", self);
+    *slash = '\0';
+    int w = snprintf(path, len, "%s/gpu/gpu_scenarios_%s", self, flavour);
+    cr_assert(w > 0 && (size_t)w < len, "path too long");
+    cr_assert(access(path, X_OK) == 0, "%s: %s (is the build complete?)", path, strerror(errno));
+}
+
+typedef struct output {
+    char *text; /* NUL-terminated */
+    size_t len, cap;
+} output_t;
+
+static void output_append(output_t *o, const char *buf, size_t n) {
+    if (o->len + n + 1 > o->cap) {
+        size_t cap = o->cap ? o->cap : 4096;
+        while (o->len + n + 1 > cap)
+            cap *= 2;
+        o->text = realloc(o->text, cap);
+        cr_assert(o->text != NULL, "out of memory");
+        o->cap = cap;
+    }
+    memcpy(o->text + o->len, buf, n);
+    o->len += n;
+    o->text[o->len] = '\0';
+}
+
+/* Run argv with stdout and stderr into *out; returns the wait status. */
+static int run_captured(char *const argv[], output_t *out) {
+    int fds[2];
+    cr_assert(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    cr_assert(rc == 0, "posix_spawn(%s): %s", argv[0], strerror(rc));
+    output_append(out, "", 0);
+    char buf[4096];
+    for (;;) {
+        ssize_t n = read(fds[0], buf, sizeof buf);
+        if (n > 0)
+            output_append(out, buf, (size_t)n);
+        else if (n == 0 || errno != EINTR)
+            break;
+    }
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        cr_assert(errno == EINTR, "waitpid: %s", strerror(errno));
+    return status;
+}
+
+/* 1 if text holds the line `line` exactly. */
+static int has_line(const char *text, const char *line) {
+    size_t n = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)) != NULL; p += n)
+        if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+/* The line starting with `prefix`, copied into buf (empty if none). */
+static const char *find_line(const char *text, const char *prefix, char *buf, size_t len) {
+    buf[0] = '\0';
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, prefix, strlen(prefix))) {
+            size_t n = strcspn(p, "\n");
+            snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), p);
+            break;
+        }
+    return buf;
+}
+
+static void run_scenario(const char *scenario, const char *flavour) {
+    char why[512];
+    if (!gpu_present(why, sizeof why))
+        cr_skip_test("no CUDA GPU: %s", why);
+
+    char program[PATH_MAX + 64];
+    scenario_program(flavour, program, sizeof program);
+    char *argv[] = {program, (char *)scenario, NULL};
+    output_t out = {0};
+    int status = run_captured(argv, &out);
+
+    char pass[128], info[512];
+    snprintf(pass, sizeof pass, "PASS %s", scenario);
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && has_line(out.text, pass);
+    const char *tail = out.len > 3000 ? out.text + out.len - 3000 : out.text;
+    if (!ok && tail != out.text) /* the whole output, for the log; the assertion message keeps its end */
+        fprintf(stderr, "---- %s %s: output ----\n%s---- end of output ----\n", program, scenario, out.text);
+    cr_assert(WIFEXITED(status), "gpu_scenarios_%s %s was killed by signal %d; output ends:\n%s", flavour,
+              scenario, WIFSIGNALED(status) ? WTERMSIG(status) : 0, tail);
+    cr_assert(WEXITSTATUS(status) == 0, "gpu_scenarios_%s %s exited with status %d; output ends:\n%s", flavour,
+              scenario, WEXITSTATUS(status), tail);
+    cr_assert(ok, "gpu_scenarios_%s %s printed no line \"%s\"; output ends:\n%s", flavour, scenario, pass, tail);
+    char key[128];
+    snprintf(key, sizeof key, "info %s:", scenario);
+    cr_log_info("%s: %s", flavour, find_line(out.text, key, info, sizeof info));
+    free(out.text);
+}
+
+#define GPU_TEST(scenario, flavour) \
+    Test(gpu_scenarios, scenario##_##flavour, .timeout = 300) { run_scenario(#scenario, #flavour); }
+
+#define GPU_TESTS(scenario)         \
+    GPU_TEST(scenario, static)      \
+    GPU_TEST(scenario, shared)      \
+    GPU_TEST(scenario, ptds)
+
+GPU_TESTS(chain)
+GPU_TESTS(varying_scalar)
+GPU_TESTS(varying_pointer)
+GPU_TESTS(segments)
+GPU_TESTS(side_exit)
+GPU_TESTS(blacklist)
+GPU_TESTS(streams)
+GPU_TESTS(misuse)

@@ -1,0 +1,33 @@
+/*
+ * anchor.h — a trace anchor: the named point where a step starts, and what cgjit knows of it.
+ *
+ * An anchor moves WARMUP (no draft) → RECORD (a draft, no trace) → REPLAY (one or more
+ * variants), or to BLACKLISTED when its runs keep disagreeing or its trace cannot be built.
+ * One thread at a time runs a step of a given anchor (`busy`); a second thread beginning the
+ * same anchor meanwhile runs its step eagerly.
+ */
+#ifndef CGJ_ANCHOR_H
+#define CGJ_ANCHOR_H
+
+#include "tracer/step.h"
+
+#define CGJ_MAX_VARIANTS_HARD 16
+
+struct cgj_anchor {
+    char *name;
+    cgj_state_t state;
+    int busy;
+    bool has_draft;
+    cgj_oplist_t draft;
+    cgj_trace_t *variants[CGJ_MAX_VARIANTS_HARD];
+    uint32_t nvariants, current;
+    uint64_t runs, replays, side_exits;
+    uint32_t record_failures;
+    char reason[256];
+    struct cgj_anchor *next;
+};
+
+/* Set the anchor's reason (printf-style) and log it under `blacklist` if it blacklists. */
+void cgj_anchor_blacklist(cgj_anchor_t *a, const char *why);
+
+#endif /* CGJ_ANCHOR_H */

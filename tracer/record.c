@@ -1,0 +1,249 @@
+/*
+ * record.c — turning driver calls into trace ops, comparing recordings, guarding replays.
+ *
+ * Kernel parameters are copied by value using the layout the driver reports
+ * (cuFuncGetParamInfo, or cuKernelGetParamInfo for the CUkernel handles the CUDA runtime
+ * passes). A kernel whose layout cannot be learned cannot be recorded: copying a guessed number
+ * of bytes could read past the caller's arguments, and comparing them could miss a change.
+ *
+ * The shape of a call is everything except the kernel parameter values and the source of a
+ * host-to-device copy (which replay stages at call time, so its address never matters).
+ * Shapes are compared exactly: a different stream, grid or copy size is a different step.
+ */
+#include "tracer/trace.h"
+#include "tracer/layout.h"
+#include "base/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const cgj_op_names[CGJ_OP_COUNT] = {
+#define CGJ_OP_NAME(name, cls, doc) #name,
+    CGJ_OP_LIST(CGJ_OP_NAME)
+#undef CGJ_OP_NAME
+};
+const unsigned char cgj_op_class[CGJ_OP_COUNT] = {
+#define CGJ_OP_CLASS(name, cls, doc) cls,
+    CGJ_OP_LIST(CGJ_OP_CLASS)
+#undef CGJ_OP_CLASS
+};
+
+static cgj_op_t *oplist_push(cgj_oplist_t *l)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->ops = cgj_xrealloc(l->ops, l->cap * sizeof *l->ops);
+    }
+    cgj_op_t *o = &l->ops[l->n++];
+    memset(o, 0, sizeof *o);
+    return o;
+}
+
+static cgj_kparams_t *kparams_new(const cgj_layout_t *lay)
+{
+    cgj_kparams_t *kp = cgj_xcalloc(1, sizeof *kp);
+    kp->n = lay->n;
+    kp->size = lay->size;
+    kp->extra_form = lay->extra_form;
+    kp->off = cgj_xmemdup(lay->off, lay->n * sizeof(uint32_t));
+    kp->sz = cgj_xmemdup(lay->sz, lay->n * sizeof(uint32_t));
+    kp->rec = cgj_xcalloc(1, kp->size);
+    kp->live = cgj_xcalloc(1, kp->size);
+    kp->inexec = cgj_xcalloc(1, kp->size);
+    kp->varying = cgj_xcalloc(kp->n ? kp->n : 1, 1);
+    kp->ptrs = cgj_xcalloc(kp->n ? kp->n : 1, sizeof(void *));
+    for (uint32_t i = 0; i < kp->n; i++) kp->ptrs[i] = kp->live + kp->off[i];
+    return kp;
+}
+
+static void kparams_free(cgj_kparams_t *kp)
+{
+    if (!kp) return;
+    free(kp->off), free(kp->sz), free(kp->rec), free(kp->live), free(kp->inexec);
+    free(kp->varying), free(kp->ptrs), free(kp);
+}
+
+/* Pointer to slot i's value as the caller passed it. */
+static const void *call_slot(const cgj_call_t *c, const cgj_kparams_t *kp, uint32_t i)
+{
+    return kp->extra_form ? c->u.k.blob : c->u.k.params[i];
+}
+
+/* Make the op own what its call points to. */
+static void own_call(cgj_op_t *o)
+{
+    if (o->call.kind == CGJ_OP_KERNEL) {
+        o->call.u.k.params = o->kp->ptrs;
+        o->call.u.k.blob = o->kp->extra_form ? o->kp->live : NULL;
+        if (o->call.u.k.nattrs)
+            o->call.u.k.attrs =
+                cgj_xmemdup(o->call.u.k.attrs, o->call.u.k.nattrs * sizeof(CUlaunchAttribute));
+    }
+    if (o->call.kind == CGJ_OP_MEMCPY && o->call.u.m.dir == CGJ_DIR_H2D) o->call.u.m.hsrc = NULL;
+}
+
+bool cgj_record_call(cgj_oplist_t *l, const cgj_call_t *c, const char **why)
+{
+    cgj_layout_t lay;
+    if (c->kind == CGJ_OP_KERNEL && !cgj_layout_get(c, &lay, why)) return false;
+    cgj_op_t *o = oplist_push(l);
+    o->call = *c;
+    if (c->kind == CGJ_OP_KERNEL) {
+        o->kp = kparams_new(&lay);
+        for (uint32_t i = 0; i < o->kp->n; i++)
+            memcpy(o->kp->rec + o->kp->off[i], call_slot(c, o->kp, i), o->kp->sz[i]);
+        memcpy(o->kp->live, o->kp->rec, o->kp->size);
+    }
+    own_call(o);
+    return true;
+}
+
+void cgj_record_clone(cgj_oplist_t *l, const cgj_op_t *src)
+{
+    cgj_op_t *o = oplist_push(l);
+    o->call = src->call;
+    if (src->kp) {
+        cgj_layout_t lay = {.n = src->kp->n, .size = src->kp->size,
+                            .extra_form = src->kp->extra_form, .off = src->kp->off,
+                            .sz = src->kp->sz};
+        o->kp = kparams_new(&lay);
+        memcpy(o->kp->rec, src->kp->live, o->kp->size);
+        memcpy(o->kp->live, src->kp->live, o->kp->size);
+    }
+    own_call(o);
+}
+
+void cgj_oplist_free(cgj_oplist_t *l)
+{
+    for (uint32_t i = 0; i < l->n; i++) {
+        cgj_op_t *o = &l->ops[i];
+        if (o->call.kind == CGJ_OP_KERNEL && o->call.u.k.nattrs) free((void *)o->call.u.k.attrs);
+        kparams_free(o->kp);
+    }
+    free(l->ops);
+    memset(l, 0, sizeof *l);
+}
+
+/* Shape equality of two calls: everything but parameter values and H2D sources. */
+static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, char *why, size_t len)
+{
+#define SHAPE_DIFF(what)                                   \
+    do {                                                   \
+        snprintf(why, len, "%s differs", what);            \
+        return false;                                      \
+    } while (0)
+    if (a->kind != b->kind) SHAPE_DIFF("operation");
+    if (a->api != b->api && strcmp(a->api, b->api) != 0) SHAPE_DIFF("driver function");
+    if (cgj_op_class[a->kind] == CGJ_CLASS_BOUNDARY) return true; /* executed as called */
+    if (a->stream != b->stream) SHAPE_DIFF("stream");
+    switch (a->kind) {
+    case CGJ_OP_KERNEL: {
+        const __typeof__(a->u.k) *x = &a->u.k, *y = &b->u.k;
+        if (x->f != y->f) SHAPE_DIFF("kernel function");
+        if (memcmp(x->grid, y->grid, sizeof x->grid)) SHAPE_DIFF("grid");
+        if (memcmp(x->block, y->block, sizeof x->block)) SHAPE_DIFF("block");
+        if (x->smem != y->smem) SHAPE_DIFF("dynamic shared memory");
+        if ((x->blob != NULL) != (y->blob != NULL) || x->blob_size != y->blob_size)
+            SHAPE_DIFF("parameter form");
+        if (x->nattrs != y->nattrs ||
+            (x->nattrs && memcmp(x->attrs, y->attrs, x->nattrs * sizeof *x->attrs)))
+            SHAPE_DIFF("launch attributes");
+        return true;
+    }
+    case CGJ_OP_MEMCPY: {
+        const __typeof__(a->u.m) *x = &a->u.m, *y = &b->u.m;
+        if (x->dir != y->dir || x->bytes != y->bytes) SHAPE_DIFF("copy direction or size");
+        if (x->dst != y->dst || x->src != y->src || x->hdst != y->hdst) SHAPE_DIFF("copy address");
+        return true;
+    }
+    case CGJ_OP_MEMSET:
+        if (memcmp(&a->u.s, &b->u.s, sizeof a->u.s)) SHAPE_DIFF("memset arguments");
+        return true;
+    case CGJ_OP_EVENT_RECORD:
+    case CGJ_OP_STREAM_WAIT:
+        if (a->u.e.ev != b->u.e.ev || a->u.e.flags != b->u.e.flags) SHAPE_DIFF("event");
+        return true;
+    case CGJ_OP_HOST_FUNC:
+        if (a->u.h.fn != b->u.h.fn || a->u.h.data != b->u.h.data) SHAPE_DIFF("host function");
+        return true;
+    default:
+        return true;
+    }
+#undef SHAPE_DIFF
+}
+
+static bool layout_equal(const cgj_kparams_t *a, const cgj_kparams_t *b)
+{
+    return a->n == b->n && a->size == b->size && !memcmp(a->off, b->off, a->n * 4) &&
+           !memcmp(a->sz, b->sz, a->n * 4);
+}
+
+bool cgj_record_same_shape(const cgj_oplist_t *a, const cgj_oplist_t *b, uint32_t *at, char *why,
+                           size_t whylen)
+{
+    uint32_t n = a->n < b->n ? a->n : b->n;
+    for (uint32_t i = 0; i < n; i++) {
+        const cgj_op_t *x = &a->ops[i], *y = &b->ops[i];
+        if (!call_shape_equal(&x->call, &y->call, why, whylen)) {
+            *at = i;
+            return false;
+        }
+        if (x->kp && !layout_equal(x->kp, y->kp)) {
+            *at = i;
+            snprintf(why, whylen, "parameter layout differs");
+            return false;
+        }
+    }
+    if (a->n != b->n) {
+        *at = n;
+        snprintf(why, whylen, "%u ops instead of %u", b->n, a->n);
+        return false;
+    }
+    return true;
+}
+
+void cgj_record_classify(cgj_oplist_t *a, const cgj_oplist_t *b)
+{
+    for (uint32_t i = 0; i < a->n; i++) {
+        cgj_kparams_t *x = a->ops[i].kp;
+        const cgj_kparams_t *y = b->ops[i].kp;
+        if (!x) continue;
+        x->nvarying = 0;
+        for (uint32_t s = 0; s < x->n; s++) {
+            x->varying[s] = memcmp(x->rec + x->off[s], y->rec + y->off[s], x->sz[s]) != 0;
+            x->nvarying += x->varying[s];
+        }
+    }
+}
+
+bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, char *why, size_t whylen)
+{
+    if (!call_shape_equal(&o->call, c, why, whylen)) return false;
+    cgj_kparams_t *kp = o->kp;
+    if (!kp) return true;
+    if (!kp->extra_form && kp->n && !c->u.k.params) {
+        snprintf(why, whylen, "no kernel parameters passed");
+        return false;
+    }
+    for (uint32_t i = 0; i < kp->n; i++) {
+        const void *v = call_slot(c, kp, i);
+        if (kp->varying[i]) {
+            memcpy(kp->live + kp->off[i], v, kp->sz[i]);
+        } else if (memcmp(kp->rec + kp->off[i], v, kp->sz[i]) != 0) {
+            char e[72], g[72];
+            snprintf(why, whylen, "parameter slot %u (%u bytes): expected %s got %s", i, kp->sz[i],
+                     cgj_log_hex(e, kp->rec + kp->off[i], kp->sz[i]),
+                     cgj_log_hex(g, v, kp->sz[i]));
+            return false;
+        }
+    }
+    return true;
+}
+
+const char *cgj_op_describe(const cgj_op_t *o, char *buf, size_t len)
+{
+    const char *name = NULL;
+    if (o->call.kind == CGJ_OP_KERNEL) name = cgj_layout_kernel_name(o->call.u.k.f);
+    snprintf(buf, len, "%s%s%s%s", o->call.api, name ? "(" : "", name ? name : "", name ? ")" : "");
+    return buf;
+}

@@ -1,0 +1,355 @@
+/*
+ * step.c — one step's life: WARMUP → RECORD → BUILD → REPLAY, side exits, variants, aborts.
+ *
+ * Eager runs (warmup, record, and the rest of a run after a side exit) execute every call as
+ * it comes and record it. At the end of an eager run the recording is compared with the
+ * anchor's draft: the same shape makes a trace (slots that differ become varying, the trace
+ * is built into graphs), a different one replaces the draft and counts as a failure.
+ *
+ * A replay absorbs each call that passes its guard (nothing reaches the driver) and launches
+ * the current segment's graph at a boundary op or at the end of the step. The invariant is
+ * kept because the host can only observe GPU memory through a boundary op, and every boundary
+ * op launches what was absorbed before the call itself proceeds. When a guard fails, the ops
+ * absorbed since the last launch are re-issued eagerly with this run's values, in order, and
+ * the run continues eagerly, recording: nothing is skipped or reordered. Before giving up,
+ * a replay that has launched nothing yet may switch to another variant that matches every
+ * call so far.
+ */
+#include "tracer/anchor.h"
+#include "graphs/graph.h"
+#include "base/config.h"
+#include "base/driver.h"
+#include "base/log.h"
+
+#include <string.h>
+
+__thread cgj_thread_t cgj_tls;
+int cgj_tracing_threads;
+cgj_stats_t cgj_g_stats;
+
+static void set_mode(cgj_thread_t *t, cgj_mode_t m)
+{
+    bool was = t->mode >= CGJ_MODE_RECORD, is = m >= CGJ_MODE_RECORD;
+    if (was != is) __atomic_fetch_add(&cgj_tracing_threads, is ? 1 : -1, __ATOMIC_RELAXED);
+    t->mode = m;
+}
+
+/* Count a failed eager run of an anchor that has no trace yet; blacklist when it is enough. */
+static void record_failure(cgj_anchor_t *a, const char *why)
+{
+    cgj_strlcpy(a->reason, why, sizeof a->reason);
+    if (a->nvariants || a->state == CGJ_STATE_BLACKLISTED) return;
+    if (++a->record_failures >= (uint32_t)cgj_cfg.MAX_RECORDS) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "%u eager runs disagreed; last: %s", a->record_failures, why);
+        cgj_anchor_blacklist(a, msg);
+    }
+}
+
+/* ---- replay helpers ---- */
+
+/* Re-issue the ops absorbed since the last launch, eagerly, in order. */
+static void flush_pending(cgj_thread_t *t)
+{
+    cgj_trace_t *tr = t->trace;
+    bool staged = false;
+    CUstream staged_stream = NULL;
+    for (uint32_t i = tr->segs[t->seg].first; i < t->pos; i++) {
+        cgj_op_t *o = &tr->list.ops[i];
+        CUresult r = cgj_op_issue(o, o->call.stream, false, false);
+        if (r != CUDA_SUCCESS)
+            CGJ_LOG(guards, "re-issuing op %u (%s) failed: %s", i, o->call.api, cgj_driver_errstr(r));
+        if (o->stage) staged = true, staged_stream = o->call.stream;
+    }
+    /* The staging buffers are rewritten by the next replay: let these copies finish first. */
+    if (staged) cgj_drv.r_cuStreamSynchronize(staged_stream);
+}
+
+static void launch_segment(cgj_thread_t *t)
+{
+    cgj_trace_t *tr = t->trace;
+    cgj_segment_t *seg = &tr->segs[t->seg];
+    if (seg->first == seg->end) return;
+    uint64_t patched = 0;
+    CUresult r = cgj_graph_launch(tr, t->seg, &patched);
+    CGJ_STAT_ADD(params_patched, patched);
+    CGJ_STAT_ADD(graph_launches, 1);
+    t->launched = true;
+    if (r == CUDA_SUCCESS) return;
+    /* Nothing may be lost: run the segment eagerly, and stop replaying this anchor. */
+    char why[200];
+    snprintf(why, sizeof why, "graph launch failed: %s", cgj_driver_errstr(r));
+    flush_pending(t);
+    cgj_anchor_blacklist(t->anchor, why);
+    set_mode(t, CGJ_MODE_PASSTHRU);
+}
+
+/* Leave the trace at t->pos: pending ops eagerly, then record the rest of the run. */
+static void side_exit(cgj_thread_t *t, const char *why)
+{
+    cgj_anchor_t *a = t->anchor;
+    cgj_trace_t *tr = t->trace;
+    flush_pending(t);
+    for (uint32_t i = 0; i < t->pos; i++) cgj_record_clone(&t->rec, &tr->list.ops[i]);
+    tr->side_exits++;
+    a->side_exits++;
+    CGJ_STAT_ADD(side_exits, 1);
+    snprintf(a->reason, sizeof a->reason, "side exit at op %u: %s", t->pos, why);
+    CGJ_LOG(guards, "anchor '%s': %s", a->name, a->reason);
+    set_mode(t, CGJ_MODE_RECORD);
+}
+
+/* Does variant v match every call absorbed so far, and c? Stashes into v if so. */
+static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, const cgj_call_t *c)
+{
+    char why[256];
+    if (v->list.n <= t->pos) return false;
+    for (uint32_t i = 0; i < t->pos; i++)
+        if (!cgj_guard(&v->list.ops[i], &t->trace->list.ops[i].call, why, sizeof why)) return false;
+    return cgj_guard(&v->list.ops[t->pos], c, why, sizeof why);
+}
+
+static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
+{
+    cgj_anchor_t *a = t->anchor;
+    if (t->launched || t->seg != 0) return false;
+    for (uint32_t k = 0; k < a->nvariants; k++) {
+        cgj_trace_t *v = a->variants[k];
+        if (v == t->trace || !variant_matches(t, v, c)) continue;
+        for (uint32_t i = 0; i < t->pos; i++) { /* carry the staged bytes over */
+            cgj_op_t *o = &v->list.ops[i];
+            if (!o->stage) continue;
+            if (!t->staged_waited) cgj_graph_staging_wait(&v->segs[0]);
+            memcpy(o->stage, t->trace->list.ops[i].stage, o->call.u.m.bytes);
+        }
+        t->staged_waited = true;
+        t->trace = v;
+        a->current = k;
+        CGJ_STAT_ADD(variant_switches, 1);
+        return true;
+    }
+    return false;
+}
+
+static int replay_enter(cgj_thread_t *t, const cgj_call_t *c)
+{
+    cgj_trace_t *tr = t->trace;
+    char why[256];
+    if (t->pos >= tr->list.n) {
+        snprintf(why, sizeof why, "the step goes on past the trace's %u ops (%s)", tr->list.n, c->api);
+        side_exit(t, why);
+        return CGJ_EXECUTE;
+    }
+    if (!cgj_guard(&tr->list.ops[t->pos], c, why, sizeof why) && !try_switch(t, c)) {
+        char desc[160], msg[420];
+        snprintf(msg, sizeof msg, "%s: %s", cgj_op_describe(&tr->list.ops[t->pos], desc, sizeof desc), why);
+        side_exit(t, msg);
+        return CGJ_EXECUTE;
+    }
+    tr = t->trace;
+    cgj_op_t *o = &tr->list.ops[t->pos];
+    if (cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY) {
+        CGJ_LOG(breaks, "anchor '%s': segment %u ends at op %u (%s)", t->anchor->name, t->seg, t->pos, c->api);
+        launch_segment(t);
+        t->pos++;
+        t->seg++;
+        t->staged_waited = false;
+        return CGJ_EXECUTE;
+    }
+    if (o->stage) {
+        if (!t->staged_waited && cgj_graph_staging_wait(&tr->segs[t->seg])) CGJ_STAT_ADD(staging_waits, 1);
+        t->staged_waited = true;
+        memcpy(o->stage, c->u.m.hsrc, c->u.m.bytes);
+        CGJ_STAT_ADD(bytes_staged, c->u.m.bytes);
+    }
+    t->pos++;
+    t->absorbed++;
+    return CGJ_ABSORB;
+}
+
+/* ---- eager runs ---- */
+
+/* Stop tracing this step: pending replay work runs eagerly, the recording is dropped. */
+static void abort_step(cgj_thread_t *t, const char *why)
+{
+    cgj_anchor_t *a = t->anchor;
+    if (t->mode == CGJ_MODE_REPLAY) flush_pending(t);
+    cgj_oplist_free(&t->rec);
+    CGJ_STAT_ADD(aborts, 1);
+    if (a) {
+        CGJ_LOG(blacklist, "anchor '%s': step aborted to eager: %s", a->name, why);
+        record_failure(a, why);
+    }
+    set_mode(t, CGJ_MODE_PASSTHRU);
+}
+
+int cgj_step_enter(const cgj_call_t *c)
+{
+    cgj_thread_t *t = &cgj_tls;
+    if (t->mode == CGJ_MODE_REPLAY) return replay_enter(t, c);
+    return CGJ_EXECUTE;
+}
+
+void cgj_step_leave(const cgj_call_t *c, CUresult r)
+{
+    cgj_thread_t *t = &cgj_tls;
+    if (t->mode != CGJ_MODE_RECORD) return;
+    const char *why = NULL;
+    char msg[200];
+    if (r != CUDA_SUCCESS) {
+        snprintf(msg, sizeof msg, "%s returned %s", c->api, cgj_driver_errstr(r));
+        abort_step(t, msg);
+    } else if (t->rec.n >= (uint32_t)cgj_cfg.MAX_OPS) {
+        abort_step(t, "the step holds more than CGJIT_MAX_OPS driver calls");
+    } else if (!cgj_record_call(&t->rec, c, &why)) {
+        snprintf(msg, sizeof msg, "%s cannot be recorded: %s", c->api, why);
+        abort_step(t, msg);
+    } else {
+        CGJ_STAT_ADD(ops_recorded, 1);
+    }
+}
+
+void cgj_step_untraceable(const char *api)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s cannot be traced inside a step", api);
+    abort_step(&cgj_tls, msg);
+}
+
+/* ---- building a trace at the end of an eager run ---- */
+
+static void build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
+{
+    cgj_trace_t *tr = cgj_xcalloc(1, sizeof *tr);
+    tr->list = *rec;
+    cgj_record_classify(&tr->list, &a->draft);
+    for (uint32_t i = 0; i < tr->list.n; i++) {
+        const cgj_kparams_t *kp = tr->list.ops[i].kp;
+        if (kp) tr->kernels++, tr->varying_slots += kp->nvarying;
+    }
+    char why[256];
+    if (!cgj_graph_build(tr, why, sizeof why)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "graph build failed: %s", why);
+        CGJ_STAT_ADD(build_failures, 1);
+        cgj_oplist_free(&tr->list);
+        free(tr);
+        if (!a->nvariants) cgj_anchor_blacklist(a, msg);
+        else cgj_strlcpy(a->reason, msg, sizeof a->reason);
+        return;
+    }
+    a->variants[a->nvariants] = tr;
+    a->current = a->nvariants++;
+    a->state = CGJ_STATE_REPLAY;
+    CGJ_STAT_ADD(traces_built, 1);
+    CGJ_LOG(trace, "anchor '%s': variant %u built: %u ops, %u kernels, %u segment(s), %u varying slot(s)",
+            a->name, a->nvariants, tr->list.n, tr->kernels, tr->nsegs, tr->varying_slots);
+}
+
+static uint32_t max_variants(void)
+{
+    long m = cgj_cfg.MAX_VARIANTS;
+    return m > CGJ_MAX_VARIANTS_HARD ? CGJ_MAX_VARIANTS_HARD : (uint32_t)m;
+}
+
+static void finish_record(cgj_thread_t *t)
+{
+    cgj_anchor_t *a = t->anchor;
+    cgj_oplist_t rec = t->rec;
+    memset(&t->rec, 0, sizeof t->rec);
+    CGJ_LOG(trace, "anchor '%s': recorded %u ops", a->name, rec.n);
+    uint32_t at = 0;
+    char why[200];
+    if (a->state == CGJ_STATE_BLACKLISTED) {
+        cgj_oplist_free(&rec);
+        return;
+    }
+    if (a->has_draft && cgj_record_same_shape(&a->draft, &rec, &at, why, sizeof why)) {
+        if (a->nvariants < max_variants()) {
+            build_variant(a, &rec);
+            rec = (cgj_oplist_t){0};
+        }
+        cgj_oplist_free(&rec);
+        cgj_oplist_free(&a->draft);
+        a->has_draft = false;
+        return;
+    }
+    if (a->has_draft) {
+        char msg[260];
+        snprintf(msg, sizeof msg, "run differs from the previous one at op %u: %s", at, why);
+        CGJ_LOG(guards, "anchor '%s': %s", a->name, msg);
+        record_failure(a, msg);
+        cgj_oplist_free(&a->draft);
+    }
+    a->draft = rec;
+    a->has_draft = true;
+    if (!a->nvariants && a->state != CGJ_STATE_BLACKLISTED) a->state = CGJ_STATE_RECORD;
+}
+
+/* ---- begin and end ---- */
+
+static void start_replay(cgj_thread_t *t, cgj_anchor_t *a)
+{
+    t->trace = a->variants[a->current];
+    t->pos = t->seg = 0;
+    t->launched = t->staged_waited = false;
+    t->absorbed = 0;
+    set_mode(t, CGJ_MODE_REPLAY);
+}
+
+int cgj_step_begin(const char *name)
+{
+    cgj_thread_t *t = &cgj_tls;
+    if (t->mode != CGJ_MODE_OFF) {
+        if (t->mode >= CGJ_MODE_RECORD) abort_step(t, "cgj_trace_begin inside a step (steps do not nest)");
+        return CGJ_ERR_NESTED;
+    }
+    cgj_anchor_t *a = t->last && strcmp(t->last->name, name) == 0 ? t->last : cgj_anchor_get(name);
+    t->last = a;
+    __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
+    if (__atomic_exchange_n(&a->busy, 1, __ATOMIC_ACQUIRE)) {
+        t->anchor = NULL; /* another thread runs this anchor now: this step runs eagerly */
+        set_mode(t, CGJ_MODE_PASSTHRU);
+        return CGJ_OK;
+    }
+    t->anchor = a;
+    if (a->state == CGJ_STATE_BLACKLISTED) set_mode(t, CGJ_MODE_PASSTHRU);
+    else if (a->nvariants) start_replay(t, a);
+    else set_mode(t, CGJ_MODE_RECORD);
+    return CGJ_OK;
+}
+
+/* A step that cannot be traced at all (no driver, disabled): it still pairs with its end. */
+void cgj_step_begin_eager(void)
+{
+    if (cgj_tls.mode == CGJ_MODE_OFF) set_mode(&cgj_tls, CGJ_MODE_PASSTHRU);
+}
+
+int cgj_step_end(void)
+{
+    cgj_thread_t *t = &cgj_tls;
+    if (t->mode == CGJ_MODE_OFF) return CGJ_ERR_NOT_ACTIVE;
+    cgj_anchor_t *a = t->anchor;
+    if (t->mode == CGJ_MODE_REPLAY) {
+        cgj_trace_t *tr = t->trace;
+        CGJ_STAT_ADD(ops_absorbed, t->absorbed);
+        if (t->pos == tr->list.n) {
+            launch_segment(t);
+            tr->replays++;
+            a->replays++;
+            CGJ_STAT_ADD(steps_replayed, 1);
+        } else {
+            char why[120];
+            snprintf(why, sizeof why, "the step ended after %u of the trace's %u ops", t->pos, tr->list.n);
+            side_exit(t, why);
+        }
+    }
+    if (t->mode == CGJ_MODE_RECORD) finish_record(t);
+    if (t->mode != CGJ_MODE_REPLAY) CGJ_STAT_ADD(steps_eager, 1);
+    if (a) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
+    t->anchor = NULL;
+    t->trace = NULL;
+    set_mode(t, CGJ_MODE_OFF);
+    CGJ_STAT_ADD(steps, 1);
+    return CGJ_OK;
+}

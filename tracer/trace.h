@@ -1,0 +1,167 @@
+/*
+ * trace.h — the trace IR: one record per driver call of a step, and the traces built from them.
+ *
+ * A wrapper in runtime/ describes each intercepted call as a cgj_call_t (normalized: the stream
+ * is explicit, never NULL; the per-thread-default-stream variant is a flag). Recording turns a
+ * call into a cgj_op_t that owns copies of everything it points to: kernel parameters by value,
+ * launch attributes. Two recordings of the same anchor are compared op by op: equal shapes make
+ * a trace, and the kernel parameter slots whose bytes differ between the two runs are *varying*
+ * (patched into the graph on every replay); the others are *constant* (guarded by memcmp).
+ *
+ * Op classes:
+ *  - CAPTURE ops go into the segment's graph (kernels, async copies, memsets, events, host
+ *    functions);
+ *  - BOUNDARY ops end a segment: in replay the pending graph is launched, then the call itself
+ *    executes eagerly (host synchronizations, reads of device memory by the host, frees).
+ * Calls that cannot be traced never become ops: they abort the step to eager.
+ */
+#ifndef CGJ_TRACE_H
+#define CGJ_TRACE_H
+
+#include "base/cgj_base.h"
+#include <cuda.h>
+
+#define CGJ_CLASS_CAPTURE 0
+#define CGJ_CLASS_BOUNDARY 1
+
+/* X(NAME, class, description) */
+#define CGJ_OP_LIST(X)                                                               \
+    X(KERNEL, CGJ_CLASS_CAPTURE, "kernel launch")                                    \
+    X(MEMCPY, CGJ_CLASS_CAPTURE, "copy")                                             \
+    X(MEMSET, CGJ_CLASS_CAPTURE, "memset")                                           \
+    X(EVENT_RECORD, CGJ_CLASS_CAPTURE, "event record")                               \
+    X(STREAM_WAIT, CGJ_CLASS_CAPTURE, "stream wait on event")                        \
+    X(HOST_FUNC, CGJ_CLASS_CAPTURE, "host function")                                 \
+    X(SYNC, CGJ_CLASS_BOUNDARY, "host synchronization")                              \
+    X(QUERY, CGJ_CLASS_BOUNDARY, "host query of GPU progress")                       \
+    X(READBACK, CGJ_CLASS_BOUNDARY, "copy the host observes at once (to pageable memory)") \
+    X(FREE, CGJ_CLASS_BOUNDARY, "free of device memory inside the step")
+
+typedef enum cgj_op_kind {
+#define CGJ_OP_ENUM(name, cls, doc) CGJ_OP_##name,
+    CGJ_OP_LIST(CGJ_OP_ENUM)
+#undef CGJ_OP_ENUM
+        CGJ_OP_COUNT
+} cgj_op_kind_t;
+
+extern const char *const cgj_op_names[CGJ_OP_COUNT];
+extern const unsigned char cgj_op_class[CGJ_OP_COUNT];
+
+/* Copy directions of a MEMCPY op (after resolving unified addresses). */
+enum { CGJ_DIR_H2D, CGJ_DIR_D2H, CGJ_DIR_D2D };
+
+/* A driver call as a wrapper saw it. Pointers refer to the caller's memory. */
+typedef struct cgj_call {
+    cgj_op_kind_t kind;
+    const char *api;  /* exported driver name, for logs and as part of the shape */
+    CUstream stream;  /* explicit: CU_STREAM_LEGACY / CU_STREAM_PER_THREAD for the defaults */
+    union {
+        struct {
+            CUfunction f;
+            unsigned grid[3], block[3], smem;
+            void **params;                 /* kernelParams form */
+            void *blob;                    /* extra form: packed buffer ... */
+            size_t blob_size;              /* ... and its size */
+            const CUlaunchAttribute *attrs; /* cuLaunchKernelEx only */
+            unsigned nattrs;
+        } k;
+        struct {
+            int dir;
+            CUdeviceptr dst, src; /* device side(s) */
+            const void *hsrc;     /* H2D source */
+            void *hdst;           /* D2H destination (pinned) */
+            size_t bytes;
+        } m;
+        struct {
+            CUdeviceptr dst;
+            unsigned value, elem;
+            size_t count;
+        } s;
+        struct {
+            CUevent ev;
+            unsigned flags;
+        } e;
+        struct {
+            CUhostFn fn;
+            void *data;
+        } h;
+    } u;
+} cgj_call_t;
+
+/* Kernel parameters of a recorded launch: layout, recorded values and replay buffers. */
+typedef struct cgj_kparams {
+    uint32_t n, size;  /* slots, blob bytes */
+    bool extra_form;   /* launched with `extra` (one slot: the whole buffer) */
+    uint32_t *off, *sz;
+    uint8_t *rec;      /* values seen when recorded */
+    uint8_t *live;     /* values of the current run (constants + stashed varying slots) */
+    uint8_t *inexec;   /* values the instantiated graph holds now */
+    uint8_t *varying;  /* per slot: 1 if the value changes between runs */
+    uint32_t nvarying;
+    void **ptrs;       /* kernelParams array pointing into live */
+} cgj_kparams_t;
+
+typedef struct cgj_op {
+    cgj_call_t call;   /* owned: k.params = kp->ptrs, k.attrs copied */
+    cgj_kparams_t *kp; /* KERNEL only */
+    void *stage;       /* H2D: pinned staging buffer owned by the trace */
+    CUgraphNode node;  /* KERNEL with varying slots: its node in the segment graph */
+    CUDA_KERNEL_NODE_PARAMS_v2 nodep;
+} cgj_op_t;
+
+/* A growing list of ops: a recording in progress, or the ops of a trace. */
+typedef struct cgj_oplist {
+    cgj_op_t *ops;
+    uint32_t n, cap;
+} cgj_oplist_t;
+
+/* One graph of a trace: the capture ops [first, end), then (if end < nops) boundary op `end`. */
+typedef struct cgj_segment {
+    uint32_t first, end;
+    CUgraph graph;
+    CUgraphExec exec;
+    CUstream home;      /* the stream the graph is launched on */
+    CUstream *others;   /* further streams the segment's ops use */
+    CUevent *pre;       /* one per other stream: its work so far, waited on by home */
+    uint32_t nothers;
+    CUevent done;       /* recorded after each launch where needed (staging, other streams) */
+    bool has_staging, launched;
+    uint32_t *patch;    /* op indices of kernels with varying slots */
+    uint32_t npatch;
+} cgj_segment_t;
+
+typedef struct cgj_trace {
+    cgj_oplist_t list;
+    cgj_segment_t *segs;
+    uint32_t nsegs;
+    uint32_t kernels, varying_slots;
+    uint64_t replays, side_exits;
+} cgj_trace_t;
+
+/* ---- record.c: calls to ops, shapes, guards ---- */
+
+/* Append a deep copy of `c` to `l`. False (with *why set) if it cannot be recorded. */
+bool cgj_record_call(cgj_oplist_t *l, const cgj_call_t *c, const char **why);
+/* Append a deep copy of op `o` with its live parameter values as the recorded ones. */
+void cgj_record_clone(cgj_oplist_t *l, const cgj_op_t *o);
+void cgj_oplist_free(cgj_oplist_t *l);
+/* Do two recordings have the same ops (kinds, functions, shapes, constant arguments)?
+ * On false, *at is the first op index that differs and why[] says how. */
+bool cgj_record_same_shape(const cgj_oplist_t *a, const cgj_oplist_t *b, uint32_t *at,
+                           char *why, size_t whylen);
+/* Mark the kernel parameter slots whose bytes differ between a and b as varying in a (a and b
+ * have the same shape). a keeps its own values as the recorded ones. */
+void cgj_record_classify(cgj_oplist_t *a, const cgj_oplist_t *b);
+/* Replay guard: does call c match op o? On success, varying slots are stashed into o's live
+ * values. On failure why[] names the difference. */
+bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, char *why, size_t whylen);
+/* Describe op i for logs: "cuLaunchKernel(name)". */
+const char *cgj_op_describe(const cgj_op_t *o, char *buf, size_t len);
+
+/* ---- issue.c: issue a recorded op (eagerly, or into a capture) ---- */
+
+/* Issue op o on `stream` with its live values. `capturing`: use the external event-record
+ * and event-wait nodes, skip waits already ordered by the capture. */
+CUresult cgj_op_issue(const cgj_op_t *o, CUstream stream, bool capturing, bool skip_wait);
+
+#endif /* CGJ_TRACE_H */
