@@ -60,11 +60,29 @@
     static CUresult fc_##name params
 
 /* First statement of every export: a failure queued by fakecuda_fail_next for this name. */
-#define FAIL_POINT()                                       \
-    do {                                                   \
-        CUresult fail_ = fail_take(__func__ + 3);          \
-        if (fail_ != CUDA_SUCCESS) return fail_;           \
+#define FAIL_POINT()                              \
+    do {                                          \
+        CUresult fail_ = fail_take(__func__ + 3); \
+        if (fail_ != CUDA_SUCCESS) return fail_;  \
     } while (0)
+
+/* NAME and its per-thread-default-stream twin NAME_ptds / NAME_ptsz, which differ only in the
+ * meaning of the NULL stream: both return the expression, with `ptds` 0 in NAME and 1 in the twin. */
+#define FC_DEFINE_PT(name, twin, params, ...)                   \
+    FC_DEFINE(name, params)                                     \
+    {                                                           \
+        enum { ptds = 0 };                                      \
+        FAIL_POINT();                                           \
+        return __VA_ARGS__;                                     \
+    }                                                           \
+    FC_DEFINE(twin, params)                                     \
+    {                                                           \
+        enum { ptds = 1 };                                      \
+        FAIL_POINT();                                           \
+        return __VA_ARGS__;                                     \
+    }
+#define FC_PTDS(name, params, ...) FC_DEFINE_PT(name, name##_ptds, params, __VA_ARGS__)
+#define FC_PTSZ(name, params, ...) FC_DEFINE_PT(name, name##_ptsz, params, __VA_ARGS__)
 
 #define ALLOC_ALIGN 256 /* what cuMemAlloc guarantees */
 #define MAX_SMEM 232448u
@@ -745,47 +763,51 @@ FC_DEFINE(cuCtxSynchronize, (void))
 }
 
 /* X(code, message): the messages of the real driver, for the codes a test is likely to see. */
-#define FC_ERRORS(X)                                                                                  \
-    X(CUDA_SUCCESS, "no error")                                                                       \
-    X(CUDA_ERROR_INVALID_VALUE, "invalid argument")                                                   \
-    X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")                                                      \
-    X(CUDA_ERROR_NOT_INITIALIZED, "initialization error")                                             \
-    X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")                                               \
-    X(CUDA_ERROR_STUB_LIBRARY, "CUDA driver is a stub library")                                       \
-    X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected")                                     \
-    X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal")                                            \
-    X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid")                                     \
-    X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                           \
-    X(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device")      \
-    X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed")                                         \
-    X(CUDA_ERROR_INVALID_SOURCE, "device kernel image is invalid")                                    \
-    X(CUDA_ERROR_FILE_NOT_FOUND, "file not found")                                                    \
-    X(CUDA_ERROR_OPERATING_SYSTEM, "OS call failed or operation not supported on this OS")            \
-    X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle")                                           \
-    X(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state")             \
-    X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                                                 \
-    X(CUDA_ERROR_NOT_READY, "device not ready")                                                       \
-    X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered")                         \
-    X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch")                  \
-    X(CUDA_ERROR_LAUNCH_TIMEOUT, "the launch timed out and was terminated")                           \
-    X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "part or all of the requested memory range is already mapped") \
+#define FC_ERRORS(X) \
+    X(CUDA_SUCCESS, "no error") \
+    X(CUDA_ERROR_INVALID_VALUE, "invalid argument") \
+    X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory") \
+    X(CUDA_ERROR_NOT_INITIALIZED, "initialization error") \
+    X(CUDA_ERROR_DEINITIALIZED, "driver shutting down") \
+    X(CUDA_ERROR_STUB_LIBRARY, "CUDA driver is a stub library") \
+    X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected") \
+    X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal") \
+    X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid") \
+    X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context") \
+    X(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device") \
+    X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed") \
+    X(CUDA_ERROR_INVALID_SOURCE, "device kernel image is invalid") \
+    X(CUDA_ERROR_FILE_NOT_FOUND, "file not found") \
+    X(CUDA_ERROR_OPERATING_SYSTEM, "OS call failed or operation not supported on this OS") \
+    X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle") \
+    X(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state") \
+    X(CUDA_ERROR_NOT_FOUND, "named symbol not found") \
+    X(CUDA_ERROR_NOT_READY, "device not ready") \
+    X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered") \
+    X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch") \
+    X(CUDA_ERROR_LAUNCH_TIMEOUT, "the launch timed out and was terminated") \
+    X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "part or all of the requested memory range is already " \
+      "mapped") \
     X(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region") \
-    X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address")                                            \
-    X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                                         \
-    X(CUDA_ERROR_NOT_PERMITTED, "operation not permitted")                                            \
-    X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                            \
-    X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing")      \
+    X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address") \
+    X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure") \
+    X(CUDA_ERROR_NOT_PERMITTED, "operation not permitted") \
+    X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported") \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing") \
     X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture") \
     X(CUDA_ERROR_STREAM_CAPTURE_MERGE, "operation would result in a merge of separate capture sequences") \
-    X(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "capture was not ended in the same stream as it began")   \
-    X(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "capturing stream has unjoined work")                       \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "capture was not ended in the same stream as it began") \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "capturing stream has unjoined work") \
     X(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "dependency created on uncaptured work in another stream") \
-    X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "operation would make the legacy stream depend on a capturing blocking stream") \
+    X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "operation would make the legacy stream depend on a capturing " \
+      "blocking stream") \
     X(CUDA_ERROR_CAPTURED_EVENT, "operation not permitted on an event last recorded in a capturing stream") \
-    X(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "attempt to terminate a thread-local capture sequence from another thread") \
-    X(CUDA_ERROR_TIMEOUT, "wait operation timed out")                                                 \
-    X(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update") \
-    X(CUDA_ERROR_FUNCTION_NOT_LOADED, "function not loaded")                                          \
+    X(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "attempt to terminate a thread-local capture sequence from " \
+      "another thread") \
+    X(CUDA_ERROR_TIMEOUT, "wait operation timed out") \
+    X(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, "the graph update was not performed because it included " \
+      "changes which violated constraints specific to instantiated graph update") \
+    X(CUDA_ERROR_FUNCTION_NOT_LOADED, "function not loaded") \
     X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 static const struct {
@@ -859,33 +881,13 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, int ptds, void 
     return launch_kernel(f, grid, block, c->sharedMemBytes, c->hStream, ptds, params, extra);
 }
 
-FC_DEFINE(cuLaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+FC_PTSZ(cuLaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                            unsigned int by, unsigned int bz, unsigned int smem, CUstream h, void **kernelParams,
-                           void **extra))
-{
-    FAIL_POINT();
-    return launch_classic(f, gx, gy, gz, bx, by, bz, smem, h, 0, kernelParams, extra);
-}
+                           void **extra),
+        launch_classic(f, gx, gy, gz, bx, by, bz, smem, h, ptds, kernelParams, extra))
 
-FC_DEFINE(cuLaunchKernel_ptsz, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
-                                unsigned int by, unsigned int bz, unsigned int smem, CUstream h,
-                                void **kernelParams, void **extra))
-{
-    FAIL_POINT();
-    return launch_classic(f, gx, gy, gz, bx, by, bz, smem, h, 1, kernelParams, extra);
-}
-
-FC_DEFINE(cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra))
-{
-    FAIL_POINT();
-    return launch_ex(config, f, 0, kernelParams, extra);
-}
-
-FC_DEFINE(cuLaunchKernelEx_ptsz, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra))
-{
-    FAIL_POINT();
-    return launch_ex(config, f, 1, kernelParams, extra);
-}
+FC_PTSZ(cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),
+        launch_ex(config, f, ptds, kernelParams, extra))
 
 static CUresult launch_host(CUstream h, int ptds, CUhostFn fn, void *data)
 {
@@ -894,17 +896,8 @@ static CUresult launch_host(CUstream h, int ptds, CUhostFn fn, void *data)
     return submit(h, ptds, 0, &op);
 }
 
-FC_DEFINE(cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData))
-{
-    FAIL_POINT();
-    return launch_host(hStream, 0, fn, userData);
-}
-
-FC_DEFINE(cuLaunchHostFunc_ptsz, (CUstream hStream, CUhostFn fn, void *userData))
-{
-    FAIL_POINT();
-    return launch_host(hStream, 1, fn, userData);
-}
+FC_PTSZ(cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData),
+        launch_host(hStream, ptds, fn, userData))
 
 /* The kernel behind a handle, if it is the flavour (CUfunction or CUkernel) the call expects. */
 static CUresult kernel_flavour(const void *handle, int want_cukernel, fc_kernel **out)
@@ -983,101 +976,29 @@ static CUresult do_copy(void *dst, int dev_dst, const void *src, int dev_src, si
     return submit(h, ptds, blocking, &op);
 }
 
-FC_DEFINE(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 0, PTR(src), 0, n, NULL, 0, 1);
-}
+FC_PTDS(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n),
+        do_copy(PTR(dst), 0, PTR(src), 0, n, NULL, ptds, 1))
 
-FC_DEFINE(cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t n))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 0, PTR(src), 0, n, NULL, 1, 1);
-}
+FC_PTSZ(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h),
+        do_copy(PTR(dst), 0, PTR(src), 0, n, h, ptds, 0))
 
-FC_DEFINE(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 0, PTR(src), 0, n, h, 0, 0);
-}
+FC_PTDS(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void *src, size_t n),
+        do_copy(PTR(dst), 1, src, 0, n, NULL, ptds, 1))
 
-FC_DEFINE(cuMemcpyAsync_ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 0, PTR(src), 0, n, h, 1, 0);
-}
+FC_PTDS(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n),
+        do_copy(dst, 0, PTR(src), 1, n, NULL, ptds, 1))
 
-FC_DEFINE(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void *src, size_t n))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 1, src, 0, n, NULL, 0, 1);
-}
+FC_PTDS(cuMemcpyDtoD_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n),
+        do_copy(PTR(dst), 1, PTR(src), 1, n, NULL, ptds, 1))
 
-FC_DEFINE(cuMemcpyHtoD_v2_ptds, (CUdeviceptr dst, const void *src, size_t n))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 1, src, 0, n, NULL, 1, 1);
-}
+FC_PTSZ(cuMemcpyHtoDAsync_v2, (CUdeviceptr dst, const void *src, size_t n, CUstream h),
+        do_copy(PTR(dst), 1, src, 0, n, h, ptds, 0))
 
-FC_DEFINE(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n))
-{
-    FAIL_POINT();
-    return do_copy(dst, 0, PTR(src), 1, n, NULL, 0, 1);
-}
+FC_PTSZ(cuMemcpyDtoHAsync_v2, (void *dst, CUdeviceptr src, size_t n, CUstream h),
+        do_copy(dst, 0, PTR(src), 1, n, h, ptds, 0))
 
-FC_DEFINE(cuMemcpyDtoH_v2_ptds, (void *dst, CUdeviceptr src, size_t n))
-{
-    FAIL_POINT();
-    return do_copy(dst, 0, PTR(src), 1, n, NULL, 1, 1);
-}
-
-FC_DEFINE(cuMemcpyDtoD_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 1, PTR(src), 1, n, NULL, 0, 1);
-}
-
-FC_DEFINE(cuMemcpyDtoD_v2_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t n))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 1, PTR(src), 1, n, NULL, 1, 1);
-}
-
-FC_DEFINE(cuMemcpyHtoDAsync_v2, (CUdeviceptr dst, const void *src, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 1, src, 0, n, h, 0, 0);
-}
-
-FC_DEFINE(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr dst, const void *src, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 1, src, 0, n, h, 1, 0);
-}
-
-FC_DEFINE(cuMemcpyDtoHAsync_v2, (void *dst, CUdeviceptr src, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_copy(dst, 0, PTR(src), 1, n, h, 0, 0);
-}
-
-FC_DEFINE(cuMemcpyDtoHAsync_v2_ptsz, (void *dst, CUdeviceptr src, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_copy(dst, 0, PTR(src), 1, n, h, 1, 0);
-}
-
-FC_DEFINE(cuMemcpyDtoDAsync_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 1, PTR(src), 1, n, h, 0, 0);
-}
-
-FC_DEFINE(cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_copy(PTR(dst), 1, PTR(src), 1, n, h, 1, 0);
-}
+FC_PTSZ(cuMemcpyDtoDAsync_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h),
+        do_copy(PTR(dst), 1, PTR(src), 1, n, h, ptds, 0))
 
 static CUresult do_set(CUdeviceptr dst, unsigned value, unsigned elem, size_t count, CUstream h, int ptds,
                        int blocking)
@@ -1093,77 +1014,23 @@ static CUresult do_set(CUdeviceptr dst, unsigned value, unsigned elem, size_t co
     return submit(h, ptds, blocking, &op);
 }
 
-FC_DEFINE(cuMemsetD8_v2, (CUdeviceptr dst, unsigned char v, size_t n))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 1, n, NULL, 0, 1);
-}
+FC_PTDS(cuMemsetD8_v2, (CUdeviceptr dst, unsigned char v, size_t n),
+        do_set(dst, v, 1, n, NULL, ptds, 1))
 
-FC_DEFINE(cuMemsetD8_v2_ptds, (CUdeviceptr dst, unsigned char v, size_t n))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 1, n, NULL, 1, 1);
-}
+FC_PTDS(cuMemsetD16_v2, (CUdeviceptr dst, unsigned short v, size_t n),
+        do_set(dst, v, 2, n, NULL, ptds, 1))
 
-FC_DEFINE(cuMemsetD16_v2, (CUdeviceptr dst, unsigned short v, size_t n))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 2, n, NULL, 0, 1);
-}
+FC_PTDS(cuMemsetD32_v2, (CUdeviceptr dst, unsigned int v, size_t n),
+        do_set(dst, v, 4, n, NULL, ptds, 1))
 
-FC_DEFINE(cuMemsetD16_v2_ptds, (CUdeviceptr dst, unsigned short v, size_t n))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 2, n, NULL, 1, 1);
-}
+FC_PTSZ(cuMemsetD8Async, (CUdeviceptr dst, unsigned char v, size_t n, CUstream h),
+        do_set(dst, v, 1, n, h, ptds, 0))
 
-FC_DEFINE(cuMemsetD32_v2, (CUdeviceptr dst, unsigned int v, size_t n))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 4, n, NULL, 0, 1);
-}
+FC_PTSZ(cuMemsetD16Async, (CUdeviceptr dst, unsigned short v, size_t n, CUstream h),
+        do_set(dst, v, 2, n, h, ptds, 0))
 
-FC_DEFINE(cuMemsetD32_v2_ptds, (CUdeviceptr dst, unsigned int v, size_t n))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 4, n, NULL, 1, 1);
-}
-
-FC_DEFINE(cuMemsetD8Async, (CUdeviceptr dst, unsigned char v, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 1, n, h, 0, 0);
-}
-
-FC_DEFINE(cuMemsetD8Async_ptsz, (CUdeviceptr dst, unsigned char v, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 1, n, h, 1, 0);
-}
-
-FC_DEFINE(cuMemsetD16Async, (CUdeviceptr dst, unsigned short v, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 2, n, h, 0, 0);
-}
-
-FC_DEFINE(cuMemsetD16Async_ptsz, (CUdeviceptr dst, unsigned short v, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 2, n, h, 1, 0);
-}
-
-FC_DEFINE(cuMemsetD32Async, (CUdeviceptr dst, unsigned int v, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 4, n, h, 0, 0);
-}
-
-FC_DEFINE(cuMemsetD32Async_ptsz, (CUdeviceptr dst, unsigned int v, size_t n, CUstream h))
-{
-    FAIL_POINT();
-    return do_set(dst, v, 4, n, h, 1, 0);
-}
+FC_PTSZ(cuMemsetD32Async, (CUdeviceptr dst, unsigned int v, size_t n, CUstream h),
+        do_set(dst, v, 4, n, h, ptds, 0))
 
 /* ---------------------------------------------------------------------------------------------
  * Streams and events
@@ -1222,29 +1089,11 @@ static CUresult stream_sync(CUstream h, int ptds)
     return err;
 }
 
-FC_DEFINE(cuStreamSynchronize, (CUstream hStream))
-{
-    FAIL_POINT();
-    return stream_sync(hStream, 0);
-}
+FC_PTSZ(cuStreamSynchronize, (CUstream hStream),
+        stream_sync(hStream, ptds))
 
-FC_DEFINE(cuStreamSynchronize_ptsz, (CUstream hStream))
-{
-    FAIL_POINT();
-    return stream_sync(hStream, 1);
-}
-
-FC_DEFINE(cuStreamQuery, (CUstream hStream))
-{
-    FAIL_POINT();
-    return stream_observe(hStream, 0); /* work is done when issued: always complete */
-}
-
-FC_DEFINE(cuStreamQuery_ptsz, (CUstream hStream))
-{
-    FAIL_POINT();
-    return stream_observe(hStream, 1);
-}
+/* Work is done when issued: a stream is always complete. */
+FC_PTSZ(cuStreamQuery, (CUstream hStream), stream_observe(hStream, ptds))
 
 static CUresult event_check(CUevent ev)
 {
@@ -1261,22 +1110,14 @@ static CUresult stream_wait(CUstream h, int ptds, CUevent ev, unsigned flags)
     CUresult err = event_check(ev);
     if (err != CUDA_SUCCESS) return err;
     if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
-    fc_op op = {.type = (flags & CU_EVENT_WAIT_EXTERNAL) ? CU_GRAPH_NODE_TYPE_WAIT_EVENT : CU_GRAPH_NODE_TYPE_EMPTY,
+    fc_op op = {.type = (flags & CU_EVENT_WAIT_EXTERNAL) ? CU_GRAPH_NODE_TYPE_WAIT_EVENT
+                                                          : CU_GRAPH_NODE_TYPE_EMPTY,
                 .event = ev};
     return submit(h, ptds, 0, &op);
 }
 
-FC_DEFINE(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags))
-{
-    FAIL_POINT();
-    return stream_wait(hStream, 0, hEvent, Flags);
-}
-
-FC_DEFINE(cuStreamWaitEvent_ptsz, (CUstream hStream, CUevent hEvent, unsigned int Flags))
-{
-    FAIL_POINT();
-    return stream_wait(hStream, 1, hEvent, Flags);
-}
+FC_PTSZ(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),
+        stream_wait(hStream, ptds, hEvent, Flags))
 
 FC_DEFINE(cuEventCreate, (CUevent * phEvent, unsigned int Flags))
 {
@@ -1319,29 +1160,11 @@ static CUresult event_record(CUevent ev, CUstream h, int ptds, unsigned flags)
     return submit(h, ptds, 0, &op);
 }
 
-FC_DEFINE(cuEventRecord, (CUevent hEvent, CUstream hStream))
-{
-    FAIL_POINT();
-    return event_record(hEvent, hStream, 0, 0);
-}
+FC_PTSZ(cuEventRecord, (CUevent hEvent, CUstream hStream),
+        event_record(hEvent, hStream, ptds, 0))
 
-FC_DEFINE(cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream))
-{
-    FAIL_POINT();
-    return event_record(hEvent, hStream, 1, 0);
-}
-
-FC_DEFINE(cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags))
-{
-    FAIL_POINT();
-    return event_record(hEvent, hStream, 0, flags);
-}
-
-FC_DEFINE(cuEventRecordWithFlags_ptsz, (CUevent hEvent, CUstream hStream, unsigned int flags))
-{
-    FAIL_POINT();
-    return event_record(hEvent, hStream, 1, flags);
-}
+FC_PTSZ(cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags),
+        event_record(hEvent, hStream, ptds, flags))
 
 /* Waiting on or polling an event is a potentially unsafe call during capture. */
 static CUresult event_observe(CUevent ev, unsigned long *counter)
@@ -1446,7 +1269,8 @@ static CUresult async_mem_stream(CUstream h, int ptds)
     int legacy;
     lock();
     CUresult err = stream_get(h, ptds, &s, &legacy);
-    if (err == CUDA_SUCCESS && s && s->status != CU_STREAM_CAPTURE_STATUS_NONE) err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (err == CUDA_SUCCESS && s && s->status != CU_STREAM_CAPTURE_STATUS_NONE)
+        err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (err == CUDA_SUCCESS && legacy) err = capture_rules(RULE_LEGACY);
     unlock();
     return err;
@@ -1464,29 +1288,11 @@ static CUresult free_async(CUdeviceptr dptr, CUstream h, int ptds)
     return err == CUDA_SUCCESS ? device_free(dptr) : err;
 }
 
-FC_DEFINE(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream))
-{
-    FAIL_POINT();
-    return alloc_async(dptr, bytesize, hStream, 0);
-}
+FC_PTSZ(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),
+        alloc_async(dptr, bytesize, hStream, ptds))
 
-FC_DEFINE(cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream))
-{
-    FAIL_POINT();
-    return alloc_async(dptr, bytesize, hStream, 1);
-}
-
-FC_DEFINE(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream))
-{
-    FAIL_POINT();
-    return free_async(dptr, hStream, 0);
-}
-
-FC_DEFINE(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream))
-{
-    FAIL_POINT();
-    return free_async(dptr, hStream, 1);
-}
+FC_PTSZ(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream),
+        free_async(dptr, hStream, ptds))
 
 static CUresult host_alloc(void **pp, size_t bytes)
 {
@@ -1551,7 +1357,9 @@ static CUresult block_attribute(const struct block *b, uintptr_t p, CUpointer_at
 {
     int device = b->kind == MEM_DEVICE;
     switch (attr) {
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned int *)data = device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST; break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+        break;
     case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = FAKE_CTX; break;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = (CUdeviceptr)p; break;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
@@ -1608,17 +1416,8 @@ static CUresult begin_capture(CUstream h, int ptds, CUstreamCaptureMode mode)
     return err;
 }
 
-FC_DEFINE(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode))
-{
-    FAIL_POINT();
-    return begin_capture(hStream, 0, mode);
-}
-
-FC_DEFINE(cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode))
-{
-    FAIL_POINT();
-    return begin_capture(hStream, 1, mode);
-}
+FC_PTSZ(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
+        begin_capture(hStream, ptds, mode))
 
 /* Under the lock; s is capturing (active or invalidated). */
 static CUresult end_capture_locked(fc_stream *s, CUgraph *phGraph)
@@ -1653,17 +1452,8 @@ static CUresult end_capture(CUstream h, int ptds, CUgraph *phGraph)
     return err;
 }
 
-FC_DEFINE(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph))
-{
-    FAIL_POINT();
-    return end_capture(hStream, 0, phGraph);
-}
-
-FC_DEFINE(cuStreamEndCapture_ptsz, (CUstream hStream, CUgraph *phGraph))
-{
-    FAIL_POINT();
-    return end_capture(hStream, 1, phGraph);
-}
+FC_PTSZ(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph),
+        end_capture(hStream, ptds, phGraph))
 
 /*
  * Capture status of a stream and, while it captures, its id, graph and dependencies (the last
@@ -1692,36 +1482,14 @@ static CUresult capture_info(CUstream h, int ptds, CUstreamCaptureStatus *status
     return err;
 }
 
-FC_DEFINE(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus))
-{
-    FAIL_POINT();
-    return capture_info(hStream, 0, captureStatus, NULL, NULL, NULL, NULL, NULL);
-}
+FC_PTSZ(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+        capture_info(hStream, ptds, captureStatus, NULL, NULL, NULL, NULL, NULL))
 
-FC_DEFINE(cuStreamIsCapturing_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus))
-{
-    FAIL_POINT();
-    return capture_info(hStream, 1, captureStatus, NULL, NULL, NULL, NULL, NULL);
-}
-
-FC_DEFINE(cuStreamGetCaptureInfo_v3, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
+FC_PTSZ(cuStreamGetCaptureInfo_v3, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
                                       CUgraph *graph_out, const CUgraphNode **dependencies_out,
-                                      const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out))
-{
-    FAIL_POINT();
-    return capture_info(hStream, 0, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
-                        numDependencies_out);
-}
-
-FC_DEFINE(cuStreamGetCaptureInfo_v3_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                           cuuint64_t *id_out, CUgraph *graph_out,
-                                           const CUgraphNode **dependencies_out,
-                                           const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out))
-{
-    FAIL_POINT();
-    return capture_info(hStream, 1, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
-                        numDependencies_out);
-}
+                                      const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
+        capture_info(hStream, ptds, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+                     numDependencies_out))
 
 /* ---------------------------------------------------------------------------------------------
  * Graphs and execs
@@ -1841,19 +1609,9 @@ static CUresult instantiate_with_params(CUgraphExec *phExec, CUgraph hGraph, CUD
     return err;
 }
 
-FC_DEFINE(cuGraphInstantiateWithParams, (CUgraphExec * phGraphExec, CUgraph hGraph,
-                                         CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams))
-{
-    FAIL_POINT();
-    return instantiate_with_params(phGraphExec, hGraph, instantiateParams);
-}
-
-FC_DEFINE(cuGraphInstantiateWithParams_ptsz, (CUgraphExec * phGraphExec, CUgraph hGraph,
-                                              CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams))
-{
-    FAIL_POINT();
-    return instantiate_with_params(phGraphExec, hGraph, instantiateParams);
-}
+FC_PTSZ(cuGraphInstantiateWithParams,
+        (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+        instantiate_with_params(phGraphExec, hGraph, instantiateParams))
 
 FC_DEFINE(cuGraphExecDestroy, (CUgraphExec hGraphExec))
 {
@@ -1874,9 +1632,10 @@ static CUresult exec_stream_check(CUgraphExec hExec, CUstream h, int ptds, fc_ex
     *x = live_get(hExec, K_EXEC);
     if (!*x) return CUDA_ERROR_INVALID_HANDLE;
     CUresult err = stream_get(h, ptds, &s, &legacy);
-    if (err == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    if (err == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    if (err == CUDA_SUCCESS && legacy) err = capture_rules(RULE_LEGACY);
+    if (err != CUDA_SUCCESS) return err;
+    if (s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (s && s->status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (legacy) err = capture_rules(RULE_LEGACY);
     return err;
 }
 
@@ -1889,17 +1648,8 @@ static CUresult graph_upload(CUgraphExec hExec, CUstream h, int ptds)
     return err; /* nothing to upload: "device" memory is host memory */
 }
 
-FC_DEFINE(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream))
-{
-    FAIL_POINT();
-    return graph_upload(hGraphExec, hStream, 0);
-}
-
-FC_DEFINE(cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream))
-{
-    FAIL_POINT();
-    return graph_upload(hGraphExec, hStream, 1);
-}
+FC_PTSZ(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream),
+        graph_upload(hGraphExec, hStream, ptds))
 
 /* Run an exec: snapshot its ops under the lock (so a concurrent SetParams affects only later
  * launches, as on a GPU), then run them in order without it. */
@@ -1920,23 +1670,16 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream h, int ptds)
     return err;
 }
 
-FC_DEFINE(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream))
-{
-    FAIL_POINT();
-    return graph_launch(hGraphExec, hStream, 0);
-}
-
-FC_DEFINE(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream))
-{
-    FAIL_POINT();
-    return graph_launch(hGraphExec, hStream, 1);
-}
+FC_PTSZ(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
+        graph_launch(hGraphExec, hStream, ptds))
 
 /* The exec's kernel op that came from source node hNode (under the lock). */
 static fc_op *exec_kernel_op(fc_exec *x, CUgraphNode hNode)
 {
-    for (size_t i = 0; i < x->n; i++)
-        if ((CUgraphNode)x->src[i] == hNode) return x->ops[i].type == CU_GRAPH_NODE_TYPE_KERNEL ? &x->ops[i] : NULL;
+    for (size_t i = 0; i < x->n; i++) {
+        if ((CUgraphNode)x->src[i] == hNode)
+            return x->ops[i].type == CU_GRAPH_NODE_TYPE_KERNEL ? &x->ops[i] : NULL;
+    }
     return NULL;
 }
 
@@ -1954,8 +1697,10 @@ FC_DEFINE(cuGraphExecKernelNodeSetParams_v2, (CUgraphExec hGraphExec, CUgraphNod
     fc_exec *x = live_get(hGraphExec, K_EXEC);
     fc_op *op = x ? exec_kernel_op(x, hNode) : NULL;
     fc_kernel *k = kernel_get(p->func ? (const void *)p->func : (const void *)p->kern);
-    CUresult err = !x ? CUDA_ERROR_INVALID_HANDLE : !op ? CUDA_ERROR_INVALID_VALUE
-                                                        : !k ? CUDA_ERROR_INVALID_HANDLE : check_dims(grid, block, p->sharedMemBytes);
+    CUresult err = !x    ? CUDA_ERROR_INVALID_HANDLE
+                   : !op ? CUDA_ERROR_INVALID_VALUE
+                   : !k  ? CUDA_ERROR_INVALID_HANDLE
+                         : check_dims(grid, block, p->sharedMemBytes);
     if (err == CUDA_SUCCESS) err = args_pack(k, p->kernelParams, p->extra, &argv);
     if (err == CUDA_SUCCESS) {
         free(op->kern.argv);
