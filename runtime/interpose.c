@@ -34,7 +34,11 @@ static __thread bool in_init;
 #define MAP_CAP 512 /* power of two, well above the number of wrapped functions */
 static cgj_wrap_entry_t map[MAP_CAP];
 
-__attribute__((constructor)) static void find_real_dlsym(void)
+/* Sanitizer runtimes call dlsym while they start, before their shadow memory exists: the code
+ * on that path must not be instrumented. */
+#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+
+__attribute__((constructor)) NO_SANITIZE static void find_real_dlsym(void)
 {
     real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!real_dlsym) real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
@@ -102,7 +106,7 @@ int cgj_runtime_init(void)
     return init_state;
 }
 
-CGJ_API void *dlsym(void *handle, const char *symbol)
+CGJ_API NO_SANITIZE void *dlsym(void *handle, const char *symbol)
 {
     if (CGJ_UNLIKELY(!real_dlsym)) find_real_dlsym();
     void *p = real_dlsym(handle, symbol);
