@@ -87,6 +87,19 @@ void fk_open(fk_t *fk)
     RESOLVE(mem_alloc, "cuMemAlloc");
     RESOLVE(mem_free, "cuMemFree");
     RESOLVE(host_alloc, "cuMemHostAlloc");
+    RESOLVE(graph_instantiate, "cuGraphInstantiate");
+    RESOLVE(graph_launch, "cuGraphLaunch");
+    RESOLVE(graph_destroy, "cuGraphDestroy");
+    RESOLVE(graph_exec_destroy, "cuGraphExecDestroy");
+    RESOLVE(stream_query, "cuStreamQuery");
+    RESOLVE(stream_destroy, "cuStreamDestroy");
+    RESOLVE(event_sync, "cuEventSynchronize");
+    RESOLVE(event_query, "cuEventQuery");
+    RESOLVE(event_destroy, "cuEventDestroy");
+    RESOLVE(dtod, "cuMemcpyDtoD");
+    RESOLVE(memset32, "cuMemsetD32");
+    RESOLVE(free_host, "cuMemFreeHost");
+    RESOLVE(device_get, "cuDeviceGet");
     fk->register_kernel = (__typeof__(fk->register_kernel))dlsym(fk->handle, "fakecuda_register_kernel");
     fk->get_counts = (__typeof__(fk->get_counts))dlsym(fk->handle, "fakecuda_get_counts");
     fk->reset_counts = (__typeof__(fk->reset_counts))dlsym(fk->handle, "fakecuda_reset_counts");
@@ -125,4 +138,11 @@ CUresult fk_copyscale_launch(fk_t *fk, CUstream s, CUdeviceptr dst, CUdeviceptr 
 {
     void *p[] = {&dst, &src, &sc, &n};
     return fk->launch(fk_copyscale, 1, 1, 1, 32, 1, 1, 0, s, p, NULL);
+}
+
+CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdeviceptr x, float a,
+                          float b, int n, unsigned grid)
+{
+    void *p[] = {&x, &a, &b, &n};
+    return (ptsz ? fk->launch_ptsz : fk->launch)(f, grid, 1, 1, 32, 1, 1, 0, s, p, NULL);
 }

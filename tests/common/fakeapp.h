@@ -6,6 +6,7 @@
 #ifndef CGJ_TEST_FAKEAPP_H
 #define CGJ_TEST_FAKEAPP_H
 
+#include <stdbool.h>
 #include <cuda.h>
 #include "fakecuda.h"
 
@@ -38,6 +39,20 @@ typedef struct fk {
     void (*get_counts)(fakecuda_counts_t *);
     void (*reset_counts)(void);
     void (*fail_next)(const char *, CUresult);
+    /* Added for the replay/API tests (resolved by fk_open like the others). */
+    __typeof__(cuGraphInstantiateWithFlags) *graph_instantiate;
+    __typeof__(cuGraphLaunch) *graph_launch;
+    __typeof__(cuGraphDestroy) *graph_destroy;
+    __typeof__(cuGraphExecDestroy) *graph_exec_destroy;
+    __typeof__(cuStreamQuery) *stream_query;
+    __typeof__(cuStreamDestroy) *stream_destroy;
+    __typeof__(cuEventSynchronize) *event_sync;
+    __typeof__(cuEventQuery) *event_query;
+    __typeof__(cuEventDestroy) *event_destroy;
+    __typeof__(cuMemcpyDtoD) *dtod;
+    __typeof__(cuMemsetD32) *memset32;
+    __typeof__(cuMemFreeHost) *free_host;
+    __typeof__(cuDeviceGet) *device_get;
 } fk_t;
 
 /* Point cgjit at the fake driver (CGJIT_DRIVER) and resolve everything; asserts on failure. */
@@ -55,5 +70,9 @@ CUdeviceptr fk_alloc_floats(fk_t *fk, int n, unsigned seed);
 CUresult fk_axpb_launch(fk_t *fk, CUstream s, CUdeviceptr x, float a, float b, int n, unsigned grid);
 CUresult fk_addk_launch(fk_t *fk, CUstream s, CUdeviceptr x, int k, int n);
 CUresult fk_copyscale_launch(fk_t *fk, CUstream s, CUdeviceptr dst, CUdeviceptr src, float sc, int n);
+/* Launch any of the 4-parameter (x, a, b, n) kernels (axpb, its CUkernel and opaque twins) with
+ * the plain or per-thread launch function. */
+CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdeviceptr x, float a,
+                          float b, int n, unsigned grid);
 
 #endif

@@ -8,6 +8,8 @@
  */
 #include <criterion/criterion.h>
 #include <cgjit.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fakeapp.h"
@@ -20,26 +22,54 @@ TestSuite(tracer_replay, .init = setup);
 
 typedef void (*step_fn)(int step, CUdeviceptr *bufs, void *ctx);
 
+/* True while the traced half of a step runs (step functions that need per-run host state,
+ * such as pinned buffers or failure injection aimed at the traced run, look at it). */
+static bool g_traced;
+
+/* Buffers of one comparison: e for the eager runs, t for the traced ones, same initial data. */
+typedef struct bufs {
+    CUdeviceptr e[4], t[4];
+    int n;
+} bufs_t;
+
+static void bufs_alloc(bufs_t *b, int n)
+{
+    b->n = n;
+    for (int i = 0; i < n; i++) {
+        b->e[i] = fk_alloc_floats(&fk, N, 7 + i);
+        b->t[i] = fk_alloc_floats(&fk, N, 7 + i);
+    }
+}
+
+static void compare_bufs(const char *name, int s, const bufs_t *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        float he[N], ht[N];
+        cr_assert_eq(fk.dtoh(he, b->e[i], sizeof he), CUDA_SUCCESS);
+        cr_assert_eq(fk.dtoh(ht, b->t[i], sizeof ht), CUDA_SUCCESS);
+        cr_assert(memcmp(he, ht, sizeof he) == 0, "%s: step %d buffer %d differs", name, s, i);
+    }
+}
+
+/* One step eagerly into e, then traced into t; compare. */
+static void step_both(const char *name, step_fn fn, int s, bufs_t *b, void *ctx)
+{
+    g_traced = false;
+    fn(s, b->e, ctx);
+    cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
+    g_traced = true;
+    fn(s, b->t, ctx);
+    g_traced = false;
+    cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    compare_bufs(name, s, b);
+}
+
 /* Run `steps` steps eagerly and traced, compare nbufs buffers after each step. */
 static void run_compare(const char *name, step_fn fn, int steps, int nbufs, void *ctx)
 {
-    CUdeviceptr e[4], t[4];
-    for (int b = 0; b < nbufs; b++) {
-        e[b] = fk_alloc_floats(&fk, N, 7 + b);
-        t[b] = fk_alloc_floats(&fk, N, 7 + b);
-    }
-    for (int s = 0; s < steps; s++) {
-        fn(s, e, ctx);
-        cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
-        fn(s, t, ctx);
-        cr_assert_eq(cgj_trace_end(), CGJ_OK);
-        for (int b = 0; b < nbufs; b++) {
-            float he[N], ht[N];
-            cr_assert_eq(fk.dtoh(he, e[b], sizeof he), CUDA_SUCCESS);
-            cr_assert_eq(fk.dtoh(ht, t[b], sizeof ht), CUDA_SUCCESS);
-            cr_assert(memcmp(he, ht, sizeof he) == 0, "%s: step %d buffer %d differs", name, s, b);
-        }
-    }
+    bufs_t b;
+    bufs_alloc(&b, nbufs);
+    for (int s = 0; s < steps; s++) step_both(name, fn, s, &b, ctx);
 }
 
 static cgj_trace_info_t info_of(const char *name)
