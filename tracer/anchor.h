@@ -1,7 +1,7 @@
 /*
  * anchor.h — a trace anchor: the named point where a step starts, and what cgjit knows of it.
  *
- * An anchor moves WARMUP (no draft) → RECORD (a draft, no trace) → REPLAY (one or more
+ * An anchor moves WARMUP (no draft) → RECORD (drafts, no trace) → REPLAY (one or more
  * variants), or to BLACKLISTED when its runs keep disagreeing or its trace cannot be built.
  * One thread at a time runs a step of a given anchor (`busy`); a second thread beginning the
  * same anchor meanwhile runs its step eagerly.
@@ -12,13 +12,14 @@
 #include "tracer/step.h"
 
 #define CGJ_MAX_VARIANTS_HARD 16
+#define CGJ_MAX_DRAFTS 4 /* eager recordings kept, so that A B A B finds its pairs */
 
 struct cgj_anchor {
     char *name;
     cgj_state_t state;
     int busy;
-    bool has_draft;
-    cgj_oplist_t draft;
+    cgj_oplist_t drafts[CGJ_MAX_DRAFTS]; /* newest last */
+    uint32_t ndrafts;
     cgj_trace_t *variants[CGJ_MAX_VARIANTS_HARD];
     uint32_t nvariants, current;
     uint64_t runs, replays, side_exits;

@@ -124,6 +124,39 @@ void cgj_oplist_free(cgj_oplist_t *l)
     memset(l, 0, sizeof *l);
 }
 
+/* Bytes of CUlaunchAttributeValue that attribute `id` uses. Programs fill attributes field by
+ * field on the stack: the padding after `id` and the rest of the value union hold whatever was
+ * there, so they must not make two identical launches look different. */
+static size_t attr_value_bytes(CUlaunchAttributeID id)
+{
+    switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_IGNORE: return 0;
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: return 28; /* ptr, size, float, 2 enums */
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: return 12;
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: return 16;
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: return 12;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: return 2;
+    case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: return 4; /* devNode is an output */
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: return 4;
+    default: return sizeof(CUlaunchAttributeValue); /* unknown: all of it */
+    }
+}
+
+static bool attrs_equal(const CUlaunchAttribute *a, const CUlaunchAttribute *b, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (a[i].id != b[i].id || memcmp(&a[i].value, &b[i].value, attr_value_bytes(a[i].id)))
+            return false;
+    return true;
+}
+
 /* Shape equality of two calls: everything but parameter values and H2D sources. */
 static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, char *why, size_t len)
 {
@@ -145,8 +178,7 @@ static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, char *why
         if (x->smem != y->smem) SHAPE_DIFF("dynamic shared memory");
         if ((x->blob != NULL) != (y->blob != NULL) || x->blob_size != y->blob_size)
             SHAPE_DIFF("parameter form");
-        if (x->nattrs != y->nattrs ||
-            (x->nattrs && memcmp(x->attrs, y->attrs, x->nattrs * sizeof *x->attrs)))
+        if (x->nattrs != y->nattrs || !attrs_equal(x->attrs, y->attrs, x->nattrs))
             SHAPE_DIFF("launch attributes");
         return true;
     }

@@ -3,8 +3,10 @@
  *
  * Eager runs (warmup, record, and the rest of a run after a side exit) execute every call as
  * it comes and record it. At the end of an eager run the recording is compared with the
- * anchor's draft: the same shape makes a trace (slots that differ become varying, the trace
- * is built into graphs), a different one replaces the draft and counts as a failure.
+ * anchor's drafts (its last few eager recordings, so that steps alternating between shapes
+ * find their pairs): the same shape as one of them makes a trace (slots that differ become
+ * varying, the trace is built into graphs); no match keeps it as a draft and counts as a
+ * failure while the anchor has no trace.
  *
  * A replay absorbs each call that passes its guard (nothing reaches the driver) and launches
  * the current segment's graph at a boundary op or at the end of the step. The invariant is
@@ -12,8 +14,8 @@
  * op launches what was absorbed before the call itself proceeds. When a guard fails, the ops
  * absorbed since the last launch are re-issued eagerly with this run's values, in order, and
  * the run continues eagerly, recording: nothing is skipped or reordered. Before giving up,
- * a replay that has launched nothing yet may switch to another variant that matches every
- * call so far.
+ * a replay may switch to another variant that has a segment starting where the pending work
+ * starts and matches every call absorbed since.
  */
 #include "tracer/anchor.h"
 #include "graphs/graph.h"
@@ -73,9 +75,11 @@ static void launch_segment(cgj_thread_t *t)
     uint64_t patched = 0;
     CUresult r = cgj_graph_launch(tr, t->seg, &patched);
     CGJ_STAT_ADD(params_patched, patched);
-    CGJ_STAT_ADD(graph_launches, 1);
     t->launched = true;
-    if (r == CUDA_SUCCESS) return;
+    if (r == CUDA_SUCCESS) {
+        CGJ_STAT_ADD(graph_launches, 1);
+        return;
+    }
     /* Nothing may be lost: run the segment eagerly, and stop replaying this anchor. */
     char why[200];
     snprintf(why, sizeof why, "graph launch failed: %s", cgj_driver_errstr(r));
@@ -99,12 +103,22 @@ static void side_exit(cgj_thread_t *t, const char *why)
     set_mode(t, CGJ_MODE_RECORD);
 }
 
-/* Does variant v match every call absorbed so far, and c? Stashes into v if so. */
-static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, const cgj_call_t *c)
+/* The segment of v that starts at op `first`, or UINT32_MAX. */
+static uint32_t segment_at(const cgj_trace_t *v, uint32_t first)
+{
+    for (uint32_t s = 0; s < v->nsegs; s++)
+        if (v->segs[s].first == first) return s;
+    return UINT32_MAX;
+}
+
+/* Does variant v match the calls absorbed since the current segment began, and c? Stashes
+ * into v if so. Earlier segments are launched already: what v would have done there no longer
+ * matters, only that its segment starts where the pending work starts. */
+static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, const cgj_call_t *c)
 {
     char why[256];
     if (v->list.n <= t->pos) return false;
-    for (uint32_t i = 0; i < t->pos; i++)
+    for (uint32_t i = first; i < t->pos; i++)
         if (!cgj_guard(&v->list.ops[i], &t->trace->list.ops[i].call, why, sizeof why)) return false;
     return cgj_guard(&v->list.ops[t->pos], c, why, sizeof why);
 }
@@ -112,18 +126,22 @@ static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, const cgj_call_t *c
 static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
 {
     cgj_anchor_t *a = t->anchor;
-    if (t->launched || t->seg != 0) return false;
+    uint32_t first = t->trace->segs[t->seg].first;
     for (uint32_t k = 0; k < a->nvariants; k++) {
         cgj_trace_t *v = a->variants[k];
-        if (v == t->trace || !variant_matches(t, v, c)) continue;
-        for (uint32_t i = 0; i < t->pos; i++) { /* carry the staged bytes over */
+        uint32_t s = v == t->trace ? UINT32_MAX : segment_at(v, first);
+        if (s == UINT32_MAX || !variant_matches(t, v, first, c)) continue;
+        bool waited = false;
+        for (uint32_t i = first; i < t->pos; i++) { /* carry the staged bytes over */
             cgj_op_t *o = &v->list.ops[i];
             if (!o->stage) continue;
-            if (!t->staged_waited) cgj_graph_staging_wait(&v->segs[0]);
+            if (!waited && cgj_graph_staging_wait(&v->segs[s])) CGJ_STAT_ADD(staging_waits, 1);
+            waited = true;
             memcpy(o->stage, t->trace->list.ops[i].stage, o->call.u.m.bytes);
         }
-        t->staged_waited = true;
+        t->staged_waited = waited;
         t->trace = v;
+        t->seg = s;
         a->current = k;
         CGJ_STAT_ADD(variant_switches, 1);
         return true;
@@ -218,11 +236,12 @@ void cgj_step_untraceable(const char *api)
 
 /* ---- building a trace at the end of an eager run ---- */
 
+/* Build a trace from a classified recording (taken over). */
 static void build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
 {
     cgj_trace_t *tr = cgj_xcalloc(1, sizeof *tr);
     tr->list = *rec;
-    cgj_record_classify(&tr->list, &a->draft);
+    *rec = (cgj_oplist_t){0};
     for (uint32_t i = 0; i < tr->list.n; i++) {
         const cgj_kparams_t *kp = tr->list.ops[i].kp;
         if (kp) tr->kernels++, tr->varying_slots += kp->nvarying;
@@ -252,37 +271,59 @@ static uint32_t max_variants(void)
     return m > CGJ_MAX_VARIANTS_HARD ? CGJ_MAX_VARIANTS_HARD : (uint32_t)m;
 }
 
+/* Same shape and same varying slots as an existing variant: building it would add nothing. */
+static bool duplicates_variant(const cgj_anchor_t *a, const cgj_oplist_t *rec)
+{
+    uint32_t at;
+    char why[200];
+    for (uint32_t k = 0; k < a->nvariants; k++) {
+        const cgj_oplist_t *v = &a->variants[k]->list;
+        if (!cgj_record_same_shape(v, rec, &at, why, sizeof why)) continue;
+        bool same = true;
+        for (uint32_t i = 0; i < v->n && same; i++)
+            if (v->ops[i].kp)
+                same = !memcmp(v->ops[i].kp->varying, rec->ops[i].kp->varying, v->ops[i].kp->n);
+        if (same) return true;
+    }
+    return false;
+}
+
+static void drop_draft(cgj_anchor_t *a, uint32_t d)
+{
+    cgj_oplist_free(&a->drafts[d]);
+    memmove(&a->drafts[d], &a->drafts[d + 1], (a->ndrafts - d - 1) * sizeof a->drafts[0]);
+    a->ndrafts--;
+}
+
 static void finish_record(cgj_thread_t *t)
 {
     cgj_anchor_t *a = t->anchor;
     cgj_oplist_t rec = t->rec;
     memset(&t->rec, 0, sizeof t->rec);
     CGJ_LOG(trace, "anchor '%s': recorded %u ops", a->name, rec.n);
-    uint32_t at = 0;
-    char why[200];
     if (a->state == CGJ_STATE_BLACKLISTED) {
         cgj_oplist_free(&rec);
         return;
     }
-    if (a->has_draft && cgj_record_same_shape(&a->draft, &rec, &at, why, sizeof why)) {
-        if (a->nvariants < max_variants()) {
-            build_variant(a, &rec);
-            rec = (cgj_oplist_t){0};
-        }
+    uint32_t at = 0;
+    char why[200] = "";
+    for (uint32_t d = a->ndrafts; d-- > 0;) {
+        if (!cgj_record_same_shape(&a->drafts[d], &rec, &at, why, sizeof why)) continue;
+        cgj_record_classify(&rec, &a->drafts[d]);
+        if (a->nvariants < max_variants() && !duplicates_variant(a, &rec)) build_variant(a, &rec);
         cgj_oplist_free(&rec);
-        cgj_oplist_free(&a->draft);
-        a->has_draft = false;
+        drop_draft(a, d);
         return;
     }
-    if (a->has_draft) {
+    if (a->ndrafts) {
         char msg[260];
+        cgj_record_same_shape(&a->drafts[a->ndrafts - 1], &rec, &at, why, sizeof why);
         snprintf(msg, sizeof msg, "run differs from the previous one at op %u: %s", at, why);
         CGJ_LOG(guards, "anchor '%s': %s", a->name, msg);
         record_failure(a, msg);
-        cgj_oplist_free(&a->draft);
     }
-    a->draft = rec;
-    a->has_draft = true;
+    if (a->ndrafts == CGJ_MAX_DRAFTS) drop_draft(a, 0);
+    a->drafts[a->ndrafts++] = rec;
     if (!a->nvariants && a->state != CGJ_STATE_BLACKLISTED) a->state = CGJ_STATE_RECORD;
 }
 
@@ -334,10 +375,12 @@ int cgj_step_end(void)
         cgj_trace_t *tr = t->trace;
         CGJ_STAT_ADD(ops_absorbed, t->absorbed);
         if (t->pos == tr->list.n) {
-            launch_segment(t);
-            tr->replays++;
-            a->replays++;
-            CGJ_STAT_ADD(steps_replayed, 1);
+            launch_segment(t); /* on failure the step has become eager */
+            if (t->mode == CGJ_MODE_REPLAY) {
+                tr->replays++;
+                a->replays++;
+                CGJ_STAT_ADD(steps_replayed, 1);
+            }
         } else {
             char why[120];
             snprintf(why, sizeof why, "the step ended after %u of the trace's %u ops", t->pos, tr->list.n);
