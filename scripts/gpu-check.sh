@@ -20,7 +20,8 @@ build=$(cd "$1" && pwd)
 out=${OUT:-$build/gpu-check}
 mkdir -p "$out" || exit 2
 limit=${GPU_CHECK_TIMEOUT:-300}
-export LD_LIBRARY_PATH="$build/devlibs:$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The build folder first: a stale copy of libcgjit among the copied libraries must not win.
+export LD_LIBRARY_PATH="$build:$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # Run a program under the time limit where timeout(1) exists.
 bounded() {
