@@ -263,6 +263,13 @@ static void build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     CGJ_STAT_ADD(traces_built, 1);
     CGJ_LOG(trace, "anchor '%s': variant %u built: %u ops, %u kernels, %u segment(s), %u varying slot(s)",
             a->name, a->nvariants, tr->list.n, tr->kernels, tr->nsegs, tr->varying_slots);
+    for (uint32_t i = 0; i < tr->list.n && (cgj_log_mask & (1u << CGJ_LOG_trace)); i++) {
+        char desc[160];
+        const cgj_op_t *o = &tr->list.ops[i];
+        CGJ_LOG(trace, "  op %u: %s%s%s", i, cgj_op_describe(o, desc, sizeof desc),
+                cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY ? " (ends a segment)" : "",
+                o->kp && o->kp->nvarying ? " (varying parameters)" : "");
+    }
 }
 
 static uint32_t max_variants(void)
