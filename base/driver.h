@@ -57,6 +57,8 @@ CUresult cgj_proto_gpa_v1(const char *symbol, void **pfn, int version, cuuint64_
     W(cuMemFree_v2, cuMemFree)                                                             \
     W(cuMemAllocAsync, cuMemAllocAsync) W(cuMemAllocAsync_ptsz, cuMemAllocAsync)           \
     W(cuMemFreeAsync, cuMemFreeAsync) W(cuMemFreeAsync_ptsz, cuMemFreeAsync)               \
+    W(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync)                                    \
+    W(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync)                               \
     CGJ_DRIVER_UNTRACEABLE(W)
 
 /* Calls that issue GPU work cgjit cannot trace yet: inside a step they abort it to eager. */
@@ -110,7 +112,14 @@ CUresult cgj_proto_gpa_v1(const char *symbol, void **pfn, int version, cuuint64_
     D(cuGraphKernelNodeGetParams_v2, cuGraphKernelNodeGetParams)              \
     D(cuGraphExecKernelNodeSetParams_v2, cuGraphExecKernelNodeSetParams)      \
     D(cuMemHostAlloc, cuMemHostAlloc)                                         \
-    D(cuMemFreeHost, cuMemFreeHost)
+    D(cuMemFreeHost, cuMemFreeHost)                                           \
+    D(cuCtxGetDevice, cuCtxGetDevice)                                         \
+    D(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity)           \
+    D(cuMemAddressReserve, cuMemAddressReserve)                               \
+    D(cuMemCreate, cuMemCreate)                                               \
+    D(cuMemRelease, cuMemRelease)                                             \
+    D(cuMemMap, cuMemMap)                                                     \
+    D(cuMemSetAccess, cuMemSetAccess)
 
 typedef struct cgj_driver {
 #define CGJ_DRV_FIELD(exported, proto) __typeof__(proto) *r_##exported;

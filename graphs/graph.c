@@ -20,7 +20,7 @@ static void split_segments(cgj_trace_t *t)
     t->nsegs = 0;
     for (uint32_t i = 0;;) {
         uint32_t j = i;
-        while (j < n && cgj_op_class[t->list.ops[j].call.kind] == CGJ_CLASS_CAPTURE) j++;
+        while (j < n && cgj_op_class[t->list.ops[j].call.kind] != CGJ_CLASS_BOUNDARY) j++;
         if (t->nsegs == cap) t->segs = cgj_xrealloc(t->segs, (cap *= 2) * sizeof *t->segs);
         t->segs[t->nsegs++] = (cgj_segment_t){.first = i, .end = j};
         if (j >= n) break;
@@ -59,14 +59,17 @@ static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, char *
     return true;
 }
 
+/* The segment's streams (home: the first captured op's), staging, and kernels to patch.
+ * Pool ops issue nothing and do not count. */
 static void find_streams(cgj_trace_t *t, cgj_segment_t *seg)
 {
-    seg->home = t->list.ops[seg->first].call.stream;
     seg->others = cgj_xcalloc(seg->end - seg->first, sizeof(CUstream));
     seg->patch = cgj_xcalloc(seg->end - seg->first, sizeof(uint32_t));
     for (uint32_t i = seg->first; i < seg->end; i++) {
         cgj_op_t *o = &t->list.ops[i];
         CUstream s = o->call.stream;
+        if (cgj_op_class[o->call.kind] != CGJ_CLASS_CAPTURE) continue;
+        if (!seg->ncapture++) seg->home = s;
         bool seen = s == seg->home;
         for (uint32_t j = 0; j < seg->nothers && !seen; j++) seen = seg->others[j] == s;
         if (!seen) seg->others[seg->nothers++] = s;
@@ -88,7 +91,6 @@ static bool make_events(cgj_segment_t *seg, char *why, size_t whylen)
 
 static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, char *why, size_t whylen)
 {
-    find_streams(t, seg);
     if (!make_events(seg, why, whylen)) return false;
     CUresult r = cgj_drv.r_cuStreamBeginCapture_v2(cap, CU_STREAM_CAPTURE_MODE_RELAXED);
     if (r != CUDA_SUCCESS) FAIL("cuStreamBeginCapture: %s", cgj_driver_errstr(r));
@@ -132,7 +134,8 @@ bool cgj_graph_build(cgj_trace_t *t, char *why, size_t whylen)
     bool ok = true;
     for (uint32_t s = 0; s < t->nsegs && ok; s++) {
         cgj_segment_t *seg = &t->segs[s];
-        if (seg->first < seg->end) ok = build_segment(t, seg, cap, why, whylen);
+        find_streams(t, seg);
+        if (seg->ncapture) ok = build_segment(t, seg, cap, why, whylen);
     }
     if (ok) cgj_drv.r_cuStreamSynchronize(cap); /* uploads done before the stream goes */
     cgj_drv.r_cuStreamDestroy_v2(cap);
@@ -168,7 +171,7 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t *patched)
 CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t *patched)
 {
     cgj_segment_t *seg = &t->segs[s];
-    if (seg->first == seg->end) return CUDA_SUCCESS;
+    if (!seg->ncapture) return CUDA_SUCCESS;
     CUresult r = patch(seg, t, patched);
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++) {
         r = cgj_drv.r_cuEventRecord(seg->pre[j], seg->others[j]);

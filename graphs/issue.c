@@ -71,6 +71,9 @@ CUresult cgj_op_issue(const cgj_op_t *o, CUstream s, bool capturing, bool skip_w
                                            capturing ? CU_EVENT_WAIT_EXTERNAL : o->call.u.e.flags);
     case CGJ_OP_HOST_FUNC:
         return cgj_drv.r_cuLaunchHostFunc(s, o->call.u.h.fn, o->call.u.h.data);
+    case CGJ_OP_ALLOC:
+    case CGJ_OP_POOL_FREE:
+        return CUDA_SUCCESS; /* served from the pool: nothing reaches the driver */
     default:
         return CUDA_ERROR_NOT_SUPPORTED; /* boundary ops are never re-issued */
     }

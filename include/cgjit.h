@@ -95,7 +95,11 @@ CGJ_API int cgj_trace_end(void);
     X(aborts, "steps aborted to eager (untraceable call, nesting, CGJIT_MAX_OPS)")            \
     X(traces_built, "traces (variants included) built into graphs")                           \
     X(build_failures, "trace builds that failed (the anchor is then blacklisted)")            \
-    X(anchors_blacklisted, "anchors blacklisted: they run eagerly for good")
+    X(anchors_blacklisted, "anchors blacklisted: they run eagerly for good")                  \
+    X(pool_allocs, "in-step allocations served from the pool by replay (no driver call)")    \
+    X(pool_frees, "in-step frees absorbed by replay (no driver call, no synchronization)")    \
+    X(escape_exits, "side exits because a block an earlier replay returned is still held")   \
+    X(pool_bytes, "device bytes mapped for the replay memory pool (a level, not a count)")
 
 typedef struct cgj_stats {
 #define CGJ_STATS_FIELD(field, doc) uint64_t field;
@@ -131,6 +135,10 @@ typedef struct cgj_trace_info {
     uint64_t replays;       /* steps replayed from start to end */
     uint64_t side_exits;    /* replays that left the trace */
     uint32_t record_failures; /* eager runs that disagreed with the draft */
+    uint32_t allocations;   /* in-step allocations of the current variant */
+    uint64_t pool_bytes;    /* its planned pool region */
+    uint64_t naive_bytes;   /* the sum of its allocation sizes (256-byte aligned) */
+    uint64_t lower_bound;   /* the most bytes live at one time: no plan can use less */
     char reason[256];       /* why blacklisted, or the last divergence/abort; "" if none */
 } cgj_trace_info_t;
 

@@ -1,5 +1,6 @@
 /* api.c — the public functions of include/cgjit.h. */
 #include "runtime/runtime.h"
+#include "allocator/pool.h"
 #include "base/log.h"
 #include "tracer/step.h"
 
@@ -45,6 +46,7 @@ CGJ_API int cgj_stats(cgj_stats_t *out)
 #define CGJ_STATS_COPY(field, doc) out->field = __atomic_load_n(&cgj_g_stats.field, __ATOMIC_RELAXED);
     CGJ_STATS_LIST(CGJ_STATS_COPY)
 #undef CGJ_STATS_COPY
+    out->pool_bytes = cgj_pool_mapped_bytes();
     return CGJ_OK;
 }
 

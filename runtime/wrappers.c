@@ -12,6 +12,7 @@
  * first op used, CU_STREAM_LEGACY included, and keeps that stream's implicit synchronization.
  */
 #include "runtime/runtime.h"
+#include "allocator/pool.h"
 #include "base/driver.h"
 #include "tracer/step.h"
 
@@ -292,7 +293,7 @@ static inline CUresult stream_wait(bool pt, const char *api, __typeof__(cuStream
 TWO_WRAPPERS(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, stream_wait,
              (CUstream s, CUevent ev, unsigned flags), s, ev, flags)
 
-/* Calls of one handle argument that end a segment (synchronize, query, free). */
+/* Calls of one handle argument that end a segment (synchronize, query). */
 #define BOUNDARY_BODY(name, kind_, type)                                                       \
     static inline CUresult name(bool pt, const char *api, CUresult (*real)(type), type h)     \
     {                                                                                          \
@@ -304,13 +305,11 @@ BOUNDARY_BODY(stream_sync, CGJ_OP_SYNC, CUstream)
 BOUNDARY_BODY(stream_query, CGJ_OP_QUERY, CUstream)
 BOUNDARY_BODY(event_sync, CGJ_OP_SYNC, CUevent)
 BOUNDARY_BODY(event_query, CGJ_OP_QUERY, CUevent)
-BOUNDARY_BODY(mem_free, CGJ_OP_FREE, CUdeviceptr)
 
 TWO_WRAPPERS(cuStreamSynchronize, cuStreamSynchronize_ptsz, stream_sync, (CUstream s), s)
 TWO_WRAPPERS(cuStreamQuery, cuStreamQuery_ptsz, stream_query, (CUstream s), s)
 CUresult cgj_w_cuEventSynchronize(CUevent ev) { return event_sync(false, "cuEventSynchronize", cgj_drv.r_cuEventSynchronize, ev); }
 CUresult cgj_w_cuEventQuery(CUevent ev) { return event_query(false, "cuEventQuery", cgj_drv.r_cuEventQuery, ev); }
-CUresult cgj_w_cuMemFree_v2(CUdeviceptr p) { return mem_free(false, "cuMemFree_v2", cgj_drv.r_cuMemFree_v2, p); }
 
 CUresult cgj_w_cuCtxSynchronize(void)
 {
@@ -319,27 +318,75 @@ CUresult cgj_w_cuCtxSynchronize(void)
     TRACE_CALL(c, cgj_drv.r_cuCtxSynchronize());
 }
 
+/* ---- allocations and frees ----
+ * Inside a step they are ops: eager runs call the driver and record them; a replay serves them
+ * from the trace's pool region (tracer/step.c). A free of pool memory never reaches the driver,
+ * whenever it comes: it releases the block (allocator/pool.h). */
+
+#define POOL_OR(p, expr) \
+    (cgj_pool_owns(p) ? (cgj_pool_release(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE) : (expr))
+
+CUresult cgj_w_cuMemFree_v2(CUdeviceptr p)
+{
+    IDLE_FORWARD(POOL_OR(p, cgj_drv.r_cuMemFree_v2(p)));
+    cgj_call_t c = {.kind = CGJ_OP_FREE, .api = "cuMemFree_v2", .stream = CU_STREAM_LEGACY};
+    c.u.a.addr = p;
+    TRACE_CALL(c, POOL_OR(p, cgj_drv.r_cuMemFree_v2(p)));
+}
+
 static inline CUresult mem_free_async(bool pt, const char *api, __typeof__(cuMemFreeAsync) *real,
                                       CUdeviceptr p, CUstream s)
 {
-    IDLE_FORWARD(real(p, s));
+    IDLE_FORWARD(POOL_OR(p, real(p, s)));
     cgj_call_t c = {.kind = CGJ_OP_FREE, .api = api, .stream = norm(s, pt)};
-    TRACE_CALL(c, real(p, s));
+    c.u.a.addr = p;
+    TRACE_CALL(c, POOL_OR(p, real(p, s)));
 }
 TWO_WRAPPERS(cuMemFreeAsync, cuMemFreeAsync_ptsz, mem_free_async, (CUdeviceptr p, CUstream s), p, s)
 
-/* ---- allocations: forwarded (in-step allocations keep their eager addresses for now) ---- */
+#define ALLOC_CALL(api_, stream_, out_, bytes_)                                  \
+    cgj_call_t c = {.kind = CGJ_OP_ALLOC, .api = api_, .stream = stream_};       \
+    c.u.a.out = out_, c.u.a.bytes = bytes_
 
-CUresult cgj_w_cuMemAlloc_v2(CUdeviceptr *p, size_t n) { return cgj_drv.r_cuMemAlloc_v2(p, n); }
+CUresult cgj_w_cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+    IDLE_FORWARD(cgj_drv.r_cuMemAlloc_v2(p, n));
+    if (!p) return cgj_drv.r_cuMemAlloc_v2(p, n);
+    ALLOC_CALL("cuMemAlloc_v2", CU_STREAM_LEGACY, p, n);
+    TRACE_CALL(c, cgj_drv.r_cuMemAlloc_v2(p, n));
+}
+
 CUresult cgj_w_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e)
 {
-    return cgj_drv.r_cuMemAllocPitch_v2(p, pitch, w, h, e);
+    IDLE_FORWARD(cgj_drv.r_cuMemAllocPitch_v2(p, pitch, w, h, e));
+    if (!p || !pitch) return cgj_drv.r_cuMemAllocPitch_v2(p, pitch, w, h, e);
+    ALLOC_CALL("cuMemAllocPitch_v2", CU_STREAM_LEGACY, p, w * h);
+    c.u.a.pitch_out = pitch, c.u.a.width = w, c.u.a.height = h, c.u.a.elem = e;
+    TRACE_CALL(c, cgj_drv.r_cuMemAllocPitch_v2(p, pitch, w, h, e));
 }
-CUresult cgj_w_cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { return cgj_drv.r_cuMemAllocAsync(p, n, s); }
-CUresult cgj_w_cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
+
+static inline CUresult mem_alloc_async(bool pt, const char *api, __typeof__(cuMemAllocAsync) *real,
+                                       CUdeviceptr *p, size_t n, CUstream s)
 {
-    return cgj_drv.r_cuMemAllocAsync_ptsz(p, n, s);
+    IDLE_FORWARD(real(p, n, s));
+    if (!p) return real(p, n, s);
+    ALLOC_CALL(api, norm(s, pt), p, n);
+    TRACE_CALL(c, real(p, n, s));
 }
+TWO_WRAPPERS(cuMemAllocAsync, cuMemAllocAsync_ptsz, mem_alloc_async,
+             (CUdeviceptr *p, size_t n, CUstream s), p, n, s)
+
+static inline CUresult mem_alloc_pool(bool pt, const char *api, __typeof__(cuMemAllocFromPoolAsync) *real,
+                                      CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
+{
+    IDLE_FORWARD(real(p, n, pool, s));
+    if (!p) return real(p, n, pool, s);
+    ALLOC_CALL(api, norm(s, pt), p, n);
+    c.u.a.pool = pool;
+    TRACE_CALL(c, real(p, n, pool, s));
+}
+TWO_WRAPPERS(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, mem_alloc_pool,
+             (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s), p, n, pool, s)
 
 /* ---- a program's own graph launch: cgjit does not nest graphs yet ---- */
 

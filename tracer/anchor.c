@@ -60,6 +60,10 @@ static void fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->kernels = t->kernels;
     out->segments = t->nsegs;
     out->varying_slots = t->varying_slots;
+    out->allocations = t->nblocks;
+    out->pool_bytes = t->pool_bytes;
+    out->naive_bytes = t->naive_bytes;
+    out->lower_bound = t->lower_bound;
 }
 
 int cgj_anchor_info(const char *name, cgj_trace_info_t *out)
@@ -74,7 +78,7 @@ int cgj_anchor_info(const char *name, cgj_trace_info_t *out)
 void cgj_anchor_report(FILE *f)
 {
     cgj_stats_t s;
-    memcpy(&s, &cgj_g_stats, sizeof s);
+    cgj_stats(&s);
     fprintf(f, "cgjit report\n");
 #define CGJ_REPORT_STAT(field, doc) fprintf(f, "  %-20s %12llu  %s\n", #field, (unsigned long long)s.field, doc);
     CGJ_STATS_LIST(CGJ_REPORT_STAT)
@@ -90,6 +94,11 @@ void cgj_anchor_report(FILE *f)
             fprintf(f, "; %u ops (%u kernels) in %u segment(s), %u varying slot(s)", i.ops,
                     i.kernels, i.segments, i.varying_slots);
         fprintf(f, "\n");
+        if (i.allocations)
+            fprintf(f, "    pool: %u allocations, %llu bytes planned, %llu naive, %llu lower bound (%.3f)\n",
+                    i.allocations, (unsigned long long)i.pool_bytes,
+                    (unsigned long long)i.naive_bytes, (unsigned long long)i.lower_bound,
+                    i.lower_bound ? (double)i.pool_bytes / (double)i.lower_bound : 1.0);
         if (i.reason[0])
             fprintf(f, "    %s: %s\n", i.state == CGJ_STATE_BLACKLISTED ? "blacklisted" : "last event",
                     i.reason);

@@ -24,6 +24,7 @@ struct cgj_anchor {
     uint32_t nvariants, current;
     uint64_t runs, replays, side_exits;
     uint32_t record_failures;
+    bool want_twin;         /* an escape exit happened: a duplicate variant is welcome */
     char reason[256];
     struct cgj_anchor *next;
 };

@@ -124,6 +124,49 @@ void cgj_oplist_free(cgj_oplist_t *l)
     memset(l, 0, sizeof *l);
 }
 
+/* ---- in-step allocations ---- */
+
+cgj_blocks_t cgj_record_blocks(const cgj_oplist_t *l)
+{
+    cgj_blocks_t bl = {0};
+    uint32_t cap = 0;
+    for (uint32_t i = 0; i < l->n; i++) {
+        const cgj_call_t *c = &l->ops[i].call;
+        if (c->kind == CGJ_OP_ALLOC) {
+            if (bl.n == cap) bl.b = cgj_xrealloc(bl.b, (cap = cap ? 2 * cap : 16) * sizeof *bl.b);
+            bl.b[bl.n++] = (cgj_block_t){c->u.a.addr, c->u.a.bytes, i, l->n, true};
+        } else if (c->kind == CGJ_OP_POOL_FREE) {
+            for (uint32_t j = bl.n; j-- > 0;)
+                if (bl.b[j].escapes && bl.b[j].base == c->u.a.addr) {
+                    bl.b[j].end = i, bl.b[j].escapes = false;
+                    break;
+                }
+        }
+    }
+    return bl;
+}
+
+int cgj_blocks_find(const cgj_blocks_t *bl, CUdeviceptr p, uint32_t at)
+{
+    if (!bl) return -1;
+    for (uint32_t j = 0; j < bl->n; j++) {
+        const cgj_block_t *b = &bl->b[j];
+        if (p >= b->base && p - b->base < (b->bytes ? b->bytes : 1) && b->start <= at && at <= b->end)
+            return (int)j;
+    }
+    return -1;
+}
+
+/* Is address x of op ia in run A the same memory as y of op ib in run B? Equal, or the same
+ * offset into the same in-step allocation. */
+static bool addr_eq(CUdeviceptr x, const cgj_blocks_t *ta, uint32_t ia, CUdeviceptr y,
+                    const cgj_blocks_t *tb, uint32_t ib)
+{
+    if (x == y) return true;
+    int bx = cgj_blocks_find(ta, x, ia), by = cgj_blocks_find(tb, y, ib);
+    return bx >= 0 && bx == by && x - ta->b[bx].base == y - tb->b[by].base;
+}
+
 /* Bytes of CUlaunchAttributeValue that attribute `id` uses. Programs fill attributes field by
  * field on the stack: the padding after `id` and the rest of the value union hold whatever was
  * there, so they must not make two identical launches look different. */
@@ -158,7 +201,17 @@ static bool attrs_equal(const CUlaunchAttribute *a, const CUlaunchAttribute *b, 
 }
 
 /* Shape equality of two calls: everything but parameter values and H2D sources. */
-static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, char *why, size_t len)
+/* Context for comparing addresses: the blocks of each run and the op indices (NULL tables:
+ * addresses must be equal, as in a replay of a relocated trace). */
+typedef struct addr_ctx {
+    const cgj_blocks_t *ta, *tb;
+    uint32_t ia, ib;
+} addr_ctx_t;
+
+#define ADDR_EQ(x, y) addr_eq((x), ctx->ta, ctx->ia, (y), ctx->tb, ctx->ib)
+
+static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, const addr_ctx_t *ctx,
+                             char *why, size_t len)
 {
 #define SHAPE_DIFF(what)                                   \
     do {                                                   \
@@ -185,11 +238,24 @@ static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, char *why
     case CGJ_OP_MEMCPY: {
         const __typeof__(a->u.m) *x = &a->u.m, *y = &b->u.m;
         if (x->dir != y->dir || x->bytes != y->bytes) SHAPE_DIFF("copy direction or size");
-        if (x->dst != y->dst || x->src != y->src || x->hdst != y->hdst) SHAPE_DIFF("copy address");
+        if (!ADDR_EQ(x->dst, y->dst) || !ADDR_EQ(x->src, y->src) || x->hdst != y->hdst)
+            SHAPE_DIFF("copy address");
         return true;
     }
     case CGJ_OP_MEMSET:
-        if (memcmp(&a->u.s, &b->u.s, sizeof a->u.s)) SHAPE_DIFF("memset arguments");
+        if (!ADDR_EQ(a->u.s.dst, b->u.s.dst) || a->u.s.value != b->u.s.value ||
+            a->u.s.elem != b->u.s.elem || a->u.s.count != b->u.s.count)
+            SHAPE_DIFF("memset arguments");
+        return true;
+    case CGJ_OP_ALLOC: {
+        const __typeof__(a->u.a) *x = &a->u.a, *y = &b->u.a;
+        if (x->bytes != y->bytes || x->width != y->width || x->height != y->height ||
+            x->elem != y->elem || x->pool != y->pool)
+            SHAPE_DIFF("allocation size");
+        return true;
+    }
+    case CGJ_OP_POOL_FREE:
+        if (!ADDR_EQ(a->u.a.addr, b->u.a.addr)) SHAPE_DIFF("freed address");
         return true;
     case CGJ_OP_EVENT_RECORD:
     case CGJ_OP_STREAM_WAIT:
@@ -210,13 +276,27 @@ static bool layout_equal(const cgj_kparams_t *a, const cgj_kparams_t *b)
            !memcmp(a->sz, b->sz, a->n * 4);
 }
 
+static bool shape_loop(const cgj_oplist_t *a, const cgj_oplist_t *b, const cgj_blocks_t *pa,
+                       const cgj_blocks_t *pb, uint32_t *at, char *why, size_t whylen);
+
 bool cgj_record_same_shape(const cgj_oplist_t *a, const cgj_oplist_t *b, uint32_t *at, char *why,
                            size_t whylen)
 {
+    cgj_blocks_t ta = cgj_record_blocks(a), tb = cgj_record_blocks(b);
+    bool same = shape_loop(a, b, &ta, &tb, at, why, whylen);
+    free(ta.b), free(tb.b);
+    return same;
+}
+
+static bool shape_loop(const cgj_oplist_t *a, const cgj_oplist_t *b, const cgj_blocks_t *pa,
+                       const cgj_blocks_t *pb, uint32_t *at, char *why, size_t whylen)
+{
+    const cgj_blocks_t ta = *pa, tb = *pb;
     uint32_t n = a->n < b->n ? a->n : b->n;
     for (uint32_t i = 0; i < n; i++) {
         const cgj_op_t *x = &a->ops[i], *y = &b->ops[i];
-        if (!call_shape_equal(&x->call, &y->call, why, whylen)) {
+        addr_ctx_t ctx = {&ta, &tb, i, i};
+        if (!call_shape_equal(&x->call, &y->call, &ctx, why, whylen)) {
             *at = i;
             return false;
         }
@@ -234,23 +314,81 @@ bool cgj_record_same_shape(const cgj_oplist_t *a, const cgj_oplist_t *b, uint32_
     return true;
 }
 
+/* Same value in both runs: equal bytes, or the same in-step allocation and offset in every
+ * pointer-sized word (a *pool pointer*, constant once the trace is relocated). */
+static bool slot_same(const uint8_t *x, const uint8_t *y, uint32_t size, const addr_ctx_t *ctx)
+{
+    if (!memcmp(x, y, size)) return true;
+    if (size < 8) return false;
+    for (uint32_t k = 0; k + 8 <= size; k += 8) {
+        CUdeviceptr vx, vy;
+        memcpy(&vx, x + k, 8), memcpy(&vy, y + k, 8);
+        if (!ADDR_EQ(vx, vy)) return false;
+    }
+    uint32_t tail = size % 8;
+    return !tail || !memcmp(x + size - tail, y + size - tail, tail);
+}
+
 void cgj_record_classify(cgj_oplist_t *a, const cgj_oplist_t *b)
 {
+    cgj_blocks_t ta = cgj_record_blocks(a), tb = cgj_record_blocks(b);
     for (uint32_t i = 0; i < a->n; i++) {
         cgj_kparams_t *x = a->ops[i].kp;
         const cgj_kparams_t *y = b->ops[i].kp;
         if (!x) continue;
+        addr_ctx_t c = {&ta, &tb, i, i}, *ctx = &c;
         x->nvarying = 0;
         for (uint32_t s = 0; s < x->n; s++) {
-            x->varying[s] = memcmp(x->rec + x->off[s], y->rec + y->off[s], x->sz[s]) != 0;
+            x->varying[s] = !slot_same(x->rec + x->off[s], y->rec + y->off[s], x->sz[s], ctx);
             x->nvarying += x->varying[s];
         }
     }
+    free(ta.b), free(tb.b);
+}
+
+static void relocate_word(uint8_t *p, const cgj_blocks_t *bl, const CUdeviceptr *planned, uint32_t at)
+{
+    CUdeviceptr v;
+    memcpy(&v, p, 8);
+    int b = cgj_blocks_find(bl, v, at);
+    if (b < 0) return;
+    v = planned[b] + (v - bl->b[b].base);
+    memcpy(p, &v, 8);
+}
+
+static void relocate_addr(CUdeviceptr *p, const cgj_blocks_t *bl, const CUdeviceptr *planned, uint32_t at)
+{
+    relocate_word((uint8_t *)p, bl, planned, at);
+}
+
+void cgj_record_relocate(cgj_oplist_t *l, const CUdeviceptr *planned)
+{
+    cgj_blocks_t bl = cgj_record_blocks(l);
+    for (uint32_t i = 0; i < l->n; i++) {
+        cgj_op_t *o = &l->ops[i];
+        cgj_call_t *c = &o->call;
+        if (o->kp) {
+            for (uint32_t s = 0; s < o->kp->n; s++)
+                for (uint32_t k = 0; k + 8 <= o->kp->sz[s]; k += 8) {
+                    relocate_word(o->kp->rec + o->kp->off[s] + k, &bl, planned, i);
+                    relocate_word(o->kp->live + o->kp->off[s] + k, &bl, planned, i);
+                }
+        } else if (c->kind == CGJ_OP_MEMCPY) {
+            relocate_addr(&c->u.m.dst, &bl, planned, i);
+            relocate_addr(&c->u.m.src, &bl, planned, i);
+        } else if (c->kind == CGJ_OP_MEMSET) {
+            relocate_addr(&c->u.s.dst, &bl, planned, i);
+        } else if (c->kind == CGJ_OP_ALLOC || c->kind == CGJ_OP_POOL_FREE) {
+            relocate_addr(&c->u.a.addr, &bl, planned, i);
+        }
+    }
+    free(bl.b);
 }
 
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, char *why, size_t whylen)
 {
-    if (!call_shape_equal(&o->call, c, why, whylen)) return false;
+    static const addr_ctx_t exact = {NULL, NULL, 0, 0};
+    if (!call_shape_equal(&o->call, c, &exact, why, whylen)) return false;
     cgj_kparams_t *kp = o->kp;
     if (!kp) return true;
     if (!kp->extra_form && kp->n && !c->u.k.params) {

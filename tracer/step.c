@@ -19,11 +19,16 @@
  */
 #include "tracer/anchor.h"
 #include "graphs/graph.h"
+#include "allocator/plan.h"
+#include "allocator/pool.h"
 #include "base/config.h"
 #include "base/driver.h"
 #include "base/log.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 __thread cgj_thread_t cgj_tls;
 int cgj_tracing_threads;
@@ -71,7 +76,7 @@ static void launch_segment(cgj_thread_t *t)
 {
     cgj_trace_t *tr = t->trace;
     cgj_segment_t *seg = &tr->segs[t->seg];
-    if (seg->first == seg->end) return;
+    if (!seg->ncapture) return;
     uint64_t patched = 0;
     CUresult r = cgj_graph_launch(tr, t->seg, &patched);
     CGJ_STAT_ADD(params_patched, patched);
@@ -127,10 +132,12 @@ static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
 {
     cgj_anchor_t *a = t->anchor;
     uint32_t first = t->trace->segs[t->seg].first;
+    if (t->allocs_served) return false; /* the program holds this variant's pool addresses */
     for (uint32_t k = 0; k < a->nvariants; k++) {
         cgj_trace_t *v = a->variants[k];
         uint32_t s = v == t->trace ? UINT32_MAX : segment_at(v, first);
-        if (s == UINT32_MAX || !variant_matches(t, v, first, c)) continue;
+        if (s == UINT32_MAX || v->list.n <= t->pos || v->list.ops[t->pos].held) continue;
+        if (!variant_matches(t, v, first, c)) continue;
         bool waited = false;
         for (uint32_t i = first; i < t->pos; i++) { /* carry the staged bytes over */
             cgj_op_t *o = &v->list.ops[i];
@@ -149,10 +156,42 @@ static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
     return false;
 }
 
+/* A free the trace recorded as the step freeing its own allocation. */
+static const cgj_call_t *as_pool_free(const cgj_call_t *c, const cgj_op_t *o, cgj_call_t *tmp)
+{
+    if (c->kind != CGJ_OP_FREE || o->call.kind != CGJ_OP_POOL_FREE) return c;
+    *tmp = *c;
+    tmp->kind = CGJ_OP_POOL_FREE;
+    return tmp;
+}
+
+/* Serve an allocation or free of the step from the trace's pool region. False (with why)
+ * when the block is still held by the program since an earlier replay. */
+static bool serve_pool_op(cgj_op_t *o, const cgj_call_t *c, char *why, size_t whylen)
+{
+    if (o->call.kind == CGJ_OP_POOL_FREE) {
+        cgj_pool_release(o->call.u.a.addr);
+        CGJ_STAT_ADD(pool_frees, 1);
+        return true;
+    }
+    if (o->held) {
+        snprintf(why, whylen, "the %zu-byte block this allocation returns is still held: an earlier "
+                 "replay returned it and the program has not freed it", o->call.u.a.bytes);
+        return false;
+    }
+    *c->u.a.out = o->call.u.a.addr;
+    if (c->u.a.pitch_out) *c->u.a.pitch_out = o->call.u.a.pitch;
+    cgj_pool_hold(o->call.u.a.addr, &o->held);
+    CGJ_STAT_ADD(pool_allocs, 1);
+    return true;
+}
+
 static int replay_enter(cgj_thread_t *t, const cgj_call_t *c)
 {
     cgj_trace_t *tr = t->trace;
     char why[256];
+    cgj_call_t tmp;
+    if (t->pos < tr->list.n) c = as_pool_free(c, &tr->list.ops[t->pos], &tmp);
     if (t->pos >= tr->list.n) {
         snprintf(why, sizeof why, "the step goes on past the trace's %u ops (%s)", tr->list.n, c->api);
         side_exit(t, why);
@@ -174,7 +213,21 @@ static int replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         t->staged_waited = false;
         return CGJ_EXECUTE;
     }
-    if (o->stage) {
+    if (cgj_op_class[o->call.kind] == CGJ_CLASS_POOL && !serve_pool_op(o, c, why, sizeof why)) {
+        /* Double buffering: a twin variant (same trace, another region) may have it free. */
+        if (!try_switch(t, c)) {
+            CGJ_STAT_ADD(escape_exits, 1);
+            t->anchor->want_twin = true;
+            side_exit(t, why);
+            return CGJ_EXECUTE;
+        }
+        tr = t->trace;
+        o = &tr->list.ops[t->pos];
+        CGJ_ASSERT(serve_pool_op(o, c, why, sizeof why), "a switch target's block is held");
+    }
+    if (cgj_op_class[o->call.kind] == CGJ_CLASS_POOL) {
+        t->allocs_served |= o->call.kind == CGJ_OP_ALLOC;
+    } else if (o->stage) {
         if (!t->staged_waited && cgj_graph_staging_wait(&tr->segs[t->seg])) CGJ_STAT_ADD(staging_waits, 1);
         t->staged_waited = true;
         memcpy(o->stage, c->u.m.hsrc, c->u.m.bytes);
@@ -208,12 +261,38 @@ int cgj_step_enter(const cgj_call_t *c)
     return CGJ_EXECUTE;
 }
 
+/* Complete a call for recording: the address an allocation returned; a free of an allocation
+ * this step made becomes a POOL_FREE. */
+static const cgj_call_t *resolve_for_record(const cgj_thread_t *t, const cgj_call_t *c, cgj_call_t *tmp)
+{
+    if (c->kind == CGJ_OP_ALLOC) {
+        *tmp = *c;
+        tmp->u.a.addr = *c->u.a.out;
+        if (c->u.a.pitch_out) {
+            tmp->u.a.pitch = *c->u.a.pitch_out;
+            tmp->u.a.bytes = tmp->u.a.pitch * c->u.a.height;
+        }
+        return tmp;
+    }
+    if (c->kind != CGJ_OP_FREE) return c;
+    cgj_blocks_t bl = cgj_record_blocks(&t->rec);
+    bool own = false;
+    for (uint32_t j = 0; j < bl.n && !own; j++) own = bl.b[j].escapes && bl.b[j].base == c->u.a.addr;
+    free(bl.b);
+    if (!own) return c;
+    *tmp = *c;
+    tmp->kind = CGJ_OP_POOL_FREE;
+    return tmp;
+}
+
 void cgj_step_leave(const cgj_call_t *c, CUresult r)
 {
     cgj_thread_t *t = &cgj_tls;
     if (t->mode != CGJ_MODE_RECORD) return;
     const char *why = NULL;
     char msg[200];
+    cgj_call_t tmp;
+    if (r == CUDA_SUCCESS) c = resolve_for_record(t, c, &tmp);
     if (r != CUDA_SUCCESS) {
         snprintf(msg, sizeof msg, "%s returned %s", c->api, cgj_driver_errstr(r));
         abort_step(t, msg);
@@ -236,6 +315,53 @@ void cgj_step_untraceable(const char *api)
 
 /* ---- building a trace at the end of an eager run ---- */
 
+/* CGJIT_DUMP_ALLOCS: the trace's allocation events, in the format cgjit-plan reads. */
+static void dump_allocs(const cgj_anchor_t *a, const cgj_plan_block_t *pb, size_t n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s-v%u.txt", cgj_cfg.DUMP_ALLOCS, a->name, a->nvariants + 1);
+    for (char *p = path + strlen(cgj_cfg.DUMP_ALLOCS) + 1; *p; p++)
+        if (*p == '/' || *p == ' ') *p = '_';
+    mkdir(cgj_cfg.DUMP_ALLOCS, 0777);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "cgjit: warning: CGJIT_DUMP_ALLOCS: cannot write %s: %s\n", path, strerror(errno));
+        return;
+    }
+    fprintf(f, "# cgjit allocation trace of anchor '%s', variant %u\n", a->name, a->nvariants + 1);
+    cgj_plan_write(f, pb, n);
+    fclose(f);
+}
+
+/* Plan the in-step allocations of tr into one pool region and relocate the trace there. */
+static bool plan_memory(const cgj_anchor_t *a, cgj_trace_t *tr, char *why, size_t whylen)
+{
+    cgj_blocks_t bl = cgj_record_blocks(&tr->list);
+    tr->nblocks = bl.n;
+    if (!bl.n) return true;
+    cgj_plan_block_t *pb = cgj_xcalloc(bl.n, sizeof *pb);
+    for (uint32_t j = 0; j < bl.n; j++)
+        pb[j] = (cgj_plan_block_t){.size = bl.b[j].bytes, .start = bl.b[j].start,
+                                   .end = bl.b[j].escapes ? CGJ_PLAN_ESCAPES : bl.b[j].end};
+    cgj_plan_result_t res;
+    cgj_plan(pb, bl.n, &res);
+    if (cgj_cfg.DUMP_ALLOCS[0]) dump_allocs(a, pb, bl.n);
+    bool ok = cgj_pool_region(res.pool_bytes, &tr->region, why, whylen);
+    if (ok) {
+        CUdeviceptr *planned = cgj_xcalloc(bl.n, sizeof *planned);
+        for (uint32_t j = 0; j < bl.n; j++) planned[j] = tr->region + pb[j].offset;
+        cgj_record_relocate(&tr->list, planned);
+        free(planned);
+        tr->pool_bytes = res.pool_bytes, tr->naive_bytes = res.naive_bytes;
+        tr->lower_bound = res.lower_bound;
+        CGJ_LOG(trace, "anchor '%s': %u allocations planned into %llu bytes (naive %llu, lower bound %llu, %s)",
+                a->name, bl.n, (unsigned long long)res.pool_bytes, (unsigned long long)res.naive_bytes,
+                (unsigned long long)res.lower_bound, res.heuristic);
+    }
+    free(pb), free(bl.b);
+    return ok;
+}
+
 /* Build a trace from a classified recording (taken over). */
 static void build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
 {
@@ -247,7 +373,7 @@ static void build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
         if (kp) tr->kernels++, tr->varying_slots += kp->nvarying;
     }
     char why[256];
-    if (!cgj_graph_build(tr, why, sizeof why)) {
+    if (!plan_memory(a, tr, why, sizeof why) || !cgj_graph_build(tr, why, sizeof why)) {
         char msg[300];
         snprintf(msg, sizeof msg, "graph build failed: %s", why);
         CGJ_STAT_ADD(build_failures, 1);
@@ -317,7 +443,12 @@ static void finish_record(cgj_thread_t *t)
     for (uint32_t d = a->ndrafts; d-- > 0;) {
         if (!cgj_record_same_shape(&a->drafts[d], &rec, &at, why, sizeof why)) continue;
         cgj_record_classify(&rec, &a->drafts[d]);
-        if (a->nvariants < max_variants() && !duplicates_variant(a, &rec)) build_variant(a, &rec);
+        /* A twin of an existing variant is worth building after an escape exit: its own
+         * region double-buffers the blocks the program still holds. */
+        if (a->nvariants < max_variants() && (a->want_twin || !duplicates_variant(a, &rec))) {
+            build_variant(a, &rec);
+            a->want_twin = false;
+        }
         cgj_oplist_free(&rec);
         drop_draft(a, d);
         return;
@@ -340,7 +471,7 @@ static void start_replay(cgj_thread_t *t, cgj_anchor_t *a)
 {
     t->trace = a->variants[a->current];
     t->pos = t->seg = 0;
-    t->launched = t->staged_waited = false;
+    t->launched = t->staged_waited = t->allocs_served = false;
     t->absorbed = 0;
     set_mode(t, CGJ_MODE_REPLAY);
 }

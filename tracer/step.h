@@ -28,6 +28,7 @@ typedef struct cgj_thread {
     bool launched;           /* REPLAY: a segment of this step has been launched */
     bool staged_waited;      /* REPLAY: staging of the current segment checked */
     uint64_t absorbed;       /* REPLAY: calls absorbed in this step */
+    bool allocs_served;      /* REPLAY: pool blocks were handed out in this step */
 } cgj_thread_t;
 
 extern __thread cgj_thread_t cgj_tls;

@@ -12,7 +12,16 @@
  *  - CAPTURE ops go into the segment's graph (kernels, async copies, memsets, events, host
  *    functions);
  *  - BOUNDARY ops end a segment: in replay the pending graph is launched, then the call itself
- *    executes eagerly (host synchronizations, reads of device memory by the host, frees).
+ *    executes eagerly (host synchronizations, reads of device memory by the host, frees of
+ *    memory the step did not allocate);
+ *  - POOL ops are the step's own allocations and frees: replay serves them from the trace's
+ *    pool region at planned addresses (allocator/plan.h), with no driver call and no sync.
+ *
+ * Addresses of in-step allocations differ between the two eager runs a trace is made of (the
+ * driver chose them). Comparisons therefore match a device address of one run with the other
+ * run's by (allocation, offset), and the built trace is *relocated*: every address into an
+ * in-step allocation, in kernel parameters and copy/memset arguments, is rewritten to the
+ * planned address of that allocation.
  * Calls that cannot be traced never become ops: they abort the step to eager.
  */
 #ifndef CGJ_TRACE_H
@@ -23,6 +32,7 @@
 
 #define CGJ_CLASS_CAPTURE 0
 #define CGJ_CLASS_BOUNDARY 1
+#define CGJ_CLASS_POOL 2 /* served from the trace's pool region: absorbed, never issued */
 
 /* X(NAME, class, description) */
 #define CGJ_OP_LIST(X)                                                               \
@@ -35,7 +45,9 @@
     X(SYNC, CGJ_CLASS_BOUNDARY, "host synchronization")                              \
     X(QUERY, CGJ_CLASS_BOUNDARY, "host query of GPU progress")                       \
     X(READBACK, CGJ_CLASS_BOUNDARY, "copy the host observes at once (to pageable memory)") \
-    X(FREE, CGJ_CLASS_BOUNDARY, "free of device memory inside the step")
+    X(FREE, CGJ_CLASS_BOUNDARY, "free of device memory the step did not allocate")        \
+    X(ALLOC, CGJ_CLASS_POOL, "allocation inside the step")                                 \
+    X(POOL_FREE, CGJ_CLASS_POOL, "free of an allocation made inside the step")
 
 typedef enum cgj_op_kind {
 #define CGJ_OP_ENUM(name, cls, doc) CGJ_OP_##name,
@@ -85,6 +97,15 @@ typedef struct cgj_call {
             CUhostFn fn;
             void *data;
         } h;
+        struct {
+            CUdeviceptr *out;    /* where the call returns the address (caller's memory) */
+            size_t *pitch_out;   /* cuMemAllocPitch */
+            CUdeviceptr addr;    /* the address: returned (recorded), planned (trace) */
+            size_t bytes, pitch; /* block size (pitch × height for pitched allocations) */
+            size_t width, height;
+            unsigned elem;
+            CUmemoryPool pool;   /* cuMemAllocFromPoolAsync */
+        } a;                     /* ALLOC; FREE and POOL_FREE use addr */
     } u;
 } cgj_call_t;
 
@@ -107,6 +128,7 @@ typedef struct cgj_op {
     void *stage;       /* H2D: pinned staging buffer owned by the trace */
     CUgraphNode node;  /* KERNEL with varying slots: its node in the segment graph */
     CUDA_KERNEL_NODE_PARAMS_v2 nodep;
+    bool held;         /* ALLOC in a trace: the block a replay handed out is not freed yet */
 } cgj_op_t;
 
 /* A growing list of ops: a recording in progress, or the ops of a trace. */
@@ -124,6 +146,7 @@ typedef struct cgj_segment {
     CUstream *others;   /* further streams the segment's ops use */
     CUevent *pre;       /* one per other stream: its work so far, waited on by home */
     uint32_t nothers;
+    uint32_t ncapture;  /* ops captured into the graph (none: nothing to launch) */
     CUevent done;       /* recorded after each launch where needed (staging, other streams) */
     bool has_staging, launched;
     uint32_t *patch;    /* op indices of kernels with varying slots */
@@ -132,6 +155,9 @@ typedef struct cgj_segment {
 
 typedef struct cgj_trace {
     cgj_oplist_t list;
+    CUdeviceptr region;                     /* pool region of the in-step allocations */
+    uint64_t pool_bytes, naive_bytes, lower_bound;
+    uint32_t nblocks;
     cgj_segment_t *segs;
     uint32_t nsegs;
     uint32_t kernels, varying_slots;
@@ -150,8 +176,25 @@ void cgj_oplist_free(cgj_oplist_t *l);
 bool cgj_record_same_shape(const cgj_oplist_t *a, const cgj_oplist_t *b, uint32_t *at,
                            char *why, size_t whylen);
 /* Mark the kernel parameter slots whose bytes differ between a and b as varying in a (a and b
- * have the same shape). a keeps its own values as the recorded ones. */
+ * have the same shape; addresses into in-step allocations match by allocation and offset).
+ * a keeps its own values as the recorded ones. */
 void cgj_record_classify(cgj_oplist_t *a, const cgj_oplist_t *b);
+/* The in-step allocations of a recording, in the order of their ALLOC ops. */
+typedef struct cgj_block {
+    CUdeviceptr base;
+    size_t bytes;
+    uint32_t start, end; /* ALLOC op index; POOL_FREE op index, or the op count if it escapes */
+    bool escapes;
+} cgj_block_t;
+typedef struct cgj_blocks {
+    cgj_block_t *b;
+    uint32_t n;
+} cgj_blocks_t;
+cgj_blocks_t cgj_record_blocks(const cgj_oplist_t *l);
+/* Index of the block of bl that address p falls in at op `at`, or -1. */
+int cgj_blocks_find(const cgj_blocks_t *bl, CUdeviceptr p, uint32_t at);
+/* Rewrite every address into an in-step allocation of l to planned[block] + offset. */
+void cgj_record_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);
 /* Replay guard: does call c match op o? On success, varying slots are stashed into o's live
  * values. On failure why[] names the difference. */
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, char *why, size_t whylen);

@@ -9,6 +9,9 @@
  *    in a block registry, so cuPointerGetAttribute can tell device, pinned and pageable memory
  *    apart as the real driver does, and so copies and sets can reject device ranges that lie in
  *    no live allocation (the real driver fails those too, or faults).
+ *  - Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, ...) reserves host
+ *    address space and maps it in place; a mapped range is device memory like any allocation.
+ *    Memory pools reduce to cuMemAllocAsync. See the VMM section for the differences.
  *  - A kernel is a host function registered with fakecuda_register_kernel(); its handle serves as
  *    CUfunction or CUkernel. Launching packs the parameter values into a private buffer (from
  *    kernelParams or from the `extra` buffer) and calls the function with pointers into it.
@@ -50,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define FC_API __attribute__((visibility("default")))
 
@@ -136,7 +140,7 @@ static CUresult fail_take(const char *name)
  * here, so a stale or foreign handle is answered with an error instead of being dereferenced.
  * ------------------------------------------------------------------------------------------- */
 
-typedef enum { K_KERNEL, K_STREAM, K_EVENT, K_GRAPH, K_NODE, K_EXEC } handle_kind;
+typedef enum { K_KERNEL, K_STREAM, K_EVENT, K_GRAPH, K_NODE, K_EXEC, K_VMM } handle_kind;
 
 static struct live {
     const void *p;
@@ -272,12 +276,17 @@ static CUresult check_dims(const unsigned grid[3], const unsigned block[3], unsi
  * Memory blocks: every allocation and registration, for cuPointerGetAttribute and range checks.
  * ------------------------------------------------------------------------------------------- */
 
-typedef enum { MEM_DEVICE, MEM_PINNED, MEM_REGISTERED } mem_kind;
+/* MEM_VMM: one cuMemMap mapping (device memory inside a cuMemAddressReserve reservation). */
+typedef enum { MEM_DEVICE, MEM_PINNED, MEM_REGISTERED, MEM_VMM } mem_kind;
+
+#define VMM_ACCESS_UNSET (-1) /* cuMemSetAccess not called yet: the fake allows any access */
 
 static struct block {
     uintptr_t base;
     size_t size;
     mem_kind kind;
+    struct vmm_handle *vh; /* MEM_VMM: the mapped physical handle */
+    int access;            /* MEM_VMM: CUmemAccess_flags set for device 0, or VMM_ACCESS_UNSET */
 } *g_blocks;
 static size_t g_nblocks, g_capblocks;
 
@@ -297,17 +306,29 @@ static int block_add(uintptr_t base, size_t size, mem_kind kind)
         g_blocks = grown;
         g_capblocks = cap;
     }
-    g_blocks[g_nblocks++] = (struct block){base, size, kind};
+    g_blocks[g_nblocks++] = (struct block){base, size, kind, NULL, VMM_ACCESS_UNSET};
     return 0;
 }
 
 static void block_del(struct block *b) { *b = g_blocks[--g_nblocks]; }
 
-/* Is [p, p+n) inside one live block? Device-side addresses of copies and sets must be. */
-static int range_known(uintptr_t p, size_t n)
+/* Is [p, p+n) inside one live block, or inside VMM mappings that follow each other without a gap
+ * (a reservation mapped chunk by chunk is one device range)? Device-side addresses of copies and
+ * sets must be. A VMM mapping whose access was set must allow the access (write: read-write). */
+static int range_known(uintptr_t p, size_t n, int write)
 {
-    const struct block *b = block_find(p);
-    return b && n <= b->size - (p - b->base);
+    for (;;) {
+        const struct block *b = block_find(p);
+        if (!b) return 0;
+        if (b->kind == MEM_VMM && b->access != VMM_ACCESS_UNSET &&
+            (write ? b->access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE : b->access == CU_MEM_ACCESS_FLAGS_PROT_NONE))
+            return 0;
+        size_t left = b->size - (p - b->base);
+        if (n <= left) return 1;
+        if (b->kind != MEM_VMM) return 0;
+        p += left;
+        n -= left;
+    }
 }
 
 /* Allocate zeroed, 256-byte aligned memory and enter it in the registry. */
@@ -757,7 +778,10 @@ FC_DEFINE(cuCtxSynchronize, (void))
     FAIL_POINT();
     lock();
     CUresult err = capture_rules(RULE_ALL); /* it would wait for the capturing streams too */
-    if (err == CUDA_SUCCESS) g_counts.syncs++;
+    if (err == CUDA_SUCCESS) {
+        g_counts.syncs++;
+        g_counts.device_syncs++;
+    }
     unlock();
     return err;
 }
@@ -968,7 +992,7 @@ static CUresult do_copy(void *dst, int dev_dst, const void *src, int dev_src, si
 {
     if (n > 0) {
         lock();
-        int ok = (!dev_dst || range_known((uintptr_t)dst, n)) && (!dev_src || range_known((uintptr_t)src, n));
+        int ok = (!dev_dst || range_known((uintptr_t)dst, n, 1)) && (!dev_src || range_known((uintptr_t)src, n, 0));
         unlock();
         if (!ok) return CUDA_ERROR_INVALID_VALUE;
     }
@@ -1006,7 +1030,7 @@ static CUresult do_set(CUdeviceptr dst, unsigned value, unsigned elem, size_t co
     if (dst % elem != 0) return CUDA_ERROR_INVALID_VALUE;
     if (count > 0) {
         lock();
-        int ok = count <= SIZE_MAX / elem && range_known((uintptr_t)dst, count * elem);
+        int ok = count <= SIZE_MAX / elem && range_known((uintptr_t)dst, count * elem, 1);
         unlock();
         if (!ok) return CUDA_ERROR_INVALID_VALUE;
     }
@@ -1085,7 +1109,12 @@ FC_DEFINE(cuStreamDestroy_v2, (CUstream hStream))
 static CUresult stream_sync(CUstream h, int ptds)
 {
     CUresult err = stream_observe(h, ptds);
-    if (err == CUDA_SUCCESS) bump(&g_counts.syncs);
+    if (err == CUDA_SUCCESS) {
+        lock();
+        g_counts.syncs++;
+        g_counts.device_syncs++;
+        unlock();
+    }
     return err;
 }
 
@@ -1167,13 +1196,16 @@ FC_PTSZ(cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int 
         event_record(hEvent, hStream, ptds, flags))
 
 /* Waiting on or polling an event is a potentially unsafe call during capture. */
-static CUresult event_observe(CUevent ev, unsigned long *counter)
+static CUresult event_observe(CUevent ev, int is_sync)
 {
     CUresult err = event_check(ev);
     if (err != CUDA_SUCCESS) return err;
     lock();
     err = capture_rules(RULE_UNSAFE);
-    if (err == CUDA_SUCCESS && counter) ++*counter;
+    if (err == CUDA_SUCCESS && is_sync) {
+        g_counts.syncs++;
+        g_counts.device_syncs++;
+    }
     unlock();
     return err;
 }
@@ -1181,13 +1213,13 @@ static CUresult event_observe(CUevent ev, unsigned long *counter)
 FC_DEFINE(cuEventSynchronize, (CUevent hEvent))
 {
     FAIL_POINT();
-    return event_observe(hEvent, &g_counts.syncs);
+    return event_observe(hEvent, 1);
 }
 
 FC_DEFINE(cuEventQuery, (CUevent hEvent))
 {
     FAIL_POINT();
-    return event_observe(hEvent, NULL);
+    return event_observe(hEvent, 0);
 }
 
 FC_DEFINE(cuEventElapsedTime_v2, (float *pMilliseconds, CUevent hStart, CUevent hEnd))
@@ -1239,10 +1271,13 @@ FC_DEFINE(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize))
     return device_alloc(dptr, bytesize);
 }
 
+/* The synchronous free waits for the device (device_syncs), as the real one does. */
 FC_DEFINE(cuMemFree_v2, (CUdeviceptr dptr))
 {
     FAIL_POINT();
-    return device_free(dptr);
+    CUresult err = device_free(dptr);
+    if (err == CUDA_SUCCESS && dptr) bump(&g_counts.device_syncs);
+    return err;
 }
 
 FC_DEFINE(cuMemAllocPitch_v2, (CUdeviceptr * dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
@@ -1293,6 +1328,35 @@ FC_PTSZ(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream)
 
 FC_PTSZ(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream),
         free_async(dptr, hStream, ptds))
+
+/* Memory pools: one fake default pool; allocating from any pool is cuMemAllocAsync. */
+static char g_pool_obj;
+#define FAKE_POOL ((CUmemoryPool)(void *)&g_pool_obj)
+
+static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream h, int ptds)
+{
+    return pool ? alloc_async(dptr, bytes, h, ptds) : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_PTSZ(cuMemAllocFromPoolAsync, (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
+        alloc_from_pool(dptr, bytesize, pool, hStream, ptds))
+
+FC_DEFINE(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev))
+{
+    FAIL_POINT();
+    if (!pool_out) return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *pool_out = FAKE_POOL;
+    return CUDA_SUCCESS;
+}
+
+/* Freed memory goes straight back to the system here: nothing to trim. */
+FC_DEFINE(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep))
+{
+    FAIL_POINT();
+    (void)minBytesToKeep;
+    return pool ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 
 static CUresult host_alloc(void **pp, size_t bytes)
 {
@@ -1355,7 +1419,7 @@ FC_DEFINE(cuMemHostUnregister, (void *p))
 /* One attribute of a known block (under the lock). */
 static CUresult block_attribute(const struct block *b, uintptr_t p, CUpointer_attribute attr, void *data)
 {
-    int device = b->kind == MEM_DEVICE;
+    int device = b->kind == MEM_DEVICE || b->kind == MEM_VMM;
     switch (attr) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned int *)data = device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
@@ -1385,6 +1449,311 @@ FC_DEFINE(cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUd
     CUresult err = b ? block_attribute(b, (uintptr_t)ptr, attribute, data) : CUDA_ERROR_INVALID_VALUE;
     unlock();
     return err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Virtual memory management (cuMemAddressReserve / cuMemCreate / cuMemMap ...).
+ *
+ * A reservation is an anonymous PROT_NONE, MAP_NORESERVE mapping. A physical handle only records
+ * its size (it counts as used memory for cuMemGetInfo); it owns no host memory of its own. Mapping
+ * a handle makes that part of the reservation readable and writable (mprotect) and enters it in
+ * the block registry as MEM_VMM device memory; unmapping protects it again and drops its pages
+ * (MADV_DONTNEED), so the contents are gone. Hence, unlike the real driver: a handle can be mapped
+ * at one place at a time (a second mapping would not alias the first: refused), and a handle
+ * unmapped and mapped again comes back zeroed rather than with its old contents.
+ * None of these calls are subject to the capture rules.
+ * ------------------------------------------------------------------------------------------- */
+
+#define VMM_GRANULARITY ((size_t)2 << 20)
+#define FAKE_TOTAL_MEM ((size_t)80 << 30)
+
+typedef struct vmm_handle {
+    size_t size;
+    int released; /* cuMemRelease called: gone once unmapped */
+    int mapped;
+} vmm_handle;
+
+static struct resv {
+    uintptr_t base;
+    size_t size;
+} *g_resv;
+static size_t g_nresv, g_capresv;
+static size_t g_vmm_bytes; /* physical bytes of live handles (released ones still mapped included) */
+
+static int prop_ok(const CUmemAllocationProp *prop)
+{
+    return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+           prop->location.id == 0;
+}
+
+/* The reservation that holds [p, p+n) whole (under the lock). */
+static struct resv *resv_find(uintptr_t p, size_t n)
+{
+    for (size_t i = 0; i < g_nresv; i++)
+        if (p >= g_resv[i].base && p - g_resv[i].base < g_resv[i].size && n <= g_resv[i].size - (p - g_resv[i].base))
+            return &g_resv[i];
+    return NULL;
+}
+
+/* Does [p, p+n) overlap any registered block (under the lock)? */
+static int blocks_overlap(uintptr_t p, size_t n)
+{
+    for (size_t i = 0; i < g_nblocks; i++)
+        if (p < g_blocks[i].base + g_blocks[i].size && g_blocks[i].base < p + n) return 1;
+    return 0;
+}
+
+/* Is [p, p+n) exactly a run of whole VMM mappings without gaps (under the lock)? */
+static int vmm_run(uintptr_t p, size_t n)
+{
+    uintptr_t end = p + n;
+    if (n == 0 || end < p) return 0;
+    while (p < end) {
+        const struct block *b = block_find(p);
+        if (!b || b->kind != MEM_VMM || b->base != p || b->size > end - p) return 0;
+        p += b->size;
+    }
+    return 1;
+}
+
+/* Forget a handle's memory once it is released and unmapped (under the lock). */
+static void vmm_handle_drop(vmm_handle *h)
+{
+    if (!h->released || h->mapped) return;
+    g_vmm_bytes -= h->size;
+    free(h);
+}
+
+FC_DEFINE(cuMemGetAllocationGranularity, (size_t *granularity, const CUmemAllocationProp *prop,
+                                          CUmemAllocationGranularity_flags option))
+{
+    FAIL_POINT();
+    if (!granularity || !prop_ok(prop) ||
+        (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = VMM_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+/* The hint addr is ignored; the range is aligned to max(alignment, granularity). */
+FC_DEFINE(cuMemAddressReserve, (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                unsigned long long flags))
+{
+    FAIL_POINT();
+    (void)addr;
+    if (!ptr || size == 0 || size % VMM_GRANULARITY || flags || (alignment & (alignment - 1)))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t align = alignment > VMM_GRANULARITY ? alignment : VMM_GRANULARITY;
+    if (size > SIZE_MAX - align) return CUDA_ERROR_OUT_OF_MEMORY;
+    /* Over-reserve by the alignment, then give back the ends. */
+    void *raw = mmap(NULL, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    uintptr_t lo = (uintptr_t)raw, base = align_up(lo, align);
+    if (base > lo) munmap(raw, base - lo);
+    if (lo + align > base) munmap((void *)(base + size), lo + align - base);
+    lock();
+    int bad = 0;
+    if (g_nresv == g_capresv) {
+        size_t cap = g_capresv ? 2 * g_capresv : 16;
+        struct resv *grown = realloc(g_resv, cap * sizeof *grown);
+        if (grown) {
+            g_resv = grown;
+            g_capresv = cap;
+        } else {
+            bad = 1;
+        }
+    }
+    if (!bad) {
+        g_resv[g_nresv++] = (struct resv){base, size};
+        g_counts.vmm_reserves++;
+    }
+    unlock();
+    if (bad) {
+        munmap((void *)base, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *ptr = (CUdeviceptr)base;
+    return CUDA_SUCCESS;
+}
+
+/* ptr and size must be those of a reservation, and nothing may be mapped in it any more (stricter
+ * than the real driver is known to be, to catch leaked mappings). */
+FC_DEFINE(cuMemAddressFree, (CUdeviceptr ptr, size_t size))
+{
+    FAIL_POINT();
+    lock();
+    struct resv *r = resv_find((uintptr_t)ptr, size);
+    CUresult err = (r && r->base == (uintptr_t)ptr && r->size == size && !blocks_overlap(r->base, r->size))
+                       ? CUDA_SUCCESS
+                       : CUDA_ERROR_INVALID_VALUE;
+    if (err == CUDA_SUCCESS) {
+        munmap((void *)r->base, r->size);
+        *r = g_resv[--g_nresv];
+    }
+    unlock();
+    return err;
+}
+
+FC_DEFINE(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop,
+                        unsigned long long flags))
+{
+    FAIL_POINT();
+    if (!handle || !prop_ok(prop) || size == 0 || size % VMM_GRANULARITY || flags) return CUDA_ERROR_INVALID_VALUE;
+    vmm_handle *h = calloc(1, sizeof *h);
+    if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
+    h->size = size;
+    lock();
+    int bad = live_add(h, K_VMM);
+    if (!bad) {
+        g_vmm_bytes += size;
+        g_counts.vmm_creates++;
+    }
+    unlock();
+    if (bad) {
+        free(h);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
+    return CUDA_SUCCESS;
+}
+
+/* As in the real driver, a handle released while mapped lives on until it is unmapped. */
+FC_DEFINE(cuMemRelease, (CUmemGenericAllocationHandle handle))
+{
+    FAIL_POINT();
+    lock();
+    vmm_handle *h = live_get((const void *)(uintptr_t)handle, K_VMM);
+    if (h) {
+        live_del(h);
+        h->released = 1;
+        vmm_handle_drop(h);
+    }
+    unlock();
+    return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Map the first size bytes of handle at ptr (offset must be 0): ptr and size granularity-aligned,
+ * the range inside one reservation and not mapped yet; the handle mapped nowhere else. */
+FC_DEFINE(cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                     unsigned long long flags))
+{
+    FAIL_POINT();
+    if (size == 0 || size % VMM_GRANULARITY || ptr % VMM_GRANULARITY || offset || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    vmm_handle *h = live_get((const void *)(uintptr_t)handle, K_VMM);
+    CUresult err = CUDA_SUCCESS;
+    if (!h || size > h->size || !resv_find((uintptr_t)ptr, size) || blocks_overlap((uintptr_t)ptr, size))
+        err = CUDA_ERROR_INVALID_VALUE;
+    else if (h->mapped)
+        err = CUDA_ERROR_NOT_SUPPORTED; /* would alias the other mapping on a GPU; cannot here */
+    else if (mprotect(PTR(ptr), size, PROT_READ | PROT_WRITE) != 0)
+        err = CUDA_ERROR_OUT_OF_MEMORY;
+    else if (block_add((uintptr_t)ptr, size, MEM_VMM) != 0) {
+        mprotect(PTR(ptr), size, PROT_NONE);
+        err = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (err == CUDA_SUCCESS) {
+        g_blocks[g_nblocks - 1].vh = h;
+        h->mapped = 1;
+        g_counts.vmm_maps++;
+    }
+    unlock();
+    return err;
+}
+
+/* Unmap whole mappings: [ptr, ptr+size) must be one or more of them, back to back. */
+FC_DEFINE(cuMemUnmap, (CUdeviceptr ptr, size_t size))
+{
+    FAIL_POINT();
+    lock();
+    CUresult err = vmm_run((uintptr_t)ptr, size) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    for (uintptr_t p = (uintptr_t)ptr; err == CUDA_SUCCESS && p < (uintptr_t)ptr + size;) {
+        struct block *b = block_find(p);
+        vmm_handle *h = b->vh;
+        size_t n = b->size;
+        block_del(b);
+        mprotect((void *)p, n, PROT_NONE);
+        madvise((void *)p, n, MADV_DONTNEED); /* the contents are lost */
+        h->mapped = 0;
+        vmm_handle_drop(h);
+        p += n;
+    }
+    if (err == CUDA_SUCCESS) g_counts.vmm_unmaps++;
+    unlock();
+    return err;
+}
+
+/* Set device 0's access to mapped memory: the range must be granularity-aligned and wholly mapped.
+ * The access is recorded on each mapping the range touches and enforced with mprotect (a kernel
+ * writing read-only memory faults); copies and sets check it too. */
+FC_DEFINE(cuMemSetAccess, (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count))
+{
+    FAIL_POINT();
+    if (!desc || count == 0 || size == 0 || size % VMM_GRANULARITY || ptr % VMM_GRANULARITY)
+        return CUDA_ERROR_INVALID_VALUE;
+    int access = VMM_ACCESS_UNSET;
+    for (size_t i = 0; i < count; i++) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+        if (desc[i].location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
+        if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return CUDA_ERROR_INVALID_VALUE;
+        access = (int)desc[i].flags;
+    }
+    int prot = access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
+               : access == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
+                                                            : PROT_NONE;
+    lock();
+    CUresult err = CUDA_SUCCESS;
+    uintptr_t end = (uintptr_t)ptr + size;
+    for (uintptr_t p = (uintptr_t)ptr; err == CUDA_SUCCESS && p < end;) {
+        const struct block *b = block_find(p);
+        if (!b || b->kind != MEM_VMM) err = CUDA_ERROR_INVALID_VALUE;
+        else p = b->base + b->size;
+    }
+    for (uintptr_t p = (uintptr_t)ptr; err == CUDA_SUCCESS && p < end;) {
+        struct block *b = block_find(p);
+        b->access = access;
+        p = b->base + b->size;
+    }
+    if (err == CUDA_SUCCESS) {
+        mprotect(PTR(ptr), size, prot);
+        g_counts.vmm_access_sets++;
+    }
+    unlock();
+    return err;
+}
+
+/* Device 0's access to the mapping holding ptr; PROT_NONE until cuMemSetAccess (although the
+ * fake lets the memory be used before that). */
+FC_DEFINE(cuMemGetAccess, (unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr))
+{
+    FAIL_POINT();
+    if (!flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    if (location->id != 0) return CUDA_ERROR_INVALID_DEVICE;
+    lock();
+    const struct block *b = block_find((uintptr_t)ptr);
+    CUresult err = b && b->kind == MEM_VMM ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (err == CUDA_SUCCESS)
+        *flags = b->access == VMM_ACCESS_UNSET ? CU_MEM_ACCESS_FLAGS_PROT_NONE : (unsigned long long)b->access;
+    unlock();
+    return err;
+}
+
+/* An 80 GiB device; free is the total less live device allocations and VMM physical handles. */
+FC_DEFINE(cuMemGetInfo_v2, (size_t *free_bytes, size_t *total_bytes))
+{
+    FAIL_POINT();
+    if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    size_t used = g_vmm_bytes;
+    for (size_t i = 0; i < g_nblocks; i++)
+        if (g_blocks[i].kind == MEM_DEVICE) used += g_blocks[i].size;
+    unlock();
+    *total_bytes = FAKE_TOTAL_MEM;
+    *free_bytes = used < FAKE_TOTAL_MEM ? FAKE_TOTAL_MEM - used : 0;
+    return CUDA_SUCCESS;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1742,6 +2111,9 @@ FC_DEFINE(cuGraphExecKernelNodeSetParams_v2, (CUgraphExec hGraphExec, CUgraphNod
     X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemFreeAsync)              \
     X(cuMemFreeAsync_ptsz) X(cuMemAllocPitch_v2) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost)       \
     X(cuMemHostRegister_v2) X(cuMemHostUnregister) X(cuPointerGetAttribute)                                    \
+    X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuDeviceGetDefaultMemPool) X(cuMemPoolTrimTo)  \
+    X(cuMemGetAllocationGranularity) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease)  \
+    X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAccess) X(cuMemGetInfo_v2)                            \
     X(cuStreamBeginCapture_v2) X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz) \
     X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz) X(cuStreamGetCaptureInfo_v3)                            \
     X(cuStreamGetCaptureInfo_v3_ptsz) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphInstantiateWithFlags)        \

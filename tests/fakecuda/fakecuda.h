@@ -53,9 +53,21 @@ typedef struct fakecuda_counts {
     unsigned long copies;          /* memcpy operations executed (eager or graph) */
     unsigned long memsets;         /* memset operations executed */
     unsigned long syncs;           /* cuStreamSynchronize/cuCtxSynchronize/cuEventSynchronize calls */
-    unsigned long allocs, frees;   /* cuMemAlloc* and cuMemFree* calls */
+    /* allocs: cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemAllocAsync(_ptsz), cuMemAllocFromPoolAsync(_ptsz);
+     * frees: cuMemFree_v2 and cuMemFreeAsync(_ptsz), a free of 0 included. Host allocations count in
+     * host_allocs (cuMemFreeHost counts nowhere), VMM calls in the vmm_* fields. */
+    unsigned long allocs, frees;
     unsigned long host_allocs;     /* cuMemHostAlloc/cuMemAllocHost calls */
     unsigned long host_funcs_run;  /* host functions executed */
+    /* Fields added later: appended, so code built against the older layout keeps working. */
+    unsigned long vmm_reserves;    /* cuMemAddressReserve calls */
+    unsigned long vmm_creates;     /* cuMemCreate calls */
+    unsigned long vmm_maps;        /* cuMemMap calls */
+    unsigned long vmm_unmaps;      /* cuMemUnmap calls (one per call, however many mappings it covers) */
+    unsigned long vmm_access_sets; /* cuMemSetAccess calls */
+    /* Calls that synchronize the device: everything `syncs` counts, plus cuMemFree_v2 of a nonzero
+     * pointer (the real cuMemFree synchronizes). cuMemFreeAsync does not count. */
+    unsigned long device_syncs;
 } fakecuda_counts_t;
 
 /* Counters count successful calls only (a call failed by fakecuda_fail_next counts nothing). */

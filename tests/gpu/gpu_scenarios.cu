@@ -333,6 +333,125 @@ static void expect_misuse(const cgj_trace_info_t *in, const cgj_stats_t *st) {
     expect_status(cgj_stats(NULL), CGJ_ERR_INVALID_ARG, "cgj_stats(NULL)");
 }
 
+/* ---- in-step allocations (the memory pool) ------------------------------------------------ */
+
+static bool traced_now;            /* the runner is in the traced half */
+static float *first_temp[3];       /* addresses the first replayed step got */
+static int temp_moves;             /* replayed steps that got other addresses */
+
+static void note_temps(int step, float *a, float *b, float *c) {
+    if (!traced_now || step < 2)
+        return;
+    float *t[3] = {a, b, c};
+    if (step == 2)
+        memcpy(first_temp, t, sizeof t);
+    else if (memcmp(first_temp, t, sizeof t))
+        temp_moves++;
+}
+
+/* temporaries: cudaMalloc/cudaFree of three temporaries every step, as a naive program does. */
+static void step_temporaries(set_t *s, int step) {
+    float *a, *b, *c;
+    CHECK(cudaMalloc((void **)&a, BYTES));
+    CHECK(cudaMalloc((void **)&b, 2 * BYTES));
+    k_stencil<<<GRID, BLOCK>>>(a, s->d[0], 0.001f, N);
+    CHECK(cudaMemset(b, 0, 2 * BYTES));
+    k_axpy<<<GRID, BLOCK>>>(b, a, 0.5f, N);
+    CHECK(cudaFree(a));
+    CHECK(cudaMalloc((void **)&c, BYTES));
+    CHECK(cudaMemcpyAsync(c, b, BYTES, cudaMemcpyDeviceToDevice, 0));
+    k_affine<<<GRID, BLOCK>>>(c, 0.99f, 0.0001f * (float)(step % 7), N);
+    k_axpy<<<GRID, BLOCK>>>(s->d[0], c, 0.01f, N);
+    CHECK(cudaFree(b));
+    CHECK(cudaFree(c));
+    note_temps(step, a, b, c);
+}
+
+static void expect_temporaries(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    if (in->state != CGJ_STATE_REPLAY || in->replays < 990)
+        problem("state %s with %llu replays, expected REPLAY and >= 990 (%s)", state_name(in->state),
+                (unsigned long long)in->replays, in->reason);
+    if (in->allocations != 3 || in->segments != 1)
+        problem("%u allocations in %u segments, expected 3 in 1 (frees end no segment)", in->allocations,
+                in->segments);
+    if (st->pool_allocs < 3 * in->replays || st->pool_frees < 3 * in->replays)
+        problem("%llu pool allocations and %llu frees for %llu replays", (unsigned long long)st->pool_allocs,
+                (unsigned long long)st->pool_frees, (unsigned long long)in->replays);
+    if (temp_moves)
+        problem("replayed temporaries moved in %d steps", temp_moves);
+    if (in->lower_bound > in->pool_bytes || in->pool_bytes > in->naive_bytes)
+        problem("pool %llu bytes, lower bound %llu, naive %llu", (unsigned long long)in->pool_bytes,
+                (unsigned long long)in->lower_bound, (unsigned long long)in->naive_bytes);
+    printf("pool temporaries: planned %llu bytes, naive %llu, lower bound %llu\n",
+           (unsigned long long)in->pool_bytes, (unsigned long long)in->naive_bytes,
+           (unsigned long long)in->lower_bound);
+}
+
+/* async_temporaries: the same with cudaMallocAsync/cudaFreeAsync on a created stream. */
+static void step_async_temporaries(set_t *s, int step) {
+    float *a, *b;
+    CHECK(cudaMallocAsync((void **)&a, BYTES, s->stream));
+    CHECK(cudaMallocAsync((void **)&b, BYTES, s->stream));
+    k_stencil<<<GRID, BLOCK, 0, s->stream>>>(a, s->d[0], 0.002f, N);
+    k_stencil<<<GRID, BLOCK, 0, s->stream>>>(b, a, 0.001f * (float)(step % 3), N);
+    CHECK(cudaFreeAsync(a, s->stream));
+    k_axpy<<<GRID, BLOCK, 0, s->stream>>>(s->d[0], b, 0.01f, N);
+    CHECK(cudaFreeAsync(b, s->stream));
+    CHECK(cudaStreamSynchronize(s->stream));
+}
+
+static void expect_async_temporaries(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    (void)st;
+    if (in->state != CGJ_STATE_REPLAY || in->replays < 990 || in->allocations != 2)
+        problem("state %s, %llu replays, %u allocations; expected REPLAY, >= 990, 2 (%s)", state_name(in->state),
+                (unsigned long long)in->replays, in->allocations, in->reason);
+}
+
+/* escape: each step allocates an output, reads the previous step's output, and the program
+ * frees an output two steps after it was made: a replay must never overwrite an output that is
+ * still held (the result would differ from eager). */
+static float *held_out[2];
+static void step_escape(set_t *s, int step) {
+    float *out;
+    CHECK(cudaMalloc((void **)&out, BYTES));
+    k_stencil<<<GRID, BLOCK>>>(out, s->d[0], 0.001f * (float)(step % 5), N);
+    float *prev = held_out[(step + 1) % 2];
+    if (prev)
+        k_axpy<<<GRID, BLOCK>>>(s->d[0], prev, 0.25f, N); /* reads the previous output */
+    k_axpy<<<GRID, BLOCK>>>(s->d[0], out, 0.5f, N);
+    k_affine<<<GRID, BLOCK>>>(s->d[0], 0.5f, 0.0f, N);
+    if (held_out[step % 2])
+        CHECK(cudaFree(held_out[step % 2])); /* the output of two steps ago */
+    held_out[step % 2] = out;
+}
+
+static void expect_escape(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    if (in->state == CGJ_STATE_BLACKLISTED)
+        problem("blacklisted: %s", in->reason);
+    if (st->escape_exits == 0)
+        problem("no escape exits although outputs stay held across steps");
+    printf("escape: %llu escape exits, %llu replays\n", (unsigned long long)st->escape_exits,
+           (unsigned long long)in->replays);
+}
+
+/* alloc_sizes: the temporary is bigger every 10th step. */
+static void step_alloc_sizes(set_t *s, int step) {
+    float *t;
+    size_t n = step % 10 == 7 ? 2 * N : N;
+    CHECK(cudaMalloc((void **)&t, n * sizeof(float)));
+    k_stencil<<<GRID, BLOCK>>>(t, s->d[0], 0.001f, N);
+    k_axpy<<<GRID, BLOCK>>>(s->d[0], t, 0.1f, N);
+    k_affine<<<GRID, BLOCK>>>(s->d[0], 0.9f, 0.0f, N);
+    CHECK(cudaFree(t));
+}
+
+static void expect_alloc_sizes(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    (void)st;
+    if (in->state != CGJ_STATE_REPLAY || in->replays < 850)
+        problem("state %s with %llu replays, expected REPLAY and >= 850 (%s)", state_name(in->state),
+                (unsigned long long)in->replays, in->reason);
+}
+
 typedef struct scenario {
     const char *name;
     int nbuf;                           /* buffers d[0..nbuf-1] form a step's result */
@@ -350,6 +469,10 @@ static const scenario_t SCENARIOS[] = {
     {"blacklist", 1, step_blacklist, NULL, expect_blacklist},
     {"streams", 4, step_streams, NULL, expect_streams},
     {"misuse", 1, step_misuse, traced_misuse, expect_misuse},
+    {"temporaries", 1, step_temporaries, NULL, expect_temporaries},
+    {"async_temporaries", 1, step_async_temporaries, NULL, expect_async_temporaries},
+    {"escape", 1, step_escape, NULL, expect_escape},
+    {"alloc_sizes", 1, step_alloc_sizes, NULL, expect_alloc_sizes},
 };
 enum { NSCENARIOS = sizeof SCENARIOS / sizeof SCENARIOS[0] };
 
@@ -420,6 +543,8 @@ static int run(const scenario_t *sc) {
     }
 
     int differing = 0;
+    traced_now = true;
+    memset(held_out, 0, sizeof held_out);
     for (int i = 0; i < STEPS; i++) {
         traced_step(sc, &traced_set, i);
         copy_result(&traced_set, sc->nbuf, got);

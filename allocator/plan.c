@@ -1,0 +1,648 @@
+/*
+ * plan.c — offsets for a step's allocations in one static pool; see plan.h.
+ *
+ * The problem is dynamic storage allocation: blocks with fixed lifetimes get addresses so that
+ * blocks live at the same time are disjoint, in as few bytes as possible. It is NP-hard, but the
+ * lower bound (the largest total live at one time) is nearly reached in practice by greedy
+ * placement, as TFLite's and XLA's planners show: take the blocks in some order, and put each
+ * into the smallest gap (best fit) between the already placed blocks whose lifetimes overlap it,
+ * or above the highest of them. Only the order differs between heuristics:
+ *   greedy-by-size     aligned size, largest first (big blocks first leave small gaps to fill);
+ *   greedy-by-breadth  the peak live total over the block's lifetime, then size: the blocks of
+ *                      the busiest moment are packed first, since that moment sets the bound;
+ * and, while the better of these two is more than 10% above the lower bound, a few more orders
+ * (by start, by lifetime, by area, jittered sizes), within a fixed budget of work units so that
+ * the result is deterministic and planning stays fast. The smallest pool wins.
+ *
+ * Placing one block needs the placed blocks that overlap its lifetime [s, e), by offset. They
+ * are found in one of two ways, whichever is cheaper for this block (the plan is the same):
+ * - sparse: a segment tree over positions holds each placed block at the O(log T) nodes that
+ *   cover its lifetime, so the placed blocks live at s are those on the path from leaf s to the
+ *   root; the ones that start inside (s, e) are a contiguous run of the blocks sorted by start.
+ *   The k blocks found are sorted by offset: O(k log k).
+ * - dense: one pass over all placed blocks kept sorted by offset, skipping those that do not
+ *   overlap: O(placed). Blocks placed in sparse mode are merged in lazily.
+ * So a block costs O(min(k log k, n)), and a plan at most O(n^2) with small constants.
+ *
+ * Positions are compressed to ranks 0..T-1 first (lifetimes are compared only with < and >, so
+ * ranks keep every overlap). An escaping block is live over [0, T): its slot is never shared.
+ */
+#include "allocator/plan.h"
+#include "base/cgj_base.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BLOCK_BYTES (1ull << 44)
+#define MAX_TOTAL_BYTES (1ull << 62)
+/* Beyond this many blocks only greedy-by-size runs (plus greedy-by-breadth if cheap). */
+#define MANY_BLOCKS 20000
+/* Work units (blocks visited) for all heuristics together; about 1 ns each. */
+#define WORK_BUDGET 150000000ull
+/* The target of the extra heuristics: pool <= lower * TARGET_NUM / TARGET_DEN. */
+#define TARGET_NUM 110
+#define TARGET_DEN 100
+
+typedef struct span { uint64_t off, end; } span_t;             /* a block's bytes [off, end) */
+typedef struct placed { uint64_t off, end; uint32_t st, en; } placed_t;
+typedef struct ord { uint64_t k1, k2; uint32_t idx; } ord_t;
+
+typedef struct ctx {
+    uint32_t n, T, leaves;
+    uint64_t *asz;                   /* aligned sizes */
+    uint32_t *st, *en;               /* lifetimes in ranks; escaping: [0, T) */
+    uint64_t lower;
+    /* static indexes over all blocks */
+    uint32_t *node_base;             /* segment tree, CSR: node i's slots [base[i], base[i+1]) */
+    uint32_t *node_items, *node_fill;
+    uint32_t *by_start, *first_start; /* blocks by start; first index with start >= t */
+    uint32_t *live_count;            /* blocks live at t */
+    uint64_t *live_max;              /* segment tree of live bytes, for range maxima */
+    /* one run */
+    uint8_t *placed;
+    uint64_t *off;
+    span_t *cand;
+    placed_t *sorted;                /* placed blocks by offset: [0, nsorted) then an unsorted tail */
+    placed_t *tail;                  /* scratch for merging the tail */
+    uint32_t nsorted, nplaced;
+    uint64_t work;
+    int first_fit;                   /* place into the lowest gap that fits, not the smallest */
+} ctx_t;
+
+static uint64_t align_size(uint64_t size)
+{
+    if (size == 0) return CGJ_PLAN_ALIGN;
+    return (size + CGJ_PLAN_ALIGN - 1) & ~(uint64_t)(CGJ_PLAN_ALIGN - 1);
+}
+
+static uint32_t ilog2(uint64_t x) { return x ? 63u - (uint32_t)__builtin_clzll(x) : 0; }
+
+/* ---- sorting the hot arrays by offset (qsort's indirect calls cost too much here) ---- */
+
+#define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
+#define DEFINE_SORT_BY_OFF(name, T)                                                \
+    static void name(T *v, size_t n)                                               \
+    {                                                                              \
+        while (n > 16) {                                                           \
+            size_t m = n / 2, i = 0, j = n - 1;                                    \
+            if (v[m].off < v[0].off) SWAP(T, v[m], v[0]);                          \
+            if (v[n - 1].off < v[0].off) SWAP(T, v[n - 1], v[0]);                  \
+            if (v[n - 1].off < v[m].off) SWAP(T, v[n - 1], v[m]);                  \
+            uint64_t p = v[m].off;                                                 \
+            for (;;) {                                                             \
+                while (v[i].off < p) i++;                                          \
+                while (v[j].off > p) j--;                                          \
+                if (i >= j) break;                                                 \
+                SWAP(T, v[i], v[j]);                                               \
+                i++, j--;                                                          \
+            }                                                                      \
+            /* [0, j] <= p <= [j+1, n): recurse into the smaller side */           \
+            if (j + 1 < n - j - 1) { name(v, j + 1); v += j + 1; n -= j + 1; }     \
+            else { name(v + j + 1, n - j - 1); n = j + 1; }                        \
+        }                                                                          \
+        for (size_t i = 1; i < n; i++) {                                           \
+            T x = v[i];                                                            \
+            size_t j = i;                                                          \
+            for (; j > 0 && v[j - 1].off > x.off; j--) v[j] = v[j - 1];            \
+            v[j] = x;                                                              \
+        }                                                                          \
+    }
+DEFINE_SORT_BY_OFF(sort_spans, span_t)
+DEFINE_SORT_BY_OFF(sort_placed, placed_t)
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_ord(const void *a, const void *b)
+{
+    const ord_t *x = a, *y = b;
+    if (x->k1 != y->k1) return x->k1 < y->k1 ? 1 : -1; /* descending */
+    if (x->k2 != y->k2) return x->k2 < y->k2 ? 1 : -1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* ---- set-up: ranks, lower bound, static indexes ---- */
+
+static uint32_t rank_of(const uint32_t *vals, uint32_t nv, uint32_t x)
+{
+    uint32_t lo = 0, hi = nv;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (vals[mid] < x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Aligned sizes and lifetimes in ranks; returns the naive total. */
+static uint64_t ctx_lifetimes(ctx_t *c, const cgj_plan_block_t *b)
+{
+    uint32_t *vals = cgj_xmalloc(2 * (size_t)c->n * sizeof *vals + 1);
+    uint32_t nv = 0;
+    uint64_t naive = 0;
+    for (uint32_t i = 0; i < c->n; i++) {
+        CGJ_ASSERT(b[i].size <= MAX_BLOCK_BYTES, "cgj_plan: block larger than 2^44 bytes");
+        CGJ_ASSERT(b[i].end == CGJ_PLAN_ESCAPES || b[i].end > b[i].start,
+                   "cgj_plan: block with end <= start");
+        c->asz[i] = align_size(b[i].size);
+        naive += c->asz[i];
+        CGJ_ASSERT(naive < MAX_TOTAL_BYTES, "cgj_plan: sizes add up to 2^62 bytes or more");
+        if (b[i].end == CGJ_PLAN_ESCAPES) continue;
+        vals[nv++] = b[i].start;
+        vals[nv++] = b[i].end;
+    }
+    qsort(vals, nv, sizeof *vals, cmp_u32);
+    uint32_t u = 0;
+    for (uint32_t i = 0; i < nv; i++)
+        if (u == 0 || vals[u - 1] != vals[i]) vals[u++] = vals[i];
+    c->T = u ? u : 1;
+    for (uint32_t i = 0; i < c->n; i++) {
+        int esc = b[i].end == CGJ_PLAN_ESCAPES;
+        c->st[i] = esc ? 0 : rank_of(vals, u, b[i].start);
+        c->en[i] = esc ? c->T : rank_of(vals, u, b[i].end);
+    }
+    free(vals);
+    return naive;
+}
+
+/* Live counts and bytes per position, the lower bound, the range-max tree, blocks by start. */
+static void ctx_profile(ctx_t *c)
+{
+    uint32_t T = c->T, L = c->leaves;
+    int64_t *dbytes = cgj_xcalloc(T + 1, sizeof *dbytes);
+    int64_t *dcount = cgj_xcalloc(T + 1, sizeof *dcount);
+    for (uint32_t i = 0; i < c->n; i++) {
+        dbytes[c->st[i]] += (int64_t)c->asz[i], dbytes[c->en[i]] -= (int64_t)c->asz[i];
+        dcount[c->st[i]]++, dcount[c->en[i]]--;
+        c->first_start[c->st[i] + 1]++;
+    }
+    int64_t bytes = 0, count = 0;
+    for (uint32_t t = 0; t < T; t++) {
+        bytes += dbytes[t], count += dcount[t];
+        c->live_count[t] = (uint32_t)count;
+        c->live_max[L + t] = (uint64_t)bytes;
+        if ((uint64_t)bytes > c->lower) c->lower = (uint64_t)bytes;
+    }
+    for (uint32_t i = L - 1; i >= 1; i--)
+        c->live_max[i] = c->live_max[2 * i] > c->live_max[2 * i + 1] ? c->live_max[2 * i]
+                                                                      : c->live_max[2 * i + 1];
+    for (uint32_t t = 0; t < T; t++) c->first_start[t + 1] += c->first_start[t];
+    uint32_t *fill = cgj_xcalloc(T, sizeof *fill);
+    for (uint32_t i = 0; i < c->n; i++)
+        c->by_start[c->first_start[c->st[i]] + fill[c->st[i]]++] = i;
+    free(fill);
+    free(dbytes);
+    free(dcount);
+}
+
+/* The segment tree's canonical nodes of [s, e), at most two per level; returns how many. */
+static uint32_t cover(uint32_t leaves, uint32_t s, uint32_t e, uint32_t nodes[64])
+{
+    uint32_t k = 0;
+    for (uint32_t l = s + leaves, r = e + leaves; l < r; l >>= 1, r >>= 1) {
+        if (l & 1) nodes[k++] = l++;
+        if (r & 1) nodes[k++] = --r;
+    }
+    return k;
+}
+
+/* Lay out the segment tree's slots: each block gets one at every node that covers it. */
+static void ctx_tree(ctx_t *c)
+{
+    uint32_t nodes = 2 * c->leaves;
+    c->node_base = cgj_xcalloc(nodes + 1, sizeof *c->node_base);
+    c->node_fill = cgj_xcalloc(nodes, sizeof *c->node_fill);
+    uint32_t cov[64];
+    for (uint32_t i = 0; i < c->n; i++)
+        for (uint32_t k = cover(c->leaves, c->st[i], c->en[i], cov), j = 0; j < k; j++)
+            c->node_base[cov[j] + 1]++;
+    for (uint32_t i = 0; i < nodes; i++) c->node_base[i + 1] += c->node_base[i];
+    c->node_items = cgj_xmalloc((size_t)c->node_base[nodes] * sizeof *c->node_items + 1);
+}
+
+static void ctx_init(ctx_t *c, const cgj_plan_block_t *b, size_t n, uint64_t *naive)
+{
+    memset(c, 0, sizeof *c);
+    CGJ_ASSERT(n < UINT32_MAX / 4, "cgj_plan: too many blocks");
+    c->n = (uint32_t)n;
+    c->asz = cgj_xmalloc(n * sizeof *c->asz);
+    c->st = cgj_xmalloc(n * sizeof *c->st);
+    c->en = cgj_xmalloc(n * sizeof *c->en);
+    *naive = ctx_lifetimes(c, b);
+    for (c->leaves = 1; c->leaves < c->T; c->leaves *= 2) {}
+    c->live_count = cgj_xcalloc(c->T, sizeof *c->live_count);
+    c->live_max = cgj_xcalloc(2 * (size_t)c->leaves, sizeof *c->live_max);
+    c->first_start = cgj_xcalloc(c->T + 1, sizeof *c->first_start);
+    c->by_start = cgj_xmalloc(n * sizeof *c->by_start);
+    ctx_profile(c);
+    ctx_tree(c);
+    c->placed = cgj_xmalloc(n);
+    c->off = cgj_xmalloc(n * sizeof *c->off);
+    c->cand = cgj_xmalloc(n * sizeof *c->cand);
+    c->sorted = cgj_xmalloc(n * sizeof *c->sorted);
+    c->tail = cgj_xmalloc(n * sizeof *c->tail);
+}
+
+static void ctx_free(ctx_t *c)
+{
+    free(c->asz), free(c->st), free(c->en);
+    free(c->node_base), free(c->node_items), free(c->node_fill);
+    free(c->by_start), free(c->first_start), free(c->live_count), free(c->live_max);
+    free(c->placed), free(c->off), free(c->cand), free(c->sorted), free(c->tail);
+}
+
+/* ---- placing one block ---- */
+
+/* Best fit in the gaps between spans (by offset): the smallest gap of at least size bytes, or
+ * the top of the highest span. The walk is shared by both ways of finding the spans. */
+typedef struct fit { uint64_t top, best_gap, best_off; int first; } fit_t;
+
+static inline void fit_step(fit_t *f, uint64_t off, uint64_t end, uint64_t size)
+{
+    if (off > f->top) {
+        uint64_t gap = off - f->top;
+        if (gap >= size && gap < f->best_gap && (!f->first || f->best_gap == UINT64_MAX))
+            f->best_gap = gap, f->best_off = f->top;
+    }
+    if (end > f->top) f->top = end;
+}
+
+static uint64_t fit_sparse(ctx_t *c, uint32_t b)
+{
+    uint32_t s = c->st[b], e = c->en[b], k = 0;
+    for (uint32_t node = s + c->leaves; node >= 1; node >>= 1) {
+        const uint32_t *it = c->node_items + c->node_base[node];
+        for (uint32_t i = 0; i < c->node_fill[node]; i++)
+            c->cand[k++] = (span_t){c->off[it[i]], c->off[it[i]] + c->asz[it[i]]};
+    }
+    for (uint32_t i = c->first_start[s + 1]; i < c->first_start[e]; i++) {
+        uint32_t j = c->by_start[i];
+        if (c->placed[j]) c->cand[k++] = (span_t){c->off[j], c->off[j] + c->asz[j]};
+    }
+    sort_spans(c->cand, k);
+    c->work += (uint64_t)k * (ilog2(k) + 1);
+    fit_t f = {0, UINT64_MAX, 0, c->first_fit};
+    for (uint32_t i = 0; i < k; i++) fit_step(&f, c->cand[i].off, c->cand[i].end, c->asz[b]);
+    return f.best_gap != UINT64_MAX ? f.best_off : f.top;
+}
+
+static uint64_t fit_dense(ctx_t *c, uint32_t b)
+{
+    uint32_t s = c->st[b], e = c->en[b];
+    placed_t *v = c->sorted;
+    if (c->nsorted < c->nplaced) { /* merge the unsorted tail in, from the back */
+        uint32_t nt = c->nplaced - c->nsorted;
+        placed_t *tail = c->tail;
+        memcpy(tail, v + c->nsorted, nt * sizeof *v);
+        sort_placed(tail, nt);
+        for (uint32_t i = c->nsorted, j = nt, k = c->nplaced; j > 0;)
+            v[--k] = (i > 0 && v[i - 1].off > tail[j - 1].off) ? v[--i] : tail[--j];
+        c->nsorted = c->nplaced;
+    }
+    c->work += c->nplaced;
+    fit_t f = {0, UINT64_MAX, 0, c->first_fit};
+    for (uint32_t i = 0; i < c->nplaced; i++)
+        if (v[i].st < e && v[i].en > s) fit_step(&f, v[i].off, v[i].end, c->asz[b]);
+    return f.best_gap != UINT64_MAX ? f.best_off : f.top;
+}
+
+static void place(ctx_t *c, uint32_t b)
+{
+    uint32_t s = c->st[b], e = c->en[b];
+    /* at most this many blocks to look at in sparse mode, placed or not */
+    uint64_t most = (uint64_t)c->live_count[s] + (c->first_start[e] - c->first_start[s + 1]);
+    uint64_t off = most * (ilog2(most) + 1) <= c->nplaced ? fit_sparse(c, b) : fit_dense(c, b);
+    c->off[b] = off;
+    c->placed[b] = 1;
+    c->work += 1;
+    uint32_t cov[64];
+    for (uint32_t k = cover(c->leaves, s, e, cov), j = 0; j < k; j++)
+        c->node_items[c->node_base[cov[j]] + c->node_fill[cov[j]]++] = b;
+    c->sorted[c->nplaced++] = (placed_t){off, off + c->asz[b], s, e};
+}
+
+/* Place all blocks in the given order; returns the pool size. */
+static uint64_t run_order(ctx_t *c, const ord_t *order)
+{
+    memset(c->placed, 0, c->n);
+    memset(c->node_fill, 0, 2 * (size_t)c->leaves * sizeof *c->node_fill);
+    c->nsorted = c->nplaced = 0;
+    uint64_t pool = 0;
+    for (uint32_t i = 0; i < c->n; i++) {
+        uint32_t b = order[i].idx;
+        place(c, b);
+        if (c->off[b] + c->asz[b] > pool) pool = c->off[b] + c->asz[b];
+    }
+    return pool;
+}
+
+/* ---- the heuristics: each fills the sort keys (k1, then k2, descending) ---- */
+
+static uint64_t range_max(const ctx_t *c, uint32_t s, uint32_t e)
+{
+    uint32_t cov[64];
+    uint64_t m = 0;
+    for (uint32_t k = cover(c->leaves, s, e, cov), j = 0; j < k; j++)
+        if (c->live_max[cov[j]] > m) m = c->live_max[cov[j]];
+    return m;
+}
+
+static uint64_t mix(uint64_t x) /* splitmix64's finalizer */
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+typedef enum { BY_SIZE, BY_BREADTH, BY_START, BY_LIFETIME, BY_AREA, BY_JITTER, BY_OFFSET } order_kind_t;
+
+static void order_keys(const ctx_t *c, order_kind_t kind, uint64_t seed, const uint64_t *prev, ord_t *o)
+{
+    for (uint32_t i = 0; i < c->n; i++) {
+        uint64_t a = c->asz[i], len = c->en[i] - c->st[i];
+        o[i].idx = i;
+        o[i].k2 = a;
+        switch (kind) {
+        case BY_SIZE: o[i].k1 = a; o[i].k2 = len; break;
+        case BY_BREADTH: o[i].k1 = range_max(c, c->st[i], c->en[i]); break;
+        case BY_START: o[i].k1 = UINT64_MAX - c->st[i]; break;
+        case BY_LIFETIME: o[i].k1 = len; break;
+        case BY_AREA: o[i].k1 = (a / CGJ_PLAN_ALIGN) * len; break;
+        case BY_JITTER: /* the size, scaled by a factor in [1/2, 1): nearby sizes swap */
+            o[i].k1 = (a >> 1) + (uint64_t)(((unsigned __int128)(a >> 1) * (mix(seed ^ i) >> 32)) >> 32);
+            break;
+        case BY_OFFSET: o[i].k1 = UINT64_MAX - prev[i]; break;
+        }
+    }
+    qsort(o, c->n, sizeof *o, cmp_ord);
+}
+
+static const struct heuristic {
+    const char *name;
+    order_kind_t kind;
+    uint64_t seed;
+    int first_fit;
+} heuristics[] = {
+    {"greedy-by-size", BY_SIZE, 0, 0},     {"greedy-by-breadth", BY_BREADTH, 0, 0},
+    {"by-area", BY_AREA, 0, 0},            {"by-lifetime", BY_LIFETIME, 0, 0},
+    {"by-start", BY_START, 0, 1},          {"jittered-size-1", BY_JITTER, 1, 0},
+    {"jittered-size-2", BY_JITTER, 2, 0},  {"jittered-size-3", BY_JITTER, 3, 0},
+    {"jittered-size-4", BY_JITTER, 4, 0},  {"jittered-size-5", BY_JITTER, 5, 0},
+    {"jittered-size-6", BY_JITTER, 6, 0},  {"jittered-size-7", BY_JITTER, 7, 0},
+    {"jittered-size-8", BY_JITTER, 8, 0},
+};
+
+static int good_enough(uint64_t pool, uint64_t lower)
+{
+    return (unsigned __int128)pool * TARGET_DEN <= (unsigned __int128)lower * TARGET_NUM;
+}
+
+typedef struct best { uint64_t *off, pool; const char *name; } best_t;
+
+static void keep_if_better(const ctx_t *c, uint64_t pool, const char *name, best_t *best)
+{
+    if (pool >= best->pool) return;
+    best->pool = pool;
+    memcpy(best->off, c->off, c->n * sizeof *best->off);
+    best->name = name;
+}
+
+#ifdef PLAN_EXPERIMENT
+int plan_exp_compact = 1, plan_exp_nheur = 100, plan_exp_ff = -1;
+#endif
+
+/* One heuristic: its order, then a compaction pass over the result. */
+static void run_heuristic(ctx_t *c, const struct heuristic *h, ord_t *order, best_t *best)
+{
+    order_keys(c, h->kind, h->seed, NULL, order);
+    c->first_fit = h->first_fit;
+#ifdef PLAN_EXPERIMENT
+    if (plan_exp_ff >= 0) c->first_fit = plan_exp_ff;
+#endif
+    keep_if_better(c, run_order(c, order), h->name, best);
+#ifdef PLAN_EXPERIMENT
+    if (!plan_exp_compact) return;
+#endif
+    /* Re-placing blocks by offset with first fit never raises a block: the blocks placed before
+     * it lie at or below where they were, so its old slot is still free. It often lowers some. */
+    order_keys(c, BY_OFFSET, 0, c->off, order);
+    c->first_fit = 1;
+    keep_if_better(c, run_order(c, order), h->name, best);
+}
+
+void cgj_plan(cgj_plan_block_t *blocks, size_t n, cgj_plan_result_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->heuristic = "none";
+    if (n == 0) return;
+    ctx_t c;
+    ctx_init(&c, blocks, n, &out->naive_bytes);
+    out->lower_bound = c.lower;
+    ord_t *order = cgj_xmalloc(n * sizeof *order);
+    best_t best = {cgj_xmalloc(n * sizeof *best.off), UINT64_MAX, "none"};
+    uint64_t max_run = 0;
+    for (size_t h = 0; h < CGJ_ARRAY_LEN(heuristics); h++) {
+#ifdef PLAN_EXPERIMENT
+        if ((int)h >= plan_exp_nheur) break;
+#endif
+        uint64_t before = c.work;
+        if (h == 1 && n > MANY_BLOCKS && before * 2 > WORK_BUDGET) break;
+        if (h >= 2 && (good_enough(best.pool, c.lower) || c.work + max_run > WORK_BUDGET)) break;
+        run_heuristic(&c, &heuristics[h], order, &best);
+        if (c.work - before > max_run) max_run = c.work - before;
+    }
+    for (size_t i = 0; i < n; i++) blocks[i].offset = best.off[i];
+    out->pool_bytes = best.pool;
+    out->heuristic = best.name;
+    free(order);
+    free(best.off);
+    ctx_free(&c);
+}
+
+/* ---- the text format ---- */
+
+typedef struct id_slot {
+    char *id;
+    uint32_t block; /* the ID's latest block */
+    int live;
+    unsigned long line; /* of its latest allocation, or of its free when not live */
+} id_slot_t;
+
+typedef struct id_map { id_slot_t *slots; size_t cap, used; } id_map_t;
+
+static id_slot_t *id_find(id_map_t *m, const char *id)
+{
+    if (2 * (m->used + 1) > m->cap) { /* grow: rehash into twice the slots */
+        id_map_t g = {cgj_xcalloc(m->cap ? 2 * m->cap : 64, sizeof *g.slots), m->cap ? 2 * m->cap : 64, m->used};
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->slots[i].id) continue;
+            size_t h = cgj_hash_bytes(m->slots[i].id, strlen(m->slots[i].id), 0) & (g.cap - 1);
+            while (g.slots[h].id) h = (h + 1) & (g.cap - 1);
+            g.slots[h] = m->slots[i];
+        }
+        free(m->slots);
+        *m = g;
+    }
+    size_t h = cgj_hash_bytes(id, strlen(id), 0) & (m->cap - 1);
+    while (m->slots[h].id && strcmp(m->slots[h].id, id) != 0) h = (h + 1) & (m->cap - 1);
+    return &m->slots[h]; /* id == NULL: not there; the caller may fill it in */
+}
+
+static void id_map_free(id_map_t *m)
+{
+    for (size_t i = 0; i < m->cap; i++) free(m->slots[i].id);
+    free(m->slots);
+}
+
+/* BYTES: decimal digits only. Returns NULL or why not. */
+static const char *parse_bytes(const char *s, uint64_t *out)
+{
+    if (*s == '-') {
+        size_t d = strspn(s + 1, "0123456789");
+        return d > 0 && s[1 + d] == '\0' ? "negative size" : "size is not a number";
+    }
+    if (*s == '\0' || s[strspn(s, "0123456789")] != '\0') return "size is not a number";
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10) return "size overflows 64 bits";
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    if (v > MAX_BLOCK_BYTES) return "size above the limit of 2^44 bytes";
+    *out = v;
+    return NULL;
+}
+
+typedef struct parser {
+    id_map_t ids;
+    cgj_plan_block_t *blocks;
+    size_t n, cap;
+    uint32_t pos;     /* events so far */
+    uint64_t total;   /* aligned bytes so far */
+    unsigned long line;
+    char why[192];
+} parser_t;
+
+/* Split a line (comment already cut) into up to max tokens; returns how many there were. */
+static int tokenize(char *s, char **tok, int max)
+{
+    int k = 0;
+    for (char *save = NULL, *t = strtok_r(s, " \t\r\n\v\f", &save); t;
+         t = strtok_r(NULL, " \t\r\n\v\f", &save), k++)
+        if (k < max) tok[k] = t;
+    return k;
+}
+
+static int parse_alloc(parser_t *p, const char *id, const char *bytes)
+{
+    uint64_t size = 0;
+    const char *why = parse_bytes(bytes, &size);
+    if (why) return snprintf(p->why, sizeof p->why, "%s: '%s'", why, bytes), -1;
+    if (p->total + align_size(size) >= MAX_TOTAL_BYTES)
+        return snprintf(p->why, sizeof p->why, "allocations add up to 2^62 bytes or more"), -1;
+    id_slot_t *s = id_find(&p->ids, id);
+    if (s->id && s->live)
+        return snprintf(p->why, sizeof p->why, "'%s' allocated again while live (allocated on line %lu)",
+                        id, s->line), -1;
+    if (!s->id) s->id = cgj_xstrdup(id), p->ids.used++;
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 64;
+        p->blocks = cgj_xrealloc(p->blocks, p->cap * sizeof *p->blocks);
+    }
+    p->blocks[p->n] = (cgj_plan_block_t){size, p->pos, CGJ_PLAN_ESCAPES, 0};
+    s->block = (uint32_t)p->n++;
+    s->live = 1;
+    s->line = p->line;
+    p->total += align_size(size);
+    return 0;
+}
+
+static int parse_free(parser_t *p, const char *id)
+{
+    id_slot_t *s = id_find(&p->ids, id);
+    if (!s->id) return snprintf(p->why, sizeof p->why, "free of unknown ID '%s'", id), -1;
+    if (!s->live)
+        return snprintf(p->why, sizeof p->why, "double free of '%s' (freed on line %lu)", id, s->line), -1;
+    p->blocks[s->block].end = p->pos;
+    s->live = 0;
+    s->line = p->line;
+    return 0;
+}
+
+static int parse_line(parser_t *p, char *line)
+{
+    char *hash = strchr(line, '#'), *tok[3];
+    if (hash) *hash = '\0';
+    int k = tokenize(line, tok, 3);
+    if (k == 0) return 0;
+    if (p->pos == CGJ_PLAN_ESCAPES - 1) return snprintf(p->why, sizeof p->why, "too many events"), -1;
+    int r;
+    if (strcmp(tok[0], "a") == 0 && k == 3) r = parse_alloc(p, tok[1], tok[2]);
+    else if (strcmp(tok[0], "f") == 0 && k == 2) r = parse_free(p, tok[1]);
+    else if (strcmp(tok[0], "a") == 0) return snprintf(p->why, sizeof p->why, "malformed allocation: expected 'a ID BYTES'"), -1;
+    else if (strcmp(tok[0], "f") == 0) return snprintf(p->why, sizeof p->why, "malformed free: expected 'f ID'"), -1;
+    else return snprintf(p->why, sizeof p->why, "malformed line: expected 'a ID BYTES' or 'f ID', not '%s'", tok[0]), -1;
+    if (r == 0) p->pos++;
+    return r;
+}
+
+int cgj_plan_parse(FILE *f, const char *name, cgj_plan_block_t **blocks, size_t *n, char *err, size_t errlen)
+{
+    parser_t p;
+    memset(&p, 0, sizeof p);
+    char *line = NULL;
+    size_t linecap = 0;
+    int rc = 0;
+    while (getline(&line, &linecap, f) >= 0) {
+        p.line++;
+        if (parse_line(&p, line) != 0) {
+            snprintf(err, errlen, "%s:%lu: %s", name, p.line, p.why);
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == 0 && ferror(f)) {
+        snprintf(err, errlen, "%s:%lu: read error: %s", name, p.line + 1, strerror(errno));
+        rc = -1;
+    }
+    free(line);
+    id_map_free(&p.ids);
+    if (rc != 0 || p.n == 0) free(p.blocks), p.blocks = NULL, p.n = rc ? 0 : p.n;
+    *blocks = p.blocks;
+    *n = p.n;
+    return rc;
+}
+
+typedef struct event { uint32_t pos, is_alloc, block; } event_t;
+
+static int cmp_event(const void *a, const void *b)
+{
+    const event_t *x = a, *y = b;
+    if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
+    if (x->is_alloc != y->is_alloc) return x->is_alloc < y->is_alloc ? -1 : 1;
+    return (x->block > y->block) - (x->block < y->block);
+}
+
+void cgj_plan_write(FILE *f, const cgj_plan_block_t *blocks, size_t n)
+{
+    event_t *ev = cgj_xmalloc(2 * n * sizeof *ev + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        ev[k++] = (event_t){blocks[i].start, 1, (uint32_t)i};
+        if (blocks[i].end != CGJ_PLAN_ESCAPES) ev[k++] = (event_t){blocks[i].end, 0, (uint32_t)i};
+    }
+    qsort(ev, k, sizeof *ev, cmp_event);
+    fprintf(f, "# cgjit allocation trace: %zu blocks, %zu events\n", n, k);
+    for (size_t i = 0; i < k; i++) {
+        if (ev[i].is_alloc)
+            fprintf(f, "a b%" PRIu32 " %" PRIu64 "\n", ev[i].block, blocks[ev[i].block].size);
+        else
+            fprintf(f, "f b%" PRIu32 "\n", ev[i].block);
+    }
+    free(ev);
+}

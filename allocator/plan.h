@@ -1,0 +1,77 @@
+/*
+ * plan.h — the memory planner: offsets in one static pool for the allocations of a step.
+ *
+ * The first run of a step records, for every in-step allocation, its size and its lifetime (the
+ * positions of its alloc and free among the step's events). cgj_plan then gives each block an
+ * offset in one pool such that two blocks whose lifetimes overlap never overlap in memory, and
+ * tries to keep the pool close to the lower bound: the largest total of bytes live at one time.
+ *
+ * Conventions shared by the planner, the text format and the three figures:
+ * - Sizes are rounded up to CGJ_PLAN_ALIGN before anything else: the pool, the naive total and
+ *   the lower bound are all sums of aligned sizes, so they can be compared with one another.
+ *   A zero-size block counts as CGJ_PLAN_ALIGN bytes, so that every block has an address of
+ *   its own (as cuMemAlloc would give it).
+ * - Lifetimes are half-open: a block is live over positions [start, end), end > start. A block
+ *   freed at position p and one allocated at p do not overlap. Positions need not be dense.
+ * - An escaping block (end == CGJ_PLAN_ESCAPES: never freed in the step) is treated as live over
+ *   the whole step, not only from its start: its slot is never shared with any other block of
+ *   the step (DESIGN.md, Memory), because the program may still hold it when the next replay
+ *   starts writing the step's first temporaries. Its `start` is kept, but does not matter to the
+ *   plan. The lower bound counts it as live at every position too.
+ */
+#ifndef CGJ_PLAN_H
+#define CGJ_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CGJ_PLAN_ALIGN 256
+#define CGJ_PLAN_ESCAPES UINT32_MAX
+
+typedef struct cgj_plan_block {
+    uint64_t size;        /* bytes asked for */
+    uint32_t start, end;  /* live over event positions [start, end); end == CGJ_PLAN_ESCAPES: never freed in the step (escapes: live to the end and beyond) */
+    uint64_t offset;      /* out: offset in the pool, a multiple of CGJ_PLAN_ALIGN */
+} cgj_plan_block_t;
+
+typedef struct cgj_plan_result {
+    uint64_t pool_bytes;   /* planned pool size: max(offset + aligned size) */
+    uint64_t naive_bytes;  /* sum of aligned sizes */
+    uint64_t lower_bound;  /* largest total of aligned sizes live at one time */
+    const char *heuristic; /* which heuristic gave the kept plan */
+} cgj_plan_result_t;
+
+/*
+ * Plan offsets so that two blocks whose lifetimes overlap never overlap in memory.
+ *
+ * Every block needs end > start (or end == CGJ_PLAN_ESCAPES) and size <= 2^44; the aligned sizes
+ * must add up to less than 2^62. Greedy by size and greedy by breadth (best fit among the placed
+ * blocks whose lifetimes overlap) always run for up to 20000 blocks; while the better one is
+ * more than 10% above the lower bound, further orderings are tried within a fixed, deterministic
+ * work budget. The result is a function of the input only. n == 0 gives zeros and heuristic
+ * "none". Costs at worst O(n^2) time and O(n log n) memory.
+ */
+void cgj_plan(cgj_plan_block_t *blocks, size_t n, cgj_plan_result_t *out);
+
+/*
+ * The text format of an allocation trace, one event per line, in step order:
+ *     a ID BYTES      an allocation (ID: any token without spaces; BYTES: decimal, <= 2^44)
+ *     f ID            its free
+ * Blank lines and `#` comments (whole-line or trailing) are ignored. An event's position is the
+ * index of its line among the event lines, from 0. An ID may be allocated again after its free
+ * (a new block); a block never freed escapes. Errors: a malformed line, a free of an ID that is
+ * not allocated, a double free, an allocation of an ID that is live, a bad BYTES.
+ */
+
+/* Parse the text format from f (name is used in messages). On success *blocks (cgj_xmalloc'd,
+ * NULL when *n == 0; free() it) holds the blocks in allocation order. On error returns -1 and
+ * writes "NAME:LINE: message" into err. */
+int cgj_plan_parse(FILE *f, const char *name, cgj_plan_block_t **blocks, size_t *n, char *err, size_t errlen);
+
+/* Write blocks as the text format (events in position order; at one position frees come before
+ * allocations; block i is named "bI"). Positions are renumbered densely, so parsing the output
+ * gives back the same blocks when their positions were dense to begin with. */
+void cgj_plan_write(FILE *f, const cgj_plan_block_t *blocks, size_t n);
+
+#endif /* CGJ_PLAN_H */

@@ -1,0 +1,156 @@
+/* pool.c — the device memory pool of replayed steps; see pool.h. */
+#include "allocator/pool.h"
+#include "base/cgj_base.h"
+#include "base/config.h"
+#include "base/driver.h"
+#include "base/log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static CUdeviceptr res_base, res_end, res_used; /* the reservation [res_base, res_end) */
+static size_t granularity, mapped;
+static bool vmm_tried, vmm_ok;
+static CUdevice device;
+
+/* Without VMM: regions from cuMemAlloc, remembered for cgj_pool_owns. */
+static struct { CUdeviceptr base, end; } *plain;
+static size_t nplain;
+static CUdeviceptr plain_lo = ~(CUdeviceptr)0, plain_hi;
+
+static CUmemAllocationProp device_prop(void)
+{
+    CUmemAllocationProp p = {0};
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = device;
+    return p;
+}
+
+static void vmm_init(void)
+{
+    vmm_tried = true;
+    if (!cgj_drv.r_cuMemAddressReserve || !cgj_drv.r_cuMemCreate || !cgj_drv.r_cuMemMap ||
+        !cgj_drv.r_cuMemSetAccess || !cgj_drv.r_cuMemGetAllocationGranularity)
+        return;
+    if (cgj_drv.r_cuCtxGetDevice(&device) != CUDA_SUCCESS) return;
+    CUmemAllocationProp p = device_prop();
+    if (cgj_drv.r_cuMemGetAllocationGranularity(&granularity, &p,
+                                                CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS ||
+        !granularity)
+        return;
+    size_t want = (size_t)cgj_cfg.POOL_RESERVE_GB << 30;
+    want = (want + granularity - 1) / granularity * granularity;
+    CUresult r = cgj_drv.r_cuMemAddressReserve(&res_base, want, 0, 0, 0);
+    if (r != CUDA_SUCCESS) {
+        CGJ_LOG(graphs, "pool: cuMemAddressReserve(%zu) failed: %s; regions use cuMemAlloc",
+                want, cgj_driver_errstr(r));
+        return;
+    }
+    res_end = res_base + want;
+    res_used = res_base;
+    vmm_ok = true;
+}
+
+static bool map_region(size_t bytes, CUdeviceptr *base, char *why, size_t whylen)
+{
+    if (res_used + bytes > res_end) {
+        snprintf(why, whylen, "pool reservation of %llu GiB exhausted (CGJIT_POOL_RESERVE_GB)",
+                 (unsigned long long)cgj_cfg.POOL_RESERVE_GB);
+        return false;
+    }
+    CUmemAllocationProp p = device_prop();
+    CUmemGenericAllocationHandle h;
+    CUresult r = cgj_drv.r_cuMemCreate(&h, bytes, &p, 0);
+    if (r == CUDA_SUCCESS) {
+        r = cgj_drv.r_cuMemMap(res_used, bytes, 0, h, 0);
+        cgj_drv.r_cuMemRelease(h); /* the mapping keeps the memory */
+    }
+    if (r == CUDA_SUCCESS) {
+        CUmemAccessDesc d = {{CU_MEM_LOCATION_TYPE_DEVICE, device}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+        r = cgj_drv.r_cuMemSetAccess(res_used, bytes, &d, 1);
+    }
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, whylen, "mapping %zu bytes of pool memory: %s", bytes, cgj_driver_errstr(r));
+        return false;
+    }
+    *base = res_used;
+    res_used += bytes;
+    return true;
+}
+
+static bool plain_region(size_t bytes, CUdeviceptr *base, char *why, size_t whylen)
+{
+    CUresult r = cgj_drv.r_cuMemAlloc_v2(base, bytes);
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, whylen, "cuMemAlloc(%zu) for a pool region: %s", bytes, cgj_driver_errstr(r));
+        return false;
+    }
+    plain = cgj_xrealloc(plain, (nplain + 1) * sizeof *plain);
+    plain[nplain].base = *base;
+    plain[nplain++].end = *base + bytes;
+    if (*base < plain_lo) plain_lo = *base;
+    if (*base + bytes > plain_hi) plain_hi = *base + bytes;
+    return true;
+}
+
+bool cgj_pool_region(size_t bytes, CUdeviceptr *base, char *why, size_t whylen)
+{
+    pthread_mutex_lock(&lock);
+    if (!vmm_tried) vmm_init();
+    size_t g = vmm_ok ? granularity : 256;
+    bytes = (bytes ? bytes + g - 1 : g) / g * g;
+    bool ok = vmm_ok ? map_region(bytes, base, why, whylen) : plain_region(bytes, base, why, whylen);
+    if (ok) mapped += bytes;
+    pthread_mutex_unlock(&lock);
+    if (ok) CGJ_LOG(graphs, "pool: region of %zu bytes at 0x%llx", bytes, (unsigned long long)*base);
+    return ok;
+}
+
+bool cgj_pool_owns(CUdeviceptr p)
+{
+    if (p >= res_base && p < res_used) return true;
+    if (CGJ_LIKELY(p < plain_lo || p >= plain_hi)) return false;
+    pthread_mutex_lock(&lock);
+    bool found = false;
+    for (size_t i = 0; i < nplain && !found; i++) found = p >= plain[i].base && p < plain[i].end;
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+size_t cgj_pool_mapped_bytes(void)
+{
+    return mapped;
+}
+
+/* ---- held blocks: address → the flag of the op that handed it out ---- */
+
+static struct held {
+    CUdeviceptr addr;
+    bool *flag;
+} *held;
+static size_t nheld, capheld;
+
+void cgj_pool_hold(CUdeviceptr addr, bool *flag)
+{
+    pthread_mutex_lock(&lock);
+    if (nheld == capheld) held = cgj_xrealloc(held, (capheld = capheld ? 2 * capheld : 64) * sizeof *held);
+    held[nheld++] = (struct held){addr, flag};
+    *flag = true;
+    pthread_mutex_unlock(&lock);
+}
+
+bool cgj_pool_release(CUdeviceptr addr)
+{
+    pthread_mutex_lock(&lock);
+    bool found = false;
+    for (size_t i = nheld; i-- > 0 && !found;) {
+        if (held[i].addr != addr) continue;
+        *held[i].flag = false;
+        held[i] = held[--nheld];
+        found = true;
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}

@@ -1,0 +1,252 @@
+/*
+ * test_pool.c — in-step allocations served from the planned pool, against the fake driver.
+ *
+ * Each test runs a step eagerly into buffers E and traced into buffers T and compares them
+ * after every step, and checks what replay asked of the driver: no allocation, no free, no
+ * synchronization caused by a free.
+ */
+#include <criterion/criterion.h>
+#include <cgjit.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fakeapp.h"
+
+#define N 64
+#define OK(x) cr_assert_eq((x), CUDA_SUCCESS, "%s", #x)
+static fk_t fk;
+
+static void setup(void) { fk_open(&fk); }
+TestSuite(tracer_pool, .init = setup);
+
+static fakecuda_counts_t counts(void)
+{
+    fakecuda_counts_t c;
+    fk.get_counts(&c);
+    return c;
+}
+
+static cgj_trace_info_t info_of(const char *name)
+{
+    cgj_trace_info_t i;
+    cr_assert_eq(cgj_trace_info(name, &i), CGJ_OK);
+    return i;
+}
+
+static void compare(CUdeviceptr e, CUdeviceptr t, const char *what, int step)
+{
+    float he[N], ht[N];
+    OK(fk.dtoh(he, e, sizeof he));
+    OK(fk.dtoh(ht, t, sizeof ht));
+    cr_assert(memcmp(he, ht, sizeof he) == 0, "%s differs at step %d", what, step);
+}
+
+/* Temporaries allocated and freed every step, as a naive program does; tmp[] gets the
+ * addresses handed out. */
+static void temporaries_step(int s, CUdeviceptr x, CUdeviceptr *tmp_out)
+{
+    CUdeviceptr a = 0, b = 0, c = 0;
+    OK(fk.mem_alloc(&a, N * sizeof(float)));
+    OK(fk.memset32_async(a, 0, N, NULL)); /* copyscale reads its destination */
+    OK(fk_copyscale_launch(&fk, NULL, a, x, 1.0f, N));
+    OK(fk.mem_alloc(&b, 2 * N * sizeof(float)));
+    OK(fk.memset32_async(b, 0x3f800000u, 2 * N, NULL));
+    OK(fk_copyscale_launch(&fk, NULL, b, a, 0.5f, N));
+    OK(fk.mem_free(a));
+    OK(fk.mem_alloc(&c, N * sizeof(float)));
+    OK(fk.dtod_async(c, b, N * sizeof(float), NULL));
+    OK(fk_axpb_launch(&fk, NULL, c, 0.9f, (float)(s % 4), N, 1));
+    OK(fk_copyscale_launch(&fk, NULL, x, c, 1.0f, N));
+    OK(fk.mem_free(b));
+    OK(fk.mem_free(c));
+    if (tmp_out) tmp_out[0] = a, tmp_out[1] = b, tmp_out[2] = c;
+}
+
+Test(tracer_pool, temporaries_replay_from_stable_pool_addresses)
+{
+    CUdeviceptr e = fk_alloc_floats(&fk, N, 3), t = fk_alloc_floats(&fk, N, 3);
+    CUdeviceptr first[3] = {0};
+    fakecuda_counts_t before = {0};
+    for (int s = 0; s < 100; s++) {
+        temporaries_step(s, e, NULL);
+        if (s == 2) before = counts();
+        CUdeviceptr tmp[3];
+        cr_assert_eq(cgj_trace_begin("temps"), CGJ_OK);
+        temporaries_step(s, t, tmp);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        compare(e, t, "x", s);
+        if (s == 2) memcpy(first, tmp, sizeof first);
+        if (s >= 2) cr_assert(!memcmp(first, tmp, sizeof first), "pool addresses moved at step %d", s);
+    }
+    fakecuda_counts_t after = counts();
+    /* Between step 2 and the end only the eager half allocated: 3 allocs and 3 frees a step. */
+    cr_assert_eq(after.allocs - before.allocs, 97 * 3, "replay allocated from the driver");
+    cr_assert_eq(after.frees - before.frees, 97 * 3, "replay freed to the driver");
+    cr_assert_eq(after.device_syncs - before.device_syncs, 97 * 3,
+                 "only the eager frees synchronize the device");
+    cgj_trace_info_t i = info_of("temps");
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s", i.reason);
+    cr_assert_eq(i.replays, 98);
+    cr_assert_eq(i.allocations, 3);
+    cr_assert_eq(i.segments, 1, "in-step frees end no segment");
+    cr_assert_eq(i.varying_slots, 1, "only the step's scalar varies: pool pointers are constants");
+    cr_assert_leq(i.lower_bound, i.pool_bytes);
+    cr_assert_lt(i.pool_bytes, i.naive_bytes, "a and c can share memory");
+    cgj_stats_t st;
+    cgj_stats(&st);
+    cr_assert_eq(st.pool_allocs, 98 * 3);
+    cr_assert_eq(st.pool_frees, 98 * 3);
+    cr_assert_geq(st.pool_bytes, i.pool_bytes);
+}
+
+/* An output allocated in the step escapes; `keep` steps' outputs are held at once. */
+static void escape_run(const char *name, int keep, int steps)
+{
+    CUdeviceptr e = fk_alloc_floats(&fk, N, 5), t = fk_alloc_floats(&fk, N, 5);
+    CUdeviceptr eo[64] = {0}, to[64] = {0};
+    float snap[64][N];
+    for (int s = 0; s < steps; s++) {
+        for (int pass = 0; pass < 2; pass++) {
+            CUdeviceptr x = pass ? t : e, out = 0;
+            if (pass) cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
+            OK(fk.mem_alloc(&out, N * sizeof(float)));
+            OK(fk.memset32_async(out, 0, N, NULL));
+            OK(fk_copyscale_launch(&fk, NULL, out, x, 2.0f, N));
+            OK(fk_axpb_launch(&fk, NULL, x, 0.5f, (float)s, N, 1));
+            if (pass) cr_assert_eq(cgj_trace_end(), CGJ_OK);
+            (pass ? to : eo)[s % 64] = out;
+        }
+        compare(eo[s % 64], to[s % 64], "output", s);
+        OK(fk.dtoh(snap[s % 64], to[s % 64], sizeof snap[0]));
+        /* Every output still held keeps the value its own step gave it. */
+        for (int k = s - keep + 1; k <= s; k++) {
+            if (k < 0) continue;
+            float now[N];
+            OK(fk.dtoh(now, to[k % 64], sizeof now));
+            cr_assert(!memcmp(now, snap[k % 64], sizeof now), "the output of step %d was overwritten at step %d", k, s);
+        }
+        int drop = s - keep + 1;
+        if (drop >= 0) {
+            OK(fk.mem_free(eo[drop % 64]));
+            OK(fk.mem_free(to[drop % 64]));
+        }
+    }
+}
+
+Test(tracer_pool, escaping_output_freed_before_the_next_step_replays)
+{
+    escape_run("escape1", 1, 60);
+    cgj_trace_info_t i = info_of("escape1");
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s", i.reason);
+    cr_assert_eq(i.replays, 58);
+    cgj_stats_t st;
+    cgj_stats(&st);
+    cr_assert_eq(st.escape_exits, 0);
+}
+
+Test(tracer_pool, escaping_output_still_held_is_never_overwritten)
+{
+    escape_run("escape3", 3, 60);
+    cgj_stats_t st;
+    cgj_stats(&st);
+    cr_assert_gt(st.escape_exits, 0, "a held output must make replay leave the trace");
+    cgj_trace_info_t i = info_of("escape3");
+    cr_assert_neq(i.state, CGJ_STATE_BLACKLISTED, "%s", i.reason);
+}
+
+/* Every 10th step allocates a bigger temporary: a different size is a different step. */
+static void size_change_step(int s, CUdeviceptr x)
+{
+    CUdeviceptr tmp = 0;
+    size_t n = s % 10 == 7 ? 2 * N : N;
+    OK(fk.mem_alloc(&tmp, n * sizeof(float)));
+    OK(fk.memset32_async(tmp, 0, N, NULL));
+    OK(fk_copyscale_launch(&fk, NULL, tmp, x, 1.5f, N));
+    OK(fk_copyscale_launch(&fk, NULL, x, tmp, 0.5f, N));
+    OK(fk.mem_free(tmp));
+}
+
+Test(tracer_pool, allocation_size_change_never_gives_a_wrong_result)
+{
+    CUdeviceptr e = fk_alloc_floats(&fk, N, 9), t = fk_alloc_floats(&fk, N, 9);
+    for (int s = 0; s < 80; s++) {
+        size_change_step(s, e);
+        cr_assert_eq(cgj_trace_begin("sizes"), CGJ_OK);
+        size_change_step(s, t);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        compare(e, t, "x", s);
+    }
+    cgj_trace_info_t i = info_of("sizes");
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s", i.reason);
+    cr_assert_geq(i.replays, 60);
+    cr_assert(i.side_exits > 0 || i.variants == 2, "the bigger steps leave the first variant");
+}
+
+Test(tracer_pool, free_of_pool_memory_never_reaches_the_driver)
+{
+    CUdeviceptr t = fk_alloc_floats(&fk, N, 1), out = 0;
+    for (int s = 0; s < 5; s++) {
+        cr_assert_eq(cgj_trace_begin("free_outside"), CGJ_OK);
+        OK(fk.mem_alloc(&out, N * sizeof(float)));
+        OK(fk.memset32_async(out, 0, N, NULL));
+        OK(fk_copyscale_launch(&fk, NULL, out, t, 1.0f, N));
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        fakecuda_counts_t before = counts();
+        OK(fk.mem_free(out));
+        fakecuda_counts_t after = counts();
+        if (s >= 2) {
+            cr_assert_eq(after.frees, before.frees, "step %d: a pool block went to the driver", s);
+            cr_assert_eq(after.device_syncs, before.device_syncs);
+        } else {
+            cr_assert_eq(after.frees, before.frees + 1, "eager runs allocate from the driver");
+        }
+    }
+    cr_assert_eq(fk.mem_free(out), CUDA_ERROR_INVALID_VALUE, "a double free is refused");
+}
+
+static void dump_setup(void)
+{
+    static char dir[] = "/tmp/cgjit-dump-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    setenv("CGJIT_DUMP_ALLOCS", dir, 1);
+    fk_open(&fk);
+}
+
+Test(tracer_pool_dump, dump_writes_the_allocation_trace, .init = dump_setup)
+{
+    CUdeviceptr t = fk_alloc_floats(&fk, N, 1);
+    for (int s = 0; s < 3; s++) {
+        cr_assert_eq(cgj_trace_begin("dump me"), CGJ_OK);
+        temporaries_step(s, t, NULL);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/dump_me-v1.txt", getenv("CGJIT_DUMP_ALLOCS"));
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "no dump at %s", path);
+    char line[128];
+    int allocs = 0, frees = 0;
+    while (fgets(line, sizeof line, f)) {
+        allocs += line[0] == 'a';
+        frees += line[0] == 'f';
+    }
+    fclose(f);
+    cr_assert_eq(allocs, 3);
+    cr_assert_eq(frees, 3);
+}
+
+Test(tracer_pool, held_outputs_are_double_buffered_by_twin_variants)
+{
+    escape_run("escape2", 2, 80);
+    cgj_trace_info_t i = info_of("escape2");
+    cgj_stats_t st;
+    cgj_stats(&st);
+    cr_log_info("escape2: %u variants, %llu replays, %llu escape exits, %llu switches", i.variants,
+                (unsigned long long)i.replays, (unsigned long long)st.escape_exits,
+                (unsigned long long)st.variant_switches);
+    cr_assert_geq(i.variants, 2, "a twin variant double-buffers the held output");
+    cr_assert_gt(st.variant_switches, 0);
+    cr_assert_geq(i.replays, 60, "once twins exist, held outputs no longer stop replay");
+}
