@@ -360,7 +360,7 @@ static uint64_t mix(uint64_t x) /* splitmix64's finalizer */
     return x ^ (x >> 31);
 }
 
-typedef enum { BY_SIZE, BY_BREADTH, BY_START, BY_LIFETIME, BY_AREA, BY_JITTER, BY_OFFSET } order_kind_t;
+typedef enum { BY_SIZE, BY_BREADTH, BY_START, BY_LIFETIME, BY_AREA, BY_JITTER, BY_OFFSET, SKYLINE } order_kind_t;
 
 static void order_keys(const ctx_t *c, order_kind_t kind, uint64_t seed, const uint64_t *prev, ord_t *o)
 {
@@ -378,9 +378,87 @@ static void order_keys(const ctx_t *c, order_kind_t kind, uint64_t seed, const u
             o[i].k1 = (a >> 1) + (uint64_t)(((unsigned __int128)(a >> 1) * (mix(seed ^ i) >> 32)) >> 32);
             break;
         case BY_OFFSET: o[i].k1 = UINT64_MAX - prev[i]; break;
+        case SKYLINE: break;
         }
     }
     qsort(o, c->n, sizeof *o, cmp_ord);
+}
+
+/* ---- skyline best fit: a different kind of heuristic, not an order ---- */
+
+/* The skyline is the height of the placed blocks at each position, as segments [a[i], a[i+1])
+ * at height h[i] (the last one ends at T); neighbours always differ in height. */
+typedef struct skyline { uint32_t *a; uint64_t *h; uint32_t n; } skyline_t;
+
+static void sky_merge(skyline_t *k)
+{
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < k->n; i++) {
+        if (w > 0 && k->h[w - 1] == k->h[i]) continue;
+        k->a[w] = k->a[i], k->h[w] = k->h[i], w++;
+    }
+    k->n = w;
+}
+
+/* Put [s, e) of segment i (which covers it) at height h. */
+static void sky_raise(skyline_t *k, uint32_t i, uint32_t s, uint32_t e, uint32_t T, uint64_t h)
+{
+    uint32_t b = i + 1 < k->n ? k->a[i + 1] : T, add = (s > k->a[i]) + (e < b);
+    memmove(k->a + i + 1 + add, k->a + i + 1, (k->n - i - 1) * sizeof *k->a);
+    memmove(k->h + i + 1 + add, k->h + i + 1, (k->n - i - 1) * sizeof *k->h);
+    uint64_t old = k->h[i];
+    uint32_t j = i;
+    if (s > k->a[i]) j++;
+    k->a[j] = s, k->h[j] = h;
+    if (e < b) k->a[j + 1] = e, k->h[j + 1] = old;
+    k->n += add;
+    sky_merge(k);
+}
+
+static uint32_t sky_pick(ctx_t *c, uint32_t a, uint32_t b, int rule)
+{
+    uint32_t best = UINT32_MAX;
+    uint64_t bk1 = 0, bk2 = 0;
+    for (uint32_t i = c->first_start[a]; i < c->first_start[b]; i++) {
+        uint32_t j = c->by_start[i];
+        if (c->placed[j] || c->en[j] > b) continue;
+        uint64_t len = c->en[j] - c->st[j], k1 = rule == 0 ? len : c->asz[j], k2 = rule == 0 ? c->asz[j] : len;
+        if (rule == 2) k1 = len * (c->asz[j] / CGJ_PLAN_ALIGN), k2 = len;
+        if (best == UINT32_MAX || k1 > bk1 || (k1 == bk1 && k2 > bk2)) best = j, bk1 = k1, bk2 = k2;
+    }
+    c->work += c->first_start[b] - c->first_start[a] + 1;
+    return best;
+}
+
+static uint64_t run_skyline(ctx_t *c, int rule)
+{
+    skyline_t k = {cgj_xmalloc((2 * (size_t)c->n + 2) * sizeof *k.a),
+                   cgj_xmalloc((2 * (size_t)c->n + 2) * sizeof *k.h), 1};
+    k.a[0] = 0, k.h[0] = 0;
+    memset(c->placed, 0, c->n);
+    uint64_t pool = 0;
+    for (uint32_t left = c->n; left > 0;) {
+        uint32_t lo = 0;
+        for (uint32_t i = 1; i < k.n; i++)
+            if (k.h[i] < k.h[lo]) lo = i;
+        uint32_t a = k.a[lo], b = lo + 1 < k.n ? k.a[lo + 1] : c->T;
+        c->work += k.n;
+        uint32_t j = sky_pick(c, a, b, rule);
+        if (j == UINT32_MAX) { /* nothing fits: waste the stretch up to its lower neighbour */
+            uint64_t l = lo > 0 ? k.h[lo - 1] : UINT64_MAX, r = lo + 1 < k.n ? k.h[lo + 1] : UINT64_MAX;
+            k.h[lo] = l < r ? l : r;
+            sky_merge(&k);
+            continue;
+        }
+        c->off[j] = k.h[lo];
+        c->placed[j] = 1;
+        left--;
+        if (c->off[j] + c->asz[j] > pool) pool = c->off[j] + c->asz[j];
+        sky_raise(&k, lo, c->st[j], c->en[j], c->T, c->off[j] + c->asz[j]);
+    }
+    free(k.a);
+    free(k.h);
+    return pool;
 }
 
 static const struct heuristic {
@@ -390,6 +468,7 @@ static const struct heuristic {
     int first_fit;
 } heuristics[] = {
     {"greedy-by-size", BY_SIZE, 0, 0},     {"greedy-by-breadth", BY_BREADTH, 0, 0},
+    {"skyline-lifetime", SKYLINE, 0, 0}, {"skyline-size", SKYLINE, 1, 0}, {"skyline-area", SKYLINE, 2, 0},
     {"by-area", BY_AREA, 0, 0},            {"by-lifetime", BY_LIFETIME, 0, 0},
     {"by-start", BY_START, 0, 1},          {"jittered-size-1", BY_JITTER, 1, 0},
     {"jittered-size-2", BY_JITTER, 2, 0},  {"jittered-size-3", BY_JITTER, 3, 0},
@@ -420,15 +499,20 @@ int plan_exp_compact = 1, plan_exp_nheur = 100, plan_exp_ff = -1;
 /* One heuristic: its order, then a compaction pass over the result. */
 static void run_heuristic(ctx_t *c, const struct heuristic *h, ord_t *order, best_t *best)
 {
+    if (h->kind == SKYLINE) {
+        keep_if_better(c, run_skyline(c, (int)h->seed), h->name, best);
+    } else {
     order_keys(c, h->kind, h->seed, NULL, order);
     c->first_fit = h->first_fit;
 #ifdef PLAN_EXPERIMENT
     if (plan_exp_ff >= 0) c->first_fit = plan_exp_ff;
 #endif
     keep_if_better(c, run_order(c, order), h->name, best);
+    }
 #ifdef PLAN_EXPERIMENT
     if (!plan_exp_compact) return;
 #endif
+    if (best->pool == c->lower) return;
     /* Re-placing blocks by offset with first fit never raises a block: the blocks placed before
      * it lie at or below where they were, so its old slot is still free. It often lowers some. */
     order_keys(c, BY_OFFSET, 0, c->off, order);
@@ -447,11 +531,19 @@ void cgj_plan(cgj_plan_block_t *blocks, size_t n, cgj_plan_result_t *out)
     ord_t *order = cgj_xmalloc(n * sizeof *order);
     best_t best = {cgj_xmalloc(n * sizeof *best.off), UINT64_MAX, "none"};
     uint64_t max_run = 0;
-    for (size_t h = 0; h < CGJ_ARRAY_LEN(heuristics); h++) {
 #ifdef PLAN_EXPERIMENT
-        if ((int)h >= plan_exp_nheur) break;
+    for (size_t h = 0; h < (size_t)plan_exp_nheur; h++) {
+        if (h >= CGJ_ARRAY_LEN(heuristics)) {
+            if (good_enough(best.pool, c.lower) && !getenv("NOSTOP")) break;
+            struct heuristic x = {"many", BY_JITTER, h, 0};
+            run_heuristic(&c, &x, order, &best);
+            continue;
+        }
+#else
+    for (size_t h = 0; h < CGJ_ARRAY_LEN(heuristics); h++) {
 #endif
         uint64_t before = c.work;
+        if (best.pool == c.lower) break; /* optimal: no other plan can be smaller */
         if (h == 1 && n > MANY_BLOCKS && before * 2 > WORK_BUDGET) break;
         if (h >= 2 && (good_enough(best.pool, c.lower) || c.work + max_run > WORK_BUDGET)) break;
         run_heuristic(&c, &heuristics[h], order, &best);

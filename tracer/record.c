@@ -12,6 +12,7 @@
  */
 #include "tracer/trace.h"
 #include "tracer/layout.h"
+#include "allocator/pool.h"
 #include "base/log.h"
 
 #include <stdio.h>
@@ -314,10 +315,25 @@ static bool shape_loop(const cgj_oplist_t *a, const cgj_oplist_t *b, const cgj_b
     return true;
 }
 
+/* A pointer-sized word that points into pool memory an *earlier* replay handed out (not an
+ * allocation of this run): which region it lies in depends on which twin variant served that
+ * step, so it is never a constant, even when both runs happened to see the same value. */
+static bool earlier_pool_pointer(const uint8_t *x, uint32_t size, const addr_ctx_t *ctx)
+{
+    for (uint32_t k = 0; k + 8 <= size; k += 8) {
+        CUdeviceptr v;
+        memcpy(&v, x + k, 8);
+        if (cgj_pool_owns(v) && cgj_blocks_find(ctx->ta, v, ctx->ia) < 0) return true;
+    }
+    return false;
+}
+
 /* Same value in both runs: equal bytes, or the same in-step allocation and offset in every
  * pointer-sized word (a *pool pointer*, constant once the trace is relocated). */
 static bool slot_same(const uint8_t *x, const uint8_t *y, uint32_t size, const addr_ctx_t *ctx)
 {
+    const addr_ctx_t swapped = {ctx->tb, ctx->ta, ctx->ib, ctx->ia};
+    if (earlier_pool_pointer(x, size, ctx) || earlier_pool_pointer(y, size, &swapped)) return false;
     if (!memcmp(x, y, size)) return true;
     if (size < 8) return false;
     for (uint32_t k = 0; k + 8 <= size; k += 8) {

@@ -430,6 +430,9 @@ static void expect_escape(const cgj_trace_info_t *in, const cgj_stats_t *st) {
         problem("blacklisted: %s", in->reason);
     if (st->escape_exits == 0)
         problem("no escape exits although outputs stay held across steps");
+    if (in->replays < 900 || in->variants < 3)
+        problem("%llu replays with %u variants: twin variants should double-buffer the held outputs",
+                (unsigned long long)in->replays, in->variants);
     printf("escape: %llu escape exits, %llu replays\n", (unsigned long long)st->escape_exits,
            (unsigned long long)in->replays);
 }

@@ -250,3 +250,41 @@ Test(tracer_pool, held_outputs_are_double_buffered_by_twin_variants)
     cr_assert_gt(st.variant_switches, 0);
     cr_assert_geq(i.replays, 60, "once twins exist, held outputs no longer stop replay");
 }
+
+/* The output of step s is read by step s+1 and freed inside step s+2: frees of memory an
+ * earlier step allocated end a segment, and three regions are needed at once. */
+static CUdeviceptr g_held[2][2];
+static void held_in_step(int s, CUdeviceptr *b, void *ctx)
+{
+    int pass = *(int *)ctx;
+    CUdeviceptr out = 0;
+    OK(fk.mem_alloc(&out, N * sizeof(float)));
+    OK(fk.memset32_async(out, 0, N, NULL));
+    OK(fk_copyscale_launch(&fk, NULL, out, b[0], 1.0f + (float)(s % 5), N));
+    CUdeviceptr prev = g_held[pass][(s + 1) % 2];
+    if (prev) OK(fk_copyscale_launch(&fk, NULL, b[0], prev, 0.25f, N));
+    OK(fk_copyscale_launch(&fk, NULL, b[0], out, 0.5f, N));
+    if (g_held[pass][s % 2]) OK(fk.mem_free(g_held[pass][s % 2]));
+    g_held[pass][s % 2] = out;
+}
+
+Test(tracer_pool, outputs_freed_two_steps_later_inside_the_step)
+{
+    CUdeviceptr e = fk_alloc_floats(&fk, N, 5), t = fk_alloc_floats(&fk, N, 5);
+    for (int s = 0; s < 90; s++) {
+        int pass = 0;
+        held_in_step(s, &e, &pass);
+        pass = 1;
+        cr_assert_eq(cgj_trace_begin("held2"), CGJ_OK);
+        held_in_step(s, &t, &pass);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        compare(e, t, "x", s);
+    }
+    cgj_trace_info_t i = info_of("held2");
+    cgj_stats_t st;
+    cgj_stats(&st);
+    cr_log_info("held2: %u variants, %llu replays, %llu side exits, %llu escape exits, %llu switches",
+                i.variants, (unsigned long long)i.replays, (unsigned long long)i.side_exits,
+                (unsigned long long)st.escape_exits, (unsigned long long)st.variant_switches);
+    cr_assert_geq(i.replays, 70, "%s", i.reason);
+}
