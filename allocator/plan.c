@@ -40,13 +40,21 @@
 /* Beyond this many blocks only greedy-by-size runs (plus greedy-by-breadth if cheap). */
 #define MANY_BLOCKS 20000
 /* Work units (blocks visited) for all heuristics together; about 1 ns each. */
+#ifndef WORK_BUDGET
 #define WORK_BUDGET 150000000ull
+#endif
+/* How many jittered orders at most, each with its own seed. */
+#ifndef MAX_JITTERS
+#define MAX_JITTERS 1000
+#endif
+/* Greedy by size beyond MANY_BLOCKS: past this, the online best fit instead. */
+#define LARGE_BUDGET 600000000ull
 /* The target of the extra heuristics: pool <= lower * TARGET_NUM / TARGET_DEN. */
 #define TARGET_NUM 110
 #define TARGET_DEN 100
 
 typedef struct span { uint64_t off, end; } span_t;             /* a block's bytes [off, end) */
-typedef struct placed { uint64_t off, end; uint32_t st, en; } placed_t;
+typedef struct keyed { uint64_t off; uint32_t id; } keyed_t;               /* for sorting ids */
 typedef struct ord { uint64_t k1, k2; uint32_t idx; } ord_t;
 
 typedef struct ctx {
@@ -64,10 +72,12 @@ typedef struct ctx {
     uint8_t *placed;
     uint64_t *off;
     span_t *cand;
-    placed_t *sorted;                /* placed blocks by offset: [0, nsorted) then an unsorted tail */
-    placed_t *tail;                  /* scratch for merging the tail */
+    uint32_t *order;                 /* placed blocks in placement order */
+    uint32_t *sid, *sst, *sen;       /* the first nsorted of them by offset, with their lifetimes */
+    keyed_t *tail;                   /* scratch for merging the others in */
+    uint32_t *hits;                  /* scratch: the overlapping ones */
     uint32_t nsorted, nplaced;
-    uint64_t work;
+    uint64_t work, limit;            /* work done; a run that passes the limit is abandoned */
     int first_fit;                   /* place into the lowest gap that fits, not the smallest */
 } ctx_t;
 
@@ -79,21 +89,22 @@ static uint64_t align_size(uint64_t size)
 
 static uint32_t ilog2(uint64_t x) { return x ? 63u - (uint32_t)__builtin_clzll(x) : 0; }
 
-/* ---- sorting the hot arrays by offset (qsort's indirect calls cost too much here) ---- */
+/* ---- sorting: a quicksort per element type, with LESS(x, y) inlined; no qsort, whose
+ * indirect calls cost too much here and whose buffers would come from the program's heap ---- */
 
 #define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
-#define DEFINE_SORT_BY_OFF(name, T)                                                \
+#define DEFINE_SORT(name, T, LESS)                                                 \
     static void name(T *v, size_t n)                                               \
     {                                                                              \
         while (n > 16) {                                                           \
             size_t m = n / 2, i = 0, j = n - 1;                                    \
-            if (v[m].off < v[0].off) SWAP(T, v[m], v[0]);                          \
-            if (v[n - 1].off < v[0].off) SWAP(T, v[n - 1], v[0]);                  \
-            if (v[n - 1].off < v[m].off) SWAP(T, v[n - 1], v[m]);                  \
-            uint64_t p = v[m].off;                                                 \
+            if (LESS(v[m], v[0])) SWAP(T, v[m], v[0]);                             \
+            if (LESS(v[n - 1], v[0])) SWAP(T, v[n - 1], v[0]);                     \
+            if (LESS(v[n - 1], v[m])) SWAP(T, v[n - 1], v[m]);                     \
+            T p = v[m];                                                            \
             for (;;) {                                                             \
-                while (v[i].off < p) i++;                                          \
-                while (v[j].off > p) j--;                                          \
+                while (LESS(v[i], p)) i++;                                         \
+                while (LESS(p, v[j])) j--;                                         \
                 if (i >= j) break;                                                 \
                 SWAP(T, v[i], v[j]);                                               \
                 i++, j--;                                                          \
@@ -105,26 +116,18 @@ static uint32_t ilog2(uint64_t x) { return x ? 63u - (uint32_t)__builtin_clzll(x
         for (size_t i = 1; i < n; i++) {                                           \
             T x = v[i];                                                            \
             size_t j = i;                                                          \
-            for (; j > 0 && v[j - 1].off > x.off; j--) v[j] = v[j - 1];            \
+            for (; j > 0 && LESS(x, v[j - 1]); j--) v[j] = v[j - 1];               \
             v[j] = x;                                                              \
         }                                                                          \
     }
-DEFINE_SORT_BY_OFF(sort_spans, span_t)
-DEFINE_SORT_BY_OFF(sort_placed, placed_t)
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int cmp_ord(const void *a, const void *b)
-{
-    const ord_t *x = a, *y = b;
-    if (x->k1 != y->k1) return x->k1 < y->k1 ? 1 : -1; /* descending */
-    if (x->k2 != y->k2) return x->k2 < y->k2 ? 1 : -1;
-    return (x->idx > y->idx) - (x->idx < y->idx);
-}
+#define OFF_LESS(x, y) ((x).off < (y).off)
+#define U32_LESS(x, y) ((x) < (y))
+/* descending k1, then descending k2, then ascending index: a total order */
+#define ORD_LESS(x, y) ((x).k1 != (y).k1 ? (x).k1 > (y).k1 : (x).k2 != (y).k2 ? (x).k2 > (y).k2 : (x).idx < (y).idx)
+DEFINE_SORT(sort_spans, span_t, OFF_LESS)
+DEFINE_SORT(sort_keyed, keyed_t, OFF_LESS)
+DEFINE_SORT(sort_u32, uint32_t, U32_LESS)
+DEFINE_SORT(sort_ord, ord_t, ORD_LESS)
 
 /* ---- set-up: ranks, lower bound, static indexes ---- */
 
@@ -139,24 +142,18 @@ static uint32_t rank_of(const uint32_t *vals, uint32_t nv, uint32_t x)
     return lo;
 }
 
-/* Aligned sizes and lifetimes in ranks; returns the naive total. */
-static uint64_t ctx_lifetimes(ctx_t *c, const cgj_plan_block_t *b)
+/* Aligned sizes, and lifetimes in ranks (the blocks were checked by cgj_plan). */
+static void ctx_lifetimes(ctx_t *c, const cgj_plan_block_t *b)
 {
     uint32_t *vals = cgj_xmalloc(2 * (size_t)c->n * sizeof *vals + 1);
     uint32_t nv = 0;
-    uint64_t naive = 0;
     for (uint32_t i = 0; i < c->n; i++) {
-        CGJ_ASSERT(b[i].size <= MAX_BLOCK_BYTES, "cgj_plan: block larger than 2^44 bytes");
-        CGJ_ASSERT(b[i].end == CGJ_PLAN_ESCAPES || b[i].end > b[i].start,
-                   "cgj_plan: block with end <= start");
         c->asz[i] = align_size(b[i].size);
-        naive += c->asz[i];
-        CGJ_ASSERT(naive < MAX_TOTAL_BYTES, "cgj_plan: sizes add up to 2^62 bytes or more");
         if (b[i].end == CGJ_PLAN_ESCAPES) continue;
         vals[nv++] = b[i].start;
         vals[nv++] = b[i].end;
     }
-    qsort(vals, nv, sizeof *vals, cmp_u32);
+    sort_u32(vals, nv);
     uint32_t u = 0;
     for (uint32_t i = 0; i < nv; i++)
         if (u == 0 || vals[u - 1] != vals[i]) vals[u++] = vals[i];
@@ -166,8 +163,7 @@ static uint64_t ctx_lifetimes(ctx_t *c, const cgj_plan_block_t *b)
         c->st[i] = esc ? 0 : rank_of(vals, u, b[i].start);
         c->en[i] = esc ? c->T : rank_of(vals, u, b[i].end);
     }
-    free(vals);
-    return naive;
+    cgj_free(vals);
 }
 
 /* Live counts and bytes per position, the lower bound, the range-max tree, blocks by start. */
@@ -195,9 +191,9 @@ static void ctx_profile(ctx_t *c)
     uint32_t *fill = cgj_xcalloc(T, sizeof *fill);
     for (uint32_t i = 0; i < c->n; i++)
         c->by_start[c->first_start[c->st[i]] + fill[c->st[i]]++] = i;
-    free(fill);
-    free(dbytes);
-    free(dcount);
+    cgj_free(fill);
+    cgj_free(dbytes);
+    cgj_free(dcount);
 }
 
 /* The segment tree's canonical nodes of [s, e), at most two per level; returns how many. */
@@ -225,7 +221,7 @@ static void ctx_tree(ctx_t *c)
     c->node_items = cgj_xmalloc((size_t)c->node_base[nodes] * sizeof *c->node_items + 1);
 }
 
-static void ctx_init(ctx_t *c, const cgj_plan_block_t *b, size_t n, uint64_t *naive)
+static void ctx_init(ctx_t *c, const cgj_plan_block_t *b, size_t n)
 {
     memset(c, 0, sizeof *c);
     CGJ_ASSERT(n < UINT32_MAX / 4, "cgj_plan: too many blocks");
@@ -233,7 +229,7 @@ static void ctx_init(ctx_t *c, const cgj_plan_block_t *b, size_t n, uint64_t *na
     c->asz = cgj_xmalloc(n * sizeof *c->asz);
     c->st = cgj_xmalloc(n * sizeof *c->st);
     c->en = cgj_xmalloc(n * sizeof *c->en);
-    *naive = ctx_lifetimes(c, b);
+    ctx_lifetimes(c, b);
     for (c->leaves = 1; c->leaves < c->T; c->leaves *= 2) {}
     c->live_count = cgj_xcalloc(c->T, sizeof *c->live_count);
     c->live_max = cgj_xcalloc(2 * (size_t)c->leaves, sizeof *c->live_max);
@@ -244,16 +240,21 @@ static void ctx_init(ctx_t *c, const cgj_plan_block_t *b, size_t n, uint64_t *na
     c->placed = cgj_xmalloc(n);
     c->off = cgj_xmalloc(n * sizeof *c->off);
     c->cand = cgj_xmalloc(n * sizeof *c->cand);
-    c->sorted = cgj_xmalloc(n * sizeof *c->sorted);
+    c->order = cgj_xmalloc(n * sizeof *c->order);
+    c->sid = cgj_xmalloc(n * sizeof *c->sid);
+    c->sst = cgj_xmalloc(n * sizeof *c->sst);
+    c->sen = cgj_xmalloc(n * sizeof *c->sen);
+    c->hits = cgj_xmalloc(n * sizeof *c->hits);
     c->tail = cgj_xmalloc(n * sizeof *c->tail);
 }
 
 static void ctx_free(ctx_t *c)
 {
-    free(c->asz), free(c->st), free(c->en);
-    free(c->node_base), free(c->node_items), free(c->node_fill);
-    free(c->by_start), free(c->first_start), free(c->live_count), free(c->live_max);
-    free(c->placed), free(c->off), free(c->cand), free(c->sorted), free(c->tail);
+    cgj_free(c->asz), cgj_free(c->st), cgj_free(c->en);
+    cgj_free(c->node_base), cgj_free(c->node_items), cgj_free(c->node_fill);
+    cgj_free(c->by_start), cgj_free(c->first_start), cgj_free(c->live_count), cgj_free(c->live_max);
+    cgj_free(c->placed), cgj_free(c->off), cgj_free(c->cand), cgj_free(c->tail);
+    cgj_free(c->order), cgj_free(c->sid), cgj_free(c->sst), cgj_free(c->sen), cgj_free(c->hits);
 }
 
 /* ---- placing one block ---- */
@@ -291,23 +292,59 @@ static uint64_t fit_sparse(ctx_t *c, uint32_t b)
     return f.best_gap != UINT64_MAX ? f.best_off : f.top;
 }
 
+/* Bring the blocks placed since the last dense fit into the arrays sorted by offset. */
+static void merge_tail(ctx_t *c)
+{
+    uint32_t nt = c->nplaced - c->nsorted, ns = c->nsorted;
+    for (uint32_t t = 0; t < nt; t++) {
+        uint32_t id = c->order[ns + t];
+        c->tail[t] = (keyed_t){c->off[id], id};
+    }
+    sort_keyed(c->tail, nt);
+    if (nt <= 4) { /* the usual case in dense mode: insert each one */
+        for (uint32_t t = 0, lo = 0; t < nt; t++, ns++) {
+            uint32_t hi = ns;
+            while (lo < hi) {
+                uint32_t mid = lo + (hi - lo) / 2;
+                if (c->off[c->sid[mid]] <= c->tail[t].off) lo = mid + 1;
+                else hi = mid;
+            }
+            memmove(c->sid + lo + 1, c->sid + lo, (ns - lo) * sizeof *c->sid);
+            memmove(c->sst + lo + 1, c->sst + lo, (ns - lo) * sizeof *c->sst);
+            memmove(c->sen + lo + 1, c->sen + lo, (ns - lo) * sizeof *c->sen);
+            uint32_t id = c->tail[t].id;
+            c->sid[lo] = id, c->sst[lo] = c->st[id], c->sen[lo] = c->en[id];
+        }
+    } else { /* merge from the back */
+        for (uint32_t i = ns, j = nt, k = c->nplaced; j > 0;) {
+            k--;
+            if (i > 0 && c->off[c->sid[i - 1]] > c->tail[j - 1].off)
+                i--, c->sid[k] = c->sid[i], c->sst[k] = c->sst[i], c->sen[k] = c->sen[i];
+            else
+                j--, c->sid[k] = c->tail[j].id, c->sst[k] = c->st[c->sid[k]], c->sen[k] = c->en[c->sid[k]];
+        }
+    }
+    c->nsorted = c->nplaced;
+}
+
 static uint64_t fit_dense(ctx_t *c, uint32_t b)
 {
-    uint32_t s = c->st[b], e = c->en[b];
-    placed_t *v = c->sorted;
-    if (c->nsorted < c->nplaced) { /* merge the unsorted tail in, from the back */
-        uint32_t nt = c->nplaced - c->nsorted;
-        placed_t *tail = c->tail;
-        memcpy(tail, v + c->nsorted, nt * sizeof *v);
-        sort_placed(tail, nt);
-        for (uint32_t i = c->nsorted, j = nt, k = c->nplaced; j > 0;)
-            v[--k] = (i > 0 && v[i - 1].off > tail[j - 1].off) ? v[--i] : tail[--j];
-        c->nsorted = c->nplaced;
-    }
+    uint32_t s = c->st[b], e = c->en[b], k = 0;
+    if (c->nsorted < c->nplaced) merge_tail(c);
     c->work += c->nplaced;
+    /* Gather the overlapping ones without a branch (overlap is random along the offsets, so a
+     * branch would mispredict), then fit as in sparse mode: they are in offset order already. */
+    const uint32_t *restrict sid = c->sid, *restrict sst = c->sst, *restrict sen = c->sen;
+    uint32_t *restrict hits = c->hits, np = c->nplaced;
+    for (uint32_t i = 0; i < np; i++) {
+        hits[k] = sid[i];
+        k += (sst[i] < e) & (sen[i] > s);
+    }
     fit_t f = {0, UINT64_MAX, 0, c->first_fit};
-    for (uint32_t i = 0; i < c->nplaced; i++)
-        if (v[i].st < e && v[i].en > s) fit_step(&f, v[i].off, v[i].end, c->asz[b]);
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t j = c->hits[i];
+        fit_step(&f, c->off[j], c->off[j] + c->asz[j], c->asz[b]);
+    }
     return f.best_gap != UINT64_MAX ? f.best_off : f.top;
 }
 
@@ -323,7 +360,7 @@ static void place(ctx_t *c, uint32_t b)
     uint32_t cov[64];
     for (uint32_t k = cover(c->leaves, s, e, cov), j = 0; j < k; j++)
         c->node_items[c->node_base[cov[j]] + c->node_fill[cov[j]]++] = b;
-    c->sorted[c->nplaced++] = (placed_t){off, off + c->asz[b], s, e};
+    c->order[c->nplaced++] = b;
 }
 
 /* Place all blocks in the given order; returns the pool size. */
@@ -334,6 +371,7 @@ static uint64_t run_order(ctx_t *c, const ord_t *order)
     c->nsorted = c->nplaced = 0;
     uint64_t pool = 0;
     for (uint32_t i = 0; i < c->n; i++) {
+        if (c->work > c->limit) return UINT64_MAX;
         uint32_t b = order[i].idx;
         place(c, b);
         if (c->off[b] + c->asz[b] > pool) pool = c->off[b] + c->asz[b];
@@ -360,7 +398,7 @@ static uint64_t mix(uint64_t x) /* splitmix64's finalizer */
     return x ^ (x >> 31);
 }
 
-typedef enum { BY_SIZE, BY_BREADTH, BY_START, BY_LIFETIME, BY_AREA, BY_JITTER, BY_OFFSET, SKYLINE } order_kind_t;
+typedef enum { BY_SIZE, BY_BREADTH, BY_LIFETIME, BY_AREA, BY_JITTER, BY_OFFSET, SKYLINE, ONLINE } order_kind_t;
 
 static void order_keys(const ctx_t *c, order_kind_t kind, uint64_t seed, const uint64_t *prev, ord_t *o)
 {
@@ -371,17 +409,16 @@ static void order_keys(const ctx_t *c, order_kind_t kind, uint64_t seed, const u
         switch (kind) {
         case BY_SIZE: o[i].k1 = a; o[i].k2 = len; break;
         case BY_BREADTH: o[i].k1 = range_max(c, c->st[i], c->en[i]); break;
-        case BY_START: o[i].k1 = UINT64_MAX - c->st[i]; break;
         case BY_LIFETIME: o[i].k1 = len; break;
         case BY_AREA: o[i].k1 = (a / CGJ_PLAN_ALIGN) * len; break;
         case BY_JITTER: /* the size, scaled by a factor in [1/2, 1): nearby sizes swap */
             o[i].k1 = (a >> 1) + (uint64_t)(((unsigned __int128)(a >> 1) * (mix(seed ^ i) >> 32)) >> 32);
             break;
         case BY_OFFSET: o[i].k1 = UINT64_MAX - prev[i]; break;
-        case SKYLINE: break;
+        case SKYLINE: case ONLINE: break;
         }
     }
-    qsort(o, c->n, sizeof *o, cmp_ord);
+    sort_ord(o, c->n);
 }
 
 /* ---- skyline best fit: a different kind of heuristic, not an order ---- */
@@ -415,22 +452,27 @@ static void sky_raise(skyline_t *k, uint32_t i, uint32_t s, uint32_t e, uint32_t
     sky_merge(k);
 }
 
-static uint32_t sky_pick(ctx_t *c, uint32_t a, uint32_t b, int rule)
+/* Which block goes into the lowest stretch of the skyline: of those whose lifetime lies within
+ * it, the longest-lived, the largest, or the largest in area (the other key breaks ties). */
+typedef enum { SKY_LIFETIME, SKY_SIZE, SKY_AREA } sky_rule_t;
+
+static uint32_t sky_pick(ctx_t *c, uint32_t a, uint32_t b, sky_rule_t rule)
 {
     uint32_t best = UINT32_MAX;
     uint64_t bk1 = 0, bk2 = 0;
     for (uint32_t i = c->first_start[a]; i < c->first_start[b]; i++) {
         uint32_t j = c->by_start[i];
         if (c->placed[j] || c->en[j] > b) continue;
-        uint64_t len = c->en[j] - c->st[j], k1 = rule == 0 ? len : c->asz[j], k2 = rule == 0 ? c->asz[j] : len;
-        if (rule == 2) k1 = len * (c->asz[j] / CGJ_PLAN_ALIGN), k2 = len;
+        uint64_t len = c->en[j] - c->st[j], k1 = len, k2 = c->asz[j];
+        if (rule == SKY_SIZE) k1 = c->asz[j], k2 = len;
+        if (rule == SKY_AREA) k1 = len * (c->asz[j] / CGJ_PLAN_ALIGN), k2 = len;
         if (best == UINT32_MAX || k1 > bk1 || (k1 == bk1 && k2 > bk2)) best = j, bk1 = k1, bk2 = k2;
     }
     c->work += c->first_start[b] - c->first_start[a] + 1;
     return best;
 }
 
-static uint64_t run_skyline(ctx_t *c, int rule)
+static uint64_t run_skyline(ctx_t *c, sky_rule_t rule)
 {
     skyline_t k = {cgj_xmalloc((2 * (size_t)c->n + 2) * sizeof *k.a),
                    cgj_xmalloc((2 * (size_t)c->n + 2) * sizeof *k.h), 1};
@@ -438,6 +480,10 @@ static uint64_t run_skyline(ctx_t *c, int rule)
     memset(c->placed, 0, c->n);
     uint64_t pool = 0;
     for (uint32_t left = c->n; left > 0;) {
+        if (c->work > c->limit) {
+            pool = UINT64_MAX;
+            break;
+        }
         uint32_t lo = 0;
         for (uint32_t i = 1; i < k.n; i++)
             if (k.h[i] < k.h[lo]) lo = i;
@@ -456,25 +502,101 @@ static uint64_t run_skyline(ctx_t *c, int rule)
         if (c->off[j] + c->asz[j] > pool) pool = c->off[j] + c->asz[j];
         sky_raise(&k, lo, c->st[j], c->en[j], c->T, c->off[j] + c->asz[j]);
     }
-    free(k.a);
-    free(k.h);
+    cgj_free(k.a);
+    cgj_free(k.h);
     return pool;
 }
 
+/* ---- online best fit: by start with best fit, as an allocator would do it ---- */
+
+/* Greedy placement by start with best fit sees, for each block, exactly the blocks live at its
+ * start: so it is the simulation of a best-fit allocator over the events, done here with a
+ * free list (extents by address, none touching the top) in O(n * extents) instead of scans. */
+typedef struct freelist { span_t *v; uint32_t n; int first_fit; uint64_t top, pool; } freelist_t;
+
+static void fl_remove(freelist_t *f, uint32_t i)
+{
+    memmove(f->v + i, f->v + i + 1, (f->n - i - 1) * sizeof *f->v);
+    f->n--;
+}
+
+static uint64_t fl_take(freelist_t *f, uint64_t size, uint64_t *work)
+{
+    uint32_t best = UINT32_MAX, i = 0;
+    for (; i < f->n; i++) {
+        if (f->v[i].end - f->v[i].off < size) continue;
+        if (best == UINT32_MAX || f->v[i].end - f->v[i].off < f->v[best].end - f->v[best].off) best = i;
+        if (f->first_fit) break;
+    }
+    *work += i + 1;
+    if (best == UINT32_MAX) {
+        f->top += size;
+        if (f->top > f->pool) f->pool = f->top;
+        return f->top - size;
+    }
+    uint64_t off = f->v[best].off;
+    f->v[best].off += size;
+    if (f->v[best].off == f->v[best].end) fl_remove(f, best);
+    return off;
+}
+
+static void fl_give(freelist_t *f, uint64_t off, uint64_t end)
+{
+    uint32_t lo = 0, hi = f->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (f->v[mid].off < off) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo > 0 && f->v[lo - 1].end == off) off = f->v[--lo].off, fl_remove(f, lo);
+    if (lo < f->n && f->v[lo].off == end) end = f->v[lo].end, fl_remove(f, lo);
+    if (end == f->top) { /* the top comes down instead */
+        f->top = off;
+        return;
+    }
+    memmove(f->v + lo + 1, f->v + lo, (f->n - lo) * sizeof *f->v);
+    f->v[lo] = (span_t){off, end};
+    f->n++;
+}
+
+static uint64_t run_online(ctx_t *c, int first_fit)
+{
+    uint32_t *by_end = cgj_xmalloc(c->n * sizeof *by_end + 1);
+    uint32_t *first_end = cgj_xcalloc(c->T + 2, sizeof *first_end);
+    for (uint32_t i = 0; i < c->n; i++) first_end[c->en[i] + 1]++;
+    for (uint32_t t = 0; t <= c->T; t++) first_end[t + 1] += first_end[t];
+    for (uint32_t i = 0; i < c->n; i++) by_end[first_end[c->en[i]]++] = i; /* now: first_end[t+1] */
+    freelist_t f = {cgj_xmalloc((c->n + 1) * sizeof *f.v), 0, first_fit, 0, 0};
+    for (uint32_t t = 0, fe = 0; t < c->T; t++) {
+        for (; fe < first_end[t]; fe++) /* the frees at t (by_end[.. first_end[t]]) come first */
+            fl_give(&f, c->off[by_end[fe]], c->off[by_end[fe]] + c->asz[by_end[fe]]);
+        for (uint32_t i = c->first_start[t]; i < c->first_start[t + 1]; i++)
+            c->off[c->by_start[i]] = fl_take(&f, c->asz[c->by_start[i]], &c->work);
+    }
+    cgj_free(f.v);
+    cgj_free(by_end);
+    cgj_free(first_end);
+    return f.pool;
+}
+
+/* The order of trying (see plan_search). */
+enum { H_SIZE, H_ONLINE, H_BREADTH, H_EXTRAS };
 static const struct heuristic {
     const char *name;
     order_kind_t kind;
-    uint64_t seed;
+    uint64_t seed; /* the skyline's choice rule; the jitter's seed */
     int first_fit;
 } heuristics[] = {
-    {"greedy-by-size", BY_SIZE, 0, 0},     {"greedy-by-breadth", BY_BREADTH, 0, 0},
-    {"skyline-lifetime", SKYLINE, 0, 0}, {"skyline-size", SKYLINE, 1, 0}, {"skyline-area", SKYLINE, 2, 0},
-    {"by-area", BY_AREA, 0, 0},            {"by-lifetime", BY_LIFETIME, 0, 0},
-    {"by-start", BY_START, 0, 1},          {"jittered-size-1", BY_JITTER, 1, 0},
-    {"jittered-size-2", BY_JITTER, 2, 0},  {"jittered-size-3", BY_JITTER, 3, 0},
-    {"jittered-size-4", BY_JITTER, 4, 0},  {"jittered-size-5", BY_JITTER, 5, 0},
-    {"jittered-size-6", BY_JITTER, 6, 0},  {"jittered-size-7", BY_JITTER, 7, 0},
-    {"jittered-size-8", BY_JITTER, 8, 0},
+    {"greedy-by-size", BY_SIZE, 0, 0},
+    {"by-start-best-fit", ONLINE, 0, 0},
+    {"greedy-by-breadth", BY_BREADTH, 0, 0},
+    {"skyline-lifetime", SKYLINE, SKY_LIFETIME, 0},
+    {"skyline-size", SKYLINE, SKY_SIZE, 0},
+    {"skyline-area", SKYLINE, SKY_AREA, 0},
+    {"by-area", BY_AREA, 0, 0},
+    {"by-lifetime", BY_LIFETIME, 0, 0},
+    {"by-start-first-fit", ONLINE, 0, 1},
+    {"jittered-size", BY_JITTER, 1, 0}, /* then again with seeds 2..MAX_JITTERS */
 };
 
 static int good_enough(uint64_t pool, uint64_t lower)
@@ -492,69 +614,140 @@ static void keep_if_better(const ctx_t *c, uint64_t pool, const char *name, best
     best->name = name;
 }
 
-#ifdef PLAN_EXPERIMENT
-int plan_exp_compact = 1, plan_exp_nheur = 100, plan_exp_ff = -1;
-#endif
+/* Re-place the blocks of a plan by offset, lowest first, with first fit. This never raises a
+ * block: the blocks placed before it lie at or below where they were, so its old slot is still
+ * free; and it often lowers some, which may lower the top. */
+static void compact(ctx_t *c, const uint64_t *offsets, const char *name, ord_t *order, best_t *best)
+{
+    if (best->pool == c->lower) return;
+    order_keys(c, BY_OFFSET, 0, offsets, order);
+    c->first_fit = 1;
+    keep_if_better(c, run_order(c, order), name, best);
+}
 
-/* One heuristic: its order, then a compaction pass over the result. */
 static void run_heuristic(ctx_t *c, const struct heuristic *h, ord_t *order, best_t *best)
 {
     if (h->kind == SKYLINE) {
-        keep_if_better(c, run_skyline(c, (int)h->seed), h->name, best);
-    } else {
+        keep_if_better(c, run_skyline(c, (sky_rule_t)h->seed), h->name, best);
+        return;
+    }
+    if (h->kind == ONLINE) {
+        keep_if_better(c, run_online(c, h->first_fit), h->name, best);
+        return;
+    }
     order_keys(c, h->kind, h->seed, NULL, order);
     c->first_fit = h->first_fit;
-#ifdef PLAN_EXPERIMENT
-    if (plan_exp_ff >= 0) c->first_fit = plan_exp_ff;
-#endif
-    keep_if_better(c, run_order(c, order), h->name, best);
-    }
-#ifdef PLAN_EXPERIMENT
-    if (!plan_exp_compact) return;
-#endif
-    if (best->pool == c->lower) return;
-    /* Re-placing blocks by offset with first fit never raises a block: the blocks placed before
-     * it lie at or below where they were, so its old slot is still free. It often lowers some. */
-    order_keys(c, BY_OFFSET, 0, c->off, order);
-    c->first_fit = 1;
     keep_if_better(c, run_order(c, order), h->name, best);
 }
 
+/* What greedy by size would cost in work units, about: each block scans the placed blocks
+ * or sorts those that may overlap it, whichever is less, and half of them are placed. */
+static uint64_t size_cost(const ctx_t *c)
+{
+    uint64_t sum = 0;
+    for (uint32_t b = 0; b < c->n; b++) {
+        uint64_t most = (uint64_t)c->live_count[c->st[b]] +
+                        (c->first_start[c->en[b]] - c->first_start[c->st[b] + 1]);
+        uint64_t sparse = most * (ilog2(most) + 1);
+        sum += (sparse < c->n ? sparse : c->n) / 2;
+    }
+    return sum;
+}
+
+/*
+ * Up to MANY_BLOCKS blocks: greedy by size, by start with best fit (cheap: O(n * free extents)),
+ * greedy by breadth; then, while the best plan is above the target and within the budget, the
+ * others, each followed by a compaction; at the end a compaction of the best plan. Beyond
+ * MANY_BLOCKS, greedy by size only where it costs less than LARGE_BUDGET, and greedy by breadth
+ * only within the budget. Any run that reaches the lower bound ends the search.
+ */
+static void plan_search(ctx_t *c, ord_t *order, best_t *best)
+{
+    int many = c->n > MANY_BLOCKS;
+    c->limit = many ? LARGE_BUDGET : UINT64_MAX;
+    if (!many || size_cost(c) <= LARGE_BUDGET) run_heuristic(c, &heuristics[H_SIZE], order, best);
+    c->limit = UINT64_MAX;
+    if (best->pool == c->lower) return; /* optimal: no other plan can be smaller */
+    run_heuristic(c, &heuristics[H_ONLINE], order, best);
+    c->limit = many ? WORK_BUDGET : UINT64_MAX;
+    if (best->pool == c->lower) return;
+    run_heuristic(c, &heuristics[H_BREADTH], order, best);
+    c->limit = WORK_BUDGET;
+    size_t last = CGJ_ARRAY_LEN(heuristics) - 1;
+    for (size_t h = H_EXTRAS; h < last + MAX_JITTERS; h++) {
+        if (good_enough(best->pool, c->lower) || c->work >= c->limit) break;
+        struct heuristic x = heuristics[h < last ? h : last];
+        if (h >= last) x.seed = h - last + 1;
+        run_heuristic(c, &x, order, best);
+        if (c->work < c->limit) compact(c, c->off, x.name, order, best);
+    }
+    compact(c, best->off, best->name, order, best);
+}
+
+/* Plan blocks none of which overlaps all others (see cgj_plan). */
+static void plan_rest(cgj_plan_block_t *blocks, size_t n, cgj_plan_result_t *out)
+{
+    ctx_t c;
+    ctx_init(&c, blocks, n);
+    out->lower_bound = c.lower;
+    ord_t *order = cgj_xmalloc(n * sizeof *order);
+    best_t best = {cgj_xmalloc(n * sizeof *best.off), UINT64_MAX, "none"};
+    plan_search(&c, order, &best);
+    for (size_t i = 0; i < n; i++) blocks[i].offset = best.off[i];
+    out->pool_bytes = best.pool;
+    out->heuristic = best.name;
+    cgj_free(order);
+    cgj_free(best.off);
+    ctx_free(&c);
+}
+
+/* Does block b overlap every block of the step? min_end, max_start: over the blocks that do
+ * not escape (an escaping block starts, for planning, before everything). */
+static int overlaps_all(const cgj_plan_block_t *b, uint64_t min_end, uint64_t max_start)
+{
+    return b->end == CGJ_PLAN_ESCAPES || (b->start < min_end && b->end > max_start);
+}
+
+/*
+ * A block that overlaps every other block (every escaping block does) gets bytes of its own in
+ * any plan: such blocks are stacked at the bottom of the pool, in index order, and only the
+ * others are planned, above them. Both the plan and the lower bound grow by the same amount,
+ * and the searches no longer scan them for every other block.
+ */
 void cgj_plan(cgj_plan_block_t *blocks, size_t n, cgj_plan_result_t *out)
 {
     memset(out, 0, sizeof *out);
     out->heuristic = "none";
     if (n == 0) return;
-    ctx_t c;
-    ctx_init(&c, blocks, n, &out->naive_bytes);
-    out->lower_bound = c.lower;
-    ord_t *order = cgj_xmalloc(n * sizeof *order);
-    best_t best = {cgj_xmalloc(n * sizeof *best.off), UINT64_MAX, "none"};
-    uint64_t max_run = 0;
-#ifdef PLAN_EXPERIMENT
-    for (size_t h = 0; h < (size_t)plan_exp_nheur; h++) {
-        if (h >= CGJ_ARRAY_LEN(heuristics)) {
-            if (good_enough(best.pool, c.lower) && !getenv("NOSTOP")) break;
-            struct heuristic x = {"many", BY_JITTER, h, 0};
-            run_heuristic(&c, &x, order, &best);
+    uint64_t min_end = UINT64_MAX, max_start = 0, base = 0;
+    for (size_t i = 0; i < n; i++) {
+        CGJ_ASSERT(blocks[i].size <= MAX_BLOCK_BYTES, "cgj_plan: block larger than 2^44 bytes");
+        CGJ_ASSERT(blocks[i].end == CGJ_PLAN_ESCAPES || blocks[i].end > blocks[i].start,
+                   "cgj_plan: block with end <= start");
+        out->naive_bytes += align_size(blocks[i].size);
+        CGJ_ASSERT(out->naive_bytes < MAX_TOTAL_BYTES, "cgj_plan: sizes add up to 2^62 bytes or more");
+        if (blocks[i].end == CGJ_PLAN_ESCAPES) continue;
+        if (blocks[i].end < min_end) min_end = blocks[i].end;
+        if (blocks[i].start > max_start) max_start = blocks[i].start;
+    }
+    cgj_plan_block_t *rest = cgj_xmalloc(n * sizeof *rest);
+    size_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!overlaps_all(&blocks[i], min_end, max_start)) {
+            rest[nr++] = blocks[i];
             continue;
         }
-#else
-    for (size_t h = 0; h < CGJ_ARRAY_LEN(heuristics); h++) {
-#endif
-        uint64_t before = c.work;
-        if (best.pool == c.lower) break; /* optimal: no other plan can be smaller */
-        if (h == 1 && n > MANY_BLOCKS && before * 2 > WORK_BUDGET) break;
-        if (h >= 2 && (good_enough(best.pool, c.lower) || c.work + max_run > WORK_BUDGET)) break;
-        run_heuristic(&c, &heuristics[h], order, &best);
-        if (c.work - before > max_run) max_run = c.work - before;
+        blocks[i].offset = base;
+        base += align_size(blocks[i].size);
     }
-    for (size_t i = 0; i < n; i++) blocks[i].offset = best.off[i];
-    out->pool_bytes = best.pool;
-    out->heuristic = best.name;
-    free(order);
-    free(best.off);
-    ctx_free(&c);
+    cgj_plan_result_t r = {0, 0, 0, "greedy-by-size"}; /* for blocks that all overlap: a stack */
+    if (nr > 0) plan_rest(rest, nr, &r);
+    for (size_t i = 0, j = 0; i < n; i++)
+        if (!overlaps_all(&blocks[i], min_end, max_start)) blocks[i].offset = base + rest[j++].offset;
+    out->pool_bytes = base + r.pool_bytes;
+    out->lower_bound = base + r.lower_bound;
+    out->heuristic = r.heuristic;
+    cgj_free(rest);
 }
 
 /* ---- the text format ---- */
@@ -578,7 +771,7 @@ static id_slot_t *id_find(id_map_t *m, const char *id)
             while (g.slots[h].id) h = (h + 1) & (g.cap - 1);
             g.slots[h] = m->slots[i];
         }
-        free(m->slots);
+        cgj_free(m->slots);
         *m = g;
     }
     size_t h = cgj_hash_bytes(id, strlen(id), 0) & (m->cap - 1);
@@ -588,8 +781,8 @@ static id_slot_t *id_find(id_map_t *m, const char *id)
 
 static void id_map_free(id_map_t *m)
 {
-    for (size_t i = 0; i < m->cap; i++) free(m->slots[i].id);
-    free(m->slots);
+    for (size_t i = 0; i < m->cap; i++) cgj_free(m->slots[i].id);
+    cgj_free(m->slots);
 }
 
 /* BYTES: decimal digits only. Returns NULL or why not. */
@@ -683,6 +876,21 @@ static int parse_line(parser_t *p, char *line)
     return r;
 }
 
+/* The next line of f (its '\n' dropped) into *buf, grown as needed; false at the end of f. */
+static int read_line(FILE *f, char **buf, size_t *cap)
+{
+    size_t len = 0;
+    int ch;
+    while ((ch = getc(f)) != EOF && ch != '\n') {
+        if (len + 2 > *cap) *buf = cgj_xrealloc(*buf, *cap = *cap ? 2 * *cap : 256);
+        (*buf)[len++] = (char)ch;
+    }
+    if (ch == EOF && len == 0) return 0;
+    if (len + 1 > *cap) *buf = cgj_xrealloc(*buf, *cap = *cap ? 2 * *cap : 256);
+    (*buf)[len] = '\0';
+    return 1;
+}
+
 int cgj_plan_parse(FILE *f, const char *name, cgj_plan_block_t **blocks, size_t *n, char *err, size_t errlen)
 {
     parser_t p;
@@ -690,7 +898,7 @@ int cgj_plan_parse(FILE *f, const char *name, cgj_plan_block_t **blocks, size_t 
     char *line = NULL;
     size_t linecap = 0;
     int rc = 0;
-    while (getline(&line, &linecap, f) >= 0) {
+    while (read_line(f, &line, &linecap)) {
         p.line++;
         if (parse_line(&p, line) != 0) {
             snprintf(err, errlen, "%s:%lu: %s", name, p.line, p.why);
@@ -702,9 +910,9 @@ int cgj_plan_parse(FILE *f, const char *name, cgj_plan_block_t **blocks, size_t 
         snprintf(err, errlen, "%s:%lu: read error: %s", name, p.line + 1, strerror(errno));
         rc = -1;
     }
-    free(line);
+    cgj_free(line);
     id_map_free(&p.ids);
-    if (rc != 0 || p.n == 0) free(p.blocks), p.blocks = NULL, p.n = rc ? 0 : p.n;
+    if (rc != 0 || p.n == 0) cgj_free(p.blocks), p.blocks = NULL, p.n = rc ? 0 : p.n;
     *blocks = p.blocks;
     *n = p.n;
     return rc;
@@ -712,13 +920,9 @@ int cgj_plan_parse(FILE *f, const char *name, cgj_plan_block_t **blocks, size_t 
 
 typedef struct event { uint32_t pos, is_alloc, block; } event_t;
 
-static int cmp_event(const void *a, const void *b)
-{
-    const event_t *x = a, *y = b;
-    if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
-    if (x->is_alloc != y->is_alloc) return x->is_alloc < y->is_alloc ? -1 : 1;
-    return (x->block > y->block) - (x->block < y->block);
-}
+/* by position; at one position frees first; then by block */
+#define EVENT_LESS(x, y) ((x).pos != (y).pos ? (x).pos < (y).pos : (x).is_alloc != (y).is_alloc ? (x).is_alloc < (y).is_alloc : (x).block < (y).block)
+DEFINE_SORT(sort_events, event_t, EVENT_LESS)
 
 void cgj_plan_write(FILE *f, const cgj_plan_block_t *blocks, size_t n)
 {
@@ -728,7 +932,7 @@ void cgj_plan_write(FILE *f, const cgj_plan_block_t *blocks, size_t n)
         ev[k++] = (event_t){blocks[i].start, 1, (uint32_t)i};
         if (blocks[i].end != CGJ_PLAN_ESCAPES) ev[k++] = (event_t){blocks[i].end, 0, (uint32_t)i};
     }
-    qsort(ev, k, sizeof *ev, cmp_event);
+    sort_events(ev, k);
     fprintf(f, "# cgjit allocation trace: %zu blocks, %zu events\n", n, k);
     for (size_t i = 0; i < k; i++) {
         if (ev[i].is_alloc)
@@ -736,5 +940,5 @@ void cgj_plan_write(FILE *f, const cgj_plan_block_t *blocks, size_t n)
         else
             fprintf(f, "f b%" PRIu32 "\n", ev[i].block);
     }
-    free(ev);
+    cgj_free(ev);
 }

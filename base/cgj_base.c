@@ -13,39 +13,6 @@ void cgj_panic(const char *file, int line, const char *msg)
     abort();
 }
 
-void *cgj_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    CGJ_ASSERT(p != NULL, "out of host memory");
-    return p;
-}
-
-void *cgj_xcalloc(size_t count, size_t size)
-{
-    void *p = calloc(count ? count : 1, size ? size : 1);
-    CGJ_ASSERT(p != NULL, "out of host memory");
-    return p;
-}
-
-void *cgj_xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    CGJ_ASSERT(q != NULL, "out of host memory");
-    return q;
-}
-
-void *cgj_xmemdup(const void *p, size_t n)
-{
-    void *q = cgj_xmalloc(n);
-    if (n) memcpy(q, p, n);
-    return q;
-}
-
-char *cgj_xstrdup(const char *s)
-{
-    return cgj_xmemdup(s, strlen(s) + 1);
-}
-
 void cgj_strlcpy(char *dst, const char *src, size_t n)
 {
     if (!n) return;

@@ -1,25 +1,68 @@
 /*
- * cgjit_bench.cu — the harness that runs one workload eager, replayed by cgjit, and as a
+ * cgjit_bench.cu — the harness that runs each workload eager, replayed by cgjit, and as a
  * hand-built CUDA graph, in one process, and reports per-step times.
  *
- * Workload `chain`: N small dependent kernels per step, x[i] = a*x[i] + b over 4096 floats.
- * Each kernel costs the GPU about as much as its launch costs the host, so the step time is
- * launch overhead: exactly what replaying a step as one graph is meant to remove.
+ * Workload `chain` (--workload chain|all; sizes default 10,100,1000): N small dependent kernels
+ * per step, x[i] = a*x[i] + b over 4096 floats. Each kernel costs the GPU about as much as its
+ * launch costs the host, so the step time is launch overhead: exactly what replaying a step as
+ * one graph is meant to remove.
+ *
+ * Workload `temps` (--workload temps|all; sizes default 10,100): a naive program's step with
+ * temporaries, N "layers" over the same 4096 floats x. Layer k (0..N-1): cudaMalloc a
+ * temporary t_k of 4096 + 1024*(k%4) floats; a kernel writes all of t_k from x
+ * (t[i] = 0.5*x[i % 4096] + c_k); a kernel updates x from t_k (x = 0.999*x + 0.001*t); cudaFree
+ * the temporary of layer k-2 (so three temporaries are live when t_k is allocated, two after
+ * the free). After the loop the last two are freed. cudaMalloc/cudaFree are the synchronous
+ * ones, as a naive program uses them: eager, every cudaFree waits for the device. In replay,
+ * cgjit serves them from its planned pool (no driver call, no synchronization).
  *
  * Modes, all on one created non-blocking stream:
- *  - eager:  the N launches, plain.
- *  - replay: the same launches between cgj_trace_begin("chain<N>") and cgj_trace_end().
- *  - floor:  a CUDA graph of the same N kernels, captured by hand: what replay can at best reach.
+ *  - eager:  the step's calls, plain.
+ *  - replay: the same calls between cgj_trace_begin("chain<N>" / "temps<N>") and
+ *            cgj_trace_end().
+ *  - floor:  a CUDA graph of the same kernels, captured by hand: what replay can at best reach.
+ *            For temps, the kernels run on three preallocated temporaries of the largest size
+ *            (layer k uses buffer k%3, the same rotation of live blocks): no allocations.
  *
  * Timing: R rounds of S steps per mode; a round is timed on the host from its first launch to a
  * cudaStreamSynchronize after its S-th step; per-step time = round time / S; the median over
  * rounds is reported. Modes are interleaved round by round so that clock and thermal drift
  * affect all of them alike. Replay rounds also time the host from just before cgj_trace_begin
- * to just before cgj_trace_end, divided by N: cgjit's host cost per absorbed launch.
+ * to just before cgj_trace_end, divided by the step's CUDA calls: cgjit's host cost per absorbed
+ * call (chain: N launches, "host_ns/launch"; temps: 2N launches + N cudaMalloc + N cudaFree,
+ * "host_ns/call").
  *
  * Correctness: from the same random initial x, K steps eager into one buffer and K steps
  * replayed into another must give bitwise equal results (memcmp), and the K replayed steps must
  * actually have been replayed. Exit status 1 on any mismatch or where replay never happened.
+ * For temps the table also gives the pool figures of cgj_trace_info after the run: in-step
+ * allocations, planned pool bytes, naive bytes (sum of sizes), lower bound (most bytes live at
+ * once) and planned/lower.
+ *
+ * JSON (--json FILE). The top-level keys of the chain-only bench are kept, with the same
+ * meaning: "workload" is "chain" and "floats" / "results" are chain's ("results" is [] when
+ * chain was not run). temps has the parallel object "temps", always present:
+ *   {
+ *     "gpu": "...", "compute_capability": "9.0", "driver_version": 13000, "runtime_version": 13000,
+ *     "workload": "chain", "floats": 4096, "rounds": 31, "steps": 20, "check_steps": 50,
+ *     "results": [ {"n", "eager_us", "replay_us", "floor_us", "eager_over_replay",
+ *                   "replay_over_floor", "host_ns_per_launch", "state", "replays_checked",
+ *                   "check"}, ... ],
+ *     "workloads_run": ["chain", "temps"],
+ *     "temps": {
+ *       "workload": "temps", "floats": 4096, "temp_floats": "4096 + 1024*(k%4)",
+ *       "results": [ {"n", "eager_us", "replay_us", "floor_us", "eager_over_replay",
+ *                     "replay_over_floor", "host_ns_per_call", "state", "replays_checked",
+ *                     "check", "ops", "allocations", "pool_bytes", "naive_bytes",
+ *                     "lower_bound", "planned_over_lower", "pool_allocs_checked",
+ *                     "pool_frees_checked"}, ... ]      ([] when temps was not run)
+ *     },
+ *     "pass": true
+ *   }
+ * "ops" and the pool figures are cgj_trace_info's after the run; "pool_allocs_checked" /
+ * "pool_frees_checked" are the growth of cgj_stats' pool_allocs / pool_frees over the K checked
+ * replayed steps (N each per replayed step when every in-step allocation came from the pool).
+ * "pass" covers every workload run.
  */
 #include <cuda_runtime.h>
 
@@ -69,6 +112,25 @@ __global__ void axpb(float *x, float a, float b, int n) {
         x[i] = a * x[i] + b;
 }
 
+/* temps: x = 0.999*x + 0.001*(0.5*x + c_k) = 0.9995*x + 0.001*c_k per layer, contracting towards
+ * 2*c_k: 50 checked steps of 100 layers (0.9995^5000 ~ 0.08) still carry the initial data. */
+static const float TEMPS_HALF = 0.5f;
+static const float TEMPS_KEEP = 0.999f;
+static const float TEMPS_MIX = 0.001f;
+enum { TEMPS_LIVE = 3, TEMPS_MAX_FLOATS = NFLOAT + 1024 * 3 };
+
+/* t[i] = 0.5*x[i % n] + c for every i < m: the whole temporary is written before it is read. */
+__global__ void temps_fill(float *t, const float *x, float half, float c, int m, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x)
+        t[i] = half * x[i % n] + c;
+}
+
+/* x[i] = keep*x[i] + mix*t[i] for i < n (n <= the temporary's size). */
+__global__ void temps_update(float *x, const float *t, float keep, float mix, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        x[i] = keep * x[i] + mix * t[i];
+}
+
 static const char *state_name(int state) {
     switch (state) {
 #define STATE_CASE(name, doc) \
@@ -101,25 +163,51 @@ static double median(double *v, size_t n) {
 
 /* ---- options ---------------------------------------------------------------------------- */
 
+enum { WL_CHAIN, WL_TEMPS, WL_COUNT };
+static const char *const WL_NAMES[WL_COUNT] = {"chain", "temps"};
+
 typedef struct options {
     int rounds, steps;
-    int sizes[MAX_SIZES];
+    int sizes[MAX_SIZES]; /* --sizes, for every workload; defaults per workload when not given */
     int nsizes;
+    int sizes_given;
+    int run[WL_COUNT]; /* --workload */
     const char *json;
 } options_t;
 
+/* The sizes a workload runs: --sizes where given, else its defaults. */
+static int workload_sizes(const options_t *o, int wl, const int **sizes) {
+    static const int chain_default[] = {10, 100, 1000};
+    static const int temps_default[] = {10, 100};
+    if (o->sizes_given) {
+        *sizes = o->sizes;
+        return o->nsizes;
+    }
+    if (wl == WL_CHAIN) {
+        *sizes = chain_default;
+        return (int)(sizeof chain_default / sizeof chain_default[0]);
+    }
+    *sizes = temps_default;
+    return (int)(sizeof temps_default / sizeof temps_default[0]);
+}
+
 static void usage(FILE *f, const char *argv0) {
     fprintf(f,
-            "usage: %s [--rounds R] [--steps S] [--sizes N1,N2,...] [--json FILE] [--help]\n"
-            "Runs the `chain` workload (N dependent kernels x = a*x + b over %d floats per step)\n"
-            "eager, replayed by cgjit, and as a hand-built CUDA graph (floor), and reports the\n"
-            "median per-step time over R rounds of S steps.\n"
+            "usage: %s [--workload chain|temps|all] [--rounds R] [--steps S] [--sizes N1,N2,...]\n"
+            "          [--json FILE] [--help]\n"
+            "Runs each workload eager, replayed by cgjit, and as a hand-built CUDA graph (floor),\n"
+            "and reports the median per-step time over R rounds of S steps.\n"
+            "  chain: N dependent kernels x = a*x + b over %d floats per step.\n"
+            "  temps: N layers per step over %d floats; layer k cudaMallocs a temporary of\n"
+            "         %d + 1024*(k%%4) floats, runs 2 kernels, and cudaFrees the temporary of layer k-2.\n"
+            "  --workload W    chain, temps or all (default all)\n"
             "  --rounds R      rounds per mode (default 31)\n"
             "  --steps S       steps per round (default 20)\n"
-            "  --sizes LIST    kernels per step, comma-separated (default 10,100,1000; at most %d)\n"
+            "  --sizes LIST    N per step, comma-separated, for every workload run (default:\n"
+            "                  chain 10,100,1000; temps 10,100; at most %d)\n"
             "  --json FILE     also write the results as JSON to FILE\n"
             "Exit status: 0 all checks passed, 1 a check or a CUDA call failed, 2 bad options.\n",
-            argv0, NFLOAT, MAX_SIZES);
+            argv0, NFLOAT, NFLOAT, NFLOAT, MAX_SIZES);
 }
 
 /* A whole-string decimal integer in [lo, hi], or -1. */
@@ -150,8 +238,10 @@ static int parse_sizes(const char *s, options_t *o) {
 static void parse_options(int argc, char **argv, options_t *o) {
     o->rounds = 31;
     o->steps = 20;
-    o->sizes[0] = 10, o->sizes[1] = 100, o->sizes[2] = 1000;
-    o->nsizes = 3;
+    o->nsizes = 0;
+    o->sizes_given = 0;
+    for (int w = 0; w < WL_COUNT; w++)
+        o->run[w] = 1;
     o->json = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -166,7 +256,15 @@ static void parse_options(int argc, char **argv, options_t *o) {
         else if (ok && !strcmp(a, "--steps"))
             ok = (o->steps = (int)parse_int(v, 1, 100000)) > 0;
         else if (ok && !strcmp(a, "--sizes"))
-            ok = parse_sizes(v, o) == 0;
+            ok = (o->sizes_given = parse_sizes(v, o) == 0);
+        else if (ok && !strcmp(a, "--workload")) {
+            int all = !strcmp(v, "all");
+            ok = all;
+            for (int w = 0; w < WL_COUNT; w++) {
+                o->run[w] = all || !strcmp(v, WL_NAMES[w]);
+                ok |= o->run[w];
+            }
+        }
         else if (ok && !strcmp(a, "--json"))
             ok = (o->json = v)[0] != '\0';
         else
@@ -187,29 +285,70 @@ static void chain(float *x, int n, cudaStream_t s) {
         axpb<<<GRID, BLOCK, 0, s>>>(x, CHAIN_A, CHAIN_B, NFLOAT);
 }
 
+/* temps: layer k's temporary size (floats) and constant. */
+static int temp_floats(int k) { return NFLOAT + 1024 * (k % 4); }
+static float temp_c(int k) { return 0.25f * (float)(k % 8) - 1.0f; }
+
+/* Layer k's two kernels on the temporary t. */
+static void temps_layer(float *x, float *t, int k, cudaStream_t s) {
+    temps_fill<<<GRID, BLOCK, 0, s>>>(t, x, TEMPS_HALF, temp_c(k), temp_floats(k), NFLOAT);
+    temps_update<<<GRID, BLOCK, 0, s>>>(x, t, TEMPS_KEEP, TEMPS_MIX, NFLOAT);
+}
+
+/* One step of N layers, each with its own cudaMalloc'd temporary; t_k is held in slot k%3. */
+static void temps(float *x, int n, cudaStream_t s) {
+    float *t[TEMPS_LIVE] = {NULL, NULL, NULL};
+    for (int k = 0; k < n; k++) {
+        CHECK(cudaMalloc((void **)&t[k % TEMPS_LIVE], (size_t)temp_floats(k) * sizeof(float)));
+        temps_layer(x, t[k % TEMPS_LIVE], k, s);
+        if (k >= 2)
+            CHECK(cudaFree(t[(k - 2) % TEMPS_LIVE]));
+    }
+    for (int k = n >= 2 ? n - 2 : 0; k < n; k++)
+        CHECK(cudaFree(t[k % TEMPS_LIVE]));
+}
+
+/* The floor's temps step: the same kernels on preallocated temporaries, layer k on tf[k%3]. */
+static void temps_prealloc(float *x, float *const *tf, int n, cudaStream_t s) {
+    for (int k = 0; k < n; k++)
+        temps_layer(x, tf[k % TEMPS_LIVE], k, s);
+}
+
 typedef struct size_run {
+    int wl;                /* WL_CHAIN or WL_TEMPS */
     int n;
-    char name[32];         /* trace anchor: "chain<N>" */
+    int calls;             /* CUDA calls per step: the host time divisor */
+    char name[32];         /* trace anchor: "chain<N>" or "temps<N>" */
     float *xe, *xr, *xf;   /* eager, replay, floor buffers */
-    cudaGraphExec_t floor; /* hand-built graph of the N kernels on xf */
+    float *tf[TEMPS_LIVE]; /* temps: the floor's preallocated temporaries */
+    cudaGraphExec_t floor; /* hand-built graph of the step's kernels on xf */
     double *t_eager, *t_replay, *t_floor; /* per-step seconds, one per round */
-    double *host;                          /* replay host seconds per launch, one per step */
+    double *host;                          /* replay host seconds per call, one per step */
     size_t nhost;
     int replay_reached;   /* state was REPLAY after warmup */
     uint64_t replays_checked; /* replays counted during the K checked steps */
+    uint64_t pool_allocs_checked, pool_frees_checked; /* cgj_stats growth over them */
     int equal;            /* eager and replayed results bitwise equal */
     cgj_trace_info_t info;
     /* results */
     double eager_us, replay_us, floor_us, host_ns;
 } size_run_t;
 
-static void step_eager(size_run_t *r, float *x, cudaStream_t s) { chain(x, r->n, s); }
+/* The step's work on x, as the program issues it. */
+static void step_work(const size_run_t *r, float *x, cudaStream_t s) {
+    if (r->wl == WL_CHAIN)
+        chain(x, r->n, s);
+    else
+        temps(x, r->n, s);
+}
+
+static void step_eager(size_run_t *r, float *x, cudaStream_t s) { step_work(r, x, s); }
 
 /* One replayed step; returns the host seconds from before begin to before end. */
 static double step_replay(size_run_t *r, float *x, cudaStream_t s) {
     double t0 = now_s();
     CGJ_CHECK(cgj_trace_begin(r->name));
-    chain(x, r->n, s);
+    step_work(r, x, s);
     double t1 = now_s();
     CGJ_CHECK(cgj_trace_end());
     return t1 - t0;
@@ -218,21 +357,29 @@ static double step_replay(size_run_t *r, float *x, cudaStream_t s) {
 static void build_floor(size_run_t *r, cudaStream_t s) {
     cudaGraph_t g;
     CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    chain(r->xf, r->n, s);
+    if (r->wl == WL_CHAIN)
+        chain(r->xf, r->n, s);
+    else
+        temps_prealloc(r->xf, r->tf, r->n, s);
     CHECK(cudaStreamEndCapture(s, &g));
     CHECK(cudaGraphInstantiate(&r->floor, g, 0));
     CHECK(cudaGraphDestroy(g));
     CHECK(cudaGraphUpload(r->floor, s));
 }
 
-static void setup(size_run_t *r, int n, const options_t *o, const float *init, cudaStream_t s) {
+static void setup(size_run_t *r, int wl, int n, const options_t *o, const float *init, cudaStream_t s) {
     memset(r, 0, sizeof *r);
+    r->wl = wl;
     r->n = n;
-    snprintf(r->name, sizeof r->name, "chain%d", n);
+    r->calls = wl == WL_CHAIN ? n : 4 * n;
+    snprintf(r->name, sizeof r->name, "%s%d", WL_NAMES[wl], n);
     size_t bytes = NFLOAT * sizeof(float);
     CHECK(cudaMalloc((void **)&r->xe, bytes));
     CHECK(cudaMalloc((void **)&r->xr, bytes));
     CHECK(cudaMalloc((void **)&r->xf, bytes));
+    if (wl == WL_TEMPS)
+        for (int i = 0; i < TEMPS_LIVE; i++)
+            CHECK(cudaMalloc((void **)&r->tf[i], TEMPS_MAX_FLOATS * sizeof(float)));
     CHECK(cudaMemcpy(r->xe, init, bytes, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(r->xr, init, bytes, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(r->xf, init, bytes, cudaMemcpyHostToDevice));
@@ -276,7 +423,7 @@ static double round_eager(size_run_t *r, int steps, cudaStream_t s) {
 static double round_replay(size_run_t *r, int steps, cudaStream_t s) {
     double t0 = now_s();
     for (int i = 0; i < steps; i++)
-        r->host[r->nhost++] = step_replay(r, r->xr, s) / r->n;
+        r->host[r->nhost++] = step_replay(r, r->xr, s) / r->calls;
     CHECK(cudaStreamSynchronize(s));
     double t = (now_s() - t0) / steps;
     CHECK_LAST();
@@ -322,12 +469,24 @@ static void check(size_run_t *r, const float *init, cudaStream_t s) {
     CGJ_CHECK(cgj_trace_info(r->name, &before));
     for (int i = 0; i < CHECK_STEPS; i++)
         step_eager(r, r->xe, s);
+    cgj_stats_t st0, st1;
+    CGJ_CHECK(cgj_stats(&st0));
     for (int i = 0; i < CHECK_STEPS; i++)
         step_replay(r, r->xr, s);
+    CGJ_CHECK(cgj_stats(&st1));
     CHECK(cudaStreamSynchronize(s));
     CHECK_LAST();
     CGJ_CHECK(cgj_trace_info(r->name, &r->info));
     r->replays_checked = r->info.replays - before.replays;
+    r->pool_allocs_checked = st1.pool_allocs - st0.pool_allocs;
+    r->pool_frees_checked = st1.pool_frees - st0.pool_frees;
+    if (r->wl == WL_TEMPS && (r->pool_allocs_checked != r->replays_checked * (uint64_t)r->n ||
+                              r->pool_frees_checked != r->replays_checked * (uint64_t)r->n))
+        fprintf(stderr,
+                "cgjit-bench: %s: the pool served %llu allocations and %llu frees in %llu replayed "
+                "steps, not %d each per step\n",
+                r->name, (unsigned long long)r->pool_allocs_checked,
+                (unsigned long long)r->pool_frees_checked, (unsigned long long)r->replays_checked, r->n);
     CHECK(cudaMemcpy(he, r->xe, bytes, cudaMemcpyDeviceToHost));
     CHECK(cudaMemcpy(hr, r->xr, bytes, cudaMemcpyDeviceToHost));
     r->equal = memcmp(he, hr, bytes) == 0;
@@ -360,6 +519,9 @@ static void release(size_run_t *r) {
     CHECK(cudaFree(r->xe));
     CHECK(cudaFree(r->xr));
     CHECK(cudaFree(r->xf));
+    for (int i = 0; i < TEMPS_LIVE; i++)
+        if (r->tf[i])
+            CHECK(cudaFree(r->tf[i]));
     free(r->t_eager);
     free(r->t_replay);
     free(r->t_floor);
@@ -370,7 +532,7 @@ static void release(size_run_t *r) {
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
-static void print_table(const size_run_t *runs, int n, const options_t *o) {
+static void print_chain_table(const size_run_t *runs, int n, const options_t *o) {
     printf("workload chain: x = a*x + b over %d floats, N dependent kernels per step; "
            "median of %d rounds x %d steps\n",
            NFLOAT, o->rounds, o->steps);
@@ -381,6 +543,25 @@ static void print_table(const size_run_t *runs, int n, const options_t *o) {
         printf("%7d %11.2f %11.2f %11.2f %13.2f %13.2f %15.1f  %s\n", r->n, r->eager_us, r->replay_us,
                r->floor_us, ratio(r->eager_us, r->replay_us), ratio(r->replay_us, r->floor_us), r->host_ns,
                verdict(r));
+    }
+    fflush(stdout);
+}
+
+static void print_temps_table(const size_run_t *runs, int n, const options_t *o) {
+    printf("workload temps: N layers over %d floats per step, layer k: cudaMalloc %d + 1024*(k%%4) "
+           "floats, 2 kernels, cudaFree layer k-2's; median of %d rounds x %d steps\n",
+           NFLOAT, NFLOAT, o->rounds, o->steps);
+    printf("%7s %11s %11s %11s %13s %13s %13s %7s %11s %11s %11s %13s  %s\n", "N", "eager_us",
+           "replay_us", "floor_us", "eager/replay", "replay/floor", "host_ns/call", "allocs",
+           "pool_bytes", "naive_bytes", "lower_bound", "planned/lower", "check");
+    for (int i = 0; i < n; i++) {
+        const size_run_t *r = &runs[i];
+        printf("%7d %11.2f %11.2f %11.2f %13.2f %13.2f %13.1f %7u %11llu %11llu %11llu %13.3f  %s\n",
+               r->n, r->eager_us, r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us),
+               ratio(r->replay_us, r->floor_us), r->host_ns, r->info.allocations,
+               (unsigned long long)r->info.pool_bytes, (unsigned long long)r->info.naive_bytes,
+               (unsigned long long)r->info.lower_bound,
+               ratio((double)r->info.pool_bytes, (double)r->info.lower_bound), verdict(r));
     }
     fflush(stdout);
 }
@@ -400,7 +581,7 @@ static void json_string(FILE *f, const char *s) {
 }
 
 static int write_json(const char *path, const cudaDeviceProp *prop, int driver, int runtime,
-                      const size_run_t *runs, int n, const options_t *o, int pass) {
+                      const size_run_t *const *runs, const int *nruns, const options_t *o, int pass) {
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "cgjit-bench: cannot write %s: %s\n", path, strerror(errno));
@@ -413,8 +594,9 @@ static int write_json(const char *path, const cudaDeviceProp *prop, int driver, 
             "  \"runtime_version\": %d,\n  \"workload\": \"chain\",\n  \"floats\": %d,\n"
             "  \"rounds\": %d,\n  \"steps\": %d,\n  \"check_steps\": %d,\n  \"results\": [\n",
             prop->major, prop->minor, driver, runtime, NFLOAT, o->rounds, o->steps, CHECK_STEPS);
+    int n = nruns[WL_CHAIN];
     for (int i = 0; i < n; i++) {
-        const size_run_t *r = &runs[i];
+        const size_run_t *r = &runs[WL_CHAIN][i];
         fprintf(f,
                 "    {\"n\": %d, \"eager_us\": %.3f, \"replay_us\": %.3f, \"floor_us\": %.3f, "
                 "\"eager_over_replay\": %.4f, \"replay_over_floor\": %.4f, \"host_ns_per_launch\": %.2f, "
@@ -423,7 +605,36 @@ static int write_json(const char *path, const cudaDeviceProp *prop, int driver, 
                 ratio(r->replay_us, r->floor_us), r->host_ns, state_name(r->info.state),
                 (unsigned long long)r->replays_checked, verdict(r), i + 1 < n ? "," : "");
     }
-    fprintf(f, "  ],\n  \"pass\": %s\n}\n", pass ? "true" : "false");
+    fprintf(f, "  ],\n  \"workloads_run\": [");
+    for (int w = 0, first = 1; w < WL_COUNT; w++)
+        if (o->run[w]) {
+            fprintf(f, "%s\"%s\"", first ? "" : ", ", WL_NAMES[w]);
+            first = 0;
+        }
+    fprintf(f,
+            "],\n  \"temps\": {\n    \"workload\": \"temps\",\n    \"floats\": %d,\n"
+            "    \"temp_floats\": \"%d + 1024*(k%%4)\",\n    \"results\": [\n",
+            NFLOAT, NFLOAT);
+    n = nruns[WL_TEMPS];
+    for (int i = 0; i < n; i++) {
+        const size_run_t *r = &runs[WL_TEMPS][i];
+        fprintf(f,
+                "      {\"n\": %d, \"eager_us\": %.3f, \"replay_us\": %.3f, \"floor_us\": %.3f, "
+                "\"eager_over_replay\": %.4f, \"replay_over_floor\": %.4f, \"host_ns_per_call\": %.2f, "
+                "\"state\": \"%s\", \"replays_checked\": %llu, \"check\": \"%s\", \"ops\": %u, "
+                "\"allocations\": %u, \"pool_bytes\": %llu, \"naive_bytes\": %llu, "
+                "\"lower_bound\": %llu, \"planned_over_lower\": %.4f, \"pool_allocs_checked\": %llu, "
+                "\"pool_frees_checked\": %llu}%s\n",
+                r->n, r->eager_us, r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us),
+                ratio(r->replay_us, r->floor_us), r->host_ns, state_name(r->info.state),
+                (unsigned long long)r->replays_checked, verdict(r), r->info.ops, r->info.allocations,
+                (unsigned long long)r->info.pool_bytes, (unsigned long long)r->info.naive_bytes,
+                (unsigned long long)r->info.lower_bound,
+                ratio((double)r->info.pool_bytes, (double)r->info.lower_bound),
+                (unsigned long long)r->pool_allocs_checked, (unsigned long long)r->pool_frees_checked,
+                i + 1 < n ? "," : "");
+    }
+    fprintf(f, "    ]\n  },\n  \"pass\": %s\n}\n", pass ? "true" : "false");
     if (fclose(f) != 0) {
         fprintf(stderr, "cgjit-bench: cannot write %s: %s\n", path, strerror(errno));
         return -1;
@@ -454,20 +665,31 @@ int main(int argc, char **argv) {
 
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    size_run_t runs[MAX_SIZES];
+    static size_run_t runs[WL_COUNT][MAX_SIZES];
+    int nruns[WL_COUNT] = {0};
     int pass = 1;
-    for (int i = 0; i < o.nsizes; i++) {
-        size_run_t *r = &runs[i];
-        setup(r, o.sizes[i], &o, init, s);
-        measure(r, &o, s);
-        check(r, init, s);
-        pass &= strcmp(verdict(r), "PASS") == 0;
-        release(r);
+    for (int w = 0; w < WL_COUNT; w++) {
+        if (!o.run[w])
+            continue;
+        const int *sizes;
+        int nsizes = workload_sizes(&o, w, &sizes);
+        for (int i = 0; i < nsizes; i++) {
+            size_run_t *r = &runs[w][nruns[w]++];
+            setup(r, w, sizes[i], &o, init, s);
+            measure(r, &o, s);
+            check(r, init, s);
+            pass &= strcmp(verdict(r), "PASS") == 0;
+            release(r);
+        }
     }
     CHECK(cudaStreamDestroy(s));
 
-    print_table(runs, o.nsizes, &o);
-    if (o.json && write_json(o.json, &prop, driver, runtime, runs, o.nsizes, &o, pass) != 0)
+    if (o.run[WL_CHAIN])
+        print_chain_table(runs[WL_CHAIN], nruns[WL_CHAIN], &o);
+    if (o.run[WL_TEMPS])
+        print_temps_table(runs[WL_TEMPS], nruns[WL_TEMPS], &o);
+    const size_run_t *const json_runs[WL_COUNT] = {runs[WL_CHAIN], runs[WL_TEMPS]};
+    if (o.json && write_json(o.json, &prop, driver, runtime, json_runs, nruns, &o, pass) != 0)
         return 1;
     printf("bench: %s\n", pass ? "PASS" : "FAIL");
     return pass ? 0 : 1;

@@ -1,6 +1,6 @@
 /* graph.c — capture, instantiation and launch of a trace's segments; see graph.h. */
 #include "graphs/graph.h"
-#include "allocator/staging.h"
+#include "allocator/hostmem.h"
 #include "base/driver.h"
 #include "base/log.h"
 
@@ -202,9 +202,9 @@ void cgj_graph_destroy(cgj_trace_t *t)
         for (uint32_t j = 0; seg->pre && j < seg->nothers; j++)
             if (seg->pre[j]) cgj_drv.r_cuEventDestroy_v2(seg->pre[j]);
         if (seg->done) cgj_drv.r_cuEventDestroy_v2(seg->done);
-        free(seg->others), free(seg->pre), free(seg->patch);
+        cgj_free(seg->others), cgj_free(seg->pre), cgj_free(seg->patch);
     }
-    free(t->segs);
+    cgj_free(t->segs);
     t->segs = NULL;
     t->nsegs = 0;
 }

@@ -39,7 +39,7 @@ static entry_t *find_or_insert(CUfunction f)
             while (nt[j].f) j = (j + 1) & (ncap - 1);
             nt[j] = table[i];
         }
-        free(table);
+        cgj_free(table);
         table = nt;
         cap = ncap;
     }

@@ -60,8 +60,8 @@ static cgj_kparams_t *kparams_new(const cgj_layout_t *lay)
 static void kparams_free(cgj_kparams_t *kp)
 {
     if (!kp) return;
-    free(kp->off), free(kp->sz), free(kp->rec), free(kp->live), free(kp->inexec);
-    free(kp->varying), free(kp->ptrs), free(kp);
+    cgj_free(kp->off), cgj_free(kp->sz), cgj_free(kp->rec), cgj_free(kp->live), cgj_free(kp->inexec);
+    cgj_free(kp->varying), cgj_free(kp->ptrs), cgj_free(kp);
 }
 
 /* Pointer to slot i's value as the caller passed it. */
@@ -118,10 +118,10 @@ void cgj_oplist_free(cgj_oplist_t *l)
 {
     for (uint32_t i = 0; i < l->n; i++) {
         cgj_op_t *o = &l->ops[i];
-        if (o->call.kind == CGJ_OP_KERNEL && o->call.u.k.nattrs) free((void *)o->call.u.k.attrs);
+        if (o->call.kind == CGJ_OP_KERNEL && o->call.u.k.nattrs) cgj_free((void *)o->call.u.k.attrs);
         kparams_free(o->kp);
     }
-    free(l->ops);
+    cgj_free(l->ops);
     memset(l, 0, sizeof *l);
 }
 
@@ -285,7 +285,7 @@ bool cgj_record_same_shape(const cgj_oplist_t *a, const cgj_oplist_t *b, uint32_
 {
     cgj_blocks_t ta = cgj_record_blocks(a), tb = cgj_record_blocks(b);
     bool same = shape_loop(a, b, &ta, &tb, at, why, whylen);
-    free(ta.b), free(tb.b);
+    cgj_free(ta.b), cgj_free(tb.b);
     return same;
 }
 
@@ -359,7 +359,7 @@ void cgj_record_classify(cgj_oplist_t *a, const cgj_oplist_t *b)
             x->nvarying += x->varying[s];
         }
     }
-    free(ta.b), free(tb.b);
+    cgj_free(ta.b), cgj_free(tb.b);
 }
 
 static void relocate_word(uint8_t *p, const cgj_blocks_t *bl, const CUdeviceptr *planned, uint32_t at)
@@ -398,7 +398,7 @@ void cgj_record_relocate(cgj_oplist_t *l, const CUdeviceptr *planned)
             relocate_addr(&c->u.a.addr, &bl, planned, i);
         }
     }
-    free(bl.b);
+    cgj_free(bl.b);
 }
 
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, char *why, size_t whylen)

@@ -278,7 +278,7 @@ static const cgj_call_t *resolve_for_record(const cgj_thread_t *t, const cgj_cal
     cgj_blocks_t bl = cgj_record_blocks(&t->rec);
     bool own = false;
     for (uint32_t j = 0; j < bl.n && !own; j++) own = bl.b[j].escapes && bl.b[j].base == c->u.a.addr;
-    free(bl.b);
+    cgj_free(bl.b);
     if (!own) return c;
     *tmp = *c;
     tmp->kind = CGJ_OP_POOL_FREE;
@@ -351,14 +351,14 @@ static bool plan_memory(const cgj_anchor_t *a, cgj_trace_t *tr, char *why, size_
         CUdeviceptr *planned = cgj_xcalloc(bl.n, sizeof *planned);
         for (uint32_t j = 0; j < bl.n; j++) planned[j] = tr->region + pb[j].offset;
         cgj_record_relocate(&tr->list, planned);
-        free(planned);
+        cgj_free(planned);
         tr->pool_bytes = res.pool_bytes, tr->naive_bytes = res.naive_bytes;
         tr->lower_bound = res.lower_bound;
         CGJ_LOG(trace, "anchor '%s': %u allocations planned into %llu bytes (naive %llu, lower bound %llu, %s)",
                 a->name, bl.n, (unsigned long long)res.pool_bytes, (unsigned long long)res.naive_bytes,
                 (unsigned long long)res.lower_bound, res.heuristic);
     }
-    free(pb), free(bl.b);
+    cgj_free(pb), cgj_free(bl.b);
     return ok;
 }
 
@@ -378,7 +378,7 @@ static void build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
         snprintf(msg, sizeof msg, "graph build failed: %s", why);
         CGJ_STAT_ADD(build_failures, 1);
         cgj_oplist_free(&tr->list);
-        free(tr);
+        cgj_free(tr);
         if (!a->nvariants) cgj_anchor_blacklist(a, msg);
         else cgj_strlcpy(a->reason, msg, sizeof a->reason);
         return;

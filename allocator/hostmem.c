@@ -1,0 +1,174 @@
+/* hostmem.c — cgjit's metadata and pinned staging arenas; see hostmem.h. */
+#define _GNU_SOURCE
+#include "allocator/hostmem.h"
+#include "base/cgj_base.h"
+#include "base/driver.h"
+#include "base/log.h"
+
+#include <dlfcn.h>
+#include <jemalloc/jemalloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct {
+    __typeof__(mallocx) *mallocx;
+    __typeof__(rallocx) *rallocx;
+    __typeof__(dallocx) *dallocx;
+    __typeof__(mallctl) *mallctl;
+} je;
+static int meta_flags, pinned_flags;
+static bool have_je, pinned_ok;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* ---- the pinned arena's extent hooks: memory from cuMemHostAlloc, never returned ---- */
+
+static void *pinned_extent_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t align,
+                                 bool *zero, bool *commit, unsigned arena)
+{
+    if (new_addr || !cgj_drv.r_cuMemHostAlloc) return NULL; /* cannot place it at an address */
+    void *p = NULL;
+    size_t pad = align > 4096 ? align : 0; /* cuMemHostAlloc gives page-aligned memory */
+    if (cgj_drv.r_cuMemHostAlloc(&p, size + pad, 0) != CUDA_SUCCESS) return NULL;
+    uintptr_t a = ((uintptr_t)p + (align - 1)) & ~(uintptr_t)(align - 1);
+    if (*zero) memset((void *)a, 0, size);
+    *commit = true;
+    return (void *)a;
+}
+
+/* true: "not done", so jemalloc keeps the extent for reuse; merges across separate pinned
+ * allocations are refused, since one copy must not span two registrations. */
+static bool pinned_extent_dalloc(extent_hooks_t *h, void *a, size_t s, bool c, unsigned i) { return true; }
+static bool pinned_extent_merge(extent_hooks_t *h, void *a, size_t sa, void *b, size_t sb, bool c,
+                                unsigned i)
+{
+    return true;
+}
+static bool pinned_extent_split(extent_hooks_t *h, void *a, size_t s, size_t sa, size_t sb, bool c,
+                                unsigned i)
+{
+    return false;
+}
+
+static extent_hooks_t pinned_hooks = {
+    .alloc = pinned_extent_alloc, .dalloc = pinned_extent_dalloc,
+    .split = pinned_extent_split, .merge = pinned_extent_merge,
+};
+
+static bool create_arena(extent_hooks_t *hooks, int *flags)
+{
+    unsigned ind;
+    size_t sz = sizeof ind;
+    extent_hooks_t *hp = hooks;
+    if (je.mallctl("arenas.create", &ind, &sz, hooks ? &hp : NULL, hooks ? sizeof hp : 0)) return false;
+    *flags = MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE;
+    return true;
+}
+
+static void load_jemalloc(void)
+{
+    void *h = dlopen("libjemalloc.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return;
+    je.mallocx = (__typeof__(je.mallocx))dlsym(h, "mallocx");
+    je.rallocx = (__typeof__(je.rallocx))dlsym(h, "rallocx");
+    je.dallocx = (__typeof__(je.dallocx))dlsym(h, "dallocx");
+    je.mallctl = (__typeof__(je.mallctl))dlsym(h, "mallctl");
+    if (!je.mallocx || !je.rallocx || !je.dallocx || !je.mallctl) return;
+    have_je = create_arena(NULL, &meta_flags);
+    pinned_ok = have_je && create_arena(&pinned_hooks, &pinned_flags);
+}
+
+static void init(void)
+{
+    pthread_once(&once, load_jemalloc);
+}
+
+const char *cgj_hostmem_source(void)
+{
+    init();
+    return have_je ? "jemalloc arenas" : "malloc";
+}
+
+void *cgj_meta_alloc(size_t n)
+{
+    init();
+    void *p = have_je ? je.mallocx(n ? n : 1, meta_flags) : malloc(n ? n : 1);
+    CGJ_ASSERT(p != NULL, "out of host memory");
+    return p;
+}
+
+void *cgj_meta_realloc(void *p, size_t n)
+{
+    init();
+    if (!p) return cgj_meta_alloc(n);
+    void *q = have_je ? je.rallocx(p, n ? n : 1, meta_flags) : realloc(p, n ? n : 1);
+    CGJ_ASSERT(q != NULL, "out of host memory");
+    return q;
+}
+
+void cgj_meta_free(void *p)
+{
+    if (!p) return;
+    init();
+    if (have_je) je.dallocx(p, meta_flags);
+    else free(p);
+}
+
+/* Without jemalloc: bump allocation from 4 MiB pinned chunks, never freed. */
+static void *bump_staging(size_t n)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char *chunk;
+    static size_t used, size;
+    pthread_mutex_lock(&lock);
+    if (!chunk || used + n > size) {
+        size_t sz = n > (4u << 20) ? n : (4u << 20);
+        void *p = NULL;
+        if (!cgj_drv.r_cuMemHostAlloc || cgj_drv.r_cuMemHostAlloc(&p, sz, 0) != CUDA_SUCCESS) {
+            pthread_mutex_unlock(&lock);
+            return NULL;
+        }
+        chunk = p, size = sz, used = 0;
+    }
+    void *p = chunk + used;
+    used += n;
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+
+void *cgj_staging_alloc(size_t n)
+{
+    init();
+    n = (n + 255) & ~(size_t)255;
+    void *p = pinned_ok ? je.mallocx(n, pinned_flags | MALLOCX_ALIGN(256)) : bump_staging(n);
+    if (!p) CGJ_LOG(graphs, "pinned staging of %zu bytes refused", n);
+    return p;
+}
+
+/* ---- the cgj_x* helpers of base/cgj_base.h ---- */
+
+void *cgj_xmalloc(size_t n) { return cgj_meta_alloc(n); }
+void *cgj_xrealloc(void *p, size_t n) { return cgj_meta_realloc(p, n); }
+void cgj_free(void *p) { cgj_meta_free(p); }
+
+void *cgj_xcalloc(size_t count, size_t size)
+{
+    CGJ_ASSERT(!size || count <= SIZE_MAX / size, "allocation size overflows");
+    size_t n = count * size;
+    void *p = cgj_meta_alloc(n);
+    memset(p, 0, n ? n : 1);
+    return p;
+}
+
+void *cgj_xmemdup(const void *p, size_t n)
+{
+    void *q = cgj_meta_alloc(n);
+    if (n) memcpy(q, p, n);
+    return q;
+}
+
+char *cgj_xstrdup(const char *s)
+{
+    return cgj_xmemdup(s, strlen(s) + 1);
+}
