@@ -5,23 +5,19 @@
 #include "base/driver.h"
 #include "base/log.h"
 
-#include <dlfcn.h>
+#ifdef CGJ_HAVE_JEMALLOC
 #include <jemalloc/jemalloc.h>
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-static struct {
-    __typeof__(mallocx) *mallocx;
-    __typeof__(rallocx) *rallocx;
-    __typeof__(dallocx) *dallocx;
-    __typeof__(mallctl) *mallctl;
-} je;
 static int meta_flags, pinned_flags;
 static bool have_je, pinned_ok;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+#ifdef CGJ_HAVE_JEMALLOC
 /* ---- the pinned arena's extent hooks: memory from cuMemHostAlloc, never returned ---- */
 
 static void *pinned_extent_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t align,
@@ -56,32 +52,41 @@ static extent_hooks_t pinned_hooks = {
     .split = pinned_extent_split, .merge = pinned_extent_merge,
 };
 
+/* The private copy's names (scripts/private-jemalloc.sh). */
+void *cgjpriv_je_mallocx(size_t size, int flags);
+void *cgjpriv_je_rallocx(void *ptr, size_t size, int flags);
+void cgjpriv_je_dallocx(void *ptr, int flags);
+int cgjpriv_je_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
+#define je_mallocx cgjpriv_je_mallocx
+#define je_rallocx cgjpriv_je_rallocx
+#define je_dallocx cgjpriv_je_dallocx
+
 static bool create_arena(extent_hooks_t *hooks, int *flags)
 {
     unsigned ind;
     size_t sz = sizeof ind;
     extent_hooks_t *hp = hooks;
-    if (je.mallctl("arenas.create", &ind, &sz, hooks ? &hp : NULL, hooks ? sizeof hp : 0)) return false;
+    if (cgjpriv_je_mallctl("arenas.create", &ind, &sz, hooks ? &hp : NULL, hooks ? sizeof hp : 0)) return false;
     *flags = MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE;
     return true;
 }
 
-static void load_jemalloc(void)
+static void init_arenas(void)
 {
-    void *h = dlopen("libjemalloc.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!h) return;
-    je.mallocx = (__typeof__(je.mallocx))dlsym(h, "mallocx");
-    je.rallocx = (__typeof__(je.rallocx))dlsym(h, "rallocx");
-    je.dallocx = (__typeof__(je.dallocx))dlsym(h, "dallocx");
-    je.mallctl = (__typeof__(je.mallctl))dlsym(h, "mallctl");
-    if (!je.mallocx || !je.rallocx || !je.dallocx || !je.mallctl) return;
     have_je = create_arena(NULL, &meta_flags);
     pinned_ok = have_je && create_arena(&pinned_hooks, &pinned_flags);
 }
+#else /* built without jemalloc: malloc and bump-allocated pinned chunks */
+#define MALLOCX_ALIGN(a) 0
+#define je_mallocx(n, f) NULL
+#define je_rallocx(p, n, f) NULL
+#define je_dallocx(p, f) ((void)0)
+static void init_arenas(void) {}
+#endif
 
 static void init(void)
 {
-    pthread_once(&once, load_jemalloc);
+    pthread_once(&once, init_arenas);
 }
 
 const char *cgj_hostmem_source(void)
@@ -93,7 +98,7 @@ const char *cgj_hostmem_source(void)
 void *cgj_meta_alloc(size_t n)
 {
     init();
-    void *p = have_je ? je.mallocx(n ? n : 1, meta_flags) : malloc(n ? n : 1);
+    void *p = have_je ? je_mallocx(n ? n : 1, meta_flags) : malloc(n ? n : 1);
     CGJ_ASSERT(p != NULL, "out of host memory");
     return p;
 }
@@ -102,7 +107,7 @@ void *cgj_meta_realloc(void *p, size_t n)
 {
     init();
     if (!p) return cgj_meta_alloc(n);
-    void *q = have_je ? je.rallocx(p, n ? n : 1, meta_flags) : realloc(p, n ? n : 1);
+    void *q = have_je ? je_rallocx(p, n ? n : 1, meta_flags) : realloc(p, n ? n : 1);
     CGJ_ASSERT(q != NULL, "out of host memory");
     return q;
 }
@@ -111,7 +116,7 @@ void cgj_meta_free(void *p)
 {
     if (!p) return;
     init();
-    if (have_je) je.dallocx(p, meta_flags);
+    if (have_je) je_dallocx(p, meta_flags);
     else free(p);
 }
 
@@ -141,7 +146,7 @@ void *cgj_staging_alloc(size_t n)
 {
     init();
     n = (n + 255) & ~(size_t)255;
-    void *p = pinned_ok ? je.mallocx(n, pinned_flags | MALLOCX_ALIGN(256)) : bump_staging(n);
+    void *p = pinned_ok ? je_mallocx(n, pinned_flags | MALLOCX_ALIGN(256)) : bump_staging(n);
     if (!p) CGJ_LOG(graphs, "pinned staging of %zu bytes refused", n);
     return p;
 }

@@ -2,17 +2,30 @@
  * plan.c — offsets for a step's allocations in one static pool; see plan.h.
  *
  * The problem is dynamic storage allocation: blocks with fixed lifetimes get addresses so that
- * blocks live at the same time are disjoint, in as few bytes as possible. It is NP-hard, but the
- * lower bound (the largest total live at one time) is nearly reached in practice by greedy
- * placement, as TFLite's and XLA's planners show: take the blocks in some order, and put each
- * into the smallest gap (best fit) between the already placed blocks whose lifetimes overlap it,
- * or above the highest of them. Only the order differs between heuristics:
- *   greedy-by-size     aligned size, largest first (big blocks first leave small gaps to fill);
- *   greedy-by-breadth  the peak live total over the block's lifetime, then size: the blocks of
- *                      the busiest moment are packed first, since that moment sets the bound;
- * and, while the better of these two is more than 10% above the lower bound, a few more orders
- * (by start, by lifetime, by area, jittered sizes), within a fixed budget of work units so that
- * the result is deterministic and planning stays fast. The smallest pool wins.
+ * blocks live at the same time are disjoint, in as few bytes as possible. It is NP-hard, and the
+ * lower bound (the largest total live at one time) cannot always be reached; but greedy
+ * placement comes close, as TFLite's and XLA's planners show: take the blocks in some order and
+ * put each into the smallest gap (best fit) between the placed blocks whose lifetimes overlap
+ * it, or above the highest of them. Heuristics differ in the order, and the smallest pool wins:
+ *
+ *   greedy-by-size      aligned size, largest first: big blocks first leave small gaps to fill.
+ *   by-start-best-fit   start, earliest first: what a best-fit allocator would do at run time.
+ *                       Run as an allocator (a free list), it costs O(n * free extents).
+ *   greedy-by-breadth   the peak live total over the block's lifetime, then size: the blocks of
+ *                       the busiest moments, which set the bound, are packed first.
+ * These three always run, up to MANY_BLOCKS blocks. While the best plan is more than 10% above
+ * the lower bound, others follow: skyline best fit (Burke et al.'s strip packing heuristic, as
+ * Sekiyama et al. apply it to DNN memory: fill the lowest stretch of the skyline with the block
+ * that fits it best), orders by area, by lifetime, by start with first fit, a squeaky wheel
+ * (blocks that ended above the bound go earlier next time), a beam search under a cap (the one
+ * with lookahead: some narrow traces need it), then sizes with random jitter. The orders are
+ * followed by a compaction: re-placing the blocks by offset with first fit, which never raises
+ * one. Every search stops at the lower bound, and the extra ones at a fixed budget of work
+ * units (about 2 ns each), so that the result depends on the input only and a 10,000-block
+ * trace plans in well under a second.
+ *
+ * Blocks that overlap every other block (escaping ones always do) are stacked at the bottom
+ * first: they get bytes of their own in any plan, so the search need not see them.
  *
  * Placing one block needs the placed blocks that overlap its lifetime [s, e), by offset. They
  * are found in one of two ways, whichever is cheaper for this block (the plan is the same):
@@ -22,7 +35,9 @@
  *   The k blocks found are sorted by offset: O(k log k).
  * - dense: one pass over all placed blocks kept sorted by offset, skipping those that do not
  *   overlap: O(placed). Blocks placed in sparse mode are merged in lazily.
- * So a block costs O(min(k log k, n)), and a plan at most O(n^2) with small constants.
+ * So a block costs O(min(k log k, n)), and an order O(n^2) at worst. Beyond MANY_BLOCKS, greedy
+ * by size runs only if its estimated cost is below LARGE_BUDGET: by start with best fit always
+ * gives a plan.
  *
  * Positions are compressed to ranks 0..T-1 first (lifetimes are compared only with < and >, so
  * ranks keep every overlap). An escaping block is live over [0, T): its slot is never shared.
@@ -32,21 +47,24 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_BLOCK_BYTES (1ull << 44)
 #define MAX_TOTAL_BYTES (1ull << 62)
-/* Beyond this many blocks only greedy-by-size runs (plus greedy-by-breadth if cheap). */
+/* Beyond this many blocks, the searches that scan are held to budgets (see plan_search). */
 #define MANY_BLOCKS 20000
-/* Work units (blocks visited) for all heuristics together; about 1 ns each. */
-#ifndef WORK_BUDGET
+/* Work units (blocks visited or compared) for the searches beyond the first three. */
 #define WORK_BUDGET 150000000ull
-#endif
-/* How many jittered orders at most, each with its own seed. */
-#ifndef MAX_JITTERS
-#define MAX_JITTERS 1000
-#endif
+/* Jittered orders, each with its own seed, until the target or the budget is reached. */
+#define MAX_JITTERS 1000000
+/* Layouts kept by the beam search; it runs only where at most BEAM_LIVE blocks are live. */
+#define BEAM_WIDTH 16
+#define BEAM_LIVE 256
+#define BEAM_TRIES 6
+/* Passes of the squeaky wheel, before the jittered orders. */
+#define SQUEAKY_ROUNDS 50
 /* Greedy by size beyond MANY_BLOCKS: past this, the online best fit instead. */
 #define LARGE_BUDGET 600000000ull
 /* The target of the extra heuristics: pool <= lower * TARGET_NUM / TARGET_DEN. */
@@ -66,7 +84,8 @@ typedef struct ctx {
     uint32_t *node_base;             /* segment tree, CSR: node i's slots [base[i], base[i+1]) */
     uint32_t *node_items, *node_fill;
     uint32_t *by_start, *first_start; /* blocks by start; first index with start >= t */
-    uint32_t *live_count;            /* blocks live at t */
+    uint32_t *by_end, *first_end;    /* blocks by end; first index with end >= t */
+    uint32_t *live_count, max_live;  /* blocks live at t; at most */
     uint64_t *live_max;              /* segment tree of live bytes, for range maxima */
     /* one run */
     uint8_t *placed;
@@ -123,7 +142,8 @@ static uint32_t ilog2(uint64_t x) { return x ? 63u - (uint32_t)__builtin_clzll(x
 #define OFF_LESS(x, y) ((x).off < (y).off)
 #define U32_LESS(x, y) ((x) < (y))
 /* descending k1, then descending k2, then ascending index: a total order */
-#define ORD_LESS(x, y) ((x).k1 != (y).k1 ? (x).k1 > (y).k1 : (x).k2 != (y).k2 ? (x).k2 > (y).k2 : (x).idx < (y).idx)
+#define ORD_LESS(x, y)                                                                 \
+    ((x).k1 != (y).k1 ? (x).k1 > (y).k1 : (x).k2 != (y).k2 ? (x).k2 > (y).k2 : (x).idx < (y).idx)
 DEFINE_SORT(sort_spans, span_t, OFF_LESS)
 DEFINE_SORT(sort_keyed, keyed_t, OFF_LESS)
 DEFINE_SORT(sort_u32, uint32_t, U32_LESS)
@@ -166,7 +186,8 @@ static void ctx_lifetimes(ctx_t *c, const cgj_plan_block_t *b)
     cgj_free(vals);
 }
 
-/* Live counts and bytes per position, the lower bound, the range-max tree, blocks by start. */
+/* Live counts and bytes per position, the lower bound, the range-max tree, blocks by start and
+ * by end. */
 static void ctx_profile(ctx_t *c)
 {
     uint32_t T = c->T, L = c->leaves;
@@ -181,6 +202,7 @@ static void ctx_profile(ctx_t *c)
     for (uint32_t t = 0; t < T; t++) {
         bytes += dbytes[t], count += dcount[t];
         c->live_count[t] = (uint32_t)count;
+        if ((uint32_t)count > c->max_live) c->max_live = (uint32_t)count;
         c->live_max[L + t] = (uint64_t)bytes;
         if ((uint64_t)bytes > c->lower) c->lower = (uint64_t)bytes;
     }
@@ -188,9 +210,13 @@ static void ctx_profile(ctx_t *c)
         c->live_max[i] = c->live_max[2 * i] > c->live_max[2 * i + 1] ? c->live_max[2 * i]
                                                                       : c->live_max[2 * i + 1];
     for (uint32_t t = 0; t < T; t++) c->first_start[t + 1] += c->first_start[t];
-    uint32_t *fill = cgj_xcalloc(T, sizeof *fill);
+    uint32_t *fill = cgj_xcalloc(T + 1, sizeof *fill);
     for (uint32_t i = 0; i < c->n; i++)
         c->by_start[c->first_start[c->st[i]] + fill[c->st[i]]++] = i;
+    memset(fill, 0, (T + 1) * sizeof *fill);
+    for (uint32_t i = 0; i < c->n; i++) c->first_end[c->en[i] + 1]++;
+    for (uint32_t t = 0; t <= T; t++) c->first_end[t + 1] += c->first_end[t];
+    for (uint32_t i = 0; i < c->n; i++) c->by_end[c->first_end[c->en[i]] + fill[c->en[i]]++] = i;
     cgj_free(fill);
     cgj_free(dbytes);
     cgj_free(dcount);
@@ -235,6 +261,8 @@ static void ctx_init(ctx_t *c, const cgj_plan_block_t *b, size_t n)
     c->live_max = cgj_xcalloc(2 * (size_t)c->leaves, sizeof *c->live_max);
     c->first_start = cgj_xcalloc(c->T + 1, sizeof *c->first_start);
     c->by_start = cgj_xmalloc(n * sizeof *c->by_start);
+    c->first_end = cgj_xcalloc(c->T + 2, sizeof *c->first_end);
+    c->by_end = cgj_xmalloc(n * sizeof *c->by_end);
     ctx_profile(c);
     ctx_tree(c);
     c->placed = cgj_xmalloc(n);
@@ -253,6 +281,7 @@ static void ctx_free(ctx_t *c)
     cgj_free(c->asz), cgj_free(c->st), cgj_free(c->en);
     cgj_free(c->node_base), cgj_free(c->node_items), cgj_free(c->node_fill);
     cgj_free(c->by_start), cgj_free(c->first_start), cgj_free(c->live_count), cgj_free(c->live_max);
+    cgj_free(c->by_end), cgj_free(c->first_end);
     cgj_free(c->placed), cgj_free(c->off), cgj_free(c->cand), cgj_free(c->tail);
     cgj_free(c->order), cgj_free(c->sid), cgj_free(c->sst), cgj_free(c->sen), cgj_free(c->hits);
 }
@@ -368,6 +397,7 @@ static uint64_t run_order(ctx_t *c, const ord_t *order)
 {
     memset(c->placed, 0, c->n);
     memset(c->node_fill, 0, 2 * (size_t)c->leaves * sizeof *c->node_fill);
+    c->work += (uint64_t)c->n * (ilog2(c->n) + 1) + c->leaves; /* sorting the order, this */
     c->nsorted = c->nplaced = 0;
     uint64_t pool = 0;
     for (uint32_t i = 0; i < c->n; i++) {
@@ -398,7 +428,10 @@ static uint64_t mix(uint64_t x) /* splitmix64's finalizer */
     return x ^ (x >> 31);
 }
 
-typedef enum { BY_SIZE, BY_BREADTH, BY_LIFETIME, BY_AREA, BY_JITTER, BY_OFFSET, SKYLINE, ONLINE } order_kind_t;
+typedef enum {
+    BY_SIZE, BY_BREADTH, BY_LIFETIME, BY_AREA, BY_JITTER, BY_OFFSET, BY_PRIORITY, /* orders */
+    SKYLINE, ONLINE                                                             /* not orders */
+} order_kind_t;
 
 static void order_keys(const ctx_t *c, order_kind_t kind, uint64_t seed, const uint64_t *prev, ord_t *o)
 {
@@ -415,6 +448,7 @@ static void order_keys(const ctx_t *c, order_kind_t kind, uint64_t seed, const u
             o[i].k1 = (a >> 1) + (uint64_t)(((unsigned __int128)(a >> 1) * (mix(seed ^ i) >> 32)) >> 32);
             break;
         case BY_OFFSET: o[i].k1 = UINT64_MAX - prev[i]; break;
+        case BY_PRIORITY: o[i].k1 = prev[i]; break;
         case SKYLINE: case ONLINE: break;
         }
     }
@@ -561,22 +595,160 @@ static void fl_give(freelist_t *f, uint64_t off, uint64_t end)
 
 static uint64_t run_online(ctx_t *c, int first_fit)
 {
-    uint32_t *by_end = cgj_xmalloc(c->n * sizeof *by_end + 1);
-    uint32_t *first_end = cgj_xcalloc(c->T + 2, sizeof *first_end);
-    for (uint32_t i = 0; i < c->n; i++) first_end[c->en[i] + 1]++;
-    for (uint32_t t = 0; t <= c->T; t++) first_end[t + 1] += first_end[t];
-    for (uint32_t i = 0; i < c->n; i++) by_end[first_end[c->en[i]]++] = i; /* now: first_end[t+1] */
     freelist_t f = {cgj_xmalloc((c->n + 1) * sizeof *f.v), 0, first_fit, 0, 0};
-    for (uint32_t t = 0, fe = 0; t < c->T; t++) {
-        for (; fe < first_end[t]; fe++) /* the frees at t (by_end[.. first_end[t]]) come first */
-            fl_give(&f, c->off[by_end[fe]], c->off[by_end[fe]] + c->asz[by_end[fe]]);
+    for (uint32_t t = 0; t < c->T; t++) {
+        for (uint32_t i = c->first_end[t]; i < c->first_end[t + 1]; i++) /* frees first */
+            fl_give(&f, c->off[c->by_end[i]], c->off[c->by_end[i]] + c->asz[c->by_end[i]]);
         for (uint32_t i = c->first_start[t]; i < c->first_start[t + 1]; i++)
             c->off[c->by_start[i]] = fl_take(&f, c->asz[c->by_start[i]], &c->work);
     }
     cgj_free(f.v);
-    cgj_free(by_end);
-    cgj_free(first_end);
     return f.pool;
+}
+
+/* ---- beam search under a cap: lookahead for narrow traces ---- */
+
+/*
+ * Greedy placement cannot look ahead, and some traces need it: a window of three live blocks
+ * whose sizes cycle through 16, 20, 24, 28 KiB (the bench's "temps") packs into 76 KiB, but
+ * every greedy order gives 88 KiB. The beam simulates the allocator over the events, keeping up
+ * to BEAM_WIDTH different layouts of the live blocks. A new block may go to either end of any
+ * gap below the cap W; layouts that cannot place it die, and of the others those whose live
+ * blocks end lowest (the most room) are kept. All layouts at one moment hold the same blocks,
+ * so a layout is the offsets of the live list; the offsets of blocks already freed are kept
+ * in a tree of choices.
+ */
+typedef struct choice { uint32_t parent, block; uint64_t off; } choice_t;
+typedef struct layout { uint64_t peak, hash; uint32_t choice; } layout_t;
+/* a placement: its layout's top (of the live blocks) and peak (of all) after it */
+typedef struct cand { uint64_t top, peak, hash, off; uint32_t from; } cand_t;
+#define CAND_LESS(x, y) ((x).top != (y).top ? (x).top < (y).top : (x).hash < (y).hash)
+DEFINE_SORT(sort_cands, cand_t, CAND_LESS)
+
+typedef struct beam {
+    uint32_t *live, m;        /* the live blocks, in allocation order */
+    uint64_t *offs[2];        /* layout i's offsets: offs[cur][i * max_live + j] */
+    layout_t *lay[2];
+    uint32_t n, cur;          /* layouts */
+    choice_t *choices;
+    uint32_t nchoices, cap_choices;
+    cand_t *cands;
+    span_t *ext;
+} beam_t;
+
+static uint64_t beam_hash(const uint64_t *offs, uint32_t m)
+{
+    uint64_t h = 0;
+    for (uint32_t j = 0; j < m; j++) h ^= mix(offs[j] * 0x100000001b3ull + j);
+    return h;
+}
+
+static void beam_free_block(ctx_t *c, beam_t *k, uint32_t b)
+{
+    uint32_t i = 0;
+    while (k->live[i] != b) i++;
+    memmove(k->live + i, k->live + i + 1, (k->m - i - 1) * sizeof *k->live);
+    k->m--;
+    uint32_t w = 0;
+    for (uint32_t l = 0; l < k->n; l++) { /* drop its offset; merge layouts that became equal */
+        uint64_t *o = k->offs[k->cur] + (size_t)l * c->max_live;
+        uint64_t *dst = k->offs[k->cur] + (size_t)w * c->max_live;
+        memmove(o + i, o + i + 1, (k->m - i) * sizeof *o);
+        k->lay[k->cur][l].hash = beam_hash(o, k->m);
+        int dup = 0;
+        for (uint32_t q = 0; q < w && !dup; q++) dup = k->lay[k->cur][q].hash == k->lay[k->cur][l].hash;
+        if (dup) continue;
+        if (dst != o) memcpy(dst, o, k->m * sizeof *o);
+        k->lay[k->cur][w++] = k->lay[k->cur][l];
+    }
+    k->n = w;
+    c->work += (uint64_t)k->n * (k->m + 1);
+}
+
+/* The candidates of layout l for a block of size s: both ends of every gap below W. */
+static uint32_t beam_candidates(ctx_t *c, beam_t *k, uint32_t l, uint64_t s, uint64_t W, uint32_t nc)
+{
+    const uint64_t *o = k->offs[k->cur] + (size_t)l * c->max_live;
+    for (uint32_t j = 0; j < k->m; j++) k->ext[j] = (span_t){o[j], o[j] + c->asz[k->live[j]]};
+    sort_spans(k->ext, k->m);
+    uint64_t live_top = 0, top = 0, h = k->lay[k->cur][l].hash, peak = k->lay[k->cur][l].peak;
+    for (uint32_t j = 0; j < k->m; j++) live_top = k->ext[j].end > live_top ? k->ext[j].end : live_top;
+    k->ext[k->m] = (span_t){W, W};
+    for (uint32_t j = 0; j <= k->m; j++) {
+        if (k->ext[j].off >= top + s) {
+            uint64_t ends[2] = {top, k->ext[j].off - s};
+            for (int e = 0; e < 1 + (ends[1] != ends[0]); e++) {
+                uint64_t end = ends[e] + s;
+                k->cands[nc++] = (cand_t){end > live_top ? end : live_top, end > peak ? end : peak,
+                                          h ^ mix(ends[e] * 0x100000001b3ull + k->m), ends[e], l};
+            }
+        }
+        if (k->ext[j].end > top) top = k->ext[j].end;
+    }
+    c->work += (uint64_t)k->m * (ilog2(k->m) + 2);
+    return nc;
+}
+
+/* Place block b in every layout; keep the best BEAM_WIDTH distinct ones. False: none can. */
+static int beam_alloc(ctx_t *c, beam_t *k, uint32_t b, uint64_t W)
+{
+    uint32_t nc = 0;
+    for (uint32_t l = 0; l < k->n; l++) nc = beam_candidates(c, k, l, c->asz[b], W, nc);
+    sort_cands(k->cands, nc);
+    c->work += (uint64_t)nc * (ilog2(nc) + 1);
+    uint32_t nxt = k->cur ^ 1, n = 0;
+    for (uint32_t i = 0; i < nc && n < BEAM_WIDTH; i++) {
+        int dup = 0;
+        for (uint32_t q = 0; q < n && !dup; q++) dup = k->lay[nxt][q].hash == k->cands[i].hash;
+        if (dup) continue;
+        const uint64_t *from = k->offs[k->cur] + (size_t)k->cands[i].from * c->max_live;
+        uint64_t *to = k->offs[nxt] + (size_t)n * c->max_live;
+        memcpy(to, from, k->m * sizeof *to);
+        to[k->m] = k->cands[i].off;
+        if (k->nchoices == k->cap_choices)
+            k->choices = cgj_xrealloc(k->choices, (k->cap_choices *= 2) * sizeof *k->choices);
+        k->choices[k->nchoices] = (choice_t){k->lay[k->cur][k->cands[i].from].choice, b, k->cands[i].off};
+        k->lay[nxt][n++] = (layout_t){k->cands[i].peak, k->cands[i].hash, k->nchoices++};
+        c->work += k->m + 1;
+    }
+    k->cur = nxt, k->n = n;
+    k->live[k->m++] = b;
+    return n > 0;
+}
+
+/* Plan with the beam under the cap W; UINT64_MAX where it fails or passes the limit. */
+static uint64_t run_beam(ctx_t *c, uint64_t W)
+{
+    beam_t k = {0};
+    size_t per = (size_t)BEAM_WIDTH * c->max_live;
+    k.live = cgj_xmalloc(c->max_live * sizeof *k.live);
+    k.offs[0] = cgj_xmalloc(per * sizeof *k.offs[0]), k.offs[1] = cgj_xmalloc(per * sizeof *k.offs[1]);
+    k.lay[0] = cgj_xmalloc(BEAM_WIDTH * sizeof *k.lay[0]);
+    k.lay[1] = cgj_xmalloc(BEAM_WIDTH * sizeof *k.lay[1]);
+    k.cands = cgj_xmalloc(BEAM_WIDTH * 2 * (c->max_live + 1) * sizeof *k.cands);
+    k.ext = cgj_xmalloc((c->max_live + 1) * sizeof *k.ext);
+    k.cap_choices = 1024;
+    k.choices = cgj_xmalloc(k.cap_choices * sizeof *k.choices);
+    k.choices[0] = (choice_t){0, UINT32_MAX, 0}; /* the root */
+    k.nchoices = 1, k.n = 1, k.lay[0][0] = (layout_t){0, 0, 0};
+    int ok = 1;
+    for (uint32_t t = 0; t < c->T && ok && c->work <= c->limit; t++) {
+        for (uint32_t i = c->first_end[t]; i < c->first_end[t + 1]; i++) beam_free_block(c, &k, c->by_end[i]);
+        for (uint32_t i = c->first_start[t]; i < c->first_start[t + 1] && ok; i++)
+            ok = beam_alloc(c, &k, c->by_start[i], W);
+    }
+    uint64_t pool = UINT64_MAX;
+    if (ok && c->work <= c->limit) { /* the lowest layout left: follow its choices back */
+        uint32_t best = 0;
+        for (uint32_t l = 1; l < k.n; l++)
+            if (k.lay[k.cur][l].peak < k.lay[k.cur][best].peak) best = l;
+        pool = k.lay[k.cur][best].peak;
+        for (uint32_t ch = k.lay[k.cur][best].choice; ch != 0; ch = k.choices[ch].parent)
+            c->off[k.choices[ch].block] = k.choices[ch].off;
+    }
+    cgj_free(k.live), cgj_free(k.offs[0]), cgj_free(k.offs[1]), cgj_free(k.lay[0]), cgj_free(k.lay[1]);
+    cgj_free(k.cands), cgj_free(k.ext), cgj_free(k.choices);
+    return pool;
 }
 
 /* The order of trying (see plan_search). */
@@ -596,7 +768,7 @@ static const struct heuristic {
     {"by-area", BY_AREA, 0, 0},
     {"by-lifetime", BY_LIFETIME, 0, 0},
     {"by-start-first-fit", ONLINE, 0, 1},
-    {"jittered-size", BY_JITTER, 1, 0}, /* then again with seeds 2..MAX_JITTERS */
+    /* then the squeaky wheel, then jittered sizes with seeds 1, 2, ... */
 };
 
 static int good_enough(uint64_t pool, uint64_t lower)
@@ -640,6 +812,22 @@ static void run_heuristic(ctx_t *c, const struct heuristic *h, ord_t *order, bes
     keep_if_better(c, run_order(c, order), h->name, best);
 }
 
+/* Squeaky wheel: start from the sizes; after each pass, the blocks that ended above the lower
+ * bound gain priority, so that the next pass places them earlier. */
+static void run_squeaky(ctx_t *c, ord_t *order, best_t *best, int rounds)
+{
+    uint64_t *prio = cgj_xmalloc(c->n * sizeof *prio);
+    for (uint32_t i = 0; i < c->n; i++) prio[i] = c->asz[i];
+    for (int r = 0; r < rounds && !good_enough(best->pool, c->lower) && c->work < c->limit; r++) {
+        order_keys(c, BY_PRIORITY, 0, prio, order);
+        c->first_fit = 0;
+        keep_if_better(c, run_order(c, order), "squeaky-wheel", best);
+        for (uint32_t i = 0; i < c->n; i++)
+            if (c->off[i] + c->asz[i] > c->lower) prio[i] += prio[i] / 2 + c->asz[i];
+    }
+    cgj_free(prio);
+}
+
 /* What greedy by size would cost in work units, about: each block scans the placed blocks
  * or sorts those that may overlap it, whichever is less, and half of them are placed. */
 static uint64_t size_cost(const ctx_t *c)
@@ -654,13 +842,36 @@ static uint64_t size_cost(const ctx_t *c)
     return sum;
 }
 
-/*
- * Up to MANY_BLOCKS blocks: greedy by size, by start with best fit (cheap: O(n * free extents)),
- * greedy by breadth; then, while the best plan is above the target and within the budget, the
- * others, each followed by a compaction; at the end a compaction of the best plan. Beyond
- * MANY_BLOCKS, greedy by size only where it costs less than LARGE_BUDGET, and greedy by breadth
- * only within the budget. Any run that reaches the lower bound ends the search.
- */
+static int searching(const ctx_t *c, const best_t *best)
+{
+    return !good_enough(best->pool, c->lower) && c->work < c->limit;
+}
+
+static void run_extra(ctx_t *c, const struct heuristic *h, ord_t *order, best_t *best)
+{
+    run_heuristic(c, h, order, best);
+    if (c->work < c->limit) compact(c, c->off, h->name, order, best);
+}
+
+/* The beam under the target cap first, then bisection: upwards, between caps out of its reach
+ * and the best plan so far; or downwards, towards the lower bound, once it met the target.
+ * Only where it is cheap enough. */
+static void run_beams(ctx_t *c, best_t *best)
+{
+    if (c->max_live > BEAM_LIVE) return;
+    uint64_t est = 0, lg = ilog2(c->max_live) + 3;
+    for (uint32_t b = 0; b < c->n; b++) est += (uint64_t)BEAM_WIDTH * c->live_count[c->st[b]] * lg;
+    if (c->work + est > c->limit) return;
+    uint64_t align = CGJ_PLAN_ALIGN, lo = c->lower - align; /* no plan fits below the bound */
+    uint64_t W = ((unsigned __int128)c->lower * TARGET_NUM / TARGET_DEN) & ~(align - 1);
+    for (int tries = 0; tries < BEAM_TRIES && W > lo && W < best->pool && c->work < c->limit; tries++) {
+        uint64_t pool = run_beam(c, W);
+        keep_if_better(c, pool, "beam-search", best);
+        if (pool == UINT64_MAX) lo = W;
+        W = (lo + (best->pool - lo) / 2) & ~(align - 1);
+    }
+}
+
 static void plan_search(ctx_t *c, ord_t *order, best_t *best)
 {
     int many = c->n > MANY_BLOCKS;
@@ -673,13 +884,13 @@ static void plan_search(ctx_t *c, ord_t *order, best_t *best)
     if (best->pool == c->lower) return;
     run_heuristic(c, &heuristics[H_BREADTH], order, best);
     c->limit = WORK_BUDGET;
-    size_t last = CGJ_ARRAY_LEN(heuristics) - 1;
-    for (size_t h = H_EXTRAS; h < last + MAX_JITTERS; h++) {
-        if (good_enough(best->pool, c->lower) || c->work >= c->limit) break;
-        struct heuristic x = heuristics[h < last ? h : last];
-        if (h >= last) x.seed = h - last + 1;
-        run_heuristic(c, &x, order, best);
-        if (c->work < c->limit) compact(c, c->off, x.name, order, best);
+    for (size_t h = H_EXTRAS; h < CGJ_ARRAY_LEN(heuristics) && searching(c, best); h++)
+        run_extra(c, &heuristics[h], order, best);
+    if (searching(c, best)) run_squeaky(c, order, best, SQUEAKY_ROUNDS);
+    if (searching(c, best)) run_beams(c, best);
+    for (uint64_t seed = 1; seed <= MAX_JITTERS && searching(c, best); seed++) {
+        struct heuristic jitter = {"jittered-size", BY_JITTER, seed, 0};
+        run_extra(c, &jitter, order, best);
     }
     compact(c, best->off, best->name, order, best);
 }
@@ -764,7 +975,8 @@ typedef struct id_map { id_slot_t *slots; size_t cap, used; } id_map_t;
 static id_slot_t *id_find(id_map_t *m, const char *id)
 {
     if (2 * (m->used + 1) > m->cap) { /* grow: rehash into twice the slots */
-        id_map_t g = {cgj_xcalloc(m->cap ? 2 * m->cap : 64, sizeof *g.slots), m->cap ? 2 * m->cap : 64, m->used};
+        size_t cap = m->cap ? 2 * m->cap : 64;
+        id_map_t g = {cgj_xcalloc(cap, sizeof *g.slots), cap, m->used};
         for (size_t i = 0; i < m->cap; i++) {
             if (!m->slots[i].id) continue;
             size_t h = cgj_hash_bytes(m->slots[i].id, strlen(m->slots[i].id), 0) & (g.cap - 1);
@@ -813,6 +1025,16 @@ typedef struct parser {
     char why[192];
 } parser_t;
 
+/* Record why the line is bad; returns -1. */
+__attribute__((format(printf, 2, 3))) static int fail(parser_t *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->why, sizeof p->why, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 /* Split a line (comment already cut) into up to max tokens; returns how many there were. */
 static int tokenize(char *s, char **tok, int max)
 {
@@ -827,13 +1049,12 @@ static int parse_alloc(parser_t *p, const char *id, const char *bytes)
 {
     uint64_t size = 0;
     const char *why = parse_bytes(bytes, &size);
-    if (why) return snprintf(p->why, sizeof p->why, "%s: '%s'", why, bytes), -1;
+    if (why) return fail(p, "%s: '%s'", why, bytes);
     if (p->total + align_size(size) >= MAX_TOTAL_BYTES)
-        return snprintf(p->why, sizeof p->why, "allocations add up to 2^62 bytes or more"), -1;
+        return fail(p, "allocations add up to 2^62 bytes or more");
     id_slot_t *s = id_find(&p->ids, id);
     if (s->id && s->live)
-        return snprintf(p->why, sizeof p->why, "'%s' allocated again while live (allocated on line %lu)",
-                        id, s->line), -1;
+        return fail(p, "'%s' allocated again while live (allocated on line %lu)", id, s->line);
     if (!s->id) s->id = cgj_xstrdup(id), p->ids.used++;
     if (p->n == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 64;
@@ -850,9 +1071,8 @@ static int parse_alloc(parser_t *p, const char *id, const char *bytes)
 static int parse_free(parser_t *p, const char *id)
 {
     id_slot_t *s = id_find(&p->ids, id);
-    if (!s->id) return snprintf(p->why, sizeof p->why, "free of unknown ID '%s'", id), -1;
-    if (!s->live)
-        return snprintf(p->why, sizeof p->why, "double free of '%s' (freed on line %lu)", id, s->line), -1;
+    if (!s->id) return fail(p, "free of unknown ID '%s'", id);
+    if (!s->live) return fail(p, "double free of '%s' (freed on line %lu)", id, s->line);
     p->blocks[s->block].end = p->pos;
     s->live = 0;
     s->line = p->line;
@@ -865,13 +1085,13 @@ static int parse_line(parser_t *p, char *line)
     if (hash) *hash = '\0';
     int k = tokenize(line, tok, 3);
     if (k == 0) return 0;
-    if (p->pos == CGJ_PLAN_ESCAPES - 1) return snprintf(p->why, sizeof p->why, "too many events"), -1;
-    int r;
-    if (strcmp(tok[0], "a") == 0 && k == 3) r = parse_alloc(p, tok[1], tok[2]);
-    else if (strcmp(tok[0], "f") == 0 && k == 2) r = parse_free(p, tok[1]);
-    else if (strcmp(tok[0], "a") == 0) return snprintf(p->why, sizeof p->why, "malformed allocation: expected 'a ID BYTES'"), -1;
-    else if (strcmp(tok[0], "f") == 0) return snprintf(p->why, sizeof p->why, "malformed free: expected 'f ID'"), -1;
-    else return snprintf(p->why, sizeof p->why, "malformed line: expected 'a ID BYTES' or 'f ID', not '%s'", tok[0]), -1;
+    if (p->pos == CGJ_PLAN_ESCAPES - 1) return fail(p, "too many events");
+    int is_a = strcmp(tok[0], "a") == 0, is_f = strcmp(tok[0], "f") == 0, r;
+    if (is_a && k == 3) r = parse_alloc(p, tok[1], tok[2]);
+    else if (is_f && k == 2) r = parse_free(p, tok[1]);
+    else if (is_a) return fail(p, "malformed allocation: expected 'a ID BYTES'");
+    else if (is_f) return fail(p, "malformed free: expected 'f ID'");
+    else return fail(p, "malformed line: expected 'a ID BYTES' or 'f ID', not '%s'", tok[0]);
     if (r == 0) p->pos++;
     return r;
 }
@@ -921,7 +1141,9 @@ int cgj_plan_parse(FILE *f, const char *name, cgj_plan_block_t **blocks, size_t 
 typedef struct event { uint32_t pos, is_alloc, block; } event_t;
 
 /* by position; at one position frees first; then by block */
-#define EVENT_LESS(x, y) ((x).pos != (y).pos ? (x).pos < (y).pos : (x).is_alloc != (y).is_alloc ? (x).is_alloc < (y).is_alloc : (x).block < (y).block)
+#define EVENT_LESS(x, y)                                                                      \
+    ((x).pos != (y).pos ? (x).pos < (y).pos                                                   \
+     : (x).is_alloc != (y).is_alloc ? (x).is_alloc < (y).is_alloc : (x).block < (y).block)
 DEFINE_SORT(sort_events, event_t, EVENT_LESS)
 
 void cgj_plan_write(FILE *f, const cgj_plan_block_t *blocks, size_t n)

@@ -46,11 +46,12 @@ typedef struct cgj_plan_result {
  * Plan offsets so that two blocks whose lifetimes overlap never overlap in memory.
  *
  * Every block needs end > start (or end == CGJ_PLAN_ESCAPES) and size <= 2^44; the aligned sizes
- * must add up to less than 2^62. Greedy by size and greedy by breadth (best fit among the placed
- * blocks whose lifetimes overlap) always run for up to 20000 blocks; while the better one is
- * more than 10% above the lower bound, further orderings are tried within a fixed, deterministic
- * work budget. The result is a function of the input only. n == 0 gives zeros and heuristic
- * "none". Costs at worst O(n^2) time and O(n log n) memory.
+ * must add up to less than 2^62 (else: a broken invariant, abort). Several heuristics run and
+ * the smallest pool is kept (plan.c lists them): greedy by size, by start with best fit and
+ * greedy by breadth always (up to 20000 blocks), others while the best plan is more than 10%
+ * above the lower bound, within a fixed budget of work. The result depends on the input only
+ * (no clocks, no randomness from outside). n == 0 gives zeros and heuristic "none". Time:
+ * O(n^2) at worst; a 10,000-block trace plans in well under a second. Memory: O(n log n).
  */
 void cgj_plan(cgj_plan_block_t *blocks, size_t n, cgj_plan_result_t *out);
 
@@ -64,9 +65,10 @@ void cgj_plan(cgj_plan_block_t *blocks, size_t n, cgj_plan_result_t *out);
  * not allocated, a double free, an allocation of an ID that is live, a bad BYTES.
  */
 
-/* Parse the text format from f (name is used in messages). On success *blocks (cgj_xmalloc'd,
- * NULL when *n == 0; free() it) holds the blocks in allocation order. On error returns -1 and
- * writes "NAME:LINE: message" into err. */
+/* Parse the text format from f (name is used in messages). On success returns 0 and *blocks
+ * (from cgj_xmalloc: release it with cgj_free; NULL when *n == 0) holds the blocks in the order
+ * of their allocations. On error returns -1, *blocks = NULL, *n = 0, and writes
+ * "NAME:LINE: message" into err. */
 int cgj_plan_parse(FILE *f, const char *name, cgj_plan_block_t **blocks, size_t *n, char *err, size_t errlen);
 
 /* Write blocks as the text format (events in position order; at one position frees come before

@@ -212,3 +212,14 @@ Test(runtime_interpose, inside_a_step_errors_are_returned_unchanged)
     cgj_stats(&st);
     cr_assert_geq(st.aborts, 1, "a failed call inside a step aborts the step");
 }
+
+/* cgjit carries its own jemalloc for its own memory: the program's malloc must stay libc's. */
+Test(runtime_interpose, program_malloc_is_untouched)
+{
+    void *p = dlsym(RTLD_DEFAULT, "malloc");
+    Dl_info info;
+    cr_assert(p && dladdr(p, &info) && info.dli_fname);
+    cr_assert(strstr(info.dli_fname, "libc.so") || strstr(info.dli_fname, "libasan"),
+              "malloc comes from %s", info.dli_fname);
+    cr_assert_null(dlsym(RTLD_DEFAULT, "mallocx"), "no jemalloc symbol may leak into the program");
+}
