@@ -59,17 +59,16 @@ static void record_failure(cgj_anchor_t *a, const char *why)
 static void flush_pending(cgj_thread_t *t)
 {
     cgj_trace_t *tr = t->trace;
-    bool staged = false;
-    CUstream staged_stream = NULL;
-    for (uint32_t i = tr->segs[t->seg].first; i < t->pos; i++) {
+    uint32_t first = tr->segs[t->seg].first;
+    for (uint32_t i = first; i < t->pos; i++) {
         cgj_op_t *o = &tr->list.ops[i];
         CUresult r = cgj_op_issue(o, o->call.stream, false, false);
         if (r != CUDA_SUCCESS)
             CGJ_LOG(guards, "re-issuing op %u (%s) failed: %s", i, o->call.api, cgj_driver_errstr(r));
-        if (o->stage) staged = true, staged_stream = o->call.stream;
     }
     /* The staging buffers are rewritten by the next replay: let these copies finish first. */
-    if (staged) cgj_drv.r_cuStreamSynchronize(staged_stream);
+    for (uint32_t i = first; i < t->pos; i++)
+        if (tr->list.ops[i].stage) cgj_drv.r_cuStreamSynchronize(tr->list.ops[i].call.stream);
 }
 
 static void launch_segment(cgj_thread_t *t)
