@@ -19,10 +19,11 @@
     X(DRIVER, STR, "libcuda.so.1", 0, "the CUDA driver library cgjit forwards to")                \
     X(MAX_RECORDS, INT, 4, 1, "eager runs that may disagree with the draft before blacklisting") \
     X(MAX_VARIANTS, INT, 4, 1, "traces (variants) kept per anchor")                               \
-    X(MAX_OPS, INT, 1000000, 16, "driver calls one step may hold; longer steps abort to eager")   \
+    X(MAX_OPS, INT, 100000, 16, "driver calls one step may hold; longer steps abort to eager")    \
     X(REPORT, INT, 0, 0, "1: print cgj_report() to stderr (or CGJIT_LOG_FILE) at exit")        \
     X(POOL_RESERVE_GB, INT, 64, 1, "virtual address space reserved for the replay memory pool") \
-    X(DUMP_ALLOCS, STR, "", 0, "directory: write each trace's allocation events (cgjit-plan format)")
+    X(DUMP_ALLOCS, STR, "", 0, "directory: write each trace's allocation events (cgjit-plan format)") \
+    X(STEP, STR, "", 0, "steps without markers: sync, auto or off (default: sync when preloaded, else off)")
 
 #define CGJ_CFG_TYPE_INT long
 #define CGJ_CFG_TYPE_STR const char *

@@ -26,6 +26,7 @@ CGJ_API int cgj_trace_begin(const char *name)
         return CGJ_ERR_INVALID_ARG;
     }
     int st = cgj_runtime_init();
+    cgj_implicit_markers_seen();
     if (st == CGJ_OK) st = cgj_step_begin(name);
     else if (cgj_tls.mode != CGJ_MODE_OFF) st = CGJ_ERR_NESTED;
     else cgj_step_begin_eager();

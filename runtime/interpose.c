@@ -24,7 +24,9 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void *(*real_dlsym)(void *, const char *);
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -68,6 +70,22 @@ void *cgj_wrapper_for(const void *real)
     return NULL;
 }
 
+/* CGJIT_STEP, or its default: sync when libcgjit was preloaded (the program cannot mark its
+ * steps), off when it was linked (it marks them). */
+static cgj_step_policy_t step_policy(void)
+{
+    const char *s = cgj_cfg.STEP;
+    if (!*s) {
+        const char *pre = getenv("LD_PRELOAD");
+        return pre && strstr(pre, "libcgjit") ? CGJ_STEP_SYNC : CGJ_STEP_OFF;
+    }
+    if (!strcmp(s, "sync")) return CGJ_STEP_SYNC;
+    if (!strcmp(s, "auto")) return CGJ_STEP_AUTO;
+    if (strcmp(s, "off"))
+        fprintf(stderr, "cgjit: warning: CGJIT_STEP='%s' is not sync, auto or off; using off\n", s);
+    return CGJ_STEP_OFF;
+}
+
 static void report_at_exit(void)
 {
     extern void cgj_report(FILE *);
@@ -86,6 +104,7 @@ static int init_locked(void)
         return CGJ_ERR_NO_DRIVER;
     }
     build_map();
+    cgj_implicit_enable(step_policy());
     if (cgj_cfg.REPORT) atexit(report_at_exit);
     CGJ_LOG(interpose, "driver '%s' loaded", cgj_cfg.DRIVER);
     return CGJ_OK;

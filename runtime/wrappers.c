@@ -33,6 +33,14 @@ static inline CUstream norm(CUstream s, bool pt)
 #define IDLE_FORWARD(expr) \
     if (CGJ_LIKELY(!cgj_tracing())) return (expr)
 
+/* A call through which the host observes GPU work: first, the work other threads' replays
+ * absorbed and could be observed here is issued (tracer/step.h). */
+#define OBSERVE(s, ev, all)                                                         \
+    do {                                                                            \
+        if (CGJ_UNLIKELY(__atomic_load_n(&cgj_pending_threads, __ATOMIC_RELAXED)))  \
+            cgj_step_observe((s), (ev), (all));                                     \
+    } while (0)
+
 /* Two wrappers, plain and per-thread, over one body taking (pt, real, args...). */
 #define TWO_WRAPPERS(exported, pt_exported, body, params, ...)                     \
     CUresult cgj_w_##exported params                                                 \
@@ -142,6 +150,7 @@ static void fill_copy(cgj_call_t *c, CUdeviceptr dst, CUdeviceptr src, size_t n,
 static inline CUresult memcpy_any(bool pt, const char *api, __typeof__(cuMemcpy) *real,
                                   CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
+    OBSERVE(norm(NULL, pt), NULL, false); /* may read device memory back: as a sync would */
     IDLE_FORWARD(real(dst, src, n));
     cgj_call_t c = {.api = api, .stream = norm(NULL, pt)};
     fill_copy(&c, dst, src, n, false);
@@ -189,6 +198,7 @@ TWO_WRAPPERS(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, memcpy_h2d_async,
 static inline CUresult memcpy_d2h(bool pt, const char *api, __typeof__(cuMemcpyDtoH) *real,
                                   void *dst, CUdeviceptr src, size_t n)
 {
+    OBSERVE(norm(NULL, pt), NULL, false);
     IDLE_FORWARD(real(dst, src, n));
     cgj_call_t c = {.kind = CGJ_OP_READBACK, .api = api, .stream = norm(NULL, pt)};
     TRACE_CALL(c, real(dst, src, n));
@@ -199,6 +209,7 @@ TWO_WRAPPERS(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, memcpy_d2h, (void *dst, CUde
 static inline CUresult memcpy_d2h_async(bool pt, const char *api, __typeof__(cuMemcpyDtoHAsync) *real,
                                         void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
+    OBSERVE(norm(s, pt), NULL, false);
     IDLE_FORWARD(real(dst, src, n, s));
     cgj_call_t c = {.api = api, .stream = norm(s, pt)};
     fill_copy(&c, (CUdeviceptr)(uintptr_t)dst, src, n, true);
@@ -294,17 +305,18 @@ TWO_WRAPPERS(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, stream_wait,
              (CUstream s, CUevent ev, unsigned flags), s, ev, flags)
 
 /* Calls of one handle argument that end a segment (synchronize, query). */
-#define BOUNDARY_BODY(name, kind_, type)                                                       \
+#define BOUNDARY_BODY(name, kind_, type, observe)                                              \
     static inline CUresult name(bool pt, const char *api, CUresult (*real)(type), type h)     \
     {                                                                                          \
+        observe;                                                                               \
         IDLE_FORWARD(real(h));                                                                 \
         cgj_call_t c = {.kind = kind_, .api = api, .stream = norm(NULL, pt)};                  \
         TRACE_CALL(c, real(h));                                                                \
     }
-BOUNDARY_BODY(stream_sync, CGJ_OP_SYNC, CUstream)
-BOUNDARY_BODY(stream_query, CGJ_OP_QUERY, CUstream)
-BOUNDARY_BODY(event_sync, CGJ_OP_SYNC, CUevent)
-BOUNDARY_BODY(event_query, CGJ_OP_QUERY, CUevent)
+BOUNDARY_BODY(stream_sync, CGJ_OP_SYNC, CUstream, OBSERVE(norm(h, pt), NULL, false))
+BOUNDARY_BODY(stream_query, CGJ_OP_QUERY, CUstream, OBSERVE(norm(h, pt), NULL, false))
+BOUNDARY_BODY(event_sync, CGJ_OP_SYNC, CUevent, OBSERVE(NULL, h, false))
+BOUNDARY_BODY(event_query, CGJ_OP_QUERY, CUevent, OBSERVE(NULL, h, false))
 
 TWO_WRAPPERS(cuStreamSynchronize, cuStreamSynchronize_ptsz, stream_sync, (CUstream s), s)
 TWO_WRAPPERS(cuStreamQuery, cuStreamQuery_ptsz, stream_query, (CUstream s), s)
@@ -313,6 +325,7 @@ CUresult cgj_w_cuEventQuery(CUevent ev) { return event_query(false, "cuEventQuer
 
 CUresult cgj_w_cuCtxSynchronize(void)
 {
+    OBSERVE(NULL, NULL, true);
     IDLE_FORWARD(cgj_drv.r_cuCtxSynchronize());
     cgj_call_t c = {.kind = CGJ_OP_SYNC, .api = "cuCtxSynchronize", .stream = CU_STREAM_LEGACY};
     TRACE_CALL(c, cgj_drv.r_cuCtxSynchronize());

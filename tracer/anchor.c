@@ -75,6 +75,46 @@ int cgj_anchor_info(const char *name, cgj_trace_info_t *out)
     return a ? CGJ_OK : CGJ_ERR_NOT_FOUND;
 }
 
+static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
+{
+    fprintf(f, "    variant %u: %u ops (%u kernels), %u segment(s), %u varying slot(s), %llu replays, %llu side exits\n",
+            k + 1, t->list.n, t->kernels, t->nsegs, t->varying_slots, (unsigned long long)t->replays,
+            (unsigned long long)t->side_exits);
+    for (uint32_t s = 0; s + 1 < t->nsegs; s++) {
+        const cgj_op_t *b = &t->list.ops[t->segs[s].end];
+        fprintf(f, "      segment %u ends at op %u: %s (%s)\n", s + 1, t->segs[s].end, b->call.api,
+                cgj_op_docs[b->call.kind]);
+    }
+    for (uint32_t e = 0; e < t->nexits; e++)
+        fprintf(f, "      side exit at op %u, %llu time(s): %s\n", t->exits[e].op,
+                (unsigned long long)t->exits[e].count, t->exits[e].reason);
+    if (t->other_exits)
+        fprintf(f, "      %llu further side exit(s) of other kinds\n", (unsigned long long)t->other_exits);
+}
+
+/* Why an anchor is not fast, in plain words, when it is not. */
+static void report_verdict(FILE *f, const cgj_anchor_t *a)
+{
+    if (a->state == CGJ_STATE_BLACKLISTED) {
+        fprintf(f, "    never replayed: blacklisted: %s\n", a->reason);
+        return;
+    }
+    if (!a->nvariants) {
+        fprintf(f, "    not replayed yet: %s\n", a->runs < 3 ? "a step replays from its third run"
+                                                                : a->reason);
+        return;
+    }
+    uint64_t replays = a->replays, eager = a->eager_runs;
+    if (replays && eager) {
+        double e = (double)a->eager_ns / (double)eager / 1e3, r = (double)a->replay_ns / (double)replays / 1e3;
+        fprintf(f, "    host time per step: eager %.1f us, replay %.1f us: about %.3f s of host time saved\n",
+                e, r, e > r ? (e - r) * (double)replays / 1e6 : 0.0);
+    }
+    if (a->side_exits > replays / 4)
+        fprintf(f, "    many runs left the trace (%llu side exits for %llu replays): see the side exits above\n",
+                (unsigned long long)a->side_exits, (unsigned long long)replays);
+}
+
 void cgj_anchor_report(FILE *f)
 {
     cgj_stats_t s;
@@ -87,21 +127,17 @@ void cgj_anchor_report(FILE *f)
     for (cgj_anchor_t *a = anchors; a; a = a->next) {
         cgj_trace_info_t i;
         fill_info(a, &i);
-        fprintf(f, "  anchor '%s': %s, %llu runs, %llu replayed, %llu side exits, %u variant(s)",
+        fprintf(f, "  anchor '%s': %s, %llu runs, %llu replayed, %llu side exits, %u variant(s)\n",
                 a->name, state_names[i.state], (unsigned long long)i.runs,
                 (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.variants);
-        if (i.variants)
-            fprintf(f, "; %u ops (%u kernels) in %u segment(s), %u varying slot(s)", i.ops,
-                    i.kernels, i.segments, i.varying_slots);
-        fprintf(f, "\n");
+        for (uint32_t k = 0; k < a->nvariants; k++) report_variant(f, a->variants[k], k);
         if (i.allocations)
             fprintf(f, "    pool: %u allocations, %llu bytes planned, %llu naive, %llu lower bound (%.3f)\n",
                     i.allocations, (unsigned long long)i.pool_bytes,
                     (unsigned long long)i.naive_bytes, (unsigned long long)i.lower_bound,
                     i.lower_bound ? (double)i.pool_bytes / (double)i.lower_bound : 1.0);
-        if (i.reason[0])
-            fprintf(f, "    %s: %s\n", i.state == CGJ_STATE_BLACKLISTED ? "blacklisted" : "last event",
-                    i.reason);
+        report_verdict(f, a);
+        if (i.reason[0] && i.state != CGJ_STATE_BLACKLISTED) fprintf(f, "    last event: %s\n", i.reason);
     }
     pthread_mutex_unlock(&table_lock);
 }

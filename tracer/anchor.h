@@ -23,6 +23,7 @@ struct cgj_anchor {
     cgj_trace_t *variants[CGJ_MAX_VARIANTS_HARD];
     uint32_t nvariants, current;
     uint64_t runs, replays, side_exits;
+    uint64_t eager_ns, eager_runs, replay_ns; /* host time from begin to end, for the report */
     uint32_t record_failures;
     bool want_twin;         /* an escape exit happened: a duplicate variant is welcome */
     char reason[256];

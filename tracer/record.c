@@ -23,6 +23,11 @@ const char *const cgj_op_names[CGJ_OP_COUNT] = {
     CGJ_OP_LIST(CGJ_OP_NAME)
 #undef CGJ_OP_NAME
 };
+const char *const cgj_op_docs[CGJ_OP_COUNT] = {
+#define CGJ_OP_DOC(name, cls, doc) doc,
+    CGJ_OP_LIST(CGJ_OP_DOC)
+#undef CGJ_OP_DOC
+};
 const unsigned char cgj_op_class[CGJ_OP_COUNT] = {
 #define CGJ_OP_CLASS(name, cls, doc) cls,
     CGJ_OP_LIST(CGJ_OP_CLASS)

@@ -26,6 +26,7 @@
 #include "base/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,9 +35,65 @@ __thread cgj_thread_t cgj_tls;
 int cgj_tracing_threads;
 cgj_stats_t cgj_g_stats;
 
+int cgj_pending_threads;
+
+static void set_pending(cgj_thread_t *t, bool pending)
+{
+    if (t->pending == pending) return;
+    t->pending = pending;
+    __atomic_fetch_add(&cgj_pending_threads, pending ? 1 : -1, __ATOMIC_RELAXED);
+}
+
+/* ---- the thread registry and per-thread locks (see cgj_step_observe) ----
+ * Lock order: the registry, then one thread's lock. A thread takes its own lock only around
+ * its own step calls, never while holding or waiting for the registry. */
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static cgj_thread_t **registry;
+static size_t nregistry, capregistry;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void lock_thread(cgj_thread_t *t)
+{
+    while (__atomic_exchange_n(&t->lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+}
+
+static void unlock_thread(cgj_thread_t *t)
+{
+    __atomic_store_n(&t->lock, 0, __ATOMIC_RELEASE);
+}
+
+static void unregister_thread(void *arg)
+{
+    cgj_thread_t *t = arg;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < nregistry; i++)
+        if (registry[i] == t) registry[i] = registry[--nregistry];
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static void make_exit_key(void)
+{
+    pthread_key_create(&exit_key, unregister_thread);
+}
+
+static void register_thread(cgj_thread_t *t)
+{
+    if (CGJ_LIKELY(t->registered)) return;
+    pthread_once(&exit_key_once, make_exit_key);
+    pthread_mutex_lock(&registry_lock);
+    if (nregistry == capregistry)
+        registry = cgj_xrealloc(registry, (capregistry = capregistry ? 2 * capregistry : 16) * sizeof *registry);
+    registry[nregistry++] = t;
+    pthread_mutex_unlock(&registry_lock);
+    pthread_setspecific(exit_key, t);
+    t->registered = true;
+}
+
 static void set_mode(cgj_thread_t *t, cgj_mode_t m)
 {
-    bool was = t->mode >= CGJ_MODE_RECORD, is = m >= CGJ_MODE_RECORD;
+    bool was = t->mode >= CGJ_MODE_EAGER, is = m >= CGJ_MODE_EAGER;
     if (was != is) __atomic_fetch_add(&cgj_tracing_threads, is ? 1 : -1, __ATOMIC_RELAXED);
     t->mode = m;
 }
@@ -69,6 +126,7 @@ static void flush_pending(cgj_thread_t *t)
     /* The staging buffers are rewritten by the next replay: let these copies finish first. */
     for (uint32_t i = first; i < t->pos; i++)
         if (tr->list.ops[i].stage) cgj_drv.r_cuStreamSynchronize(tr->list.ops[i].call.stream);
+    set_pending(t, false);
 }
 
 static void launch_segment(cgj_thread_t *t)
@@ -80,6 +138,7 @@ static void launch_segment(cgj_thread_t *t)
     CUresult r = cgj_graph_launch(tr, t->seg, &patched);
     CGJ_STAT_ADD(params_patched, patched);
     t->launched = true;
+    if (r == CUDA_SUCCESS) set_pending(t, false);
     if (r == CUDA_SUCCESS) {
         CGJ_STAT_ADD(graph_launches, 1);
         return;
@@ -89,7 +148,26 @@ static void launch_segment(cgj_thread_t *t)
     snprintf(why, sizeof why, "graph launch failed: %s", cgj_driver_errstr(r));
     flush_pending(t);
     cgj_anchor_blacklist(t->anchor, why);
-    set_mode(t, CGJ_MODE_PASSTHRU);
+    set_mode(t, t->implicit ? CGJ_MODE_EAGER : CGJ_MODE_PASSTHRU);
+}
+
+/* Group side exits by op and reason (the reason up to its first digit-bearing detail, so that
+ * "slot 1: expected 05 got 07" and "... got 09" count as one). */
+static void count_exit(cgj_trace_t *tr, uint32_t op, const char *why)
+{
+    size_t key = strcspn(why, ":");
+    for (uint32_t i = 0; i < tr->nexits; i++)
+        if (tr->exits[i].op == op && !strncmp(tr->exits[i].reason, why, key)) {
+            tr->exits[i].count++;
+            return;
+        }
+    if (tr->nexits == CGJ_EXIT_KINDS) {
+        tr->other_exits++;
+        return;
+    }
+    cgj_exit_count_t *e = &tr->exits[tr->nexits++];
+    e->op = op, e->count = 1;
+    cgj_strlcpy(e->reason, why, sizeof e->reason);
 }
 
 /* Leave the trace at t->pos: pending ops eagerly, then record the rest of the run. */
@@ -102,6 +180,7 @@ static void side_exit(cgj_thread_t *t, const char *why)
     tr->side_exits++;
     a->side_exits++;
     CGJ_STAT_ADD(side_exits, 1);
+    count_exit(tr, t->pos, why);
     snprintf(a->reason, sizeof a->reason, "side exit at op %u: %s", t->pos, why);
     CGJ_LOG(guards, "anchor '%s': %s", a->name, a->reason);
     set_mode(t, CGJ_MODE_RECORD);
@@ -234,6 +313,7 @@ static int replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     }
     t->pos++;
     t->absorbed++;
+    set_pending(t, true);
     return CGJ_ABSORB;
 }
 
@@ -250,14 +330,19 @@ static void abort_step(cgj_thread_t *t, const char *why)
         CGJ_LOG(blacklist, "anchor '%s': step aborted to eager: %s", a->name, why);
         record_failure(a, why);
     }
-    set_mode(t, CGJ_MODE_PASSTHRU);
+    set_mode(t, t->implicit ? CGJ_MODE_EAGER : CGJ_MODE_PASSTHRU);
 }
 
 int cgj_step_enter(const cgj_call_t *c)
 {
     cgj_thread_t *t = &cgj_tls;
-    if (t->mode == CGJ_MODE_REPLAY) return replay_enter(t, c);
-    return CGJ_EXECUTE;
+    register_thread(t);
+    lock_thread(t);
+    int d = CGJ_EXECUTE;
+    if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_route(c)) d = CGJ_EXECUTE;
+    else if (t->mode == CGJ_MODE_REPLAY) d = replay_enter(t, c);
+    unlock_thread(t);
+    return d;
 }
 
 /* Complete a call for recording: the address an allocation returned; a free of an allocation
@@ -284,9 +369,18 @@ static const cgj_call_t *resolve_for_record(const cgj_thread_t *t, const cgj_cal
     return tmp;
 }
 
+static void leave_locked(cgj_thread_t *t, const cgj_call_t *c, CUresult r);
+
 void cgj_step_leave(const cgj_call_t *c, CUresult r)
 {
     cgj_thread_t *t = &cgj_tls;
+    lock_thread(t);
+    leave_locked(t, c, r);
+    unlock_thread(t);
+}
+
+static void leave_locked(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
+{
     if (t->mode != CGJ_MODE_RECORD) return;
     const char *why = NULL;
     char msg[200];
@@ -307,9 +401,42 @@ void cgj_step_leave(const cgj_call_t *c, CUresult r)
 
 void cgj_step_untraceable(const char *api)
 {
-    char msg[160];
-    snprintf(msg, sizeof msg, "%s cannot be traced inside a step", api);
-    abort_step(&cgj_tls, msg);
+    cgj_thread_t *t = &cgj_tls;
+    lock_thread(t);
+    if (t->mode >= CGJ_MODE_RECORD) { /* else: no step, or one already running eagerly */
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s cannot be traced inside a step", api);
+        abort_step(t, msg);
+    }
+    unlock_thread(t);
+}
+
+/* Could `s`/`ev` observe the pending work of t? */
+static bool observes(const cgj_thread_t *t, CUstream s, CUevent ev, bool everything)
+{
+    if (everything || s == CU_STREAM_LEGACY) return true;
+    const cgj_trace_t *tr = t->trace;
+    for (uint32_t i = tr->segs[t->seg].first; i < t->pos; i++) {
+        const cgj_call_t *c = &tr->list.ops[i].call;
+        if (s && s != CU_STREAM_PER_THREAD && c->stream == s) return true;
+        if (ev && c->kind == CGJ_OP_EVENT_RECORD && c->u.e.ev == ev) return true;
+    }
+    return false;
+}
+
+void cgj_step_observe(CUstream s, CUevent ev, bool everything)
+{
+    cgj_thread_t *self = &cgj_tls;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < nregistry; i++) {
+        cgj_thread_t *t = registry[i];
+        if (t == self || !__atomic_load_n(&t->pending, __ATOMIC_RELAXED)) continue;
+        lock_thread(t);
+        if (t->pending && t->mode == CGJ_MODE_REPLAY && observes(t, s, ev, everything))
+            side_exit(t, "another thread synchronized with work this step had absorbed");
+        unlock_thread(t);
+    }
+    pthread_mutex_unlock(&registry_lock);
 }
 
 /* ---- building a trace at the end of an eager run ---- */
@@ -468,6 +595,7 @@ static void finish_record(cgj_thread_t *t)
 
 static void start_replay(cgj_thread_t *t, cgj_anchor_t *a)
 {
+    set_pending(t, false);
     t->trace = a->variants[a->current];
     t->pos = t->seg = 0;
     t->launched = t->staged_waited = t->allocs_served = false;
@@ -475,26 +603,41 @@ static void start_replay(cgj_thread_t *t, cgj_anchor_t *a)
     set_mode(t, CGJ_MODE_REPLAY);
 }
 
-int cgj_step_begin(const char *name)
+/* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
+ * their calls keep passing through cgj_step_enter so that their end is seen. */
+int cgj_step_begin_as(const char *name, bool implicit)
 {
     cgj_thread_t *t = &cgj_tls;
     if (t->mode != CGJ_MODE_OFF) {
         if (t->mode >= CGJ_MODE_RECORD) abort_step(t, "cgj_trace_begin inside a step (steps do not nest)");
         return CGJ_ERR_NESTED;
     }
+    cgj_mode_t eager = implicit ? CGJ_MODE_EAGER : CGJ_MODE_PASSTHRU;
     cgj_anchor_t *a = t->last && strcmp(t->last->name, name) == 0 ? t->last : cgj_anchor_get(name);
     t->last = a;
+    t->implicit = implicit;
+    t->begun_ns = cgj_now_ns();
     __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
     if (__atomic_exchange_n(&a->busy, 1, __ATOMIC_ACQUIRE)) {
         t->anchor = NULL; /* another thread runs this anchor now: this step runs eagerly */
-        set_mode(t, CGJ_MODE_PASSTHRU);
+        set_mode(t, eager);
         return CGJ_OK;
     }
     t->anchor = a;
-    if (a->state == CGJ_STATE_BLACKLISTED) set_mode(t, CGJ_MODE_PASSTHRU);
+    if (a->state == CGJ_STATE_BLACKLISTED) set_mode(t, eager);
     else if (a->nvariants) start_replay(t, a);
     else set_mode(t, CGJ_MODE_RECORD);
     return CGJ_OK;
+}
+
+int cgj_step_begin(const char *name)
+{
+    cgj_thread_t *t = &cgj_tls;
+    register_thread(t);
+    lock_thread(t);
+    int st = cgj_step_begin_as(name, false);
+    unlock_thread(t);
+    return st;
 }
 
 /* A step that cannot be traced at all (no driver, disabled): it still pairs with its end. */
@@ -504,6 +647,15 @@ void cgj_step_begin_eager(void)
 }
 
 int cgj_step_end(void)
+{
+    cgj_thread_t *t = &cgj_tls;
+    lock_thread(t);
+    int st = cgj_step_end_locked();
+    unlock_thread(t);
+    return st;
+}
+
+int cgj_step_end_locked(void)
 {
     cgj_thread_t *t = &cgj_tls;
     if (t->mode == CGJ_MODE_OFF) return CGJ_ERR_NOT_ACTIVE;
@@ -525,10 +677,17 @@ int cgj_step_end(void)
         }
     }
     if (t->mode == CGJ_MODE_RECORD) finish_record(t);
-    if (t->mode != CGJ_MODE_REPLAY) CGJ_STAT_ADD(steps_eager, 1);
+    uint64_t host_ns = cgj_now_ns() - t->begun_ns;
+    if (t->mode != CGJ_MODE_REPLAY) {
+        CGJ_STAT_ADD(steps_eager, 1);
+        if (a) a->eager_ns += host_ns, a->eager_runs++;
+    } else if (a) {
+        a->replay_ns += host_ns;
+    }
     if (a) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
     t->anchor = NULL;
     t->trace = NULL;
+    t->implicit = false;
     set_mode(t, CGJ_MODE_OFF);
     CGJ_STAT_ADD(steps, 1);
     return CGJ_OK;

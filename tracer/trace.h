@@ -57,6 +57,7 @@ typedef enum cgj_op_kind {
 } cgj_op_kind_t;
 
 extern const char *const cgj_op_names[CGJ_OP_COUNT];
+extern const char *const cgj_op_docs[CGJ_OP_COUNT];
 extern const unsigned char cgj_op_class[CGJ_OP_COUNT];
 
 /* Copy directions of a MEMCPY op (after resolving unified addresses). */
@@ -153,8 +154,19 @@ typedef struct cgj_segment {
     uint32_t npatch;
 } cgj_segment_t;
 
+#define CGJ_EXIT_KINDS 8
+/* Side exits of a trace, grouped by op and reason (for the report). */
+typedef struct cgj_exit_count {
+    uint32_t op;
+    uint64_t count;
+    char reason[160];
+} cgj_exit_count_t;
+
 typedef struct cgj_trace {
     cgj_oplist_t list;
+    cgj_exit_count_t exits[CGJ_EXIT_KINDS];
+    uint32_t nexits;
+    uint64_t other_exits; /* exits beyond the kinds kept */
     CUdeviceptr region;                     /* pool region of the in-step allocations */
     uint64_t pool_bytes, naive_bytes, lower_bound;
     uint32_t nblocks;

@@ -75,7 +75,7 @@ Test(base_config, defaults_without_environment)
     cr_assert_eq(cgj_cfg.DISABLE, 0);
     cr_assert_eq(cgj_cfg.MAX_RECORDS, 4);
     cr_assert_eq(cgj_cfg.MAX_VARIANTS, 4);
-    cr_assert_eq(cgj_cfg.MAX_OPS, 1000000);
+    cr_assert_eq(cgj_cfg.MAX_OPS, 100000);
     cr_assert_eq(cgj_cfg.REPORT, 0);
     cr_assert_str_eq(cgj_cfg.DRIVER, "libcuda.so.1");
     cr_assert_str_eq(cgj_cfg.LOG, "");
@@ -131,32 +131,32 @@ static void check_malformed(const char *var, const char *value, long *field, lon
 
 Test(base_config, max_ops_not_a_number)
 {
-    check_malformed("CGJIT_MAX_OPS", "abc", &cgj_cfg.MAX_OPS, 1000000);
+    check_malformed("CGJIT_MAX_OPS", "abc", &cgj_cfg.MAX_OPS, 100000);
 }
 
 Test(base_config, max_ops_negative)
 {
-    check_malformed("CGJIT_MAX_OPS", "-3", &cgj_cfg.MAX_OPS, 1000000);
+    check_malformed("CGJIT_MAX_OPS", "-3", &cgj_cfg.MAX_OPS, 100000);
 }
 
 Test(base_config, max_ops_below_minimum)
 {
-    check_malformed("CGJIT_MAX_OPS", "15", &cgj_cfg.MAX_OPS, 1000000);
+    check_malformed("CGJIT_MAX_OPS", "15", &cgj_cfg.MAX_OPS, 100000);
 }
 
 Test(base_config, max_ops_trailing_garbage)
 {
-    check_malformed("CGJIT_MAX_OPS", "100x", &cgj_cfg.MAX_OPS, 1000000);
+    check_malformed("CGJIT_MAX_OPS", "100x", &cgj_cfg.MAX_OPS, 100000);
 }
 
 Test(base_config, max_ops_empty)
 {
-    check_malformed("CGJIT_MAX_OPS", "", &cgj_cfg.MAX_OPS, 1000000);
+    check_malformed("CGJIT_MAX_OPS", "", &cgj_cfg.MAX_OPS, 100000);
 }
 
 Test(base_config, max_ops_overflow)
 {
-    check_malformed("CGJIT_MAX_OPS", "99999999999999999999999", &cgj_cfg.MAX_OPS, 1000000);
+    check_malformed("CGJIT_MAX_OPS", "99999999999999999999999", &cgj_cfg.MAX_OPS, 100000);
 }
 
 Test(base_config, max_records_zero_is_below_minimum)
@@ -174,7 +174,7 @@ Test(base_config, one_bad_variable_does_not_spoil_the_others)
     setenv("CGJIT_MAX_OPS", "abc", 1);
     setenv("CGJIT_MAX_RECORDS", "9", 1);
     const char *err = load_captured();
-    cr_assert_eq(cgj_cfg.MAX_OPS, 1000000);
+    cr_assert_eq(cgj_cfg.MAX_OPS, 100000);
     cr_assert_eq(cgj_cfg.MAX_RECORDS, 9);
     cr_assert(strstr(err, "CGJIT_MAX_OPS") && !strstr(err, "CGJIT_MAX_RECORDS"), "%s", err);
 }
@@ -188,10 +188,11 @@ Test(base_config, describe_lists_every_tunable)
     fclose(f);
     static const char *const names[] = {"CGJIT_DISABLE",   "CGJIT_LOG ",        "CGJIT_LOG_FILE",
                                         "CGJIT_DRIVER",    "CGJIT_MAX_RECORDS", "CGJIT_MAX_VARIANTS",
-                                        "CGJIT_MAX_OPS",   "CGJIT_REPORT"};
+                                        "CGJIT_MAX_OPS",   "CGJIT_REPORT",      "CGJIT_POOL_RESERVE_GB",
+                                        "CGJIT_DUMP_ALLOCS", "CGJIT_STEP"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         cr_assert(strstr(buf, names[i]), "describe lacks %s:\n%s", names[i], buf);
-    cr_assert(strstr(buf, "'1000000'"), "MAX_OPS default not shown:\n%s", buf);
+    cr_assert(strstr(buf, "'100000'"), "MAX_OPS default not shown:\n%s", buf);
     cr_assert(strstr(buf, "'libcuda.so.1'"), "DRIVER default not shown:\n%s", buf);
     free(buf);
 }

@@ -1,0 +1,144 @@
+/*
+ * test_implicit.c — steps found without markers (CGJIT_STEP=sync|auto|off), against the fake
+ * driver. The "program" here never calls cgj_trace_begin: cgjit must find its steps, replay
+ * them, and leave memory exactly as eager execution would. The expected values are computed on
+ * the host with the same arithmetic as the fake kernels.
+ */
+#include <criterion/criterion.h>
+#include <cgjit.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fakeapp.h"
+
+#define N 64
+#define OK(x) cr_assert_eq((x), CUDA_SUCCESS, "%s", #x)
+static fk_t fk;
+
+static void open_with(const char *policy)
+{
+    setenv("CGJIT_STEP", policy, 1);
+    fk_open(&fk);
+}
+static void sync_setup(void) { open_with("sync"); }
+static void auto_setup(void) { open_with("auto"); }
+static void off_setup(void) { open_with("off"); }
+
+/* x = a*x + b on the host, as the fake axpb does with grid 1. */
+static void host_axpb(float *x, float a, float b)
+{
+    for (int i = 0; i < N; i++) x[i] = a * x[i] + b;
+}
+
+/* One loop iteration: `k` kernels then, with `sync`, a read of x (the host observes). */
+static void iteration(CUdeviceptr x, int it, int k, bool sync, float *ref, float *seen)
+{
+    for (int j = 0; j < k; j++) {
+        float b = 0.01f * (float)(j % 3) + (j == 0 ? 0.001f * (float)(it % 4) : 0.0f);
+        OK(fk_axpb_launch(&fk, NULL, x, 0.5f, b, N, 1));
+        host_axpb(ref, 0.5f, b);
+    }
+    if (sync) OK(fk.dtoh(seen, x, N * sizeof(float)));
+}
+
+static cgj_stats_t stats(void)
+{
+    cgj_stats_t s;
+    cgj_stats(&s);
+    return s;
+}
+
+TestSuite(tracer_implicit_sync, .init = sync_setup);
+
+Test(tracer_implicit_sync, a_loop_with_one_sync_replays)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 4);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    for (int it = 0; it < 50; it++) {
+        iteration(x, it, 10, true, ref, seen);
+        cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d differs from eager arithmetic", it);
+    }
+    cgj_stats_t s = stats();
+    cr_assert_geq(s.steps_replayed, 47, "replayed %llu", (unsigned long long)s.steps_replayed);
+    cr_assert_eq(s.side_exits, 0);
+}
+
+Test(tracer_implicit_sync, two_syncs_per_iteration_make_two_traces)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 5), y = fk_alloc_floats(&fk, N, 6);
+    float rx[N], ry[N], seen[N];
+    OK(fk.dtoh(rx, x, sizeof rx));
+    OK(fk.dtoh(ry, y, sizeof ry));
+    for (int it = 0; it < 40; it++) {
+        iteration(x, it, 5, true, rx, seen);
+        cr_assert(!memcmp(rx, seen, sizeof rx), "x at iteration %d", it);
+        iteration(y, it, 7, true, ry, seen);
+        cr_assert(!memcmp(ry, seen, sizeof ry), "y at iteration %d", it);
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cgj_report(f);
+    fclose(f);
+    int anchors = 0;
+    for (char *p = buf; (p = strstr(p, "anchor 'sync:")); p++) anchors++;
+    cr_assert_geq(anchors, 2, "%s", buf);
+    cr_assert_geq(stats().steps_replayed, 70);
+    free(buf);
+}
+
+Test(tracer_implicit_sync, markers_take_precedence)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 7);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    for (int it = 0; it < 5; it++) iteration(x, it, 3, true, ref, seen);
+    uint64_t before = stats().steps;
+    for (int it = 5; it < 30; it++) {
+        cr_assert_eq(cgj_trace_begin("marked"), CGJ_OK);
+        iteration(x, it, 3, false, ref, seen);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        OK(fk.dtoh(seen, x, sizeof seen));
+        cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d", it);
+    }
+    cgj_trace_info_t i;
+    cr_assert_eq(cgj_trace_info("marked", &i), CGJ_OK);
+    cr_assert_eq(i.replays, 23);
+    /* After the first marker, only marked steps: one per iteration (+1 implicit step ended). */
+    cr_assert_leq(stats().steps - before, 25 + 1);
+}
+
+TestSuite(tracer_implicit_auto, .init = auto_setup);
+
+Test(tracer_implicit_auto, a_loop_without_any_sync_is_found)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 8);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    /* A prefix that is not part of the loop. */
+    OK(fk_addk_launch(&fk, NULL, x, 3, N));
+    for (int i = 0; i < N; i++) ref[i] += 3.0f;
+    for (int it = 0; it < 60; it++) iteration(x, it, 12, false, ref, seen);
+    OK(fk.stream_sync(NULL));
+    OK(fk.dtoh(seen, x, sizeof seen));
+    cr_assert(!memcmp(ref, seen, sizeof ref), "the loop's result differs from eager arithmetic");
+    cgj_stats_t s = stats();
+    cr_assert_geq(s.steps_replayed, 40, "replayed %llu of 60 iterations", (unsigned long long)s.steps_replayed);
+}
+
+TestSuite(tracer_implicit_off, .init = off_setup);
+
+Test(tracer_implicit_off, off_records_nothing)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 9);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    for (int it = 0; it < 10; it++) {
+        iteration(x, it, 4, true, ref, seen);
+        cr_assert(!memcmp(ref, seen, sizeof ref));
+    }
+    cgj_stats_t s = stats();
+    cr_assert_eq(s.steps, 0);
+    cr_assert_eq(s.ops_recorded, 0);
+}

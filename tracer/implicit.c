@@ -1,0 +1,125 @@
+/*
+ * implicit.c — finding the step of a program that has no markers (CGJIT_STEP).
+ *
+ *  - sync: a step is the work between two host synchronizations (stream, context or event
+ *    synchronization, or a device-to-host copy the host reads at once). The step ends just
+ *    before the synchronization, which then runs outside any step: the host only ever waits on
+ *    work that has been launched. Each step is anchored at its first call, so the segments of
+ *    one loop iteration that are separated by synchronizations become traces of their own.
+ *  - auto: a per-thread detector (cycle.h) finds the repeating cycle in the stream of call
+ *    signatures; steps begin at the cycle's head, so a loop with no synchronization at all is
+ *    found too. When the cycle breaks, the current step ends at once and calls run eagerly
+ *    until the loop is found again.
+ *  - off: nothing is recorded.
+ *
+ * The default is sync when libcgjit is preloaded (an unmodified program, which can only be
+ * stepped implicitly) and off when it is linked (the program marks its steps). sync is the
+ * default rather than auto because every program that reads its results synchronizes, steps
+ * found that way can never hold work across the point where the host looks, and they need no
+ * warm-up to be found. Markers take precedence: the first cgj_trace_begin ends implicit
+ * stepping for the whole process.
+ */
+#include "tracer/anchor.h"
+#include "tracer/cycle.h"
+#include "tracer/layout.h"
+#include "base/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cgj_implicit_policy;
+
+static const char *const policy_names[] = {"off", "sync", "auto"};
+
+void cgj_implicit_enable(cgj_step_policy_t policy)
+{
+    if (policy == CGJ_STEP_OFF) return;
+    __atomic_store_n(&cgj_implicit_policy, policy, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&cgj_tracing_threads, 1, __ATOMIC_RELAXED); /* every call is looked at */
+    CGJ_LOG(trace, "implicit steps: CGJIT_STEP=%s", policy_names[policy]);
+}
+
+void cgj_implicit_markers_seen(void)
+{
+    int was = __atomic_exchange_n(&cgj_implicit_policy, CGJ_STEP_OFF, __ATOMIC_RELAXED);
+    if (was == CGJ_STEP_OFF) return;
+    __atomic_fetch_sub(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
+    CGJ_LOG(trace, "markers in use: implicit steps (CGJIT_STEP=%s) end", policy_names[was]);
+    if (cgj_tls.implicit && cgj_tls.mode != CGJ_MODE_OFF) cgj_step_end();
+}
+
+/* The shape of a call, without the values that vary from step to step. */
+static uint64_t signature(const cgj_call_t *c)
+{
+    uint64_t h = cgj_hash_bytes(&c->kind, sizeof c->kind, (uintptr_t)c->api);
+    h = cgj_hash_bytes(&c->stream, sizeof c->stream, h);
+    switch (c->kind) {
+    case CGJ_OP_KERNEL:
+        h = cgj_hash_bytes(&c->u.k.f, sizeof c->u.k.f, h);
+        h = cgj_hash_bytes(c->u.k.grid, sizeof c->u.k.grid, h);
+        return cgj_hash_bytes(c->u.k.block, sizeof c->u.k.block, h) | 1;
+    case CGJ_OP_MEMCPY:
+        h = cgj_hash_bytes(&c->u.m.dir, sizeof c->u.m.dir, h);
+        return cgj_hash_bytes(&c->u.m.bytes, sizeof c->u.m.bytes, h) | 1;
+    case CGJ_OP_MEMSET:
+        return cgj_hash_bytes(&c->u.s.count, sizeof c->u.s.count, h) | 1;
+    case CGJ_OP_ALLOC:
+        return cgj_hash_bytes(&c->u.a.bytes, sizeof c->u.a.bytes, h) | 1;
+    default:
+        return h | 1;
+    }
+}
+
+static bool delimits_step(const cgj_call_t *c)
+{
+    return c->kind == CGJ_OP_SYNC || c->kind == CGJ_OP_READBACK;
+}
+
+static void begin_sync_step(const cgj_call_t *c)
+{
+    char name[160];
+    const char *kernel = c->kind == CGJ_OP_KERNEL ? cgj_layout_kernel_name(c->u.k.f) : NULL;
+    snprintf(name, sizeof name, "sync:%s%s%s:%016llx", c->api, kernel ? ":" : "", kernel ? kernel : "",
+             (unsigned long long)signature(c));
+    cgj_step_begin_as(name, true);
+}
+
+static void begin_auto_step(const cgj_cycle_t *cy)
+{
+    char name[64];
+    snprintf(name, sizeof name, "auto:%016llx", (unsigned long long)cgj_cycle_id(cy));
+    cgj_step_begin_as(name, true);
+}
+
+static bool route_auto(cgj_thread_t *t, const cgj_call_t *c)
+{
+    if (!t->cycle) {
+        t->cycle = cgj_xmalloc(sizeof *t->cycle);
+        cgj_cycle_init(t->cycle, 2);
+    }
+    bool head = cgj_cycle_feed(t->cycle, signature(c));
+    if (head) {
+        if (t->mode != CGJ_MODE_OFF) cgj_step_end_locked();
+        begin_auto_step(t->cycle);
+        return true;
+    }
+    if (t->mode != CGJ_MODE_OFF && cgj_cycle_period(t->cycle) == 0) {
+        CGJ_LOG(breaks, "the loop broke at %s: the implicit step ends here", c->api);
+        cgj_step_end_locked();
+    }
+    return t->mode != CGJ_MODE_OFF;
+}
+
+bool cgj_implicit_route(const cgj_call_t *c)
+{
+    cgj_thread_t *t = &cgj_tls;
+    int policy = __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED);
+    if (t->mode != CGJ_MODE_OFF && !t->implicit) return true; /* a marked step */
+    if (policy == CGJ_STEP_AUTO) return route_auto(t, c);
+    if (policy == CGJ_STEP_OFF || delimits_step(c)) {
+        if (t->mode != CGJ_MODE_OFF) cgj_step_end_locked();
+        return false;
+    }
+    if (t->mode == CGJ_MODE_OFF) begin_sync_step(c);
+    return true;
+}
