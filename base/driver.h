@@ -20,6 +20,8 @@
 /* The v1 cuGetProcAddress (CUDA 11.3–12.4); cuda.h only declares the v2 form. */
 typedef CUresult (*cgj_gpa_v1_fn)(const char *symbol, void **pfn, int version, cuuint64_t flags);
 CUresult cgj_proto_gpa_v1(const char *symbol, void **pfn, int version, cuuint64_t flags);
+/* cuLaunchCooperativeKernelMultiDevice's prototype, without cuda.h's deprecation mark. */
+CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned int flags);
 
 /* W(exported, prototype): traced or observed calls, wrapped. */
 #define CGJ_DRIVER_WRAPPED(W)                                                              \
@@ -50,6 +52,7 @@ CUresult cgj_proto_gpa_v1(const char *symbol, void **pfn, int version, cuuint64_
     W(cuStreamSynchronize_ptsz, cuStreamSynchronize)                                       \
     W(cuStreamQuery, cuStreamQuery) W(cuStreamQuery_ptsz, cuStreamQuery)                   \
     W(cuCtxSynchronize, cuCtxSynchronize)                                                  \
+    W(cuCtxSynchronize_v2, cuCtxSynchronize_v2)                                            \
     W(cuEventSynchronize, cuEventSynchronize)                                              \
     W(cuEventQuery, cuEventQuery)                                                          \
     W(cuGraphLaunch, cuGraphLaunch) W(cuGraphLaunch_ptsz, cuGraphLaunch)                   \
@@ -87,7 +90,28 @@ CUresult cgj_proto_gpa_v1(const char *symbol, void **pfn, int version, cuuint64_
     W(cuStreamWriteValue64_v2, cuStreamWriteValue64) W(cuStreamWriteValue64_v2_ptsz, cuStreamWriteValue64) \
     W(cuStreamWaitValue64_v2, cuStreamWaitValue64) W(cuStreamWaitValue64_v2_ptsz, cuStreamWaitValue64) \
     W(cuStreamBatchMemOp_v2, cuStreamBatchMemOp) W(cuStreamBatchMemOp_v2_ptsz, cuStreamBatchMemOp) \
-    W(cuMemPrefetchAsync_v2, cuMemPrefetchAsync) W(cuMemPrefetchAsync_v2_ptsz, cuMemPrefetchAsync)
+    W(cuMemPrefetchAsync_v2, cuMemPrefetchAsync) W(cuMemPrefetchAsync_v2_ptsz, cuMemPrefetchAsync) \
+    W(cuMemcpyAtoA_v2, cuMemcpyAtoA) W(cuMemcpyAtoA_v2_ptds, cuMemcpyAtoA) \
+    W(cuMemcpyAtoD_v2, cuMemcpyAtoD) W(cuMemcpyAtoD_v2_ptds, cuMemcpyAtoD) \
+    W(cuMemcpyAtoH_v2, cuMemcpyAtoH) W(cuMemcpyAtoH_v2_ptds, cuMemcpyAtoH) \
+    W(cuMemcpyDtoA_v2, cuMemcpyDtoA) W(cuMemcpyDtoA_v2_ptds, cuMemcpyDtoA) \
+    W(cuMemcpyHtoA_v2, cuMemcpyHtoA) W(cuMemcpyHtoA_v2_ptds, cuMemcpyHtoA) \
+    W(cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync) W(cuMemcpyAtoHAsync_v2_ptsz, cuMemcpyAtoHAsync) \
+    W(cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync) W(cuMemcpyHtoAAsync_v2_ptsz, cuMemcpyHtoAAsync) \
+    W(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync) W(cuMemcpyBatchAsync_v2_ptsz, cuMemcpyBatchAsync) \
+    W(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync) W(cuMemcpy3DBatchAsync_v2_ptsz, cuMemcpy3DBatchAsync) \
+    W(cuMemcpy3DPeer, cuMemcpy3DPeer) W(cuMemcpy3DPeer_ptds, cuMemcpy3DPeer) \
+    W(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync) W(cuMemcpy3DPeerAsync_ptsz, cuMemcpy3DPeerAsync) \
+    W(cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync) W(cuMemPrefetchBatchAsync_ptsz, cuMemPrefetchBatchAsync) \
+    W(cuMemDiscardBatchAsync, cuMemDiscardBatchAsync) W(cuMemDiscardBatchAsync_ptsz, cuMemDiscardBatchAsync) \
+    W(cuMemDiscardAndPrefetchBatchAsync, cuMemDiscardAndPrefetchBatchAsync) W(cuMemDiscardAndPrefetchBatchAsync_ptsz, cuMemDiscardAndPrefetchBatchAsync) \
+    W(cuMemBatchDecompressAsync, cuMemBatchDecompressAsync) W(cuMemBatchDecompressAsync_ptsz, cuMemBatchDecompressAsync) \
+    W(cuMemMapArrayAsync, cuMemMapArrayAsync) W(cuMemMapArrayAsync_ptsz, cuMemMapArrayAsync) \
+    W(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync) W(cuSignalExternalSemaphoresAsync_ptsz, cuSignalExternalSemaphoresAsync) \
+    W(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync) W(cuWaitExternalSemaphoresAsync_ptsz, cuWaitExternalSemaphoresAsync) \
+    W(cuCtxWaitEvent, cuCtxWaitEvent) \
+    W(cuGraphUpload, cuGraphUpload) W(cuGraphUpload_ptsz, cuGraphUpload) \
+    W(cuLaunchCooperativeKernelMultiDevice, cgj_proto_coop_multi)
 
 /* D(exported, prototype): functions cgjit calls for its own work. */
 #define CGJ_DRIVER_CALLED(D)                                                  \
@@ -106,7 +130,6 @@ CUresult cgj_proto_gpa_v1(const char *symbol, void **pfn, int version, cuuint64_
     D(cuEventCreate, cuEventCreate)                                           \
     D(cuEventDestroy_v2, cuEventDestroy)                                      \
     D(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags)               \
-    D(cuGraphUpload, cuGraphUpload)                                           \
     D(cuGraphDestroy, cuGraphDestroy)                                         \
     D(cuGraphExecDestroy, cuGraphExecDestroy)                                 \
     D(cuGraphKernelNodeGetParams_v2, cuGraphKernelNodeGetParams)              \

@@ -331,6 +331,15 @@ CUresult cgj_w_cuCtxSynchronize(void)
     TRACE_CALL(c, cgj_drv.r_cuCtxSynchronize());
 }
 
+/* CUDA 13's cudaDeviceSynchronize comes here. */
+CUresult cgj_w_cuCtxSynchronize_v2(CUcontext ctx)
+{
+    OBSERVE(NULL, NULL, true);
+    IDLE_FORWARD(cgj_drv.r_cuCtxSynchronize_v2(ctx));
+    cgj_call_t c = {.kind = CGJ_OP_SYNC, .api = "cuCtxSynchronize_v2", .stream = CU_STREAM_LEGACY};
+    TRACE_CALL(c, cgj_drv.r_cuCtxSynchronize_v2(ctx));
+}
+
 /* ---- allocations and frees ----
  * Inside a step they are ops: eager runs call the driver and record them; a replay serves them
  * from the trace's pool region (tracer/step.c). A free of pool memory never reaches the driver,
@@ -416,6 +425,7 @@ TWO_WRAPPERS(cuGraphLaunch, cuGraphLaunch_ptsz, graph_launch, (CUgraphExec g, CU
 #define UNTRACEABLE(exported, params, args)                       \
     CUresult cgj_w_##exported params                              \
     {                                                             \
+        OBSERVE(NULL, NULL, true);                                \
         if (cgj_tracing()) cgj_step_untraceable(#exported);       \
         return cgj_drv.r_##exported args;                         \
     }
@@ -462,6 +472,27 @@ UNTRACEABLE2(cuStreamBatchMemOp_v2, cuStreamBatchMemOp_v2_ptsz,
 UNTRACEABLE2(cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz,
              (CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s),
              (p, n, loc, flags, s))
+UNTRACEABLE2(cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds, (CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstArray, dstOffset, srcArray, srcOffset, ByteCount))
+UNTRACEABLE2(cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds, (CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstDevice, srcArray, srcOffset, ByteCount))
+UNTRACEABLE2(cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds, (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstHost, srcArray, srcOffset, ByteCount))
+UNTRACEABLE2(cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds, (CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount), (dstArray, dstOffset, srcDevice, ByteCount))
+UNTRACEABLE2(cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds, (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount), (dstArray, dstOffset, srcHost, ByteCount))
+UNTRACEABLE2(cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz, (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream), (dstHost, srcArray, srcOffset, ByteCount, hStream))
+UNTRACEABLE2(cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz, (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream), (dstArray, dstOffset, srcHost, ByteCount, hStream))
+UNTRACEABLE2(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz, (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream), (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream))
+UNTRACEABLE2(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz, (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream), (numOps, opList, flags, hStream))
+UNTRACEABLE2(cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER *pCopy), (pCopy))
+UNTRACEABLE2(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream), (pCopy, hStream))
+UNTRACEABLE2(cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync_ptsz, (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream))
+UNTRACEABLE2(cuMemDiscardBatchAsync, cuMemDiscardBatchAsync_ptsz, (CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, flags, hStream))
+UNTRACEABLE2(cuMemDiscardAndPrefetchBatchAsync, cuMemDiscardAndPrefetchBatchAsync_ptsz, (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream))
+UNTRACEABLE2(cuMemBatchDecompressAsync, cuMemBatchDecompressAsync_ptsz, (CUmemDecompressParams *paramsArray, size_t count, unsigned int flags, size_t *errorIndex, CUstream stream), (paramsArray, count, flags, errorIndex, stream))
+UNTRACEABLE2(cuMemMapArrayAsync, cuMemMapArrayAsync_ptsz, (CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream), (mapInfoList, count, hStream))
+UNTRACEABLE2(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync_ptsz, (const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream), (extSemArray, paramsArray, numExtSems, stream))
+UNTRACEABLE2(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync_ptsz, (const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream), (extSemArray, paramsArray, numExtSems, stream))
+UNTRACEABLE(cuCtxWaitEvent, (CUcontext hCtx, CUevent hEvent), (hCtx, hEvent))
+UNTRACEABLE2(cuGraphUpload, cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
+UNTRACEABLE(cuLaunchCooperativeKernelMultiDevice, (CUDA_LAUNCH_PARAMS *launchParamsList, unsigned int numDevices, unsigned int flags), (launchParamsList, numDevices, flags))
 
 /* The cuGetProcAddress wrappers live in interpose.c. */
 CUresult cgj_w_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);

@@ -243,7 +243,7 @@ Test(tracer_cycle, inner_repetition)
 {
     /* A A B is period 3 (not 1), A B A B A C period 6, A^1000 B period 1001: once confirmed
      * they stay locked through their inner repetitions, with canonical heads. */
-    static const char *spells[] = {"AAB", "ABABAC", "AABB", "ABAC", "ABCACB", "AAAAAAAAAB", "ABABABABABC"};
+    static const char *spells[] = {"AAB", "ABABAC", "CABAB", "AABB", "ABAC", "ABCACB", "AAAAAAAAAB", "ABABABABABC"};
     for (size_t k = 0; k < CGJ_ARRAY_LEN(spells); k++) {
         uint32_t p;
         uint64_t *l = letter_loop(spells[k], &p);
@@ -493,15 +493,15 @@ Test(tracer_cycle, ten_million_calls_of_a_period_1000_loop)
     free(l);
 }
 
-Test(tracer_cycle, three_million_random_calls)
+Test(tracer_cycle, two_million_random_calls)
 {
     cgj_cycle_t *c = new_cycle(2);
     seed(7);
     size_t heads = 0;
     double t0 = seconds();
-    for (int i = 0; i < 3000000; i++) heads += cgj_cycle_feed(c, rnd());
+    for (int i = 0; i < 2000000; i++) heads += cgj_cycle_feed(c, rnd());
     double dt = seconds() - t0;
-    fprintf(stderr, "3M random calls (never locked): %.3f s (%.2f ns/call)\n", dt, dt / 3e6 * 1e9);
+    fprintf(stderr, "2M random calls (never locked): %.3f s (%.2f ns/call)\n", dt, dt / 2e6 * 1e9);
     cr_assert_eq(heads, 0);
     cr_assert_lt(dt, 3.0, "%.3f s", dt);
     free(c);
