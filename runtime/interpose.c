@@ -72,13 +72,28 @@ void *cgj_wrapper_for(const void *real)
 
 /* CGJIT_STEP, or its default: sync when libcgjit was preloaded (the program cannot mark its
  * steps), off when it was linked (it marks them). */
+static bool preloaded(void)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    Dl_info self;
+    if (!pre || !dladdr((void *)cgj_runtime_init, &self) || !self.dli_fname) return false;
+    const char *base = strrchr(self.dli_fname, '/');
+    base = base ? base + 1 : self.dli_fname;
+    for (const char *p = pre; *p;) { /* LD_PRELOAD entries, split at ':' and spaces */
+        size_t len = strcspn(p, ": ");
+        const char *e = memrchr(p, '/', len);
+        e = e ? e + 1 : p;
+        if (len && (size_t)(p + len - e) == strlen(base) && !strncmp(e, base, strlen(base))) return true;
+        p += len;
+        p += strspn(p, ": ");
+    }
+    return false;
+}
+
 static cgj_step_policy_t step_policy(void)
 {
     const char *s = cgj_cfg.STEP;
-    if (!*s) {
-        const char *pre = getenv("LD_PRELOAD");
-        return pre && strstr(pre, "libcgjit") ? CGJ_STEP_SYNC : CGJ_STEP_OFF;
-    }
+    if (!*s) return preloaded() ? CGJ_STEP_SYNC : CGJ_STEP_OFF;
     if (!strcmp(s, "sync")) return CGJ_STEP_SYNC;
     if (!strcmp(s, "auto")) return CGJ_STEP_AUTO;
     if (strcmp(s, "off"))

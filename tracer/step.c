@@ -339,7 +339,8 @@ int cgj_step_enter(const cgj_call_t *c)
     register_thread(t);
     lock_thread(t);
     int d = CGJ_EXECUTE;
-    if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_route(c)) d = CGJ_EXECUTE;
+    if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_fast(t, c) && !cgj_implicit_route(c))
+        d = CGJ_EXECUTE;
     else if (t->mode == CGJ_MODE_REPLAY) d = replay_enter(t, c);
     unlock_thread(t);
     return d;

@@ -77,6 +77,15 @@ void cgj_implicit_markers_seen(void);
  * around it. Returns false when the call is to run outside any step. */
 bool cgj_implicit_route(const cgj_call_t *c);
 
+/* The common case of cgj_implicit_route, inline: a call inside a sync-policy step that does not
+ * end it stays in the step. */
+static inline bool cgj_implicit_fast(const cgj_thread_t *t, const cgj_call_t *c)
+{
+    return t->mode != CGJ_MODE_OFF && t->implicit && c->kind != CGJ_OP_SYNC &&
+           c->kind != CGJ_OP_READBACK &&
+           __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
+}
+
 /* Anchors (anchor.c). */
 cgj_anchor_t *cgj_anchor_get(const char *name);
 int cgj_anchor_info(const char *name, cgj_trace_info_t *out);
