@@ -2,7 +2,7 @@
 # gpu-check.sh BUILD_DIR — run the test suite and the bench on a GPU machine, from a build folder
 # made elsewhere and copied here (so at another absolute path; nothing in it depends on that).
 #
-# Runs every Criterion test executable BUILD_DIR/tests/test_* and then the bench, keeping their
+# Runs every Criterion test executable BUILD_DIR/tests/test_*, the bench and the sample programs, keeping their
 # output under ${OUT:-BUILD_DIR/gpu-check}: tests-<name>.log, bench.log and bench.json. Prints a
 # short summary last: the GPU, each test executable's Criterion synthesis (and skipped tests),
 # the totals and the bench table. Exit status 0 only if every test passed and the bench passed.
@@ -93,6 +93,16 @@ else
   echo "$bench: not found" >"$out/bench.log"
 fi
 
+# The unmodified sample programs, with and without the preload (scripts/apps-check.sh).
+apps_rc=127
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -d "$build/tests/apps" ] && [ -x "$here/apps-check.sh" ]; then
+  bash "$here/apps-check.sh" "$build" "$out/apps" >"$out/apps.log" 2>&1
+  apps_rc=$?
+else
+  echo "no sample programs in $build/tests/apps" >"$out/apps.log"
+fi
+
 echo
 echo "==== gpu-check summary ($build) ===="
 echo "GPU: $gpu"
@@ -103,6 +113,9 @@ echo "bench (exit status $bench_rc, $out/bench.log):"
 grep -a -E '^(cgjit-bench:|workload |bench: | +N |\s*[0-9]+ +[0-9.]+ )' "$out/bench.log" | sed 's/^/  /'
 grep -a -q -E '^cgjit-bench:' "$out/bench.log" || tail -n 5 "$out/bench.log" | sed 's/^/  /'
 if [ "$bench_rc" -ne 0 ]; then failed=1; fi
+echo "sample programs under preload (exit status $apps_rc, $out/apps.log):"
+sed -n '/^apps-check on/,$p' "$out/apps.log" | sed 's/^/  /'
+if [ "$apps_rc" -ne 0 ]; then failed=1; fi
 if [ "$failed" -eq 0 ]; then
   echo "gpu-check: PASS"
 else
