@@ -46,7 +46,7 @@ static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, char *
         cgj_op_t *o = &t->list.ops[i];
         CUresult r = cgj_op_issue(o, cap, true, wait_is_ordered(t, seg, i));
         if (r != CUDA_SUCCESS) FAIL("op %u (%s) under capture: %s", i, o->call.api, cgj_driver_errstr(r));
-        if (o->kp && o->kp->nvarying) {
+        if (o->kp) { /* every kernel's node: a constant slot may turn out to vary (promotion) */
             CUstreamCaptureStatus st;
             const CUgraphNode *deps = NULL;
             size_t ndeps = 0;
@@ -104,8 +104,9 @@ static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, char
     if (r != CUDA_SUCCESS) FAIL("cuGraphInstantiate: %s", cgj_driver_errstr(r));
     r = cgj_drv.r_cuGraphUpload(seg->exec, cap);
     if (r != CUDA_SUCCESS) FAIL("cuGraphUpload: %s", cgj_driver_errstr(r));
-    for (uint32_t j = 0; j < seg->npatch; j++) {
-        cgj_op_t *o = &t->list.ops[seg->patch[j]];
+    for (uint32_t i = seg->first; i < seg->end; i++) {
+        cgj_op_t *o = &t->list.ops[i];
+        if (!o->kp || !o->node) continue;
         r = cgj_drv.r_cuGraphKernelNodeGetParams_v2(o->node, &o->nodep);
         if (r != CUDA_SUCCESS) FAIL("cuGraphKernelNodeGetParams: %s", cgj_driver_errstr(r));
         memcpy(o->kp->inexec, o->kp->live, o->kp->size);

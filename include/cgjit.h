@@ -92,6 +92,7 @@ CGJ_API int cgj_trace_end(void);
     X(staging_waits, "replays that waited for an earlier launch before reusing staging")      \
     X(side_exits, "replays that left the trace at a failed guard and finished eagerly")       \
     X(variant_switches, "replays that continued in another variant after a guard failed")     \
+    X(slots_promoted, "kernel parameter slots found to vary in replay, patched from then on")  \
     X(aborts, "steps aborted to eager (untraceable call, nesting, CGJIT_MAX_OPS)")            \
     X(traces_built, "traces (variants included) built into graphs")                           \
     X(build_failures, "trace builds that failed (the anchor is then blacklisted)")            \

@@ -25,6 +25,8 @@ struct cgj_anchor {
     uint64_t runs, replays, side_exits;
     uint64_t eager_ns, eager_runs, replay_ns; /* host time from begin to end, for the report */
     uint32_t record_failures;
+    uint32_t exit_history;  /* one bit per replayed run, newest lowest: 1 if it left the trace */
+    uint32_t history_len;
     bool want_twin;         /* an escape exit happened: a duplicate variant is welcome */
     char reason[256];
     struct cgj_anchor *next;

@@ -406,7 +406,7 @@ void cgj_record_relocate(cgj_oplist_t *l, const CUdeviceptr *planned)
     cgj_free(bl.b);
 }
 
-bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, char *why, size_t whylen)
+bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, char *why, size_t whylen)
 {
     static const addr_ctx_t exact = {NULL, NULL, 0, 0};
     if (!call_shape_equal(&o->call, c, &exact, why, whylen)) return false;
@@ -419,6 +419,13 @@ bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, char *why, size_t whylen)
     for (uint32_t i = 0; i < kp->n; i++) {
         const void *v = call_slot(c, kp, i);
         if (kp->varying[i]) {
+            memcpy(kp->live + kp->off[i], v, kp->sz[i]);
+        } else if (memcmp(kp->rec + kp->off[i], v, kp->sz[i]) != 0 && promote && o->node) {
+            /* A value the two recorded runs happened to share: patching it is as exact as
+             * baking it in, so the slot becomes varying instead of failing every such run. */
+            kp->varying[i] = 1;
+            kp->nvarying++;
+            o->promoted = true;
             memcpy(kp->live + kp->off[i], v, kp->sz[i]);
         } else if (memcmp(kp->rec + kp->off[i], v, kp->sz[i]) != 0) {
             char e[72], g[72];

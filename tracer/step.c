@@ -179,6 +179,7 @@ static void side_exit(cgj_thread_t *t, const char *why)
     for (uint32_t i = 0; i < t->pos; i++) cgj_record_clone(&t->rec, &tr->list.ops[i]);
     tr->side_exits++;
     a->side_exits++;
+    t->exited = true;
     CGJ_STAT_ADD(side_exits, 1);
     count_exit(tr, t->pos, why);
     snprintf(a->reason, sizeof a->reason, "side exit at op %u: %s", t->pos, why);
@@ -200,12 +201,14 @@ static uint32_t segment_at(const cgj_trace_t *v, uint32_t first)
 static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, const cgj_call_t *c)
 {
     char why[256];
-    if (v->list.n <= t->pos) return false;
+    if (c ? v->list.n <= t->pos : v->list.n != t->pos) return false;
     for (uint32_t i = first; i < t->pos; i++)
-        if (!cgj_guard(&v->list.ops[i], &t->trace->list.ops[i].call, why, sizeof why)) return false;
-    return cgj_guard(&v->list.ops[t->pos], c, why, sizeof why);
+        if (!cgj_guard(&v->list.ops[i], &t->trace->list.ops[i].call, false, why, sizeof why)) return false;
+    return !c || cgj_guard(&v->list.ops[t->pos], c, false, why, sizeof why);
 }
 
+/* Continue in another variant that matches what was absorbed since the pending work began and
+ * call c (or, with c NULL at the step's end, that ends here too). */
 static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
 {
     cgj_anchor_t *a = t->anchor;
@@ -214,7 +217,7 @@ static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
     for (uint32_t k = 0; k < a->nvariants; k++) {
         cgj_trace_t *v = a->variants[k];
         uint32_t s = v == t->trace ? UINT32_MAX : segment_at(v, first);
-        if (s == UINT32_MAX || v->list.n <= t->pos || v->list.ops[t->pos].held) continue;
+        if (s == UINT32_MAX || (c && (v->list.n <= t->pos || v->list.ops[t->pos].held))) continue;
         if (!variant_matches(t, v, first, c)) continue;
         bool waited = false;
         for (uint32_t i = first; i < t->pos; i++) { /* carry the staged bytes over */
@@ -264,18 +267,43 @@ static bool serve_pool_op(cgj_op_t *o, const cgj_call_t *c, char *why, size_t wh
     return true;
 }
 
+/* Last resort before a side exit: the call differs from its op only in kernel parameter values
+ * the trace took for constants; make those slots varying (patched from now on). */
+static bool promote_slots(cgj_thread_t *t, const cgj_call_t *c)
+{
+    cgj_trace_t *tr = t->trace;
+    cgj_op_t *o = &tr->list.ops[t->pos];
+    char why[256];
+    uint32_t before = o->kp ? o->kp->nvarying : 0;
+    if (!o->kp || !cgj_guard(o, c, true, why, sizeof why)) return false;
+    if (o->promoted) {
+        cgj_segment_t *seg = &tr->segs[t->seg];
+        bool listed = false;
+        for (uint32_t j = 0; j < seg->npatch && !listed; j++) listed = seg->patch[j] == t->pos;
+        if (!listed) seg->patch[seg->npatch++] = t->pos;
+        o->promoted = false;
+        tr->varying_slots += o->kp->nvarying - before;
+        CGJ_STAT_ADD(slots_promoted, o->kp->nvarying - before);
+        CGJ_LOG(guards, "anchor '%s': op %u: %u parameter slot(s) became varying", t->anchor->name,
+                t->pos, o->kp->nvarying - before);
+    }
+    return true;
+}
+
 static int replay_enter(cgj_thread_t *t, const cgj_call_t *c)
 {
     cgj_trace_t *tr = t->trace;
     char why[256];
     cgj_call_t tmp;
     if (t->pos < tr->list.n) c = as_pool_free(c, &tr->list.ops[t->pos], &tmp);
-    if (t->pos >= tr->list.n) {
+    if (t->pos >= tr->list.n && !try_switch(t, c)) {
         snprintf(why, sizeof why, "the step goes on past the trace's %u ops (%s)", tr->list.n, c->api);
         side_exit(t, why);
         return CGJ_EXECUTE;
     }
-    if (!cgj_guard(&tr->list.ops[t->pos], c, why, sizeof why) && !try_switch(t, c)) {
+    tr = t->trace;
+    if (!cgj_guard(&tr->list.ops[t->pos], c, false, why, sizeof why) && !try_switch(t, c) &&
+        !promote_slots(t, c)) {
         char desc[160], msg[420];
         snprintf(msg, sizeof msg, "%s: %s", cgj_op_describe(&tr->list.ops[t->pos], desc, sizeof desc), why);
         side_exit(t, msg);
@@ -592,6 +620,28 @@ static void finish_record(cgj_thread_t *t)
     if (!a->nvariants && a->state != CGJ_STATE_BLACKLISTED) a->state = CGJ_STATE_RECORD;
 }
 
+/* An anchor whose replays keep leaving their trace costs more than eager execution (every
+ * exit re-issues what it absorbed and records the rest): when 3 of its last 4 x 8 runs exited,
+ * it runs eagerly for good. A copy whose size follows the data, say, ends up here. */
+#define EXIT_WINDOW 32
+#define EXIT_LIMIT 24
+
+static void note_exit_history(cgj_anchor_t *a, bool exited)
+{
+    a->exit_history = (a->exit_history << 1) | exited;
+    if (a->history_len < EXIT_WINDOW) a->history_len++;
+    int n = __builtin_popcount(a->exit_history);
+    if (a->history_len < EXIT_WINDOW || n < EXIT_LIMIT) return;
+    const cgj_trace_t *tr = a->variants[a->current];
+    const cgj_exit_count_t *top = NULL;
+    for (uint32_t i = 0; i < tr->nexits; i++)
+        if (!top || tr->exits[i].count > top->count) top = &tr->exits[i];
+    char msg[300];
+    snprintf(msg, sizeof msg, "%d of its last %d runs left the trace; most often at op %u: %s", n,
+             EXIT_WINDOW, top ? top->op : 0, top ? top->reason : "?");
+    cgj_anchor_blacklist(a, msg);
+}
+
 /* ---- begin and end ---- */
 
 static void start_replay(cgj_thread_t *t, cgj_anchor_t *a)
@@ -599,7 +649,7 @@ static void start_replay(cgj_thread_t *t, cgj_anchor_t *a)
     set_pending(t, false);
     t->trace = a->variants[a->current];
     t->pos = t->seg = 0;
-    t->launched = t->staged_waited = t->allocs_served = false;
+    t->launched = t->staged_waited = t->allocs_served = t->exited = false;
     t->absorbed = 0;
     set_mode(t, CGJ_MODE_REPLAY);
 }
@@ -664,6 +714,7 @@ int cgj_step_end_locked(void)
     if (t->mode == CGJ_MODE_REPLAY) {
         cgj_trace_t *tr = t->trace;
         CGJ_STAT_ADD(ops_absorbed, t->absorbed);
+        if (t->pos != tr->list.n && try_switch(t, NULL)) tr = t->trace; /* a variant that ends here */
         if (t->pos == tr->list.n) {
             launch_segment(t); /* on failure the step has become eager */
             if (t->mode == CGJ_MODE_REPLAY) {
@@ -678,6 +729,8 @@ int cgj_step_end_locked(void)
         }
     }
     if (t->mode == CGJ_MODE_RECORD) finish_record(t);
+    if (a && a->nvariants && a->state == CGJ_STATE_REPLAY) note_exit_history(a, t->exited);
+    t->exited = false;
     uint64_t host_ns = cgj_now_ns() - t->begun_ns;
     if (t->mode != CGJ_MODE_REPLAY) {
         CGJ_STAT_ADD(steps_eager, 1);

@@ -42,6 +42,7 @@ typedef struct cgj_thread {
     bool pending;            /* REPLAY: absorbed calls not launched yet */
     bool registered;         /* in the registry other threads flush through */
     bool allocs_served;      /* REPLAY: pool blocks were handed out in this step */
+    bool exited;             /* this step left its trace */
 } cgj_thread_t;
 
 extern __thread cgj_thread_t cgj_tls;

@@ -130,6 +130,7 @@ typedef struct cgj_op {
     CUgraphNode node;  /* KERNEL with varying slots: its node in the segment graph */
     CUDA_KERNEL_NODE_PARAMS_v2 nodep;
     bool held;         /* ALLOC in a trace: the block a replay handed out is not freed yet */
+    bool promoted;     /* KERNEL: a slot became varying during replay; not yet in the patch list */
 } cgj_op_t;
 
 /* A growing list of ops: a recording in progress, or the ops of a trace. */
@@ -208,8 +209,10 @@ int cgj_blocks_find(const cgj_blocks_t *bl, CUdeviceptr p, uint32_t at);
 /* Rewrite every address into an in-step allocation of l to planned[block] + offset. */
 void cgj_record_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);
 /* Replay guard: does call c match op o? On success, varying slots are stashed into o's live
- * values. On failure why[] names the difference. */
-bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, char *why, size_t whylen);
+ * values. On failure why[] names the difference. With `promote`, a constant kernel parameter
+ * slot that differs (and whose graph node can be patched) becomes varying instead of failing;
+ * o->promoted is then set. */
+bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, char *why, size_t whylen);
 /* Describe op i for logs: "cuLaunchKernel(name)". */
 const char *cgj_op_describe(const cgj_op_t *o, char *buf, size_t len);
 

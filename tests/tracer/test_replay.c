@@ -236,14 +236,16 @@ Test(tracer_replay, cukernel_handles_replay)
 
 static float g_host[N];
 
-/* Six ops; at step 10+k (k = 0..5) op k differs from the trace in its shape or a constant. */
+/* Six ops; at step 10+k (k = 0..5) op k differs from the trace in its shape (for kernels: the
+ * grid or the function; a differing parameter value is patched instead, see below). */
 static void six_op_step(int s, CUdeviceptr *b, void *ctx)
 {
     int d = (s >= 10 && s < 16) ? s - 10 : -1;
     for (int i = 0; i < N; i++) g_host[i] = 0.25f * (float)(s + i);
-    OK(fk_axpb_launch(&fk, NULL, b[0], d == 0 ? 0.25f : 0.5f, 1.0f, N, 1));
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, d == 0 ? 3 : 1));
     OK(fk.memset32_async(b[2], fbits(d == 1 ? 2.0f : 1.0f), N, NULL));
-    OK(fk_addk_launch(&fk, NULL, b[1], d == 2 ? 4 : 3, N));
+    if (d == 2) OK(fk_axpb_launch(&fk, NULL, b[1], 1.0f, 3.0f, N, 1)); /* another function */
+    else OK(fk_addk_launch(&fk, NULL, b[1], 3, N));
     OK(fk.htod_async(b[3], g_host, (d == 3 ? N / 2 : N) * sizeof(float), NULL));
     OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 2.0f, N, d == 4 ? 2 : 1));
     OK(fk.dtod_async(b[2] + N / 2 * sizeof(float), b[0], (d == 5 ? N / 4 : N / 2) * sizeof(float), NULL));
@@ -1369,4 +1371,48 @@ Test(tracer_replay_log, max_records_one_blacklists_at_the_first_disagreement)
     cr_assert_neq(info_of("mr1").state, CGJ_STATE_BLACKLISTED);
     step_both("mr1", varying_count_step, 1, &b, NULL);
     cr_assert_eq(info_of("mr1").state, CGJ_STATE_BLACKLISTED);
+}
+
+/* A copy whose size follows the data (after ten steady steps): almost every replay leaves the
+ * trace; after 24 of 32 such runs the anchor runs eagerly for good, which is cheaper. */
+static void data_sized_copy_step(int s, CUdeviceptr *b, void *ctx)
+{
+    static float host[N];
+    for (int i = 0; i < N; i++) host[i] = (float)(s + i);
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    size_t n = s < 10 ? 8 : (size_t)(1 + s % 17 + (s * 7) % 13); /* steady at first, then not */
+    OK(fk.htod_async(b[1], host, n * sizeof(float), NULL));
+    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.25f, N));
+}
+
+Test(tracer_replay, replays_that_keep_exiting_are_given_up)
+{
+    run_compare("data_sized", data_sized_copy_step, 120, 2, NULL);
+    cgj_trace_info_t i = info_of("data_sized");
+    cr_assert_eq(i.state, CGJ_STATE_BLACKLISTED, "state %d", i.state);
+    cr_assert(strstr(i.reason, "left the trace"), "%s", i.reason);
+    cr_assert_lt(i.side_exits, 60, "given up long before the end: %llu exits", (unsigned long long)i.side_exits);
+}
+
+/* A kernel parameter both recorded runs happened to share, which then changes: the slot becomes
+ * varying and is patched from then on; no side exit, no second variant. */
+static void late_varying_step(int s, CUdeviceptr *b, void *ctx)
+{
+    float a = s < 20 ? 0.5f : 0.5f + 0.001f * (float)s;
+    OK(fk_axpb_launch(&fk, NULL, b[0], a, 1.0f, N, 1));
+    OK(fk_addk_launch(&fk, NULL, b[1], s < 30 ? 2 : s, N));
+}
+
+Test(tracer_replay, a_constant_that_starts_varying_is_promoted)
+{
+    run_compare("late", late_varying_step, 60, 2, NULL);
+    cgj_trace_info_t i = info_of("late");
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
+    cr_assert_eq(i.side_exits, 0, "%s", i.reason);
+    cr_assert_eq(i.variants, 1);
+    cr_assert_eq(i.replays, 58);
+    cr_assert_eq(i.varying_slots, 2);
+    cgj_stats_t st = stats_now();
+    cr_assert_eq(st.slots_promoted, 2);
+    cr_assert_gt(st.params_patched, 0);
 }
