@@ -23,7 +23,8 @@
     X(REPORT, INT, 0, 0, "1: print cgj_report() to stderr (or CGJIT_LOG_FILE) at exit")        \
     X(POOL_RESERVE_GB, INT, 64, 1, "virtual address space reserved for the replay memory pool") \
     X(DUMP_ALLOCS, STR, "", 0, "directory: write each trace's allocation events (cgjit-plan format)") \
-    X(STEP, STR, "", 0, "steps without markers: sync, auto or off (default: sync when preloaded, else off)")
+    X(STEP, STR, "", 0, "steps without markers: sync, auto or off (default: sync when preloaded, else off)") \
+    X(CHUNK_OPS, INT, 256, 0, "before a sync, launch a segment in graphs of this many ops (0: one graph)")
 
 #define CGJ_CFG_TYPE_INT long
 #define CGJ_CFG_TYPE_STR const char *

@@ -1,6 +1,7 @@
 /* graph.c — capture, instantiation and launch of a trace's segments; see graph.h. */
 #include "graphs/graph.h"
 #include "allocator/hostmem.h"
+#include "base/config.h"
 #include "base/driver.h"
 #include "base/log.h"
 
@@ -13,16 +14,34 @@
         return false;                          \
     } while (0)
 
+static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t end, bool chained)
+{
+    if (t->nsegs == *cap) t->segs = cgj_xrealloc(t->segs, (*cap *= 2) * sizeof *t->segs);
+    t->segs[t->nsegs++] = (cgj_segment_t){.first = first, .end = end, .chained = chained};
+}
+
+/* Segments run from one boundary op to the next. One that the host will wait for at its end
+ * (a synchronization follows) is cut into chunks of CGJIT_CHUNK_OPS captured ops, each launched
+ * as soon as its last op is absorbed: the GPU starts while the host still absorbs the rest,
+ * exactly as it would have started on eager launches. */
 static void split_segments(cgj_trace_t *t)
 {
-    uint32_t n = t->list.n, cap = 4;
+    uint32_t n = t->list.n, cap = 4, chunk = (uint32_t)cgj_cfg.CHUNK_OPS;
     t->segs = cgj_xcalloc(cap, sizeof *t->segs);
     t->nsegs = 0;
     for (uint32_t i = 0;;) {
         uint32_t j = i;
         while (j < n && cgj_op_class[t->list.ops[j].call.kind] != CGJ_CLASS_BOUNDARY) j++;
-        if (t->nsegs == cap) t->segs = cgj_xrealloc(t->segs, (cap *= 2) * sizeof *t->segs);
-        t->segs[t->nsegs++] = (cgj_segment_t){.first = i, .end = j};
+        bool waited_for = j < n ? t->list.ops[j].call.kind != CGJ_OP_FREE : t->ends_in_sync;
+        uint32_t first = i, captured = 0;
+        for (uint32_t k = i; chunk && waited_for && k < j; k++) {
+            if (cgj_op_class[t->list.ops[k].call.kind] == CGJ_CLASS_CAPTURE) captured++;
+            if (captured == chunk && k + 1 < j) {
+                push_segment(t, &cap, first, k + 1, true);
+                first = k + 1, captured = 0;
+            }
+        }
+        push_segment(t, &cap, first, j, false);
         if (j >= n) break;
         i = j + 1; /* past the boundary op */
     }

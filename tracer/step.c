@@ -342,6 +342,11 @@ static int replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     t->pos++;
     t->absorbed++;
     set_pending(t, true);
+    if (tr->segs[t->seg].chained && t->pos == tr->segs[t->seg].end) { /* a chunk is complete */
+        launch_segment(t);
+        t->seg++;
+        t->staged_waited = false;
+    }
     return CGJ_ABSORB;
 }
 
@@ -528,6 +533,7 @@ static void build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
         if (kp) tr->kernels++, tr->varying_slots += kp->nvarying;
     }
     char why[256];
+    tr->ends_in_sync = cgj_tls.implicit && cgj_implicit_policy == CGJ_STEP_SYNC;
     if (!plan_memory(a, tr, why, sizeof why) || !cgj_graph_build(tr, why, sizeof why)) {
         char msg[300];
         snprintf(msg, sizeof msg, "graph build failed: %s", why);

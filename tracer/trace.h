@@ -151,6 +151,7 @@ typedef struct cgj_segment {
     uint32_t ncapture;  /* ops captured into the graph (none: nothing to launch) */
     CUevent done;       /* recorded after each launch where needed (staging, other streams) */
     bool has_staging, launched;
+    bool chained;       /* ends at a chunk limit, not at a boundary: the next segment follows */
     uint32_t *patch;    /* op indices of kernels with varying slots */
     uint32_t npatch;
 } cgj_segment_t;
@@ -169,6 +170,7 @@ typedef struct cgj_trace {
     uint32_t nexits;
     uint64_t other_exits; /* exits beyond the kinds kept */
     CUdeviceptr region;                     /* pool region of the in-step allocations */
+    bool ends_in_sync;                      /* the step always ends at a host synchronization */
     uint64_t pool_bytes, naive_bytes, lower_bound;
     uint32_t nblocks;
     cgj_segment_t *segs;

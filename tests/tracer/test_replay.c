@@ -1416,3 +1416,29 @@ Test(tracer_replay, a_constant_that_starts_varying_is_promoted)
     cr_assert_eq(st.slots_promoted, 2);
     cr_assert_gt(st.params_patched, 0);
 }
+
+/* CGJIT_CHUNK_OPS: a segment the host waits for at its end is launched in chunks as it is
+ * absorbed, so that the GPU starts early; the results are the same. */
+static void chunk_setup(void)
+{
+    setenv("CGJIT_CHUNK_OPS", "4", 1);
+    fk_open(&fk);
+}
+
+static void chunked_step(int s, CUdeviceptr *b, void *ctx)
+{
+    float h[2];
+    for (int k = 0; k < 10; k++) OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)(k + s % 3), N, 1));
+    OK(fk.dtoh(h, b[0], sizeof h)); /* the host waits here */
+    for (int k = 0; k < 3; k++) OK(fk_addk_launch(&fk, NULL, b[1], (int)h[0] % 7 + k, N));
+}
+
+Test(tracer_replay_chunks, segments_before_a_sync_launch_in_chunks, .init = chunk_setup)
+{
+    run_compare("chunked", chunked_step, 30, 2, NULL);
+    cgj_trace_info_t i = info_of("chunked");
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s", i.reason);
+    cr_assert_eq(i.replays, 28);
+    cr_assert_eq(i.segments, 4, "10 kernels before the sync in chunks of 4, 4, 2; then 3 after it");
+    cr_assert_eq(counts_now().graph_launches, 28 * 4);
+}
