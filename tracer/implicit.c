@@ -75,12 +75,17 @@ static bool delimits_step(const cgj_call_t *c)
     return c->kind == CGJ_OP_SYNC || c->kind == CGJ_OP_READBACK;
 }
 
+/* A sync step is anchored at what its first call is (driver function, stream, kernel), not at
+ * its sizes: a step whose first copy's size follows the data is one anchor whose runs disagree
+ * (and is given up after CGJIT_MAX_RECORDS), not a new anchor every step. */
 static void begin_sync_step(const cgj_call_t *c)
 {
     char name[160];
     const char *kernel = c->kind == CGJ_OP_KERNEL ? cgj_layout_kernel_name(c->u.k.f) : NULL;
+    uint64_t h = cgj_hash_bytes(&c->stream, sizeof c->stream, (uintptr_t)c->api);
+    if (c->kind == CGJ_OP_KERNEL) h = cgj_hash_bytes(&c->u.k.f, sizeof c->u.k.f, h);
     snprintf(name, sizeof name, "sync:%s%s%s:%016llx", c->api, kernel ? ":" : "", kernel ? kernel : "",
-             (unsigned long long)signature(c));
+             (unsigned long long)h);
     cgj_step_begin_as(name, true);
 }
 
