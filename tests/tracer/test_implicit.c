@@ -5,6 +5,7 @@
  * the host with the same arithmetic as the fake kernels.
  */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <cgjit.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,4 +142,23 @@ Test(tracer_implicit_off, off_records_nothing)
     cgj_stats_t s = stats();
     cr_assert_eq(s.steps, 0);
     cr_assert_eq(s.ops_recorded, 0);
+}
+
+/* A CGJIT_STEP that is not sync, auto or off: a one-line warning naming the variable, and no
+ * implicit steps. */
+static void bad_setup(void)
+{
+    cr_redirect_stderr();
+    open_with("sometimes");
+}
+
+Test(tracer_implicit_bad, unknown_policy_warns_and_records_nothing, .init = bad_setup)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 10);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    for (int it = 0; it < 5; it++) iteration(x, it, 3, true, ref, seen);
+    cr_assert_eq(stats().steps, 0);
+    fflush(stderr);
+    cr_assert_stderr_neq_str("", "no warning");
 }
