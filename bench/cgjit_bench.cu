@@ -16,6 +16,23 @@
  * ones, as a naive program uses them: eager, every cudaFree waits for the device. In replay,
  * cgjit serves them from its planned pool (no driver call, no synchronization).
  *
+ * Workloads `mlp`, `cnn`, `gpt2` (--workload mlp|cnn|gpt2|all; the models, run after chain and
+ * temps): real forward passes written in plain CUDA C++ with cuBLAS and cuDNN, fp32 without
+ * TF32, fixed-seed random weights and input, handles created once and bound to the stream, every
+ * buffer and workspace allocated once before timing (nothing is allocated inside a step). Each
+ * file's top comment gives the exact math:
+ *  - mlp (workloads_mlp.cu): Linear(1024,1024)-ReLU-Linear(1024,1024)-ReLU-Linear(1024,10),
+ *    batch 128: cublasSgemm_v2, cudnnAddTensor (bias), cudnnActivationForward (ReLU); 8 calls.
+ *  - cnn (workloads_cnn.cu): batch 1, input 3x64x64, four blocks of conv3x3 pad 1 (IMPLICIT_GEMM,
+ *    CUDNN_FMA_MATH) + bias (cudnnAddTensor) + ReLU + 2x2 max pooling, channels 3-32-64-64-128,
+ *    output 128x4x4; 16 calls.
+ *  - gpt2 (workloads_gpt2.cu): 12 GPT-2-small-shaped layers, d 768, 12 heads, T 64, batch 1:
+ *    own layernorm, bias, causal softmax, GELU and residual kernels, cuBLAS SGEMM and strided
+ *    batched SGEMM; 193 calls.
+ * Needs cuDNN for mlp and cnn: where CMake did not find it they are not built, and the bench
+ * says so when asked to run them (gpt2 needs cuBLAS only); --workload all skips them, and
+ * --workload mlp or cnn exits with status 1.
+ *
  * Modes, all on one created non-blocking stream:
  *  - eager:  the step's calls, plain.
  *  - replay: the same calls between cgj_trace_begin("chain<N>" / "temps<N>") and
@@ -23,6 +40,11 @@
  *  - floor:  a CUDA graph of the same kernels, captured by hand: what replay can at best reach.
  *            For temps, the kernels run on three preallocated temporaries of the largest size
  *            (layer k uses buffer k%3, the same rotation of live blocks): no allocations.
+ *            For the models, a stream capture of the eager step itself, library calls included,
+ *            taken after one eager step (the libraries' lazy set-up is done by then); where the
+ *            capture fails, the floor columns say n/a and a note gives the reason.
+ * Each model computes each mode into its own set of activations (weights, input and library
+ * workspaces are shared), so no mode can borrow another's results.
  *
  * Timing: R rounds of S steps per mode; a round is timed on the host from its first launch to a
  * cudaStreamSynchronize after its S-th step; per-step time = round time / S; the median over
@@ -30,14 +52,30 @@
  * affect all of them alike. Replay rounds also time the host from just before cgj_trace_begin
  * to just before cgj_trace_end, divided by the step's CUDA calls: cgjit's host cost per absorbed
  * call (chain: N launches, "host_ns/launch"; temps: 2N launches + N cudaMalloc + N cudaFree,
- * "host_ns/call").
+ * "host_ns/call"). For the models, the divisor is the driver calls in the replayed trace, the
+ * `ops` of cgj_trace_info after the timed rounds ("host_ns/op": what the library's host work and
+ * cgjit together cost per absorbed driver call), and also the calls the program makes
+ * (library calls and kernel launches, "host_ns/call").
  *
  * Correctness: from the same random initial x, K steps eager into one buffer and K steps
  * replayed into another must give bitwise equal results (memcmp), and the K replayed steps must
  * actually have been replayed. Exit status 1 on any mismatch or where replay never happened.
  * For temps the table also gives the pool figures of cgj_trace_info after the run: in-step
  * allocations, planned pool bytes, naive bytes (sum of sizes), lower bound (most bytes live at
- * once) and planned/lower.
+ * once) and planned/lower. For the models: every set's activations are poisoned (bytes 0xff,
+ * NaN), then K steps eager, K replayed and K floor launches each into its own set; the replayed
+ * and the floor outputs must be bitwise equal to the eager one (the same kernels run), the
+ * eager output must be finite, and the K replayed steps must have been replayed. --reference
+ * also computes each model on the host in double from the same weights and input and requires
+ * max |eager - reference| <= 1e-3 * max |reference|.
+ *
+ * --compare FILE adds PyTorch's times to the models' table: FILE is what bench/torch_compare.py
+ * writes, {"gpu": "...", "torch": "2.x", "results": {"mlp": {"eager_us": x, "compile_us": y,
+ * "reduce_overhead_us": z}, "cnn": {...}, "gpt2": {...}}}, any value possibly null (read by
+ * torch_compare.c). The columns torch_eager_us, torch_compile_us, torch_reduce_overhead_us and
+ * replay/reduce_overhead (replay_us / torch_reduce_overhead_us) say n/a where FILE is missing,
+ * unreadable or has no such value; a note line says why, another one shows FILE's own top-level
+ * "note" where it has one, and another one when FILE's "gpu" is not this GPU's name.
  *
  * JSON (--json FILE). The top-level keys of the chain-only bench are kept, with the same
  * meaning: "workload" is "chain" and "floats" / "results" are chain's ("results" is [] when
@@ -62,11 +100,35 @@
  * "ops" and the pool figures are cgj_trace_info's after the run; "pool_allocs_checked" /
  * "pool_frees_checked" are the growth of cgj_stats' pool_allocs / pool_frees over the K checked
  * replayed steps (N each per replayed step when every in-step allocation came from the pool).
+ * "workloads_run" also names the models that ran. Each model has a parallel object, always
+ * present, between "temps" and "pass" (here mlp; cnn and gpt2 alike), and the compare file's
+ * summary follows them:
+ *     "mlp": {
+ *       "workload": "mlp", "built": true, "description": "...",
+ *       "results": [ {"eager_us", "replay_us", "floor_us", "eager_over_replay",
+ *                     "replay_over_floor", "host_ns_per_op", "ops", "host_ns_per_call", "calls",
+ *                     "kernels", "segments", "varying_slots", "state", "timed_replays",
+ *                     "replays_checked", "check", "floor", "floor_check", "reference_rel_err",
+ *                     "torch_eager_us", "torch_compile_us", "torch_reduce_overhead_us",
+ *                     "replay_over_reduce_overhead"} ]       (one row; [] when not run)
+ *     },
+ *     "cnn": {...}, "gpt2": {...},
+ *     "torch_compare": {"file", "loaded", "torch", "gpu", "note"},
+ * "built" is false where the model was not compiled in (no cuDNN). "floor_us",
+ * "replay_over_floor" and "floor_check" ("equal" / "differs") are null when the floor is n/a,
+ * and "floor" is then "n/a: <reason>" instead of "captured"; "host_ns_per_op" is null when the
+ * trace has no ops; "reference_rel_err" is null without --reference; the torch values and
+ * "replay_over_reduce_overhead" are null where the compare file gave none. "ops", "kernels",
+ * "segments", "varying_slots" are cgj_trace_info's of the replayed trace; "timed_replays" counts
+ * the timed steps (rounds x steps) that were replayed from start to end. "torch_compare": the
+ * --compare path (null without it), whether it was read, its "torch" and "gpu" strings, and
+ * why columns are n/a (null when none are).
  * "pass" covers every workload run.
  */
 #include <cuda_runtime.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,20 +136,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
 #include "cgjit.h"
-
-#define CHECK(call)                                                                      \
-    do {                                                                                 \
-        cudaError_t err_ = (call);                                                       \
-        if (err_ != cudaSuccess) {                                                       \
-            fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call,           \
-                    cudaGetErrorString(err_), cudaGetErrorName(err_));                   \
-            exit(1);                                                                     \
-        }                                                                                \
-    } while (0)
-
-/* A launch error (bad configuration) or an asynchronous error of an earlier step. */
-#define CHECK_LAST() CHECK(cudaGetLastError())
+#include "torch_compare.h"
 
 #define CGJ_CHECK(call)                                                                  \
     do {                                                                                 \
@@ -166,13 +217,37 @@ static double median(double *v, size_t n) {
 enum { WL_CHAIN, WL_TEMPS, WL_COUNT };
 static const char *const WL_NAMES[WL_COUNT] = {"chain", "temps"};
 
+/* The model workloads (workloads_*.cu), run after chain and temps, in this order. mlp and cnn
+ * need cuDNN: they are built only where CMake found it. */
+enum { MD_MLP, MD_CNN, MD_GPT2, MD_COUNT };
+static const char *const MD_NAMES[MD_COUNT] = {"mlp", "cnn", "gpt2"};
+
+/* The model's description, or NULL where it was not built. */
+static const model_desc_t *model_of(int m) {
+    switch (m) {
+#ifdef CGJ_BENCH_CUDNN
+    case MD_MLP:
+        return &model_mlp;
+    case MD_CNN:
+        return &model_cnn;
+#endif
+    case MD_GPT2:
+        return &model_gpt2;
+    }
+    return NULL;
+}
+
 typedef struct options {
     int rounds, steps;
     int sizes[MAX_SIZES]; /* --sizes, for every workload; defaults per workload when not given */
     int nsizes;
     int sizes_given;
     int run[WL_COUNT]; /* --workload */
+    int run_model[MD_COUNT];
+    int named;           /* --workload named one workload (not all) */
     const char *json;
+    const char *compare; /* --compare FILE, or NULL */
+    int reference;       /* --reference */
 } options_t;
 
 /* The sizes a workload runs: --sizes where given, else its defaults. */
@@ -193,20 +268,34 @@ static int workload_sizes(const options_t *o, int wl, const int **sizes) {
 
 static void usage(FILE *f, const char *argv0) {
     fprintf(f,
-            "usage: %s [--workload chain|temps|all] [--rounds R] [--steps S] [--sizes N1,N2,...]\n"
-            "          [--json FILE] [--help]\n"
+            "usage: %s [--workload chain|temps|mlp|cnn|gpt2|all] [--rounds R] [--steps S]\n"
+            "          [--sizes N1,N2,...] [--json FILE] [--compare FILE] [--reference] [--help]\n"
             "Runs each workload eager, replayed by cgjit, and as a hand-built CUDA graph (floor),\n"
             "and reports the median per-step time over R rounds of S steps.\n"
             "  chain: N dependent kernels x = a*x + b over %d floats per step.\n"
             "  temps: N layers per step over %d floats; layer k cudaMallocs a temporary of\n"
             "         %d + 1024*(k%%4) floats, runs 2 kernels, and cudaFrees the temporary of layer k-2.\n"
-            "  --workload W    chain, temps or all (default all)\n"
+            "  mlp:   Linear(1024,1024)-ReLU-Linear(1024,1024)-ReLU-Linear(1024,10), batch 128\n"
+            "         (cuBLAS SGEMM, cuDNN bias and ReLU).\n"
+            "  cnn:   4 x [conv3x3 + bias + ReLU + maxpool 2x2], channels 3-32-64-64-128, input\n"
+            "         1x3x64x64 (cuDNN).\n"
+            "  gpt2:  12-layer GPT-2-small-shaped transformer forward, d 768, 12 heads, T 64, batch 1\n"
+            "         (cuBLAS GEMMs, own layernorm/softmax/GELU/bias/residual kernels).\n"
+            "         The models are fp32 without TF32; their floor is a stream capture of the\n"
+            "         eager step (n/a where the capture fails).\n"
+            "  --workload W    chain, temps, mlp, cnn, gpt2 or all (default all)\n"
             "  --rounds R      rounds per mode (default 31)\n"
             "  --steps S       steps per round (default 20)\n"
-            "  --sizes LIST    N per step, comma-separated, for every workload run (default:\n"
+            "  --sizes LIST    N per step, comma-separated, for chain and temps (default:\n"
             "                  chain 10,100,1000; temps 10,100; at most %d)\n"
             "  --json FILE     also write the results as JSON to FILE\n"
-            "Exit status: 0 all checks passed, 1 a check or a CUDA call failed, 2 bad options.\n",
+            "  --compare FILE  add PyTorch's times from FILE (written by bench/torch_compare.py)\n"
+            "                  to the mlp/cnn/gpt2 table; n/a where FILE is missing or unreadable\n"
+            "  --reference     also check each model's eager output against a host computation\n"
+            "                  in double (relative error <= 1e-3 of the largest output; gpt2 takes\n"
+            "                  some seconds)\n"
+            "Exit status: 0 all checks passed, 1 a check or a CUDA call failed (or the workload\n"
+            "named by --workload was not built), 2 bad options.\n",
             argv0, NFLOAT, NFLOAT, NFLOAT, MAX_SIZES);
 }
 
@@ -242,12 +331,21 @@ static void parse_options(int argc, char **argv, options_t *o) {
     o->sizes_given = 0;
     for (int w = 0; w < WL_COUNT; w++)
         o->run[w] = 1;
+    for (int m = 0; m < MD_COUNT; m++)
+        o->run_model[m] = 1;
+    o->named = 0;
     o->json = NULL;
+    o->compare = NULL;
+    o->reference = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout, argv[0]);
             exit(0);
+        }
+        if (!strcmp(a, "--reference")) {
+            o->reference = 1;
+            continue;
         }
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = v != NULL;
@@ -260,13 +358,20 @@ static void parse_options(int argc, char **argv, options_t *o) {
         else if (ok && !strcmp(a, "--workload")) {
             int all = !strcmp(v, "all");
             ok = all;
+            o->named = !all;
             for (int w = 0; w < WL_COUNT; w++) {
                 o->run[w] = all || !strcmp(v, WL_NAMES[w]);
                 ok |= o->run[w];
             }
+            for (int m = 0; m < MD_COUNT; m++) {
+                o->run_model[m] = all || !strcmp(v, MD_NAMES[m]);
+                ok |= o->run_model[m];
+            }
         }
         else if (ok && !strcmp(a, "--json"))
             ok = (o->json = v)[0] != '\0';
+        else if (ok && !strcmp(a, "--compare"))
+            ok = (o->compare = v)[0] != '\0';
         else
             ok = 0;
         if (!ok) {
@@ -528,6 +633,286 @@ static void release(size_run_t *r) {
     free(r->host);
 }
 
+/* ---- the model workloads (mlp, cnn, gpt2) ------------------------------------------------ */
+
+/* Relative error allowed between the eager output and the host reference (--reference). */
+static const double REF_TOL = 1e-3;
+
+typedef struct model_run {
+    const model_desc_t *md;
+    void *ctx;
+    cudaGraphExec_t floor;   /* stream capture of one eager step on the floor set */
+    int has_floor;           /* the capture worked; else floor_note says why */
+    char floor_note[320];
+    double *t_eager, *t_replay, *t_floor; /* per-step seconds, one per round */
+    double *host;                          /* replay host seconds per step (begin to before end) */
+    size_t nhost;
+    int replay_reached;       /* state was REPLAY after warmup */
+    uint64_t timed_replays;   /* steps replayed from start to end in the timed rounds */
+    uint64_t replays_checked; /* replays counted during the K checked steps */
+    int equal;                /* eager and replayed outputs bitwise equal */
+    int floor_equal;          /* eager and floor outputs bitwise equal (has_floor) */
+    int finite;               /* the eager output has no NaN or infinity */
+    int ref_done, ref_ok;     /* --reference: computed, and within REF_TOL */
+    double ref_err;           /* max |eager - ref| / max |ref| */
+    cgj_trace_info_t info;    /* after the checked steps */
+    uint32_t ops;             /* driver calls in the replayed trace after the timed rounds */
+    double eager_us, replay_us, floor_us, host_ns_op, host_ns_call;
+} model_run_t;
+
+static void model_step_eager(model_run_t *r, cudaStream_t s) {
+    char err[256];
+    if (r->md->step(r->ctx, MODEL_SET_EAGER, s, err, sizeof err)) {
+        fprintf(stderr, "cgjit-bench: %s: eager step: %s\n", r->md->name, err);
+        exit(1);
+    }
+}
+
+/* One replayed step; returns the host seconds from before begin to before end. */
+static double model_step_replay(model_run_t *r, cudaStream_t s) {
+    char err[256];
+    double t0 = now_s();
+    CGJ_CHECK(cgj_trace_begin(r->md->name));
+    if (r->md->step(r->ctx, MODEL_SET_REPLAY, s, err, sizeof err)) {
+        fprintf(stderr, "cgjit-bench: %s: replayed step: %s\n", r->md->name, err);
+        exit(1);
+    }
+    double t1 = now_s();
+    CGJ_CHECK(cgj_trace_end());
+    return t1 - t0;
+}
+
+/* The floor: one eager step on the floor set, captured on s (the stream the handles are bound
+ * to) and instantiated. A failing capture (a library call that cannot be captured) leaves
+ * has_floor 0 and the reason in floor_note; the bench goes on without the floor. */
+static void model_build_floor(model_run_t *r, cudaStream_t s) {
+    char err[256] = "";
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+        snprintf(r->floor_note, sizeof r->floor_note, "cudaStreamBeginCapture: %s", cudaGetErrorName(e));
+        (void)cudaGetLastError();
+        return;
+    }
+    int rc = r->md->step(r->ctx, MODEL_SET_FLOOR, s, err, sizeof err);
+    e = cudaStreamEndCapture(s, &g);
+    if (rc == 0 && e != cudaSuccess)
+        snprintf(err, sizeof err, "cudaStreamEndCapture: %s", cudaGetErrorName(e));
+    if (rc == 0 && e == cudaSuccess) {
+        e = cudaGraphInstantiate(&r->floor, g, 0);
+        if (e != cudaSuccess)
+            snprintf(err, sizeof err, "cudaGraphInstantiate: %s", cudaGetErrorName(e));
+    }
+    if (g)
+        CHECK(cudaGraphDestroy(g));
+    if (err[0]) {
+        snprintf(r->floor_note, sizeof r->floor_note, "the stream capture failed: %s", err);
+        (void)cudaGetLastError(); /* capture errors are not sticky: the context goes on */
+        CHECK(cudaStreamSynchronize(s));
+        return;
+    }
+    CHECK(cudaGraphUpload(r->floor, s));
+    r->has_floor = 1;
+}
+
+static void model_setup(model_run_t *r, const model_desc_t *md, const options_t *o, cudaStream_t s) {
+    memset(r, 0, sizeof *r);
+    r->md = md;
+    r->ctx = md->create(s, o->reference);
+    r->t_eager = (double *)calloc(o->rounds, sizeof(double));
+    r->t_replay = (double *)calloc(o->rounds, sizeof(double));
+    r->t_floor = (double *)calloc(o->rounds, sizeof(double));
+    r->host = (double *)calloc((size_t)o->rounds * o->steps, sizeof(double));
+    if (!r->t_eager || !r->t_replay || !r->t_floor || !r->host) {
+        fprintf(stderr, "out of host memory\n");
+        exit(1);
+    }
+    /* One eager step first: the libraries' lazy initialization (modules, kernel attributes)
+     * happens there, not inside the floor's capture. */
+    model_step_eager(r, s);
+    CHECK(cudaStreamSynchronize(s));
+    CHECK_LAST();
+    model_build_floor(r, s);
+    if (!r->has_floor)
+        fprintf(stderr, "cgjit-bench: %s: no floor: %s\n", md->name, r->floor_note);
+
+    /* Warm up every mode: cgjit's two eager runs and its graph build. */
+    for (int i = 0; i < WARMUP_STEPS; i++) {
+        model_step_eager(r, s);
+        model_step_replay(r, s);
+        if (r->has_floor)
+            CHECK(cudaGraphLaunch(r->floor, s));
+    }
+    CHECK(cudaStreamSynchronize(s));
+    CHECK_LAST();
+    cgj_trace_info_t info;
+    CGJ_CHECK(cgj_trace_info(md->name, &info));
+    r->replay_reached = info.state == CGJ_STATE_REPLAY;
+    if (!r->replay_reached)
+        fprintf(stderr, "cgjit-bench: %s is in state %s after %d warmup steps, not REPLAY (%s)\n", md->name,
+                state_name(info.state), WARMUP_STEPS, info.reason[0] ? info.reason : "no reason given");
+}
+
+static void model_measure(model_run_t *r, const options_t *o, cudaStream_t s) {
+    cgj_trace_info_t before, after;
+    CGJ_CHECK(cgj_trace_info(r->md->name, &before));
+    for (int k = 0; k < o->rounds; k++) {
+        CHECK(cudaStreamSynchronize(s));
+        double t0 = now_s();
+        for (int i = 0; i < o->steps; i++)
+            model_step_eager(r, s);
+        CHECK(cudaStreamSynchronize(s));
+        r->t_eager[k] = (now_s() - t0) / o->steps;
+        CHECK_LAST();
+
+        t0 = now_s();
+        for (int i = 0; i < o->steps; i++)
+            r->host[r->nhost++] = model_step_replay(r, s);
+        CHECK(cudaStreamSynchronize(s));
+        r->t_replay[k] = (now_s() - t0) / o->steps;
+        CHECK_LAST();
+
+        if (r->has_floor) {
+            t0 = now_s();
+            for (int i = 0; i < o->steps; i++)
+                CHECK(cudaGraphLaunch(r->floor, s));
+            CHECK(cudaStreamSynchronize(s));
+            r->t_floor[k] = (now_s() - t0) / o->steps;
+            CHECK_LAST();
+        }
+    }
+    CGJ_CHECK(cgj_trace_info(r->md->name, &after));
+    r->timed_replays = after.replays - before.replays;
+    r->ops = after.ops;
+    r->eager_us = median(r->t_eager, o->rounds) * 1e6;
+    r->replay_us = median(r->t_replay, o->rounds) * 1e6;
+    r->floor_us = r->has_floor ? median(r->t_floor, o->rounds) * 1e6 : 0.0;
+    double host_s = median(r->host, r->nhost);
+    r->host_ns_op = r->ops ? host_s * 1e9 / r->ops : 0.0;
+    r->host_ns_call = host_s * 1e9 / r->md->calls;
+    if (r->timed_replays < (uint64_t)o->rounds * o->steps)
+        fprintf(stderr, "cgjit-bench: %s: only %llu of %d timed steps were replayed (%s)\n", r->md->name,
+                (unsigned long long)r->timed_replays, o->rounds * o->steps,
+                after.reason[0] ? after.reason : "no reason given");
+}
+
+/* The set's output, copied to the host. */
+static float *model_output_host(model_run_t *r, int set, size_t *count) {
+    const float *d;
+    r->md->output(r->ctx, set, &d, count);
+    float *h = (float *)bench_host_alloc(*count * sizeof(float));
+    CHECK(cudaMemcpy(h, d, *count * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static void report_first_difference(const char *name, const char *what, const float *a, const float *b,
+                                    size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float))) {
+            fprintf(stderr,
+                    "cgjit-bench: %s: eager and %s outputs differ first at [%zu]: eager %.9g, %s %.9g\n", name,
+                    what, i, a[i], what, b[i]);
+            return;
+        }
+}
+
+/* Every set's activations poisoned (all bytes 0xff: NaN), then K steps of each mode into its own
+ * set; the replayed and floor outputs must be bitwise equal to the eager one. */
+static void model_check(model_run_t *r, const options_t *o, cudaStream_t s) {
+    CHECK(cudaStreamSynchronize(s));
+    for (int set = 0; set < MODEL_SETS; set++) {
+        void *base;
+        size_t bytes;
+        r->md->arena(r->ctx, set, &base, &bytes);
+        CHECK(cudaMemset(base, 0xff, bytes));
+    }
+    CHECK(cudaDeviceSynchronize());
+    cgj_trace_info_t before;
+    CGJ_CHECK(cgj_trace_info(r->md->name, &before));
+    for (int i = 0; i < CHECK_STEPS; i++)
+        model_step_eager(r, s);
+    for (int i = 0; i < CHECK_STEPS; i++)
+        model_step_replay(r, s);
+    if (r->has_floor)
+        for (int i = 0; i < CHECK_STEPS; i++)
+            CHECK(cudaGraphLaunch(r->floor, s));
+    CHECK(cudaStreamSynchronize(s));
+    CHECK_LAST();
+    CGJ_CHECK(cgj_trace_info(r->md->name, &r->info));
+    r->replays_checked = r->info.replays - before.replays;
+
+    size_t n;
+    float *he = model_output_host(r, MODEL_SET_EAGER, &n);
+    float *hr = model_output_host(r, MODEL_SET_REPLAY, &n);
+    r->equal = memcmp(he, hr, n * sizeof(float)) == 0;
+    if (!r->equal)
+        report_first_difference(r->md->name, "replay", he, hr, n);
+    if (r->has_floor) {
+        float *hf = model_output_host(r, MODEL_SET_FLOOR, &n);
+        r->floor_equal = memcmp(he, hf, n * sizeof(float)) == 0;
+        if (!r->floor_equal)
+            report_first_difference(r->md->name, "floor", he, hf, n);
+        free(hf);
+    }
+    r->finite = 1;
+    for (size_t i = 0; i < n && r->finite; i++)
+        if (!isfinite(he[i])) {
+            r->finite = 0;
+            fprintf(stderr, "cgjit-bench: %s: the eager output is not finite at [%zu]: %g\n", r->md->name, i,
+                    he[i]);
+        }
+    if (r->replays_checked < CHECK_STEPS)
+        fprintf(stderr, "cgjit-bench: %s: only %llu of %d checked steps were replayed (%s)\n", r->md->name,
+                (unsigned long long)r->replays_checked, CHECK_STEPS,
+                r->info.reason[0] ? r->info.reason : "no reason given");
+    if (o->reference) {
+        double *ref = (double *)bench_host_alloc(n * sizeof(double));
+        r->md->reference(r->ctx, ref);
+        double err = 0.0, scale = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double d = fabs((double)he[i] - ref[i]);
+            err = d > err || d != d ? d : err; /* NaN wins */
+            scale = fabs(ref[i]) > scale ? fabs(ref[i]) : scale;
+        }
+        r->ref_done = 1;
+        r->ref_err = scale > 0.0 ? err / scale : err;
+        r->ref_ok = r->ref_err <= REF_TOL;
+        if (!r->ref_ok)
+            fprintf(stderr, "cgjit-bench: %s: the eager output is %.3g (relative to its largest value) away "
+                            "from the host reference, more than %g\n",
+                    r->md->name, r->ref_err, REF_TOL);
+        free(ref);
+    }
+    free(he);
+    free(hr);
+}
+
+static const char *model_verdict(const model_run_t *r) {
+    if (!r->equal)
+        return "FAIL(mismatch)";
+    if (!r->replay_reached || r->replays_checked == 0)
+        return "FAIL(no replay)";
+    if (r->has_floor && !r->floor_equal)
+        return "FAIL(floor mismatch)";
+    if (!r->finite)
+        return "FAIL(non-finite)";
+    if (r->ref_done && !r->ref_ok)
+        return "FAIL(reference)";
+    return "PASS";
+}
+
+static void model_release(model_run_t *r) {
+    if (r->has_floor)
+        CHECK(cudaGraphExecDestroy(r->floor));
+    CHECK(cudaDeviceSynchronize());
+    r->md->destroy(r->ctx);
+    r->ctx = NULL;
+    free(r->t_eager);
+    free(r->t_replay);
+    free(r->t_floor);
+    free(r->host);
+}
+
 /* ---- output ----------------------------------------------------------------------------- */
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
@@ -580,8 +965,186 @@ static void json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* ---- the model workloads' output ---------------------------------------------------------- */
+
+/* v formatted with fmt into buf, or "n/a". */
+static const char *cell(char *buf, size_t cap, int has, double v, const char *fmt) {
+    if (has)
+        snprintf(buf, cap, fmt, v);
+    else
+        snprintf(buf, cap, "n/a");
+    return buf;
+}
+
+/* The torch column c of model m, if the compare file has it. */
+static int torch_has(const torch_compare_t *tc, int m, int c) { return tc && tc->loaded && tc->has[m][c]; }
+
+static void print_models_table(const model_run_t *runs, const int *ran, const options_t *o,
+                               const torch_compare_t *tc, const char *gpu) {
+    for (int m = 0; m < MD_COUNT; m++) {
+        if (!o->run_model[m])
+            continue;
+        if (model_of(m))
+            printf("workload %s: %s\n", MD_NAMES[m], model_of(m)->summary);
+        else
+            printf("workload %s: not built: cuDNN (cudnn.h, libcudnn) was not found when cgjit-bench was "
+                   "built, and mlp and cnn need it\n",
+                   MD_NAMES[m]);
+    }
+    int any = 0;
+    for (int m = 0; m < MD_COUNT; m++)
+        any |= ran[m];
+    if (!any) {
+        fflush(stdout);
+        return;
+    }
+    printf("models: fp32 without TF32, one non-blocking stream; median of %d rounds x %d steps; ops: driver "
+           "calls in the replayed trace (cgj_trace_info), host_ns/op: replay host time from before "
+           "cgj_trace_begin to before cgj_trace_end / ops; calls: library calls and kernel launches per "
+           "step, host_ns/call: the same host time / calls\n",
+           o->rounds, o->steps);
+    printf("%8s %11s %11s %11s %13s %13s %11s %6s %13s %6s", "workload", "eager_us", "replay_us", "floor_us",
+           "eager/replay", "replay/floor", "host_ns/op", "ops", "host_ns/call", "calls");
+    if (o->compare)
+        printf(" %15s %17s %25s %23s", "torch_eager_us", "torch_compile_us", "torch_reduce_overhead_us",
+               "replay/reduce_overhead");
+    printf("  %s\n", "check");
+    char b[8][32];
+    for (int m = 0; m < MD_COUNT; m++) {
+        if (!ran[m])
+            continue;
+        const model_run_t *r = &runs[m];
+        printf("%8s %11.2f %11.2f %11s %13.2f %13s %11s %6u %13.1f %6d", MD_NAMES[m], r->eager_us,
+               r->replay_us, cell(b[0], sizeof b[0], r->has_floor, r->floor_us, "%.2f"),
+               ratio(r->eager_us, r->replay_us),
+               cell(b[1], sizeof b[1], r->has_floor, ratio(r->replay_us, r->floor_us), "%.2f"),
+               cell(b[2], sizeof b[2], r->ops > 0, r->host_ns_op, "%.1f"), r->ops, r->host_ns_call,
+               r->md->calls);
+        if (o->compare) {
+            int ro = torch_has(tc, m, TORCH_REDUCE_OVERHEAD) && tc->us[m][TORCH_REDUCE_OVERHEAD] > 0;
+            printf(" %15s %17s %25s %23s",
+                   cell(b[3], sizeof b[3], torch_has(tc, m, TORCH_EAGER), tc->us[m][TORCH_EAGER], "%.2f"),
+                   cell(b[4], sizeof b[4], torch_has(tc, m, TORCH_COMPILE), tc->us[m][TORCH_COMPILE], "%.2f"),
+                   cell(b[5], sizeof b[5], torch_has(tc, m, TORCH_REDUCE_OVERHEAD),
+                        tc->us[m][TORCH_REDUCE_OVERHEAD], "%.2f"),
+                   cell(b[6], sizeof b[6], ro, ro ? r->replay_us / tc->us[m][TORCH_REDUCE_OVERHEAD] : 0.0,
+                        "%.2f"));
+        }
+        printf("  %s\n", model_verdict(r));
+    }
+    for (int m = 0; m < MD_COUNT; m++)
+        if (ran[m] && !runs[m].has_floor)
+            printf("note: %s floor n/a: %s\n", MD_NAMES[m], runs[m].floor_note);
+    if (o->compare) {
+        if (!tc->loaded)
+            printf("note: torch columns n/a: %s\n", tc->note);
+        else {
+            printf("note: torch columns from %s (torch %s, GPU %s)\n", o->compare,
+                   tc->torch[0] ? tc->torch : "?", tc->gpu[0] ? tc->gpu : "?");
+            if (tc->note[0])
+                printf("note: torch columns n/a where missing: %s\n", tc->note);
+            if (tc->file_note[0])
+                printf("note: %s says: %s\n", o->compare, tc->file_note);
+            if (tc->gpu[0] && strcmp(tc->gpu, gpu) != 0)
+                printf("note: the torch times were measured on %s, this run is on %s\n", tc->gpu, gpu);
+        }
+    }
+    if (o->reference)
+        for (int m = 0; m < MD_COUNT; m++)
+            if (ran[m])
+                printf("reference %s: max |eager - host double| / max |host| = %.3g (tolerance %g): %s\n",
+                       MD_NAMES[m], runs[m].ref_err, REF_TOL, runs[m].ref_ok ? "ok" : "FAIL");
+    fflush(stdout);
+}
+
+/* "null" or v with fmt. */
+static void json_num(FILE *f, int has, double v, const char *fmt) {
+    if (has && isfinite(v))
+        fprintf(f, fmt, v);
+    else
+        fputs("null", f);
+}
+
+static void json_models(FILE *f, const model_run_t *runs, const int *ran, const options_t *o,
+                        const torch_compare_t *tc) {
+    for (int m = 0; m < MD_COUNT; m++) {
+        const model_desc_t *md = model_of(m);
+        fprintf(f, "  \"%s\": {\n    \"workload\": \"%s\",\n    \"built\": %s,\n    \"description\": ",
+                MD_NAMES[m], MD_NAMES[m], md ? "true" : "false");
+        if (md)
+            json_string(f, md->summary);
+        else
+            json_string(f, "not built: cuDNN was not found when cgjit-bench was built");
+        fprintf(f, ",\n    \"results\": [");
+        if (ran[m]) {
+            const model_run_t *r = &runs[m];
+            int ro = torch_has(tc, m, TORCH_REDUCE_OVERHEAD) && tc->us[m][TORCH_REDUCE_OVERHEAD] > 0;
+            fprintf(f, "\n      {\"eager_us\": %.3f, \"replay_us\": %.3f, \"floor_us\": ", r->eager_us,
+                    r->replay_us);
+            json_num(f, r->has_floor, r->floor_us, "%.3f");
+            fprintf(f, ", \"eager_over_replay\": %.4f, \"replay_over_floor\": ",
+                    ratio(r->eager_us, r->replay_us));
+            json_num(f, r->has_floor, ratio(r->replay_us, r->floor_us), "%.4f");
+            fprintf(f, ", \"host_ns_per_op\": ");
+            json_num(f, r->ops > 0, r->host_ns_op, "%.2f");
+            fprintf(f,
+                    ", \"ops\": %u, \"host_ns_per_call\": %.2f, \"calls\": %d, \"kernels\": %u, "
+                    "\"segments\": %u, \"varying_slots\": %u, \"state\": \"%s\", \"timed_replays\": %llu, "
+                    "\"replays_checked\": %llu, \"check\": \"%s\", \"floor\": ",
+                    r->ops, r->host_ns_call, r->md->calls, r->info.kernels, r->info.segments,
+                    r->info.varying_slots, state_name(r->info.state), (unsigned long long)r->timed_replays,
+                    (unsigned long long)r->replays_checked, model_verdict(r));
+            if (r->has_floor)
+                fprintf(f, "\"captured\", \"floor_check\": \"%s\"", r->floor_equal ? "equal" : "differs");
+            else {
+                char note[400];
+                snprintf(note, sizeof note, "n/a: %s", r->floor_note);
+                json_string(f, note);
+                fprintf(f, ", \"floor_check\": null");
+            }
+            fprintf(f, ", \"reference_rel_err\": ");
+            json_num(f, r->ref_done, r->ref_err, "%.3e");
+            fprintf(f, ", \"torch_eager_us\": ");
+            json_num(f, torch_has(tc, m, TORCH_EAGER), tc ? tc->us[m][TORCH_EAGER] : 0.0, "%.3f");
+            fprintf(f, ", \"torch_compile_us\": ");
+            json_num(f, torch_has(tc, m, TORCH_COMPILE), tc ? tc->us[m][TORCH_COMPILE] : 0.0, "%.3f");
+            fprintf(f, ", \"torch_reduce_overhead_us\": ");
+            json_num(f, torch_has(tc, m, TORCH_REDUCE_OVERHEAD), tc ? tc->us[m][TORCH_REDUCE_OVERHEAD] : 0.0,
+                     "%.3f");
+            fprintf(f, ", \"replay_over_reduce_overhead\": ");
+            json_num(f, ro, ro ? r->replay_us / tc->us[m][TORCH_REDUCE_OVERHEAD] : 0.0, "%.4f");
+            fprintf(f, "}\n    ");
+        }
+        fprintf(f, "]\n  },\n");
+    }
+    fprintf(f, "  \"torch_compare\": {\"file\": ");
+    if (o->compare)
+        json_string(f, o->compare);
+    else
+        fputs("null", f);
+    fprintf(f, ", \"loaded\": %s, \"torch\": ", tc && tc->loaded ? "true" : "false");
+    if (tc && tc->loaded && tc->torch[0])
+        json_string(f, tc->torch);
+    else
+        fputs("null", f);
+    fprintf(f, ", \"gpu\": ");
+    if (tc && tc->loaded && tc->gpu[0])
+        json_string(f, tc->gpu);
+    else
+        fputs("null", f);
+    fprintf(f, ", \"note\": ");
+    if (!o->compare)
+        json_string(f, "no --compare FILE given");
+    else if (tc->note[0])
+        json_string(f, tc->note);
+    else
+        fputs("null", f);
+    fprintf(f, "},\n");
+}
+
 static int write_json(const char *path, const cudaDeviceProp *prop, int driver, int runtime,
-                      const size_run_t *const *runs, const int *nruns, const options_t *o, int pass) {
+                      const size_run_t *const *runs, const int *nruns, const model_run_t *mruns,
+                      const int *mran, const torch_compare_t *tc, const options_t *o, int pass) {
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "cgjit-bench: cannot write %s: %s\n", path, strerror(errno));
@@ -611,6 +1174,11 @@ static int write_json(const char *path, const cudaDeviceProp *prop, int driver, 
             fprintf(f, "%s\"%s\"", first ? "" : ", ", WL_NAMES[w]);
             first = 0;
         }
+    for (int m = 0, first = !o->run[WL_CHAIN] && !o->run[WL_TEMPS]; m < MD_COUNT; m++)
+        if (mran[m]) {
+            fprintf(f, "%s\"%s\"", first ? "" : ", ", MD_NAMES[m]);
+            first = 0;
+        }
     fprintf(f,
             "],\n  \"temps\": {\n    \"workload\": \"temps\",\n    \"floats\": %d,\n"
             "    \"temp_floats\": \"%d + 1024*(k%%4)\",\n    \"results\": [\n",
@@ -634,7 +1202,9 @@ static int write_json(const char *path, const cudaDeviceProp *prop, int driver, 
                 (unsigned long long)r->pool_allocs_checked, (unsigned long long)r->pool_frees_checked,
                 i + 1 < n ? "," : "");
     }
-    fprintf(f, "    ]\n  },\n  \"pass\": %s\n}\n", pass ? "true" : "false");
+    fprintf(f, "    ]\n  },\n");
+    json_models(f, mruns, mran, o, tc);
+    fprintf(f, "  \"pass\": %s\n}\n", pass ? "true" : "false");
     if (fclose(f) != 0) {
         fprintf(stderr, "cgjit-bench: cannot write %s: %s\n", path, strerror(errno));
         return -1;
@@ -682,14 +1252,43 @@ int main(int argc, char **argv) {
             release(r);
         }
     }
+    /* The models, after chain and temps (so that theirs run as they always did). */
+    static model_run_t mruns[MD_COUNT];
+    int mran[MD_COUNT] = {0};
+    for (int m = 0; m < MD_COUNT; m++) {
+        if (!o.run_model[m])
+            continue;
+        const model_desc_t *md = model_of(m);
+        if (!md) { /* skipped under all; a failure when asked for by name */
+            fprintf(stderr, "cgjit-bench: workload %s: not built (cuDNN was not found when cgjit-bench was "
+                            "built); %s\n", MD_NAMES[m], o.named ? "not run" : "skipped");
+            if (o.named)
+                pass = 0;
+            continue;
+        }
+        model_run_t *r = &mruns[m];
+        model_setup(r, md, &o, s);
+        model_measure(r, &o, s);
+        model_check(r, &o, s);
+        pass &= strcmp(model_verdict(r), "PASS") == 0;
+        model_release(r);
+        mran[m] = 1;
+    }
     CHECK(cudaStreamDestroy(s));
+
+    torch_compare_t tc;
+    memset(&tc, 0, sizeof tc);
+    if (o.compare)
+        torch_compare_load(o.compare, MD_NAMES, MD_COUNT, &tc);
 
     if (o.run[WL_CHAIN])
         print_chain_table(runs[WL_CHAIN], nruns[WL_CHAIN], &o);
     if (o.run[WL_TEMPS])
         print_temps_table(runs[WL_TEMPS], nruns[WL_TEMPS], &o);
+    print_models_table(mruns, mran, &o, &tc, prop.name);
     const size_run_t *const json_runs[WL_COUNT] = {runs[WL_CHAIN], runs[WL_TEMPS]};
-    if (o.json && write_json(o.json, &prop, driver, runtime, json_runs, nruns, &o, pass) != 0)
+    if (o.json &&
+        write_json(o.json, &prop, driver, runtime, json_runs, nruns, mruns, mran, &tc, &o, pass) != 0)
         return 1;
     printf("bench: %s\n", pass ? "PASS" : "FAIL");
     return pass ? 0 : 1;

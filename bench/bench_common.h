@@ -1,0 +1,147 @@
+/*
+ * bench_common.h — what cgjit-bench's sources share: error checking, the fixed-seed random
+ * generator, and the interface of the model workloads (mlp, cnn, gpt2) that
+ * workloads_*.cu implement and cgjit_bench.cu runs.
+ */
+#ifndef CGJ_BENCH_COMMON_H
+#define CGJ_BENCH_COMMON_H
+
+#include <cuda_runtime.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CHECK(call)                                                                      \
+    do {                                                                                 \
+        cudaError_t err_ = (call);                                                       \
+        if (err_ != cudaSuccess) {                                                       \
+            fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call,           \
+                    cudaGetErrorString(err_), cudaGetErrorName(err_));                   \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+/* A launch error (bad configuration) or an asynchronous error of an earlier step. */
+#define CHECK_LAST() CHECK(cudaGetLastError())
+
+/* Set-up (outside any step): a failing library call ends the program. */
+#define CHECK_CUBLAS(call)                                                               \
+    do {                                                                                 \
+        cublasStatus_t st_ = (call);                                                     \
+        if (st_ != CUBLAS_STATUS_SUCCESS) {                                              \
+            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call,           \
+                    cublasGetStatusString(st_), (int)st_);                               \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+#define CHECK_CUDNN(call)                                                                \
+    do {                                                                                 \
+        cudnnStatus_t st_ = (call);                                                      \
+        if (st_ != CUDNN_STATUS_SUCCESS) {                                               \
+            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call,           \
+                    cudnnGetErrorString(st_), (int)st_);                                 \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+/* Inside a step function `int f(..., char *err, size_t errlen)`: the first failing call writes
+ * its reason to err and returns -1, so that a stream capture of the step (the floor) can fail
+ * softly. Eager and replayed steps treat -1 as fatal. */
+#define STEP_CUDA(call)                                                                  \
+    do {                                                                                 \
+        cudaError_t e_ = (call);                                                         \
+        if (e_ != cudaSuccess) {                                                         \
+            snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call,            \
+                     cudaGetErrorName(e_));                                              \
+            return -1;                                                                   \
+        }                                                                                \
+    } while (0)
+
+/* After a kernel launch: its configuration error, if any. */
+#define STEP_LAUNCHED() STEP_CUDA(cudaGetLastError())
+
+#define STEP_CUBLAS(call)                                                                \
+    do {                                                                                 \
+        cublasStatus_t st_ = (call);                                                     \
+        if (st_ != CUBLAS_STATUS_SUCCESS) {                                              \
+            snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call,            \
+                     cublasGetStatusString(st_));                                        \
+            return -1;                                                                   \
+        }                                                                                \
+    } while (0)
+
+#define STEP_CUDNN(call)                                                                 \
+    do {                                                                                 \
+        cudnnStatus_t st_ = (call);                                                      \
+        if (st_ != CUDNN_STATUS_SUCCESS) {                                               \
+            snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call,            \
+                     cudnnGetErrorString(st_));                                          \
+            return -1;                                                                   \
+        }                                                                                \
+    } while (0)
+
+/* xorshift64*, the generator of the chain/temps initial data; each model has its own seed. */
+static inline float bench_rng_float(uint64_t *state, float lo, float hi) {
+    uint64_t x = *state;
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+    *state = x;
+    float u = (float)((x * 0x2545f4914f6cdd1dull) >> 40) / (float)(1u << 24); /* [0, 1) */
+    return lo + (hi - lo) * u;
+}
+
+static inline void bench_fill_uniform(float *v, size_t n, uint64_t *state, float lo, float hi) {
+    for (size_t i = 0; i < n; i++)
+        v[i] = bench_rng_float(state, lo, hi);
+}
+
+static inline void *bench_host_alloc(size_t bytes) {
+    void *p = malloc(bytes);
+    if (!p) {
+        fprintf(stderr, "out of host memory (%zu bytes)\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+/* 256-byte aligned offsets for carving one allocation into buffers. */
+static inline size_t bench_align(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
+
+/* ---- model workloads ---------------------------------------------------------------------
+ *
+ * A model holds its handles (created once, bound to the bench's stream), its weights and input
+ * (read-only, shared by every mode), a library workspace allocated once, and MODEL_SETS sets of
+ * activations: every buffer its step writes, one set per mode (eager, replay, floor), each one
+ * cudaMalloc'd block, so that the three modes' outputs are computed independently and a mode
+ * that skipped work cannot borrow another's results. Nothing is allocated inside a step. */
+enum { MODEL_SET_EAGER, MODEL_SET_REPLAY, MODEL_SET_FLOOR, MODEL_SETS };
+
+typedef struct model_desc {
+    const char *name;    /* --workload name and trace anchor */
+    const char *summary; /* one line: the net, its shapes and the calls per step */
+    int calls;           /* library calls and kernel launches the program makes per step */
+    /* Handles bound to s, weights, input, workspace and the activation sets. keep_host keeps a
+     * host copy of the weights and input for reference(). Exits on failure. */
+    void *(*create)(cudaStream_t s, int keep_host);
+    /* One forward step into activation set `set`, every call on s. 0, or -1 with the first
+     * failure's reason in err. */
+    int (*step)(void *ctx, int set, cudaStream_t s, char *err, size_t errlen);
+    /* The set's activations, as one block (poisoned before the checked runs). */
+    void (*arena)(void *ctx, int set, void **base, size_t *bytes);
+    /* The set's output: count floats. */
+    void (*output)(void *ctx, int set, const float **out, size_t *count);
+    /* The forward computed on the host in double from the same weights and input (create with
+     * keep_host); ref has the output's count. */
+    void (*reference)(void *ctx, double *ref);
+    void (*destroy)(void *ctx);
+} model_desc_t;
+
+extern const model_desc_t model_gpt2;
+#ifdef CGJ_BENCH_CUDNN
+extern const model_desc_t model_mlp;
+extern const model_desc_t model_cnn;
+#endif
+
+#endif /* CGJ_BENCH_COMMON_H */
