@@ -4,8 +4,9 @@
 # bench (e.g. --json results.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh bench
 export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" --target cgjit-bench
-exec build/bench/cgjit-bench "$@"
+# A build folder of its own, without the tests: the bench needs no Criterion.
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
+cmake --build build-bench -j"$(nproc)" --target cgjit-bench
+exec build-bench/bench/cgjit-bench "$@"

@@ -4,7 +4,7 @@
 # the host tests again in an AddressSanitizer/UndefinedBehaviorSanitizer build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh test
 export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
