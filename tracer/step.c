@@ -601,8 +601,13 @@ static void finish_record(cgj_thread_t *t)
     }
     uint32_t at = 0;
     char why[200] = "";
+    uint32_t newest_at = 0;
+    char newest_why[200] = "";
     for (uint32_t d = a->ndrafts; d-- > 0;) {
-        if (!cgj_record_same_shape(&a->drafts[d], &rec, &at, why, sizeof why)) continue;
+        if (!cgj_record_same_shape(&a->drafts[d], &rec, &at, why, sizeof why)) {
+            if (d + 1 == a->ndrafts) newest_at = at, cgj_strlcpy(newest_why, why, sizeof newest_why);
+            continue;
+        }
         cgj_record_classify(&rec, &a->drafts[d]);
         /* A twin of an existing variant is worth building after an escape exit: its own
          * region double-buffers the blocks the program still holds. */
@@ -616,8 +621,7 @@ static void finish_record(cgj_thread_t *t)
     }
     if (a->ndrafts) {
         char msg[260];
-        cgj_record_same_shape(&a->drafts[a->ndrafts - 1], &rec, &at, why, sizeof why);
-        snprintf(msg, sizeof msg, "run differs from the previous one at op %u: %s", at, why);
+        snprintf(msg, sizeof msg, "run differs from the previous one at op %u: %s", newest_at, newest_why);
         CGJ_LOG(guards, "anchor '%s': %s", a->name, msg);
         record_failure(a, msg);
     }
