@@ -74,6 +74,8 @@ CUresult cgj_op_issue(const cgj_op_t *o, CUstream s, bool capturing, bool skip_w
     case CGJ_OP_ALLOC:
     case CGJ_OP_POOL_FREE:
         return CUDA_SUCCESS; /* served from the pool: nothing reaches the driver */
+    case CGJ_OP_LIB:
+        return CUDA_SUCCESS; /* a marker: the library's own driver calls follow it */
     default:
         return CUDA_ERROR_NOT_SUPPORTED; /* boundary ops are never re-issued */
     }

@@ -100,7 +100,10 @@ CGJ_API int cgj_trace_end(void);
     X(pool_allocs, "in-step allocations served from the pool by replay (no driver call)")    \
     X(pool_frees, "in-step frees absorbed by replay (no driver call, no synchronization)")    \
     X(escape_exits, "side exits because a block an earlier replay returned is still held")   \
-    X(pool_bytes, "device bytes mapped for the replay memory pool (a level, not a count)")
+    X(pool_bytes, "device bytes mapped for the replay memory pool (a level, not a count)")  \
+    X(lib_calls, "cuBLAS, cuBLASLt and cuDNN calls made inside traced steps")                \
+    X(lib_absorbed, "library calls replay absorbed whole: the library was not called")       \
+    X(lib_relearned, "library calls whose arguments changed in replay: the library ran and the trace learned them")
 
 typedef struct cgj_stats {
 #define CGJ_STATS_FIELD(field, doc) uint64_t field;

@@ -46,6 +46,12 @@ __attribute__((constructor)) NO_SANITIZE static void find_real_dlsym(void)
     if (!real_dlsym) real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
 }
 
+void *cgj_real_next(const char *name)
+{
+    if (!real_dlsym) find_real_dlsym();
+    return real_dlsym ? real_dlsym(RTLD_NEXT, name) : NULL;
+}
+
 static unsigned slot_of(const void *p)
 {
     return (unsigned)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (MAP_CAP - 1);

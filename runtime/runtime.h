@@ -23,4 +23,7 @@ typedef struct cgj_wrap_entry {
 } cgj_wrap_entry_t;
 unsigned cgj_wrappers_list(cgj_wrap_entry_t *out, unsigned cap);
 
+/* The definition of `name` next after libcgjit in the lookup order (RTLD_NEXT), or NULL. */
+void *cgj_real_next(const char *name);
+
 #endif /* CGJ_RUNTIME_H */

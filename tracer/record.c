@@ -86,6 +86,7 @@ static void own_call(cgj_op_t *o)
                 cgj_xmemdup(o->call.u.k.attrs, o->call.u.k.nattrs * sizeof(CUlaunchAttribute));
     }
     if (o->call.kind == CGJ_OP_MEMCPY && o->call.u.m.dir == CGJ_DIR_H2D) o->call.u.m.hsrc = NULL;
+    if (o->call.kind == CGJ_OP_LIB) o->call.u.l.lc = NULL;
 }
 
 bool cgj_record_call(cgj_oplist_t *l, const cgj_call_t *c, const char **why)
@@ -100,6 +101,7 @@ bool cgj_record_call(cgj_oplist_t *l, const cgj_call_t *c, const char **why)
             memcpy(o->kp->rec + o->kp->off[i], call_slot(c, o->kp, i), o->kp->sz[i]);
         memcpy(o->kp->live, o->kp->rec, o->kp->size);
     }
+    if (c->kind == CGJ_OP_LIB) o->lib = cgj_libop_new(c->u.l.lc);
     own_call(o);
     return true;
 }
@@ -116,6 +118,7 @@ void cgj_record_clone(cgj_oplist_t *l, const cgj_op_t *src)
         memcpy(o->kp->rec, src->kp->live, o->kp->size);
         memcpy(o->kp->live, src->kp->live, o->kp->size);
     }
+    if (src->lib) o->lib = cgj_libop_clone(src->lib);
     own_call(o);
 }
 
@@ -125,6 +128,7 @@ void cgj_oplist_free(cgj_oplist_t *l)
         cgj_op_t *o = &l->ops[i];
         if (o->call.kind == CGJ_OP_KERNEL && o->call.u.k.nattrs) cgj_free((void *)o->call.u.k.attrs);
         kparams_free(o->kp);
+        cgj_libop_free(o->lib);
     }
     cgj_free(l->ops);
     memset(l, 0, sizeof *l);
@@ -311,6 +315,12 @@ static bool shape_loop(const cgj_oplist_t *a, const cgj_oplist_t *b, const cgj_b
             snprintf(why, whylen, "parameter layout differs");
             return false;
         }
+        if (x->lib && x->lib->nops != y->lib->nops) {
+            *at = i;
+            snprintf(why, whylen, "the library call issued %u driver calls instead of %u", y->lib->nops,
+                     x->lib->nops);
+            return false;
+        }
     }
     if (a->n != b->n) {
         *at = n;
@@ -364,6 +374,9 @@ void cgj_record_classify(cgj_oplist_t *a, const cgj_oplist_t *b)
             x->nvarying += x->varying[s];
         }
     }
+    /* Library groups last: what they learn depends on which slots vary. */
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->ops[i].lib) cgj_libop_learn(a, i, b, &ta, &tb);
     cgj_free(ta.b), cgj_free(tb.b);
 }
 
@@ -401,6 +414,8 @@ void cgj_record_relocate(cgj_oplist_t *l, const CUdeviceptr *planned)
             relocate_addr(&c->u.s.dst, &bl, planned, i);
         } else if (c->kind == CGJ_OP_ALLOC || c->kind == CGJ_OP_POOL_FREE) {
             relocate_addr(&c->u.a.addr, &bl, planned, i);
+        } else if (o->lib) {
+            for (uint32_t k = 0; k < o->lib->nargs; k++) relocate_addr(&o->lib->args[k], &bl, planned, i);
         }
     }
     cgj_free(bl.b);

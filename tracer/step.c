@@ -290,6 +290,38 @@ static bool promote_slots(cgj_thread_t *t, const cgj_call_t *c)
     return true;
 }
 
+/* Replay reached the LIB op m of library call lc: absorb the whole group when its guard holds
+ * (the library is not called) and return true; else note the open call (the library runs, its
+ * driver calls are matched one by one, and cgj_step_leave learns from them) and return false. */
+static bool replay_lib(cgj_thread_t *t, cgj_op_t *m, const cgj_libcall_t *lc)
+{
+    cgj_trace_t *tr = t->trace;
+    cgj_libop_t *l = m->lib;
+    if (!l->absorbable || lc->never_absorb || t->pos + 1 + l->nops > tr->list.n || !cgj_libop_matches(l, lc)) {
+        t->lib_open = t->pos + 1;
+        t->lib_serial = t->serial;
+        l->called++;
+        return false;
+    }
+    cgj_libop_fill(m, lc);
+    set_pending(t, true);
+    uint32_t end = t->pos + 1 + l->nops;
+    while (t->pos < end && t->mode == CGJ_MODE_REPLAY) {
+        t->pos++;
+        t->absorbed++;
+        if (tr->segs[t->seg].chained && t->pos == tr->segs[t->seg].end) { /* a chunk is complete */
+            launch_segment(t);
+            t->seg++;
+            t->staged_waited = false;
+        }
+    }
+    /* A failed launch turned the step eager: what the library would have issued still runs. */
+    for (uint32_t i = t->pos; i < end; i++) cgj_op_issue(&tr->list.ops[i], tr->list.ops[i].call.stream, false, false);
+    l->absorbed++;
+    CGJ_STAT_ADD(lib_absorbed, 1);
+    return true;
+}
+
 static int replay_enter(cgj_thread_t *t, const cgj_call_t *c)
 {
     cgj_trace_t *tr = t->trace;
@@ -311,6 +343,7 @@ static int replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     }
     tr = t->trace;
     cgj_op_t *o = &tr->list.ops[t->pos];
+    if (o->lib && replay_lib(t, o, c->u.l.lc)) return CGJ_ABSORB;
     if (cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY) {
         CGJ_LOG(breaks, "anchor '%s': segment %u ends at op %u (%s)", t->anchor->name, t->seg, t->pos, c->api);
         launch_segment(t);
@@ -347,7 +380,7 @@ static int replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         t->seg++;
         t->staged_waited = false;
     }
-    return CGJ_ABSORB;
+    return o->lib ? CGJ_EXECUTE : CGJ_ABSORB; /* the library runs: its calls are matched next */
 }
 
 /* ---- eager runs ---- */
@@ -366,6 +399,38 @@ static void abort_step(cgj_thread_t *t, const char *why)
     set_mode(t, t->implicit ? CGJ_MODE_EAGER : CGJ_MODE_PASSTHRU);
 }
 
+/* A library call in an eager run: its LIB op goes before the driver calls it makes. */
+static void record_lib(cgj_thread_t *t, const cgj_call_t *c)
+{
+    const char *why = NULL;
+    if (!cgj_record_call(&t->rec, c, &why)) return;
+    t->lib_open = t->rec.n;
+    t->lib_serial = t->serial;
+}
+
+/* The library call whose LIB op is open returned (ok: successfully). */
+static void lib_leave(cgj_thread_t *t, const cgj_libcall_t *lc, bool ok)
+{
+    uint32_t at = t->lib_open - 1;
+    bool open = t->lib_open && t->lib_serial == t->serial;
+    t->lib_open = 0;
+    if (!open) return;
+    if (t->mode == CGJ_MODE_RECORD && at < t->rec.n && t->rec.ops[at].lib) {
+        cgj_libop_t *l = t->rec.ops[at].lib;
+        l->nops = t->rec.n - at - 1;
+        l->failed |= !ok;
+        return;
+    }
+    if (t->mode != CGJ_MODE_REPLAY || !ok || lc->never_absorb) return;
+    cgj_trace_t *tr = t->trace;
+    cgj_op_t *m = at < tr->list.n ? &tr->list.ops[at] : NULL;
+    if (!m || !m->lib || t->pos != at + 1 + m->lib->nops || cgj_libop_matches(m->lib, lc)) return;
+    cgj_libop_relearn(m, lc);
+    CGJ_STAT_ADD(lib_relearned, 1);
+    CGJ_LOG(guards, "anchor '%s': op %u (%s): new arguments learned; %s%s", t->anchor->name, at,
+            m->call.api, m->lib->absorbable ? "absorbed from now on" : "not absorbed: ", m->lib->why_not);
+}
+
 int cgj_step_enter(const cgj_call_t *c)
 {
     cgj_thread_t *t = &cgj_tls;
@@ -375,6 +440,8 @@ int cgj_step_enter(const cgj_call_t *c)
     if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_fast(t, c) && !cgj_implicit_route(c))
         d = CGJ_EXECUTE;
     else if (t->mode == CGJ_MODE_REPLAY) d = replay_enter(t, c);
+    if (c->kind == CGJ_OP_LIB && t->mode == CGJ_MODE_RECORD) record_lib(t, c);
+    if (c->kind == CGJ_OP_LIB && t->mode >= CGJ_MODE_RECORD) CGJ_STAT_ADD(lib_calls, 1);
     unlock_thread(t);
     return d;
 }
@@ -415,6 +482,10 @@ void cgj_step_leave(const cgj_call_t *c, CUresult r)
 
 static void leave_locked(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
 {
+    if (c->kind == CGJ_OP_LIB) {
+        lib_leave(t, c->u.l.lc, r == CUDA_SUCCESS);
+        return;
+    }
     if (t->mode != CGJ_MODE_RECORD) return;
     const char *why = NULL;
     char msg[200];
@@ -674,6 +745,7 @@ int cgj_step_begin_as(const char *name, bool implicit)
         return CGJ_ERR_NESTED;
     }
     cgj_mode_t eager = implicit ? CGJ_MODE_EAGER : CGJ_MODE_PASSTHRU;
+    t->serial++;
     cgj_anchor_t *a = t->last && strcmp(t->last->name, name) == 0 ? t->last : cgj_anchor_get(name);
     t->last = a;
     t->implicit = implicit;

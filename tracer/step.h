@@ -43,6 +43,10 @@ typedef struct cgj_thread {
     bool registered;         /* in the registry other threads flush through */
     bool allocs_served;      /* REPLAY: pool blocks were handed out in this step */
     bool exited;             /* this step left its trace */
+    uint64_t serial;         /* steps begun on this thread */
+    uint64_t lib_serial;     /* the step the open library call began in */
+    uint32_t lib_open;       /* RECORD/REPLAY: 1 + the index of the LIB op of the library call
+                              * running now (0: none) */
 } cgj_thread_t;
 
 extern __thread cgj_thread_t cgj_tls;

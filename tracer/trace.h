@@ -33,6 +33,7 @@
 #define CGJ_CLASS_CAPTURE 0
 #define CGJ_CLASS_BOUNDARY 1
 #define CGJ_CLASS_POOL 2 /* served from the trace's pool region: absorbed, never issued */
+#define CGJ_CLASS_MARKER 3 /* issues nothing: a library call grouping the ops after it */
 
 /* X(NAME, class, description) */
 #define CGJ_OP_LIST(X)                                                               \
@@ -47,7 +48,8 @@
     X(READBACK, CGJ_CLASS_BOUNDARY, "copy the host observes at once (to pageable memory)") \
     X(FREE, CGJ_CLASS_BOUNDARY, "free of device memory the step did not allocate")        \
     X(ALLOC, CGJ_CLASS_POOL, "allocation inside the step")                                 \
-    X(POOL_FREE, CGJ_CLASS_POOL, "free of an allocation made inside the step")
+    X(POOL_FREE, CGJ_CLASS_POOL, "free of an allocation made inside the step")               \
+    X(LIB, CGJ_CLASS_MARKER, "library call (cuBLAS, cuBLASLt, cuDNN) grouping the ops it issued")
 
 typedef enum cgj_op_kind {
 #define CGJ_OP_ENUM(name, cls, doc) CGJ_OP_##name,
@@ -62,6 +64,20 @@ extern const unsigned char cgj_op_class[CGJ_OP_COUNT];
 
 /* Copy directions of a MEMCPY op (after resolving unified addresses). */
 enum { CGJ_DIR_H2D, CGJ_DIR_D2H, CGJ_DIR_D2D };
+
+/* A library call as a wrapper saw it (runtime/libs*.c): its key is everything that decides
+ * which driver calls the library makes, by content (scalar arguments, host-mode scalars,
+ * descriptor contents, the handle's stream, modes and generation, the alignment of each
+ * device pointer); its args are the device pointers it was given. */
+#define CGJ_LIB_MAX_ARGS 16
+#define CGJ_LIB_KEY_MAX 1536
+typedef struct cgj_libcall {
+    uint32_t keylen, nargs;
+    bool never_absorb; /* the call's key is incomplete, or it returns a value to the host */
+    const char *never_why;
+    CUdeviceptr args[CGJ_LIB_MAX_ARGS];
+    uint8_t key[CGJ_LIB_KEY_MAX];
+} cgj_libcall_t;
 
 /* A driver call as a wrapper saw it. Pointers refer to the caller's memory. */
 typedef struct cgj_call {
@@ -107,6 +123,9 @@ typedef struct cgj_call {
             unsigned elem;
             CUmemoryPool pool;   /* cuMemAllocFromPoolAsync */
         } a;                     /* ALLOC; FREE and POOL_FREE use addr */
+        struct {
+            const cgj_libcall_t *lc; /* the wrapper's description (NULL in a recorded op) */
+        } l;
     } u;
 } cgj_call_t;
 
@@ -123,9 +142,33 @@ typedef struct cgj_kparams {
     void **ptrs;       /* kernelParams array pointing into live */
 } cgj_kparams_t;
 
+/* A LIB op: the library call and what replay needs to absorb it whole (tracer/libop.c). */
+typedef struct cgj_libfix {
+    uint32_t op;  /* index of the group's kernel op, relative to the LIB op */
+    uint32_t at;  /* byte offset of the 8-byte word in the kernel's parameter buffer */
+    uint32_t arg; /* the word is args[arg] + off */
+    int64_t off;
+} cgj_libfix_t;
+
+typedef struct cgj_libop {
+    uint32_t nops;       /* the ops the call issued: the next nops ops of the trace */
+    uint32_t keylen, nargs;
+    uint8_t *key;
+    CUdeviceptr args[CGJ_LIB_MAX_ARGS];
+    uint32_t free_args;  /* bit i: args[i] varies between runs and is not part of the guard */
+    bool failed;         /* the library returned an error: it is always called */
+    bool never_absorb;
+    bool absorbable;     /* the group can be replayed without calling the library */
+    char why_not[120];   /* why not */
+    cgj_libfix_t *fix;   /* kernel parameter words derived from args */
+    uint32_t nfix;
+    uint64_t absorbed, called;
+} cgj_libop_t;
+
 typedef struct cgj_op {
     cgj_call_t call;   /* owned: k.params = kp->ptrs, k.attrs copied */
     cgj_kparams_t *kp; /* KERNEL only */
+    cgj_libop_t *lib;  /* LIB only */
     void *stage;       /* H2D: pinned staging buffer owned by the trace */
     CUgraphNode node;  /* KERNEL with varying slots: its node in the segment graph */
     CUDA_KERNEL_NODE_PARAMS_v2 nodep;
@@ -217,6 +260,26 @@ void cgj_record_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, char *why, size_t whylen);
 /* Describe op i for logs: "cuLaunchKernel(name)". */
 const char *cgj_op_describe(const cgj_op_t *o, char *buf, size_t len);
+
+/* ---- libop.c: library calls as ops ---- */
+
+cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc);
+cgj_libop_t *cgj_libop_clone(const cgj_libop_t *l);
+void cgj_libop_free(cgj_libop_t *l);
+/* Learn how the group of LIB op `at` in `a` derives its kernel parameters from the call's
+ * pointer arguments, from two samples: `a` (its values become the recorded ones) and an older
+ * one, `b` (same shape). `ta`/`tb` are the in-step allocations of each run (NULL: addresses
+ * compare exactly). Decides whether the group can be absorbed. */
+void cgj_libop_learn(cgj_oplist_t *a, uint32_t at, const cgj_oplist_t *b, const cgj_blocks_t *ta,
+                     const cgj_blocks_t *tb);
+/* Does call lc have the key and fixed arguments LIB op l recorded? */
+bool cgj_libop_matches(const cgj_libop_t *l, const cgj_libcall_t *lc);
+/* Replay of a group without the library: write the kernel parameter values the library would
+ * have passed (recorded keyed values, arguments + offsets) into the group's live buffers. */
+void cgj_libop_fill(cgj_op_t *lib_op, const cgj_libcall_t *lc);
+/* After the library ran in replay and its group matched: learn from (recorded, this run) and
+ * make this run's call and values the recorded ones. */
+void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc);
 
 /* ---- issue.c: issue a recorded op (eagerly, or into a capture) ---- */
 

@@ -1,0 +1,103 @@
+/*
+ * libs.c — the library wrappers' common parts: real functions, generations, data types.
+ */
+#include "runtime/libs.h"
+
+#include <library_types.h>
+#include <pthread.h>
+#include <stdio.h>
+
+__thread int cgj_lib_depth;
+
+void *cgj_lib_resolve(const char *name)
+{
+    void *p = cgj_real_next(name);
+    if (!p)
+        fprintf(stderr, "cgjit: error: %s: no definition after libcgjit in the lookup order (is the "
+                        "library loaded after libcgjit?)\n", name);
+    return p;
+}
+
+/* ---- generations ----
+ * A small table of (object, generation), read on every library call in a step and written when
+ * handles change. Readers take a spinlock only on a miss of their thread's one-entry cache,
+ * which an epoch invalidates whenever any entry changes. */
+
+typedef struct gen_entry {
+    const void *obj;
+    uint64_t gen;
+} gen_entry_t;
+
+static gen_entry_t *gens;
+static size_t ngens, capgens;
+static int gen_lock;
+static uint64_t gen_next = 1, gen_epoch = 1;
+static __thread struct {
+    uint64_t epoch, gen;
+    const void *obj;
+} gen_cache;
+
+static void lock(void)
+{
+    while (__atomic_exchange_n(&gen_lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+}
+
+static void unlock(void)
+{
+    __atomic_store_n(&gen_lock, 0, __ATOMIC_RELEASE);
+}
+
+uint64_t cgj_lib_gen(const void *obj)
+{
+    uint64_t epoch = __atomic_load_n(&gen_epoch, __ATOMIC_ACQUIRE);
+    if (gen_cache.epoch == epoch && gen_cache.obj == obj) return gen_cache.gen;
+    uint64_t g = 0;
+    lock();
+    for (size_t i = 0; i < ngens; i++)
+        if (gens[i].obj == obj) g = gens[i].gen;
+    epoch = gen_epoch;
+    unlock();
+    gen_cache.epoch = epoch, gen_cache.obj = obj, gen_cache.gen = g;
+    return g;
+}
+
+static void gen_set(const void *obj, bool drop)
+{
+    if (!obj) return;
+    lock();
+    size_t i = 0;
+    while (i < ngens && gens[i].obj != obj) i++;
+    if (drop) {
+        if (i < ngens) gens[i] = gens[--ngens];
+    } else {
+        if (i == ngens) {
+            if (ngens == capgens) gens = cgj_xrealloc(gens, (capgens = capgens ? 2 * capgens : 16) * sizeof *gens);
+            gens[ngens++].obj = obj;
+        }
+        gens[i].gen = gen_next++;
+    }
+    __atomic_store_n(&gen_epoch, gen_epoch + 1, __ATOMIC_RELEASE);
+    unlock();
+}
+
+void cgj_lib_gen_bump(const void *obj)
+{
+    gen_set(obj, false);
+}
+
+void cgj_lib_gen_drop(const void *obj)
+{
+    gen_set(obj, true);
+}
+
+size_t cgj_lib_dtype_bytes(int t)
+{
+    switch ((cudaDataType)t) {
+    case CUDA_R_8I: case CUDA_R_8U: case CUDA_R_8F_E4M3: case CUDA_R_8F_E5M2: return 1;
+    case CUDA_R_16F: case CUDA_R_16BF: case CUDA_C_8I: case CUDA_C_8U: return 2;
+    case CUDA_R_32F: case CUDA_R_32I: case CUDA_R_32U: case CUDA_C_16F: case CUDA_C_16BF: return 4;
+    case CUDA_R_64F: case CUDA_C_32F: case CUDA_C_32I: case CUDA_C_32U: case CUDA_R_64I: case CUDA_R_64U: return 8;
+    case CUDA_C_64F: return 16;
+    default: return 0;
+    }
+}

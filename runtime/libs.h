@@ -1,0 +1,116 @@
+/*
+ * libs.h — what the library wrappers (libs.c, libs_blas.c, libs_dnn.c) share.
+ *
+ * cgjit exports cuBLAS, cuBLASLt and cuDNN entry points; loaded before the libraries (preload,
+ * or linked ahead of them) it receives the program's calls and reaches the real functions with
+ * dlsym(RTLD_NEXT). Outside a step, and inside a library call (a library calling another's
+ * exported function), a wrapper forwards at once. Inside a step it describes the call as a
+ * cgj_libcall_t (tracer/trace.h): a key holding every argument that decides what the library
+ * does, by value — scalars, host-mode alpha/beta, descriptor contents read back with the
+ * libraries' getters, the handle's stream, modes and generation — and the device pointers.
+ * The step then absorbs the call whole (replay, guard held: the library is not called) or
+ * runs it, grouping the driver calls it makes under one LIB op.
+ */
+#ifndef CGJ_LIBS_H
+#define CGJ_LIBS_H
+
+#include "runtime/runtime.h"
+#include "tracer/step.h"
+#include "base/log.h"
+
+#include <string.h>
+
+/* Library calls running on this thread: nested ones are part of the outer call. */
+extern __thread int cgj_lib_depth;
+
+static inline bool cgj_lib_pass(void)
+{
+    return cgj_lib_depth > 0 || !cgj_tracing();
+}
+
+/* The real function, looked up once. A missing one is reported, and the wrapper returns `err`. */
+void *cgj_lib_resolve(const char *name);
+#define LIB_REAL(fn, err)                                                                     \
+    static __typeof__(fn) *real_;                                                            \
+    if (CGJ_UNLIKELY(!real_) && !(real_ = (__typeof__(fn) *)cgj_lib_resolve(#fn))) return (err)
+
+/* Generations of handles and descriptors whose hidden state the key cannot read: a new number
+ * whenever that state may change (created, stream or workspace set, destroyed, finalized).
+ * Unknown objects have generation 0. */
+uint64_t cgj_lib_gen(const void *obj);
+void cgj_lib_gen_bump(const void *obj);
+void cgj_lib_gen_drop(const void *obj);
+
+static inline void lib_never(cgj_libcall_t *lc, const char *why)
+{
+    if (!lc->never_absorb) lc->never_absorb = true, lc->never_why = why;
+}
+
+static inline void lib_init(cgj_libcall_t *lc)
+{
+    lc->keylen = lc->nargs = 0;
+    lc->never_absorb = false;
+    lc->never_why = NULL;
+}
+
+static inline void key_put(cgj_libcall_t *lc, const void *p, size_t n)
+{
+    if (CGJ_UNLIKELY(lc->keylen + n > CGJ_LIB_KEY_MAX)) {
+        lib_never(lc, "its arguments do not fit the key");
+        return;
+    }
+    memcpy(lc->key + lc->keylen, p, n);
+    lc->keylen += (uint32_t)n;
+}
+
+static inline void key_i64(cgj_libcall_t *lc, int64_t v)
+{
+    key_put(lc, &v, sizeof v);
+}
+
+/* A device pointer: an argument; its alignment (and whether it is NULL) goes into the key, as
+ * libraries pick kernels by alignment. */
+static inline void arg_put(cgj_libcall_t *lc, const void *p)
+{
+    CUdeviceptr v = (CUdeviceptr)(uintptr_t)p;
+    uint8_t al = v ? (uint8_t)__builtin_ctzll(v) : 64;
+    if (al > 8 && v) al = 8;
+    key_put(lc, &al, 1);
+    if (CGJ_UNLIKELY(lc->nargs == CGJ_LIB_MAX_ARGS)) {
+        lib_never(lc, "it has too many pointer arguments");
+        return;
+    }
+    lc->args[lc->nargs++] = v;
+}
+
+/* A scalar the library reads from host memory (host pointer mode): its value. */
+static inline void key_host_scalar(cgj_libcall_t *lc, const void *p, size_t bytes)
+{
+    if (!p) {
+        key_i64(lc, -1);
+        return;
+    }
+    if (!bytes) {
+        lib_never(lc, "a host scalar of an unknown type");
+        return;
+    }
+    key_put(lc, p, bytes);
+}
+
+/* Bytes of one value of a cudaDataType (0: unknown). */
+size_t cgj_lib_dtype_bytes(int cuda_data_type);
+
+/* Run the library call lc as `expr` under the step; `ok` is the library's success status. */
+#define LIB_CALL(lc, name, ok, expr)                                                  \
+    do {                                                                              \
+        cgj_call_t c_ = {.kind = CGJ_OP_LIB, .api = (name)};                          \
+        c_.u.l.lc = &(lc);                                                            \
+        if (cgj_step_enter(&c_) == CGJ_ABSORB) return (ok);                           \
+        cgj_lib_depth++;                                                              \
+        __typeof__(expr) r_ = (expr);                                                 \
+        cgj_lib_depth--;                                                              \
+        cgj_step_leave(&c_, r_ == (ok) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN);          \
+        return r_;                                                                    \
+    } while (0)
+
+#endif /* CGJ_LIBS_H */

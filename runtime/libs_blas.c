@@ -1,0 +1,419 @@
+/*
+ * libs_blas.c — cuBLAS and cuBLASLt calls as traced ops (see libs.h).
+ *
+ * A cuBLAS call's key: the handle (address and generation), its stream, pointer, math and
+ * atomics modes, every scalar argument, and alpha/beta by value in host pointer mode (they are
+ * baked into the kernels' parameters); in device pointer mode they are pointers like A, B, C.
+ * A dot product into host memory returns its result to the host: the library synchronizes, the
+ * call ends a segment and is never absorbed. cublasSetStream resets the handle's workspace, and
+ * every other handle setter may change what the library launches: each gives the handle a new
+ * generation. A destroyed handle's generation is gone for good, so no absorbed call can use
+ * its workspace after cublasDestroy; the next call with a new handle runs the library, whose
+ * launches are matched and patched as the driver sees them, and the trace learns it.
+ *
+ * cuBLASLt: the matmul and layout descriptors are fixed-size opaque structures: their bytes are
+ * their content. The algorithm, when given, is compared the same way; without one the library
+ * runs its heuristics on every call, which absorbed calls skip.
+ */
+#include "runtime/libs.h"
+
+/* The wrappers are the library's entry points: exported, unlike the rest of libcgjit. */
+#pragma GCC visibility push(default)
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+
+/* ---- handles ---- */
+
+#define GETTER(fn) static __typeof__(fn) *g_##fn
+GETTER(cublasGetStream_v2);
+GETTER(cublasGetPointerMode_v2);
+GETTER(cublasGetMathMode);
+GETTER(cublasGetAtomicsMode);
+GETTER(cublasLtMatmulDescGetAttribute);
+
+static bool getters_ready(void)
+{
+    static int state; /* 0 unknown, 1 ready, -1 missing */
+    if (CGJ_LIKELY(state)) return state > 0;
+    bool ok = true;
+#define RESOLVE(fn) ok &= (g_##fn = (__typeof__(fn) *)cgj_real_next(#fn)) != NULL
+    RESOLVE(cublasGetStream_v2);
+    RESOLVE(cublasGetPointerMode_v2);
+    RESOLVE(cublasGetMathMode);
+    RESOLVE(cublasGetAtomicsMode);
+#undef RESOLVE
+    state = ok ? 1 : -1;
+    return ok;
+}
+
+/* The handle's part of the key. Returns whether alpha/beta are host values. */
+static bool blas_handle(cgj_libcall_t *lc, cublasHandle_t h)
+{
+    cudaStream_t s = NULL;
+    cublasPointerMode_t pm = CUBLAS_POINTER_MODE_HOST;
+    cublasMath_t mm = CUBLAS_DEFAULT_MATH;
+    cublasAtomicsMode_t am = CUBLAS_ATOMICS_NOT_ALLOWED;
+    if (!getters_ready() || !h || g_cublasGetStream_v2(h, &s) != CUBLAS_STATUS_SUCCESS ||
+        g_cublasGetPointerMode_v2(h, &pm) != CUBLAS_STATUS_SUCCESS ||
+        g_cublasGetMathMode(h, &mm) != CUBLAS_STATUS_SUCCESS ||
+        g_cublasGetAtomicsMode(h, &am) != CUBLAS_STATUS_SUCCESS)
+        lib_never(lc, "its handle cannot be read");
+    struct {
+        const void *h, *s;
+        uint64_t gen;
+        int32_t pm, mm, am;
+    } k = {h, s, cgj_lib_gen(h), pm, mm, am};
+    key_put(lc, &k, sizeof k);
+    return pm == CUBLAS_POINTER_MODE_HOST;
+}
+
+static void scalar(cgj_libcall_t *lc, bool host, const void *p, size_t bytes)
+{
+    if (host) key_host_scalar(lc, p, bytes);
+    else arg_put(lc, p);
+}
+
+static bool complex_type(cudaDataType t)
+{
+    switch (t) {
+    case CUDA_C_16F: case CUDA_C_16BF: case CUDA_C_32F: case CUDA_C_64F: case CUDA_C_8I: case CUDA_C_8U:
+    case CUDA_C_32I: case CUDA_C_32U:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Bytes of alpha/beta for a compute type and output type (0: unknown). */
+static size_t compute_scalar_bytes(cublasComputeType_t ct, cudaDataType ctype)
+{
+    size_t b = 0;
+    switch (ct) {
+    case CUBLAS_COMPUTE_16F: case CUBLAS_COMPUTE_16F_PEDANTIC: b = 2; break;
+    case CUBLAS_COMPUTE_32F: case CUBLAS_COMPUTE_32F_PEDANTIC: case CUBLAS_COMPUTE_32F_FAST_16F:
+    case CUBLAS_COMPUTE_32F_FAST_16BF: case CUBLAS_COMPUTE_32F_FAST_TF32:
+    case CUBLAS_COMPUTE_32F_EMULATED_16BFX9: case CUBLAS_COMPUTE_32I: case CUBLAS_COMPUTE_32I_PEDANTIC:
+        b = 4;
+        break;
+    case CUBLAS_COMPUTE_64F: case CUBLAS_COMPUTE_64F_PEDANTIC: case CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT:
+        b = 8;
+        break;
+    default: return 0;
+    }
+    return complex_type(ctype) ? 2 * b : b;
+}
+
+#define INTS(lc, ...)                                                        \
+    do {                                                                     \
+        const int64_t v_[] = {__VA_ARGS__};                                  \
+        key_put((lc), v_, sizeof v_);                                        \
+    } while (0)
+
+#define BLAS_PROLOGUE(fn, ...)                                               \
+    LIB_REAL(fn, CUBLAS_STATUS_NOT_INITIALIZED);                             \
+    if (cgj_lib_pass()) return real_(__VA_ARGS__);                           \
+    cgj_libcall_t lc;                                                        \
+    lib_init(&lc)
+
+#define BLAS_RUN(fn, ...) LIB_CALL(lc, #fn, CUBLAS_STATUS_SUCCESS, real_(__VA_ARGS__))
+
+/* ---- level 3 ---- */
+
+cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                              int k, const float *alpha, const float *A, int lda, const float *B, int ldb,
+                              const float *beta, float *C, int ldc)
+{
+    BLAS_PROLOGUE(cublasSgemm_v2, h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, ta, tb, m, n, k, lda, ldb, ldc);
+    scalar(&lc, host, alpha, 4), scalar(&lc, host, beta, 4);
+    arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
+    BLAS_RUN(cublasSgemm_v2, h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const void *alpha, const void *A, cudaDataType at, int lda, const void *B,
+                            cudaDataType bt, int ldb, const void *beta, void *C, cudaDataType ct, int ldc,
+                            cublasComputeType_t comp, cublasGemmAlgo_t algo)
+{
+    BLAS_PROLOGUE(cublasGemmEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp, algo);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, ta, tb, m, n, k, at, lda, bt, ldb, ct, ldc, comp, algo);
+    size_t sb = compute_scalar_bytes(comp, ct);
+    scalar(&lc, host, alpha, sb), scalar(&lc, host, beta, sb);
+    arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
+    BLAS_RUN(cublasGemmEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp, algo);
+}
+
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                                         int n, int k, const float *alpha, const float *A, int lda,
+                                         long long sa, const float *B, int ldb, long long sb,
+                                         const float *beta, float *C, int ldc, long long sc, int batch)
+{
+    BLAS_PROLOGUE(cublasSgemmStridedBatched, h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc,
+                  sc, batch);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, batch);
+    scalar(&lc, host, alpha, 4), scalar(&lc, host, beta, 4);
+    arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
+    BLAS_RUN(cublasSgemmStridedBatched, h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc,
+             batch);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                                          int n, int k, const void *alpha, const void *A, cudaDataType at,
+                                          int lda, long long sa, const void *B, cudaDataType bt, int ldb,
+                                          long long sb, const void *beta, void *C, cudaDataType ct, int ldc,
+                                          long long sc, int batch, cublasComputeType_t comp,
+                                          cublasGemmAlgo_t algo)
+{
+    BLAS_PROLOGUE(cublasGemmStridedBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta,
+                  C, ct, ldc, sc, batch, comp, algo);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, ta, tb, m, n, k, at, lda, sa, bt, ldb, sb, ct, ldc, sc, batch, comp, algo);
+    size_t s = compute_scalar_bytes(comp, ct);
+    scalar(&lc, host, alpha, s), scalar(&lc, host, beta, s);
+    arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
+    BLAS_RUN(cublasGemmStridedBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C,
+             ct, ldc, sc, batch, comp, algo);
+}
+
+/* The pointer arrays live in device memory and are read by the kernels when they run: the
+ * arrays are the arguments, their contents are data. */
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                   int k, const void *alpha, const void *const A[], cudaDataType at, int lda,
+                                   const void *const B[], cudaDataType bt, int ldb, const void *beta,
+                                   void *const C[], cudaDataType ct, int ldc, int batch,
+                                   cublasComputeType_t comp, cublasGemmAlgo_t algo)
+{
+    BLAS_PROLOGUE(cublasGemmBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc,
+                  batch, comp, algo);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, ta, tb, m, n, k, at, lda, bt, ldb, ct, ldc, batch, comp, algo);
+    size_t s = compute_scalar_bytes(comp, ct);
+    scalar(&lc, host, alpha, s), scalar(&lc, host, beta, s);
+    arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
+    BLAS_RUN(cublasGemmBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, batch,
+             comp, algo);
+}
+
+/* ---- level 2 and 1 ---- */
+
+cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t t, int m, int n, const float *alpha,
+                              const float *A, int lda, const float *x, int incx, const float *beta, float *y,
+                              int incy)
+{
+    BLAS_PROLOGUE(cublasSgemv_v2, h, t, m, n, alpha, A, lda, x, incx, beta, y, incy);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, t, m, n, lda, incx, incy);
+    scalar(&lc, host, alpha, 4), scalar(&lc, host, beta, 4);
+    arg_put(&lc, A), arg_put(&lc, x), arg_put(&lc, y);
+    BLAS_RUN(cublasSgemv_v2, h, t, m, n, alpha, A, lda, x, incx, beta, y, incy);
+}
+
+cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float *alpha, const float *x, int incx, float *y,
+                              int incy)
+{
+    BLAS_PROLOGUE(cublasSaxpy_v2, h, n, alpha, x, incx, y, incy);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, n, incx, incy);
+    scalar(&lc, host, alpha, 4);
+    arg_put(&lc, x), arg_put(&lc, y);
+    BLAS_RUN(cublasSaxpy_v2, h, n, alpha, x, incx, y, incy);
+}
+
+cublasStatus_t cublasSscal_v2(cublasHandle_t h, int n, const float *alpha, float *x, int incx)
+{
+    BLAS_PROLOGUE(cublasSscal_v2, h, n, alpha, x, incx);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, n, incx);
+    scalar(&lc, host, alpha, 4);
+    arg_put(&lc, x);
+    BLAS_RUN(cublasSscal_v2, h, n, alpha, x, incx);
+}
+
+cublasStatus_t cublasScopy_v2(cublasHandle_t h, int n, const float *x, int incx, float *y, int incy)
+{
+    BLAS_PROLOGUE(cublasScopy_v2, h, n, x, incx, y, incy);
+    blas_handle(&lc, h);
+    INTS(&lc, n, incx, incy);
+    arg_put(&lc, x), arg_put(&lc, y);
+    BLAS_RUN(cublasScopy_v2, h, n, x, incx, y, incy);
+}
+
+/* A result in host memory is a value returned to the host: never absorbed. */
+static void dot_result(cgj_libcall_t *lc, bool host, const void *result)
+{
+    if (host) lib_never(lc, "its result goes to host memory (the library synchronizes)");
+    else arg_put(lc, result);
+}
+
+cublasStatus_t cublasSdot_v2(cublasHandle_t h, int n, const float *x, int incx, const float *y, int incy,
+                             float *result)
+{
+    BLAS_PROLOGUE(cublasSdot_v2, h, n, x, incx, y, incy, result);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, n, incx, incy);
+    arg_put(&lc, x), arg_put(&lc, y);
+    dot_result(&lc, host, result);
+    BLAS_RUN(cublasSdot_v2, h, n, x, incx, y, incy, result);
+}
+
+cublasStatus_t cublasAxpyEx(cublasHandle_t h, int n, const void *alpha, cudaDataType alpha_t, const void *x,
+                            cudaDataType xt, int incx, void *y, cudaDataType yt, int incy, cudaDataType et)
+{
+    BLAS_PROLOGUE(cublasAxpyEx, h, n, alpha, alpha_t, x, xt, incx, y, yt, incy, et);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, n, alpha_t, xt, incx, yt, incy, et);
+    scalar(&lc, host, alpha, cgj_lib_dtype_bytes(alpha_t));
+    arg_put(&lc, x), arg_put(&lc, y);
+    BLAS_RUN(cublasAxpyEx, h, n, alpha, alpha_t, x, xt, incx, y, yt, incy, et);
+}
+
+cublasStatus_t cublasScalEx(cublasHandle_t h, int n, const void *alpha, cudaDataType alpha_t, void *x,
+                            cudaDataType xt, int incx, cudaDataType et)
+{
+    BLAS_PROLOGUE(cublasScalEx, h, n, alpha, alpha_t, x, xt, incx, et);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, n, alpha_t, xt, incx, et);
+    scalar(&lc, host, alpha, cgj_lib_dtype_bytes(alpha_t));
+    arg_put(&lc, x);
+    BLAS_RUN(cublasScalEx, h, n, alpha, alpha_t, x, xt, incx, et);
+}
+
+cublasStatus_t cublasCopyEx(cublasHandle_t h, int n, const void *x, cudaDataType xt, int incx, void *y,
+                            cudaDataType yt, int incy)
+{
+    BLAS_PROLOGUE(cublasCopyEx, h, n, x, xt, incx, y, yt, incy);
+    blas_handle(&lc, h);
+    INTS(&lc, n, xt, incx, yt, incy);
+    arg_put(&lc, x), arg_put(&lc, y);
+    BLAS_RUN(cublasCopyEx, h, n, x, xt, incx, y, yt, incy);
+}
+
+cublasStatus_t cublasDotEx(cublasHandle_t h, int n, const void *x, cudaDataType xt, int incx, const void *y,
+                           cudaDataType yt, int incy, void *result, cudaDataType rt, cudaDataType et)
+{
+    BLAS_PROLOGUE(cublasDotEx, h, n, x, xt, incx, y, yt, incy, result, rt, et);
+    bool host = blas_handle(&lc, h);
+    INTS(&lc, n, xt, incx, yt, incy, rt, et);
+    arg_put(&lc, x), arg_put(&lc, y);
+    dot_result(&lc, host, result);
+    BLAS_RUN(cublasDotEx, h, n, x, xt, incx, y, yt, incy, result, rt, et);
+}
+
+/* ---- handle life and settings: a new generation each ---- */
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
+{
+    LIB_REAL(cublasCreate_v2, CUBLAS_STATUS_NOT_INITIALIZED);
+    cublasStatus_t r = real_(h);
+    if (r == CUBLAS_STATUS_SUCCESS && h) cgj_lib_gen_bump(*h);
+    return r;
+}
+
+cublasStatus_t cublasDestroy_v2(cublasHandle_t h)
+{
+    LIB_REAL(cublasDestroy_v2, CUBLAS_STATUS_NOT_INITIALIZED);
+    cgj_lib_gen_drop(h);
+    return real_(h);
+}
+
+#define SETTER(fn, T)                                                 \
+    cublasStatus_t fn(cublasHandle_t h, T v)                          \
+    {                                                                 \
+        LIB_REAL(fn, CUBLAS_STATUS_NOT_INITIALIZED);                  \
+        cublasStatus_t r = real_(h, v);                               \
+        cgj_lib_gen_bump(h);                                          \
+        return r;                                                     \
+    }
+SETTER(cublasSetStream_v2, cudaStream_t)
+SETTER(cublasSetMathMode, cublasMath_t)
+SETTER(cublasSetAtomicsMode, cublasAtomicsMode_t)
+SETTER(cublasSetSmCountTarget, int)
+SETTER(cublasSetEmulationStrategy, cublasEmulationStrategy_t)
+SETTER(cublasSetEmulationSpecialValuesSupport, cudaEmulationSpecialValuesSupport)
+SETTER(cublasSetFixedPointEmulationMantissaControl, cudaEmulationMantissaControl)
+SETTER(cublasSetFixedPointEmulationMaxMantissaBitCount, int)
+SETTER(cublasSetFixedPointEmulationMantissaBitOffset, int)
+SETTER(cublasSetFixedPointEmulationMantissaBitCountPointer, int *)
+
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *ws, size_t bytes)
+{
+    LIB_REAL(cublasSetWorkspace_v2, CUBLAS_STATUS_NOT_INITIALIZED);
+    cublasStatus_t r = real_(h, ws, bytes);
+    cgj_lib_gen_bump(h);
+    return r;
+}
+
+/* ---- cuBLASLt ---- */
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
+{
+    LIB_REAL(cublasLtCreate, CUBLAS_STATUS_NOT_INITIALIZED);
+    cublasStatus_t r = real_(h);
+    if (r == CUBLAS_STATUS_SUCCESS && h) cgj_lib_gen_bump(*h);
+    return r;
+}
+
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t h)
+{
+    LIB_REAL(cublasLtDestroy, CUBLAS_STATUS_NOT_INITIALIZED);
+    cgj_lib_gen_drop(h);
+    return real_(h);
+}
+
+static void key_opaque(cgj_libcall_t *lc, const void *p, size_t bytes)
+{
+    if (p) key_put(lc, p, bytes);
+    else key_i64(lc, -1);
+}
+
+static void lt_desc_attr(cgj_libcall_t *lc, cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, void *v,
+                         size_t n)
+{
+    size_t written = 0;
+    if (!g_cublasLtMatmulDescGetAttribute)
+        g_cublasLtMatmulDescGetAttribute =
+            (__typeof__(cublasLtMatmulDescGetAttribute) *)cgj_real_next("cublasLtMatmulDescGetAttribute");
+    if (!g_cublasLtMatmulDescGetAttribute || g_cublasLtMatmulDescGetAttribute(d, a, v, n, &written))
+        lib_never(lc, "its matmul descriptor cannot be read");
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
+                              cublasLtMatrixLayout_t ad, const void *B, cublasLtMatrixLayout_t bd,
+                              const void *beta, const void *C, cublasLtMatrixLayout_t cd, void *D,
+                              cublasLtMatrixLayout_t dd, const cublasLtMatmulAlgo_t *algo, void *ws,
+                              size_t wsbytes, cudaStream_t s)
+{
+    BLAS_PROLOGUE(cublasLtMatmul, h, desc, alpha, A, ad, B, bd, beta, C, cd, D, dd, algo, ws, wsbytes, s);
+    struct {
+        const void *h, *s;
+        uint64_t gen, wsbytes;
+    } k = {h, s, cgj_lib_gen(h), wsbytes};
+    key_put(&lc, &k, sizeof k);
+    key_opaque(&lc, desc, sizeof(cublasLtMatmulDescOpaque_t));
+    key_opaque(&lc, ad, sizeof(cublasLtMatrixLayoutOpaque_t));
+    key_opaque(&lc, bd, sizeof(cublasLtMatrixLayoutOpaque_t));
+    key_opaque(&lc, cd, sizeof(cublasLtMatrixLayoutOpaque_t));
+    key_opaque(&lc, dd, sizeof(cublasLtMatrixLayoutOpaque_t));
+    key_opaque(&lc, algo, sizeof *algo);
+    int32_t pm = CUBLASLT_POINTER_MODE_HOST;
+    cudaDataType st = CUDA_R_32F;
+    if (desc) {
+        lt_desc_attr(&lc, desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
+        lt_desc_attr(&lc, desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &st, sizeof st);
+    } else {
+        lib_never(&lc, "it has no matmul descriptor");
+    }
+    size_t sb = cgj_lib_dtype_bytes(st);
+    bool alpha_host = pm == CUBLASLT_POINTER_MODE_HOST;
+    bool beta_host = pm == CUBLASLT_POINTER_MODE_HOST || pm == CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST;
+    scalar(&lc, alpha_host, alpha, sb);
+    if (pm != CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO) scalar(&lc, beta_host, beta, sb);
+    arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C), arg_put(&lc, D), arg_put(&lc, ws);
+    BLAS_RUN(cublasLtMatmul, h, desc, alpha, A, ad, B, bd, beta, C, cd, D, dd, algo, ws, wsbytes, s);
+}
+
+#pragma GCC visibility pop

@@ -1,0 +1,389 @@
+/*
+ * libs_dnn.c — cuDNN calls as traced ops (see libs.h).
+ *
+ * Descriptors are read back by content on every call with cuDNN's getters, never trusted by
+ * handle: programs reuse and modify one descriptor object for many calls. Scaling factors
+ * (alpha, beta) are host values in cuDNN: float, or double for double tensors. The handle's
+ * key is its address, generation (cudnnCreate, cudnnSetStream) and stream.
+ *
+ * cudnnBackendExecute: an execution plan cannot change once finalized, so it is keyed by
+ * address and generation (cudnnBackendFinalize, cudnnBackendDestroyDescriptor); the variant
+ * pack by content: its tensor ids, data pointers and workspace.
+ */
+#include "runtime/libs.h"
+
+/* The wrappers are the library's entry points: exported, unlike the rest of libcgjit. */
+#pragma GCC visibility push(default)
+
+#include <cudnn.h>
+
+/* Some legacy descriptor functions are marked deprecated in cuDNN 9; the wrappers still read
+ * and export them for the programs that use them. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+#define GETTER(fn) static __typeof__(fn) *g_##fn
+GETTER(cudnnGetStream);
+GETTER(cudnnGetTensorNdDescriptor);
+GETTER(cudnnGetFilterNdDescriptor);
+GETTER(cudnnGetConvolutionNdDescriptor);
+GETTER(cudnnGetConvolutionMathType);
+GETTER(cudnnGetConvolutionGroupCount);
+GETTER(cudnnGetConvolutionReorderType);
+GETTER(cudnnGetActivationDescriptor);
+GETTER(cudnnGetActivationDescriptorSwishBeta);
+GETTER(cudnnGetOpTensorDescriptor);
+GETTER(cudnnGetPoolingNdDescriptor);
+GETTER(cudnnBackendGetAttribute);
+
+static bool getters_ready(void)
+{
+    static int state; /* 0 unknown, 1 ready, -1 missing */
+    if (CGJ_LIKELY(state)) return state > 0;
+    bool ok = true;
+#define RESOLVE(fn) ok &= (g_##fn = (__typeof__(fn) *)cgj_real_next(#fn)) != NULL
+    RESOLVE(cudnnGetStream);
+    RESOLVE(cudnnGetTensorNdDescriptor);
+    RESOLVE(cudnnGetFilterNdDescriptor);
+    RESOLVE(cudnnGetConvolutionNdDescriptor);
+    RESOLVE(cudnnGetConvolutionMathType);
+    RESOLVE(cudnnGetConvolutionGroupCount);
+    RESOLVE(cudnnGetConvolutionReorderType);
+    RESOLVE(cudnnGetActivationDescriptor);
+    RESOLVE(cudnnGetActivationDescriptorSwishBeta);
+    RESOLVE(cudnnGetOpTensorDescriptor);
+    RESOLVE(cudnnGetPoolingNdDescriptor);
+    RESOLVE(cudnnBackendGetAttribute);
+#undef RESOLVE
+    state = ok ? 1 : -1;
+    return ok;
+}
+
+#define OK(expr) ((expr) == CUDNN_STATUS_SUCCESS)
+
+static void dnn_handle(cgj_libcall_t *lc, cudnnHandle_t h)
+{
+    cudaStream_t s = NULL;
+    if (!getters_ready()) lib_never(lc, "cuDNN's descriptor getters are missing");
+    else if (!h || !OK(g_cudnnGetStream(h, &s))) lib_never(lc, "its handle cannot be read");
+    struct {
+        const void *h, *s;
+        uint64_t gen;
+    } k = {h, s, cgj_lib_gen(h)};
+    key_put(lc, &k, sizeof k);
+}
+
+/* A tensor descriptor's content; returns its data type (CUDNN_DATA_FLOAT when unreadable). */
+static cudnnDataType_t key_tensor(cgj_libcall_t *lc, cudnnTensorDescriptor_t d)
+{
+    struct {
+        int32_t dt, nb, dims[CUDNN_DIM_MAX], strides[CUDNN_DIM_MAX];
+    } k = {-1, 0, {0}, {0}};
+    cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+    int nb = 0;
+    if (d && !lc->never_absorb) {
+        if (!OK(g_cudnnGetTensorNdDescriptor(d, CUDNN_DIM_MAX, &dt, &nb, k.dims, k.strides)) || nb > CUDNN_DIM_MAX)
+            lib_never(lc, "a tensor descriptor cannot be read");
+        k.dt = dt, k.nb = nb;
+    }
+    key_put(lc, &k, sizeof k);
+    return dt;
+}
+
+static void key_filter(cgj_libcall_t *lc, cudnnFilterDescriptor_t d)
+{
+    struct {
+        int32_t dt, fmt, nb, dims[CUDNN_DIM_MAX];
+    } k = {-1, 0, 0, {0}};
+    if (d && !lc->never_absorb) {
+        cudnnDataType_t dt;
+        cudnnTensorFormat_t fmt;
+        int nb = 0;
+        if (!OK(g_cudnnGetFilterNdDescriptor(d, CUDNN_DIM_MAX, &dt, &fmt, &nb, k.dims)) || nb > CUDNN_DIM_MAX)
+            lib_never(lc, "a filter descriptor cannot be read");
+        k.dt = dt, k.fmt = fmt, k.nb = nb;
+    }
+    key_put(lc, &k, sizeof k);
+}
+
+static void key_conv(cgj_libcall_t *lc, cudnnConvolutionDescriptor_t d)
+{
+    enum { MAXC = CUDNN_DIM_MAX - 2 };
+    struct {
+        int32_t len, pad[MAXC], stride[MAXC], dil[MAXC], mode, ct, math, groups, reorder;
+    } k = {-1, {0}, {0}, {0}, 0, 0, 0, 0, 0};
+    if (d && !lc->never_absorb) {
+        int len = 0;
+        cudnnConvolutionMode_t mode;
+        cudnnDataType_t ct;
+        cudnnMathType_t math;
+        cudnnReorderType_t reorder;
+        if (!OK(g_cudnnGetConvolutionNdDescriptor(d, MAXC, &len, k.pad, k.stride, k.dil, &mode, &ct)) ||
+            len > MAXC || !OK(g_cudnnGetConvolutionMathType(d, &math)) ||
+            !OK(g_cudnnGetConvolutionGroupCount(d, &k.groups)) || !OK(g_cudnnGetConvolutionReorderType(d, &reorder)))
+            lib_never(lc, "a convolution descriptor cannot be read");
+        else
+            k.len = len, k.mode = mode, k.ct = ct, k.math = math, k.reorder = reorder;
+    }
+    key_put(lc, &k, sizeof k);
+}
+
+static void key_activation(cgj_libcall_t *lc, cudnnActivationDescriptor_t d)
+{
+    struct {
+        int32_t mode, nan;
+        double coef, swish;
+    } k = {-1, 0, 0, 0};
+    if (d && !lc->never_absorb) {
+        cudnnActivationMode_t mode;
+        cudnnNanPropagation_t nan;
+        if (!OK(g_cudnnGetActivationDescriptor(d, &mode, &nan, &k.coef)) ||
+            !OK(g_cudnnGetActivationDescriptorSwishBeta(d, &k.swish)))
+            lib_never(lc, "an activation descriptor cannot be read");
+        else
+            k.mode = mode, k.nan = nan;
+    }
+    key_put(lc, &k, sizeof k);
+}
+
+/* Scaling factors are host values: double for double tensors, float otherwise. */
+static void key_scale(cgj_libcall_t *lc, const void *p, cudnnDataType_t dt)
+{
+    key_host_scalar(lc, p, dt == CUDNN_DATA_DOUBLE ? sizeof(double) : sizeof(float));
+}
+
+#define DNN_PROLOGUE(fn, h, ...)                                             \
+    LIB_REAL(fn, CUDNN_STATUS_NOT_INITIALIZED);                              \
+    if (cgj_lib_pass()) return real_(h, __VA_ARGS__);                        \
+    cgj_libcall_t lc;                                                        \
+    lib_init(&lc);                                                           \
+    dnn_handle(&lc, h)
+
+#define DNN_RUN(fn, ...) LIB_CALL(lc, #fn, CUDNN_STATUS_SUCCESS, real_(__VA_ARGS__))
+
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t xd,
+                                      const void *x, const cudnnFilterDescriptor_t wd, const void *w,
+                                      const cudnnConvolutionDescriptor_t cd, cudnnConvolutionFwdAlgo_t algo,
+                                      void *ws, size_t wsbytes, const void *beta,
+                                      const cudnnTensorDescriptor_t yd, void *y)
+{
+    DNN_PROLOGUE(cudnnConvolutionForward, h, alpha, xd, x, wd, w, cd, algo, ws, wsbytes, beta, yd, y);
+    key_tensor(&lc, xd);
+    key_filter(&lc, wd);
+    key_conv(&lc, cd);
+    cudnnDataType_t dt = key_tensor(&lc, yd);
+    key_i64(&lc, algo), key_i64(&lc, (int64_t)wsbytes);
+    key_scale(&lc, alpha, dt), key_scale(&lc, beta, dt);
+    arg_put(&lc, x), arg_put(&lc, w), arg_put(&lc, ws), arg_put(&lc, y);
+    DNN_RUN(cudnnConvolutionForward, h, alpha, xd, x, wd, w, cd, algo, ws, wsbytes, beta, yd, y);
+}
+
+cudnnStatus_t cudnnConvolutionBiasActivationForward(
+    cudnnHandle_t h, const void *alpha1, const cudnnTensorDescriptor_t xd, const void *x,
+    const cudnnFilterDescriptor_t wd, const void *w, const cudnnConvolutionDescriptor_t cd,
+    cudnnConvolutionFwdAlgo_t algo, void *ws, size_t wsbytes, const void *alpha2, const cudnnTensorDescriptor_t zd,
+    const void *z, const cudnnTensorDescriptor_t bd, const void *bias, const cudnnActivationDescriptor_t ad,
+    const cudnnTensorDescriptor_t yd, void *y)
+{
+    DNN_PROLOGUE(cudnnConvolutionBiasActivationForward, h, alpha1, xd, x, wd, w, cd, algo, ws, wsbytes, alpha2,
+                 zd, z, bd, bias, ad, yd, y);
+    key_tensor(&lc, xd);
+    key_filter(&lc, wd);
+    key_conv(&lc, cd);
+    key_tensor(&lc, zd);
+    key_tensor(&lc, bd);
+    key_activation(&lc, ad);
+    cudnnDataType_t dt = key_tensor(&lc, yd);
+    key_i64(&lc, algo), key_i64(&lc, (int64_t)wsbytes);
+    key_scale(&lc, alpha1, dt), key_scale(&lc, alpha2, dt);
+    arg_put(&lc, x), arg_put(&lc, w), arg_put(&lc, ws), arg_put(&lc, z), arg_put(&lc, bias), arg_put(&lc, y);
+    DNN_RUN(cudnnConvolutionBiasActivationForward, h, alpha1, xd, x, wd, w, cd, algo, ws, wsbytes, alpha2, zd, z,
+            bd, bias, ad, yd, y);
+}
+
+cudnnStatus_t cudnnActivationForward(cudnnHandle_t h, cudnnActivationDescriptor_t ad, const void *alpha,
+                                     const cudnnTensorDescriptor_t xd, const void *x, const void *beta,
+                                     const cudnnTensorDescriptor_t yd, void *y)
+{
+    DNN_PROLOGUE(cudnnActivationForward, h, ad, alpha, xd, x, beta, yd, y);
+    key_activation(&lc, ad);
+    key_tensor(&lc, xd);
+    cudnnDataType_t dt = key_tensor(&lc, yd);
+    key_scale(&lc, alpha, dt), key_scale(&lc, beta, dt);
+    arg_put(&lc, x), arg_put(&lc, y);
+    DNN_RUN(cudnnActivationForward, h, ad, alpha, xd, x, beta, yd, y);
+}
+
+cudnnStatus_t cudnnOpTensor(cudnnHandle_t h, const cudnnOpTensorDescriptor_t od, const void *alpha1,
+                            const cudnnTensorDescriptor_t ad, const void *A, const void *alpha2,
+                            const cudnnTensorDescriptor_t bd, const void *B, const void *beta,
+                            const cudnnTensorDescriptor_t cd, void *C)
+{
+    DNN_PROLOGUE(cudnnOpTensor, h, od, alpha1, ad, A, alpha2, bd, B, beta, cd, C);
+    struct {
+        int32_t op, ct, nan;
+    } k = {-1, 0, 0};
+    if (od && !lc.never_absorb) {
+        cudnnOpTensorOp_t op;
+        cudnnDataType_t ct;
+        cudnnNanPropagation_t nan;
+        if (!OK(g_cudnnGetOpTensorDescriptor(od, &op, &ct, &nan))) lib_never(&lc, "an op-tensor descriptor cannot be read");
+        else k.op = op, k.ct = ct, k.nan = nan;
+    }
+    key_put(&lc, &k, sizeof k);
+    key_tensor(&lc, ad);
+    key_tensor(&lc, bd);
+    cudnnDataType_t dt = key_tensor(&lc, cd);
+    key_scale(&lc, alpha1, dt), key_scale(&lc, alpha2, dt), key_scale(&lc, beta, dt);
+    arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
+    DNN_RUN(cudnnOpTensor, h, od, alpha1, ad, A, alpha2, bd, B, beta, cd, C);
+}
+
+cudnnStatus_t cudnnAddTensor(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t ad, const void *A,
+                             const void *beta, const cudnnTensorDescriptor_t cd, void *C)
+{
+    DNN_PROLOGUE(cudnnAddTensor, h, alpha, ad, A, beta, cd, C);
+    key_tensor(&lc, ad);
+    cudnnDataType_t dt = key_tensor(&lc, cd);
+    key_scale(&lc, alpha, dt), key_scale(&lc, beta, dt);
+    arg_put(&lc, A), arg_put(&lc, C);
+    DNN_RUN(cudnnAddTensor, h, alpha, ad, A, beta, cd, C);
+}
+
+cudnnStatus_t cudnnScaleTensor(cudnnHandle_t h, const cudnnTensorDescriptor_t yd, void *y, const void *alpha)
+{
+    DNN_PROLOGUE(cudnnScaleTensor, h, yd, y, alpha);
+    cudnnDataType_t dt = key_tensor(&lc, yd);
+    key_scale(&lc, alpha, dt);
+    arg_put(&lc, y);
+    DNN_RUN(cudnnScaleTensor, h, yd, y, alpha);
+}
+
+cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t h, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode,
+                                  const void *alpha, const cudnnTensorDescriptor_t xd, const void *x,
+                                  const void *beta, const cudnnTensorDescriptor_t yd, void *y)
+{
+    DNN_PROLOGUE(cudnnSoftmaxForward, h, algo, mode, alpha, xd, x, beta, yd, y);
+    key_i64(&lc, algo), key_i64(&lc, mode);
+    key_tensor(&lc, xd);
+    cudnnDataType_t dt = key_tensor(&lc, yd);
+    key_scale(&lc, alpha, dt), key_scale(&lc, beta, dt);
+    arg_put(&lc, x), arg_put(&lc, y);
+    DNN_RUN(cudnnSoftmaxForward, h, algo, mode, alpha, xd, x, beta, yd, y);
+}
+
+cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_t pd, const void *alpha,
+                                  const cudnnTensorDescriptor_t xd, const void *x, const void *beta,
+                                  const cudnnTensorDescriptor_t yd, void *y)
+{
+    DNN_PROLOGUE(cudnnPoolingForward, h, pd, alpha, xd, x, beta, yd, y);
+    struct {
+        int32_t mode, nan, nb, win[CUDNN_DIM_MAX], pad[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX];
+    } k = {-1, 0, 0, {0}, {0}, {0}};
+    if (pd && !lc.never_absorb) {
+        cudnnPoolingMode_t mode;
+        cudnnNanPropagation_t nan;
+        int nb = 0;
+        if (!OK(g_cudnnGetPoolingNdDescriptor(pd, CUDNN_DIM_MAX, &mode, &nan, &nb, k.win, k.pad, k.stride)) ||
+            nb > CUDNN_DIM_MAX)
+            lib_never(&lc, "a pooling descriptor cannot be read");
+        else
+            k.mode = mode, k.nan = nan, k.nb = nb;
+    }
+    key_put(&lc, &k, sizeof k);
+    key_tensor(&lc, xd);
+    cudnnDataType_t dt = key_tensor(&lc, yd);
+    key_scale(&lc, alpha, dt), key_scale(&lc, beta, dt);
+    arg_put(&lc, x), arg_put(&lc, y);
+    DNN_RUN(cudnnPoolingForward, h, pd, alpha, xd, x, beta, yd, y);
+}
+
+cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t h, cudnnBatchNormMode_t mode,
+                                                      const void *alpha, const void *beta,
+                                                      const cudnnTensorDescriptor_t xd, const void *x,
+                                                      const cudnnTensorDescriptor_t yd, void *y,
+                                                      const cudnnTensorDescriptor_t bnd, const void *scale,
+                                                      const void *bias, const void *mean, const void *var,
+                                                      double eps)
+{
+    DNN_PROLOGUE(cudnnBatchNormalizationForwardInference, h, mode, alpha, beta, xd, x, yd, y, bnd, scale, bias,
+                 mean, var, eps);
+    key_i64(&lc, mode);
+    key_put(&lc, &eps, sizeof eps);
+    key_tensor(&lc, xd);
+    cudnnDataType_t dt = key_tensor(&lc, yd);
+    key_tensor(&lc, bnd);
+    key_scale(&lc, alpha, dt), key_scale(&lc, beta, dt);
+    arg_put(&lc, x), arg_put(&lc, y), arg_put(&lc, scale), arg_put(&lc, bias), arg_put(&lc, mean), arg_put(&lc, var);
+    DNN_RUN(cudnnBatchNormalizationForwardInference, h, mode, alpha, beta, xd, x, yd, y, bnd, scale, bias, mean, var,
+            eps);
+}
+
+/* ---- the graph API ---- */
+
+cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t vp)
+{
+    DNN_PROLOGUE(cudnnBackendExecute, h, plan, vp);
+    enum { MAXT = CGJ_LIB_MAX_ARGS - 1 };
+    struct {
+        const void *plan;
+        uint64_t gen;
+        int64_t nuids, uids[MAXT];
+    } k = {plan, cgj_lib_gen(plan), 0, {0}};
+    void *ptrs[MAXT] = {0}, *ws = NULL;
+    int64_t nptrs = 0, nws = 0;
+    if (!lc.never_absorb &&
+        (!vp || !OK(g_cudnnBackendGetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, MAXT,
+                                                &k.nuids, k.uids)) ||
+         !OK(g_cudnnBackendGetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, MAXT,
+                                        &nptrs, ptrs)) ||
+         !OK(g_cudnnBackendGetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &nws, &ws))))
+        lib_never(&lc, "its variant pack cannot be read");
+    if (k.nuids >= MAXT || nptrs >= MAXT) lib_never(&lc, "its variant pack has too many tensors");
+    if (!cgj_lib_gen(plan)) lib_never(&lc, "its execution plan was not finalized since cgjit started");
+    key_put(&lc, &k, sizeof k);
+    for (int64_t i = 0; i < nptrs && i < MAXT; i++) arg_put(&lc, ptrs[i]);
+    arg_put(&lc, ws);
+    DNN_RUN(cudnnBackendExecute, h, plan, vp);
+}
+
+cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d)
+{
+    LIB_REAL(cudnnBackendFinalize, CUDNN_STATUS_NOT_INITIALIZED);
+    cudnnStatus_t r = real_(d);
+    cgj_lib_gen_bump(d);
+    return r;
+}
+
+cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t d)
+{
+    LIB_REAL(cudnnBackendDestroyDescriptor, CUDNN_STATUS_NOT_INITIALIZED);
+    cgj_lib_gen_drop(d);
+    return real_(d);
+}
+
+/* ---- handles ---- */
+
+cudnnStatus_t cudnnCreate(cudnnHandle_t *h)
+{
+    LIB_REAL(cudnnCreate, CUDNN_STATUS_NOT_INITIALIZED);
+    cudnnStatus_t r = real_(h);
+    if (r == CUDNN_STATUS_SUCCESS && h) cgj_lib_gen_bump(*h);
+    return r;
+}
+
+cudnnStatus_t cudnnDestroy(cudnnHandle_t h)
+{
+    LIB_REAL(cudnnDestroy, CUDNN_STATUS_NOT_INITIALIZED);
+    cgj_lib_gen_drop(h);
+    return real_(h);
+}
+
+cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s)
+{
+    LIB_REAL(cudnnSetStream, CUDNN_STATUS_NOT_INITIALIZED);
+    cudnnStatus_t r = real_(h, s);
+    cgj_lib_gen_bump(h);
+    return r;
+}
+
+#pragma GCC visibility pop
