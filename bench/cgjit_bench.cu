@@ -106,7 +106,8 @@
  *     "mlp": {
  *       "workload": "mlp", "built": true, "description": "...",
  *       "results": [ {"eager_us", "replay_us", "floor_us", "eager_over_replay",
- *                     "replay_over_floor", "host_ns_per_op", "ops", "host_ns_per_call", "calls",
+ *                     "replay_over_floor", "host_ns_per_op", "ops", "host_ns_per_call",
+ *                     "eager_host_ns_per_call", "saved_host_ns_per_call", "lib_absorbed_per_step", "calls",
  *                     "kernels", "segments", "varying_slots", "state", "timed_replays",
  *                     "replays_checked", "check", "floor", "floor_check", "reference_rel_err",
  *                     "torch_eager_us", "torch_compile_us", "torch_reduce_overhead_us",
@@ -646,6 +647,7 @@ typedef struct model_run {
     char floor_note[320];
     double *t_eager, *t_replay, *t_floor; /* per-step seconds, one per round */
     double *host;                          /* replay host seconds per step (begin to before end) */
+    double *ehost;                         /* eager host seconds per step (issuing it, no wait) */
     size_t nhost;
     int replay_reached;       /* state was REPLAY after warmup */
     uint64_t timed_replays;   /* steps replayed from start to end in the timed rounds */
@@ -658,6 +660,8 @@ typedef struct model_run {
     cgj_trace_info_t info;    /* after the checked steps */
     uint32_t ops;             /* driver calls in the replayed trace after the timed rounds */
     double eager_us, replay_us, floor_us, host_ns_op, host_ns_call;
+    double eager_ns_call;     /* eager host time per call: what the program and libraries cost */
+    double lib_absorbed;      /* library calls absorbed whole per timed replayed step */
 } model_run_t;
 
 static void model_step_eager(model_run_t *r, cudaStream_t s) {
@@ -723,7 +727,8 @@ static void model_setup(model_run_t *r, const model_desc_t *md, const options_t 
     r->t_replay = (double *)calloc(o->rounds, sizeof(double));
     r->t_floor = (double *)calloc(o->rounds, sizeof(double));
     r->host = (double *)calloc((size_t)o->rounds * o->steps, sizeof(double));
-    if (!r->t_eager || !r->t_replay || !r->t_floor || !r->host) {
+    r->ehost = (double *)calloc((size_t)o->rounds * o->steps, sizeof(double));
+    if (!r->t_eager || !r->t_replay || !r->t_floor || !r->host || !r->ehost) {
         fprintf(stderr, "out of host memory\n");
         exit(1);
     }
@@ -755,12 +760,18 @@ static void model_setup(model_run_t *r, const model_desc_t *md, const options_t 
 
 static void model_measure(model_run_t *r, const options_t *o, cudaStream_t s) {
     cgj_trace_info_t before, after;
+    cgj_stats_t st0, st1;
     CGJ_CHECK(cgj_trace_info(r->md->name, &before));
+    CGJ_CHECK(cgj_stats(&st0));
+    size_t nehost = 0;
     for (int k = 0; k < o->rounds; k++) {
         CHECK(cudaStreamSynchronize(s));
         double t0 = now_s();
-        for (int i = 0; i < o->steps; i++)
+        for (int i = 0; i < o->steps; i++) {
+            double t1 = now_s();
             model_step_eager(r, s);
+            r->ehost[nehost++] = now_s() - t1;
+        }
         CHECK(cudaStreamSynchronize(s));
         r->t_eager[k] = (now_s() - t0) / o->steps;
         CHECK_LAST();
@@ -782,7 +793,10 @@ static void model_measure(model_run_t *r, const options_t *o, cudaStream_t s) {
         }
     }
     CGJ_CHECK(cgj_trace_info(r->md->name, &after));
+    CGJ_CHECK(cgj_stats(&st1));
     r->timed_replays = after.replays - before.replays;
+    r->lib_absorbed = r->timed_replays ? (double)(st1.lib_absorbed - st0.lib_absorbed) / (double)r->timed_replays : 0.0;
+    r->eager_ns_call = median(r->ehost, nehost) * 1e9 / r->md->calls;
     r->ops = after.ops;
     r->eager_us = median(r->t_eager, o->rounds) * 1e6;
     r->replay_us = median(r->t_replay, o->rounds) * 1e6;
@@ -911,6 +925,7 @@ static void model_release(model_run_t *r) {
     free(r->t_replay);
     free(r->t_floor);
     free(r->host);
+    free(r->ehost);
 }
 
 /* ---- output ----------------------------------------------------------------------------- */
@@ -1001,10 +1016,13 @@ static void print_models_table(const model_run_t *runs, const int *ran, const op
     printf("models: fp32 without TF32, one non-blocking stream; median of %d rounds x %d steps; ops: driver "
            "calls in the replayed trace (cgj_trace_info), host_ns/op: replay host time from before "
            "cgj_trace_begin to before cgj_trace_end / ops; calls: library calls and kernel launches per "
-           "step, host_ns/call: the same host time / calls\n",
+           "step, host_ns/call: the same host time / calls; eager_ns/call: the host time of issuing an "
+           "eager step / calls; saved_ns/call: their difference; lib/step: library calls replay absorbed "
+           "whole per step\n",
            o->rounds, o->steps);
-    printf("%8s %11s %11s %11s %13s %13s %11s %6s %13s %6s", "workload", "eager_us", "replay_us", "floor_us",
-           "eager/replay", "replay/floor", "host_ns/op", "ops", "host_ns/call", "calls");
+    printf("%8s %11s %11s %11s %13s %13s %11s %6s %13s %6s %14s %14s %9s", "workload", "eager_us", "replay_us",
+           "floor_us", "eager/replay", "replay/floor", "host_ns/op", "ops", "host_ns/call", "calls",
+           "eager_ns/call", "saved_ns/call", "lib/step");
     if (o->compare)
         printf(" %15s %17s %25s %23s", "torch_eager_us", "torch_compile_us", "torch_reduce_overhead_us",
                "replay/reduce_overhead");
@@ -1014,12 +1032,12 @@ static void print_models_table(const model_run_t *runs, const int *ran, const op
         if (!ran[m])
             continue;
         const model_run_t *r = &runs[m];
-        printf("%8s %11.2f %11.2f %11s %13.2f %13s %11s %6u %13.1f %6d", MD_NAMES[m], r->eager_us,
-               r->replay_us, cell(b[0], sizeof b[0], r->has_floor, r->floor_us, "%.2f"),
+        printf("%8s %11.2f %11.2f %11s %13.2f %13s %11s %6u %13.1f %6d %14.1f %14.1f %9.1f", MD_NAMES[m],
+               r->eager_us, r->replay_us, cell(b[0], sizeof b[0], r->has_floor, r->floor_us, "%.2f"),
                ratio(r->eager_us, r->replay_us),
                cell(b[1], sizeof b[1], r->has_floor, ratio(r->replay_us, r->floor_us), "%.2f"),
                cell(b[2], sizeof b[2], r->ops > 0, r->host_ns_op, "%.1f"), r->ops, r->host_ns_call,
-               r->md->calls);
+               r->md->calls, r->eager_ns_call, r->eager_ns_call - r->host_ns_call, r->lib_absorbed);
         if (o->compare) {
             int ro = torch_has(tc, m, TORCH_REDUCE_OVERHEAD) && tc->us[m][TORCH_REDUCE_OVERHEAD] > 0;
             printf(" %15s %17s %25s %23s",
@@ -1088,10 +1106,12 @@ static void json_models(FILE *f, const model_run_t *runs, const int *ran, const 
             fprintf(f, ", \"host_ns_per_op\": ");
             json_num(f, r->ops > 0, r->host_ns_op, "%.2f");
             fprintf(f,
-                    ", \"ops\": %u, \"host_ns_per_call\": %.2f, \"calls\": %d, \"kernels\": %u, "
+                    ", \"ops\": %u, \"host_ns_per_call\": %.2f, \"eager_host_ns_per_call\": %.2f, "
+                    "\"saved_host_ns_per_call\": %.2f, \"lib_absorbed_per_step\": %.2f, \"calls\": %d, \"kernels\": %u, "
                     "\"segments\": %u, \"varying_slots\": %u, \"state\": \"%s\", \"timed_replays\": %llu, "
                     "\"replays_checked\": %llu, \"check\": \"%s\", \"floor\": ",
-                    r->ops, r->host_ns_call, r->md->calls, r->info.kernels, r->info.segments,
+                    r->ops, r->host_ns_call, r->eager_ns_call, r->eager_ns_call - r->host_ns_call, r->lib_absorbed,
+                    r->md->calls, r->info.kernels, r->info.segments,
                     r->info.varying_slots, state_name(r->info.state), (unsigned long long)r->timed_replays,
                     (unsigned long long)r->replays_checked, model_verdict(r));
             if (r->has_floor)

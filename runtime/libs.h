@@ -53,6 +53,7 @@ static inline void lib_init(cgj_libcall_t *lc)
     lc->never_why = NULL;
 }
 
+/* Keys are compared byte for byte: a struct put whole must have no padding (stack bytes). */
 static inline void key_put(cgj_libcall_t *lc, const void *p, size_t n)
 {
     if (CGJ_UNLIKELY(lc->keylen + n > CGJ_LIB_KEY_MAX)) {

@@ -62,8 +62,8 @@ static bool blas_handle(cgj_libcall_t *lc, cublasHandle_t h)
     struct {
         const void *h, *s;
         uint64_t gen;
-        int32_t pm, mm, am;
-    } k = {h, s, cgj_lib_gen(h), pm, mm, am};
+        int32_t pm, mm, am, zero; /* no padding: every byte of a key is compared */
+    } k = {h, s, cgj_lib_gen(h), pm, mm, am, 0};
     key_put(lc, &k, sizeof k);
     return pm == CUBLAS_POINTER_MODE_HOST;
 }
@@ -393,7 +393,23 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
         uint64_t gen, wsbytes;
     } k = {h, s, cgj_lib_gen(h), wsbytes};
     key_put(&lc, &k, sizeof k);
-    key_opaque(&lc, desc, sizeof(cublasLtMatmulDescOpaque_t));
+    /* The descriptor's device pointers are arguments, not key: their words are blanked in the
+     * copy of its bytes that goes into the key. */
+    static const cublasLtMatmulDescAttributes_t ptr_attrs[] = {
+        CUBLASLT_MATMUL_DESC_BIAS_POINTER, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+        CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
+        CUBLASLT_MATMUL_DESC_AMAX_D_POINTER};
+    cublasLtMatmulDescOpaque_t content = {{0}};
+    if (desc) content = *desc;
+    for (size_t i = 0; desc && i < sizeof ptr_attrs / sizeof ptr_attrs[0]; i++) {
+        void *p = NULL;
+        lt_desc_attr(&lc, desc, ptr_attrs[i], &p, sizeof p);
+        for (size_t w = 0; p && w < sizeof content.data / sizeof content.data[0]; w++)
+            if (content.data[w] == (uint64_t)(uintptr_t)p) content.data[w] = 0;
+        arg_put(&lc, p);
+    }
+    key_opaque(&lc, desc ? &content : NULL, sizeof content);
     key_opaque(&lc, ad, sizeof(cublasLtMatrixLayoutOpaque_t));
     key_opaque(&lc, bd, sizeof(cublasLtMatrixLayoutOpaque_t));
     key_opaque(&lc, cd, sizeof(cublasLtMatrixLayoutOpaque_t));

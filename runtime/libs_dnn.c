@@ -8,7 +8,7 @@
  *
  * cudnnBackendExecute: an execution plan cannot change once finalized, so it is keyed by
  * address and generation (cudnnBackendFinalize, cudnnBackendDestroyDescriptor); the variant
- * pack by content: its tensor ids, data pointers and workspace.
+ * pack by content: its tensor ids (key), data pointers and workspace (arguments), as set.
  */
 #include "runtime/libs.h"
 
@@ -16,6 +16,7 @@
 #pragma GCC visibility push(default)
 
 #include <cudnn.h>
+#include <pthread.h>
 
 /* Some legacy descriptor functions are marked deprecated in cuDNN 9; the wrappers still read
  * and export them for the programs that use them. */
@@ -33,7 +34,7 @@ GETTER(cudnnGetActivationDescriptor);
 GETTER(cudnnGetActivationDescriptorSwishBeta);
 GETTER(cudnnGetOpTensorDescriptor);
 GETTER(cudnnGetPoolingNdDescriptor);
-GETTER(cudnnBackendGetAttribute);
+GETTER(cudnnGetPooling2dDescriptor);
 
 static bool getters_ready(void)
 {
@@ -52,7 +53,7 @@ static bool getters_ready(void)
     RESOLVE(cudnnGetActivationDescriptorSwishBeta);
     RESOLVE(cudnnGetOpTensorDescriptor);
     RESOLVE(cudnnGetPoolingNdDescriptor);
-    RESOLVE(cudnnBackendGetAttribute);
+    RESOLVE(cudnnGetPooling2dDescriptor);
 #undef RESOLVE
     state = ok ? 1 : -1;
     return ok;
@@ -283,8 +284,12 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_
         cudnnPoolingMode_t mode;
         cudnnNanPropagation_t nan;
         int nb = 0;
-        if (!OK(g_cudnnGetPoolingNdDescriptor(pd, CUDNN_DIM_MAX, &mode, &nan, &nb, k.win, k.pad, k.stride)) ||
-            nb > CUDNN_DIM_MAX)
+        /* The N-d getter wants at most the descriptor's own dimensions: 2-d ones first. */
+        bool read = OK(g_cudnnGetPooling2dDescriptor(pd, &mode, &nan, &k.win[0], &k.win[1], &k.pad[0], &k.pad[1],
+                                                     &k.stride[0], &k.stride[1]));
+        if (read) nb = 2;
+        else read = OK(g_cudnnGetPoolingNdDescriptor(pd, 3, &mode, &nan, &nb, k.win, k.pad, k.stride));
+        if (!read || nb > 3)
             lib_never(&lc, "a pooling descriptor cannot be read");
         else
             k.mode = mode, k.nan = nan, k.nb = nb;
@@ -318,31 +323,82 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t h, cudnnBatc
             eps);
 }
 
-/* ---- the graph API ---- */
+/* ---- the graph API ----
+ * A variant pack's content is taken as the program sets it (cudnnBackendSetAttribute): cuDNN
+ * does not read all of it back. */
+
+enum { MAXT = CGJ_LIB_MAX_ARGS - 1 };
+
+typedef struct pack {
+    cudnnBackendDescriptor_t d;
+    int64_t nuids, nptrs;
+    int64_t uids[MAXT];
+    void *ptrs[MAXT], *ws;
+    bool too_many;
+} pack_t;
+
+static pack_t *packs;
+static size_t npacks, cappacks;
+static pthread_mutex_t packs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static pack_t *pack_find(cudnnBackendDescriptor_t d, bool create)
+{
+    for (size_t i = 0; i < npacks; i++)
+        if (packs[i].d == d) return &packs[i];
+    if (!create) return NULL;
+    if (npacks == cappacks) packs = cgj_xrealloc(packs, (cappacks = cappacks ? 2 * cappacks : 8) * sizeof *packs);
+    memset(&packs[npacks], 0, sizeof packs[npacks]);
+    packs[npacks].d = d;
+    return &packs[npacks++];
+}
+
+cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                                       cudnnBackendAttributeType_t type, int64_t n, const void *elems)
+{
+    LIB_REAL(cudnnBackendSetAttribute, CUDNN_STATUS_NOT_INITIALIZED);
+    cudnnStatus_t r = real_(d, name, type, n, elems);
+    if (r != CUDNN_STATUS_SUCCESS || (name != CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS &&
+                                      name != CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS &&
+                                      name != CUDNN_ATTR_VARIANT_PACK_WORKSPACE))
+        return r;
+    pthread_mutex_lock(&packs_lock);
+    pack_t *p = pack_find(d, true);
+    if (n > MAXT || n < 0 || (n && !elems)) {
+        p->too_many = true;
+    } else if (name == CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS) {
+        p->nuids = n;
+        memcpy(p->uids, elems, (size_t)n * sizeof p->uids[0]);
+    } else if (name == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS) {
+        p->nptrs = n;
+        memcpy(p->ptrs, elems, (size_t)n * sizeof p->ptrs[0]);
+    } else {
+        p->ws = n ? *(void *const *)elems : NULL;
+    }
+    pthread_mutex_unlock(&packs_lock);
+    return r;
+}
 
 cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t vp)
 {
     DNN_PROLOGUE(cudnnBackendExecute, h, plan, vp);
-    enum { MAXT = CGJ_LIB_MAX_ARGS - 1 };
     struct {
         const void *plan;
         uint64_t gen;
         int64_t nuids, uids[MAXT];
     } k = {plan, cgj_lib_gen(plan), 0, {0}};
-    void *ptrs[MAXT] = {0}, *ws = NULL;
-    int64_t nptrs = 0, nws = 0;
-    if (!lc.never_absorb &&
-        (!vp || !OK(g_cudnnBackendGetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, MAXT,
-                                                &k.nuids, k.uids)) ||
-         !OK(g_cudnnBackendGetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, MAXT,
-                                        &nptrs, ptrs)) ||
-         !OK(g_cudnnBackendGetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &nws, &ws))))
-        lib_never(&lc, "its variant pack cannot be read");
-    if (k.nuids >= MAXT || nptrs >= MAXT) lib_never(&lc, "its variant pack has too many tensors");
-    if (!cgj_lib_gen(plan)) lib_never(&lc, "its execution plan was not finalized since cgjit started");
+    pack_t p = {0};
+    pthread_mutex_lock(&packs_lock);
+    const pack_t *found = vp ? pack_find(vp, false) : NULL;
+    if (found) p = *found;
+    pthread_mutex_unlock(&packs_lock);
+    if (!found) lib_never(&lc, "its variant pack was not set up since cgjit started");
+    else if (p.too_many || p.nuids != p.nptrs) lib_never(&lc, "its variant pack has too many tensors");
+    if (!k.gen) lib_never(&lc, "its execution plan was not finalized since cgjit started");
+    k.nuids = p.nuids;
+    memcpy(k.uids, p.uids, sizeof k.uids);
     key_put(&lc, &k, sizeof k);
-    for (int64_t i = 0; i < nptrs && i < MAXT; i++) arg_put(&lc, ptrs[i]);
-    arg_put(&lc, ws);
+    for (int64_t i = 0; i < p.nptrs; i++) arg_put(&lc, p.ptrs[i]);
+    arg_put(&lc, p.ws);
     DNN_RUN(cudnnBackendExecute, h, plan, vp);
 }
 
@@ -358,6 +414,10 @@ cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t d)
 {
     LIB_REAL(cudnnBackendDestroyDescriptor, CUDNN_STATUS_NOT_INITIALIZED);
     cgj_lib_gen_drop(d);
+    pthread_mutex_lock(&packs_lock);
+    pack_t *p = pack_find(d, false);
+    if (p) *p = packs[--npacks];
+    pthread_mutex_unlock(&packs_lock);
     return real_(d);
 }
 

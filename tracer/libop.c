@@ -30,6 +30,7 @@ cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc)
     l->nargs = lc->nargs;
     memcpy(l->args, lc->args, lc->nargs * sizeof lc->args[0]);
     l->never_absorb = lc->never_absorb;
+    l->never_why = lc->never_why;
     return l;
 }
 
@@ -140,9 +141,11 @@ static bool op_absorbable(const cgj_op_t *o, char *why, size_t len)
 /* Learn lib (the newer sample n's LIB op) from samples n and o. */
 static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
 {
-    char why[120] = "";
+    char why[200] = "";
     bool ok = !lib->failed && !lib->never_absorb;
-    if (!ok) snprintf(why, sizeof why, lib->failed ? "the library returned an error" : "its arguments cannot all be guarded");
+    if (!ok)
+        snprintf(why, sizeof why, "%s", lib->failed ? "the library returned an error"
+                                        : lib->never_why ? lib->never_why : "its arguments cannot all be guarded");
     if (ok && n->nargs != o->nargs) ok = false, snprintf(why, sizeof why, "its pointer arguments differ in number");
     bool keydiff = n->keylen != o->keylen || memcmp(n->key, o->key, n->keylen) != 0;
     uint32_t changed = 0;
@@ -176,14 +179,15 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
                     push_fix(&fix, &nfix, &cap, (cgj_libfix_t){j + 1, base + k, (uint32_t)a, off});
                 } else if (!keydiff) {
                     ok = false;
-                    snprintf(why, sizeof why, "op %u: a kernel parameter changes with none of the call's "
-                             "arguments (%s)", at, op->call.api);
+                    snprintf(why, sizeof why, "op %u: kernel parameter %u (byte %u) changes with none of "
+                             "the call's arguments: %#llx, then %#llx", at, s, k, (unsigned long long)wo,
+                             (unsigned long long)wn);
                 }
             }
             if (ok && k < sz && memcmp(vn + base + k, vo + base + k, sz - k) && !keydiff) {
                 ok = false;
-                snprintf(why, sizeof why, "op %u: a kernel parameter changes with none of the call's "
-                         "arguments (%s)", at, op->call.api);
+                snprintf(why, sizeof why, "op %u: kernel parameter %u (bytes %u-%u) changes with none of "
+                         "the call's arguments", at, s, k, sz);
             }
         }
     }
@@ -200,7 +204,7 @@ void cgj_libop_learn(cgj_oplist_t *a, uint32_t at, const cgj_oplist_t *b, const 
     cgj_libop_t *la = a->ops[at].lib;
     const cgj_libop_t *lb = b->ops[at].lib;
     la->failed |= lb->failed;
-    la->never_absorb |= lb->never_absorb;
+    if (!la->never_absorb && lb->never_absorb) la->never_absorb = true, la->never_why = lb->never_why;
     sample_t n = {la, la->args, la->key, la->keylen, la->nargs, a, at, ta, false};
     sample_t o = {lb, lb->args, lb->key, lb->keylen, lb->nargs, b, at, tb, false};
     learn(la, &n, &o);
@@ -239,6 +243,7 @@ void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc)
     sample_t n = {l, lc->args, lc->key, lc->keylen, lc->nargs, &view, 0, NULL, true};
     sample_t o = {l, l->args, l->key, l->keylen, l->nargs, &view, 0, NULL, false};
     l->never_absorb = lc->never_absorb;
+    l->never_why = lc->never_why;
     learn(l, &n, &o);
     cgj_free(l->key);
     l->key = cgj_xmemdup(lc->key, lc->keylen ? lc->keylen : 1);

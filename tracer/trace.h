@@ -158,8 +158,9 @@ typedef struct cgj_libop {
     uint32_t free_args;  /* bit i: args[i] varies between runs and is not part of the guard */
     bool failed;         /* the library returned an error: it is always called */
     bool never_absorb;
+    const char *never_why; /* why never (a static string of the wrapper) */
     bool absorbable;     /* the group can be replayed without calling the library */
-    char why_not[120];   /* why not */
+    char why_not[200];   /* why not */
     cgj_libfix_t *fix;   /* kernel parameter words derived from args */
     uint32_t nfix;
     uint64_t absorbed, called;
