@@ -24,7 +24,8 @@
     X(POOL_RESERVE_GB, INT, 64, 1, "virtual address space reserved for the replay memory pool") \
     X(DUMP_ALLOCS, STR, "", 0, "directory: write each trace's allocation events (cgjit-plan format)") \
     X(STEP, STR, "", 0, "steps without markers: sync, auto or off (default: sync when preloaded, else off)") \
-    X(CHUNK_OPS, INT, 256, 0, "before a sync, launch a segment in graphs of this many ops (0: one graph)")
+    X(CHUNK_OPS, INT, 256, 0, "before a sync, launch a segment in graphs of this many ops (0: one graph)") \
+    X(LIBS, INT, 1, 0, "0: never absorb cuBLAS/cuDNN calls whole (the libraries run; their kernels still replay)")
 
 #define CGJ_CFG_TYPE_INT long
 #define CGJ_CFG_TYPE_STR const char *

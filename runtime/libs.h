@@ -16,6 +16,7 @@
 
 #include "runtime/runtime.h"
 #include "tracer/step.h"
+#include "base/config.h"
 #include "base/log.h"
 
 #include <string.h>
@@ -25,7 +26,7 @@ extern __thread int cgj_lib_depth;
 
 static inline bool cgj_lib_pass(void)
 {
-    return cgj_lib_depth > 0 || !cgj_tracing();
+    return cgj_lib_depth > 0 || !cgj_tracing() || !cgj_cfg.LIBS;
 }
 
 /* The real function, looked up once. A missing one is reported, and the wrapper returns `err`. */
