@@ -3,6 +3,9 @@
  *
  * Each test runs `<dir of this executable>/gpu/gpu_scenarios_<flavour> <scenario>` (see
  * gpu_scenarios.cu) in a child process and passes when it exits 0 with a line `PASS <scenario>`.
+ * The library wrappers' tests run `<dir>/gpu/gpu_libs <scenario>` (see gpu_libs.cu) the same way;
+ * one that prints `SKIP <scenario> <reason>` (a cuDNN scenario where cuDNN was not found at build
+ * time) skips with that reason.
  * Where the machine has no usable CUDA GPU the test skips itself with the reason, so the suite
  * also runs, green, on machines without one (CI). The GPU is probed through the driver library
  * alone (dlopen libcuda.so.1, cuInit, cuDeviceGetCount): this program links neither CUDA nor
@@ -57,8 +60,8 @@ static int gpu_present(char *why, size_t len) {
     return 1; /* the library stays loaded: this process ends with the test */
 }
 
-/* The path of the scenario program of `flavour`, beside this executable: <dir>/gpu/... */
-static void scenario_program(const char *flavour, char *path, size_t len) {
+/* The path of the program `name`, beside this executable: <dir>/gpu/<name>. */
+static void gpu_program(const char *name, char *path, size_t len) {
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     cr_assert(n > 0, "readlink(/proc/self/exe): %s", strerror(errno));
@@ -66,7 +69,7 @@ static void scenario_program(const char *flavour, char *path, size_t len) {
     char *slash = strrchr(self, '/');
     cr_assert(slash != NULL, "no directory in %s", self);
     *slash = '\0';
-    int w = snprintf(path, len, "%s/gpu/gpu_scenarios_%s", self, flavour);
+    int w = snprintf(path, len, "%s/gpu/%s", self, name);
     cr_assert(w > 0 && (size_t)w < len, "path too long");
     cr_assert(access(path, X_OK) == 0, "%s: %s (is the build complete?)", path, strerror(errno));
 }
@@ -142,32 +145,45 @@ static const char *find_line(const char *text, const char *prefix, char *buf, si
     return buf;
 }
 
-static void run_scenario(const char *scenario, const char *flavour) {
+/* Run `<dir>/gpu/<name> <scenario>`; pass on `PASS <scenario>`, skip on `SKIP <scenario> ...`.
+ * `label` names the run in the log (the flavour, or the program). */
+static void run_program(const char *name, const char *scenario, const char *label) {
     char why[512];
     if (!gpu_present(why, sizeof why))
         cr_skip_test("no CUDA GPU: %s", why);
 
     char program[PATH_MAX + 64];
-    scenario_program(flavour, program, sizeof program);
+    gpu_program(name, program, sizeof program);
     char *argv[] = {program, (char *)scenario, NULL};
     output_t out = {0};
     int status = run_captured(argv, &out);
 
-    char pass[128], info[512];
+    char pass[128], skip[128], info[512];
     snprintf(pass, sizeof pass, "PASS %s", scenario);
+    snprintf(skip, sizeof skip, "SKIP %s ", scenario);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && find_line(out.text, skip, info, sizeof info)[0]) {
+        free(out.text);
+        cr_skip_test("%s", info);
+    }
     int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && has_line(out.text, pass);
     const char *tail = out.len > 3000 ? out.text + out.len - 3000 : out.text;
     if (!ok && tail != out.text) /* the whole output, for the log; the assertion message keeps its end */
         fprintf(stderr, "---- %s %s: output ----\n%s---- end of output ----\n", program, scenario, out.text);
-    cr_assert(WIFEXITED(status), "gpu_scenarios_%s %s was killed by signal %d; output ends:\n%s", flavour,
-              scenario, WIFSIGNALED(status) ? WTERMSIG(status) : 0, tail);
-    cr_assert(WEXITSTATUS(status) == 0, "gpu_scenarios_%s %s exited with status %d; output ends:\n%s", flavour,
-              scenario, WEXITSTATUS(status), tail);
-    cr_assert(ok, "gpu_scenarios_%s %s printed no line \"%s\"; output ends:\n%s", flavour, scenario, pass, tail);
+    cr_assert(WIFEXITED(status), "%s %s was killed by signal %d; output ends:\n%s", name, scenario,
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0, tail);
+    cr_assert(WEXITSTATUS(status) == 0, "%s %s exited with status %d; output ends:\n%s", name, scenario,
+              WEXITSTATUS(status), tail);
+    cr_assert(ok, "%s %s printed no line \"%s\"; output ends:\n%s", name, scenario, pass, tail);
     char key[128];
     snprintf(key, sizeof key, "info %s:", scenario);
-    cr_log_info("%s: %s", flavour, find_line(out.text, key, info, sizeof info));
+    cr_log_info("%s: %s", label, find_line(out.text, key, info, sizeof info));
     free(out.text);
+}
+
+static void run_scenario(const char *scenario, const char *flavour) {
+    char name[64];
+    snprintf(name, sizeof name, "gpu_scenarios_%s", flavour);
+    run_program(name, scenario, flavour);
 }
 
 #define GPU_TEST(scenario, flavour) \
@@ -190,3 +206,39 @@ GPU_TESTS(temporaries)
 GPU_TESTS(async_temporaries)
 GPU_TESTS(escape)
 GPU_TESTS(alloc_sizes)
+
+/* The library wrappers: one test per gpu_libs scenario (`gpu_libs --list`). */
+#define LIB_TEST(scenario) \
+    Test(gpu_libs, scenario, .timeout = 300) { run_program("gpu_libs", #scenario, "gpu_libs"); }
+
+LIB_TEST(sgemm)
+LIB_TEST(gemm_ex)
+LIB_TEST(sgemm_strided_batched)
+LIB_TEST(gemm_strided_batched_ex)
+LIB_TEST(gemm_batched_ex)
+LIB_TEST(sgemv)
+LIB_TEST(saxpy)
+LIB_TEST(sscal)
+LIB_TEST(scopy)
+LIB_TEST(sdot)
+LIB_TEST(sdot_host)
+LIB_TEST(axpy_ex)
+LIB_TEST(scal_ex)
+LIB_TEST(copy_ex)
+LIB_TEST(dot_ex)
+LIB_TEST(lt_matmul)
+LIB_TEST(lt_matmul_relu_bias)
+LIB_TEST(conv_forward)
+LIB_TEST(conv_bias_act)
+LIB_TEST(activation)
+LIB_TEST(op_tensor)
+LIB_TEST(add_tensor)
+LIB_TEST(scale_tensor)
+LIB_TEST(softmax)
+LIB_TEST(pooling)
+LIB_TEST(batchnorm_inference)
+LIB_TEST(backend_execute)
+LIB_TEST(desc_modified)
+LIB_TEST(alpha_changes)
+LIB_TEST(handle_recreate)
+LIB_TEST(pointers_alternate)
