@@ -22,6 +22,14 @@ mkdir -p "$out" || exit 2
 limit=${GPU_CHECK_TIMEOUT:-300}
 # The build folder first: a stale copy of libcgjit among the copied libraries must not win.
 export LD_LIBRARY_PATH="$build:$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Copies of the build's own libraries (libcgjit, the fake cuBLAS) in devlibs would be found before
+# the originals, away from what they find relative to themselves: only the originals are used.
+for f in "$build"/devlibs/*; do
+  [ -e "$f" ] || continue
+  if find "$build" -path "$build/devlibs" -prune -o -name "$(basename "$f")" -print | grep -q .; then
+    rm -f "$f"
+  fi
+done
 
 # Run a program under the time limit where timeout(1) exists.
 bounded() {
