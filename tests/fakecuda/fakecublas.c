@@ -9,12 +9,12 @@
  * inputs agree bitwise, which is what the tests compare.
  *
  * Like the real library it works only through the driver API, and reaches the driver as the real
- * one does: dlopen("libcuda.so.1"), dlsym("cuGetProcAddress_v2"), then every entry point through
+ * one does: dlopen the driver (CGJIT_DRIVER, as the tests set it to the fake's path, else
+ * "libcuda.so.1"), dlsym("cuGetProcAddress_v2"), then every entry point through
  * cuGetProcAddress. In a process running cgjit those look-ups go through cgjit's dlsym, so cgjit
  * sees every driver call the fake makes: cuMemAlloc_v2/cuMemFree_v2 of workspaces, cuLaunchKernel
  * of its kernels, cuMemcpyDtoHAsync_v2 + cuStreamSynchronize of a host-mode dot result. The
- * kernels are host functions registered with fakecuda_register_kernel (the library links the fake
- * driver for that one call).
+ * kernels are host functions registered with fakecuda_register_kernel, looked up in that driver.
  *
  * Behaviour that matters to the tests:
  *  - Each handle owns a workspace (cuMemAlloc_v2 at create, cuMemFree_v2 at destroy, replaced by
@@ -282,8 +282,13 @@ static void k_gemm_d(void **params, const unsigned grid[3], const unsigned block
 
 static void init(void)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    /* The driver the test set up (CGJIT_DRIVER: the fake, by path), so that a real libcuda.so.1
+     * found first in the library path on a GPU machine is never used. */
+    const char *path = getenv("CGJIT_DRIVER");
+    void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!lib) return;
+    __typeof__(fakecuda_register_kernel) *reg = (__typeof__(reg))dlsym(lib, "fakecuda_register_kernel");
+    if (!reg) return;
     __typeof__(cuGetProcAddress_v2) *gpa = (__typeof__(gpa))dlsym(lib, "cuGetProcAddress_v2");
     if (!gpa) return;
 #define RESOLVE(field, name)                                                                    \
@@ -322,7 +327,7 @@ static void init(void)
     };
     for (int i = 0; i < K_COUNT; i++) {
         /* Registered as CUkernel handles, as the CUDA runtime inside the real library hands them. */
-        kern[i] = fakecuda_register_kernel(defs[i].name, defs[i].fn, defs[i].n, defs[i].sizes, 1, 0);
+        kern[i] = reg(defs[i].name, defs[i].fn, defs[i].n, defs[i].sizes, 1, 0);
         if (!kern[i]) return;
     }
     drv_ok = true;
