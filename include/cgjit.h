@@ -143,6 +143,8 @@ typedef struct cgj_trace_info {
     uint64_t pool_bytes;    /* its planned pool region */
     uint64_t naive_bytes;   /* the sum of its allocation sizes (256-byte aligned) */
     uint64_t lower_bound;   /* the most bytes live at one time: no plan can use less */
+    uint32_t lib_calls;     /* cuBLAS/cuBLASLt/cuDNN calls in the current variant's trace ... */
+    uint32_t lib_absorbable; /* ... and those replay absorbs whole when their guard holds */
     char reason[256];       /* why blacklisted, or the last divergence/abort; "" if none */
 } cgj_trace_info_t;
 

@@ -64,6 +64,9 @@ static void fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->pool_bytes = t->pool_bytes;
     out->naive_bytes = t->naive_bytes;
     out->lower_bound = t->lower_bound;
+    for (uint32_t i = 0; i < t->list.n; i++)
+        if (t->list.ops[i].lib) out->lib_calls++, out->lib_absorbable += t->list.ops[i].lib->absorbable;
+    out->ops -= out->lib_calls; /* driver calls: the library ops group them */
 }
 
 int cgj_anchor_info(const char *name, cgj_trace_info_t *out)
@@ -90,6 +93,19 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
                 (unsigned long long)t->exits[e].count, t->exits[e].reason);
     if (t->other_exits)
         fprintf(f, "      %llu further side exit(s) of other kinds\n", (unsigned long long)t->other_exits);
+    /* Library calls: how many replay absorbs whole, and why the others run the library. */
+    uint32_t calls = 0, absorbable = 0, shown = 0;
+    for (uint32_t i = 0; i < t->list.n; i++)
+        if (t->list.ops[i].lib) calls++, absorbable += t->list.ops[i].lib->absorbable;
+    if (calls)
+        fprintf(f, "      library calls: %u, %u absorbed whole when their guard holds\n", calls, absorbable);
+    for (uint32_t i = 0; i < t->list.n && shown < 8; i++) {
+        const cgj_libop_t *l = t->list.ops[i].lib;
+        if (!l || l->absorbable) continue;
+        fprintf(f, "      op %u (%s) runs the library (%llu times): %s\n", i, t->list.ops[i].call.api,
+                (unsigned long long)l->called, l->why_not);
+        shown++;
+    }
 }
 
 /* Why an anchor is not fast, in plain words, when it is not. */
