@@ -677,3 +677,26 @@ Test(runtime_libs, device_mode)
                  calls_between(&o, STEPS - 20, STEPS));
     expect_absorbed("device", &o, 2, NULL);
 }
+
+/* CGJIT_LIBS=0: library calls are never absorbed; the library runs on every step and its
+ * kernels still replay from the graph, with the same results. */
+static void setup_libs_off(void)
+{
+    setenv("CGJIT_LIBS", "0", 1);
+    setup();
+}
+
+/* A suite of its own: the variable must be set before cgjit starts, that is before setup(). */
+TestSuite(runtime_libs_off);
+
+Test(runtime_libs_off, absorb, .init = setup_libs_off)
+{
+    static outcome_t o;
+    scenario_t sc = {"libs_off", 1, before_first_stream, mixed_step};
+    run(&sc, &o);
+    if (cgjit_off()) return;
+    expect_replaying("libs_off");
+    cr_assert_eq(TRACED(&o, lib_absorbed), 0, "%llu library calls absorbed with CGJIT_LIBS=0",
+                 (unsigned long long)TRACED(&o, lib_absorbed));
+    cr_assert_gt(calls_between(&o, STEPS - 20, STEPS), 0, "the library did not run in the last steps");
+}
