@@ -29,6 +29,7 @@ cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc)
     l->key = cgj_xmemdup(lc->key, lc->keylen ? lc->keylen : 1);
     l->nargs = lc->nargs;
     memcpy(l->args, lc->args, lc->nargs * sizeof lc->args[0]);
+    memcpy(l->live_args, lc->args, lc->nargs * sizeof lc->args[0]);
     l->never_absorb = lc->never_absorb;
     l->never_why = lc->never_why;
     return l;
@@ -37,9 +38,16 @@ cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc)
 cgj_libop_t *cgj_libop_clone(const cgj_libop_t *src)
 {
     cgj_libop_t *l = cgj_xmemdup(src, sizeof *src);
+    memcpy(l->args, src->live_args, sizeof l->args);
     l->key = cgj_xmemdup(src->key, src->keylen ? src->keylen : 1);
     l->fix = src->nfix ? cgj_xmemdup(src->fix, src->nfix * sizeof *src->fix) : NULL;
     return l;
+}
+
+void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc)
+{
+    uint32_t n = lc->nargs < CGJ_LIB_MAX_ARGS ? lc->nargs : CGJ_LIB_MAX_ARGS;
+    memcpy(l->live_args, lc->args, n * sizeof lc->args[0]);
 }
 
 void cgj_libop_free(cgj_libop_t *l)
@@ -249,6 +257,7 @@ void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc)
     l->key = cgj_xmemdup(lc->key, lc->keylen ? lc->keylen : 1);
     l->keylen = lc->keylen, l->nargs = lc->nargs;
     memcpy(l->args, lc->args, lc->nargs * sizeof lc->args[0]);
+    memcpy(l->live_args, lc->args, lc->nargs * sizeof lc->args[0]);
     for (uint32_t j = 1; j <= l->nops; j++)
         if (lib_op[j].kp) memcpy(lib_op[j].kp->rec, lib_op[j].kp->live, lib_op[j].kp->size);
 }

@@ -415,7 +415,10 @@ void cgj_record_relocate(cgj_oplist_t *l, const CUdeviceptr *planned)
         } else if (c->kind == CGJ_OP_ALLOC || c->kind == CGJ_OP_POOL_FREE) {
             relocate_addr(&c->u.a.addr, &bl, planned, i);
         } else if (o->lib) {
-            for (uint32_t k = 0; k < o->lib->nargs; k++) relocate_addr(&o->lib->args[k], &bl, planned, i);
+            for (uint32_t k = 0; k < o->lib->nargs; k++) {
+                relocate_addr(&o->lib->args[k], &bl, planned, i);
+                o->lib->live_args[k] = o->lib->args[k];
+            }
         }
     }
     cgj_free(bl.b);

@@ -297,6 +297,7 @@ static bool replay_lib(cgj_thread_t *t, cgj_op_t *m, const cgj_libcall_t *lc)
 {
     cgj_trace_t *tr = t->trace;
     cgj_libop_t *l = m->lib;
+    cgj_libop_note_call(l, lc);
     if (!l->absorbable || lc->never_absorb || t->pos + 1 + l->nops > tr->list.n || !cgj_libop_matches(l, lc)) {
         t->lib_open = t->pos + 1;
         t->lib_serial = t->serial;
@@ -403,6 +404,10 @@ static void abort_step(cgj_thread_t *t, const char *why)
 static void record_lib(cgj_thread_t *t, const cgj_call_t *c)
 {
     const char *why = NULL;
+    if (t->rec.n >= (uint32_t)cgj_cfg.MAX_OPS) {
+        abort_step(t, "the step holds more than CGJIT_MAX_OPS calls");
+        return;
+    }
     if (!cgj_record_call(&t->rec, c, &why)) return;
     t->lib_open = t->rec.n;
     t->lib_serial = t->serial;

@@ -156,6 +156,8 @@ typedef struct cgj_libop {
     uint8_t *key;
     CUdeviceptr args[CGJ_LIB_MAX_ARGS];
     uint32_t free_args;  /* bit i: args[i] varies between runs and is not part of the guard */
+    CUdeviceptr live_args[CGJ_LIB_MAX_ARGS]; /* the pointers of the replay in progress, which
+                                              * its kernels' live values follow (see clone) */
     bool failed;         /* the library returned an error: it is always called */
     bool never_absorb;
     const char *never_why; /* why never (a static string of the wrapper) */
@@ -265,7 +267,10 @@ const char *cgj_op_describe(const cgj_op_t *o, char *buf, size_t len);
 /* ---- libop.c: library calls as ops ---- */
 
 cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc);
+/* A copy for a recording that continues a replay (side exit): its pointers are the replay's. */
 cgj_libop_t *cgj_libop_clone(const cgj_libop_t *l);
+/* Replay reached the op with call lc (absorbed or not): note its pointers. */
+void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc);
 void cgj_libop_free(cgj_libop_t *l);
 /* Learn how the group of LIB op `at` in `a` derives its kernel parameters from the call's
  * pointer arguments, from two samples: `a` (its values become the recorded ones) and an older
