@@ -11,8 +11,9 @@
  * Which word is which is learned from two samples of the group (the two eager runs a trace is
  * made of; later, a recorded run and a replay that had to call the library): a word that
  * changes exactly as one changing argument does is derived from it; a word that changes while
- * the key changes is keyed; a word that changes for no visible reason (the library keeps state
- * of its own) makes the group unabsorbable, and the library is then always called.
+ * the key (and no pointer) changes is keyed; a word that changes for no visible reason (the
+ * library keeps state of its own, or passes uninitialized bytes) makes the group unabsorbable:
+ * the library is called, and each such call is a new sample to learn from.
  * Groups that hold host synchronizations, read-backs, host-to-device copies (their source is
  * the library's host memory) or allocations are never absorbed either.
  */
@@ -159,6 +160,10 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
     uint32_t changed = 0;
     for (uint32_t i = 0; ok && i < n->nargs; i++)
         if (!same_addr(n, n->args[i], o, o->args[i], n->at)) changed |= 1u << i;
+    /* A word that changes when the key does is the key's doing (a new alpha, a new handle's
+     * workspace) only if no pointer changed too: A + lda·k with both A and lda new must not
+     * be taken for a constant. */
+    bool key_explains = keydiff && !changed;
     cgj_libfix_t *fix = NULL;
     uint32_t nfix = 0, cap = 0;
     for (uint32_t j = 0; ok && j < lib->nops; j++) {
@@ -185,14 +190,14 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
                 int a = derive(n, o, changed, wn, wo, at, &off);
                 if (a >= 0 && kp->varying[s]) {
                     push_fix(&fix, &nfix, &cap, (cgj_libfix_t){j + 1, base + k, (uint32_t)a, off});
-                } else if (!keydiff) {
+                } else if (!key_explains) {
                     ok = false;
                     snprintf(why, sizeof why, "op %u: kernel parameter %u (byte %u) changes with none of "
                              "the call's arguments: %#llx, then %#llx", at, s, k, (unsigned long long)wo,
                              (unsigned long long)wn);
                 }
             }
-            if (ok && k < sz && memcmp(vn + base + k, vo + base + k, sz - k) && !keydiff) {
+            if (ok && k < sz && memcmp(vn + base + k, vo + base + k, sz - k) && !key_explains) {
                 ok = false;
                 snprintf(why, sizeof why, "op %u: kernel parameter %u (bytes %u-%u) changes with none of "
                          "the call's arguments", at, s, k, sz);

@@ -429,11 +429,17 @@ static void lib_leave(cgj_thread_t *t, const cgj_libcall_t *lc, bool ok)
     if (t->mode != CGJ_MODE_REPLAY || !ok || lc->never_absorb) return;
     cgj_trace_t *tr = t->trace;
     cgj_op_t *m = at < tr->list.n ? &tr->list.ops[at] : NULL;
-    if (!m || !m->lib || t->pos != at + 1 + m->lib->nops || cgj_libop_matches(m->lib, lc)) return;
+    if (!m || !m->lib || m->lib->failed || t->pos != at + 1 + m->lib->nops) return;
+    bool matched = cgj_libop_matches(m->lib, lc);
+    if (matched && m->lib->absorbable) return;
+    /* New arguments, or a group not absorbable yet: this run is one more sample. */
+    bool was = m->lib->absorbable;
     cgj_libop_relearn(m, lc);
-    CGJ_STAT_ADD(lib_relearned, 1);
-    CGJ_LOG(guards, "anchor '%s': op %u (%s): new arguments learned; %s%s", t->anchor->name, at,
-            m->call.api, m->lib->absorbable ? "absorbed from now on" : "not absorbed: ", m->lib->why_not);
+    if (!matched) CGJ_STAT_ADD(lib_relearned, 1);
+    if (!matched || was != m->lib->absorbable)
+        CGJ_LOG(guards, "anchor '%s': op %u (%s): %s; %s%s", t->anchor->name, at, m->call.api,
+                matched ? "learned again" : "new arguments learned",
+                m->lib->absorbable ? "absorbed from now on" : "not absorbed: ", m->lib->why_not);
 }
 
 int cgj_step_enter(const cgj_call_t *c)
