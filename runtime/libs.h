@@ -35,6 +35,22 @@ void *cgj_lib_resolve(const char *name);
     static __typeof__(fn) *real_;                                                            \
     if (CGJ_UNLIKELY(!real_) && !(real_ = (__typeof__(fn) *)cgj_lib_resolve(#fn))) return (err)
 
+/* The getters a wrapper file reads descriptors and handles with: LIST(X) names them, X(fn) each;
+ * getters_ready() resolves them all once and says whether every one was found. */
+#define LIB_GETTER(fn) static __typeof__(fn) *g_##fn;
+#define LIB_RESOLVE_ONE(fn) ok_ &= (g_##fn = (__typeof__(fn) *)cgj_real_next(#fn)) != NULL;
+#define LIB_DEFINE_GETTERS(LIST)                                   \
+    LIST(LIB_GETTER)                                               \
+    static bool getters_ready(void)                                \
+    {                                                              \
+        static int state_; /* 0 unknown, 1 ready, -1 missing */    \
+        if (CGJ_LIKELY(state_)) return state_ > 0;                 \
+        bool ok_ = true;                                           \
+        LIST(LIB_RESOLVE_ONE)                                      \
+        state_ = ok_ ? 1 : -1;                                     \
+        return ok_;                                                \
+    }
+
 /* Generations of handles and descriptors whose hidden state the key cannot read: a new number
  * whenever that state may change (created, stream or workspace set, destroyed, finalized).
  * Unknown objects have generation 0. */
@@ -98,6 +114,23 @@ static inline void key_host_scalar(cgj_libcall_t *lc, const void *p, size_t byte
     }
     key_put(lc, p, bytes);
 }
+
+/* Handle life: a created handle gets a generation, a destroyed one loses its own for good. */
+#define LIB_CREATE(RT, fn, H, ok, err)                              \
+    RT fn(H *h)                                                     \
+    {                                                               \
+        LIB_REAL(fn, err);                                          \
+        RT r = real_(h);                                            \
+        if (r == (ok) && h) cgj_lib_gen_bump(*h);                   \
+        return r;                                                   \
+    }
+#define LIB_DESTROY(RT, fn, H, err)                                 \
+    RT fn(H h)                                                      \
+    {                                                               \
+        LIB_REAL(fn, err);                                          \
+        cgj_lib_gen_drop(h);                                        \
+        return real_(h);                                            \
+    }
 
 /* Bytes of one value of a cudaDataType (0: unknown). */
 size_t cgj_lib_dtype_bytes(int cuda_data_type);

@@ -25,27 +25,9 @@
 
 /* ---- handles ---- */
 
-#define GETTER(fn) static __typeof__(fn) *g_##fn
-GETTER(cublasGetStream_v2);
-GETTER(cublasGetPointerMode_v2);
-GETTER(cublasGetMathMode);
-GETTER(cublasGetAtomicsMode);
-GETTER(cublasLtMatmulDescGetAttribute);
-
-static bool getters_ready(void)
-{
-    static int state; /* 0 unknown, 1 ready, -1 missing */
-    if (CGJ_LIKELY(state)) return state > 0;
-    bool ok = true;
-#define RESOLVE(fn) ok &= (g_##fn = (__typeof__(fn) *)cgj_real_next(#fn)) != NULL
-    RESOLVE(cublasGetStream_v2);
-    RESOLVE(cublasGetPointerMode_v2);
-    RESOLVE(cublasGetMathMode);
-    RESOLVE(cublasGetAtomicsMode);
-#undef RESOLVE
-    state = ok ? 1 : -1;
-    return ok;
-}
+#define BLAS_GETTERS(X) X(cublasGetStream_v2) X(cublasGetPointerMode_v2) X(cublasGetMathMode) X(cublasGetAtomicsMode)
+LIB_DEFINE_GETTERS(BLAS_GETTERS)
+static __typeof__(cublasLtMatmulDescGetAttribute) *g_cublasLtMatmulDescGetAttribute;
 
 /* The handle's part of the key. Returns whether alpha/beta are host values. */
 static bool blas_handle(cgj_libcall_t *lc, cublasHandle_t h)
@@ -305,20 +287,8 @@ cublasStatus_t cublasDotEx(cublasHandle_t h, int n, const void *x, cudaDataType 
 
 /* ---- handle life and settings: a new generation each ---- */
 
-cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
-{
-    LIB_REAL(cublasCreate_v2, CUBLAS_STATUS_NOT_INITIALIZED);
-    cublasStatus_t r = real_(h);
-    if (r == CUBLAS_STATUS_SUCCESS && h) cgj_lib_gen_bump(*h);
-    return r;
-}
-
-cublasStatus_t cublasDestroy_v2(cublasHandle_t h)
-{
-    LIB_REAL(cublasDestroy_v2, CUBLAS_STATUS_NOT_INITIALIZED);
-    cgj_lib_gen_drop(h);
-    return real_(h);
-}
+LIB_CREATE(cublasStatus_t, cublasCreate_v2, cublasHandle_t, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED)
+LIB_DESTROY(cublasStatus_t, cublasDestroy_v2, cublasHandle_t, CUBLAS_STATUS_NOT_INITIALIZED)
 
 #define SETTER(fn, T)                                                 \
     cublasStatus_t fn(cublasHandle_t h, T v)                          \
@@ -349,20 +319,8 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *ws, size_t bytes)
 
 /* ---- cuBLASLt ---- */
 
-cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
-{
-    LIB_REAL(cublasLtCreate, CUBLAS_STATUS_NOT_INITIALIZED);
-    cublasStatus_t r = real_(h);
-    if (r == CUBLAS_STATUS_SUCCESS && h) cgj_lib_gen_bump(*h);
-    return r;
-}
-
-cublasStatus_t cublasLtDestroy(cublasLtHandle_t h)
-{
-    LIB_REAL(cublasLtDestroy, CUBLAS_STATUS_NOT_INITIALIZED);
-    cgj_lib_gen_drop(h);
-    return real_(h);
-}
+LIB_CREATE(cublasStatus_t, cublasLtCreate, cublasLtHandle_t, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED)
+LIB_DESTROY(cublasStatus_t, cublasLtDestroy, cublasLtHandle_t, CUBLAS_STATUS_NOT_INITIALIZED)
 
 static void key_opaque(cgj_libcall_t *lc, const void *p, size_t bytes)
 {

@@ -22,42 +22,13 @@
  * and export them for the programs that use them. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
-#define GETTER(fn) static __typeof__(fn) *g_##fn
-GETTER(cudnnGetStream);
-GETTER(cudnnGetTensorNdDescriptor);
-GETTER(cudnnGetFilterNdDescriptor);
-GETTER(cudnnGetConvolutionNdDescriptor);
-GETTER(cudnnGetConvolutionMathType);
-GETTER(cudnnGetConvolutionGroupCount);
-GETTER(cudnnGetConvolutionReorderType);
-GETTER(cudnnGetActivationDescriptor);
-GETTER(cudnnGetActivationDescriptorSwishBeta);
-GETTER(cudnnGetOpTensorDescriptor);
-GETTER(cudnnGetPoolingNdDescriptor);
-GETTER(cudnnGetPooling2dDescriptor);
-
-static bool getters_ready(void)
-{
-    static int state; /* 0 unknown, 1 ready, -1 missing */
-    if (CGJ_LIKELY(state)) return state > 0;
-    bool ok = true;
-#define RESOLVE(fn) ok &= (g_##fn = (__typeof__(fn) *)cgj_real_next(#fn)) != NULL
-    RESOLVE(cudnnGetStream);
-    RESOLVE(cudnnGetTensorNdDescriptor);
-    RESOLVE(cudnnGetFilterNdDescriptor);
-    RESOLVE(cudnnGetConvolutionNdDescriptor);
-    RESOLVE(cudnnGetConvolutionMathType);
-    RESOLVE(cudnnGetConvolutionGroupCount);
-    RESOLVE(cudnnGetConvolutionReorderType);
-    RESOLVE(cudnnGetActivationDescriptor);
-    RESOLVE(cudnnGetActivationDescriptorSwishBeta);
-    RESOLVE(cudnnGetOpTensorDescriptor);
-    RESOLVE(cudnnGetPoolingNdDescriptor);
-    RESOLVE(cudnnGetPooling2dDescriptor);
-#undef RESOLVE
-    state = ok ? 1 : -1;
-    return ok;
-}
+#define DNN_GETTERS(X)                                                                                 \
+    X(cudnnGetStream) X(cudnnGetTensorNdDescriptor) X(cudnnGetFilterNdDescriptor)                     \
+    X(cudnnGetConvolutionNdDescriptor) X(cudnnGetConvolutionMathType) X(cudnnGetConvolutionGroupCount) \
+    X(cudnnGetConvolutionReorderType) X(cudnnGetActivationDescriptor)                                  \
+    X(cudnnGetActivationDescriptorSwishBeta) X(cudnnGetOpTensorDescriptor)                             \
+    X(cudnnGetPoolingNdDescriptor) X(cudnnGetPooling2dDescriptor)
+LIB_DEFINE_GETTERS(DNN_GETTERS)
 
 #define OK(expr) ((expr) == CUDNN_STATUS_SUCCESS)
 
@@ -146,6 +117,16 @@ static void key_activation(cgj_libcall_t *lc, cudnnActivationDescriptor_t d)
     key_put(lc, &k, sizeof k);
 }
 
+/* What both convolution calls share: input, filter, convolution, algorithm, workspace size. */
+static void key_conv_call(cgj_libcall_t *lc, cudnnTensorDescriptor_t xd, cudnnFilterDescriptor_t wd,
+                          cudnnConvolutionDescriptor_t cd, cudnnConvolutionFwdAlgo_t algo, size_t wsbytes)
+{
+    key_tensor(lc, xd);
+    key_filter(lc, wd);
+    key_conv(lc, cd);
+    key_i64(lc, algo), key_i64(lc, (int64_t)wsbytes);
+}
+
 /* Scaling factors are host values: double for double tensors, float otherwise. */
 static void key_scale(cgj_libcall_t *lc, const void *p, cudnnDataType_t dt)
 {
@@ -168,11 +149,8 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const 
                                       const cudnnTensorDescriptor_t yd, void *y)
 {
     DNN_PROLOGUE(cudnnConvolutionForward, h, alpha, xd, x, wd, w, cd, algo, ws, wsbytes, beta, yd, y);
-    key_tensor(&lc, xd);
-    key_filter(&lc, wd);
-    key_conv(&lc, cd);
+    key_conv_call(&lc, xd, wd, cd, algo, wsbytes);
     cudnnDataType_t dt = key_tensor(&lc, yd);
-    key_i64(&lc, algo), key_i64(&lc, (int64_t)wsbytes);
     key_scale(&lc, alpha, dt), key_scale(&lc, beta, dt);
     arg_put(&lc, x), arg_put(&lc, w), arg_put(&lc, ws), arg_put(&lc, y);
     DNN_RUN(cudnnConvolutionForward, h, alpha, xd, x, wd, w, cd, algo, ws, wsbytes, beta, yd, y);
@@ -187,14 +165,11 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
 {
     DNN_PROLOGUE(cudnnConvolutionBiasActivationForward, h, alpha1, xd, x, wd, w, cd, algo, ws, wsbytes, alpha2,
                  zd, z, bd, bias, ad, yd, y);
-    key_tensor(&lc, xd);
-    key_filter(&lc, wd);
-    key_conv(&lc, cd);
+    key_conv_call(&lc, xd, wd, cd, algo, wsbytes);
     key_tensor(&lc, zd);
     key_tensor(&lc, bd);
     key_activation(&lc, ad);
     cudnnDataType_t dt = key_tensor(&lc, yd);
-    key_i64(&lc, algo), key_i64(&lc, (int64_t)wsbytes);
     key_scale(&lc, alpha1, dt), key_scale(&lc, alpha2, dt);
     arg_put(&lc, x), arg_put(&lc, w), arg_put(&lc, ws), arg_put(&lc, z), arg_put(&lc, bias), arg_put(&lc, y);
     DNN_RUN(cudnnConvolutionBiasActivationForward, h, alpha1, xd, x, wd, w, cd, algo, ws, wsbytes, alpha2, zd, z,
@@ -423,20 +398,8 @@ cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t d)
 
 /* ---- handles ---- */
 
-cudnnStatus_t cudnnCreate(cudnnHandle_t *h)
-{
-    LIB_REAL(cudnnCreate, CUDNN_STATUS_NOT_INITIALIZED);
-    cudnnStatus_t r = real_(h);
-    if (r == CUDNN_STATUS_SUCCESS && h) cgj_lib_gen_bump(*h);
-    return r;
-}
-
-cudnnStatus_t cudnnDestroy(cudnnHandle_t h)
-{
-    LIB_REAL(cudnnDestroy, CUDNN_STATUS_NOT_INITIALIZED);
-    cgj_lib_gen_drop(h);
-    return real_(h);
-}
+LIB_CREATE(cudnnStatus_t, cudnnCreate, cudnnHandle_t, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_NOT_INITIALIZED)
+LIB_DESTROY(cudnnStatus_t, cudnnDestroy, cudnnHandle_t, CUDNN_STATUS_NOT_INITIALIZED)
 
 cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s)
 {
