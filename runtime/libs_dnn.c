@@ -4,7 +4,8 @@
  * Descriptors are read back by content on every call with cuDNN's getters, never trusted by
  * handle: programs reuse and modify one descriptor object for many calls. Scaling factors
  * (alpha, beta) are host values in cuDNN: float, or double for double tensors. The handle's
- * key is its address, generation (cudnnCreate, cudnnSetStream) and stream.
+ * key is its address and generation (cudnnCreate, cudnnSetStream), and its stream where cgjit
+ * did not see it created.
  *
  * cudnnBackendExecute: an execution plan cannot change once finalized, so it is keyed by
  * address and generation (cudnnBackendFinalize, cudnnBackendDestroyDescriptor); the variant
@@ -32,15 +33,18 @@ LIB_DEFINE_GETTERS(DNN_GETTERS)
 
 #define OK(expr) ((expr) == CUDNN_STATUS_SUCCESS)
 
+/* A handle cgjit saw created has a generation, and cudnnSetStream (its only setter) gives it a
+ * new one: the generation stands for the stream. Others have their stream read back. */
 static void dnn_handle(cgj_libcall_t *lc, cudnnHandle_t h)
 {
     cudaStream_t s = NULL;
+    uint64_t gen = cgj_lib_gen(h);
     if (!getters_ready()) lib_never(lc, "cuDNN's descriptor getters are missing");
-    else if (!h || !OK(g_cudnnGetStream(h, &s))) lib_never(lc, "its handle cannot be read");
+    else if (!h || (!gen && !OK(g_cudnnGetStream(h, &s)))) lib_never(lc, "its handle cannot be read");
     struct {
         const void *h, *s;
         uint64_t gen;
-    } k = {h, s, cgj_lib_gen(h)};
+    } k = {h, s, gen};
     key_put(lc, &k, sizeof k);
 }
 
@@ -109,7 +113,7 @@ static void key_activation(cgj_libcall_t *lc, cudnnActivationDescriptor_t d)
         cudnnActivationMode_t mode;
         cudnnNanPropagation_t nan;
         if (!OK(g_cudnnGetActivationDescriptor(d, &mode, &nan, &k.coef)) ||
-            !OK(g_cudnnGetActivationDescriptorSwishBeta(d, &k.swish)))
+            (mode == CUDNN_ACTIVATION_SWISH && !OK(g_cudnnGetActivationDescriptorSwishBeta(d, &k.swish))))
             lib_never(lc, "an activation descriptor cannot be read");
         else
             k.mode = mode, k.nan = nan;
