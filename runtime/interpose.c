@@ -48,8 +48,13 @@ __attribute__((constructor)) NO_SANITIZE static void find_real_dlsym(void)
 
 void *cgj_real_next(const char *name)
 {
+    return cgj_real_sym(RTLD_NEXT, name);
+}
+
+void *cgj_real_sym(void *handle, const char *name)
+{
     if (!real_dlsym) find_real_dlsym();
-    return real_dlsym ? real_dlsym(RTLD_NEXT, name) : NULL;
+    return real_dlsym ? real_dlsym(handle, name) : NULL;
 }
 
 static unsigned slot_of(const void *p)

@@ -3,18 +3,48 @@
  */
 #include "runtime/libs.h"
 
+#include <cublas_api.h>
+#include <dlfcn.h>
 #include <library_types.h>
 #include <pthread.h>
 #include <stdio.h>
+#if __has_include(<cudnn_version.h>)
+#include <cudnn_version.h>
+#endif
 
 __thread int cgj_lib_depth;
 
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+/* The library a wrapped function belongs to, by the sonames of the headers cgjit was built with. */
+static const char *const *library_of(const char *name)
+{
+    static const char *const lt[] = {"libcublasLt.so." STR(CUBLAS_VER_MAJOR), "libcublasLt.so", NULL};
+    static const char *const blas[] = {"libcublas.so." STR(CUBLAS_VER_MAJOR), "libcublas.so", NULL};
+#ifdef CUDNN_MAJOR
+    static const char *const dnn[] = {"libcudnn.so." STR(CUDNN_MAJOR), "libcudnn.so", NULL};
+#else
+    static const char *const dnn[] = {"libcudnn.so", NULL};
+#endif
+    if (!strncmp(name, "cublasLt", 8)) return lt;
+    if (!strncmp(name, "cublas", 6)) return blas;
+    return dnn;
+}
+
+/* The real function: the next definition in lookup order; else, when the program does not load
+ * the library itself (linked with --as-needed, its calls all bound to libcgjit's exports, the
+ * linker drops it), from the library loaded here. */
 void *cgj_lib_resolve(const char *name)
 {
     void *p = cgj_real_next(name);
+    for (const char *const *so = library_of(name); !p && *so; so++) {
+        void *h = dlopen(*so, RTLD_NOW | RTLD_LOCAL);
+        if (h) p = cgj_real_sym(h, name);
+    }
     if (!p)
-        fprintf(stderr, "cgjit: error: %s: no definition after libcgjit in the lookup order (is the "
-                        "library loaded after libcgjit?)\n", name);
+        fprintf(stderr, "cgjit: error: %s: not found after libcgjit in the lookup order, nor in %s\n", name,
+                library_of(name)[0]);
     return p;
 }
 

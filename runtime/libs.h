@@ -38,7 +38,7 @@ void *cgj_lib_resolve(const char *name);
 /* The getters a wrapper file reads descriptors and handles with: LIST(X) names them, X(fn) each;
  * getters_ready() resolves them all once and says whether every one was found. */
 #define LIB_GETTER(fn) static __typeof__(fn) *g_##fn;
-#define LIB_RESOLVE_ONE(fn) ok_ &= (g_##fn = (__typeof__(fn) *)cgj_real_next(#fn)) != NULL;
+#define LIB_RESOLVE_ONE(fn) ok_ &= (g_##fn = (__typeof__(fn) *)cgj_lib_resolve(#fn)) != NULL;
 #define LIB_DEFINE_GETTERS(LIST)                                   \
     LIST(LIB_GETTER)                                               \
     static bool getters_ready(void)                                \

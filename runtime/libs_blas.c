@@ -334,7 +334,7 @@ static void lt_desc_attr(cgj_libcall_t *lc, cublasLtMatmulDesc_t d, cublasLtMatm
     size_t written = 0;
     if (!g_cublasLtMatmulDescGetAttribute)
         g_cublasLtMatmulDescGetAttribute =
-            (__typeof__(cublasLtMatmulDescGetAttribute) *)cgj_real_next("cublasLtMatmulDescGetAttribute");
+            (__typeof__(cublasLtMatmulDescGetAttribute) *)cgj_lib_resolve("cublasLtMatmulDescGetAttribute");
     if (!g_cublasLtMatmulDescGetAttribute || g_cublasLtMatmulDescGetAttribute(d, a, v, n, &written))
         lib_never(lc, "its matmul descriptor cannot be read");
 }

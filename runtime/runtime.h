@@ -25,5 +25,7 @@ unsigned cgj_wrappers_list(cgj_wrap_entry_t *out, unsigned cap);
 
 /* The definition of `name` next after libcgjit in the lookup order (RTLD_NEXT), or NULL. */
 void *cgj_real_next(const char *name);
+/* The real dlsym(handle, name), past cgjit's own dlsym. */
+void *cgj_real_sym(void *handle, const char *name);
 
 #endif /* CGJ_RUNTIME_H */
