@@ -168,21 +168,6 @@ static void axpy_body(void **params, float alpha)
     for (int i = 0; i < n; i++) y[at(i, n, incy)] += alpha * x[at(i, n, incx)];
 }
 
-/* (ws, n, alpha, x, incx, y, incy) */
-static void k_axpy_h(void **params, const unsigned grid[3], const unsigned block[3], unsigned smem)
-{
-    UNUSED_DIMS;
-    ws_touch(params, K_AXPY_H);
-    axpy_body(params, P(float, 2));
-}
-
-static void k_axpy_d(void **params, const unsigned grid[3], const unsigned block[3], unsigned smem)
-{
-    UNUSED_DIMS;
-    ws_touch(params, K_AXPY_D);
-    axpy_body(params, *P(const float *, 2));
-}
-
 static void scal_body(void **params, float alpha)
 {
     int n = P(int, 1), incx = P(int, 4);
@@ -190,20 +175,24 @@ static void scal_body(void **params, float alpha)
     for (int i = 0; i < n; i++) x[(long)i * incx] *= alpha;
 }
 
-/* (ws, n, alpha, x, incx), incx > 0 */
-static void k_scal_h(void **params, const unsigned grid[3], const unsigned block[3], unsigned smem)
-{
-    UNUSED_DIMS;
-    ws_touch(params, K_SCAL_H);
-    scal_body(params, P(float, 2));
-}
+/* A kernel whose alpha is parameter 2: by value in host pointer mode (ALPHA_HOST), a device
+ * pointer read when the kernel runs in device pointer mode (ALPHA_DEVICE). */
+#define ALPHA_HOST P(float, 2)
+#define ALPHA_DEVICE (*P(const float *, 2))
+#define ALPHA_KERNEL(name, id, body, alpha)                                                        \
+    static void name(void **params, const unsigned grid[3], const unsigned block[3], unsigned smem) \
+    {                                                                                              \
+        UNUSED_DIMS;                                                                               \
+        ws_touch(params, id);                                                                      \
+        body(params, alpha);                                                                       \
+    }
 
-static void k_scal_d(void **params, const unsigned grid[3], const unsigned block[3], unsigned smem)
-{
-    UNUSED_DIMS;
-    ws_touch(params, K_SCAL_D);
-    scal_body(params, *P(const float *, 2));
-}
+/* (ws, n, alpha, x, incx, y, incy) */
+ALPHA_KERNEL(k_axpy_h, K_AXPY_H, axpy_body, ALPHA_HOST)
+ALPHA_KERNEL(k_axpy_d, K_AXPY_D, axpy_body, ALPHA_DEVICE)
+/* (ws, n, alpha, x, incx), incx > 0 */
+ALPHA_KERNEL(k_scal_h, K_SCAL_H, scal_body, ALPHA_HOST)
+ALPHA_KERNEL(k_scal_d, K_SCAL_D, scal_body, ALPHA_DEVICE)
 
 /* (ws, n, x, incx, y, incy) */
 static void k_copy(void **params, const unsigned grid[3], const unsigned block[3], unsigned smem)
@@ -392,67 +381,32 @@ FB_API cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
     return st;
 }
 
-FB_API cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId)
-{
-    CHECK_HANDLE(handle);
-    handle->stream = (CUstream)streamId;
-    return CUBLAS_STATUS_SUCCESS;
-}
+/* cublasSet<X>/cublasGet<X> of a setting the handle keeps in `field`: the set function stores a
+ * value that `valid` accepts, the get function reads it back. */
+#define HANDLE_SETTING(set_fn, get_fn, type, field, valid)                      \
+    FB_API cublasStatus_t set_fn(cublasHandle_t handle, type value)             \
+    {                                                                           \
+        CHECK_HANDLE(handle);                                                   \
+        if (!(valid)) return CUBLAS_STATUS_INVALID_VALUE;                       \
+        handle->field = value;                                                  \
+        return CUBLAS_STATUS_SUCCESS;                                           \
+    }                                                                           \
+    FB_API cublasStatus_t get_fn(cublasHandle_t handle, type *value)            \
+    {                                                                           \
+        CHECK_HANDLE(handle);                                                   \
+        if (!value) return CUBLAS_STATUS_INVALID_VALUE;                         \
+        *value = handle->field;                                                 \
+        return CUBLAS_STATUS_SUCCESS;                                           \
+    }
 
-FB_API cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t *streamId)
-{
-    CHECK_HANDLE(handle);
-    if (!streamId) return CUBLAS_STATUS_INVALID_VALUE;
-    *streamId = (cudaStream_t)handle->stream;
-    return CUBLAS_STATUS_SUCCESS;
-}
+HANDLE_SETTING(cublasSetStream_v2, cublasGetStream_v2, cudaStream_t, stream, true)
+HANDLE_SETTING(cublasSetPointerMode_v2, cublasGetPointerMode_v2, cublasPointerMode_t, pointer_mode,
+               value == CUBLAS_POINTER_MODE_HOST || value == CUBLAS_POINTER_MODE_DEVICE)
+HANDLE_SETTING(cublasSetMathMode, cublasGetMathMode, cublasMath_t, math_mode, true)
+HANDLE_SETTING(cublasSetAtomicsMode, cublasGetAtomicsMode, cublasAtomicsMode_t, atomics_mode,
+               value == CUBLAS_ATOMICS_NOT_ALLOWED || value == CUBLAS_ATOMICS_ALLOWED)
 
-FB_API cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t mode)
-{
-    CHECK_HANDLE(handle);
-    if (mode != CUBLAS_POINTER_MODE_HOST && mode != CUBLAS_POINTER_MODE_DEVICE) return CUBLAS_STATUS_INVALID_VALUE;
-    handle->pointer_mode = mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-FB_API cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t *mode)
-{
-    CHECK_HANDLE(handle);
-    if (!mode) return CUBLAS_STATUS_INVALID_VALUE;
-    *mode = handle->pointer_mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-FB_API cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode)
-{
-    CHECK_HANDLE(handle);
-    handle->math_mode = mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-FB_API cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t *mode)
-{
-    CHECK_HANDLE(handle);
-    if (!mode) return CUBLAS_STATUS_INVALID_VALUE;
-    *mode = handle->math_mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-FB_API cublasStatus_t cublasSetAtomicsMode(cublasHandle_t handle, cublasAtomicsMode_t mode)
-{
-    CHECK_HANDLE(handle);
-    if (mode != CUBLAS_ATOMICS_NOT_ALLOWED && mode != CUBLAS_ATOMICS_ALLOWED) return CUBLAS_STATUS_INVALID_VALUE;
-    handle->atomics_mode = mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-FB_API cublasStatus_t cublasGetAtomicsMode(cublasHandle_t handle, cublasAtomicsMode_t *mode)
-{
-    CHECK_HANDLE(handle);
-    if (!mode) return CUBLAS_STATUS_INVALID_VALUE;
-    *mode = handle->atomics_mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
+#undef HANDLE_SETTING
 
 /* The caller's workspace replaces the handle's (whose own is freed); NULL and 0 go back to a
  * workspace of the handle's own. */

@@ -35,25 +35,17 @@
  */
 #include <cublasLt.h>
 #include <cublas_v2.h>
-#include <cuda_runtime.h>
 #ifndef GPU_LIBS_NO_CUDNN
 #include <cudnn.h>
 #endif
 
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "cgjit.h"
+#include "gpu_common.h"
 
 enum {
     STEPS = 200,
     NBUF = 16,          /* device buffers per set */
     BUF_FLOATS = 8192,  /* floats per buffer */
     NHOST = 4,          /* host floats a step may leave as outputs */
-    MAX_REPORTED = 12,
     BLOCK = 256,
     GRID = 32
 };
@@ -68,39 +60,9 @@ enum { VEC = 4096 };
 
 static const float ONE = 1.0f, ZERO = 0.0f, HALF = 0.5f, QUARTER = 0.25f, THREE_QUARTERS = 0.75f;
 
-static const char *scenario_name = "?";
-static int problems;
-static char first_problem[512]; /* repeated on the FAIL line */
-static bool correctness_only;   /* GPU_LIBS_CORRECTNESS_ONLY=1 */
+static bool correctness_only; /* GPU_LIBS_CORRECTNESS_ONLY=1 */
 
-/* A problem: printed at once (the first MAX_REPORTED), counted always. */
-static void problem(const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (++problems <= MAX_REPORTED)
-        printf("error: %s\n", msg);
-    else if (problems == MAX_REPORTED + 1)
-        printf("error: (further problems counted, not printed)\n");
-    if (problems == 1)
-        memcpy(first_problem, msg, sizeof msg);
-}
-
-static void fail_now(const char *msg) {
-    printf("error: %s\n", msg);
-    printf("FAIL %s %s\n", scenario_name, msg);
-    fflush(stdout);
-    exit(1);
-}
-
-static void fatal_cuda(const char *file, int line, const char *call, cudaError_t err) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s:%d: %s: %s (%s)", file, line, call, cudaGetErrorString(err),
-             cudaGetErrorName(err));
-    fail_now(msg);
-}
+static void fail_now(const char *msg) { fail_exit(msg, NULL); }
 
 static void fatal_lib(const char *file, int line, const char *call, const char *status, int code) {
     char msg[512];
@@ -108,44 +70,22 @@ static void fatal_lib(const char *file, int line, const char *call, const char *
     fail_now(msg);
 }
 
-#define CHECK(call)                                          \
-    do {                                                     \
-        cudaError_t err_ = (call);                           \
-        if (err_ != cudaSuccess)                             \
-            fatal_cuda(__FILE__, __LINE__, #call, err_);     \
+/* A library call that must return `ok`; a failure ends the scenario, naming the call (text) and
+ * its status (status_string). */
+#define LIB_CHECK(status_t, ok, status_string, text, call)                       \
+    do {                                                                         \
+        status_t st_ = (call);                                                   \
+        if (st_ != (ok))                                                         \
+            fatal_lib(__FILE__, __LINE__, text, status_string(st_), (int)st_);   \
     } while (0)
 
 /* cuBLAS and cuBLASLt: cublasStatus_t. */
-#define BLAS(call)                                                                     \
-    do {                                                                               \
-        cublasStatus_t st_ = (call);                                                   \
-        if (st_ != CUBLAS_STATUS_SUCCESS)                                              \
-            fatal_lib(__FILE__, __LINE__, #call, cublasGetStatusString(st_), (int)st_); \
-    } while (0)
-
+#define BLAS(call) LIB_CHECK(cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublasGetStatusString, #call, call)
 #ifndef GPU_LIBS_NO_CUDNN
-#define DNN(call)                                                                    \
-    do {                                                                             \
-        cudnnStatus_t st_ = (call);                                                  \
-        if (st_ != CUDNN_STATUS_SUCCESS)                                             \
-            fatal_lib(__FILE__, __LINE__, #call, cudnnGetErrorString(st_), (int)st_); \
-    } while (0)
+#define DNN(call) LIB_CHECK(cudnnStatus_t, CUDNN_STATUS_SUCCESS, cudnnGetErrorString, #call, call)
 #endif
 
-static const char *state_name(int state) {
-    switch (state) {
-#define STATE_CASE(name, doc) \
-    case CGJ_STATE_##name:    \
-        return #name;
-        CGJ_STATE_LIST(STATE_CASE)
-#undef STATE_CASE
-    }
-    return "?";
-}
-
 /* ---- kernels (grid-stride) ------------------------------------------------------------------ */
-
-#define FOR_EACH(i, n) for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
 
 /* The step's inputs: values in [-1, 1) on a 1/512 grid, a hash of (i, step, salt). */
 __global__ void k_fill(float *x, int n, int step, int salt) {
@@ -918,14 +858,6 @@ static void check_expectations(const scenario_t *sc, const cgj_trace_info_t *in,
 
 /* ---- the runner ----------------------------------------------------------------------------- */
 
-static void random_init(float *init, size_t n) {
-    uint64_t seed = 0x2545f4914f6cdd1dull;
-    for (size_t i = 0; i < n; i++) { /* xorshift64*: uniform in [-1, 1) */
-        seed ^= seed >> 12, seed ^= seed << 25, seed ^= seed >> 27;
-        init[i] = (float)((seed * 0x2545f4914f6cdd1dull) >> 40) / (float)(1u << 23) - 1.0f;
-    }
-}
-
 /* After a step, outside the markers: wait for the stream, then copy the outputs. */
 static void copy_outputs(const scenario_t *sc, const set_t *s, float *out) {
     CHECK(cudaStreamSynchronize(g.stream));
@@ -935,18 +867,15 @@ static void copy_outputs(const scenario_t *sc, const set_t *s, float *out) {
     memcpy(out + (size_t)sc->nout * BUF_FLOATS, s->host, (size_t)sc->nhost * sizeof(float));
 }
 
-static void report_mismatch(const scenario_t *sc, int step, const float *want_, const float *got, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&want_[i], &got[i], sizeof(float))) {
-            size_t dev = (size_t)sc->nout * BUF_FLOATS;
-            if (i < dev)
-                problem("step %d: output differs first at buffer d[%zu] [%zu]: eager %.9g, traced %.9g", step,
-                        i / BUF_FLOATS, i % BUF_FLOATS, want_[i], got[i]);
-            else
-                problem("step %d: output differs first at host value %zu: eager %.9g, traced %.9g", step, i - dev,
-                        want_[i], got[i]);
-            return;
-        }
+/* The first differing float, at index i, of a step's outputs. */
+static void report_mismatch(const scenario_t *sc, int step, const float *want_, const float *got, size_t i) {
+    size_t dev = (size_t)sc->nout * BUF_FLOATS;
+    if (i < dev)
+        problem("step %d: output differs first at buffer d[%zu] [%zu]: eager %.9g, traced %.9g", step,
+                i / BUF_FLOATS, i % BUF_FLOATS, want_[i], got[i]);
+    else
+        problem("step %d: output differs first at host value %zu: eager %.9g, traced %.9g", step, i - dev, want_[i],
+                got[i]);
 }
 
 static int run(const scenario_t *sc) {
@@ -970,9 +899,7 @@ static int run(const scenario_t *sc) {
             sc->between(k);
         sc->step(&eager_set, k);
         copy_outputs(sc, &eager_set, eager + k * per_step);
-        /* A step that changes nothing would let a replay that does nothing pass. */
-        if (k > 0 && !memcmp(eager + k * per_step, eager + (k - 1) * per_step, per_step * sizeof(float)))
-            problem("eager step %d left the outputs unchanged: the scenario tests nothing", k);
+        expect_step_changes(eager, k, per_step, "outputs");
     }
 
     char anchor[128];
@@ -989,11 +916,11 @@ static int run(const scenario_t *sc) {
         if (rc != CGJ_OK)
             problem("step %d: cgj_trace_end() returned %d (%s)", k, rc, cgj_strerror(rc));
         copy_outputs(sc, &traced_set, got);
-        if (memcmp(eager + k * per_step, got, per_step * sizeof(float)) && differing++ == 0)
-            report_mismatch(sc, k, eager + k * per_step, got, per_step);
+        size_t first = compare_step(eager + k * per_step, got, per_step, &differing);
+        if (first < per_step)
+            report_mismatch(sc, k, eager + k * per_step, got, first);
     }
-    if (differing)
-        problem("%d of %d traced steps differ from eager", differing, STEPS);
+    report_differing(differing, STEPS);
 
     cgj_trace_info_t in;
     cgj_stats_t st;
@@ -1011,11 +938,7 @@ static int run(const scenario_t *sc) {
            in.segments, in.variants, in.ops, in.kernels, (unsigned long long)in.runs,
            (unsigned long long)st.lib_calls, (unsigned long long)st.lib_absorbed,
            (unsigned long long)st.lib_relearned, sc->calls, in.reason);
-    printf("stats:");
-#define STATS_PRINT(field, doc) printf(" %s=%llu", #field, (unsigned long long)st.field);
-    CGJ_STATS_LIST(STATS_PRINT)
-#undef STATS_PRINT
-    printf("\n");
+    print_stats(&st);
     check_expectations(sc, &in, &st);
 
     set_free(&eager_set);
@@ -1033,12 +956,7 @@ static int run(const scenario_t *sc) {
     return 0;
 }
 
-static void usage(FILE *f, const char *argv0) {
-    fprintf(f, "usage: %s SCENARIO | --list\nscenarios:", argv0);
-    for (int i = 0; i < NSCENARIOS; i++)
-        fprintf(f, " %s", SCENARIOS[i].name);
-    fprintf(f, "\n");
-}
+static const char *scenario_at(int i) { return SCENARIOS[i].name; }
 
 int main(int argc, char **argv) {
     if (argc == 2 && !strcmp(argv[1], "--list")) {
@@ -1046,22 +964,10 @@ int main(int argc, char **argv) {
             printf("%s\n", SCENARIOS[i].name);
         return 0;
     }
-    if (argc != 2) {
-        usage(stderr, argv[0]);
+    int i = scenario_arg(argc, argv, "SCENARIO | --list", scenario_at, NSCENARIOS);
+    if (i < 0)
         return 2;
-    }
-    const scenario_t *sc = NULL;
-    for (int i = 0; i < NSCENARIOS; i++)
-        if (!strcmp(argv[1], SCENARIOS[i].name))
-            sc = &SCENARIOS[i];
-    if (!sc) {
-        fprintf(stderr, "%s: unknown scenario %s\n", argv[0], argv[1]);
-        usage(stderr, argv[0]);
-        return 2;
-    }
-    scenario_name = sc->name;
-    /* Line-buffered: a crash still leaves everything printed so far. */
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    const scenario_t *sc = &SCENARIOS[i];
 #ifdef GPU_LIBS_NO_CUDNN
     if (sc->needs & NEED_DNN) {
         printf("SKIP %s cuDNN not built\n", sc->name);
@@ -1071,11 +977,9 @@ int main(int argc, char **argv) {
     const char *co = getenv("GPU_LIBS_CORRECTNESS_ONLY");
     correctness_only = co && co[0] && strcmp(co, "0") != 0;
 
-    int dev, driver, blas_major = 0, blas_minor = 0, blas_patch = 0;
-    cudaDeviceProp prop;
-    CHECK(cudaGetDevice(&dev));
-    CHECK(cudaGetDeviceProperties(&prop, dev));
-    CHECK(cudaDriverGetVersion(&driver));
+    char gpu[512];
+    describe_gpu(gpu, sizeof gpu);
+    int blas_major = 0, blas_minor = 0, blas_patch = 0;
     cublasGetProperty(MAJOR_VERSION, &blas_major);
     cublasGetProperty(MINOR_VERSION, &blas_minor);
     cublasGetProperty(PATCH_LEVEL, &blas_patch);
@@ -1083,9 +987,8 @@ int main(int argc, char **argv) {
 #ifndef GPU_LIBS_NO_CUDNN
     snprintf(dnn_version, sizeof dnn_version, "%zu", cudnnGetVersion());
 #endif
-    printf("gpu_libs %s: GPU %s (sm_%d%d), CUDA driver %d.%d, cuBLAS %d.%d.%d, cuDNN %s, %d steps, "
-           "%d library calls per step%s\n",
-           sc->name, prop.name, prop.major, prop.minor, driver / 1000, driver % 1000 / 10, blas_major, blas_minor,
-           blas_patch, dnn_version, STEPS, sc->calls, correctness_only ? ", correctness only" : "");
+    printf("gpu_libs %s: %s, cuBLAS %d.%d.%d, cuDNN %s, %d steps, %d library calls per step%s\n", sc->name, gpu,
+           blas_major, blas_minor, blas_patch, dnn_version, STEPS, sc->calls,
+           correctness_only ? ", correctness only" : "");
     return run(sc);
 }

@@ -17,67 +17,15 @@
  * per-thread default stream. All kernels use grid-stride loops, so that a launch with another
  * grid computes the same values (side_exit relies on it).
  */
-#include <cuda_runtime.h>
-
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "cgjit.h"
+#define GPU_CUDA_FAIL_SUMMARY "(CUDA error)"
+#include "gpu_common.h"
 
 #ifndef CGJ_GPU_FLAVOUR
 #define CGJ_GPU_FLAVOUR "unknown"
 #endif
 
-enum { N = 4096, BLOCK = 256, GRID = N / BLOCK, NBUF = 4, STEPS = 1000, MAX_REPORTED = 12 };
+enum { N = 4096, BLOCK = 256, GRID = N / BLOCK, NBUF = 4, STEPS = 1000 };
 static const size_t BYTES = N * sizeof(float);
-
-static const char *scenario_name = "?";
-static int problems;
-static char first_problem[512]; /* repeated on the FAIL line */
-
-/* A problem: printed at once (the first MAX_REPORTED), counted always. */
-static void problem(const char *fmt, ...) {
-    if (++problems <= MAX_REPORTED) {
-        char msg[512];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-        printf("error: %s\n", msg);
-        if (problems == 1)
-            memcpy(first_problem, msg, sizeof msg);
-    } else if (problems == MAX_REPORTED + 1) {
-        printf("error: (further problems counted, not printed)\n");
-    }
-}
-
-static void fatal_cuda(const char *file, int line, const char *call, cudaError_t err) {
-    printf("error: %s:%d: %s: %s (%s)\n", file, line, call, cudaGetErrorString(err), cudaGetErrorName(err));
-    printf("FAIL %s (CUDA error)\n", scenario_name);
-    fflush(stdout);
-    exit(1);
-}
-
-#define CHECK(call)                                               \
-    do {                                                          \
-        cudaError_t err_ = (call);                                \
-        if (err_ != cudaSuccess)                                  \
-            fatal_cuda(__FILE__, __LINE__, #call, err_);          \
-    } while (0)
-
-static const char *state_name(int state) {
-    switch (state) {
-#define STATE_CASE(name, doc) \
-    case CGJ_STATE_##name:    \
-        return #name;
-        CGJ_STATE_LIST(STATE_CASE)
-#undef STATE_CASE
-    }
-    return "?";
-}
 
 static const char *status_name(int status) {
     switch (status) {
@@ -96,8 +44,6 @@ static void expect_status(int got, int want, const char *what) {
 }
 
 /* ---- kernels (grid-stride: any grid computes the same values) ------------------------------ */
-
-#define FOR_EACH(i, n) for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
 
 __global__ void k_affine(float *x, float a, float b, int n) {
     FOR_EACH(i, n) x[i] = a * x[i] + b;
@@ -491,23 +437,10 @@ static void traced_step(const scenario_t *sc, set_t *s, int step) {
     expect_status(cgj_trace_end(), CGJ_OK, "cgj_trace_end");
 }
 
-static void random_init(float init[NBUF][N]) {
-    uint64_t seed = 0x2545f4914f6cdd1dull;
-    for (int b = 0; b < NBUF; b++)
-        for (int i = 0; i < N; i++) { /* xorshift64*: uniform in [-1, 1) */
-            seed ^= seed >> 12, seed ^= seed << 25, seed ^= seed >> 27;
-            init[b][i] = (float)((seed * 0x2545f4914f6cdd1dull) >> 40) / (float)(1u << 23) - 1.0f;
-        }
-}
-
-/* Report the first differing float of a step's result. */
-static void report_mismatch(int step, const float *want, const float *got, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&want[i], &got[i], sizeof(float))) {
-            problem("step %d: result differs first at buffer %zu [%zu]: eager %.9g, traced %.9g", step, i / N,
-                    i % N, want[i], got[i]);
-            return;
-        }
+/* The first differing float, at index i, of a step's result. */
+static void report_mismatch(int step, const float *want, const float *got, size_t i) {
+    problem("step %d: result differs first at buffer %zu [%zu]: eager %.9g, traced %.9g", step, i / N, i % N, want[i],
+            got[i]);
 }
 
 static void print_figures(const char *name, const cgj_trace_info_t *in, const cgj_stats_t *st) {
@@ -516,16 +449,12 @@ static void print_figures(const char *name, const cgj_trace_info_t *in, const cg
            name, state_name(in->state), (unsigned long long)in->replays, (unsigned long long)in->side_exits,
            in->segments, in->varying_slots, (unsigned long long)in->runs, in->variants, in->ops, in->kernels,
            in->record_failures, in->reason);
-    printf("stats:");
-#define STATS_PRINT(field, doc) printf(" %s=%llu", #field, (unsigned long long)st->field);
-    CGJ_STATS_LIST(STATS_PRINT)
-#undef STATS_PRINT
-    printf("\n");
+    print_stats(st);
 }
 
 static int run(const scenario_t *sc) {
     static float init[NBUF][N];
-    random_init(init);
+    random_init(&init[0][0], (size_t)NBUF * N);
     set_t eager_set, traced_set;
     set_init(&eager_set, init);
     set_init(&traced_set, init);
@@ -540,9 +469,7 @@ static int run(const scenario_t *sc) {
     for (int i = 0; i < STEPS; i++) {
         sc->step(&eager_set, i);
         copy_result(&eager_set, sc->nbuf, eager + i * per_step);
-        /* A step that changes nothing would let a replay that does nothing pass. */
-        if (i > 0 && !memcmp(eager + i * per_step, eager + (i - 1) * per_step, per_step * sizeof(float)))
-            problem("eager step %d left the result unchanged: the scenario tests nothing", i);
+        expect_step_changes(eager, i, per_step, "result");
     }
 
     int differing = 0;
@@ -551,13 +478,11 @@ static int run(const scenario_t *sc) {
     for (int i = 0; i < STEPS; i++) {
         traced_step(sc, &traced_set, i);
         copy_result(&traced_set, sc->nbuf, got);
-        if (memcmp(eager + i * per_step, got, per_step * sizeof(float))) {
-            if (differing++ == 0)
-                report_mismatch(i, eager + i * per_step, got, per_step);
-        }
+        size_t first = compare_step(eager + i * per_step, got, per_step, &differing);
+        if (first < per_step)
+            report_mismatch(i, eager + i * per_step, got, first);
     }
-    if (differing)
-        problem("%d of %d traced steps differ from eager", differing, STEPS);
+    report_differing(differing, STEPS);
 
     cgj_trace_info_t in;
     cgj_stats_t st;
@@ -582,43 +507,21 @@ static int run(const scenario_t *sc) {
     return 0;
 }
 
-static void usage(FILE *f, const char *argv0) {
-    fprintf(f, "usage: %s SCENARIO\nscenarios:", argv0);
-    for (int i = 0; i < NSCENARIOS; i++)
-        fprintf(f, " %s", SCENARIOS[i].name);
-    fprintf(f, "\n");
-}
+static const char *scenario_at(int i) { return SCENARIOS[i].name; }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        usage(stderr, argv[0]);
+    int i = scenario_arg(argc, argv, "SCENARIO", scenario_at, NSCENARIOS);
+    if (i < 0)
         return 2;
-    }
-    const scenario_t *sc = NULL;
-    for (int i = 0; i < NSCENARIOS; i++)
-        if (!strcmp(argv[1], SCENARIOS[i].name))
-            sc = &SCENARIOS[i];
-    if (!sc) {
-        fprintf(stderr, "%s: unknown scenario %s\n", argv[0], argv[1]);
-        usage(stderr, argv[0]);
-        return 2;
-    }
-    scenario_name = sc->name;
-    /* Unbuffered lines: a crash still leaves everything printed so far. */
-    setvbuf(stdout, NULL, _IOLBF, 0);
-
-    int dev, driver;
-    cudaDeviceProp prop;
-    CHECK(cudaGetDevice(&dev));
-    CHECK(cudaGetDeviceProperties(&prop, dev));
-    CHECK(cudaDriverGetVersion(&driver));
+    const scenario_t *sc = &SCENARIOS[i];
+    char gpu[512];
+    describe_gpu(gpu, sizeof gpu);
 #ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
     const char *ptds = "per-thread";
 #else
     const char *ptds = "legacy";
 #endif
-    printf("gpu_scenarios %s: flavour %s (%s default stream), GPU %s (sm_%d%d), CUDA driver %d.%d, %d steps\n",
-           sc->name, CGJ_GPU_FLAVOUR, ptds, prop.name, prop.major, prop.minor, driver / 1000, driver % 1000 / 10,
+    printf("gpu_scenarios %s: flavour %s (%s default stream), %s, %d steps\n", sc->name, CGJ_GPU_FLAVOUR, ptds, gpu,
            STEPS);
     return run(sc);
 }

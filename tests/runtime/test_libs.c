@@ -92,6 +92,7 @@ typedef struct scenario {
 } scenario_t;
 
 typedef struct outcome {
+    const char *name;          /* the scenario's, its trace's anchor */
     long calls[STEPS];         /* fakecublas_calls() growth during each traced step */
     cgj_stats_t eager, traced; /* cgjit's counters after each half */
 } outcome_t;
@@ -146,6 +147,7 @@ static void run(const scenario_t *sc, outcome_t *out)
         bset_alloc(&e[k]);
         bset_alloc(&t[k]);
     }
+    out->name = sc->name;
     for (int s = 0; s < STEPS; s++) {
         bset_t *b = &e[s % sc->nsets];
         if (sc->before) sc->before(s, b);
@@ -212,13 +214,35 @@ static const char *steps_over(const outcome_t *o, int from, bool (*pred)(int s),
     return buf;
 }
 
+/* On the steps pred accepts (from `from` on; all if NULL), the library ran at most `most` times;
+ * why: what a step over that means. */
+static void expect_at_most(const outcome_t *o, int from, bool (*pred)(int s), long most, const char *why)
+{
+    const char *bad = steps_over(o, from, pred, most);
+    cr_expect(!*bad, "%s: %s (step:calls): %s", o->name, why, bad);
+}
+
 /* On the steps pred accepts (from `from` on), every call had the key it had on the step before:
  * all of them should be absorbed. */
-static void expect_absorbed(const char *name, const outcome_t *o, int from, bool (*pred)(int s))
+static void expect_absorbed(const outcome_t *o, int from, bool (*pred)(int s))
 {
-    const char *bad = steps_over(o, from, pred, 0);
-    cr_expect(!*bad, "%s: the library ran on steps where every call had its recorded key and should "
-              "have been absorbed (step:calls): %s", name, bad);
+    expect_at_most(o, from, pred, 0,
+                   "the library ran on steps where every call had its recorded key and should have been absorbed");
+}
+
+/* The library ran on traced steps first, first + every, ...; why: why it had to. */
+static void expect_ran_every(const outcome_t *o, int first, int every, const char *why)
+{
+    for (int s = first; s < STEPS; s += every)
+        cr_assert_geq(o->calls[s], 1, "step %d: %s, the library did not run", s, why);
+}
+
+/* The library did not run during the last 20 traced steps; why: why it should not. */
+static void expect_quiet_end(const outcome_t *o, const char *why)
+{
+    cr_assert_eq(calls_between(o, STEPS - 20, STEPS), 0,
+                 "the library ran %ld times during the last 20 traced steps (%s)", calls_between(o, STEPS - 20, STEPS),
+                 why);
 }
 
 /* Expectations on cgjit hold only where it traces. */
@@ -228,11 +252,31 @@ static bool cgjit_off(void)
     return g_disabled;
 }
 
-static void expect_replaying(const char *name)
+static void expect_replaying(const outcome_t *o)
 {
     cgj_trace_info_t i;
-    cr_assert_eq(cgj_trace_info(name, &i), CGJ_OK);
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s: state %d, reason: %s", name, (int)i.state, i.reason);
+    cr_assert_eq(cgj_trace_info(o->name, &i), CGJ_OK);
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s: state %d, reason: %s", o->name, (int)i.state, i.reason);
+}
+
+/* Run the scenario {name, nsets, before, step}, its traced results compared with the eager ones.
+ * Its outcome, for the expectations on cgjit; NULL where cgjit does not trace (CGJIT_DISABLE=1). */
+static const outcome_t *run_scenario(const char *name, int nsets, void (*before)(int s, bset_t *b),
+                                     void (*step)(int s, bset_t *b, float *hv))
+{
+    static outcome_t o;
+    scenario_t sc = {name, nsets, before, step};
+    run(&sc, &o);
+    return cgjit_off() ? NULL : &o;
+}
+
+/* run_scenario, for a scenario where the library's calls are absorbed: some call was. */
+static const outcome_t *run_absorbing(const char *name, int nsets, void (*before)(int s, bset_t *b),
+                                      void (*step)(int s, bset_t *b, float *hv))
+{
+    const outcome_t *o = run_scenario(name, nsets, before, step);
+    if (o) cr_assert_gt(TRACED(o, lib_absorbed), 0, "no library call was absorbed");
+    return o;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -439,21 +483,16 @@ static void before_first_stream(int s, bset_t *b)
 
 Test(runtime_libs, absorb)
 {
-    static outcome_t o;
-    scenario_t sc = {"absorb", 1, before_first_stream, mixed_step};
-    run(&sc, &o);
-    if (cgjit_off()) return;
-    expect_replaying("absorb");
-    cr_assert_gt(TRACED(&o, lib_calls), 0);
-    cr_assert_gt(TRACED(&o, lib_absorbed), 0, "no library call was absorbed");
-    cr_assert_gt(o.calls[0], 0, "the first traced step calls the library");
-    cr_assert_eq(calls_between(&o, STEPS - 20, STEPS), 0,
-                 "the library ran %ld times during the last 20 traced steps (all its calls should be absorbed)",
-                 calls_between(&o, STEPS - 20, STEPS));
+    const outcome_t *o = run_absorbing("absorb", 1, before_first_stream, mixed_step);
+    if (!o) return;
+    expect_replaying(o);
+    cr_assert_gt(TRACED(o, lib_calls), 0);
+    cr_assert_gt(o->calls[0], 0, "the first traced step calls the library");
+    expect_quiet_end(o, "all its calls should be absorbed");
     /* Nothing changes from step to step: from the first replay (step 2) on, nothing relearns. */
-    expect_absorbed("absorb", &o, 2, NULL);
-    cr_expect_eq(TRACED(&o, lib_relearned), 0, "nothing changed, yet %llu calls relearned",
-                 (unsigned long long)TRACED(&o, lib_relearned));
+    expect_absorbed(o, 2, NULL);
+    cr_expect_eq(TRACED(o, lib_relearned), 0, "nothing changed, yet %llu calls relearned",
+                 (unsigned long long)TRACED(o, lib_relearned));
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -476,20 +515,14 @@ static void alpha_step(int s, bset_t *b, float *hv)
 
 Test(runtime_libs, alpha_changes)
 {
-    static outcome_t o;
-    scenario_t sc = {"alpha", 1, before_first_stream, alpha_step};
-    run(&sc, &o);
-    if (cgjit_off()) return;
-    cr_assert_gt(TRACED(&o, lib_relearned) + TRACED(&o, side_exits), 0);
-    for (int s = 5; s < STEPS; s += 5)
-        cr_assert_geq(o.calls[s], 1, "step %d: alpha changed to %g but the library did not run", s,
-                      (double)alpha_of(s));
-    cr_assert_gt(TRACED(&o, lib_absorbed), 0, "no library call was absorbed");
+    const outcome_t *o = run_absorbing("alpha", 1, before_first_stream, alpha_step);
+    if (!o) return;
+    cr_assert_gt(TRACED(o, lib_relearned) + TRACED(o, side_exits), 0);
+    expect_ran_every(o, 5, 5, "alpha changed");
     /* Only the Saxpy's key changes, and only on those steps: Sgemm (and its nested Sscal) and
      * Scopy are absorbed throughout, the Saxpy on the other steps. */
-    const char *bad = steps_over(&o, 5, alpha_changed, 1);
-    cr_expect(!*bad, "alpha: more than the Saxpy ran on steps where only its alpha changed (step:calls): %s", bad);
-    expect_absorbed("alpha", &o, 2, alpha_unchanged);
+    expect_at_most(o, 5, alpha_changed, 1, "more than the Saxpy ran on steps where only its alpha changed");
+    expect_absorbed(o, 2, alpha_unchanged);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -521,15 +554,11 @@ static bool same_handle(int s) { return s % 7 != 0; }
 
 Test(runtime_libs, handle_recreate)
 {
-    static outcome_t o;
-    scenario_t sc = {"recreate", 1, before_recreate, mixed_step};
-    run(&sc, &o);
-    if (cgjit_off()) return;
-    cr_assert_gt(TRACED(&o, lib_absorbed), 0, "no library call was absorbed");
-    for (int s = 7; s < STEPS; s += 7)
-        cr_assert_geq(o.calls[s], 1, "step %d: first step of a new handle, the library did not run", s);
+    const outcome_t *o = run_absorbing("recreate", 1, before_recreate, mixed_step);
+    if (!o) return;
+    expect_ran_every(o, 7, 7, "first step of a new handle");
     /* The new handle's calls are learned on its first step, absorbed on the next ones. */
-    expect_absorbed("recreate", &o, 2, same_handle);
+    expect_absorbed(o, 2, same_handle);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -538,17 +567,11 @@ Test(runtime_libs, handle_recreate)
 
 Test(runtime_libs, pointers_alternate)
 {
-    static outcome_t o;
-    scenario_t sc = {"alternate", 2, before_first_stream, mixed_step};
-    run(&sc, &o);
-    if (cgjit_off()) return;
-    cr_assert_gt(TRACED(&o, lib_absorbed), 0, "no library call was absorbed");
-    cr_assert_eq(calls_between(&o, STEPS - 20, STEPS), 0,
-                 "the library ran %ld times during the last 20 traced steps: pointer arguments alone "
-                 "should not stop absorption",
-                 calls_between(&o, STEPS - 20, STEPS));
+    const outcome_t *o = run_absorbing("alternate", 2, before_first_stream, mixed_step);
+    if (!o) return;
+    expect_quiet_end(o, "pointer arguments alone should not stop absorption");
     /* The two parities differ in pointers only, and the first two runs saw both. */
-    expect_absorbed("alternate", &o, 2, NULL);
+    expect_absorbed(o, 2, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -569,17 +592,12 @@ static void dot_step(int s, bset_t *b, float *hv)
 
 Test(runtime_libs, dot_host)
 {
-    static outcome_t o;
-    scenario_t sc = {"dot_host", 1, before_first_stream, dot_step};
-    run(&sc, &o);
-    if (cgjit_off()) return;
-    for (int s = 0; s < STEPS; s++)
-        cr_assert_geq(o.calls[s], 1, "step %d: the host-mode dot did not run (its value needs a readback)", s);
-    cr_assert_gt(TRACED(&o, lib_absorbed), 0, "no library call was absorbed");
+    const outcome_t *o = run_absorbing("dot_host", 1, before_first_stream, dot_step);
+    if (!o) return;
+    expect_ran_every(o, 0, 1, "the host-mode dot's value needs a readback");
     for (int s = STEPS - 20; s < STEPS; s++)
-        cr_assert_eq(o.calls[s], 1, "step %d: %ld library calls ran; only the dot should", s, o.calls[s]);
-    const char *bad = steps_over(&o, 2, NULL, 1);
-    cr_expect(!*bad, "dot_host: more than the dot ran (step:calls): %s", bad);
+        cr_assert_eq(o->calls[s], 1, "step %d: %ld library calls ran; only the dot should", s, o->calls[s]);
+    expect_at_most(o, 2, NULL, 1, "more than the dot ran");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -595,15 +613,11 @@ static bool settled_on_stream(int s) { return s % 9 >= 4; }
 
 Test(runtime_libs, stream_change)
 {
-    static outcome_t o;
-    scenario_t sc = {"streams", 1, before_stream_change, mixed_step};
-    run(&sc, &o);
-    if (cgjit_off()) return;
-    cr_assert_gt(TRACED(&o, lib_absorbed), 0, "no library call was absorbed");
-    for (int s = 9; s < STEPS; s += 9)
-        cr_assert_geq(o.calls[s], 1, "step %d: first step on another stream, the library did not run", s);
+    const outcome_t *o = run_absorbing("streams", 1, before_stream_change, mixed_step);
+    if (!o) return;
+    expect_ran_every(o, 9, 9, "first step on another stream");
     /* A few steps after a switch the trace knows the new stream (a variant per stream). */
-    expect_absorbed("streams", &o, 2, settled_on_stream);
+    expect_absorbed(o, 2, settled_on_stream);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -625,17 +639,13 @@ static void error_step(int s, bset_t *b, float *hv)
 
 Test(runtime_libs, error_status)
 {
-    static outcome_t o;
-    scenario_t sc = {"error", 1, before_first_stream, error_step};
-    run(&sc, &o);
-    if (cgjit_off()) return;
-    expect_replaying("error");
-    cr_assert_gt(TRACED(&o, lib_calls), 0);
-    cr_assert_gt(TRACED(&o, lib_absorbed), 0, "no library call was absorbed");
+    const outcome_t *o = run_absorbing("error", 1, before_first_stream, error_step);
+    if (!o) return;
+    expect_replaying(o);
+    cr_assert_gt(TRACED(o, lib_calls), 0);
     /* The valid calls are absorbed; the failing ones may run (their status is the library's). */
-    const char *bad = steps_over(&o, 2, NULL, 2);
-    cr_expect(!*bad, "error: more than the two failing calls ran; the valid Saxpy and Scopy should be "
-              "absorbed (step:calls): %s", bad);
+    expect_at_most(o, 2, NULL, 2,
+                   "more than the two failing calls ran; the valid Saxpy and Scopy should be absorbed");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -665,17 +675,11 @@ static void device_step(int s, bset_t *b, float *hv)
 
 Test(runtime_libs, device_mode)
 {
-    static outcome_t o;
-    scenario_t sc = {"device", 1, before_device, device_step};
-    run(&sc, &o);
-    if (cgjit_off()) return;
-    expect_replaying("device");
-    cr_assert_gt(TRACED(&o, lib_absorbed), 0, "no library call was absorbed");
-    cr_assert_eq(calls_between(&o, STEPS - 20, STEPS), 0,
-                 "the library ran %ld times during the last 20 traced steps (device-mode calls need no "
-                 "host values)",
-                 calls_between(&o, STEPS - 20, STEPS));
-    expect_absorbed("device", &o, 2, NULL);
+    const outcome_t *o = run_absorbing("device", 1, before_device, device_step);
+    if (!o) return;
+    expect_replaying(o);
+    expect_quiet_end(o, "device-mode calls need no host values");
+    expect_absorbed(o, 2, NULL);
 }
 
 /* CGJIT_LIBS=0: library calls are never absorbed; the library runs on every step and its
@@ -691,12 +695,10 @@ TestSuite(runtime_libs_off);
 
 Test(runtime_libs_off, absorb, .init = setup_libs_off)
 {
-    static outcome_t o;
-    scenario_t sc = {"libs_off", 1, before_first_stream, mixed_step};
-    run(&sc, &o);
-    if (cgjit_off()) return;
-    expect_replaying("libs_off");
-    cr_assert_eq(TRACED(&o, lib_absorbed), 0, "%llu library calls absorbed with CGJIT_LIBS=0",
-                 (unsigned long long)TRACED(&o, lib_absorbed));
-    cr_assert_gt(calls_between(&o, STEPS - 20, STEPS), 0, "the library did not run in the last steps");
+    const outcome_t *o = run_scenario("libs_off", 1, before_first_stream, mixed_step);
+    if (!o) return;
+    expect_replaying(o);
+    cr_assert_eq(TRACED(o, lib_absorbed), 0, "%llu library calls absorbed with CGJIT_LIBS=0",
+                 (unsigned long long)TRACED(o, lib_absorbed));
+    cr_assert_gt(calls_between(o, STEPS - 20, STEPS), 0, "the library did not run in the last steps");
 }
