@@ -242,3 +242,6 @@ LIB_TEST(desc_modified)
 LIB_TEST(alpha_changes)
 LIB_TEST(handle_recreate)
 LIB_TEST(pointers_alternate)
+
+/* cuBLAS from a program whose link dropped libcublas (--as-needed): cgjit loads it. */
+Test(gpu_libs, as_needed, .timeout = 300) { run_program("gpu_as_needed", "as_needed", "gpu_as_needed"); }
