@@ -135,9 +135,26 @@ static inline void key_host_scalar(cgj_libcall_t *lc, const void *p, size_t byte
 /* Bytes of one value of a cudaDataType (0: unknown). */
 size_t cgj_lib_dtype_bytes(int cuda_data_type);
 
+/* Which pointer arguments are the same pointer goes into the key: a kernel parameter learned as
+ * "B" where A == B in the recorded runs must not be replayed from A once they differ. */
+static inline void key_aliases(cgj_libcall_t *lc)
+{
+    uint8_t first[CGJ_LIB_MAX_ARGS];
+    for (uint32_t i = 0; i < lc->nargs; i++) {
+        first[i] = (uint8_t)i;
+        for (uint32_t j = 0; j < i; j++)
+            if (lc->args[j] == lc->args[i]) {
+                first[i] = (uint8_t)j;
+                break;
+            }
+    }
+    key_put(lc, first, lc->nargs);
+}
+
 /* Run the library call lc as `expr` under the step; `ok` is the library's success status. */
 #define LIB_CALL(lc, name, ok, expr)                                                  \
     do {                                                                              \
+        key_aliases(&(lc));                                                           \
         cgj_call_t c_ = {.kind = CGJ_OP_LIB, .api = (name)};                          \
         c_.u.l.lc = &(lc);                                                            \
         if (cgj_step_enter(&c_) == CGJ_ABSORB) return (ok);                           \
