@@ -575,6 +575,28 @@ Test(runtime_libs, pointers_alternate)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * d2. aliases: the same pointer passed twice, then two pointers, on alternating sets
+ * ------------------------------------------------------------------------------------------- */
+
+/* y = 0.25 x + y with x = y for the first half of the steps, then x distinct: a kernel parameter
+ * learned while x and y were one pointer must not be replayed from the wrong one afterwards. */
+static void alias_step(int s, bset_t *b, float *hv)
+{
+    (void)hv;
+    const float quarter = 0.25f;
+    const float *x = s < STEPS / 2 ? F(b, B_Y) : F(b, B_X);
+    BL(cublasSaxpy_v2(g_h, NV, &quarter, x, 1, F(b, B_Y), 1));
+    BL(cublasScopy_v2(g_h, NV, F(b, B_Y), 1, F(b, B_OUT), 1));
+}
+
+Test(runtime_libs, aliases)
+{
+    const outcome_t *o = run_absorbing("aliases", 2, before_first_stream, alias_step);
+    if (!o) return;
+    cr_assert_gt(o->calls[STEPS / 2], 0, "the step where x and y part ran no library call: its guard held");
+}
+
+/* ---------------------------------------------------------------------------------------------
  * e. dot_host: a host-mode dot whose value the host uses
  * ------------------------------------------------------------------------------------------- */
 
