@@ -98,19 +98,22 @@ static bool same_addr(const sample_t *n, CUdeviceptr x, const sample_t *o, CUdev
 
 /* The changing argument word w (at op index `at`) is derived from, with *off; -1 if none.
  * Candidates move exactly as w does and lie in the same in-step block as w (or neither in
- * one, so that relocation keeps the offset); the smallest offset wins (A over B + (A − B)). */
+ * one, so that relocation keeps the offset). A word points into the buffer it is derived from:
+ * the smallest offset at or above the argument wins (A + 4000 is A's, not B − 96's), then the
+ * smallest below. */
 static int derive(const sample_t *n, const sample_t *o, uint32_t changed, CUdeviceptr wn,
                   CUdeviceptr wo, uint32_t at, int64_t *off)
 {
     int best = -1;
-    uint64_t best_abs = UINT64_MAX;
+    uint64_t best_rank = UINT64_MAX;
     for (uint32_t i = 0; i < n->nargs; i++) {
         if (!(changed >> i & 1)) continue;
         int64_t d = (int64_t)(wn - n->args[i]);
         if (d != (int64_t)(wo - o->args[i])) continue;
         if (block_of(n, wn, at) != block_of(n, n->args[i], n->at)) continue;
-        uint64_t a = d < 0 ? (uint64_t)-d : (uint64_t)d;
-        if (a < best_abs) best = (int)i, best_abs = a, *off = d;
+        /* Offsets below the argument rank after every offset at or above it. */
+        uint64_t rank = d < 0 ? (uint64_t)1 << 63 | (0 - (uint64_t)d) : (uint64_t)d;
+        if (rank < best_rank) best = (int)i, best_rank = rank, *off = d;
     }
     return best;
 }
