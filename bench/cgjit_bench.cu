@@ -183,17 +183,6 @@ __global__ void temps_update(float *x, const float *t, float keep, float mix, in
         x[i] = keep * x[i] + mix * t[i];
 }
 
-static const char *state_name(int state) {
-    switch (state) {
-#define STATE_CASE(name, doc) \
-    case CGJ_STATE_##name:    \
-        return #name;
-        CGJ_STATE_LIST(STATE_CASE)
-#undef STATE_CASE
-    }
-    return "?";
-}
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -512,7 +501,7 @@ static void setup(size_run_t *r, int wl, int n, const options_t *o, const float 
     r->replay_reached = info.state == CGJ_STATE_REPLAY;
     if (!r->replay_reached)
         fprintf(stderr, "cgjit-bench: %s is in state %s after %d warmup steps, not REPLAY (%s)\n",
-                r->name, state_name(info.state), WARMUP_STEPS, info.reason[0] ? info.reason : "no reason given");
+                r->name, cgj_state_name(info.state), WARMUP_STEPS, info.reason[0] ? info.reason : "no reason given");
 }
 
 /* One timed round of S steps of one mode; returns seconds per step. */
@@ -755,7 +744,7 @@ static void model_setup(model_run_t *r, const model_desc_t *md, const options_t 
     r->replay_reached = info.state == CGJ_STATE_REPLAY;
     if (!r->replay_reached)
         fprintf(stderr, "cgjit-bench: %s is in state %s after %d warmup steps, not REPLAY (%s)\n", md->name,
-                state_name(info.state), WARMUP_STEPS, info.reason[0] ? info.reason : "no reason given");
+                cgj_state_name(info.state), WARMUP_STEPS, info.reason[0] ? info.reason : "no reason given");
 }
 
 static void model_measure(model_run_t *r, const options_t *o, cudaStream_t s) {
@@ -1112,7 +1101,7 @@ static void json_models(FILE *f, const model_run_t *runs, const int *ran, const 
                     "\"replays_checked\": %llu, \"check\": \"%s\", \"floor\": ",
                     r->ops, r->host_ns_call, r->eager_ns_call, r->eager_ns_call - r->host_ns_call, r->lib_absorbed,
                     r->md->calls, r->info.kernels, r->info.segments,
-                    r->info.varying_slots, state_name(r->info.state), (unsigned long long)r->timed_replays,
+                    r->info.varying_slots, cgj_state_name(r->info.state), (unsigned long long)r->timed_replays,
                     (unsigned long long)r->replays_checked, model_verdict(r));
             if (r->has_floor)
                 fprintf(f, "\"captured\", \"floor_check\": \"%s\"", r->floor_equal ? "equal" : "differs");
@@ -1185,7 +1174,7 @@ static int write_json(const char *path, const cudaDeviceProp *prop, int driver, 
                 "\"eager_over_replay\": %.4f, \"replay_over_floor\": %.4f, \"host_ns_per_launch\": %.2f, "
                 "\"state\": \"%s\", \"replays_checked\": %llu, \"check\": \"%s\"}%s\n",
                 r->n, r->eager_us, r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us),
-                ratio(r->replay_us, r->floor_us), r->host_ns, state_name(r->info.state),
+                ratio(r->replay_us, r->floor_us), r->host_ns, cgj_state_name(r->info.state),
                 (unsigned long long)r->replays_checked, verdict(r), i + 1 < n ? "," : "");
     }
     fprintf(f, "  ],\n  \"workloads_run\": [");
@@ -1214,7 +1203,7 @@ static int write_json(const char *path, const cudaDeviceProp *prop, int driver, 
                 "\"lower_bound\": %llu, \"planned_over_lower\": %.4f, \"pool_allocs_checked\": %llu, "
                 "\"pool_frees_checked\": %llu}%s\n",
                 r->n, r->eager_us, r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us),
-                ratio(r->replay_us, r->floor_us), r->host_ns, state_name(r->info.state),
+                ratio(r->replay_us, r->floor_us), r->host_ns, cgj_state_name(r->info.state),
                 (unsigned long long)r->replays_checked, verdict(r), r->info.ops, r->info.allocations,
                 (unsigned long long)r->info.pool_bytes, (unsigned long long)r->info.naive_bytes,
                 (unsigned long long)r->info.lower_bound,

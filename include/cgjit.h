@@ -148,6 +148,9 @@ typedef struct cgj_trace_info {
     char reason[256];       /* why blacklisted, or the last divergence/abort; "" if none */
 } cgj_trace_info_t;
 
+/* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */
+CGJ_API const char *cgj_state_name(int state);
+
 /* Fill *out for the anchor `name`. CGJ_ERR_NOT_FOUND if no step of that name ever began. */
 CGJ_API int cgj_trace_info(const char *name, cgj_trace_info_t *out);
 

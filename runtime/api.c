@@ -19,6 +19,16 @@ CGJ_API const char *cgj_strerror(int status)
     return status_msgs[status];
 }
 
+CGJ_API const char *cgj_state_name(int state)
+{
+    static const char *const names[] = {
+#define CGJ_STATE_NAME(name, doc) #name,
+        CGJ_STATE_LIST(CGJ_STATE_NAME)
+#undef CGJ_STATE_NAME
+    };
+    return state >= 0 && (size_t)state < CGJ_ARRAY_LEN(names) ? names[state] : "?";
+}
+
 CGJ_API int cgj_trace_begin(const char *name)
 {
     if (!name || !*name) {

@@ -8,12 +8,6 @@
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static cgj_anchor_t *anchors; /* a list: anchors are few, and looked up once per step at most */
 
-static const char *const state_names[] = {
-#define CGJ_STATE_NAME(name, doc) #name,
-    CGJ_STATE_LIST(CGJ_STATE_NAME)
-#undef CGJ_STATE_NAME
-};
-
 static cgj_anchor_t *find_locked(const char *name)
 {
     for (cgj_anchor_t *a = anchors; a; a = a->next)
@@ -144,7 +138,7 @@ void cgj_anchor_report(FILE *f)
         cgj_trace_info_t i;
         fill_info(a, &i);
         fprintf(f, "  anchor '%s': %s, %llu runs, %llu replayed, %llu side exits, %u variant(s)\n",
-                a->name, state_names[i.state], (unsigned long long)i.runs,
+                a->name, cgj_state_name(i.state), (unsigned long long)i.runs,
                 (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.variants);
         for (uint32_t k = 0; k < a->nvariants; k++) report_variant(f, a->variants[k], k);
         if (i.allocations)

@@ -1,6 +1,6 @@
 /*
  * gpu_common.h — what the GPU test programs gpu_scenarios.cu and gpu_libs.cu share: problem
- * reporting and the FAIL line of a fatal error, the CUDA call check, cgjit's state names, the
+ * reporting and the FAIL line of a fatal error, the CUDA call check, the
  * initial data, the comparison of eager and traced steps' results, the cgj_stats line, the GPU's
  * description and the command line `PROGRAM SCENARIO`.
  *
@@ -69,17 +69,6 @@ static inline void fatal_cuda(const char *file, int line, const char *call, cuda
         if (err_ != cudaSuccess)                             \
             fatal_cuda(__FILE__, __LINE__, #call, err_);     \
     } while (0)
-
-static inline const char *state_name(int state) {
-    switch (state) {
-#define STATE_CASE(name, doc) \
-    case CGJ_STATE_##name:    \
-        return #name;
-        CGJ_STATE_LIST(STATE_CASE)
-#undef STATE_CASE
-    }
-    return "?";
-}
 
 /* Grid-stride loop: any grid computes the same values. */
 #define FOR_EACH(i, n) for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)

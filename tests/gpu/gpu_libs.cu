@@ -836,7 +836,7 @@ static void check_expectations(const scenario_t *sc, const cgj_trace_info_t *in,
     want(calls > 0, "lib_calls is %llu, expected > 0", calls);
     switch (sc->expect) {
     case EXPECT_ABSORB:
-        want(in->state == CGJ_STATE_REPLAY, "state is %s, expected REPLAY (reason: \"%s\")", state_name(in->state),
+        want(in->state == CGJ_STATE_REPLAY, "state is %s, expected REPLAY (reason: \"%s\")", cgj_state_name(in->state),
              in->reason);
         want(in->replays >= STEPS / 2, "replays is %llu, expected at least %d", (unsigned long long)in->replays,
              STEPS / 2);
@@ -934,7 +934,7 @@ static int run(const scenario_t *sc) {
         problem("cgj_stats returned %d (%s)", rc, cgj_strerror(rc));
     printf("info %s: state=%s replays=%llu side_exits=%llu segments=%u variants=%u ops=%u kernels=%u runs=%llu "
            "lib_calls=%llu lib_absorbed=%llu lib_relearned=%llu calls_per_step=%d reason=\"%s\"\n",
-           sc->name, state_name(in.state), (unsigned long long)in.replays, (unsigned long long)in.side_exits,
+           sc->name, cgj_state_name(in.state), (unsigned long long)in.replays, (unsigned long long)in.side_exits,
            in.segments, in.variants, in.ops, in.kernels, (unsigned long long)in.runs,
            (unsigned long long)st.lib_calls, (unsigned long long)st.lib_absorbed,
            (unsigned long long)st.lib_relearned, sc->calls, in.reason);

@@ -223,7 +223,7 @@ static void expect_ge(const char *what, uint64_t got, uint64_t want) {
 
 static void expect_state(const cgj_trace_info_t *in, cgj_state_t want) {
     if (in->state != want)
-        problem("state is %s, expected %s (reason: \"%s\")", state_name(in->state), state_name(want), in->reason);
+        problem("state is %s, expected %s (reason: \"%s\")", cgj_state_name(in->state), cgj_state_name(want), in->reason);
 }
 
 static void expect_chain(const cgj_trace_info_t *in, const cgj_stats_t *st) {
@@ -315,7 +315,7 @@ static void step_temporaries(set_t *s, int step) {
 
 static void expect_temporaries(const cgj_trace_info_t *in, const cgj_stats_t *st) {
     if (in->state != CGJ_STATE_REPLAY || in->replays < 990)
-        problem("state %s with %llu replays, expected REPLAY and >= 990 (%s)", state_name(in->state),
+        problem("state %s with %llu replays, expected REPLAY and >= 990 (%s)", cgj_state_name(in->state),
                 (unsigned long long)in->replays, in->reason);
     if (in->allocations != 3 || in->segments != 1)
         problem("%u allocations in %u segments, expected 3 in 1 (frees end no segment)", in->allocations,
@@ -349,7 +349,7 @@ static void step_async_temporaries(set_t *s, int step) {
 static void expect_async_temporaries(const cgj_trace_info_t *in, const cgj_stats_t *st) {
     (void)st;
     if (in->state != CGJ_STATE_REPLAY || in->replays < 990 || in->allocations != 2)
-        problem("state %s, %llu replays, %u allocations; expected REPLAY, >= 990, 2 (%s)", state_name(in->state),
+        problem("state %s, %llu replays, %u allocations; expected REPLAY, >= 990, 2 (%s)", cgj_state_name(in->state),
                 (unsigned long long)in->replays, in->allocations, in->reason);
 }
 
@@ -397,7 +397,7 @@ static void step_alloc_sizes(set_t *s, int step) {
 static void expect_alloc_sizes(const cgj_trace_info_t *in, const cgj_stats_t *st) {
     (void)st;
     if (in->state != CGJ_STATE_REPLAY || in->replays < 850)
-        problem("state %s with %llu replays, expected REPLAY and >= 850 (%s)", state_name(in->state),
+        problem("state %s with %llu replays, expected REPLAY and >= 850 (%s)", cgj_state_name(in->state),
                 (unsigned long long)in->replays, in->reason);
 }
 
@@ -446,7 +446,7 @@ static void report_mismatch(int step, const float *want, const float *got, size_
 static void print_figures(const char *name, const cgj_trace_info_t *in, const cgj_stats_t *st) {
     printf("info %s: state=%s replays=%llu side_exits=%llu segments=%u varying_slots=%u runs=%llu variants=%u "
            "ops=%u kernels=%u record_failures=%u reason=\"%s\"\n",
-           name, state_name(in->state), (unsigned long long)in->replays, (unsigned long long)in->side_exits,
+           name, cgj_state_name(in->state), (unsigned long long)in->replays, (unsigned long long)in->side_exits,
            in->segments, in->varying_slots, (unsigned long long)in->runs, in->variants, in->ops, in->kernels,
            in->record_failures, in->reason);
     print_stats(st);
