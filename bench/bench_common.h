@@ -6,12 +6,14 @@
 #ifndef CGJ_BENCH_COMMON_H
 #define CGJ_BENCH_COMMON_H
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CHECK(call)                                                                      \
     do {                                                                                 \
@@ -106,6 +108,13 @@ static inline void *bench_host_alloc(size_t bytes) {
     return p;
 }
 
+/* Zeroed host memory, or the program ends. */
+static inline void *bench_host_calloc(size_t bytes) {
+    void *p = bench_host_alloc(bytes);
+    memset(p, 0, bytes);
+    return p;
+}
+
 /* 256-byte aligned offsets for carving one allocation into buffers. */
 static inline size_t bench_align(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
@@ -137,6 +146,76 @@ typedef struct model_desc {
     void (*reference)(void *ctx, double *ref);
     void (*destroy)(void *ctx);
 } model_desc_t;
+
+/* What every model holds besides its handles and shapes; a model's context begins with it. */
+typedef struct model_data {
+    float *params, *x;           /* device: the weights (one block) and the input */
+    float *host_params, *host_x; /* their host copies, kept for reference() (keep_host) */
+    void *arena[MODEL_SETS];     /* one block of activations per set */
+    size_t arena_bytes;
+} model_data_t;
+
+/* Copy the host weights (nparams floats) and input (nx floats) to the device; keep the host
+ * copies for the reference, or free them. */
+static inline void model_data_upload(model_data_t *d, float *hp, size_t nparams, float *hx, size_t nx,
+                                     int keep_host) {
+    CHECK(cudaMalloc((void **)&d->params, nparams * sizeof(float)));
+    CHECK(cudaMalloc((void **)&d->x, nx * sizeof(float)));
+    CHECK(cudaMemcpy(d->params, hp, nparams * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d->x, hx, nx * sizeof(float), cudaMemcpyHostToDevice));
+    if (keep_host) {
+        d->host_params = hp;
+        d->host_x = hx;
+    } else {
+        free(hp);
+        free(hx);
+    }
+}
+
+/* One activation block of `bytes` per set. */
+static inline void model_data_arenas(model_data_t *d, size_t bytes) {
+    d->arena_bytes = bytes;
+    for (int set = 0; set < MODEL_SETS; set++)
+        CHECK(cudaMalloc(&d->arena[set], bytes));
+}
+
+/* model_desc_t.arena of every model (its context begins with a model_data_t). */
+static inline void model_data_arena(void *ctx, int set, void **base, size_t *bytes) {
+    const model_data_t *d = (const model_data_t *)ctx;
+    *base = d->arena[set];
+    *bytes = d->arena_bytes;
+}
+
+static inline void model_data_free(model_data_t *d) {
+    for (int set = 0; set < MODEL_SETS; set++)
+        CHECK(cudaFree(d->arena[set]));
+    CHECK(cudaFree(d->params));
+    CHECK(cudaFree(d->x));
+    free(d->host_params);
+    free(d->host_x);
+}
+
+/* A model's cuBLAS handle: bound to the bench's stream, with its workspace set explicitly
+ * (allocated once), fp32 math without TF32, host pointer mode. */
+typedef struct model_blas {
+    cublasHandle_t h;
+    void *ws;
+} model_blas_t;
+
+static inline void model_blas_create(model_blas_t *b, cudaStream_t s) {
+    const size_t ws_bytes = 32u << 20;
+    CHECK_CUBLAS(cublasCreate(&b->h));
+    CHECK_CUBLAS(cublasSetStream(b->h, s));
+    CHECK(cudaMalloc(&b->ws, ws_bytes));
+    CHECK_CUBLAS(cublasSetWorkspace(b->h, b->ws, ws_bytes));
+    CHECK_CUBLAS(cublasSetMathMode(b->h, CUBLAS_DEFAULT_MATH));
+    CHECK_CUBLAS(cublasSetPointerMode(b->h, CUBLAS_POINTER_MODE_HOST));
+}
+
+static inline void model_blas_destroy(model_blas_t *b) {
+    CHECK_CUBLAS(cublasDestroy(b->h));
+    CHECK(cudaFree(b->ws));
+}
 
 extern const model_desc_t model_gpt2;
 #ifdef CGJ_BENCH_CUDNN

@@ -41,6 +41,7 @@ size_t pool_out_floats(int k) { return (size_t)CH[k + 1] * hw_of(k + 1) * hw_of(
 size_t filter_floats(int k) { return (size_t)CH[k + 1] * CH[k] * KS * KS; }
 
 struct cnn {
+    model_data_t d; /* first: model_data_arena reads it */
     cudnnHandle_t dnn;
     cudnnTensorDescriptor_t in_desc[BLOCKS];   /* 1 x CH[k] x hw(k) x hw(k) */
     cudnnTensorDescriptor_t cout_desc[BLOCKS]; /* 1 x CH[k+1] x hw(k) x hw(k) */
@@ -52,22 +53,13 @@ struct cnn {
     cudnnPoolingDescriptor_t pool;
     void *ws;
     size_t ws_bytes;
-    float *params;
     size_t off_w[BLOCKS], off_b[BLOCKS];
-    float *x; /* input, 3 x 64 x 64 */
-    void *arena[MODEL_SETS];
-    size_t arena_bytes;
     float *conv_out[MODEL_SETS][BLOCKS]; /* conv + bias + ReLU */
     float *pool_out[MODEL_SETS][BLOCKS]; /* the next block's input; the last is the output */
-    float *host_params, *host_x;
 };
 
 void *cnn_create(cudaStream_t s, int keep_host) {
-    cnn *m = (cnn *)calloc(1, sizeof *m);
-    if (!m) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
+    cnn *m = (cnn *)bench_host_calloc(sizeof *m);
     CHECK_CUDNN(cudnnCreate(&m->dnn));
     CHECK_CUDNN(cudnnSetStream(m->dnn, s));
     const cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
@@ -131,25 +123,15 @@ void *cnn_create(cudaStream_t s, int keep_host) {
         bench_fill_uniform(hp + m->off_b[k], (size_t)CH[k + 1], &rng, -bound, bound);
     }
     bench_fill_uniform(hx, nx, &rng, -1.0f, 1.0f);
-    CHECK(cudaMalloc((void **)&m->params, nparams * sizeof(float)));
-    CHECK(cudaMalloc((void **)&m->x, nx * sizeof(float)));
-    CHECK(cudaMemcpy(m->params, hp, nparams * sizeof(float), cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(m->x, hx, nx * sizeof(float), cudaMemcpyHostToDevice));
-    if (keep_host) {
-        m->host_params = hp;
-        m->host_x = hx;
-    } else {
-        free(hp);
-        free(hx);
-    }
+    model_data_upload(&m->d, hp, nparams, hx, nx, keep_host);
 
-    m->arena_bytes = 0;
+    size_t arena_bytes = 0;
     for (int k = 0; k < BLOCKS; k++)
-        m->arena_bytes += bench_align(conv_out_floats(k) * sizeof(float)) +
-                          bench_align(pool_out_floats(k) * sizeof(float));
+        arena_bytes += bench_align(conv_out_floats(k) * sizeof(float)) +
+                       bench_align(pool_out_floats(k) * sizeof(float));
+    model_data_arenas(&m->d, arena_bytes);
     for (int set = 0; set < MODEL_SETS; set++) {
-        CHECK(cudaMalloc(&m->arena[set], m->arena_bytes));
-        char *p = (char *)m->arena[set];
+        char *p = (char *)m->d.arena[set];
         for (int k = 0; k < BLOCKS; k++) {
             m->conv_out[set][k] = (float *)p;
             p += bench_align(conv_out_floats(k) * sizeof(float));
@@ -165,13 +147,13 @@ void *cnn_create(cudaStream_t s, int keep_host) {
 int cnn_step(void *ctx, int set, cudaStream_t, char *err, size_t errlen) {
     cnn *m = (cnn *)ctx;
     const cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-    const float *in = m->x;
+    const float *in = m->d.x;
     for (int k = 0; k < BLOCKS; k++) {
         float *c = m->conv_out[set][k], *p = m->pool_out[set][k];
         STEP_CUDNN(cudnnConvolutionForward(m->dnn, &ONE, m->in_desc[k], in, m->filt[k],
-                                           m->params + m->off_w[k], m->conv[k], algo, m->ws, m->ws_bytes,
+                                           m->d.params + m->off_w[k], m->conv[k], algo, m->ws, m->ws_bytes,
                                            &ZERO, m->cout_desc[k], c));
-        STEP_CUDNN(cudnnAddTensor(m->dnn, &ONE, m->bias_desc[k], m->params + m->off_b[k], &ONE,
+        STEP_CUDNN(cudnnAddTensor(m->dnn, &ONE, m->bias_desc[k], m->d.params + m->off_b[k], &ONE,
                                   m->cout_desc[k], c));
         STEP_CUDNN(cudnnActivationForward(m->dnn, m->relu, &ONE, m->cout_desc[k], c, &ZERO,
                                           m->cout_desc[k], c));
@@ -180,12 +162,6 @@ int cnn_step(void *ctx, int set, cudaStream_t, char *err, size_t errlen) {
         in = p;
     }
     return 0;
-}
-
-void cnn_arena(void *ctx, int set, void **base, size_t *bytes) {
-    cnn *m = (cnn *)ctx;
-    *base = m->arena[set];
-    *bytes = m->arena_bytes;
 }
 
 void cnn_output(void *ctx, int set, const float **out, size_t *count) {
@@ -200,10 +176,10 @@ void cnn_reference(void *ctx, double *ref) {
     double *in = (double *)bench_host_alloc(most * sizeof(double));
     double *c = (double *)bench_host_alloc(most * sizeof(double));
     for (size_t i = 0; i < (size_t)IN_C * IN_HW * IN_HW; i++)
-        in[i] = m->host_x[i];
+        in[i] = m->d.host_x[i];
     for (int k = 0; k < BLOCKS; k++) {
         int hw = hw_of(k), cin = CH[k], cout = CH[k + 1];
-        const float *w = m->host_params + m->off_w[k], *b = m->host_params + m->off_b[k];
+        const float *w = m->d.host_params + m->off_w[k], *b = m->d.host_params + m->off_b[k];
         for (int o = 0; o < cout; o++)
             for (int y = 0; y < hw; y++)
                 for (int x = 0; x < hw; x++) {
@@ -239,10 +215,7 @@ void cnn_reference(void *ctx, double *ref) {
 
 void cnn_destroy(void *ctx) {
     cnn *m = (cnn *)ctx;
-    for (int set = 0; set < MODEL_SETS; set++)
-        CHECK(cudaFree(m->arena[set]));
-    CHECK(cudaFree(m->params));
-    CHECK(cudaFree(m->x));
+    model_data_free(&m->d);
     CHECK(cudaFree(m->ws));
     for (int k = 0; k < BLOCKS; k++) {
         CHECK_CUDNN(cudnnDestroyTensorDescriptor(m->in_desc[k]));
@@ -255,8 +228,6 @@ void cnn_destroy(void *ctx) {
     CHECK_CUDNN(cudnnDestroyActivationDescriptor(m->relu));
     CHECK_CUDNN(cudnnDestroyPoolingDescriptor(m->pool));
     CHECK_CUDNN(cudnnDestroy(m->dnn));
-    free(m->host_params);
-    free(m->host_x);
     free(m);
 }
 
@@ -270,7 +241,7 @@ const model_desc_t model_cnn = {
     16,
     cnn_create,
     cnn_step,
-    cnn_arena,
+    model_data_arena,
     cnn_output,
     cnn_reference,
     cnn_destroy,

@@ -44,7 +44,6 @@
 namespace {
 
 enum { LAYERS = 12, D = 768, HEADS = 12, HD = 64, T = 64, D3 = 3 * D, D4 = 4 * D };
-const size_t CUBLAS_WS_BYTES = 32u << 20;
 const float LN_EPS = 1e-5f;
 const float ONE = 1.0f, ZERO = 0.0f;
 const float SCALE = 0.125f; /* 1 / sqrt(64), exact */
@@ -156,28 +155,14 @@ struct acts {
 };
 
 struct gpt2 {
-    cublasHandle_t blas;
-    void *blas_ws;
-    float *params;
-    float *x; /* input, T x D */
-    void *arena[MODEL_SETS];
-    size_t arena_bytes;
+    model_data_t d; /* first: model_data_arena reads it */
+    model_blas_t blas;
     acts act[MODEL_SETS];
-    float *host_params, *host_x;
 };
 
 void *gpt2_create(cudaStream_t s, int keep_host) {
-    gpt2 *m = (gpt2 *)calloc(1, sizeof *m);
-    if (!m) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
-    CHECK_CUBLAS(cublasCreate(&m->blas));
-    CHECK_CUBLAS(cublasSetStream(m->blas, s));
-    CHECK(cudaMalloc(&m->blas_ws, CUBLAS_WS_BYTES));
-    CHECK_CUBLAS(cublasSetWorkspace(m->blas, m->blas_ws, CUBLAS_WS_BYTES));
-    CHECK_CUBLAS(cublasSetMathMode(m->blas, CUBLAS_DEFAULT_MATH));
-    CHECK_CUBLAS(cublasSetPointerMode(m->blas, CUBLAS_POINTER_MODE_HOST));
+    gpt2 *m = (gpt2 *)bench_host_calloc(sizeof *m);
+    model_blas_create(&m->blas, s);
 
     float *hp = (float *)bench_host_alloc(P_TOTAL * sizeof(float));
     float *hx = (float *)bench_host_alloc((size_t)T * D * sizeof(float));
@@ -201,28 +186,18 @@ void *gpt2_create(cudaStream_t s, int keep_host) {
     bench_fill_uniform(hp + P_FINAL, D, &rng, 0.9f, 1.1f);
     bench_fill_uniform(hp + P_FINAL + D, D, &rng, -0.1f, 0.1f);
     bench_fill_uniform(hx, (size_t)T * D, &rng, -1.0f, 1.0f);
-    CHECK(cudaMalloc((void **)&m->params, P_TOTAL * sizeof(float)));
-    CHECK(cudaMalloc((void **)&m->x, (size_t)T * D * sizeof(float)));
-    CHECK(cudaMemcpy(m->params, hp, P_TOTAL * sizeof(float), cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(m->x, hx, (size_t)T * D * sizeof(float), cudaMemcpyHostToDevice));
-    if (keep_host) {
-        m->host_params = hp;
-        m->host_x = hx;
-    } else {
-        free(hp);
-        free(hx);
-    }
+    model_data_upload(&m->d, hp, P_TOTAL, hx, (size_t)T * D, keep_host);
 
     const size_t sizes[8] = {(size_t)T * D,  (size_t)T * D, (size_t)T * D3, (size_t)HEADS * T * T,
                              (size_t)T * D,  (size_t)T * D, (size_t)T * D4, (size_t)T * D};
-    m->arena_bytes = 0;
+    size_t arena_bytes = 0;
     for (int i = 0; i < 8; i++)
-        m->arena_bytes += bench_align(sizes[i] * sizeof(float));
+        arena_bytes += bench_align(sizes[i] * sizeof(float));
+    model_data_arenas(&m->d, arena_bytes);
     for (int set = 0; set < MODEL_SETS; set++) {
-        CHECK(cudaMalloc(&m->arena[set], m->arena_bytes));
         float **slots[8] = {&m->act[set].h,    &m->act[set].a, &m->act[set].qkv, &m->act[set].s,
                             &m->act[set].attn, &m->act[set].p, &m->act[set].f,   &m->act[set].out};
-        char *p = (char *)m->arena[set];
+        char *p = (char *)m->d.arena[set];
         for (int i = 0; i < 8; i++) {
             *slots[i] = (float *)p;
             p += bench_align(sizes[i] * sizeof(float));
@@ -235,7 +210,7 @@ void *gpt2_create(cudaStream_t s, int keep_host) {
 /* y (T x out) = x (T x in) W^T, W [out][in]; then y += b. */
 int linear(gpt2 *m, float *y, const float *x, const float *w, const float *b, int in, int out,
            cudaStream_t s, char *err, size_t errlen) {
-    STEP_CUBLAS(cublasSgemm_v2(m->blas, CUBLAS_OP_T, CUBLAS_OP_N, out, T, in, &ONE, w, in, x, in, &ZERO, y,
+    STEP_CUBLAS(cublasSgemm_v2(m->blas.h, CUBLAS_OP_T, CUBLAS_OP_N, out, T, in, &ONE, w, in, x, in, &ZERO, y,
                                out));
     bias_kernel<<<ew_grid(T * out), EW_THREADS, 0, s>>>(y, b, T, out);
     STEP_LAUNCHED();
@@ -246,21 +221,21 @@ int gpt2_step(void *ctx, int set, cudaStream_t s, char *err, size_t errlen) {
     gpt2 *m = (gpt2 *)ctx;
     const acts *a = &m->act[set];
     for (int l = 0; l < LAYERS; l++) {
-        const float *p = m->params + (size_t)l * P_LAYER;
-        const float *h_in = l == 0 ? m->x : a->h;
+        const float *p = m->d.params + (size_t)l * P_LAYER;
+        const float *h_in = l == 0 ? m->d.x : a->h;
         layernorm_kernel<<<row_grid(T), ROW_THREADS, 0, s>>>(a->a, h_in, p + P_LN1_G, p + P_LN1_B, T, D,
                                                               LN_EPS);
         STEP_LAUNCHED();
         if (linear(m, a->qkv, a->a, p + P_WQKV, p + P_BQKV, D, D3, s, err, errlen))
             return -1;
         /* S_h (T x T, [query][key]) = Q_h K_h^T / 8: column-major S^T = op_T(K) * Q. */
-        STEP_CUBLAS(cublasSgemmStridedBatched(m->blas, CUBLAS_OP_T, CUBLAS_OP_N, T, T, HD, &SCALE,
+        STEP_CUBLAS(cublasSgemmStridedBatched(m->blas.h, CUBLAS_OP_T, CUBLAS_OP_N, T, T, HD, &SCALE,
                                               a->qkv + D, D3, HD, a->qkv, D3, HD, &ZERO, a->s, T,
                                               (long long)T * T, HEADS));
         causal_softmax_kernel<<<row_grid(HEADS * T), ROW_THREADS, 0, s>>>(a->s, HEADS * T, T);
         STEP_LAUNCHED();
         /* attn[:, h*64:(h+1)*64] (T x 64) = P_h V_h: column-major attn^T = V^T * P^T. */
-        STEP_CUBLAS(cublasSgemmStridedBatched(m->blas, CUBLAS_OP_N, CUBLAS_OP_N, HD, T, T, &ONE,
+        STEP_CUBLAS(cublasSgemmStridedBatched(m->blas.h, CUBLAS_OP_N, CUBLAS_OP_N, HD, T, T, &ONE,
                                               a->qkv + 2 * D, D3, HD, a->s, T, (long long)T * T, &ZERO,
                                               a->attn, D, HD, HEADS));
         if (linear(m, a->p, a->attn, p + P_WO, p + P_BO, D, D, s, err, errlen))
@@ -279,16 +254,10 @@ int gpt2_step(void *ctx, int set, cudaStream_t s, char *err, size_t errlen) {
         add_kernel<<<ew_grid(T * D), EW_THREADS, 0, s>>>(a->h, a->h, a->p, T * D);
         STEP_LAUNCHED();
     }
-    layernorm_kernel<<<row_grid(T), ROW_THREADS, 0, s>>>(a->out, a->h, m->params + P_FINAL,
-                                                          m->params + P_FINAL + D, T, D, LN_EPS);
+    layernorm_kernel<<<row_grid(T), ROW_THREADS, 0, s>>>(a->out, a->h, m->d.params + P_FINAL,
+                                                          m->d.params + P_FINAL + D, T, D, LN_EPS);
     STEP_LAUNCHED();
     return 0;
-}
-
-void gpt2_arena(void *ctx, int set, void **base, size_t *bytes) {
-    gpt2 *m = (gpt2 *)ctx;
-    *base = m->arena[set];
-    *bytes = m->arena_bytes;
 }
 
 void gpt2_output(void *ctx, int set, const float **out, size_t *count) {
@@ -335,9 +304,9 @@ void gpt2_reference(void *ctx, double *ref) {
     double *p = (double *)bench_host_alloc((size_t)T * D * sizeof(double));
     double *f = (double *)bench_host_alloc((size_t)T * D4 * sizeof(double));
     for (size_t i = 0; i < (size_t)T * D; i++)
-        h[i] = m->host_x[i];
+        h[i] = m->d.host_x[i];
     for (int l = 0; l < LAYERS; l++) {
-        const float *pp = m->host_params + (size_t)l * P_LAYER;
+        const float *pp = m->d.host_params + (size_t)l * P_LAYER;
         ref_layernorm(a, h, pp + P_LN1_G, pp + P_LN1_B);
         ref_linear(qkv, a, pp + P_WQKV, pp + P_BQKV, D, D3);
         for (int hh = 0; hh < HEADS; hh++)
@@ -372,7 +341,7 @@ void gpt2_reference(void *ctx, double *ref) {
         for (size_t i = 0; i < (size_t)T * D; i++)
             h[i] += p[i];
     }
-    ref_layernorm(ref, h, m->host_params + P_FINAL, m->host_params + P_FINAL + D);
+    ref_layernorm(ref, h, m->d.host_params + P_FINAL, m->d.host_params + P_FINAL + D);
     free(h);
     free(a);
     free(qkv);
@@ -383,14 +352,8 @@ void gpt2_reference(void *ctx, double *ref) {
 
 void gpt2_destroy(void *ctx) {
     gpt2 *m = (gpt2 *)ctx;
-    for (int set = 0; set < MODEL_SETS; set++)
-        CHECK(cudaFree(m->arena[set]));
-    CHECK(cudaFree(m->params));
-    CHECK(cudaFree(m->x));
-    CHECK_CUBLAS(cublasDestroy(m->blas));
-    CHECK(cudaFree(m->blas_ws));
-    free(m->host_params);
-    free(m->host_x);
+    model_data_free(&m->d);
+    model_blas_destroy(&m->blas);
     free(m);
 }
 
@@ -405,7 +368,7 @@ const model_desc_t model_gpt2 = {
     LAYERS * 16 + 1,
     gpt2_create,
     gpt2_step,
-    gpt2_arena,
+    model_data_arena,
     gpt2_output,
     gpt2_reference,
     gpt2_destroy,

@@ -29,38 +29,23 @@ namespace {
 enum { BATCH = 128, IN = 1024, HID = 1024, OUT = 10, LAYERS = 3 };
 const int DIM_IN[LAYERS] = {IN, HID, HID};
 const int DIM_OUT[LAYERS] = {HID, HID, OUT};
-const size_t CUBLAS_WS_BYTES = 32u << 20;
 const float ONE = 1.0f, ZERO = 0.0f;
 
 struct mlp {
-    cublasHandle_t blas;
+    model_data_t d; /* first: model_data_arena reads it */
+    model_blas_t blas;
     cudnnHandle_t dnn;
     cudnnTensorDescriptor_t act_desc[LAYERS];  /* BATCH x out x 1 x 1 */
     cudnnTensorDescriptor_t bias_desc[LAYERS]; /* 1 x out x 1 x 1 */
     cudnnActivationDescriptor_t relu;
-    void *blas_ws;
-    float *params; /* W1 b1 W2 b2 W3 b3, one block */
     float *w[LAYERS], *b[LAYERS];
-    float *x; /* input, BATCH x IN */
-    void *arena[MODEL_SETS];
-    size_t arena_bytes;
     float *y[MODEL_SETS][LAYERS]; /* layer outputs: BATCH x out */
-    float *host_params, *host_x;  /* kept for the reference */
     size_t param_off_w[LAYERS], param_off_b[LAYERS];
 };
 
 void *mlp_create(cudaStream_t s, int keep_host) {
-    mlp *m = (mlp *)calloc(1, sizeof *m);
-    if (!m) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
-    CHECK_CUBLAS(cublasCreate(&m->blas));
-    CHECK_CUBLAS(cublasSetStream(m->blas, s));
-    CHECK(cudaMalloc(&m->blas_ws, CUBLAS_WS_BYTES));
-    CHECK_CUBLAS(cublasSetWorkspace(m->blas, m->blas_ws, CUBLAS_WS_BYTES));
-    CHECK_CUBLAS(cublasSetMathMode(m->blas, CUBLAS_DEFAULT_MATH));
-    CHECK_CUBLAS(cublasSetPointerMode(m->blas, CUBLAS_POINTER_MODE_HOST));
+    mlp *m = (mlp *)bench_host_calloc(sizeof *m);
+    model_blas_create(&m->blas, s);
     CHECK_CUDNN(cudnnCreate(&m->dnn));
     CHECK_CUDNN(cudnnSetStream(m->dnn, s));
     for (int l = 0; l < LAYERS; l++) {
@@ -91,28 +76,18 @@ void *mlp_create(cudaStream_t s, int keep_host) {
         bench_fill_uniform(hp + m->param_off_b[l], (size_t)DIM_OUT[l], &rng, -bound, bound);
     }
     bench_fill_uniform(hx, (size_t)BATCH * IN, &rng, -1.0f, 1.0f);
-    CHECK(cudaMalloc((void **)&m->params, nparams * sizeof(float)));
-    CHECK(cudaMalloc((void **)&m->x, (size_t)BATCH * IN * sizeof(float)));
-    CHECK(cudaMemcpy(m->params, hp, nparams * sizeof(float), cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(m->x, hx, (size_t)BATCH * IN * sizeof(float), cudaMemcpyHostToDevice));
+    model_data_upload(&m->d, hp, nparams, hx, (size_t)BATCH * IN, keep_host);
     for (int l = 0; l < LAYERS; l++) {
-        m->w[l] = m->params + m->param_off_w[l];
-        m->b[l] = m->params + m->param_off_b[l];
-    }
-    if (keep_host) {
-        m->host_params = hp;
-        m->host_x = hx;
-    } else {
-        free(hp);
-        free(hx);
+        m->w[l] = m->d.params + m->param_off_w[l];
+        m->b[l] = m->d.params + m->param_off_b[l];
     }
 
-    m->arena_bytes = 0;
+    size_t arena_bytes = 0;
     for (int l = 0; l < LAYERS; l++)
-        m->arena_bytes += bench_align((size_t)BATCH * DIM_OUT[l] * sizeof(float));
+        arena_bytes += bench_align((size_t)BATCH * DIM_OUT[l] * sizeof(float));
+    model_data_arenas(&m->d, arena_bytes);
     for (int set = 0; set < MODEL_SETS; set++) {
-        CHECK(cudaMalloc(&m->arena[set], m->arena_bytes));
-        char *p = (char *)m->arena[set];
+        char *p = (char *)m->d.arena[set];
         for (int l = 0; l < LAYERS; l++) {
             m->y[set][l] = (float *)p;
             p += bench_align((size_t)BATCH * DIM_OUT[l] * sizeof(float));
@@ -125,11 +100,11 @@ void *mlp_create(cudaStream_t s, int keep_host) {
 /* The stream is not used: the handles are bound to it. */
 int mlp_step(void *ctx, int set, cudaStream_t, char *err, size_t errlen) {
     mlp *m = (mlp *)ctx;
-    const float *in = m->x;
+    const float *in = m->d.x;
     for (int l = 0; l < LAYERS; l++) {
         float *y = m->y[set][l];
         /* y (BATCH x out, row-major) = in (BATCH x in) W^T: column-major C(out x BATCH). */
-        STEP_CUBLAS(cublasSgemm_v2(m->blas, CUBLAS_OP_T, CUBLAS_OP_N, DIM_OUT[l], BATCH, DIM_IN[l],
+        STEP_CUBLAS(cublasSgemm_v2(m->blas.h, CUBLAS_OP_T, CUBLAS_OP_N, DIM_OUT[l], BATCH, DIM_IN[l],
                                    &ONE, m->w[l], DIM_IN[l], in, DIM_IN[l], &ZERO, y, DIM_OUT[l]));
         STEP_CUDNN(cudnnAddTensor(m->dnn, &ONE, m->bias_desc[l], m->b[l], &ONE, m->act_desc[l], y));
         if (l + 1 < LAYERS)
@@ -138,12 +113,6 @@ int mlp_step(void *ctx, int set, cudaStream_t, char *err, size_t errlen) {
         in = y;
     }
     return 0;
-}
-
-void mlp_arena(void *ctx, int set, void **base, size_t *bytes) {
-    mlp *m = (mlp *)ctx;
-    *base = m->arena[set];
-    *bytes = m->arena_bytes;
 }
 
 void mlp_output(void *ctx, int set, const float **out, size_t *count) {
@@ -157,10 +126,10 @@ void mlp_reference(void *ctx, double *ref) {
     double *a = (double *)bench_host_alloc((size_t)BATCH * HID * sizeof(double));
     double *b = (double *)bench_host_alloc((size_t)BATCH * HID * sizeof(double));
     for (size_t i = 0; i < (size_t)BATCH * IN; i++)
-        a[i] = m->host_x[i];
+        a[i] = m->d.host_x[i];
     for (int l = 0; l < LAYERS; l++) {
-        const float *w = m->host_params + m->param_off_w[l];
-        const float *bias = m->host_params + m->param_off_b[l];
+        const float *w = m->d.host_params + m->param_off_w[l];
+        const float *bias = m->d.host_params + m->param_off_b[l];
         double *y = l + 1 < LAYERS ? b : ref;
         for (int n = 0; n < BATCH; n++)
             for (int o = 0; o < DIM_OUT[l]; o++) {
@@ -182,20 +151,14 @@ void mlp_reference(void *ctx, double *ref) {
 
 void mlp_destroy(void *ctx) {
     mlp *m = (mlp *)ctx;
-    for (int set = 0; set < MODEL_SETS; set++)
-        CHECK(cudaFree(m->arena[set]));
-    CHECK(cudaFree(m->params));
-    CHECK(cudaFree(m->x));
+    model_data_free(&m->d);
     for (int l = 0; l < LAYERS; l++) {
         CHECK_CUDNN(cudnnDestroyTensorDescriptor(m->act_desc[l]));
         CHECK_CUDNN(cudnnDestroyTensorDescriptor(m->bias_desc[l]));
     }
     CHECK_CUDNN(cudnnDestroyActivationDescriptor(m->relu));
     CHECK_CUDNN(cudnnDestroy(m->dnn));
-    CHECK_CUBLAS(cublasDestroy(m->blas));
-    CHECK(cudaFree(m->blas_ws));
-    free(m->host_params);
-    free(m->host_x);
+    model_blas_destroy(&m->blas);
     free(m);
 }
 
@@ -208,7 +171,7 @@ const model_desc_t model_mlp = {
     8,
     mlp_create,
     mlp_step,
-    mlp_arena,
+    model_data_arena,
     mlp_output,
     mlp_reference,
     mlp_destroy,
