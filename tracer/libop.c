@@ -174,6 +174,7 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
         const cgj_op_t *op = &n->list->ops[at];
         if (!op_absorbable(op, why, sizeof why)) {
             ok = false;
+            lib->for_good = true;
             break;
         }
         const cgj_kparams_t *kp = op->kp;

@@ -431,7 +431,7 @@ static void lib_leave(cgj_thread_t *t, const cgj_libcall_t *lc, bool ok)
     cgj_op_t *m = at < tr->list.n ? &tr->list.ops[at] : NULL;
     if (!m || !m->lib || m->lib->failed || t->pos != at + 1 + m->lib->nops) return;
     bool matched = cgj_libop_matches(m->lib, lc);
-    if (matched && m->lib->absorbable) return;
+    if (matched && (m->lib->absorbable || m->lib->for_good)) return;
     /* New arguments, or a group not absorbable yet: this run is one more sample. */
     bool was = m->lib->absorbable;
     cgj_libop_relearn(m, lc);

@@ -162,6 +162,7 @@ typedef struct cgj_libop {
     bool never_absorb;
     const char *never_why; /* why never (a static string of the wrapper) */
     bool absorbable;     /* the group can be replayed without calling the library */
+    bool for_good;       /* not absorbable whatever the samples: its driver calls' kinds */
     char why_not[200];   /* why not */
     cgj_libfix_t *fix;   /* kernel parameter words derived from args */
     uint32_t nfix;
