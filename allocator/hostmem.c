@@ -1,7 +1,8 @@
-/* hostmem.c — cgjit's metadata and pinned staging arenas; see hostmem.h. */
+/* hostmem.c — the pinned staging arena; see hostmem.h. */
 #define _GNU_SOURCE
 #include "allocator/hostmem.h"
 #include "base/cgj_base.h"
+#include "base/mem.h"
 #include "base/driver.h"
 #include "base/log.h"
 
@@ -13,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int meta_flags, pinned_flags;
-static bool have_je, pinned_ok;
+static int pinned_flags;
+static bool pinned_ok;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 #ifdef CGJ_HAVE_JEMALLOC
@@ -54,70 +55,21 @@ static extent_hooks_t pinned_hooks = {
 
 /* The private copy's names (scripts/private-jemalloc.sh). */
 void *cgjpriv_je_mallocx(size_t size, int flags);
-void *cgjpriv_je_rallocx(void *ptr, size_t size, int flags);
-void cgjpriv_je_dallocx(void *ptr, int flags);
-int cgjpriv_je_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
 #define je_mallocx cgjpriv_je_mallocx
-#define je_rallocx cgjpriv_je_rallocx
-#define je_dallocx cgjpriv_je_dallocx
-
-static bool create_arena(extent_hooks_t *hooks, int *flags)
-{
-    unsigned ind;
-    size_t sz = sizeof ind;
-    extent_hooks_t *hp = hooks;
-    if (cgjpriv_je_mallctl("arenas.create", &ind, &sz, hooks ? &hp : NULL, hooks ? sizeof hp : 0)) return false;
-    *flags = MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE;
-    return true;
-}
 
 static void init_arenas(void)
 {
-    have_je = create_arena(NULL, &meta_flags);
-    pinned_ok = have_je && create_arena(&pinned_hooks, &pinned_flags);
+    pinned_ok = cgj_mem_new_arena(&pinned_hooks, &pinned_flags);
 }
 #else /* built without jemalloc: malloc and bump-allocated pinned chunks */
 #define MALLOCX_ALIGN(a) 0
 #define je_mallocx(n, f) NULL
-#define je_rallocx(p, n, f) NULL
-#define je_dallocx(p, f) ((void)0)
 static void init_arenas(void) {}
 #endif
 
 static void init(void)
 {
     pthread_once(&once, init_arenas);
-}
-
-const char *cgj_hostmem_source(void)
-{
-    init();
-    return have_je ? "jemalloc arenas" : "malloc";
-}
-
-void *cgj_meta_alloc(size_t n)
-{
-    init();
-    void *p = have_je ? je_mallocx(n ? n : 1, meta_flags) : malloc(n ? n : 1);
-    CGJ_ASSERT(p != NULL, "out of host memory");
-    return p;
-}
-
-void *cgj_meta_realloc(void *p, size_t n)
-{
-    init();
-    if (!p) return cgj_meta_alloc(n);
-    void *q = have_je ? je_rallocx(p, n ? n : 1, meta_flags) : realloc(p, n ? n : 1);
-    CGJ_ASSERT(q != NULL, "out of host memory");
-    return q;
-}
-
-void cgj_meta_free(void *p)
-{
-    if (!p) return;
-    init();
-    if (have_je) je_dallocx(p, meta_flags);
-    else free(p);
 }
 
 /* Without jemalloc: bump allocation from 4 MiB pinned chunks, never freed. */
@@ -149,31 +101,4 @@ void *cgj_staging_alloc(size_t n)
     void *p = pinned_ok ? je_mallocx(n, pinned_flags | MALLOCX_ALIGN(256)) : bump_staging(n);
     if (!p) CGJ_LOG(graphs, "pinned staging of %zu bytes refused", n);
     return p;
-}
-
-/* ---- the cgj_x* helpers of base/cgj_base.h ---- */
-
-void *cgj_xmalloc(size_t n) { return cgj_meta_alloc(n); }
-void *cgj_xrealloc(void *p, size_t n) { return cgj_meta_realloc(p, n); }
-void cgj_free(void *p) { cgj_meta_free(p); }
-
-void *cgj_xcalloc(size_t count, size_t size)
-{
-    CGJ_ASSERT(!size || count <= SIZE_MAX / size, "allocation size overflows");
-    size_t n = count * size;
-    void *p = cgj_meta_alloc(n);
-    memset(p, 0, n ? n : 1);
-    return p;
-}
-
-void *cgj_xmemdup(const void *p, size_t n)
-{
-    void *q = cgj_meta_alloc(n);
-    if (n) memcpy(q, p, n);
-    return q;
-}
-
-char *cgj_xstrdup(const char *s)
-{
-    return cgj_xmemdup(s, strlen(s) + 1);
 }

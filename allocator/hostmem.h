@@ -1,28 +1,18 @@
 /*
- * hostmem.h — cgjit's own host memory, kept apart from the program's malloc heap.
+ * hostmem.h — pinned staging: page-locked host memory owned by cgjit.
  *
- * Two jemalloc arenas: one for cgjit's metadata (trace records, parameter copies), one for
- * pinned staging whose extent hooks take their memory from cuMemHostAlloc, so every staging
- * buffer is page-locked and host-to-device copies from it are true asynchronous DMA.
- *
- * jemalloc is loaded with dlopen(RTLD_LOCAL): linking it would replace the program's malloc,
- * and cgjit must not change what a program does with its own memory. Where libjemalloc.so.2 is
- * not installed, metadata comes from malloc and staging from cuMemHostAlloc chunks cut by a
- * bump allocator; the report says which.
+ * Host-to-device copies of a replayed step are staged here at call time, so the program may
+ * reuse its buffer as soon as the call returns. The memory comes from a jemalloc arena of
+ * cgjit's private copy (base/mem.h) whose extent hooks take it from cuMemHostAlloc, so every
+ * staging buffer is page-locked and copies from it are true asynchronous DMA. Built without
+ * jemalloc, staging is cut from 4 MiB cuMemHostAlloc chunks by a bump allocator.
  */
 #ifndef CGJ_HOSTMEM_H
 #define CGJ_HOSTMEM_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
-/* Metadata allocation (never NULL: exhaustion aborts, see cgj_base.h). */
-void *cgj_meta_alloc(size_t n);
-void *cgj_meta_realloc(void *p, size_t n);
-void cgj_meta_free(void *p);
 /* A pinned staging buffer of n bytes, 256-byte aligned, or NULL if the driver refuses. */
 void *cgj_staging_alloc(size_t n);
-/* Where cgjit's host memory comes from: "jemalloc arenas" or "malloc". */
-const char *cgj_hostmem_source(void);
 
 #endif /* CGJ_HOSTMEM_H */

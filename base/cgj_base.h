@@ -24,15 +24,7 @@ void cgj_panic(const char *file, int line, const char *msg) __attribute__((noret
         if (CGJ_UNLIKELY(!(cond))) cgj_panic(__FILE__, __LINE__, msg); \
     } while (0)
 
-/* Allocation helpers for cgjit's own host memory; they abort on exhaustion. The memory comes
- * from cgjit's own arena (allocator/hostmem.c), never from the program's heap: release it with
- * cgj_free, never free(). */
-void *cgj_xmalloc(size_t n);
-void cgj_free(void *p);
-void *cgj_xcalloc(size_t count, size_t size);
-void *cgj_xrealloc(void *p, size_t n);
-void *cgj_xmemdup(const void *p, size_t n);
-char *cgj_xstrdup(const char *s);
+#include "base/mem.h"
 
 /* Copy src into dst[n], truncating; always terminated. */
 void cgj_strlcpy(char *dst, const char *src, size_t n);

@@ -1,4 +1,4 @@
-/* config.c — parse CGJIT_* variables into cgj_cfg; see config.h. */
+/* config.c — parse CGJIT_* variables into cgj_cfg; the step policies. See config.h. */
 #include "base/config.h"
 
 #include <errno.h>
@@ -6,10 +6,28 @@
 #include <string.h>
 
 cgj_config_t cgj_cfg = {
-#define CGJ_CFG_DEFAULT(name, kind, def, min, doc) .name = def,
+#define CGJ_CFG_DEFAULT(name, kind, def, min, opt, optkind, metavar, shown, doc) .name = def,
     CGJ_CONFIG_LIST(CGJ_CFG_DEFAULT)
 #undef CGJ_CFG_DEFAULT
 };
+
+static const char *const policy_names[] = {
+#define CGJ_STEP_POLICY_NAME(name, value, doc) value,
+    CGJ_STEP_POLICY_LIST(CGJ_STEP_POLICY_NAME)
+#undef CGJ_STEP_POLICY_NAME
+};
+
+int cgj_step_policy_parse(const char *s)
+{
+    for (int i = 0; i < CGJ_STEP_POLICY_COUNT; i++)
+        if (!strcmp(s, policy_names[i])) return i;
+    return -1;
+}
+
+const char *cgj_step_policy_name(int policy)
+{
+    return policy >= 0 && policy < CGJ_STEP_POLICY_COUNT ? policy_names[policy] : "?";
+}
 
 static void parse_INT(const char *var, long *out, long def, long min)
 {
@@ -37,7 +55,8 @@ static void parse_STR(const char *var, const char **out, const char *def, long m
 
 void cgj_config_load(void)
 {
-#define CGJ_CFG_PARSE(name, kind, def, min, doc) parse_##kind("CGJIT_" #name, &cgj_cfg.name, def, min);
+#define CGJ_CFG_PARSE(name, kind, def, min, opt, optkind, metavar, shown, doc) \
+    parse_##kind("CGJIT_" #name, &cgj_cfg.name, def, min);
     CGJ_CONFIG_LIST(CGJ_CFG_PARSE)
 #undef CGJ_CFG_PARSE
 }
@@ -47,7 +66,7 @@ void cgj_config_load(void)
 
 void cgj_config_describe(FILE *f)
 {
-#define CGJ_CFG_DESCRIBE(name, kind, def, min, doc) \
+#define CGJ_CFG_DESCRIBE(name, kind, def, min, opt, optkind, metavar, shown, doc) \
     fprintf(f, "  CGJIT_%-13s default %-14s %s\n", #name, "'" CGJ_CFG_STR_##kind(def) "'", doc);
     CGJ_CONFIG_LIST(CGJ_CFG_DESCRIBE)
 #undef CGJ_CFG_DESCRIBE

@@ -15,7 +15,7 @@ bool cgj_driver_load(void *(*real_dlsym)(void *, const char *), void **handle_ou
         CGJ_LOG(interpose, "cannot load the driver '%s': %s", cgj_cfg.DRIVER, dlerror());
         return false;
     }
-#define CGJ_DRV_RESOLVE(exported, proto) \
+#define CGJ_DRV_RESOLVE(exported, proto, ...) \
     cgj_drv.r_##exported = (__typeof__(cgj_drv.r_##exported))real_dlsym(h, #exported);
     CGJ_DRIVER_WRAPPED(CGJ_DRV_RESOLVE)
     CGJ_DRIVER_CALLED(CGJ_DRV_RESOLVE)

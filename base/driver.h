@@ -8,8 +8,9 @@
  * names (cuMemcpyHtoD_v2, cuLaunchKernel_ptsz): cuda.h maps the API names onto them with
  * macros, which is why the table only ever pastes or stringifies the first column.
  *
- * The W rows are the functions cgjit wraps (runtime/ hands out a wrapper in their place); the
- * D rows are the ones it only calls. A function the driver does not export stays NULL.
+ * The W rows are the functions cgjit wraps (runtime/ hands out a wrapper in their place), the U
+ * rows among them those it cannot trace; the D rows are the ones it only calls. A function the
+ * driver does not export stays NULL.
  */
 #ifndef CGJ_DRIVER_H
 #define CGJ_DRIVER_H
@@ -23,7 +24,8 @@ CUresult cgj_proto_gpa_v1(const char *symbol, void **pfn, int version, cuuint64_
 /* cuLaunchCooperativeKernelMultiDevice's prototype, without cuda.h's deprecation mark. */
 CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned int flags);
 
-/* W(exported, prototype): traced or observed calls, wrapped. */
+/* W(exported, prototype, ...): traced or observed calls, wrapped (the untraceable rows carry two
+ * more columns, so every W takes `...`). */
 #define CGJ_DRIVER_WRAPPED(W)                                                              \
     W(cuGetProcAddress, cgj_proto_gpa_v1)                                                  \
     W(cuGetProcAddress_v2, cuGetProcAddress)                                               \
@@ -64,54 +66,94 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     W(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync)                               \
     CGJ_DRIVER_UNTRACEABLE(W)
 
-/* Calls that issue GPU work cgjit cannot trace yet: inside a step they abort it to eager. */
-#define CGJ_DRIVER_UNTRACEABLE(W)                                                          \
-    W(cuMemcpy2D_v2, cuMemcpy2D) W(cuMemcpy2D_v2_ptds, cuMemcpy2D)                         \
-    W(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned)                                         \
-    W(cuMemcpy2DUnaligned_v2_ptds, cuMemcpy2DUnaligned)                                    \
-    W(cuMemcpy2DAsync_v2, cuMemcpy2DAsync) W(cuMemcpy2DAsync_v2_ptsz, cuMemcpy2DAsync)     \
-    W(cuMemcpy3D_v2, cuMemcpy3D) W(cuMemcpy3D_v2_ptds, cuMemcpy3D)                         \
-    W(cuMemcpy3DAsync_v2, cuMemcpy3DAsync) W(cuMemcpy3DAsync_v2_ptsz, cuMemcpy3DAsync)     \
-    W(cuMemcpyPeer, cuMemcpyPeer) W(cuMemcpyPeer_ptds, cuMemcpyPeer)                       \
-    W(cuMemcpyPeerAsync, cuMemcpyPeerAsync) W(cuMemcpyPeerAsync_ptsz, cuMemcpyPeerAsync)   \
-    W(cuMemsetD2D8_v2, cuMemsetD2D8) W(cuMemsetD2D8_v2_ptds, cuMemsetD2D8)                 \
-    W(cuMemsetD2D16_v2, cuMemsetD2D16) W(cuMemsetD2D16_v2_ptds, cuMemsetD2D16)             \
-    W(cuMemsetD2D32_v2, cuMemsetD2D32) W(cuMemsetD2D32_v2_ptds, cuMemsetD2D32)             \
-    W(cuMemsetD2D8Async, cuMemsetD2D8Async) W(cuMemsetD2D8Async_ptsz, cuMemsetD2D8Async)   \
-    W(cuMemsetD2D16Async, cuMemsetD2D16Async) W(cuMemsetD2D16Async_ptsz, cuMemsetD2D16Async) \
-    W(cuMemsetD2D32Async, cuMemsetD2D32Async) W(cuMemsetD2D32Async_ptsz, cuMemsetD2D32Async) \
-    W(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel)                                \
-    W(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel)                           \
-    W(cuStreamBeginCapture_v2, cuStreamBeginCapture)                                       \
-    W(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture)                                  \
-    W(cuStreamAddCallback, cuStreamAddCallback) W(cuStreamAddCallback_ptsz, cuStreamAddCallback) \
-    W(cuStreamWriteValue32_v2, cuStreamWriteValue32) W(cuStreamWriteValue32_v2_ptsz, cuStreamWriteValue32) \
-    W(cuStreamWaitValue32_v2, cuStreamWaitValue32) W(cuStreamWaitValue32_v2_ptsz, cuStreamWaitValue32) \
-    W(cuStreamWriteValue64_v2, cuStreamWriteValue64) W(cuStreamWriteValue64_v2_ptsz, cuStreamWriteValue64) \
-    W(cuStreamWaitValue64_v2, cuStreamWaitValue64) W(cuStreamWaitValue64_v2_ptsz, cuStreamWaitValue64) \
-    W(cuStreamBatchMemOp_v2, cuStreamBatchMemOp) W(cuStreamBatchMemOp_v2_ptsz, cuStreamBatchMemOp) \
-    W(cuMemPrefetchAsync_v2, cuMemPrefetchAsync) W(cuMemPrefetchAsync_v2_ptsz, cuMemPrefetchAsync) \
-    W(cuMemcpyAtoA_v2, cuMemcpyAtoA) W(cuMemcpyAtoA_v2_ptds, cuMemcpyAtoA) \
-    W(cuMemcpyAtoD_v2, cuMemcpyAtoD) W(cuMemcpyAtoD_v2_ptds, cuMemcpyAtoD) \
-    W(cuMemcpyAtoH_v2, cuMemcpyAtoH) W(cuMemcpyAtoH_v2_ptds, cuMemcpyAtoH) \
-    W(cuMemcpyDtoA_v2, cuMemcpyDtoA) W(cuMemcpyDtoA_v2_ptds, cuMemcpyDtoA) \
-    W(cuMemcpyHtoA_v2, cuMemcpyHtoA) W(cuMemcpyHtoA_v2_ptds, cuMemcpyHtoA) \
-    W(cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync) W(cuMemcpyAtoHAsync_v2_ptsz, cuMemcpyAtoHAsync) \
-    W(cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync) W(cuMemcpyHtoAAsync_v2_ptsz, cuMemcpyHtoAAsync) \
-    W(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync) W(cuMemcpyBatchAsync_v2_ptsz, cuMemcpyBatchAsync) \
-    W(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync) W(cuMemcpy3DBatchAsync_v2_ptsz, cuMemcpy3DBatchAsync) \
-    W(cuMemcpy3DPeer, cuMemcpy3DPeer) W(cuMemcpy3DPeer_ptds, cuMemcpy3DPeer) \
-    W(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync) W(cuMemcpy3DPeerAsync_ptsz, cuMemcpy3DPeerAsync) \
-    W(cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync) W(cuMemPrefetchBatchAsync_ptsz, cuMemPrefetchBatchAsync) \
-    W(cuMemDiscardBatchAsync, cuMemDiscardBatchAsync) W(cuMemDiscardBatchAsync_ptsz, cuMemDiscardBatchAsync) \
-    W(cuMemDiscardAndPrefetchBatchAsync, cuMemDiscardAndPrefetchBatchAsync) W(cuMemDiscardAndPrefetchBatchAsync_ptsz, cuMemDiscardAndPrefetchBatchAsync) \
-    W(cuMemBatchDecompressAsync, cuMemBatchDecompressAsync) W(cuMemBatchDecompressAsync_ptsz, cuMemBatchDecompressAsync) \
-    W(cuMemMapArrayAsync, cuMemMapArrayAsync) W(cuMemMapArrayAsync_ptsz, cuMemMapArrayAsync) \
-    W(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync) W(cuSignalExternalSemaphoresAsync_ptsz, cuSignalExternalSemaphoresAsync) \
-    W(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync) W(cuWaitExternalSemaphoresAsync_ptsz, cuWaitExternalSemaphoresAsync) \
-    W(cuCtxWaitEvent, cuCtxWaitEvent) \
-    W(cuGraphUpload, cuGraphUpload) W(cuGraphUpload_ptsz, cuGraphUpload) \
-    W(cuLaunchCooperativeKernelMultiDevice, cgj_proto_coop_multi)
+/* U(exported, prototype, (parameters), (arguments)): calls that issue GPU work cgjit cannot
+ * trace yet; inside a step they abort it to eager. runtime/wrappers.c generates their wrappers
+ * from this table. */
+#define CGJ_DRIVER_UNTRACEABLE(U)                                                          \
+    U(cuMemcpy2D_v2, cuMemcpy2D, (const CUDA_MEMCPY2D *p), (p)) \
+    U(cuMemcpy2D_v2_ptds, cuMemcpy2D, (const CUDA_MEMCPY2D *p), (p)) \
+    U(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned, (const CUDA_MEMCPY2D *p), (p)) \
+    U(cuMemcpy2DUnaligned_v2_ptds, cuMemcpy2DUnaligned, (const CUDA_MEMCPY2D *p), (p)) \
+    U(cuMemcpy2DAsync_v2, cuMemcpy2DAsync, (const CUDA_MEMCPY2D *p, CUstream s), (p, s)) \
+    U(cuMemcpy2DAsync_v2_ptsz, cuMemcpy2DAsync, (const CUDA_MEMCPY2D *p, CUstream s), (p, s)) \
+    U(cuMemcpy3D_v2, cuMemcpy3D, (const CUDA_MEMCPY3D *p), (p)) \
+    U(cuMemcpy3D_v2_ptds, cuMemcpy3D, (const CUDA_MEMCPY3D *p), (p)) \
+    U(cuMemcpy3DAsync_v2, cuMemcpy3DAsync, (const CUDA_MEMCPY3D *p, CUstream s), (p, s)) \
+    U(cuMemcpy3DAsync_v2_ptsz, cuMemcpy3DAsync, (const CUDA_MEMCPY3D *p, CUstream s), (p, s)) \
+    U(cuMemcpyPeer, cuMemcpyPeer, (CUdeviceptr d, CUcontext dc, CUdeviceptr sp, CUcontext sc, size_t n), (d, dc, sp, sc, n)) \
+    U(cuMemcpyPeer_ptds, cuMemcpyPeer, (CUdeviceptr d, CUcontext dc, CUdeviceptr sp, CUcontext sc, size_t n), (d, dc, sp, sc, n)) \
+    U(cuMemcpyPeerAsync, cuMemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr sp, CUcontext sc, size_t n, CUstream s), (d, dc, sp, sc, n, s)) \
+    U(cuMemcpyPeerAsync_ptsz, cuMemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr sp, CUcontext sc, size_t n, CUstream s), (d, dc, sp, sc, n, s)) \
+    U(cuMemsetD2D8_v2, cuMemsetD2D8, (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h), (d, pitch, v, w, h)) \
+    U(cuMemsetD2D8_v2_ptds, cuMemsetD2D8, (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h), (d, pitch, v, w, h)) \
+    U(cuMemsetD2D8Async, cuMemsetD2D8Async, (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s), (d, pitch, v, w, h, s)) \
+    U(cuMemsetD2D8Async_ptsz, cuMemsetD2D8Async, (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s), (d, pitch, v, w, h, s)) \
+    U(cuMemsetD2D16_v2, cuMemsetD2D16, (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h), (d, pitch, v, w, h)) \
+    U(cuMemsetD2D16_v2_ptds, cuMemsetD2D16, (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h), (d, pitch, v, w, h)) \
+    U(cuMemsetD2D16Async, cuMemsetD2D16Async, (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s), (d, pitch, v, w, h, s)) \
+    U(cuMemsetD2D16Async_ptsz, cuMemsetD2D16Async, (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s), (d, pitch, v, w, h, s)) \
+    U(cuMemsetD2D32_v2, cuMemsetD2D32, (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h), (d, pitch, v, w, h)) \
+    U(cuMemsetD2D32_v2_ptds, cuMemsetD2D32, (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h), (d, pitch, v, w, h)) \
+    U(cuMemsetD2D32Async, cuMemsetD2D32Async, (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s), (d, pitch, v, w, h, s)) \
+    U(cuMemsetD2D32Async_ptsz, cuMemsetD2D32Async, (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s), (d, pitch, v, w, h, s)) \
+    U(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream s, void **params), (f, gx, gy, gz, bx, by, bz, smem, s, params)) \
+    U(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream s, void **params), (f, gx, gy, gz, bx, by, bz, smem, s, params)) \
+    U(cuStreamBeginCapture_v2, cuStreamBeginCapture, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
+    U(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
+    U(cuStreamAddCallback, cuStreamAddCallback, (CUstream s, CUstreamCallback cb, void *ud, unsigned flags), (s, cb, ud, flags)) \
+    U(cuStreamAddCallback_ptsz, cuStreamAddCallback, (CUstream s, CUstreamCallback cb, void *ud, unsigned flags), (s, cb, ud, flags)) \
+    U(cuStreamWriteValue32_v2, cuStreamWriteValue32, (CUstream s, CUdeviceptr a, cuuint32_t v, unsigned flags), (s, a, v, flags)) \
+    U(cuStreamWriteValue32_v2_ptsz, cuStreamWriteValue32, (CUstream s, CUdeviceptr a, cuuint32_t v, unsigned flags), (s, a, v, flags)) \
+    U(cuStreamWaitValue32_v2, cuStreamWaitValue32, (CUstream s, CUdeviceptr a, cuuint32_t v, unsigned flags), (s, a, v, flags)) \
+    U(cuStreamWaitValue32_v2_ptsz, cuStreamWaitValue32, (CUstream s, CUdeviceptr a, cuuint32_t v, unsigned flags), (s, a, v, flags)) \
+    U(cuStreamWriteValue64_v2, cuStreamWriteValue64, (CUstream s, CUdeviceptr a, cuuint64_t v, unsigned flags), (s, a, v, flags)) \
+    U(cuStreamWriteValue64_v2_ptsz, cuStreamWriteValue64, (CUstream s, CUdeviceptr a, cuuint64_t v, unsigned flags), (s, a, v, flags)) \
+    U(cuStreamWaitValue64_v2, cuStreamWaitValue64, (CUstream s, CUdeviceptr a, cuuint64_t v, unsigned flags), (s, a, v, flags)) \
+    U(cuStreamWaitValue64_v2_ptsz, cuStreamWaitValue64, (CUstream s, CUdeviceptr a, cuuint64_t v, unsigned flags), (s, a, v, flags)) \
+    U(cuStreamBatchMemOp_v2, cuStreamBatchMemOp, (CUstream s, unsigned n, CUstreamBatchMemOpParams *p, unsigned flags), (s, n, p, flags)) \
+    U(cuStreamBatchMemOp_v2_ptsz, cuStreamBatchMemOp, (CUstream s, unsigned n, CUstreamBatchMemOpParams *p, unsigned flags), (s, n, p, flags)) \
+    U(cuMemPrefetchAsync_v2, cuMemPrefetchAsync, (CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s), (p, n, loc, flags, s)) \
+    U(cuMemPrefetchAsync_v2_ptsz, cuMemPrefetchAsync, (CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s), (p, n, loc, flags, s)) \
+    U(cuMemcpyAtoA_v2, cuMemcpyAtoA, (CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstArray, dstOffset, srcArray, srcOffset, ByteCount)) \
+    U(cuMemcpyAtoA_v2_ptds, cuMemcpyAtoA, (CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstArray, dstOffset, srcArray, srcOffset, ByteCount)) \
+    U(cuMemcpyAtoD_v2, cuMemcpyAtoD, (CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstDevice, srcArray, srcOffset, ByteCount)) \
+    U(cuMemcpyAtoD_v2_ptds, cuMemcpyAtoD, (CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstDevice, srcArray, srcOffset, ByteCount)) \
+    U(cuMemcpyAtoH_v2, cuMemcpyAtoH, (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstHost, srcArray, srcOffset, ByteCount)) \
+    U(cuMemcpyAtoH_v2_ptds, cuMemcpyAtoH, (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstHost, srcArray, srcOffset, ByteCount)) \
+    U(cuMemcpyDtoA_v2, cuMemcpyDtoA, (CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount), (dstArray, dstOffset, srcDevice, ByteCount)) \
+    U(cuMemcpyDtoA_v2_ptds, cuMemcpyDtoA, (CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount), (dstArray, dstOffset, srcDevice, ByteCount)) \
+    U(cuMemcpyHtoA_v2, cuMemcpyHtoA, (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount), (dstArray, dstOffset, srcHost, ByteCount)) \
+    U(cuMemcpyHtoA_v2_ptds, cuMemcpyHtoA, (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount), (dstArray, dstOffset, srcHost, ByteCount)) \
+    U(cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync, (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream), (dstHost, srcArray, srcOffset, ByteCount, hStream)) \
+    U(cuMemcpyAtoHAsync_v2_ptsz, cuMemcpyAtoHAsync, (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream), (dstHost, srcArray, srcOffset, ByteCount, hStream)) \
+    U(cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync, (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream), (dstArray, dstOffset, srcHost, ByteCount, hStream)) \
+    U(cuMemcpyHtoAAsync_v2_ptsz, cuMemcpyHtoAAsync, (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream), (dstArray, dstOffset, srcHost, ByteCount, hStream)) \
+    U(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync, (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream), (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream)) \
+    U(cuMemcpyBatchAsync_v2_ptsz, cuMemcpyBatchAsync, (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream), (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream)) \
+    U(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync, (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream), (numOps, opList, flags, hStream)) \
+    U(cuMemcpy3DBatchAsync_v2_ptsz, cuMemcpy3DBatchAsync, (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream), (numOps, opList, flags, hStream)) \
+    U(cuMemcpy3DPeer, cuMemcpy3DPeer, (const CUDA_MEMCPY3D_PEER *pCopy), (pCopy)) \
+    U(cuMemcpy3DPeer_ptds, cuMemcpy3DPeer, (const CUDA_MEMCPY3D_PEER *pCopy), (pCopy)) \
+    U(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream), (pCopy, hStream)) \
+    U(cuMemcpy3DPeerAsync_ptsz, cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream), (pCopy, hStream)) \
+    U(cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync, (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream)) \
+    U(cuMemPrefetchBatchAsync_ptsz, cuMemPrefetchBatchAsync, (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream)) \
+    U(cuMemDiscardBatchAsync, cuMemDiscardBatchAsync, (CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, flags, hStream)) \
+    U(cuMemDiscardBatchAsync_ptsz, cuMemDiscardBatchAsync, (CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, flags, hStream)) \
+    U(cuMemDiscardAndPrefetchBatchAsync, cuMemDiscardAndPrefetchBatchAsync, (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream)) \
+    U(cuMemDiscardAndPrefetchBatchAsync_ptsz, cuMemDiscardAndPrefetchBatchAsync, (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream)) \
+    U(cuMemBatchDecompressAsync, cuMemBatchDecompressAsync, (CUmemDecompressParams *paramsArray, size_t count, unsigned int flags, size_t *errorIndex, CUstream stream), (paramsArray, count, flags, errorIndex, stream)) \
+    U(cuMemBatchDecompressAsync_ptsz, cuMemBatchDecompressAsync, (CUmemDecompressParams *paramsArray, size_t count, unsigned int flags, size_t *errorIndex, CUstream stream), (paramsArray, count, flags, errorIndex, stream)) \
+    U(cuMemMapArrayAsync, cuMemMapArrayAsync, (CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream), (mapInfoList, count, hStream)) \
+    U(cuMemMapArrayAsync_ptsz, cuMemMapArrayAsync, (CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream), (mapInfoList, count, hStream)) \
+    U(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync, (const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream), (extSemArray, paramsArray, numExtSems, stream)) \
+    U(cuSignalExternalSemaphoresAsync_ptsz, cuSignalExternalSemaphoresAsync, (const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream), (extSemArray, paramsArray, numExtSems, stream)) \
+    U(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync, (const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream), (extSemArray, paramsArray, numExtSems, stream)) \
+    U(cuWaitExternalSemaphoresAsync_ptsz, cuWaitExternalSemaphoresAsync, (const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream), (extSemArray, paramsArray, numExtSems, stream)) \
+    U(cuCtxWaitEvent, cuCtxWaitEvent, (CUcontext hCtx, CUevent hEvent), (hCtx, hEvent)) \
+    U(cuGraphUpload, cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream)) \
+    U(cuGraphUpload_ptsz, cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream)) \
+    U(cuLaunchCooperativeKernelMultiDevice, cgj_proto_coop_multi, (CUDA_LAUNCH_PARAMS *launchParamsList, unsigned int numDevices, unsigned int flags), (launchParamsList, numDevices, flags))
 
 /* D(exported, prototype): functions cgjit calls for its own work. */
 #define CGJ_DRIVER_CALLED(D)                                                  \
@@ -145,7 +187,7 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuMemSetAccess, cuMemSetAccess)
 
 typedef struct cgj_driver {
-#define CGJ_DRV_FIELD(exported, proto) __typeof__(proto) *r_##exported;
+#define CGJ_DRV_FIELD(exported, proto, ...) __typeof__(proto) *r_##exported;
     CGJ_DRIVER_WRAPPED(CGJ_DRV_FIELD)
     CGJ_DRIVER_CALLED(CGJ_DRV_FIELD)
 #undef CGJ_DRV_FIELD

@@ -1,23 +1,23 @@
 /* graph.c — capture, instantiation and launch of a trace's segments; see graph.h. */
 #include "graphs/graph.h"
-#include "allocator/hostmem.h"
 #include "base/config.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "base/vec.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define FAIL(...)                              \
-    do {                                       \
-        snprintf(why, whylen, __VA_ARGS__);    \
-        return false;                          \
+#define FAIL(code, op, ...)                                               \
+    do {                                                                  \
+        cgj_reason_set(why, CGJ_REASON_BUILD_##code, (op), __VA_ARGS__);  \
+        return false;                                                     \
     } while (0)
+#define NO_OP CGJ_REASON_NO_OP
 
 static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t end, bool chained)
 {
-    if (t->nsegs == *cap) t->segs = cgj_xrealloc(t->segs, (*cap *= 2) * sizeof *t->segs);
-    t->segs[t->nsegs++] = (cgj_segment_t){.first = first, .end = end, .chained = chained};
+    CGJ_VEC_PUSH(t->segs, t->nsegs, *cap, ((cgj_segment_t){.first = first, .end = end, .chained = chained}));
 }
 
 /* Segments run from one boundary op to the next. One that the host will wait for at its end
@@ -26,8 +26,8 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
  * exactly as it would have started on eager launches. */
 static void split_segments(cgj_trace_t *t)
 {
-    uint32_t n = t->list.n, cap = 4, chunk = (uint32_t)cgj_cfg.CHUNK_OPS;
-    t->segs = cgj_xcalloc(cap, sizeof *t->segs);
+    uint32_t n = t->list.n, cap = 0, chunk = (uint32_t)cgj_cfg.CHUNK_OPS;
+    t->segs = NULL;
     t->nsegs = 0;
     for (uint32_t i = 0;;) {
         uint32_t j = i;
@@ -59,19 +59,19 @@ static bool wait_is_ordered(const cgj_trace_t *t, const cgj_segment_t *seg, uint
     return false;
 }
 
-static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, char *why, size_t whylen)
+static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_reason_t *why)
 {
     for (uint32_t i = seg->first; i < seg->end; i++) {
         cgj_op_t *o = &t->list.ops[i];
         CUresult r = cgj_op_issue(o, cap, true, wait_is_ordered(t, seg, i));
-        if (r != CUDA_SUCCESS) FAIL("op %u (%s) under capture: %s", i, o->call.api, cgj_driver_errstr(r));
+        if (r != CUDA_SUCCESS) FAIL(CAPTURE, i, "%s: %s", o->call.api, cgj_driver_errstr(r));
         if (o->kp) { /* every kernel's node: a constant slot may turn out to vary (promotion) */
             CUstreamCaptureStatus st;
             const CUgraphNode *deps = NULL;
             size_t ndeps = 0;
             r = cgj_drv.r_cuStreamGetCaptureInfo_v3(cap, &st, NULL, NULL, &deps, NULL, &ndeps);
             if (r != CUDA_SUCCESS || ndeps != 1)
-                FAIL("op %u: cannot find its graph node (%s, %zu nodes)", i, cgj_driver_errstr(r), ndeps);
+                FAIL(NODE, i, "%s, %zu nodes", cgj_driver_errstr(r), ndeps);
             o->node = deps[0];
         }
     }
@@ -97,65 +97,53 @@ static void find_streams(cgj_trace_t *t, cgj_segment_t *seg)
     }
 }
 
-static bool make_events(cgj_segment_t *seg, char *why, size_t whylen)
+static bool make_events(cgj_segment_t *seg, cgj_reason_t *why)
 {
     if (!seg->nothers && !seg->has_staging) return true;
     CUresult r = cgj_drv.r_cuEventCreate(&seg->done, CU_EVENT_DISABLE_TIMING);
     seg->pre = cgj_xcalloc(seg->nothers + 1, sizeof(CUevent));
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++)
         r = cgj_drv.r_cuEventCreate(&seg->pre[j], CU_EVENT_DISABLE_TIMING);
-    if (r != CUDA_SUCCESS) FAIL("cuEventCreate: %s", cgj_driver_errstr(r));
+    if (r != CUDA_SUCCESS) FAIL(EVENTS, NO_OP, "%s", cgj_driver_errstr(r));
     return true;
 }
 
-static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, char *why, size_t whylen)
+static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_reason_t *why)
 {
-    if (!make_events(seg, why, whylen)) return false;
+    if (!make_events(seg, why)) return false;
     CUresult r = cgj_drv.r_cuStreamBeginCapture_v2(cap, CU_STREAM_CAPTURE_MODE_RELAXED);
-    if (r != CUDA_SUCCESS) FAIL("cuStreamBeginCapture: %s", cgj_driver_errstr(r));
-    bool ok = capture_ops(t, seg, cap, why, whylen);
+    if (r != CUDA_SUCCESS) FAIL(CAPTURE, NO_OP, "cuStreamBeginCapture: %s", cgj_driver_errstr(r));
+    bool ok = capture_ops(t, seg, cap, why);
     CUgraph g = NULL;
     r = cgj_drv.r_cuStreamEndCapture(cap, &g);
     seg->graph = g;
     if (!ok) return false;
-    if (r != CUDA_SUCCESS) FAIL("cuStreamEndCapture: %s", cgj_driver_errstr(r));
+    if (r != CUDA_SUCCESS) FAIL(CAPTURE, NO_OP, "cuStreamEndCapture: %s", cgj_driver_errstr(r));
     r = cgj_drv.r_cuGraphInstantiateWithFlags(&seg->exec, g, 0);
-    if (r != CUDA_SUCCESS) FAIL("cuGraphInstantiate: %s", cgj_driver_errstr(r));
+    if (r != CUDA_SUCCESS) FAIL(INSTANTIATE, NO_OP, "%s", cgj_driver_errstr(r));
     r = cgj_drv.r_cuGraphUpload(seg->exec, cap);
-    if (r != CUDA_SUCCESS) FAIL("cuGraphUpload: %s", cgj_driver_errstr(r));
+    if (r != CUDA_SUCCESS) FAIL(UPLOAD, NO_OP, "%s", cgj_driver_errstr(r));
     for (uint32_t i = seg->first; i < seg->end; i++) {
         cgj_op_t *o = &t->list.ops[i];
         if (!o->kp || !o->node) continue;
         r = cgj_drv.r_cuGraphKernelNodeGetParams_v2(o->node, &o->nodep);
-        if (r != CUDA_SUCCESS) FAIL("cuGraphKernelNodeGetParams: %s", cgj_driver_errstr(r));
+        if (r != CUDA_SUCCESS) FAIL(NODE, i, "cuGraphKernelNodeGetParams: %s", cgj_driver_errstr(r));
         memcpy(o->kp->inexec, o->kp->live, o->kp->size);
     }
     return true;
 }
 
-static bool stage_copies(cgj_trace_t *t, char *why, size_t whylen)
-{
-    for (uint32_t i = 0; i < t->list.n; i++) {
-        cgj_op_t *o = &t->list.ops[i];
-        if (o->call.kind != CGJ_OP_MEMCPY || o->call.u.m.dir != CGJ_DIR_H2D) continue;
-        o->stage = cgj_staging_alloc(o->call.u.m.bytes);
-        if (!o->stage) FAIL("no pinned staging for op %u (%zu bytes)", i, o->call.u.m.bytes);
-    }
-    return true;
-}
-
-bool cgj_graph_build(cgj_trace_t *t, char *why, size_t whylen)
+bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
 {
     split_segments(t);
-    if (!stage_copies(t, why, whylen)) return false;
     CUstream cap = NULL;
     CUresult r = cgj_drv.r_cuStreamCreate(&cap, CU_STREAM_NON_BLOCKING);
-    if (r != CUDA_SUCCESS) FAIL("cuStreamCreate: %s", cgj_driver_errstr(r));
+    if (r != CUDA_SUCCESS) FAIL(STREAM, NO_OP, "%s", cgj_driver_errstr(r));
     bool ok = true;
     for (uint32_t s = 0; s < t->nsegs && ok; s++) {
         cgj_segment_t *seg = &t->segs[s];
         find_streams(t, seg);
-        if (seg->ncapture) ok = build_segment(t, seg, cap, why, whylen);
+        if (seg->ncapture) ok = build_segment(t, seg, cap, why);
     }
     if (ok) cgj_drv.r_cuStreamSynchronize(cap); /* uploads done before the stream goes */
     cgj_drv.r_cuStreamDestroy_v2(cap);

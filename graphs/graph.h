@@ -14,11 +14,12 @@
 #ifndef CGJ_GRAPH_H
 #define CGJ_GRAPH_H
 
-#include "tracer/trace.h"
+#include "ir/ir.h"
 
-/* Split t->list into segments, capture and instantiate each. On failure returns false with
- * why[] set; the trace's partial graphs are destroyed. */
-bool cgj_graph_build(cgj_trace_t *t, char *why, size_t whylen);
+/* Split t->list into segments, capture and instantiate each (host-to-device copies must have
+ * their staging already). On failure returns false with *why set (BUILD_*); the trace's partial
+ * graphs are destroyed. */
+bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why);
 /* Patch the varying parameters of segment s and launch it. */
 CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t *patched);
 /* Before replay overwrites segment s's staging buffers: wait until its last launch is done.
@@ -26,5 +27,10 @@ CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t *patched);
 bool cgj_graph_staging_wait(cgj_segment_t *seg);
 /* Destroy the graphs and events of t (not its ops). */
 void cgj_graph_destroy(cgj_trace_t *t);
+
+/* issue.c: issue op o on `stream` with its live values, eagerly or into a capture. `capturing`:
+ * use the external event-record and event-wait nodes; `skip_wait`: the wait is ordered by the
+ * capture already. */
+CUresult cgj_op_issue(const cgj_op_t *o, CUstream stream, bool capturing, bool skip_wait);
 
 #endif /* CGJ_GRAPH_H */

@@ -6,7 +6,7 @@
  * issued with the asynchronous form of their call and an explicit stream; a synchronous copy
  * or memset was absorbed at call time, and its graph node is the asynchronous equivalent.
  */
-#include "tracer/trace.h"
+#include "graphs/graph.h"
 #include "base/driver.h"
 
 static CUresult issue_kernel(const cgj_op_t *o, CUstream s)

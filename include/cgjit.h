@@ -105,14 +105,28 @@ CGJ_API int cgj_trace_end(void);
     X(lib_absorbed, "library calls replay absorbed whole: the library was not called")       \
     X(lib_relearned, "library calls whose arguments changed in replay: the library ran and the trace learned them")
 
+/*
+ * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields
+ * are only ever appended. The library fills only the bytes the caller's struct has, so a program
+ * built against an older cgjit.h is never overrun by a newer library, and one built against a
+ * newer header gets zeros in the fields an older library does not know. The inline functions
+ * below set the size; a caller of the *_read functions sets it itself.
+ */
 typedef struct cgj_stats {
+    uint64_t size; /* sizeof(cgj_stats_t) as the caller was built with */
 #define CGJ_STATS_FIELD(field, doc) uint64_t field;
     CGJ_STATS_LIST(CGJ_STATS_FIELD)
 #undef CGJ_STATS_FIELD
 } cgj_stats_t;
 
-/* Copy the process-wide counters into *out. CGJ_ERR_INVALID_ARG if out is NULL. */
-CGJ_API int cgj_stats(cgj_stats_t *out);
+/* Copy the process-wide counters into *out (out->size bytes of it). CGJ_ERR_INVALID_ARG if out
+ * is NULL or out->size is smaller than the size field itself. */
+CGJ_API int cgj_stats_read(cgj_stats_t *out);
+static inline int cgj_stats(cgj_stats_t *out)
+{
+    if (out) out->size = sizeof *out;
+    return cgj_stats_read(out);
+}
 
 /* Anchor states: X(NAME, description). */
 #define CGJ_STATE_LIST(X)                                                           \
@@ -129,6 +143,7 @@ typedef enum cgj_state {
 
 /* What cgjit knows of one anchor (the current variant's figures where there are several). */
 typedef struct cgj_trace_info {
+    uint64_t size;          /* sizeof(cgj_trace_info_t) as the caller was built with */
     cgj_state_t state;
     uint32_t variants;      /* traces built for this anchor */
     uint32_t ops;           /* driver calls in the current variant's trace */
@@ -146,15 +161,28 @@ typedef struct cgj_trace_info {
     uint32_t lib_calls;     /* cuBLAS/cuBLASLt/cuDNN calls in the current variant's trace ... */
     uint32_t lib_absorbable; /* ... and those replay absorbs whole when their guard holds */
     char reason[256];       /* why blacklisted, or the last divergence/abort; "" if none */
+    int reason_code;        /* the same as a code of cgjit's reason table (0: none); see
+                             * cgj_reason_name() and cgj_reason_hint() */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */
 CGJ_API const char *cgj_state_name(int state);
 
-/* Fill *out for the anchor `name`. CGJ_ERR_NOT_FOUND if no step of that name ever began. */
-CGJ_API int cgj_trace_info(const char *name, cgj_trace_info_t *out);
+/* Fill *out (out->size bytes of it) for the anchor `name`. CGJ_ERR_NOT_FOUND if no step of that
+ * name ever began; CGJ_ERR_INVALID_ARG for a NULL argument or a size smaller than the field. */
+CGJ_API int cgj_trace_info_read(const char *name, cgj_trace_info_t *out);
+static inline int cgj_trace_info(const char *name, cgj_trace_info_t *out)
+{
+    if (out) out->size = sizeof *out;
+    return cgj_trace_info_read(name, out);
+}
 
-/* Write a human-readable report (counters, then every anchor) to f (stderr if NULL). */
+/* A reason code's name ("ABORT_MAX_OPS"), and what the user can do about it ("" if nothing);
+ * "?" and "" for a number that is no code. */
+CGJ_API const char *cgj_reason_name(int code);
+CGJ_API const char *cgj_reason_hint(int code);
+
+/* Write a human-readable report (counters, reasons, then every anchor) to f (stderr if NULL). */
 CGJ_API void cgj_report(FILE *f);
 
 #ifdef __cplusplus

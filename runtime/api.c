@@ -1,9 +1,10 @@
-/* api.c — the public functions of include/cgjit.h. */
+/* api.c — the public functions of include/cgjit.h (the report: report.c). */
 #include "runtime/runtime.h"
 #include "allocator/pool.h"
 #include "base/log.h"
 #include "tracer/step.h"
 
+#include <stddef.h>
 #include <string.h>
 
 static const char *const status_msgs[] = {
@@ -36,7 +37,7 @@ CGJ_API int cgj_trace_begin(const char *name)
         return CGJ_ERR_INVALID_ARG;
     }
     int st = cgj_runtime_init();
-    cgj_implicit_markers_seen();
+    cgj_step_markers_seen();
     if (st == CGJ_OK) st = cgj_step_begin(name);
     else if (cgj_tls.mode != CGJ_MODE_OFF) st = CGJ_ERR_NESTED;
     else cgj_step_begin_eager();
@@ -51,23 +52,34 @@ CGJ_API int cgj_trace_end(void)
     return st;
 }
 
-CGJ_API int cgj_stats(cgj_stats_t *out)
+/* Copy the first out->size bytes of `full` (whose size field is set) into out, keeping out's
+ * size: the caller's struct may be older (smaller) or newer (larger: the rest is zeroed). */
+static void copy_sized(void *out, const void *full, size_t full_size)
 {
-    if (!out) return CGJ_ERR_INVALID_ARG;
-#define CGJ_STATS_COPY(field, doc) out->field = __atomic_load_n(&cgj_g_stats.field, __ATOMIC_RELAXED);
+    uint64_t size;
+    memcpy(&size, out, sizeof size);
+    size_t n = size < full_size ? (size_t)size : full_size;
+    memcpy((char *)out + sizeof size, (const char *)full + sizeof size, n - sizeof size);
+    if (size > full_size) memset((char *)out + full_size, 0, (size_t)size - full_size);
+}
+
+CGJ_API int cgj_stats_read(cgj_stats_t *out)
+{
+    if (!out || out->size < sizeof out->size) return CGJ_ERR_INVALID_ARG;
+    cgj_stats_t s = {.size = sizeof s};
+#define CGJ_STATS_COPY(field, doc) s.field = __atomic_load_n(&cgj_g_stats.field, __ATOMIC_RELAXED);
     CGJ_STATS_LIST(CGJ_STATS_COPY)
 #undef CGJ_STATS_COPY
-    out->pool_bytes = cgj_pool_mapped_bytes();
+    s.pool_bytes = cgj_pool_mapped_bytes();
+    copy_sized(out, &s, sizeof s);
     return CGJ_OK;
 }
 
-CGJ_API int cgj_trace_info(const char *name, cgj_trace_info_t *out)
+CGJ_API int cgj_trace_info_read(const char *name, cgj_trace_info_t *out)
 {
-    if (!name || !out) return CGJ_ERR_INVALID_ARG;
-    return cgj_anchor_info(name, out);
-}
-
-CGJ_API void cgj_report(FILE *f)
-{
-    cgj_anchor_report(f ? f : stderr);
+    if (!name || !out || out->size < sizeof out->size) return CGJ_ERR_INVALID_ARG;
+    cgj_trace_info_t i = {.size = sizeof i};
+    int st = cgj_anchor_info(name, &i);
+    if (st == CGJ_OK) copy_sized(out, &i, sizeof i);
+    return st;
 }

@@ -20,6 +20,7 @@
 #include "base/config.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "base/map.h"
 #include "tracer/step.h"
 
 #include <dlfcn.h>
@@ -33,8 +34,8 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int init_state = -1; /* -1 not yet, else a cgj_status_t */
 static __thread bool in_init;
 
-#define MAP_CAP 512 /* power of two, well above the number of wrapped functions */
-static cgj_wrap_entry_t map[MAP_CAP];
+#define MAX_WRAPPERS 512 /* well above the number of wrapped functions */
+static cgj_map_t wrappers; /* real driver function -> its wrapper; built once, then only read */
 
 /* Sanitizer runtimes call dlsym while they start, before their shadow memory exists: the code
  * on that path must not be instrumented. */
@@ -57,28 +58,18 @@ void *cgj_real_sym(void *handle, const char *name)
     return real_dlsym ? real_dlsym(handle, name) : NULL;
 }
 
-static unsigned slot_of(const void *p)
-{
-    return (unsigned)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (MAP_CAP - 1);
-}
-
 static void build_map(void)
 {
-    static cgj_wrap_entry_t list[MAP_CAP / 2];
-    unsigned n = cgj_wrappers_list(list, MAP_CAP / 2);
-    for (unsigned i = 0; i < n; i++) {
-        if (!list[i].real) continue;
-        unsigned j = slot_of(list[i].real);
-        while (map[j].real && map[j].real != list[i].real) j = (j + 1) & (MAP_CAP - 1);
-        map[j] = list[i];
-    }
+    static cgj_wrap_entry_t list[MAX_WRAPPERS];
+    unsigned n = cgj_wrappers_list(list, MAX_WRAPPERS);
+    for (unsigned i = 0; i < n; i++)
+        if (list[i].real) cgj_map_put(&wrappers, cgj_map_ptr_key(list[i].real), (uint64_t)(uintptr_t)list[i].wrapper);
 }
 
 void *cgj_wrapper_for(const void *real)
 {
-    for (unsigned j = slot_of(real); map[j].real; j = (j + 1) & (MAP_CAP - 1))
-        if (map[j].real == real) return map[j].wrapper;
-    return NULL;
+    uint64_t w;
+    return cgj_map_get(&wrappers, cgj_map_ptr_key(real), &w) ? (void *)(uintptr_t)w : NULL;
 }
 
 /* CGJIT_STEP, or its default: sync when libcgjit was preloaded (the program cannot mark its
@@ -105,10 +96,9 @@ static cgj_step_policy_t step_policy(void)
 {
     const char *s = cgj_cfg.STEP;
     if (!*s) return preloaded() ? CGJ_STEP_SYNC : CGJ_STEP_OFF;
-    if (!strcmp(s, "sync")) return CGJ_STEP_SYNC;
-    if (!strcmp(s, "auto")) return CGJ_STEP_AUTO;
-    if (strcmp(s, "off"))
-        fprintf(stderr, "cgjit: warning: CGJIT_STEP='%s' is not sync, auto or off; using off\n", s);
+    int p = cgj_step_policy_parse(s);
+    if (p >= 0) return (cgj_step_policy_t)p;
+    fprintf(stderr, "cgjit: warning: CGJIT_STEP='%s' is not sync, auto or off; using off\n", s);
     return CGJ_STEP_OFF;
 }
 
@@ -130,7 +120,7 @@ static int init_locked(void)
         return CGJ_ERR_NO_DRIVER;
     }
     build_map();
-    cgj_implicit_enable(step_policy());
+    cgj_step_implicit_enable(step_policy());
     if (cgj_cfg.REPORT) atexit(report_at_exit);
     CGJ_LOG(interpose, "driver '%s' loaded", cgj_cfg.DRIVER);
     return CGJ_OK;

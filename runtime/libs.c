@@ -2,6 +2,8 @@
  * libs.c — the library wrappers' common parts: real functions, generations, data types.
  */
 #include "runtime/libs.h"
+#include "base/map.h"
+#include "base/spin.h"
 
 #include <cublas_api.h>
 #include <dlfcn.h>
@@ -49,17 +51,11 @@ void *cgj_lib_resolve(const char *name)
 }
 
 /* ---- generations ----
- * A small table of (object, generation), read on every library call in a step and written when
- * handles change. Readers take a spinlock only on a miss of their thread's one-entry cache,
- * which an epoch invalidates whenever any entry changes. */
+ * A map of object -> generation, read on every library call in a step and written when handles
+ * change. Readers take the spinlock only on a miss of their thread's one-entry cache, which an
+ * epoch invalidates whenever any entry changes. */
 
-typedef struct gen_entry {
-    const void *obj;
-    uint64_t gen;
-} gen_entry_t;
-
-static gen_entry_t *gens;
-static size_t ngens, capgens;
+static cgj_map_t gens;
 static int gen_lock;
 static uint64_t gen_next = 1, gen_epoch = 1;
 static __thread struct {
@@ -67,26 +63,15 @@ static __thread struct {
     const void *obj;
 } gen_cache;
 
-static void lock(void)
-{
-    while (__atomic_exchange_n(&gen_lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
-}
-
-static void unlock(void)
-{
-    __atomic_store_n(&gen_lock, 0, __ATOMIC_RELEASE);
-}
-
 uint64_t cgj_lib_gen(const void *obj)
 {
     uint64_t epoch = __atomic_load_n(&gen_epoch, __ATOMIC_ACQUIRE);
     if (gen_cache.epoch == epoch && gen_cache.obj == obj) return gen_cache.gen;
     uint64_t g = 0;
-    lock();
-    for (size_t i = 0; i < ngens; i++)
-        if (gens[i].obj == obj) g = gens[i].gen;
+    cgj_spin_lock(&gen_lock);
+    if (!cgj_map_get(&gens, cgj_map_ptr_key(obj), &g)) g = 0;
     epoch = gen_epoch;
-    unlock();
+    cgj_spin_unlock(&gen_lock);
     gen_cache.epoch = epoch, gen_cache.obj = obj, gen_cache.gen = g;
     return g;
 }
@@ -94,20 +79,11 @@ uint64_t cgj_lib_gen(const void *obj)
 static void gen_set(const void *obj, bool drop)
 {
     if (!obj) return;
-    lock();
-    size_t i = 0;
-    while (i < ngens && gens[i].obj != obj) i++;
-    if (drop) {
-        if (i < ngens) gens[i] = gens[--ngens];
-    } else {
-        if (i == ngens) {
-            if (ngens == capgens) gens = cgj_xrealloc(gens, (capgens = capgens ? 2 * capgens : 16) * sizeof *gens);
-            gens[ngens++].obj = obj;
-        }
-        gens[i].gen = gen_next++;
-    }
+    cgj_spin_lock(&gen_lock);
+    if (drop) cgj_map_del(&gens, cgj_map_ptr_key(obj));
+    else cgj_map_put(&gens, cgj_map_ptr_key(obj), gen_next++);
     __atomic_store_n(&gen_epoch, gen_epoch + 1, __ATOMIC_RELEASE);
-    unlock();
+    cgj_spin_unlock(&gen_lock);
 }
 
 void cgj_lib_gen_bump(const void *obj)

@@ -62,23 +62,23 @@ uint64_t cgj_lib_gen(const void *obj);
 void cgj_lib_gen_bump(const void *obj);
 void cgj_lib_gen_drop(const void *obj);
 
-static inline void lib_never(cgj_libcall_t *lc, const char *why)
+/* The call can never be absorbed: the first reason given is kept (a code of ir/reason.h). */
+static inline void lib_never(cgj_libcall_t *lc, cgj_reason_code_t why)
 {
-    if (!lc->never_absorb) lc->never_absorb = true, lc->never_why = why;
+    if (!lc->never) lc->never = why;
 }
 
 static inline void lib_init(cgj_libcall_t *lc)
 {
     lc->keylen = lc->nargs = 0;
-    lc->never_absorb = false;
-    lc->never_why = NULL;
+    lc->never = CGJ_REASON_NONE;
 }
 
 /* Keys are compared byte for byte: a struct put whole must have no padding (stack bytes). */
 static inline void key_put(cgj_libcall_t *lc, const void *p, size_t n)
 {
     if (CGJ_UNLIKELY(lc->keylen + n > CGJ_LIB_KEY_MAX)) {
-        lib_never(lc, "its arguments do not fit the key");
+        lib_never(lc, CGJ_REASON_LIB_KEY_SIZE);
         return;
     }
     memcpy(lc->key + lc->keylen, p, n);
@@ -99,7 +99,7 @@ static inline void arg_put(cgj_libcall_t *lc, const void *p)
     if (al > 8 && v) al = 8;
     key_put(lc, &al, 1);
     if (CGJ_UNLIKELY(lc->nargs == CGJ_LIB_MAX_ARGS)) {
-        lib_never(lc, "it has too many pointer arguments");
+        lib_never(lc, CGJ_REASON_LIB_MANY_ARGS);
         return;
     }
     lc->args[lc->nargs++] = v;
@@ -113,7 +113,7 @@ static inline void key_host_scalar(cgj_libcall_t *lc, const void *p, size_t byte
         return;
     }
     if (!bytes) {
-        lib_never(lc, "a host scalar of an unknown type");
+        lib_never(lc, CGJ_REASON_LIB_HOST_SCALAR);
         return;
     }
     key_put(lc, p, bytes);

@@ -40,7 +40,7 @@ static bool blas_handle(cgj_libcall_t *lc, cublasHandle_t h)
         g_cublasGetPointerMode_v2(h, &pm) != CUBLAS_STATUS_SUCCESS ||
         g_cublasGetMathMode(h, &mm) != CUBLAS_STATUS_SUCCESS ||
         g_cublasGetAtomicsMode(h, &am) != CUBLAS_STATUS_SUCCESS)
-        lib_never(lc, "its handle cannot be read");
+        lib_never(lc, CGJ_REASON_LIB_HANDLE);
     struct {
         const void *h, *s;
         uint64_t gen;
@@ -227,7 +227,7 @@ cublasStatus_t cublasScopy_v2(cublasHandle_t h, int n, const float *x, int incx,
 /* A result in host memory is a value returned to the host: never absorbed. */
 static void dot_result(cgj_libcall_t *lc, bool host, const void *result)
 {
-    if (host) lib_never(lc, "its result goes to host memory (the library synchronizes)");
+    if (host) lib_never(lc, CGJ_REASON_LIB_HOST_RESULT);
     else arg_put(lc, result);
 }
 
@@ -336,7 +336,7 @@ static void lt_desc_attr(cgj_libcall_t *lc, cublasLtMatmulDesc_t d, cublasLtMatm
         g_cublasLtMatmulDescGetAttribute =
             (__typeof__(cublasLtMatmulDescGetAttribute) *)cgj_lib_resolve("cublasLtMatmulDescGetAttribute");
     if (!g_cublasLtMatmulDescGetAttribute || g_cublasLtMatmulDescGetAttribute(d, a, v, n, &written))
-        lib_never(lc, "its matmul descriptor cannot be read");
+        lib_never(lc, CGJ_REASON_LIB_DESCRIPTOR);
 }
 
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
@@ -379,7 +379,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
         lt_desc_attr(&lc, desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
         lt_desc_attr(&lc, desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &st, sizeof st);
     } else {
-        lib_never(&lc, "it has no matmul descriptor");
+        lib_never(&lc, CGJ_REASON_LIB_DESCRIPTOR);
     }
     size_t sb = cgj_lib_dtype_bytes(st);
     bool alpha_host = pm == CUBLASLT_POINTER_MODE_HOST;

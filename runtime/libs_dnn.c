@@ -39,8 +39,8 @@ static void dnn_handle(cgj_libcall_t *lc, cudnnHandle_t h)
 {
     cudaStream_t s = NULL;
     uint64_t gen = cgj_lib_gen(h);
-    if (!getters_ready()) lib_never(lc, "cuDNN's descriptor getters are missing");
-    else if (!h || (!gen && !OK(g_cudnnGetStream(h, &s)))) lib_never(lc, "its handle cannot be read");
+    if (!getters_ready()) lib_never(lc, CGJ_REASON_LIB_GETTERS);
+    else if (!h || (!gen && !OK(g_cudnnGetStream(h, &s)))) lib_never(lc, CGJ_REASON_LIB_HANDLE);
     struct {
         const void *h, *s;
         uint64_t gen;
@@ -56,9 +56,9 @@ static cudnnDataType_t key_tensor(cgj_libcall_t *lc, cudnnTensorDescriptor_t d)
     } k = {-1, 0, {0}, {0}};
     cudnnDataType_t dt = CUDNN_DATA_FLOAT;
     int nb = 0;
-    if (d && !lc->never_absorb) {
+    if (d && !lc->never) {
         if (!OK(g_cudnnGetTensorNdDescriptor(d, CUDNN_DIM_MAX, &dt, &nb, k.dims, k.strides)) || nb > CUDNN_DIM_MAX)
-            lib_never(lc, "a tensor descriptor cannot be read");
+            lib_never(lc, CGJ_REASON_LIB_DESCRIPTOR);
         k.dt = dt, k.nb = nb;
     }
     key_put(lc, &k, sizeof k);
@@ -70,12 +70,12 @@ static void key_filter(cgj_libcall_t *lc, cudnnFilterDescriptor_t d)
     struct {
         int32_t dt, fmt, nb, dims[CUDNN_DIM_MAX];
     } k = {-1, 0, 0, {0}};
-    if (d && !lc->never_absorb) {
+    if (d && !lc->never) {
         cudnnDataType_t dt;
         cudnnTensorFormat_t fmt;
         int nb = 0;
         if (!OK(g_cudnnGetFilterNdDescriptor(d, CUDNN_DIM_MAX, &dt, &fmt, &nb, k.dims)) || nb > CUDNN_DIM_MAX)
-            lib_never(lc, "a filter descriptor cannot be read");
+            lib_never(lc, CGJ_REASON_LIB_DESCRIPTOR);
         k.dt = dt, k.fmt = fmt, k.nb = nb;
     }
     key_put(lc, &k, sizeof k);
@@ -87,7 +87,7 @@ static void key_conv(cgj_libcall_t *lc, cudnnConvolutionDescriptor_t d)
     struct {
         int32_t len, pad[MAXC], stride[MAXC], dil[MAXC], mode, ct, math, groups, reorder;
     } k = {-1, {0}, {0}, {0}, 0, 0, 0, 0, 0};
-    if (d && !lc->never_absorb) {
+    if (d && !lc->never) {
         int len = 0;
         cudnnConvolutionMode_t mode;
         cudnnDataType_t ct;
@@ -96,7 +96,7 @@ static void key_conv(cgj_libcall_t *lc, cudnnConvolutionDescriptor_t d)
         if (!OK(g_cudnnGetConvolutionNdDescriptor(d, MAXC, &len, k.pad, k.stride, k.dil, &mode, &ct)) ||
             len > MAXC || !OK(g_cudnnGetConvolutionMathType(d, &math)) ||
             !OK(g_cudnnGetConvolutionGroupCount(d, &k.groups)) || !OK(g_cudnnGetConvolutionReorderType(d, &reorder)))
-            lib_never(lc, "a convolution descriptor cannot be read");
+            lib_never(lc, CGJ_REASON_LIB_DESCRIPTOR);
         else
             k.len = len, k.mode = mode, k.ct = ct, k.math = math, k.reorder = reorder;
     }
@@ -109,12 +109,12 @@ static void key_activation(cgj_libcall_t *lc, cudnnActivationDescriptor_t d)
         int32_t mode, nan;
         double coef, swish;
     } k = {-1, 0, 0, 0};
-    if (d && !lc->never_absorb) {
+    if (d && !lc->never) {
         cudnnActivationMode_t mode;
         cudnnNanPropagation_t nan;
         if (!OK(g_cudnnGetActivationDescriptor(d, &mode, &nan, &k.coef)) ||
             (mode == CUDNN_ACTIVATION_SWISH && !OK(g_cudnnGetActivationDescriptorSwishBeta(d, &k.swish))))
-            lib_never(lc, "an activation descriptor cannot be read");
+            lib_never(lc, CGJ_REASON_LIB_DESCRIPTOR);
         else
             k.mode = mode, k.nan = nan;
     }
@@ -202,11 +202,11 @@ cudnnStatus_t cudnnOpTensor(cudnnHandle_t h, const cudnnOpTensorDescriptor_t od,
     struct {
         int32_t op, ct, nan;
     } k = {-1, 0, 0};
-    if (od && !lc.never_absorb) {
+    if (od && !lc.never) {
         cudnnOpTensorOp_t op;
         cudnnDataType_t ct;
         cudnnNanPropagation_t nan;
-        if (!OK(g_cudnnGetOpTensorDescriptor(od, &op, &ct, &nan))) lib_never(&lc, "an op-tensor descriptor cannot be read");
+        if (!OK(g_cudnnGetOpTensorDescriptor(od, &op, &ct, &nan))) lib_never(&lc, CGJ_REASON_LIB_DESCRIPTOR);
         else k.op = op, k.ct = ct, k.nan = nan;
     }
     key_put(&lc, &k, sizeof k);
@@ -259,7 +259,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_
     struct {
         int32_t mode, nan, nb, win[CUDNN_DIM_MAX], pad[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX];
     } k = {-1, 0, 0, {0}, {0}, {0}};
-    if (pd && !lc.never_absorb) {
+    if (pd && !lc.never) {
         cudnnPoolingMode_t mode;
         cudnnNanPropagation_t nan;
         int nb = 0;
@@ -269,7 +269,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_
         if (read) nb = 2;
         else read = OK(g_cudnnGetPoolingNdDescriptor(pd, 3, &mode, &nan, &nb, k.win, k.pad, k.stride));
         if (!read || nb > 3)
-            lib_never(&lc, "a pooling descriptor cannot be read");
+            lib_never(&lc, CGJ_REASON_LIB_DESCRIPTOR);
         else
             k.mode = mode, k.nan = nan, k.nb = nb;
     }
@@ -370,9 +370,9 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan
     const pack_t *found = vp ? pack_find(vp, false) : NULL;
     if (found) p = *found;
     pthread_mutex_unlock(&packs_lock);
-    if (!found) lib_never(&lc, "its variant pack was not set up since cgjit started");
-    else if (p.too_many || p.nuids != p.nptrs) lib_never(&lc, "its variant pack has too many tensors");
-    if (!k.gen) lib_never(&lc, "its execution plan was not finalized since cgjit started");
+    if (!found) lib_never(&lc, CGJ_REASON_LIB_VARIANT_PACK);
+    else if (p.too_many || p.nuids != p.nptrs) lib_never(&lc, CGJ_REASON_LIB_VARIANT_PACK);
+    if (!k.gen) lib_never(&lc, CGJ_REASON_LIB_VARIANT_PACK);
     k.nuids = p.nuids;
     memcpy(k.uids, p.uids, sizeof k.uids);
     key_put(&lc, &k, sizeof k);

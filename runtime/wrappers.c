@@ -422,77 +422,15 @@ TWO_WRAPPERS(cuGraphLaunch, cuGraphLaunch_ptsz, graph_launch, (CUgraphExec g, CU
 
 /* ---- calls that issue work cgjit cannot trace yet: inside a step they abort it ---- */
 
-#define UNTRACEABLE(exported, params, args)                       \
+#define UNTRACEABLE(exported, proto, params, args)                \
     CUresult cgj_w_##exported params                              \
     {                                                             \
         OBSERVE(NULL, NULL, true);                                \
         if (cgj_tracing()) cgj_step_untraceable(#exported);       \
         return cgj_drv.r_##exported args;                         \
     }
-#define UNTRACEABLE2(exported, pt_exported, params, args) \
-    UNTRACEABLE(exported, params, args) UNTRACEABLE(pt_exported, params, args)
 
-UNTRACEABLE2(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), (p))
-UNTRACEABLE2(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p), (p))
-UNTRACEABLE2(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream s), (p, s))
-UNTRACEABLE2(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), (p))
-UNTRACEABLE2(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream s), (p, s))
-UNTRACEABLE2(cuMemcpyPeer, cuMemcpyPeer_ptds,
-             (CUdeviceptr d, CUcontext dc, CUdeviceptr sp, CUcontext sc, size_t n), (d, dc, sp, sc, n))
-UNTRACEABLE2(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
-             (CUdeviceptr d, CUcontext dc, CUdeviceptr sp, CUcontext sc, size_t n, CUstream s),
-             (d, dc, sp, sc, n, s))
-#define MEMSET2D_UNTRACEABLE(bits, type)                                                          \
-    UNTRACEABLE2(cuMemsetD2D##bits##_v2, cuMemsetD2D##bits##_v2_ptds,                             \
-                 (CUdeviceptr d, size_t pitch, type v, size_t w, size_t h), (d, pitch, v, w, h))  \
-    UNTRACEABLE2(cuMemsetD2D##bits##Async, cuMemsetD2D##bits##Async_ptsz,                         \
-                 (CUdeviceptr d, size_t pitch, type v, size_t w, size_t h, CUstream s),           \
-                 (d, pitch, v, w, h, s))
-MEMSET2D_UNTRACEABLE(8, unsigned char)
-MEMSET2D_UNTRACEABLE(16, unsigned short)
-MEMSET2D_UNTRACEABLE(32, unsigned int)
-UNTRACEABLE2(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz,
-             (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-              unsigned bz, unsigned smem, CUstream s, void **params),
-             (f, gx, gy, gz, bx, by, bz, smem, s, params))
-UNTRACEABLE2(cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz,
-             (CUstream s, CUstreamCaptureMode mode), (s, mode))
-UNTRACEABLE2(cuStreamAddCallback, cuStreamAddCallback_ptsz,
-             (CUstream s, CUstreamCallback cb, void *ud, unsigned flags), (s, cb, ud, flags))
-UNTRACEABLE2(cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz,
-             (CUstream s, CUdeviceptr a, cuuint32_t v, unsigned flags), (s, a, v, flags))
-UNTRACEABLE2(cuStreamWaitValue32_v2, cuStreamWaitValue32_v2_ptsz,
-             (CUstream s, CUdeviceptr a, cuuint32_t v, unsigned flags), (s, a, v, flags))
-UNTRACEABLE2(cuStreamWriteValue64_v2, cuStreamWriteValue64_v2_ptsz,
-             (CUstream s, CUdeviceptr a, cuuint64_t v, unsigned flags), (s, a, v, flags))
-UNTRACEABLE2(cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz,
-             (CUstream s, CUdeviceptr a, cuuint64_t v, unsigned flags), (s, a, v, flags))
-UNTRACEABLE2(cuStreamBatchMemOp_v2, cuStreamBatchMemOp_v2_ptsz,
-             (CUstream s, unsigned n, CUstreamBatchMemOpParams *p, unsigned flags), (s, n, p, flags))
-UNTRACEABLE2(cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz,
-             (CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s),
-             (p, n, loc, flags, s))
-UNTRACEABLE2(cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds, (CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstArray, dstOffset, srcArray, srcOffset, ByteCount))
-UNTRACEABLE2(cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds, (CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstDevice, srcArray, srcOffset, ByteCount))
-UNTRACEABLE2(cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds, (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount), (dstHost, srcArray, srcOffset, ByteCount))
-UNTRACEABLE2(cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds, (CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount), (dstArray, dstOffset, srcDevice, ByteCount))
-UNTRACEABLE2(cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds, (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount), (dstArray, dstOffset, srcHost, ByteCount))
-UNTRACEABLE2(cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz, (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream), (dstHost, srcArray, srcOffset, ByteCount, hStream))
-UNTRACEABLE2(cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz, (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream), (dstArray, dstOffset, srcHost, ByteCount, hStream))
-UNTRACEABLE2(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz, (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream), (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream))
-UNTRACEABLE2(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz, (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream), (numOps, opList, flags, hStream))
-UNTRACEABLE2(cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER *pCopy), (pCopy))
-UNTRACEABLE2(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream), (pCopy, hStream))
-UNTRACEABLE2(cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync_ptsz, (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream))
-UNTRACEABLE2(cuMemDiscardBatchAsync, cuMemDiscardBatchAsync_ptsz, (CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, flags, hStream))
-UNTRACEABLE2(cuMemDiscardAndPrefetchBatchAsync, cuMemDiscardAndPrefetchBatchAsync_ptsz, (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream), (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream))
-UNTRACEABLE2(cuMemBatchDecompressAsync, cuMemBatchDecompressAsync_ptsz, (CUmemDecompressParams *paramsArray, size_t count, unsigned int flags, size_t *errorIndex, CUstream stream), (paramsArray, count, flags, errorIndex, stream))
-UNTRACEABLE2(cuMemMapArrayAsync, cuMemMapArrayAsync_ptsz, (CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream), (mapInfoList, count, hStream))
-UNTRACEABLE2(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync_ptsz, (const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream), (extSemArray, paramsArray, numExtSems, stream))
-UNTRACEABLE2(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync_ptsz, (const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream), (extSemArray, paramsArray, numExtSems, stream))
-UNTRACEABLE(cuCtxWaitEvent, (CUcontext hCtx, CUevent hEvent), (hCtx, hEvent))
-UNTRACEABLE2(cuGraphUpload, cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
-UNTRACEABLE(cuLaunchCooperativeKernelMultiDevice, (CUDA_LAUNCH_PARAMS *launchParamsList, unsigned int numDevices, unsigned int flags), (launchParamsList, numDevices, flags))
+CGJ_DRIVER_UNTRACEABLE(UNTRACEABLE)
 
 /* The cuGetProcAddress wrappers live in interpose.c. */
 CUresult cgj_w_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
@@ -502,7 +440,7 @@ CUresult cgj_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, 
 unsigned cgj_wrappers_list(cgj_wrap_entry_t *out, unsigned cap)
 {
     unsigned n = 0;
-#define CGJ_WRAP_ENTRY(exported, proto)                                                         \
+#define CGJ_WRAP_ENTRY(exported, proto, ...)                                                         \
     if (n < cap)                                                                                \
         out[n++] = (cgj_wrap_entry_t){#exported, (void *)cgj_drv.r_##exported, (void *)cgj_w_##exported};
     CGJ_DRIVER_WRAPPED(CGJ_WRAP_ENTRY)

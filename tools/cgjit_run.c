@@ -3,9 +3,10 @@
  *
  * Puts libcgjit.so first in LD_PRELOAD (ahead of any value already there), sets the CGJIT_*
  * variables its options name, and execvp()s PROGRAM in its own place: same process, same
- * standard streams, PROGRAM's exit status. It does not link libcgjit; it only reads the tables
- * of base/config.h (each variable's default and minimum) and base/log.h (the log categories),
- * so that its checks and its --help follow the library's.
+ * standard streams, PROGRAM's exit status. It does not link libcgjit; its options are the rows
+ * of base/config.h's table that name one (with each variable's default, minimum and
+ * documentation), and --log takes base/log.h's categories, so that its checks, its --help and
+ * the README's configuration table (--config-table) follow the library's.
  *
  * libcgjit.so is looked for in this order: --lib PATH, $CGJIT_LIB, <dir of cgjit-run>/libcgjit.so
  * (a build folder), <dir of cgjit-run>/../lib/libcgjit.so (an installation). A path given with
@@ -40,26 +41,6 @@ static const char prog_name[] = "cgjit-run";
 
 /* ---- the library's tables ---- */
 
-/* Default (as text) and minimum of every CGJIT_* tunable, from base/config.h. */
-#define CGJ_RUN_TEXT_INT(def) #def
-#define CGJ_RUN_TEXT_STR(def) def
-static const struct tunable {
-    const char *var;
-    const char *def;
-    long min;
-} tunables[] = {
-#define CGJ_RUN_TUNABLE(name, kind, def, min, doc) {"CGJIT_" #name, CGJ_RUN_TEXT_##kind(def), min},
-    CGJ_CONFIG_LIST(CGJ_RUN_TUNABLE)
-#undef CGJ_RUN_TUNABLE
-};
-
-static const struct tunable *tunable(const char *var)
-{
-    for (size_t i = 0; i < sizeof tunables / sizeof tunables[0]; i++)
-        if (strcmp(tunables[i].var, var) == 0) return &tunables[i];
-    return NULL;
-}
-
 static const char *const log_categories[] = {
 #define CGJ_RUN_CATEGORY(name, doc) #name,
     CGJ_LOG_LIST(CGJ_RUN_CATEGORY)
@@ -67,81 +48,75 @@ static const char *const log_categories[] = {
 };
 #define N_CATEGORIES (sizeof log_categories / sizeof log_categories[0])
 
-/* ---- the options ---- */
+/* ---- the options: one per option column of base/config.h, then the launcher's own ---- */
 
 typedef enum {
-    OPT_STEP,        /* sync|auto|off */
+    OPT_NONE,        /* a tunable with no option */
+    OPT_STEP,        /* a policy of CGJ_STEP_POLICY_LIST */
     OPT_LOG,         /* comma-separated categories of base/log.h, or all */
     OPT_TEXT,        /* any non-empty text (a file or directory name) */
     OPT_INT,         /* a decimal integer >= the tunable's minimum */
     OPT_FLAG,        /* no value; sets the variable to 1 */
     OPT_LIB,         /* --lib */
     OPT_PRINT_ENV,   /* --print-env */
+    OPT_CONFIG_TABLE, /* --config-table */
     OPT_HELP,        /* --help, -h */
     OPT_VERSION,     /* --version */
 } opt_kind_t;
 
 typedef struct option {
-    const char *name;     /* without the leading -- */
+    const char *name;     /* without the leading --; NULL: a tunable with no option */
     opt_kind_t kind;
     const char *var;      /* the variable it sets, or NULL */
     const char *metavar;  /* for --help; NULL: the option takes no value */
-    const char *empty;    /* the default to show where the library's default is the empty string */
-    const char *doc;      /* for --help; lines separated by \n */
+    const char *def;      /* the default as a user reads it */
+    long min;             /* OPT_INT: the least value accepted */
+    const char *doc;      /* one sentence, wrapped by --help */
 } option_t;
 
+#define CGJ_RUN_TEXT_INT(def) #def
+#define CGJ_RUN_TEXT_STR(def) def
+/* The default as shown: SHOWN where given, else the default itself ("" shown as "none"). */
+#define CGJ_RUN_SHOWN(kind, def, shown) (shown ? shown : CGJ_RUN_TEXT_##kind(def)[0] ? CGJ_RUN_TEXT_##kind(def) : "none")
+
 static const option_t options[] = {
-    {"step", OPT_STEP, "CGJIT_STEP", "MODE", "sync",
-     "how a step is found without cgj_trace_begin/end\n"
-     "markers (markers in the code take precedence):\n"
-     "  sync  a step is the work between two host\n"
-     "        synchronizations (stream, context or event\n"
-     "        synchronize, blocking device-to-host copy)\n"
-     "  auto  detect the repeating cycle of driver calls\n"
-     "        (finds a loop that never synchronizes)\n"
-     "  off   record nothing; every call runs eagerly"},
-    {"log", OPT_LOG, "CGJIT_LOG", "CATS", "none",
-     "log categories, comma-separated: trace, guards,\n"
-     "breaks, graphs, blacklist, interpose, api, or all"},
-    {"log-file", OPT_TEXT, "CGJIT_LOG_FILE", "FILE", "stderr",
-     "append the log and the exit report to FILE"},
-    {"report", OPT_FLAG, "CGJIT_REPORT", NULL, "0",
-     "print the report at exit: what was replayed, and\n"
-     "why not where it was not"},
-    {"disable", OPT_FLAG, "CGJIT_DISABLE", NULL, "0",
-     "trace nothing; forward every driver call as it is"},
-    {"max-records", OPT_INT, "CGJIT_MAX_RECORDS", "N", NULL,
-     "eager runs that may disagree with a step's first\n"
-     "run before its anchor is blacklisted (left eager)"},
-    {"max-variants", OPT_INT, "CGJIT_MAX_VARIANTS", "N", NULL,
-     "traces (variants) kept per anchor; at most 16"},
-    {"max-ops", OPT_INT, "CGJIT_MAX_OPS", "N", NULL,
-     "driver calls one step may hold; a longer step\n"
-     "runs eagerly"},
-    {"pool-reserve-gb", OPT_INT, "CGJIT_POOL_RESERVE_GB", "N", NULL,
-     "GiB of virtual address space reserved for the\n"
-     "memory pool of replayed steps"},
-    {"dump-allocs", OPT_TEXT, "CGJIT_DUMP_ALLOCS", "DIR", "none",
-     "write each trace's allocation events to\n"
-     "DIR/ANCHOR-vN.txt (the format cgjit-plan reads)"},
-    {"lib", OPT_LIB, NULL, "PATH", NULL,
-     "the libcgjit.so to preload; without it:\n"
-     "$CGJIT_LIB, else DIR/libcgjit.so, else\n"
+#define CGJ_RUN_OPTION(name, kind, def, min, opt, optkind, metavar, shown, doc) \
+    {opt, OPT_##optkind, "CGJIT_" #name, metavar, CGJ_RUN_SHOWN(kind, def, shown), min, doc},
+    CGJ_CONFIG_LIST(CGJ_RUN_OPTION)
+#undef CGJ_RUN_OPTION
+    {"lib", OPT_LIB, NULL, "PATH", NULL, 0,
+     "the libcgjit.so to preload; without it: $CGJIT_LIB, else DIR/libcgjit.so, else "
      "DIR/../lib/libcgjit.so (DIR: cgjit-run's folder)"},
-    {"print-env", OPT_PRINT_ENV, NULL, NULL, NULL,
-     "print the environment changes, NAME=VALUE one a\n"
-     "line, and exit without running anything"},
-    {"help", OPT_HELP, NULL, NULL, NULL, "print this help and exit"},
-    {"version", OPT_VERSION, NULL, NULL, NULL, "print the version and exit"},
+    {"print-env", OPT_PRINT_ENV, NULL, NULL, NULL, 0,
+     "print the environment changes, NAME=VALUE one a line, and exit without running anything"},
+    {"config-table", OPT_CONFIG_TABLE, NULL, NULL, NULL, 0,
+     "print every CGJIT_* variable as the README's Markdown table, and exit"},
+    {"help", OPT_HELP, NULL, NULL, NULL, 0, "print this help and exit"},
+    {"version", OPT_VERSION, NULL, NULL, NULL, 0, "print the version and exit"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
-/* The default shown for an option's variable. */
-static const char *default_text(const option_t *o)
+static const char *const policy_docs[] = {
+#define CGJ_RUN_POLICY_DOC(name, value, doc) doc,
+    CGJ_STEP_POLICY_LIST(CGJ_RUN_POLICY_DOC)
+#undef CGJ_RUN_POLICY_DOC
+};
+
+/* Print `doc` wrapped at 52 columns, every line after the first indented by `indent`. */
+static void print_wrapped(FILE *f, const char *doc, int indent)
 {
-    const struct tunable *t = tunable(o->var);
-    if (t && t->def[0]) return t->def;
-    return o->empty ? o->empty : "none";
+    const int width = 76 - indent;
+    for (bool first = true; *doc; first = false) {
+        int len = (int)strlen(doc);
+        if (len > width) {
+            len = width;
+            while (len > 0 && doc[len] != ' ') len--;
+            if (len == 0) len = width;
+        }
+        fprintf(f, "%*s%.*s\n", first ? 0 : indent, "", len, doc);
+        doc += len;
+        while (*doc == ' ') doc++;
+    }
 }
 
 static void print_help(FILE *f)
@@ -164,25 +139,38 @@ static void print_help(FILE *f)
             prog_name, prog_name);
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const option_t *o = &options[i];
+        if (!o->name) continue;
         char head[64];
         snprintf(head, sizeof head, "%s--%s%s%s", o->kind == OPT_HELP ? "-h, " : "", o->name,
                  o->metavar ? "=" : "", o->metavar ? o->metavar : "");
         fprintf(f, "  %-22s", head);
-        for (const char *s = o->doc; *s;) {
-            size_t len = strcspn(s, "\n");
-            fprintf(f, "%s%.*s\n", s == o->doc ? "" : "                        ", (int)len, s);
-            s += len;
-            if (*s == '\n') s++;
+        print_wrapped(f, o->doc, 24);
+        for (int p = 0; o->kind == OPT_STEP && p < CGJ_STEP_POLICY_COUNT; p++) {
+            fprintf(f, "%24s  %-4s  ", "", cgj_step_policy_name(p));
+            print_wrapped(f, policy_docs[p], 32);
         }
         if (o->var)
             fprintf(f, "                        [%s%s, default %s]\n", o->var,
-                    o->kind == OPT_FLAG ? "=1" : "", default_text(o));
+                    o->kind == OPT_FLAG ? "=1" : "", o->def);
     }
     fprintf(f,
             "\n"
             "Exit status: PROGRAM's; 2 for a wrong option or value, no PROGRAM, or no\n"
             "libcgjit.so; 127 when PROGRAM is not found, 126 when it cannot be executed.\n"
-            "Every CGJIT_* variable: the README's Configuration section.\n");
+            "Every CGJIT_* variable: --config-table, or the README's Configuration section.\n");
+}
+
+/* The README's configuration table, from the same rows. */
+static void print_config_table(FILE *f)
+{
+    fprintf(f, "| variable | option | default | meaning |\n| --- | --- | --- | --- |\n");
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const option_t *o = &options[i];
+        if (!o->var) continue;
+        char opt[64] = "";
+        if (o->name) snprintf(opt, sizeof opt, "`--%s%s%s`", o->name, o->metavar ? "=" : "", o->metavar ? o->metavar : "");
+        fprintf(f, "| `%s` | %s | `%s` | %s |\n", o->var, opt, o->def, o->doc);
+    }
 }
 
 /* One line naming the problem, one pointing at --help; exit status 2. */
@@ -203,8 +191,7 @@ static const char *check_value(const option_t *o, const char *val)
     if (!*val) usage_error("option '--%s' needs a value", o->name);
     switch (o->kind) {
     case OPT_STEP:
-        if (strcmp(val, "sync") && strcmp(val, "auto") && strcmp(val, "off"))
-            usage_error("--%s: '%s' is not sync, auto or off", o->name, val);
+        if (cgj_step_policy_parse(val) < 0) usage_error("--%s: '%s' is not sync, auto or off", o->name, val);
         return val;
     case OPT_LOG:
         for (const char *s = val; *s;) {
@@ -225,8 +212,7 @@ static const char *check_value(const option_t *o, const char *val)
         }
         return val;
     case OPT_INT: {
-        const struct tunable *t = tunable(o->var);
-        long min = t ? t->min : 0;
+        long min = o->min;
         char *end = NULL;
         errno = 0;
         long v = val[0] >= '0' && val[0] <= '9' ? strtol(val, &end, 10) : -1;
@@ -344,7 +330,8 @@ int main(int argc, char **argv)
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         const option_t *o = NULL;
         for (size_t j = 0; j < N_OPTIONS && !o; j++)
-            if (strlen(options[j].name) == len && strncmp(options[j].name, name, len) == 0) o = &options[j];
+            if (options[j].name && strlen(options[j].name) == len && strncmp(options[j].name, name, len) == 0)
+                o = &options[j];
         if (!o) usage_error("unknown option '--%.*s'", (int)len, name);
         const char *val = NULL;
         if (o->metavar) {
@@ -361,6 +348,9 @@ int main(int argc, char **argv)
             return 0;
         case OPT_VERSION:
             printf("%s %s\n", prog_name, CGJ_VERSION);
+            return 0;
+        case OPT_CONFIG_TABLE:
+            print_config_table(stdout);
             return 0;
         case OPT_PRINT_ENV:
             print_env = true;

@@ -1,18 +1,33 @@
-/* anchor.c — the anchor table, per-anchor information and the report; see anchor.h. */
-#include "tracer/anchor.h"
+/*
+ * anchor.c — the anchor table (name -> anchor), anchor states, and the two histories that can
+ * turn an anchor off: eager runs that keep disagreeing before a trace exists, and replays that
+ * keep leaving the trace after.
+ */
+#include "tracer/tracer.h"
 #include "base/log.h"
+#include "base/map.h"
 
 #include <pthread.h>
 #include <string.h>
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static cgj_anchor_t *anchors; /* a list: anchors are few, and looked up once per step at most */
+static cgj_anchor_t *anchors; /* every anchor, newest first (the report's order) */
+static cgj_map_t by_name;     /* hash of the name -> anchor */
+
+static bool name_is(const void *name, uint64_t v)
+{
+    return strcmp(((const cgj_anchor_t *)(uintptr_t)v)->name, name) == 0;
+}
+
+static uint64_t name_key(const char *name)
+{
+    return cgj_hash_bytes(name, strlen(name), 0);
+}
 
 static cgj_anchor_t *find_locked(const char *name)
 {
-    for (cgj_anchor_t *a = anchors; a; a = a->next)
-        if (strcmp(a->name, name) == 0) return a;
-    return NULL;
+    uint64_t v;
+    return cgj_map_find(&by_name, name_key(name), name_is, name, &v) ? (cgj_anchor_t *)(uintptr_t)v : NULL;
 }
 
 cgj_anchor_t *cgj_anchor_get(const char *name)
@@ -23,31 +38,92 @@ cgj_anchor_t *cgj_anchor_get(const char *name)
         a = cgj_xcalloc(1, sizeof *a);
         a->name = cgj_xstrdup(name);
         a->state = CGJ_STATE_WARMUP;
+        a->reason.op = CGJ_REASON_NO_OP;
         a->next = anchors;
         anchors = a;
+        cgj_map_add(&by_name, name_key(name), (uint64_t)(uintptr_t)a);
     }
     pthread_mutex_unlock(&table_lock);
     return a;
 }
 
-void cgj_anchor_blacklist(cgj_anchor_t *a, const char *why)
+void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to)
 {
-    a->state = CGJ_STATE_BLACKLISTED;
-    cgj_strlcpy(a->reason, why, sizeof a->reason);
-    CGJ_STAT_ADD(anchors_blacklisted, 1);
-    CGJ_LOG(blacklist, "anchor '%s' blacklisted: %s", a->name, why);
+    if (a->state == to && to != CGJ_STATE_REPLAY) return;
+    CGJ_ASSERT(cgj_machine_anchor_allows(a->state, to), "an anchor transition outside the table (tracer/machine.h)");
+    a->state = to;
 }
 
-static void fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
+void cgj_anchor_note(cgj_anchor_t *a, const cgj_reason_t *r)
 {
+    a->reason = *r;
+    cgj_reason_tally(r);
+}
+
+static void blacklist(cgj_anchor_t *a, const cgj_reason_t *r)
+{
+    char text[320];
+    cgj_anchor_go(a, CGJ_STATE_BLACKLISTED);
+    a->reason = *r;
+    CGJ_STAT_ADD(anchors_blacklisted, 1);
+    CGJ_LOG(blacklist, "anchor '%s' blacklisted: %s", a->name, cgj_reason_format(r, text, sizeof text));
+}
+
+void cgj_anchor_blacklist(cgj_anchor_t *a, const cgj_reason_t *r)
+{
+    cgj_reason_tally(r);
+    blacklist(a, r);
+}
+
+void cgj_anchor_fail(cgj_anchor_t *a, const cgj_reason_t *r)
+{
+    cgj_anchor_note(a, r);
+    if (a->nvariants || a->state == CGJ_STATE_BLACKLISTED) return;
+    if (++a->record_failures >= (uint32_t)cgj_cfg.MAX_RECORDS) {
+        CGJ_LOG(blacklist, "anchor '%s': %u eager runs disagreed", a->name, a->record_failures);
+        blacklist(a, r);
+    }
+}
+
+/* An anchor whose replays keep leaving their trace costs more than eager execution (every
+ * exit re-issues what it absorbed and records the rest): when 3 of its last 4 x 8 runs exited,
+ * it runs eagerly for good. A copy whose size follows the data, say, ends up here. */
+#define EXIT_WINDOW 32
+#define EXIT_LIMIT 24
+
+void cgj_anchor_note_run(cgj_anchor_t *a, bool exited)
+{
+    a->exit_history = (a->exit_history << 1) | exited;
+    if (a->history_len < EXIT_WINDOW) a->history_len++;
+    int n = __builtin_popcount(a->exit_history);
+    if (a->history_len < EXIT_WINDOW || n < EXIT_LIMIT) return;
+    const cgj_trace_t *tr = a->variants[a->current];
+    const cgj_exit_count_t *top = NULL;
+    for (uint32_t i = 0; i < tr->nexits; i++)
+        if (!top || tr->exits[i].count > top->count) top = &tr->exits[i];
+    char most[240] = "?";
+    if (top) cgj_reason_format(&top->reason, most, sizeof most);
+    cgj_reason_t r;
+    cgj_reason_set(&r, CGJ_REASON_BLACKLIST_EXITS, CGJ_REASON_NO_OP, "%d of its last %d runs; most often: %s",
+                   n, EXIT_WINDOW, most);
+    cgj_anchor_blacklist(a, &r);
+}
+
+/* ---- for the API and the report ---- */
+
+void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
+{
+    size_t size = out->size;
     memset(out, 0, sizeof *out);
+    out->size = size;
     out->state = a->state;
     out->variants = a->nvariants;
     out->runs = a->runs;
     out->replays = a->replays;
     out->side_exits = a->side_exits;
     out->record_failures = a->record_failures;
-    cgj_strlcpy(out->reason, a->reason, sizeof out->reason);
+    if (a->reason.code != CGJ_REASON_NONE) cgj_reason_format(&a->reason, out->reason, sizeof out->reason);
+    out->reason_code = (int)a->reason.code;
     if (!a->nvariants) return;
     const cgj_trace_t *t = a->variants[a->current];
     out->ops = t->list.n;
@@ -67,87 +143,43 @@ int cgj_anchor_info(const char *name, cgj_trace_info_t *out)
 {
     pthread_mutex_lock(&table_lock);
     cgj_anchor_t *a = find_locked(name);
-    if (a) fill_info(a, out);
+    if (a) cgj_anchor_fill_info(a, out);
     pthread_mutex_unlock(&table_lock);
     return a ? CGJ_OK : CGJ_ERR_NOT_FOUND;
 }
 
-static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
+void cgj_anchors_lock(void)
 {
-    fprintf(f, "    variant %u: %u ops (%u kernels), %u segment(s), %u varying slot(s), %llu replays, %llu side exits\n",
-            k + 1, t->list.n, t->kernels, t->nsegs, t->varying_slots, (unsigned long long)t->replays,
-            (unsigned long long)t->side_exits);
-    for (uint32_t s = 0; s + 1 < t->nsegs; s++) {
-        const cgj_op_t *b = &t->list.ops[t->segs[s].end];
-        fprintf(f, "      segment %u ends at op %u: %s (%s)\n", s + 1, t->segs[s].end, b->call.api,
-                cgj_op_docs[b->call.kind]);
-    }
-    for (uint32_t e = 0; e < t->nexits; e++)
-        fprintf(f, "      side exit at op %u, %llu time(s): %s\n", t->exits[e].op,
-                (unsigned long long)t->exits[e].count, t->exits[e].reason);
-    if (t->other_exits)
-        fprintf(f, "      %llu further side exit(s) of other kinds\n", (unsigned long long)t->other_exits);
-    /* Library calls: how many replay absorbs whole, and why the others run the library. */
-    uint32_t calls = 0, absorbable = 0, shown = 0;
-    for (uint32_t i = 0; i < t->list.n; i++)
-        if (t->list.ops[i].lib) calls++, absorbable += t->list.ops[i].lib->absorbable;
-    if (calls)
-        fprintf(f, "      library calls: %u, %u absorbed whole when their guard holds\n", calls, absorbable);
-    for (uint32_t i = 0; i < t->list.n && shown < 8; i++) {
-        const cgj_libop_t *l = t->list.ops[i].lib;
-        if (!l || l->absorbable) continue;
-        fprintf(f, "      op %u (%s) runs the library (%llu times): %s\n", i, t->list.ops[i].call.api,
-                (unsigned long long)l->called, l->why_not);
-        shown++;
-    }
-}
-
-/* Why an anchor is not fast, in plain words, when it is not. */
-static void report_verdict(FILE *f, const cgj_anchor_t *a)
-{
-    if (a->state == CGJ_STATE_BLACKLISTED) {
-        fprintf(f, "    never replayed: blacklisted: %s\n", a->reason);
-        return;
-    }
-    if (!a->nvariants) {
-        fprintf(f, "    not replayed yet: %s\n", a->runs < 3 ? "a step replays from its third run"
-                                                                : a->reason);
-        return;
-    }
-    uint64_t replays = a->replays, eager = a->eager_runs;
-    if (replays && eager) {
-        double e = (double)a->eager_ns / (double)eager / 1e3, r = (double)a->replay_ns / (double)replays / 1e3;
-        fprintf(f, "    host time per step: eager %.1f us, replay %.1f us: about %.3f s of host time saved\n",
-                e, r, e > r ? (e - r) * (double)replays / 1e6 : 0.0);
-    }
-    if (a->side_exits > replays / 4)
-        fprintf(f, "    many runs left the trace (%llu side exits for %llu replays): see the side exits above\n",
-                (unsigned long long)a->side_exits, (unsigned long long)replays);
-}
-
-void cgj_anchor_report(FILE *f)
-{
-    cgj_stats_t s;
-    cgj_stats(&s);
-    fprintf(f, "cgjit report\n");
-#define CGJ_REPORT_STAT(field, doc) fprintf(f, "  %-20s %12llu  %s\n", #field, (unsigned long long)s.field, doc);
-    CGJ_STATS_LIST(CGJ_REPORT_STAT)
-#undef CGJ_REPORT_STAT
     pthread_mutex_lock(&table_lock);
-    for (cgj_anchor_t *a = anchors; a; a = a->next) {
-        cgj_trace_info_t i;
-        fill_info(a, &i);
-        fprintf(f, "  anchor '%s': %s, %llu runs, %llu replayed, %llu side exits, %u variant(s)\n",
-                a->name, cgj_state_name(i.state), (unsigned long long)i.runs,
-                (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.variants);
-        for (uint32_t k = 0; k < a->nvariants; k++) report_variant(f, a->variants[k], k);
-        if (i.allocations)
-            fprintf(f, "    pool: %u allocations, %llu bytes planned, %llu naive, %llu lower bound (%.3f)\n",
-                    i.allocations, (unsigned long long)i.pool_bytes,
-                    (unsigned long long)i.naive_bytes, (unsigned long long)i.lower_bound,
-                    i.lower_bound ? (double)i.pool_bytes / (double)i.lower_bound : 1.0);
-        report_verdict(f, a);
-        if (i.reason[0] && i.state != CGJ_STATE_BLACKLISTED) fprintf(f, "    last event: %s\n", i.reason);
-    }
+}
+
+void cgj_anchors_unlock(void)
+{
     pthread_mutex_unlock(&table_lock);
+}
+
+const cgj_anchor_t *cgj_anchors_first(void)
+{
+    return anchors;
+}
+
+const cgj_anchor_t *cgj_anchors_next(const cgj_anchor_t *a)
+{
+    return a->next;
+}
+
+const char *cgj_anchor_name(const cgj_anchor_t *a)
+{
+    return a->name;
+}
+
+const cgj_trace_t *cgj_anchor_variant(const cgj_anchor_t *a, uint32_t k)
+{
+    return k < a->nvariants ? a->variants[k] : NULL;
+}
+
+void cgj_anchor_host_times(const cgj_anchor_t *a, double *eager_ns, double *replay_ns)
+{
+    *eager_ns = a->eager_runs ? (double)a->eager_ns / (double)a->eager_runs : 0;
+    *replay_ns = a->replays ? (double)a->replay_ns / (double)a->replays : 0;
 }

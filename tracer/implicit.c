@@ -18,10 +18,13 @@
  * found that way can never hold work across the point where the host looks, and they need no
  * warm-up to be found. Markers take precedence: the first cgj_trace_begin ends implicit
  * stepping for the whole process.
+ *
+ * This file decides; step.c acts: cgj_implicit_decide says where a call belongs (the step in
+ * progress, outside any step, or a new step of a given name) and never begins or ends a step.
  */
-#include "tracer/anchor.h"
+#include "tracer/tracer.h"
 #include "tracer/cycle.h"
-#include "tracer/layout.h"
+#include "ir/layout.h"
 #include "base/log.h"
 
 #include <stdio.h>
@@ -29,23 +32,21 @@
 
 int cgj_implicit_policy;
 
-static const char *const policy_names[] = {"off", "sync", "auto"};
-
 void cgj_implicit_enable(cgj_step_policy_t policy)
 {
     if (policy == CGJ_STEP_OFF) return;
     __atomic_store_n(&cgj_implicit_policy, policy, __ATOMIC_RELAXED);
     __atomic_fetch_add(&cgj_tracing_threads, 1, __ATOMIC_RELAXED); /* every call is looked at */
-    CGJ_LOG(trace, "implicit steps: CGJIT_STEP=%s", policy_names[policy]);
+    CGJ_LOG(trace, "implicit steps: CGJIT_STEP=%s", cgj_step_policy_name(policy));
 }
 
-void cgj_implicit_markers_seen(void)
+bool cgj_implicit_disable(void)
 {
     int was = __atomic_exchange_n(&cgj_implicit_policy, CGJ_STEP_OFF, __ATOMIC_RELAXED);
-    if (was == CGJ_STEP_OFF) return;
+    if (was == CGJ_STEP_OFF) return false;
     __atomic_fetch_sub(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
-    CGJ_LOG(trace, "markers in use: implicit steps (CGJIT_STEP=%s) end", policy_names[was]);
-    if (cgj_tls.implicit && cgj_tls.mode != CGJ_MODE_OFF) cgj_step_end();
+    CGJ_LOG(trace, "markers in use: implicit steps (CGJIT_STEP=%s) end", cgj_step_policy_name(was));
+    return true;
 }
 
 /* The shape of a call, without the values that vary from step to step. */
@@ -78,53 +79,45 @@ static bool delimits_step(const cgj_call_t *c)
 /* A sync step is anchored at what its first call is (driver function, stream, kernel), not at
  * its sizes: a step whose first copy's size follows the data is one anchor whose runs disagree
  * (and is given up after CGJIT_MAX_RECORDS), not a new anchor every step. */
-static void begin_sync_step(const cgj_call_t *c)
+static void sync_step_name(const cgj_call_t *c, char *name, size_t len)
 {
-    char name[160];
     const char *kernel = c->kind == CGJ_OP_KERNEL ? cgj_layout_kernel_name(c->u.k.f) : NULL;
     uint64_t h = cgj_hash_bytes(&c->stream, sizeof c->stream, (uintptr_t)c->api);
     if (c->kind == CGJ_OP_KERNEL) h = cgj_hash_bytes(&c->u.k.f, sizeof c->u.k.f, h);
-    snprintf(name, sizeof name, "sync:%s%s%s:%016llx", c->api, kernel ? ":" : "", kernel ? kernel : "",
+    snprintf(name, len, "sync:%s%s%s:%016llx", c->api, kernel ? ":" : "", kernel ? kernel : "",
              (unsigned long long)h);
-    cgj_step_begin_as(name, true);
 }
 
-static void begin_auto_step(const cgj_cycle_t *cy)
-{
-    char name[64];
-    snprintf(name, sizeof name, "auto:%016llx", (unsigned long long)cgj_cycle_id(cy));
-    cgj_step_begin_as(name, true);
-}
-
-static bool route_auto(cgj_thread_t *t, const cgj_call_t *c)
+static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
 {
     if (!t->cycle) {
         t->cycle = cgj_xmalloc(sizeof *t->cycle);
         cgj_cycle_init(t->cycle, 2);
     }
-    bool head = cgj_cycle_feed(t->cycle, signature(c));
-    if (head) {
-        if (t->mode != CGJ_MODE_OFF) cgj_step_end_locked();
-        begin_auto_step(t->cycle);
-        return true;
+    if (cgj_cycle_feed(t->cycle, signature(c))) {
+        d->route = CGJ_ROUTE_BEGIN;
+        snprintf(d->name, sizeof d->name, "auto:%016llx", (unsigned long long)cgj_cycle_id(t->cycle));
+        return;
     }
     if (t->mode != CGJ_MODE_OFF && cgj_cycle_period(t->cycle) == 0) {
         CGJ_LOG(breaks, "the loop broke at %s: the implicit step ends here", c->api);
-        cgj_step_end_locked();
+        d->route = CGJ_ROUTE_OUTSIDE;
+        return;
     }
-    return t->mode != CGJ_MODE_OFF;
+    d->route = t->mode != CGJ_MODE_OFF ? CGJ_ROUTE_STAY : CGJ_ROUTE_OUTSIDE;
 }
 
-bool cgj_implicit_route(const cgj_call_t *c)
+void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
 {
-    cgj_thread_t *t = &cgj_tls;
     int policy = __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED);
-    if (t->mode != CGJ_MODE_OFF && !t->implicit) return true; /* a marked step */
-    if (policy == CGJ_STEP_AUTO) return route_auto(t, c);
-    if (policy == CGJ_STEP_OFF || delimits_step(c)) {
-        if (t->mode != CGJ_MODE_OFF) cgj_step_end_locked();
-        return false;
+    d->route = CGJ_ROUTE_STAY;
+    if (t->mode != CGJ_MODE_OFF && !t->implicit) return; /* a marked step */
+    if (policy == CGJ_STEP_AUTO) {
+        decide_auto(t, c, d);
+    } else if (policy == CGJ_STEP_OFF || delimits_step(c)) {
+        d->route = CGJ_ROUTE_OUTSIDE;
+    } else if (t->mode == CGJ_MODE_OFF) {
+        d->route = CGJ_ROUTE_BEGIN;
+        sync_step_name(c, d->name, sizeof d->name);
     }
-    if (t->mode == CGJ_MODE_OFF) begin_sync_step(c);
-    return true;
 }

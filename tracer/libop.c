@@ -1,5 +1,5 @@
 /*
- * libop.c — library calls as ops: what replay needs to absorb a cuBLAS/cuDNN call whole.
+ * libop.c — learning what replay needs to absorb a cuBLAS/cuDNN call whole (ir/libop.c keeps it).
  *
  * A LIB op marks a library call and groups the driver ops the library issued for it (the next
  * `nops` ops). Replay may skip the library when the call's key (everything but its device
@@ -17,45 +17,10 @@
  * Groups that hold host synchronizations, read-backs, host-to-device copies (their source is
  * the library's host memory) or allocations are never absorbed either.
  */
-#include "tracer/trace.h"
+#include "tracer/tracer.h"
 #include "base/log.h"
 
-#include <stdio.h>
 #include <string.h>
-
-cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc)
-{
-    cgj_libop_t *l = cgj_xcalloc(1, sizeof *l);
-    l->keylen = lc->keylen;
-    l->key = cgj_xmemdup(lc->key, lc->keylen ? lc->keylen : 1);
-    l->nargs = lc->nargs;
-    memcpy(l->args, lc->args, lc->nargs * sizeof lc->args[0]);
-    memcpy(l->live_args, lc->args, lc->nargs * sizeof lc->args[0]);
-    l->never_absorb = lc->never_absorb;
-    l->never_why = lc->never_why;
-    return l;
-}
-
-cgj_libop_t *cgj_libop_clone(const cgj_libop_t *src)
-{
-    cgj_libop_t *l = cgj_xmemdup(src, sizeof *src);
-    memcpy(l->args, src->live_args, sizeof l->args);
-    l->key = cgj_xmemdup(src->key, src->keylen ? src->keylen : 1);
-    l->fix = src->nfix ? cgj_xmemdup(src->fix, src->nfix * sizeof *src->fix) : NULL;
-    return l;
-}
-
-void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc)
-{
-    uint32_t n = lc->nargs < CGJ_LIB_MAX_ARGS ? lc->nargs : CGJ_LIB_MAX_ARGS;
-    memcpy(l->live_args, lc->args, n * sizeof lc->args[0]);
-}
-
-void cgj_libop_free(cgj_libop_t *l)
-{
-    if (!l) return;
-    cgj_free(l->key), cgj_free(l->fix), cgj_free(l);
-}
 
 /* One sample of a group: its LIB op, the op list and which parameter values to read. */
 typedef struct sample {
@@ -132,7 +97,7 @@ static void push_fix(cgj_libfix_t **fix, uint32_t *n, uint32_t *cap, cgj_libfix_
 }
 
 /* Can op o of a group be replayed without its library? */
-static bool op_absorbable(const cgj_op_t *o, char *why, size_t len)
+static bool op_absorbable(const cgj_op_t *o, cgj_reason_t *why)
 {
     const char *what = NULL;
     switch (o->call.kind) {
@@ -146,19 +111,18 @@ static bool op_absorbable(const cgj_op_t *o, char *why, size_t len)
     case CGJ_OP_ALLOC: case CGJ_OP_POOL_FREE: what = "an allocation"; break;
     default: what = cgj_op_docs[o->call.kind]; break;
     }
-    snprintf(why, len, "the call issues %s (%s)", what, o->call.api);
+    cgj_reason_set(why, CGJ_REASON_LIB_ISSUES, CGJ_REASON_NO_OP, "%s (%s)", what, o->call.api);
     return false;
 }
 
 /* Learn lib (the newer sample n's LIB op) from samples n and o. */
 static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
 {
-    char why[200] = "";
-    bool ok = !lib->failed && !lib->never_absorb;
-    if (!ok)
-        snprintf(why, sizeof why, "%s", lib->failed ? "the library returned an error"
-                                        : lib->never_why ? lib->never_why : "its arguments cannot all be guarded");
-    if (ok && n->nargs != o->nargs) ok = false, snprintf(why, sizeof why, "its pointer arguments differ in number");
+    cgj_reason_t why = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP};
+    bool ok = !lib->failed && !lib->never;
+    if (!ok) cgj_reason_set(&why, lib->failed ? CGJ_REASON_LIB_FAILED : lib->never, CGJ_REASON_NO_OP, NULL);
+    if (ok && n->nargs != o->nargs)
+        ok = false, cgj_reason_set(&why, CGJ_REASON_LIB_ARG_COUNT, CGJ_REASON_NO_OP, "%u, then %u", o->nargs, n->nargs);
     bool keydiff = n->keylen != o->keylen || memcmp(n->key, o->key, n->keylen) != 0;
     uint32_t changed = 0;
     for (uint32_t i = 0; ok && i < n->nargs; i++)
@@ -172,7 +136,7 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
     for (uint32_t j = 0; ok && j < lib->nops; j++) {
         uint32_t at = n->at + 1 + j;
         const cgj_op_t *op = &n->list->ops[at];
-        if (!op_absorbable(op, why, sizeof why)) {
+        if (!op_absorbable(op, &why)) {
             ok = false;
             lib->for_good = true;
             break;
@@ -196,15 +160,13 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
                     push_fix(&fix, &nfix, &cap, (cgj_libfix_t){j + 1, base + k, (uint32_t)a, off});
                 } else if (!key_explains) {
                     ok = false;
-                    snprintf(why, sizeof why, "op %u: kernel parameter %u (byte %u) changes with none of "
-                             "the call's arguments: %#llx, then %#llx", at, s, k, (unsigned long long)wo,
-                             (unsigned long long)wn);
+                    cgj_reason_set(&why, CGJ_REASON_LIB_UNEXPLAINED, at, "parameter %u (byte %u): %#llx, then %#llx",
+                                   s, k, (unsigned long long)wo, (unsigned long long)wn);
                 }
             }
             if (ok && k < sz && memcmp(vn + base + k, vo + base + k, sz - k) && !key_explains) {
                 ok = false;
-                snprintf(why, sizeof why, "op %u: kernel parameter %u (bytes %u-%u) changes with none of "
-                         "the call's arguments", at, s, k, sz);
+                cgj_reason_set(&why, CGJ_REASON_LIB_UNEXPLAINED, at, "parameter %u (bytes %u-%u)", s, k, sz);
             }
         }
     }
@@ -212,7 +174,9 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
     lib->fix = fix, lib->nfix = nfix;
     lib->free_args |= changed;
     lib->absorbable = ok;
-    cgj_strlcpy(lib->why_not, ok ? "" : why, sizeof lib->why_not);
+    if (ok) cgj_reason_set(&why, CGJ_REASON_NONE, CGJ_REASON_NO_OP, NULL);
+    else if (!lib->absorbable_told++) cgj_reason_tally(&why); /* once per op, not per sample */
+    lib->why_not = why;
 }
 
 void cgj_libop_learn(cgj_oplist_t *a, uint32_t at, const cgj_oplist_t *b, const cgj_blocks_t *ta,
@@ -221,35 +185,14 @@ void cgj_libop_learn(cgj_oplist_t *a, uint32_t at, const cgj_oplist_t *b, const 
     cgj_libop_t *la = a->ops[at].lib;
     const cgj_libop_t *lb = b->ops[at].lib;
     la->failed |= lb->failed;
-    if (!la->never_absorb && lb->never_absorb) la->never_absorb = true, la->never_why = lb->never_why;
+    if (!la->never && lb->never) la->never = lb->never;
     sample_t n = {la, la->args, la->key, la->keylen, la->nargs, a, at, ta, false};
     sample_t o = {lb, lb->args, lb->key, lb->keylen, lb->nargs, b, at, tb, false};
     learn(la, &n, &o);
-    if (!la->absorbable) CGJ_LOG(trace, "op %u (%s) is not absorbed: %s", at, a->ops[at].call.api, la->why_not);
-}
-
-bool cgj_libop_matches(const cgj_libop_t *l, const cgj_libcall_t *lc)
-{
-    if (l->keylen != lc->keylen || l->nargs != lc->nargs || memcmp(l->key, lc->key, l->keylen)) return false;
-    for (uint32_t i = 0; i < l->nargs; i++)
-        if (!(l->free_args >> i & 1) && l->args[i] != lc->args[i]) return false;
-    return true;
-}
-
-void cgj_libop_fill(cgj_op_t *lib_op, const cgj_libcall_t *lc)
-{
-    const cgj_libop_t *l = lib_op->lib;
-    for (uint32_t j = 1; j <= l->nops; j++) {
-        cgj_kparams_t *kp = lib_op[j].kp;
-        if (!kp || !kp->nvarying) continue;
-        for (uint32_t s = 0; s < kp->n; s++)
-            if (kp->varying[s]) memcpy(kp->live + kp->off[s], kp->rec + kp->off[s], kp->sz[s]);
-    }
-    for (uint32_t k = 0; k < l->nfix; k++) {
-        const cgj_libfix_t *f = &l->fix[k];
-        CUdeviceptr v = lc->args[f->arg] + (CUdeviceptr)f->off;
-        memcpy(lib_op[f->op].kp->live + f->at, &v, sizeof v);
-    }
+    char text[280];
+    if (!la->absorbable)
+        CGJ_LOG(trace, "op %u (%s) is not absorbed: %s", at, a->ops[at].call.api,
+                cgj_reason_format(&la->why_not, text, sizeof text));
 }
 
 void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc)
@@ -259,8 +202,7 @@ void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc)
     cgj_oplist_t view = {lib_op, l->nops + 1, l->nops + 1};
     sample_t n = {l, lc->args, lc->key, lc->keylen, lc->nargs, &view, 0, NULL, true};
     sample_t o = {l, l->args, l->key, l->keylen, l->nargs, &view, 0, NULL, false};
-    l->never_absorb = lc->never_absorb;
-    l->never_why = lc->never_why;
+    l->never = lc->never;
     learn(l, &n, &o);
     cgj_free(l->key);
     l->key = cgj_xmemdup(lc->key, lc->keylen ? lc->keylen : 1);

@@ -1,5 +1,5 @@
 /*
- * step.h — the per-thread step state machine, as seen by runtime/ (wrappers and the API).
+ * step.h — the tracer as runtime/ sees it: a thread's step, entered once per intercepted call.
  *
  * A wrapper asks cgj_tracing() first: with no step being recorded or replayed on this thread,
  * and no implicit stepping (CGJIT_STEP) to do, it forwards the call at once (one load of a
@@ -10,39 +10,36 @@
 #ifndef CGJ_STEP_H
 #define CGJ_STEP_H
 
-#include "tracer/trace.h"
+#include "base/config.h"
+#include "ir/ir.h"
+#include "tracer/machine.h"
 #include <cgjit.h>
 
-/* OFF: no step. PASSTHRU: a marked step running eagerly, unseen. EAGER: an implicit step
- * running eagerly (its calls still pass through cgj_step_enter, to find where it ends).
- * RECORD / REPLAY: a step being recorded or replayed. */
-typedef enum { CGJ_MODE_OFF, CGJ_MODE_PASSTHRU, CGJ_MODE_EAGER, CGJ_MODE_RECORD, CGJ_MODE_REPLAY } cgj_mode_t;
-
-/* How steps are found without markers (CGJIT_STEP). */
-typedef enum { CGJ_STEP_OFF, CGJ_STEP_SYNC, CGJ_STEP_AUTO } cgj_step_policy_t;
 enum { CGJ_EXECUTE = 0, CGJ_ABSORB = 1 };
 
 typedef struct cgj_anchor cgj_anchor_t;
 
 typedef struct cgj_thread {
-    cgj_mode_t mode;
-    cgj_anchor_t *anchor;    /* of the active step */
+    cgj_mode_t mode;         /* changed only by cgj_thread_go (tracer/machine.h) */
+    bool implicit;           /* the step was begun by CGJIT_STEP, not by a marker */
+    cgj_anchor_t *anchor;    /* of the active step (NULL: another thread runs that anchor) */
     cgj_anchor_t *last;      /* last anchor begun here: a cache for the name lookup */
     cgj_oplist_t rec;        /* RECORD: this run so far */
-    cgj_trace_t *trace;      /* REPLAY: the variant being followed */
-    uint32_t pos;            /* REPLAY: next op of the trace */
-    uint32_t seg;            /* REPLAY: current segment */
-    bool launched;           /* REPLAY: a segment of this step has been launched */
-    bool staged_waited;      /* REPLAY: staging of the current segment checked */
-    uint64_t absorbed;       /* REPLAY: calls absorbed in this step */
-    bool implicit;           /* the step was begun by CGJIT_STEP, not by a marker */
+    /* REPLAY: where the replay stands */
+    cgj_trace_t *trace;      /* the variant being followed */
+    uint32_t pos;            /* next op of the trace */
+    uint32_t seg;            /* current segment */
+    bool launched;           /* a segment of this step has been launched */
+    bool staged_waited;      /* staging of the current segment checked */
+    bool pending;            /* absorbed calls not launched yet */
+    bool allocs_served;      /* pool blocks were handed out in this step */
+    bool exited;             /* this step left its trace */
+    uint64_t absorbed;       /* calls absorbed in this step */
+    /* the thread */
     uint64_t begun_ns;       /* when the step began (host time, for the report) */
     struct cgj_cycle *cycle; /* CGJIT_STEP=auto: this thread's cycle detector */
     int lock;                /* held by this thread while it steps, or by another flushing it */
-    bool pending;            /* REPLAY: absorbed calls not launched yet */
     bool registered;         /* in the registry other threads flush through */
-    bool allocs_served;      /* REPLAY: pool blocks were handed out in this step */
-    bool exited;             /* this step left its trace */
     uint64_t serial;         /* steps begun on this thread */
     uint64_t lib_serial;     /* the step the open library call began in */
     uint32_t lib_open;       /* RECORD/REPLAY: 1 + the index of the LIB op of the library call
@@ -69,32 +66,12 @@ void cgj_step_leave(const cgj_call_t *c, CUresult r);
 void cgj_step_untraceable(const char *api);
 
 int cgj_step_begin(const char *name);
-/* The same, for a caller that holds the thread's step lock (implicit steps, from inside
- * cgj_step_enter). */
-int cgj_step_begin_as(const char *name, bool implicit);
-int cgj_step_end_locked(void);
 int cgj_step_end(void);
+/* A step that cannot be traced at all (no driver, disabled): it still pairs with its end. */
 void cgj_step_begin_eager(void);
-/* Implicit steps (implicit.c): turn CGJIT_STEP on at start-up; a marker turns it off for good. */
-void cgj_implicit_enable(cgj_step_policy_t policy);
-void cgj_implicit_markers_seen(void);
-/* For a call with no step active, or inside an implicit step: begin or end implicit steps
- * around it. Returns false when the call is to run outside any step. */
-bool cgj_implicit_route(const cgj_call_t *c);
-
-/* The common case of cgj_implicit_route, inline: a call inside a sync-policy step that does not
- * end it stays in the step. */
-static inline bool cgj_implicit_fast(const cgj_thread_t *t, const cgj_call_t *c)
-{
-    return t->mode != CGJ_MODE_OFF && t->implicit && c->kind != CGJ_OP_SYNC &&
-           c->kind != CGJ_OP_READBACK &&
-           __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
-}
-
-/* Anchors (anchor.c). */
-cgj_anchor_t *cgj_anchor_get(const char *name);
-int cgj_anchor_info(const char *name, cgj_trace_info_t *out);
-void cgj_anchor_report(FILE *f);
+/* Implicit steps: turn CGJIT_STEP on at start-up; the first marker turns it off for good. */
+void cgj_step_implicit_enable(cgj_step_policy_t policy);
+void cgj_step_markers_seen(void);
 
 /* Another thread's host-observing call (synchronize, query, read back) must never overtake
  * work a replaying thread absorbed but has not launched. cgj_step_observe() flushes, eagerly and
@@ -104,8 +81,24 @@ void cgj_anchor_report(FILE *f);
 extern int cgj_pending_threads;
 void cgj_step_observe(CUstream s, CUevent ev, bool everything);
 
-/* Process-wide counters (step.c). */
+/* Process-wide counters (tracer/threads.c); the public cgj_stats() copies them. */
 extern cgj_stats_t cgj_g_stats;
 #define CGJ_STAT_ADD(field, v) __atomic_fetch_add(&cgj_g_stats.field, (v), __ATOMIC_RELAXED)
+
+/* Anchors, for the API and the report (tracer/anchor.c). */
+int cgj_anchor_info(const char *name, cgj_trace_info_t *out);
+/* Walk every anchor, newest first, between lock and unlock of the anchor table:
+ *     cgj_anchors_lock(); for (a = cgj_anchors_first(); a; a = cgj_anchors_next(a)) ...; unlock */
+void cgj_anchors_lock(void);
+void cgj_anchors_unlock(void);
+const cgj_anchor_t *cgj_anchors_first(void);
+const cgj_anchor_t *cgj_anchors_next(const cgj_anchor_t *a);
+/* An anchor's figures (the current variant's where there are several). */
+void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out);
+const char *cgj_anchor_name(const cgj_anchor_t *a);
+/* Variant k of a (NULL past the last), for the report. */
+const cgj_trace_t *cgj_anchor_variant(const cgj_anchor_t *a, uint32_t k);
+/* Host time per eager run and per replay, in ns (0 where none ran). */
+void cgj_anchor_host_times(const cgj_anchor_t *a, double *eager_ns, double *replay_ns);
 
 #endif /* CGJ_STEP_H */

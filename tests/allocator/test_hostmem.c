@@ -35,7 +35,7 @@ TestSuite(allocator_hostmem, .init = load_fake_driver);
 
 Test(allocator_hostmem, metadata_comes_from_a_jemalloc_arena)
 {
-    cr_assert_str_eq(cgj_hostmem_source(), "jemalloc arenas", "libjemalloc.so.2 is installed here");
+    cr_assert_str_eq(cgj_mem_source(), "jemalloc arenas", "libjemalloc.so.2 is installed here");
     char *p = cgj_xmalloc(100);
     memset(p, 7, 100);
     p = cgj_xrealloc(p, 100000);

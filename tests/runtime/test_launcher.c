@@ -204,7 +204,7 @@ static const char *default_of(const char *var)
 {
 #define CGJ_TEST_TEXT_INT(def) #def
 #define CGJ_TEST_TEXT_STR(def) def
-#define CGJ_TEST_DEFAULT(name, kind, def, min, doc) \
+#define CGJ_TEST_DEFAULT(name, kind, def, min, opt, optkind, metavar, shown, doc) \
     if (strcmp(var, "CGJIT_" #name) == 0) return CGJ_TEST_TEXT_##kind(def);
     CGJ_CONFIG_LIST(CGJ_TEST_DEFAULT)
 #undef CGJ_TEST_DEFAULT
@@ -220,8 +220,9 @@ Test(runtime_launcher, help_documents_every_option)
     cr_assert(strncmp(r->out, "usage: cgjit-run [OPTIONS] [--] PROGRAM [ARGS...]\n", 50) == 0, "%s", r->out);
     static const char *const names[] = {"--step=MODE", "--log=CATS", "--log-file=FILE", "--report", "--disable",
                                         "--max-records=N", "--max-variants=N", "--max-ops=N",
-                                        "--pool-reserve-gb=N", "--dump-allocs=DIR", "--lib=PATH",
-                                        "--print-env", "-h, --help", "--version", "LD_PRELOAD", "CGJIT_LIB"};
+                                        "--pool-reserve-gb=N", "--dump-allocs=DIR", "--chunk-ops=N",
+                                        "--libs=0|1", "--lib=PATH", "--print-env", "--config-table",
+                                        "-h, --help", "--version", "LD_PRELOAD", "CGJIT_LIB"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         cr_expect(strstr(r->out, names[i]), "--help does not mention %s", names[i]);
     /* the step modes, each explained */
@@ -234,7 +235,7 @@ Test(runtime_launcher, help_documents_every_option)
         {"CGJIT_STEP", "sync"},       {"CGJIT_LOG", "none"},    {"CGJIT_LOG_FILE", "stderr"},
         {"CGJIT_REPORT=1", NULL},     {"CGJIT_DISABLE=1", NULL}, {"CGJIT_MAX_RECORDS", NULL},
         {"CGJIT_MAX_VARIANTS", NULL}, {"CGJIT_MAX_OPS", NULL},  {"CGJIT_POOL_RESERVE_GB", NULL},
-        {"CGJIT_DUMP_ALLOCS", "none"},
+        {"CGJIT_DUMP_ALLOCS", "none"}, {"CGJIT_CHUNK_OPS", NULL}, {"CGJIT_LIBS", NULL},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         char name[64], want[128];

@@ -2,54 +2,35 @@
  * layout.c — a small cache from function handle to parameter layout and name.
  *
  * Looked up only while recording (never in replay, where the op carries its layout), so a
- * mutex-protected open-addressing table is enough.
+ * mutex around the map is enough. Entries are never removed: a handle's layout does not change.
  */
-#include "tracer/layout.h"
+#include "ir/layout.h"
 #include "base/driver.h"
+#include "base/map.h"
+#include "base/vec.h"
 
 #include <pthread.h>
 #include <string.h>
 
 typedef struct entry {
-    CUfunction f; /* NULL: empty */
-    bool known;
+    CUfunction f;
+    bool known, asked;
     uint32_t n, size;
     uint32_t *off, *sz;
     const char *name;
-    const char *why;
 } entry_t;
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static entry_t *table;
-static size_t cap, used;
-
-static size_t slot_of(CUfunction f, size_t c)
-{
-    return (size_t)(((uintptr_t)f >> 4) * 0x9E3779B97F4A7C15ull) & (c - 1);
-}
+static cgj_map_t cache; /* CUfunction -> entry_t * */
 
 static entry_t *find_or_insert(CUfunction f)
 {
-    if (2 * (used + 1) > cap) {
-        size_t ncap = cap ? 2 * cap : 256;
-        entry_t *nt = cgj_xcalloc(ncap, sizeof *nt);
-        for (size_t i = 0; i < cap; i++) {
-            if (!table[i].f) continue;
-            size_t j = slot_of(table[i].f, ncap);
-            while (nt[j].f) j = (j + 1) & (ncap - 1);
-            nt[j] = table[i];
-        }
-        cgj_free(table);
-        table = nt;
-        cap = ncap;
-    }
-    size_t j = slot_of(f, cap);
-    while (table[j].f && table[j].f != f) j = (j + 1) & (cap - 1);
-    if (!table[j].f) {
-        table[j].f = f;
-        used++;
-    }
-    return &table[j];
+    uint64_t v;
+    if (cgj_map_get(&cache, cgj_map_ptr_key(f), &v)) return (entry_t *)(uintptr_t)v;
+    entry_t *e = cgj_xcalloc(1, sizeof *e);
+    e->f = f;
+    cgj_map_put(&cache, cgj_map_ptr_key(f), (uint64_t)(uintptr_t)e);
+    return e;
 }
 
 /* Ask the driver: CUfunction first, CUkernel (what the CUDA runtime passes) second. */
@@ -63,21 +44,11 @@ static void learn(entry_t *e)
         info = (CUresult(*)(void *, size_t, size_t *, size_t *))cgj_drv.r_cuKernelGetParamInfo;
         r = info(e->f, 0, &off, &sz);
     }
-    if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE) {
-        e->why = "the driver does not report the kernel's parameter layout";
-        return;
-    }
-    uint32_t n = 0, cap_ = 8;
-    e->off = cgj_xmalloc(cap_ * 4);
-    e->sz = cgj_xmalloc(cap_ * 4);
-    for (; r == CUDA_SUCCESS; r = info(e->f, ++n, &off, &sz)) {
-        if (n == cap_) {
-            cap_ *= 2;
-            e->off = cgj_xrealloc(e->off, cap_ * 4);
-            e->sz = cgj_xrealloc(e->sz, cap_ * 4);
-        }
-        e->off[n] = (uint32_t)off;
-        e->sz[n] = (uint32_t)sz;
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE) return; /* the driver cannot tell */
+    uint32_t n = 0, nsz = 0, cap_off = 0, cap_sz = 0;
+    for (; r == CUDA_SUCCESS; r = info(e->f, n, &off, &sz)) {
+        CGJ_VEC_PUSH(e->off, n, cap_off, (uint32_t)off);
+        CGJ_VEC_PUSH(e->sz, nsz, cap_sz, (uint32_t)sz);
         if (off + sz > e->size) e->size = (uint32_t)(off + sz);
     }
     e->n = n;
@@ -99,14 +70,15 @@ static void learn_name(entry_t *e)
 static entry_t *lookup(CUfunction f)
 {
     entry_t *e = find_or_insert(f);
-    if (!e->known && !e->why) {
+    if (!e->asked) {
+        e->asked = true;
         learn(e);
         learn_name(e);
     }
     return e;
 }
 
-bool cgj_layout_get(const cgj_call_t *c, cgj_layout_t *out, const char **why)
+bool cgj_layout_get(const cgj_call_t *c, cgj_layout_t *out)
 {
     static const uint32_t zero = 0;
     if (c->u.k.blob) { /* extra form: the packed buffer is one slot */
@@ -119,7 +91,6 @@ bool cgj_layout_get(const cgj_call_t *c, cgj_layout_t *out, const char **why)
     entry_t *e = lookup(c->u.k.f);
     bool ok = e->known;
     if (ok) *out = (cgj_layout_t){.n = e->n, .size = e->size, .off = e->off, .sz = e->sz};
-    else *why = e->why;
     pthread_mutex_unlock(&cache_lock);
     return ok;
 }

@@ -1,5 +1,5 @@
 /*
- * trace.h — the trace IR: one record per driver call of a step, and the traces built from them.
+ * ir.h — the trace IR: one record per driver call of a step, and the traces built from them.
  *
  * A wrapper in runtime/ describes each intercepted call as a cgj_call_t (normalized: the stream
  * is explicit, never NULL; the per-thread-default-stream variant is a flag). Recording turns a
@@ -24,10 +24,11 @@
  * planned address of that allocation.
  * Calls that cannot be traced never become ops: they abort the step to eager.
  */
-#ifndef CGJ_TRACE_H
-#define CGJ_TRACE_H
+#ifndef CGJ_IR_H
+#define CGJ_IR_H
 
 #include "base/cgj_base.h"
+#include "ir/reason.h"
 #include <cuda.h>
 
 #define CGJ_CLASS_CAPTURE 0
@@ -73,8 +74,8 @@ enum { CGJ_DIR_H2D, CGJ_DIR_D2H, CGJ_DIR_D2D };
 #define CGJ_LIB_KEY_MAX 1536
 typedef struct cgj_libcall {
     uint32_t keylen, nargs;
-    bool never_absorb; /* the call's key is incomplete, or it returns a value to the host */
-    const char *never_why;
+    cgj_reason_code_t never; /* why the call is never absorbed (the key is incomplete, it returns a
+                              * value to the host), or CGJ_REASON_NONE */
     CUdeviceptr args[CGJ_LIB_MAX_ARGS];
     uint8_t key[CGJ_LIB_KEY_MAX];
 } cgj_libcall_t;
@@ -142,6 +143,12 @@ typedef struct cgj_kparams {
     void **ptrs;       /* kernelParams array pointing into live */
 } cgj_kparams_t;
 
+/* Pointer to slot i's value as the caller passed it in call c. */
+static inline const void *cgj_call_slot(const cgj_call_t *c, const cgj_kparams_t *kp, uint32_t i)
+{
+    return kp->extra_form ? c->u.k.blob : c->u.k.params[i];
+}
+
 /* A LIB op: the library call and what replay needs to absorb it whole (tracer/libop.c). */
 typedef struct cgj_libfix {
     uint32_t op;  /* index of the group's kernel op, relative to the LIB op */
@@ -159,11 +166,11 @@ typedef struct cgj_libop {
     CUdeviceptr live_args[CGJ_LIB_MAX_ARGS]; /* the pointers of the replay in progress, which
                                               * its kernels' live values follow (see clone) */
     bool failed;         /* the library returned an error: it is always called */
-    bool never_absorb;
-    const char *never_why; /* why never (a static string of the wrapper) */
+    cgj_reason_code_t never; /* the wrapper's reason never to absorb it, or CGJ_REASON_NONE */
     bool absorbable;     /* the group can be replayed without calling the library */
     bool for_good;       /* not absorbable whatever the samples: its driver calls' kinds */
-    char why_not[200];   /* why not */
+    cgj_reason_t why_not; /* why not */
+    uint32_t absorbable_told; /* why_not was counted in the report's reasons */
     cgj_libfix_t *fix;   /* kernel parameter words derived from args */
     uint32_t nfix;
     uint64_t absorbed, called;
@@ -204,11 +211,11 @@ typedef struct cgj_segment {
 } cgj_segment_t;
 
 #define CGJ_EXIT_KINDS 8
-/* Side exits of a trace, grouped by op and reason (for the report). */
+/* Side exits of a trace, grouped by op and reason code (for the report); the detail is the
+ * first such exit's. */
 typedef struct cgj_exit_count {
-    uint32_t op;
+    cgj_reason_t reason;
     uint64_t count;
-    char reason[160];
 } cgj_exit_count_t;
 
 typedef struct cgj_trace {
@@ -226,22 +233,20 @@ typedef struct cgj_trace {
     uint64_t replays, side_exits;
 } cgj_trace_t;
 
-/* ---- record.c: calls to ops, shapes, guards ---- */
+/* ---- op.c: ops from calls, op lists ---- */
 
-/* Append a deep copy of `c` to `l`. False (with *why set) if it cannot be recorded. */
-bool cgj_record_call(cgj_oplist_t *l, const cgj_call_t *c, const char **why);
+/* Append a deep copy of call `c` to `l`. False (with *why set) if it cannot be recorded. */
+bool cgj_oplist_record(cgj_oplist_t *l, const cgj_call_t *c, cgj_reason_code_t *why);
 /* Append a deep copy of op `o` with its live parameter values as the recorded ones. */
-void cgj_record_clone(cgj_oplist_t *l, const cgj_op_t *o);
+void cgj_oplist_clone(cgj_oplist_t *l, const cgj_op_t *o);
 void cgj_oplist_free(cgj_oplist_t *l);
-/* Do two recordings have the same ops (kinds, functions, shapes, constant arguments)?
- * On false, *at is the first op index that differs and why[] says how. */
-bool cgj_record_same_shape(const cgj_oplist_t *a, const cgj_oplist_t *b, uint32_t *at,
-                           char *why, size_t whylen);
-/* Mark the kernel parameter slots whose bytes differ between a and b as varying in a (a and b
- * have the same shape; addresses into in-step allocations match by allocation and offset).
- * a keeps its own values as the recorded ones. */
-void cgj_record_classify(cgj_oplist_t *a, const cgj_oplist_t *b);
-/* The in-step allocations of a recording, in the order of their ALLOC ops. */
+/* Describe an op for logs: "cuLaunchKernel(name)". */
+const char *cgj_op_describe(const cgj_op_t *o, char *buf, size_t len);
+/* The reason a boundary op ends a segment (BREAK_*). */
+cgj_reason_code_t cgj_op_break_reason(const cgj_op_t *o);
+
+/* ---- blocks.c: the in-step allocations of a recording ---- */
+
 typedef struct cgj_block {
     CUdeviceptr base;
     size_t bytes;
@@ -249,23 +254,21 @@ typedef struct cgj_block {
     bool escapes;
 } cgj_block_t;
 typedef struct cgj_blocks {
-    cgj_block_t *b;
+    cgj_block_t *b;      /* in the order of their ALLOC ops */
     uint32_t n;
+    uint32_t *by_base;   /* block indices sorted by base address, for range lookups */
+    size_t max_bytes;    /* the largest block: how far below an address a block may start */
 } cgj_blocks_t;
-cgj_blocks_t cgj_record_blocks(const cgj_oplist_t *l);
-/* Index of the block of bl that address p falls in at op `at`, or -1. */
+/* The in-step allocations of l. Release with cgj_blocks_free. */
+cgj_blocks_t cgj_blocks_of(const cgj_oplist_t *l);
+void cgj_blocks_free(cgj_blocks_t *bl);
+/* Index of the block of bl (NULL: none) that address p falls in at op `at`, or -1; the lowest
+ * such index where lifetimes touch. */
 int cgj_blocks_find(const cgj_blocks_t *bl, CUdeviceptr p, uint32_t at);
-/* Rewrite every address into an in-step allocation of l to planned[block] + offset. */
-void cgj_record_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);
-/* Replay guard: does call c match op o? On success, varying slots are stashed into o's live
- * values. On failure why[] names the difference. With `promote`, a constant kernel parameter
- * slot that differs (and whose graph node can be patched) becomes varying instead of failing;
- * o->promoted is then set. */
-bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, char *why, size_t whylen);
-/* Describe op i for logs: "cuLaunchKernel(name)". */
-const char *cgj_op_describe(const cgj_op_t *o, char *buf, size_t len);
+/* Is `addr` the base of a block of bl still live (not freed) at its end? */
+bool cgj_blocks_escaping(const cgj_blocks_t *bl, CUdeviceptr addr);
 
-/* ---- libop.c: library calls as ops ---- */
+/* ---- libop.c: a library call's record ---- */
 
 cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc);
 /* A copy for a recording that continues a replay (side exit): its pointers are the replay's. */
@@ -273,25 +276,10 @@ cgj_libop_t *cgj_libop_clone(const cgj_libop_t *l);
 /* Replay reached the op with call lc (absorbed or not): note its pointers. */
 void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc);
 void cgj_libop_free(cgj_libop_t *l);
-/* Learn how the group of LIB op `at` in `a` derives its kernel parameters from the call's
- * pointer arguments, from two samples: `a` (its values become the recorded ones) and an older
- * one, `b` (same shape). `ta`/`tb` are the in-step allocations of each run (NULL: addresses
- * compare exactly). Decides whether the group can be absorbed. */
-void cgj_libop_learn(cgj_oplist_t *a, uint32_t at, const cgj_oplist_t *b, const cgj_blocks_t *ta,
-                     const cgj_blocks_t *tb);
 /* Does call lc have the key and fixed arguments LIB op l recorded? */
 bool cgj_libop_matches(const cgj_libop_t *l, const cgj_libcall_t *lc);
 /* Replay of a group without the library: write the kernel parameter values the library would
  * have passed (recorded keyed values, arguments + offsets) into the group's live buffers. */
 void cgj_libop_fill(cgj_op_t *lib_op, const cgj_libcall_t *lc);
-/* After the library ran in replay and its group matched: learn from (recorded, this run) and
- * make this run's call and values the recorded ones. */
-void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc);
 
-/* ---- issue.c: issue a recorded op (eagerly, or into a capture) ---- */
-
-/* Issue op o on `stream` with its live values. `capturing`: use the external event-record
- * and event-wait nodes, skip waits already ordered by the capture. */
-CUresult cgj_op_issue(const cgj_op_t *o, CUstream stream, bool capturing, bool skip_wait);
-
-#endif /* CGJ_TRACE_H */
+#endif /* CGJ_IR_H */

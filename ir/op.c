@@ -1,0 +1,139 @@
+/*
+ * op.c — ops from driver calls: the op table's names, deep copies of calls, op lists.
+ *
+ * Kernel parameters are copied by value using the layout the driver reports (ir/layout.h). A
+ * kernel whose layout cannot be learned cannot be recorded: copying a guessed number of bytes
+ * could read past the caller's arguments, and comparing them could miss a change.
+ */
+#include "ir/ir.h"
+#include "ir/layout.h"
+#include "base/vec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const cgj_op_names[CGJ_OP_COUNT] = {
+#define CGJ_OP_NAME(name, cls, doc) #name,
+    CGJ_OP_LIST(CGJ_OP_NAME)
+#undef CGJ_OP_NAME
+};
+const char *const cgj_op_docs[CGJ_OP_COUNT] = {
+#define CGJ_OP_DOC(name, cls, doc) doc,
+    CGJ_OP_LIST(CGJ_OP_DOC)
+#undef CGJ_OP_DOC
+};
+const unsigned char cgj_op_class[CGJ_OP_COUNT] = {
+#define CGJ_OP_CLASS(name, cls, doc) cls,
+    CGJ_OP_LIST(CGJ_OP_CLASS)
+#undef CGJ_OP_CLASS
+};
+
+static cgj_op_t *oplist_push(cgj_oplist_t *l)
+{
+    return CGJ_VEC_ADD(l->ops, l->n, l->cap);
+}
+
+static cgj_kparams_t *kparams_new(const cgj_layout_t *lay)
+{
+    cgj_kparams_t *kp = cgj_xcalloc(1, sizeof *kp);
+    kp->n = lay->n;
+    kp->size = lay->size;
+    kp->extra_form = lay->extra_form;
+    kp->off = cgj_xmemdup(lay->off, lay->n * sizeof(uint32_t));
+    kp->sz = cgj_xmemdup(lay->sz, lay->n * sizeof(uint32_t));
+    kp->rec = cgj_xcalloc(1, kp->size);
+    kp->live = cgj_xcalloc(1, kp->size);
+    kp->inexec = cgj_xcalloc(1, kp->size);
+    kp->varying = cgj_xcalloc(kp->n ? kp->n : 1, 1);
+    kp->ptrs = cgj_xcalloc(kp->n ? kp->n : 1, sizeof(void *));
+    for (uint32_t i = 0; i < kp->n; i++) kp->ptrs[i] = kp->live + kp->off[i];
+    return kp;
+}
+
+static void kparams_free(cgj_kparams_t *kp)
+{
+    if (!kp) return;
+    cgj_free(kp->off), cgj_free(kp->sz), cgj_free(kp->rec), cgj_free(kp->live), cgj_free(kp->inexec);
+    cgj_free(kp->varying), cgj_free(kp->ptrs), cgj_free(kp);
+}
+
+/* Make the op own what its call points to. */
+static void own_call(cgj_op_t *o)
+{
+    if (o->call.kind == CGJ_OP_KERNEL) {
+        o->call.u.k.params = o->kp->ptrs;
+        o->call.u.k.blob = o->kp->extra_form ? o->kp->live : NULL;
+        if (o->call.u.k.nattrs)
+            o->call.u.k.attrs =
+                cgj_xmemdup(o->call.u.k.attrs, o->call.u.k.nattrs * sizeof(CUlaunchAttribute));
+    }
+    if (o->call.kind == CGJ_OP_MEMCPY && o->call.u.m.dir == CGJ_DIR_H2D) o->call.u.m.hsrc = NULL;
+    if (o->call.kind == CGJ_OP_LIB) o->call.u.l.lc = NULL;
+}
+
+bool cgj_oplist_record(cgj_oplist_t *l, const cgj_call_t *c, cgj_reason_code_t *why)
+{
+    cgj_layout_t lay;
+    if (c->kind == CGJ_OP_KERNEL && !cgj_layout_get(c, &lay)) {
+        *why = CGJ_REASON_ABORT_NO_LAYOUT;
+        return false;
+    }
+    cgj_op_t *o = oplist_push(l);
+    o->call = *c;
+    if (c->kind == CGJ_OP_KERNEL) {
+        o->kp = kparams_new(&lay);
+        for (uint32_t i = 0; i < o->kp->n; i++)
+            memcpy(o->kp->rec + o->kp->off[i], cgj_call_slot(c, o->kp, i), o->kp->sz[i]);
+        memcpy(o->kp->live, o->kp->rec, o->kp->size);
+    }
+    if (c->kind == CGJ_OP_LIB) o->lib = cgj_libop_new(c->u.l.lc);
+    own_call(o);
+    return true;
+}
+
+void cgj_oplist_clone(cgj_oplist_t *l, const cgj_op_t *src)
+{
+    cgj_op_t *o = oplist_push(l);
+    o->call = src->call;
+    if (src->kp) {
+        cgj_layout_t lay = {.n = src->kp->n, .size = src->kp->size,
+                            .extra_form = src->kp->extra_form, .off = src->kp->off,
+                            .sz = src->kp->sz};
+        o->kp = kparams_new(&lay);
+        memcpy(o->kp->rec, src->kp->live, o->kp->size);
+        memcpy(o->kp->live, src->kp->live, o->kp->size);
+    }
+    if (src->lib) o->lib = cgj_libop_clone(src->lib);
+    own_call(o);
+}
+
+void cgj_oplist_free(cgj_oplist_t *l)
+{
+    for (uint32_t i = 0; i < l->n; i++) {
+        cgj_op_t *o = &l->ops[i];
+        if (o->call.kind == CGJ_OP_KERNEL && o->call.u.k.nattrs) cgj_free((void *)o->call.u.k.attrs);
+        kparams_free(o->kp);
+        cgj_libop_free(o->lib);
+    }
+    cgj_free(l->ops);
+    memset(l, 0, sizeof *l);
+}
+
+const char *cgj_op_describe(const cgj_op_t *o, char *buf, size_t len)
+{
+    const char *name = NULL;
+    if (o->call.kind == CGJ_OP_KERNEL) name = cgj_layout_kernel_name(o->call.u.k.f);
+    snprintf(buf, len, "%s%s%s%s", o->call.api, name ? "(" : "", name ? name : "", name ? ")" : "");
+    return buf;
+}
+
+cgj_reason_code_t cgj_op_break_reason(const cgj_op_t *o)
+{
+    switch (o->call.kind) {
+    case CGJ_OP_SYNC: return CGJ_REASON_BREAK_SYNC;
+    case CGJ_OP_QUERY: return CGJ_REASON_BREAK_QUERY;
+    case CGJ_OP_READBACK: return CGJ_REASON_BREAK_READBACK;
+    case CGJ_OP_FREE: return CGJ_REASON_BREAK_FREE;
+    default: return CGJ_REASON_BREAK_CHUNK;
+    }
+}

@@ -1,0 +1,132 @@
+/*
+ * reason.h — the reason table: every way a step leaves the fast path, worded once.
+ *
+ * Each row is X(CODE, "message", "what the user can do"). Call sites never word a reason: they
+ * pass a code and a detail (an op index, a kernel or function name, sizes, a driver error), and
+ * everything a user reads — logs, the report, cgj_trace_info's reason — is the row's message
+ * followed by that detail. The report counts reasons by code and prints each one's hint; tests
+ * assert codes, never substrings.
+ *
+ * Groups, by prefix: ABORT (the step stops being traced and runs eagerly), DIFF (a call differs
+ * from the trace or from the previous run: a side exit in replay, a disagreement in recording),
+ * EXIT (a replay leaves its trace for a reason other than a difference), BLACKLIST (the anchor
+ * runs eagerly for good), BUILD (a trace could not be made into graphs), BREAK (what ends a
+ * segment: a graph launch before the call), LIB (why a library call is never absorbed whole).
+ */
+#ifndef CGJ_REASON_H
+#define CGJ_REASON_H
+
+#include <cgjit.h> /* cgj_reason_name and cgj_reason_hint are public */
+#include <stddef.h>
+#include <stdint.h>
+
+#define CGJ_REASON_LIST(X)                                                                         \
+    X(NONE, "no reason", "")                                                                       \
+    /* aborts */                                                                                   \
+    X(ABORT_CALL_FAILED, "a call inside the step returned an error",                              \
+      "the error is the program's own; cgjit runs such steps eagerly")                            \
+    X(ABORT_MAX_OPS, "the step holds more than CGJIT_MAX_OPS calls",                              \
+      "raise CGJIT_MAX_OPS, or mark a shorter step with cgj_trace_begin/end")                     \
+    X(ABORT_NO_LAYOUT, "a kernel's parameter layout cannot be learned from the driver",           \
+      "the kernel cannot be replayed; a newer driver reports layouts of more kernels")            \
+    X(ABORT_UNTRACEABLE, "a call cgjit cannot trace was made inside the step",                    \
+      "move the call out of the step (before cgj_trace_begin or after cgj_trace_end)")            \
+    X(ABORT_NESTED, "cgj_trace_begin inside a step (steps do not nest)",                          \
+      "end the outer step first, or give the inner work no markers of its own")                   \
+    /* differences: side exits in replay, disagreements in recording */                           \
+    X(DIFF_OPERATION, "operation differs", "the step does different work from run to run")       \
+    X(DIFF_API, "driver function differs", "the step calls different driver functions")          \
+    X(DIFF_STREAM, "stream differs", "use the same streams in every step")                        \
+    X(DIFF_KERNEL, "kernel function differs", "the step launches different kernels")             \
+    X(DIFF_GRID, "grid differs", "launch configurations that follow the data make variants")      \
+    X(DIFF_BLOCK, "block differs", "launch configurations that follow the data make variants")    \
+    X(DIFF_SMEM, "dynamic shared memory differs", "shared memory sizes that follow the data make variants") \
+    X(DIFF_PARAM_FORM, "parameter form differs", "launch kernels the same way (kernelParams or extra) every step") \
+    X(DIFF_ATTRS, "launch attributes differ", "use the same launch attributes every step")        \
+    X(DIFF_COPY_SIZE, "copy direction or size differs", "copy sizes that follow the data make variants") \
+    X(DIFF_COPY_ADDR, "copy address differs", "copy from and to the same buffers every step")     \
+    X(DIFF_MEMSET, "memset arguments differ", "memset the same buffers with the same values")     \
+    X(DIFF_ALLOC_SIZE, "allocation size differs", "allocate the same sizes inside the step")     \
+    X(DIFF_FREED_ADDR, "freed address differs", "free in-step allocations in the same order")     \
+    X(DIFF_EVENT, "event differs", "record and wait on the same events every step")              \
+    X(DIFF_HOST_FUNC, "host function differs", "launch the same host functions every step")      \
+    X(DIFF_LAYOUT, "parameter layout differs", "the kernel's parameters changed between runs")   \
+    X(DIFF_LIB_OPS, "the library call issued another number of driver calls",                     \
+      "the library chose other kernels: keep its arguments the same")                            \
+    X(DIFF_OP_COUNT, "the run has another number of calls", "the step's length follows the data") \
+    X(DIFF_PARAM, "a constant kernel parameter differs", "values that change every step are patched once both recorded runs show them changing") \
+    X(DIFF_NO_PARAMS, "no kernel parameters passed", "pass kernelParams or extra")                 \
+    /* side exits for other reasons */                                                             \
+    X(EXIT_PAST_END, "the step goes on past the end of the trace", "the step's length follows the data") \
+    X(EXIT_ENDED_EARLY, "the step ended before the end of the trace", "the step's length follows the data") \
+    X(EXIT_HELD_BLOCK, "a block an earlier replay returned is still held by the program",         \
+      "free outputs of a step before the next one, or let cgjit build a twin variant")            \
+    X(EXIT_OBSERVED, "another thread synchronized with work this step had absorbed",              \
+      "synchronize on the thread that runs the step")                                             \
+    /* blacklists */                                                                               \
+    X(BLACKLIST_EXITS, "most replays left the trace", "see the side exits: the step differs too often") \
+    X(BLACKLIST_LAUNCH, "a graph launch failed", "the driver refused the graph; the step runs eagerly") \
+    /* build failures */                                                                           \
+    X(BUILD_STREAM, "no capture stream could be created", "the driver is out of resources")      \
+    X(BUILD_EVENTS, "no events could be created for a segment", "the driver is out of resources") \
+    X(BUILD_CAPTURE, "an op could not be issued under stream capture", "see the op and the error") \
+    X(BUILD_NODE, "an op's graph node could not be found", "see the op and the error")            \
+    X(BUILD_INSTANTIATE, "a graph could not be instantiated", "see the error")                    \
+    X(BUILD_UPLOAD, "a graph could not be uploaded", "see the error")                             \
+    X(BUILD_STAGING, "no pinned staging memory for a host-to-device copy", "the host is short of page-locked memory") \
+    X(BUILD_POOL, "no pool memory for the step's allocations",                                    \
+      "raise CGJIT_POOL_RESERVE_GB, or free device memory")                                       \
+    /* segment breaks */                                                                           \
+    X(BREAK_SYNC, "a host synchronization", "fewer synchronizations inside a step: fewer graphs")  \
+    X(BREAK_QUERY, "a host query of GPU progress", "query outside the step")                       \
+    X(BREAK_READBACK, "a copy the host reads at once (to pageable memory)",                       \
+      "copy into pinned memory with an async copy, then synchronize once")                         \
+    X(BREAK_FREE, "a free of memory the step did not allocate", "free outside the step")         \
+    X(BREAK_CHUNK, "a chunk of CGJIT_CHUNK_OPS ops, launched while the rest is absorbed", "")    \
+    /* library calls never absorbed whole */                                                       \
+    X(LIB_FAILED, "the library returned an error", "")                                            \
+    X(LIB_UNGUARDED, "the call's arguments cannot all be guarded", "")                            \
+    X(LIB_HANDLE, "its handle cannot be read", "")                                                \
+    X(LIB_HOST_RESULT, "its result goes to host memory (the library synchronizes)",               \
+      "use device pointer mode for results")                                                      \
+    X(LIB_DESCRIPTOR, "a descriptor cannot be read", "")                                          \
+    X(LIB_GETTERS, "the library's descriptor getters are missing", "use cuDNN 9")                 \
+    X(LIB_KEY_SIZE, "its arguments do not fit the key", "")                                       \
+    X(LIB_MANY_ARGS, "it has too many pointer arguments", "")                                     \
+    X(LIB_HOST_SCALAR, "a host scalar of an unknown type", "")                                    \
+    X(LIB_VARIANT_PACK, "its variant pack cannot be guarded",                                     \
+      "set up variant packs and plans after cgjit is loaded")                                     \
+    X(LIB_ARG_COUNT, "its pointer arguments differ in number", "")                                \
+    X(LIB_ISSUES, "the call issues work that cannot be replayed without the library", "")         \
+    X(LIB_UNEXPLAINED, "a kernel parameter changes with none of the call's arguments",            \
+      "the library keeps state of its own; it runs on every call")
+
+typedef enum cgj_reason_code {
+#define CGJ_REASON_ENUM(code, msg, hint) CGJ_REASON_##code,
+    CGJ_REASON_LIST(CGJ_REASON_ENUM)
+#undef CGJ_REASON_ENUM
+        CGJ_REASON_COUNT
+} cgj_reason_code_t;
+
+#define CGJ_REASON_NO_OP UINT32_MAX
+
+/* A reason as kept: its code, the op it applies to (or CGJ_REASON_NO_OP), and a detail. */
+typedef struct cgj_reason {
+    cgj_reason_code_t code;
+    uint32_t op;
+    char detail[200];
+} cgj_reason_t;
+
+/* The message of a code ("?" for a value out of range); its name and hint: cgjit.h. */
+const char *cgj_reason_message(int code);
+/* Set *r (detail printf-style, NULL for none). */
+void cgj_reason_set(cgj_reason_t *r, cgj_reason_code_t code, uint32_t op, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* "message at op N: detail" into buf (any part absent is left out); returns buf. */
+const char *cgj_reason_format(const cgj_reason_t *r, char *buf, size_t len);
+/* Count r's code process-wide: a step or an anchor took this reason (not a probe that failed). */
+void cgj_reason_tally(const cgj_reason_t *r);
+/* Times each code was taken since the process started. */
+uint64_t cgj_reason_count(int code);
+
+#endif /* CGJ_REASON_H */

@@ -1,0 +1,110 @@
+/*
+ * report.c — cgj_report(): the counters, the reasons steps left the fast path (counted by code,
+ * each with what the user can do), then every anchor with its variants, segments, side exits,
+ * library calls, pool figures and, where it is not fast, why.
+ */
+#include "runtime/runtime.h"
+#include "base/log.h"
+#include "tracer/step.h"
+
+#include <stdio.h>
+
+static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
+{
+    char text[320];
+    fprintf(f, "    variant %u: %u ops (%u kernels), %u segment(s), %u varying slot(s), %llu replays, %llu side exits\n",
+            k + 1, t->list.n, t->kernels, t->nsegs, t->varying_slots, (unsigned long long)t->replays,
+            (unsigned long long)t->side_exits);
+    for (uint32_t s = 0; s + 1 < t->nsegs; s++) {
+        const cgj_op_t *b = &t->list.ops[t->segs[s].end];
+        fprintf(f, "      segment %u ends at op %u: %s (%s)\n", s + 1, t->segs[s].end, b->call.api,
+                cgj_reason_message(cgj_op_break_reason(b)));
+    }
+    for (uint32_t e = 0; e < t->nexits; e++)
+        fprintf(f, "      side exit, %llu time(s): %s\n", (unsigned long long)t->exits[e].count,
+                cgj_reason_format(&t->exits[e].reason, text, sizeof text));
+    if (t->other_exits)
+        fprintf(f, "      %llu further side exit(s) of other kinds\n", (unsigned long long)t->other_exits);
+    /* Library calls: how many replay absorbs whole, and why the others run the library. */
+    uint32_t calls = 0, absorbable = 0, shown = 0;
+    for (uint32_t i = 0; i < t->list.n; i++)
+        if (t->list.ops[i].lib) calls++, absorbable += t->list.ops[i].lib->absorbable;
+    if (calls)
+        fprintf(f, "      library calls: %u, %u absorbed whole when their guard holds\n", calls, absorbable);
+    for (uint32_t i = 0; i < t->list.n && shown < 8; i++) {
+        const cgj_libop_t *l = t->list.ops[i].lib;
+        if (!l || l->absorbable) continue;
+        fprintf(f, "      op %u (%s) runs the library (%llu times): %s\n", i, t->list.ops[i].call.api,
+                (unsigned long long)l->called, cgj_reason_format(&l->why_not, text, sizeof text));
+        shown++;
+    }
+}
+
+/* Why an anchor is not fast, in plain words, when it is not. */
+static void report_verdict(FILE *f, const cgj_anchor_t *a, const cgj_trace_info_t *i)
+{
+    if (i->state == CGJ_STATE_BLACKLISTED) {
+        fprintf(f, "    never replayed: blacklisted: %s\n", i->reason);
+        return;
+    }
+    if (!i->variants) {
+        fprintf(f, "    not replayed yet: %s\n", i->runs < 3 ? "a step replays from its third run" : i->reason);
+        return;
+    }
+    double e, r;
+    cgj_anchor_host_times(a, &e, &r);
+    if (i->replays && e > 0)
+        fprintf(f, "    host time per step: eager %.1f us, replay %.1f us: about %.3f s of host time saved\n",
+                e / 1e3, r / 1e3, e > r ? (e - r) * (double)i->replays / 1e9 : 0.0);
+    if (i->side_exits > i->replays / 4)
+        fprintf(f, "    many runs left the trace (%llu side exits for %llu replays): see the side exits above\n",
+                (unsigned long long)i->side_exits, (unsigned long long)i->replays);
+}
+
+static void report_anchor(FILE *f, const cgj_anchor_t *a)
+{
+    cgj_trace_info_t i = {.size = sizeof i};
+    cgj_anchor_fill_info(a, &i);
+    fprintf(f, "  anchor '%s': %s, %llu runs, %llu replayed, %llu side exits, %u variant(s)\n",
+            cgj_anchor_name(a), cgj_state_name(i.state), (unsigned long long)i.runs,
+            (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.variants);
+    const cgj_trace_t *t;
+    for (uint32_t k = 0; (t = cgj_anchor_variant(a, k)); k++) report_variant(f, t, k);
+    if (i.allocations)
+        fprintf(f, "    pool: %u allocations, %llu bytes planned, %llu naive, %llu lower bound (%.3f)\n",
+                i.allocations, (unsigned long long)i.pool_bytes, (unsigned long long)i.naive_bytes,
+                (unsigned long long)i.lower_bound,
+                i.lower_bound ? (double)i.pool_bytes / (double)i.lower_bound : 1.0);
+    report_verdict(f, a, &i);
+    if (i.reason[0] && i.state != CGJ_STATE_BLACKLISTED) fprintf(f, "    last event: %s\n", i.reason);
+}
+
+/* Every reason taken so far, by code, with its hint. */
+static void report_reasons(FILE *f)
+{
+    bool any = false;
+    for (int c = 1; c < CGJ_REASON_COUNT; c++) {
+        uint64_t n = cgj_reason_count(c);
+        if (!n) continue;
+        if (!any) fprintf(f, "  reasons steps left the fast path:\n");
+        any = true;
+        const char *hint = cgj_reason_hint(c);
+        fprintf(f, "    %-20s %8llu  %s%s%s\n", cgj_reason_name(c), (unsigned long long)n, cgj_reason_message(c),
+                hint[0] ? "; " : "", hint);
+    }
+}
+
+CGJ_API void cgj_report(FILE *f)
+{
+    f = f ? f : stderr;
+    cgj_stats_t s;
+    cgj_stats(&s);
+    fprintf(f, "cgjit report\n");
+#define CGJ_REPORT_STAT(field, doc) fprintf(f, "  %-20s %12llu  %s\n", #field, (unsigned long long)s.field, doc);
+    CGJ_STATS_LIST(CGJ_REPORT_STAT)
+#undef CGJ_REPORT_STAT
+    report_reasons(f);
+    cgj_anchors_lock();
+    for (const cgj_anchor_t *a = cgj_anchors_first(); a; a = cgj_anchors_next(a)) report_anchor(f, a);
+    cgj_anchors_unlock();
+}

@@ -1,0 +1,350 @@
+/*
+ * fakecuda_graph.c — operations, graphs and execs of the fake driver. An operation is one unit
+ * of stream work (kernel, copy, set, host function, event record or wait); this file runs one on
+ * the calling thread and deep-copies it. Graphs are linear lists of nodes made by stream capture
+ * or cuGraphCreate; an exec (instantiated graph) owns deep copies of its graph's operations and
+ * remembers each one's source node. Entry points: graph create/destroy/inspect, instantiate,
+ * upload, launch, exec destroy and cuGraphExecKernelNodeSetParams. See fakecuda.c for the
+ * overview.
+ */
+#include "fakecuda_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Operations, graphs, execs
+ * ------------------------------------------------------------------------------------------- */
+
+void op_clear(fc_op *op)
+{
+    if (op->type == CU_GRAPH_NODE_TYPE_KERNEL) free(op->kern.argv);
+    op->type = CU_GRAPH_NODE_TYPE_EMPTY;
+}
+
+/* Deep copy: a kernel op gets its own parameter values. */
+static CUresult op_dup(fc_op *dst, const fc_op *src)
+{
+    *dst = *src;
+    if (src->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_SUCCESS;
+    const fc_kernel *k = src->kern.k;
+    dst->kern.argv = args_new(k);
+    if (!dst->kern.argv) {
+        dst->type = CU_GRAPH_NODE_TYPE_EMPTY;
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(args_bytes(k, dst->kern.argv), args_bytes(k, src->kern.argv), k->total);
+    return CUDA_SUCCESS;
+}
+
+static void run_set(const fc_op *op)
+{
+    unsigned char *d = op->set.dst;
+    for (size_t i = 0; i < op->set.count; i++) {
+        if (op->set.elem == 1) {
+            d[i] = (unsigned char)op->set.value;
+        } else if (op->set.elem == 2) {
+            uint16_t v = (uint16_t)op->set.value;
+            memcpy(d + 2 * i, &v, 2);
+        } else {
+            uint32_t v = op->set.value;
+            memcpy(d + 4 * i, &v, 4);
+        }
+    }
+}
+
+/* Execute one op on the calling thread. Called without the lock. */
+void op_run(const fc_op *op)
+{
+    switch (op->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        bump(&g_counts.kernels_run);
+        op->kern.k->fn(op->kern.argv, op->kern.grid, op->kern.block, op->kern.smem);
+        break;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        bump(&g_counts.copies);
+        if (op->copy.n) memmove(op->copy.dst, op->copy.src, op->copy.n);
+        break;
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+        bump(&g_counts.memsets);
+        run_set(op);
+        break;
+    case CU_GRAPH_NODE_TYPE_HOST:
+        bump(&g_counts.host_funcs_run);
+        op->host.fn(op->host.data);
+        break;
+    default: /* event record/wait, empty: events are always complete */
+        break;
+    }
+}
+
+CUresult graph_push(fc_graph *g, fc_node *node)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 16;
+        fc_node **grown = realloc(g->nodes, cap * sizeof *grown);
+        if (!grown) return CUDA_ERROR_OUT_OF_MEMORY;
+        g->nodes = grown;
+        g->cap = cap;
+    }
+    g->nodes[g->n++] = node;
+    return CUDA_SUCCESS;
+}
+
+/* Under the lock. */
+fc_graph *graph_new(void)
+{
+    fc_graph *g = calloc(1, sizeof *g);
+    if (g && live_add(g, K_GRAPH) != 0) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Under the lock. */
+void graph_free(fc_graph *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        live_del(g->nodes[i]);
+        op_clear(&g->nodes[i]->op);
+        free(g->nodes[i]);
+    }
+    free(g->nodes);
+    live_del(g);
+    free(g);
+}
+
+/* Under the lock. */
+static void exec_free(fc_exec *x)
+{
+    for (size_t i = 0; i < x->n; i++) op_clear(&x->ops[i]);
+    free(x->ops);
+    free(x->src);
+    live_del(x);
+    free(x);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Graphs and execs
+ * ------------------------------------------------------------------------------------------- */
+
+FC_DEFINE(cuGraphCreate, (CUgraph * phGraph, unsigned int flags))
+{
+    FAIL_POINT();
+    if (!phGraph || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    fc_graph *g = graph_new();
+    unlock();
+    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    *phGraph = (CUgraph)g;
+    return CUDA_SUCCESS;
+}
+
+FC_DEFINE(cuGraphDestroy, (CUgraph hGraph))
+{
+    FAIL_POINT();
+    lock();
+    fc_graph *g = live_get(hGraph, K_GRAPH);
+    if (g) graph_free(g);
+    unlock();
+    return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FC_DEFINE(cuGraphGetNodes, (CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes))
+{
+    FAIL_POINT();
+    if (!numNodes) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    fc_graph *g = live_get(hGraph, K_GRAPH);
+    if (g && nodes) {
+        /* Fill up to *numNodes entries, NULL past the real count; report the count filled. */
+        for (size_t i = 0; i < *numNodes; i++) nodes[i] = i < g->n ? (CUgraphNode)g->nodes[i] : NULL;
+        if (*numNodes > g->n) *numNodes = g->n;
+    } else if (g) {
+        *numNodes = g->n;
+    }
+    unlock();
+    return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FC_DEFINE(cuGraphNodeGetType, (CUgraphNode hNode, CUgraphNodeType *type))
+{
+    FAIL_POINT();
+    if (!type) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    fc_node *node = live_get(hNode, K_NODE);
+    if (node) *type = node->op.type;
+    unlock();
+    return node ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FC_DEFINE(cuGraphKernelNodeGetParams_v2, (CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *p))
+{
+    FAIL_POINT();
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    fc_node *node = live_get(hNode, K_NODE);
+    CUresult err = !node ? CUDA_ERROR_INVALID_HANDLE
+                         : node->op.type != CU_GRAPH_NODE_TYPE_KERNEL ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    if (err == CUDA_SUCCESS) {
+        const fc_op *op = &node->op;
+        memset(p, 0, sizeof *p);
+        p->func = (CUfunction)(void *)op->kern.k;
+        p->gridDimX = op->kern.grid[0], p->gridDimY = op->kern.grid[1], p->gridDimZ = op->kern.grid[2];
+        p->blockDimX = op->kern.block[0], p->blockDimY = op->kern.block[1], p->blockDimZ = op->kern.block[2];
+        p->sharedMemBytes = op->kern.smem;
+        p->kernelParams = op->kern.argv; /* the node's own copy of the values */
+        p->ctx = FAKE_CTX;
+    }
+    unlock();
+    return err;
+}
+
+static CUresult instantiate(CUgraphExec *phExec, CUgraph hGraph)
+{
+    if (!phExec) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    fc_graph *g = live_get(hGraph, K_GRAPH);
+    fc_exec *x = g ? calloc(1, sizeof *x) : NULL;
+    CUresult err = !g ? CUDA_ERROR_INVALID_HANDLE : !x ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    if (err == CUDA_SUCCESS) {
+        x->src = calloc(g->n + 1, sizeof *x->src);
+        x->ops = calloc(g->n + 1, sizeof *x->ops);
+        err = (x->src && x->ops && live_add(x, K_EXEC) == 0) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (size_t i = 0; err == CUDA_SUCCESS && i < g->n; i++, x->n++) {
+        x->src[i] = g->nodes[i];
+        err = op_dup(&x->ops[i], &g->nodes[i]->op);
+    }
+    if (err == CUDA_SUCCESS) {
+        g_counts.instantiations++;
+        *phExec = (CUgraphExec)x;
+    } else if (x) {
+        exec_free(x);
+    }
+    unlock();
+    return err;
+}
+
+FC_DEFINE(cuGraphInstantiateWithFlags, (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags))
+{
+    FAIL_POINT();
+    (void)flags; /* auto-free, upload, device launch, priority: nothing to do on the CPU */
+    return instantiate(phGraphExec, hGraph);
+}
+
+static CUresult instantiate_with_params(CUgraphExec *phExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *params)
+{
+    if (!params) return CUDA_ERROR_INVALID_VALUE;
+    CUresult err = instantiate(phExec, hGraph);
+    params->hErrNode_out = NULL;
+    params->result_out = err == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+    return err;
+}
+
+FC_PTSZ(cuGraphInstantiateWithParams,
+        (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+        instantiate_with_params(phGraphExec, hGraph, instantiateParams))
+
+FC_DEFINE(cuGraphExecDestroy, (CUgraphExec hGraphExec))
+{
+    FAIL_POINT();
+    lock();
+    fc_exec *x = live_get(hGraphExec, K_EXEC);
+    if (x) exec_free(x);
+    unlock();
+    return x ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* Check an exec and the stream it goes to (under the lock). Launching a graph into a capture is
+ * not supported by this fake. */
+static CUresult exec_stream_check(CUgraphExec hExec, CUstream h, int ptds, fc_exec **x)
+{
+    fc_stream *s;
+    int legacy;
+    *x = live_get(hExec, K_EXEC);
+    if (!*x) return CUDA_ERROR_INVALID_HANDLE;
+    CUresult err = stream_get(h, ptds, &s, &legacy);
+    if (err != CUDA_SUCCESS) return err;
+    if (s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (s && s->status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (legacy) err = capture_rules(RULE_LEGACY);
+    return err;
+}
+
+static CUresult graph_upload(CUgraphExec hExec, CUstream h, int ptds)
+{
+    fc_exec *x;
+    lock();
+    CUresult err = exec_stream_check(hExec, h, ptds, &x);
+    unlock();
+    return err; /* nothing to upload: "device" memory is host memory */
+}
+
+FC_PTSZ(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream),
+        graph_upload(hGraphExec, hStream, ptds))
+
+/* Run an exec: snapshot its ops under the lock (so a concurrent SetParams affects only later
+ * launches, as on a GPU), then run them in order without it. */
+static CUresult graph_launch(CUgraphExec hExec, CUstream h, int ptds)
+{
+    fc_exec *x;
+    fc_op *snap = NULL;
+    size_t n = 0;
+    lock();
+    CUresult err = exec_stream_check(hExec, h, ptds, &x);
+    if (err == CUDA_SUCCESS && !(snap = calloc(x->n + 1, sizeof *snap))) err = CUDA_ERROR_OUT_OF_MEMORY;
+    for (; err == CUDA_SUCCESS && n < x->n; n++) err = op_dup(&snap[n], &x->ops[n]);
+    if (err == CUDA_SUCCESS) g_counts.graph_launches++;
+    unlock();
+    for (size_t i = 0; err == CUDA_SUCCESS && i < n; i++) op_run(&snap[i]);
+    for (size_t i = 0; i < n; i++) op_clear(&snap[i]);
+    free(snap);
+    return err;
+}
+
+FC_PTSZ(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
+        graph_launch(hGraphExec, hStream, ptds))
+
+/* The exec's kernel op that came from source node hNode (under the lock). */
+static fc_op *exec_kernel_op(fc_exec *x, CUgraphNode hNode)
+{
+    for (size_t i = 0; i < x->n; i++) {
+        if ((CUgraphNode)x->src[i] == hNode)
+            return x->ops[i].type == CU_GRAPH_NODE_TYPE_KERNEL ? &x->ops[i] : NULL;
+    }
+    return NULL;
+}
+
+/* Replace an exec kernel op's function, dims and parameter values (read through the given
+ * kernelParams or extra with the registered sizes of the new function). */
+FC_DEFINE(cuGraphExecKernelNodeSetParams_v2, (CUgraphExec hGraphExec, CUgraphNode hNode,
+                                              const CUDA_KERNEL_NODE_PARAMS *p))
+{
+    FAIL_POINT();
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+    const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+    void **argv = NULL;
+    lock();
+    fc_exec *x = live_get(hGraphExec, K_EXEC);
+    fc_op *op = x ? exec_kernel_op(x, hNode) : NULL;
+    fc_kernel *k = kernel_get(p->func ? (const void *)p->func : (const void *)p->kern);
+    CUresult err = !x    ? CUDA_ERROR_INVALID_HANDLE
+                   : !op ? CUDA_ERROR_INVALID_VALUE
+                   : !k  ? CUDA_ERROR_INVALID_HANDLE
+                         : check_dims(grid, block, p->sharedMemBytes);
+    if (err == CUDA_SUCCESS) err = args_pack(k, p->kernelParams, p->extra, &argv);
+    if (err == CUDA_SUCCESS) {
+        free(op->kern.argv);
+        op->kern.k = k;
+        op->kern.argv = argv;
+        memcpy(op->kern.grid, grid, sizeof grid);
+        memcpy(op->kern.block, block, sizeof block);
+        op->kern.smem = p->sharedMemBytes;
+        g_counts.node_param_sets++;
+    }
+    unlock();
+    return err;
+}

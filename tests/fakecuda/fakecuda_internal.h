@@ -1,0 +1,230 @@
+/*
+ * fakecuda_internal.h — private to the sources of the fake driver (tests/fakecuda/fakecuda*.c):
+ * the macros that define an exported entry point (FC_DEFINE, FC_PTDS, FC_PTSZ, FAIL_POINT), the
+ * internal types (live-handle kinds, kernels, memory blocks, operations, graphs, execs, streams),
+ * and the one declaration of each piece of state or helper that more than one source file uses.
+ * Everything declared here has hidden visibility: the library exports only the driver entry points
+ * and the test-facing API of fakecuda.h. Include it first, before any system header. See
+ * fakecuda.c for what the fake implements and how its sources are divided.
+ */
+#ifndef FAKECUDA_INTERNAL_H
+#define FAKECUDA_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+/* Declare every ABI variant of the driver functions (_v2, _ptds, _ptsz, v1 cuGetProcAddress) under
+ * its exact exported name, as the driver's own build does; the compiler then checks our
+ * definitions against the header's prototypes. */
+#define __CUDA_API_VERSION_INTERNAL 1
+
+#include "fakecuda.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FC_API __attribute__((visibility("default")))
+#define FC_HIDDEN __attribute__((visibility("hidden")))
+
+/* Define the exported driver function NAME: library-internal (hidden) fc_NAME, exported NAME as
+ * its alias. fc_NAME is what cuGetProcAddress hands out (see fakecuda_procaddr.c). */
+#define FC_DEFINE(name, params)                                       \
+    FC_HIDDEN CUresult fc_##name params;                              \
+    FC_API CUresult name params __attribute__((alias("fc_" #name))); \
+    FC_HIDDEN CUresult fc_##name params
+
+/* First statement of every export: a failure queued by fakecuda_fail_next for this name. */
+#define FAIL_POINT()                              \
+    do {                                          \
+        CUresult fail_ = fail_take(__func__ + 3); \
+        if (fail_ != CUDA_SUCCESS) return fail_;  \
+    } while (0)
+
+/* NAME and its per-thread-default-stream twin NAME_ptds / NAME_ptsz, which differ only in the
+ * meaning of the NULL stream: both return the expression, with `ptds` 0 in NAME and 1 in the twin. */
+#define FC_DEFINE_PT(name, twin, params, ...)                   \
+    FC_DEFINE(name, params)                                     \
+    {                                                           \
+        enum { ptds = 0 };                                      \
+        FAIL_POINT();                                           \
+        return __VA_ARGS__;                                     \
+    }                                                           \
+    FC_DEFINE(twin, params)                                     \
+    {                                                           \
+        enum { ptds = 1 };                                      \
+        FAIL_POINT();                                           \
+        return __VA_ARGS__;                                     \
+    }
+#define FC_PTDS(name, params, ...) FC_DEFINE_PT(name, name##_ptds, params, __VA_ARGS__)
+#define FC_PTSZ(name, params, ...) FC_DEFINE_PT(name, name##_ptsz, params, __VA_ARGS__)
+
+#define ALLOC_ALIGN 256 /* what cuMemAlloc guarantees */
+#define MAX_SMEM 232448u
+
+#define PTR(d) ((void *)(uintptr_t)(d))
+
+#pragma GCC visibility push(hidden)
+
+/* ---------------------------------------------------------------------------------------------
+ * Global state (fakecuda.c). All state sits behind one mutex, taken by lock() and never held
+ * while a kernel or host function runs.
+ * ------------------------------------------------------------------------------------------- */
+
+extern fakecuda_counts_t g_counts;
+extern char g_ctx_obj; /* the one context; only its address matters */
+#define FAKE_CTX ((CUcontext)(void *)&g_ctx_obj)
+
+void lock(void);
+void unlock(void);
+void bump(unsigned long *counter);
+
+static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+/* The failure fakecuda_fail_next queued first for exported name, taken; CUDA_SUCCESS if none. */
+CUresult fail_take(const char *name);
+
+/* ---------------------------------------------------------------------------------------------
+ * Live handles (fakecuda.c). Every handle given out (kernel, stream, event, graph, node, exec,
+ * VMM allocation) is registered, so a stale or foreign handle is answered with an error instead
+ * of being dereferenced. All under the lock.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum { K_KERNEL, K_STREAM, K_EVENT, K_GRAPH, K_NODE, K_EXEC, K_VMM } handle_kind;
+
+struct live {
+    const void *p;
+    handle_kind kind;
+};
+extern struct live *g_live;
+extern size_t g_nlive;
+
+int live_add(const void *p, handle_kind kind);
+void live_del(const void *p);
+void *live_get(const void *p, handle_kind kind);
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernels and their parameter buffers (fakecuda_kernel.c)
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct fc_kernel {
+    char *name;
+    fakecuda_kernel_fn fn;
+    int nparams;
+    size_t *size, *offset;
+    size_t total; /* bytes of the packed parameter buffer */
+    int as_cukernel, opaque;
+} fc_kernel;
+
+fc_kernel *kernel_get(const void *handle);
+unsigned char *args_bytes(const fc_kernel *k, void **argv);
+void **args_new(const fc_kernel *k);
+CUresult args_pack(const fc_kernel *k, void **params, void **extra, void ***out);
+CUresult check_dims(const unsigned grid[3], const unsigned block[3], unsigned smem);
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory blocks (fakecuda_memory.c): every allocation and registration, for cuPointerGetAttribute
+ * and range checks. Under the lock.
+ * ------------------------------------------------------------------------------------------- */
+
+/* MEM_VMM: one cuMemMap mapping (device memory inside a cuMemAddressReserve reservation). */
+typedef enum { MEM_DEVICE, MEM_PINNED, MEM_REGISTERED, MEM_VMM } mem_kind;
+
+#define VMM_ACCESS_UNSET (-1) /* cuMemSetAccess not called yet: the fake allows any access */
+
+struct block {
+    uintptr_t base;
+    size_t size;
+    mem_kind kind;
+    struct vmm_handle *vh; /* MEM_VMM: the mapped physical handle */
+    int access;            /* MEM_VMM: CUmemAccess_flags set for device 0, or VMM_ACCESS_UNSET */
+};
+extern struct block *g_blocks;
+extern size_t g_nblocks;
+
+struct block *block_find(uintptr_t p);
+int block_add(uintptr_t base, size_t size, mem_kind kind);
+void block_del(struct block *b);
+int range_known(uintptr_t p, size_t n, int write);
+
+/* ---------------------------------------------------------------------------------------------
+ * Operations, graphs, execs (fakecuda_graph.c)
+ * ------------------------------------------------------------------------------------------- */
+
+/* One unit of stream work; CU_GRAPH_NODE_TYPE_EMPTY means "nothing to run, nothing to capture"
+ * (a plain event record or wait). */
+typedef struct fc_op {
+    CUgraphNodeType type;
+    union {
+        struct {
+            fc_kernel *k;
+            unsigned grid[3], block[3], smem;
+            void **argv;
+        } kern;
+        struct {
+            void *dst;
+            const void *src;
+            size_t n;
+        } copy;
+        struct {
+            void *dst;
+            unsigned value, elem;
+            size_t count;
+        } set;
+        struct {
+            CUhostFn fn;
+            void *data;
+        } host;
+        CUevent event;
+    };
+} fc_op;
+
+typedef struct fc_graph {
+    struct fc_node **nodes;
+    size_t n, cap;
+} fc_graph;
+
+typedef struct fc_node {
+    fc_graph *graph;
+    fc_op op;
+} fc_node;
+
+typedef struct fc_exec {
+    size_t n;
+    fc_node **src; /* the source-graph node each op came from */
+    fc_op *ops;
+} fc_exec;
+
+void op_clear(fc_op *op);
+void op_run(const fc_op *op);
+CUresult graph_push(fc_graph *g, fc_node *node);
+fc_graph *graph_new(void);
+void graph_free(fc_graph *g);
+
+/* ---------------------------------------------------------------------------------------------
+ * Streams and the capture rules (fakecuda_stream.c)
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct fc_stream {
+    unsigned flags;
+    CUstreamCaptureStatus status;
+    CUstreamCaptureMode mode;
+    pthread_t owner; /* thread that began the capture */
+    cuuint64_t capture_id;
+    fc_graph *graph;  /* the capture's graph while status != NONE */
+    CUgraphNode last; /* last node appended; what cuStreamGetCaptureInfo reports */
+} fc_stream;
+
+enum {
+    RULE_LEGACY = 1, /* async work on the legacy default stream */
+    RULE_UNSAFE = 2, /* a synchronizing / potentially unsafe call */
+    RULE_ALL = 4,    /* waits for every stream (context synchronize) */
+};
+
+CUresult stream_get(CUstream h, int ptds, fc_stream **s, int *legacy);
+CUresult capture_rules(int rules);
+CUresult submit(CUstream h, int ptds, int blocking, fc_op *op);
+
+#pragma GCC visibility pop
+
+#endif /* FAKECUDA_INTERNAL_H */

@@ -1,0 +1,410 @@
+/*
+ * fakecuda_stream.c — streams, events and stream capture of the fake driver. It holds the
+ * core every piece of stream work goes through: resolving a stream handle (legacy and
+ * per-thread default streams included), the real driver's capture rules (which calls fail and
+ * which captures they invalidate), and submit(), which runs an operation at once or appends it
+ * to the capture's graph. Then the stream and event entry points (create, destroy, synchronize,
+ * query, wait, record, elapsed time) and stream capture (begin, end, capture status and info).
+ * See fakecuda.c for the overview.
+ */
+#include "fakecuda_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Streams and the capture rules
+ * ------------------------------------------------------------------------------------------- */
+
+static cuuint64_t g_next_capture_id = 1;
+static int g_active_captures;
+
+/* Resolve a stream handle (under the lock). *s is NULL for a default stream; *legacy says
+ * whether that default stream is the legacy one (NULL means legacy unless the call is a
+ * per-thread-default-stream variant). */
+CUresult stream_get(CUstream h, int ptds, fc_stream **s, int *legacy)
+{
+    *s = NULL;
+    *legacy = 0;
+    if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+        *legacy = h == CU_STREAM_LEGACY || (h == NULL && !ptds);
+        return CUDA_SUCCESS;
+    }
+    *s = live_get(h, K_STREAM);
+    return *s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static void capture_invalidate(fc_stream *s)
+{
+    if (s->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return;
+    s->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    g_active_captures--;
+}
+
+/* Apply the real driver's capture rules to a call that is not work on a capturing stream
+ * (under the lock); invalidates the captures the call breaks and returns the error. */
+CUresult capture_rules(int rules)
+{
+    CUresult err = CUDA_SUCCESS;
+    if (g_active_captures == 0) return CUDA_SUCCESS;
+    for (size_t i = 0; i < g_nlive; i++) {
+        if (g_live[i].kind != K_STREAM) continue;
+        fc_stream *s = (fc_stream *)g_live[i].p;
+        if (s->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) continue;
+        int own = pthread_equal(s->owner, pthread_self());
+        if ((rules & RULE_LEGACY) && !(s->flags & CU_STREAM_NON_BLOCKING)) {
+            capture_invalidate(s);
+            err = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+        } else if ((rules & RULE_ALL) ||
+                   ((rules & RULE_UNSAFE) && (s->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+                                             (s->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && own)))) {
+            capture_invalidate(s);
+            if (err == CUDA_SUCCESS) err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+    }
+    return err;
+}
+
+/* A call that observes or waits for stream h (sync, query): fails on a capturing stream. */
+static CUresult stream_observe(CUstream h, int ptds)
+{
+    fc_stream *s;
+    int legacy;
+    lock();
+    CUresult err = stream_get(h, ptds, &s, &legacy);
+    if (err == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        capture_invalidate(s);
+        err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    } else if (err == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
+        err = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    } else if (err == CUDA_SUCCESS) {
+        err = capture_rules(RULE_UNSAFE | (legacy ? RULE_LEGACY : 0));
+    }
+    unlock();
+    return err;
+}
+
+/* Append op to s's capture (under the lock); takes ownership of op's contents. */
+static CUresult capture_append(fc_stream *s, fc_op *op)
+{
+    if (op->type == CU_GRAPH_NODE_TYPE_EMPTY) return CUDA_SUCCESS;
+    fc_node *node = calloc(1, sizeof *node);
+    if (!node) return CUDA_ERROR_OUT_OF_MEMORY;
+    node->graph = s->graph;
+    node->op = *op;
+    if (graph_push(s->graph, node) != CUDA_SUCCESS || live_add(node, K_NODE) != 0) {
+        if (s->graph->n && s->graph->nodes[s->graph->n - 1] == node) s->graph->n--;
+        free(node);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    op->type = CU_GRAPH_NODE_TYPE_EMPTY; /* moved into the node */
+    s->last = (CUgraphNode)node;
+    return CUDA_SUCCESS;
+}
+
+/*
+ * Issue op on stream h: append it to the capture if h captures, else run it now. `blocking`
+ * marks a synchronous API call (which also counts as potentially unsafe during capture).
+ * Takes ownership of op's contents in every case.
+ */
+CUresult submit(CUstream h, int ptds, int blocking, fc_op *op)
+{
+    fc_stream *s;
+    int legacy, captured = 0;
+    lock();
+    CUresult err = stream_get(h, ptds, &s, &legacy);
+    if (err == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        err = capture_append(s, op);
+        captured = 1;
+    } else if (err == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
+        err = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    } else if (err == CUDA_SUCCESS) {
+        err = capture_rules((legacy ? RULE_LEGACY : 0) | (blocking ? RULE_UNSAFE : 0));
+    }
+    if (err == CUDA_SUCCESS && !captured && op->type == CU_GRAPH_NODE_TYPE_KERNEL)
+        g_counts.eager_launches++;
+    unlock();
+    if (err == CUDA_SUCCESS && !captured) op_run(op);
+    op_clear(op);
+    return err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Streams and events
+ * ------------------------------------------------------------------------------------------- */
+
+static CUresult stream_create(CUstream *ph, unsigned flags)
+{
+    if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+    fc_stream *s = calloc(1, sizeof *s);
+    if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
+    s->flags = flags;
+    s->status = CU_STREAM_CAPTURE_STATUS_NONE;
+    lock();
+    int bad = live_add(s, K_STREAM);
+    unlock();
+    if (bad) {
+        free(s);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *ph = (CUstream)s;
+    return CUDA_SUCCESS;
+}
+
+FC_DEFINE(cuStreamCreate, (CUstream * phStream, unsigned int flags))
+{
+    FAIL_POINT();
+    return stream_create(phStream, flags);
+}
+
+FC_DEFINE(cuStreamCreateWithPriority, (CUstream * phStream, unsigned int flags, int priority))
+{
+    FAIL_POINT();
+    (void)priority; /* one queue per stream anyway; priorities change nothing on the CPU */
+    return stream_create(phStream, flags);
+}
+
+FC_DEFINE(cuStreamDestroy_v2, (CUstream hStream))
+{
+    FAIL_POINT();
+    lock();
+    fc_stream *s = live_get(hStream, K_STREAM);
+    if (s) {
+        capture_invalidate(s); /* a capture in progress dies with its stream */
+        if (s->graph) graph_free(s->graph);
+        live_del(s);
+    }
+    unlock();
+    free(s);
+    return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult stream_sync(CUstream h, int ptds)
+{
+    CUresult err = stream_observe(h, ptds);
+    if (err == CUDA_SUCCESS) {
+        lock();
+        g_counts.syncs++;
+        g_counts.device_syncs++;
+        unlock();
+    }
+    return err;
+}
+
+FC_PTSZ(cuStreamSynchronize, (CUstream hStream),
+        stream_sync(hStream, ptds))
+
+/* Work is done when issued: a stream is always complete. */
+FC_PTSZ(cuStreamQuery, (CUstream hStream), stream_observe(hStream, ptds))
+
+static CUresult event_check(CUevent ev)
+{
+    lock();
+    void *e = live_get(ev, K_EVENT);
+    unlock();
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* A plain wait adds no node (dependencies are implicit in a linear graph); an external wait
+ * becomes a (no-op) wait node, as in the real driver. */
+static CUresult stream_wait(CUstream h, int ptds, CUevent ev, unsigned flags)
+{
+    CUresult err = event_check(ev);
+    if (err != CUDA_SUCCESS) return err;
+    if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+    fc_op op = {.type = (flags & CU_EVENT_WAIT_EXTERNAL) ? CU_GRAPH_NODE_TYPE_WAIT_EVENT
+                                                          : CU_GRAPH_NODE_TYPE_EMPTY,
+                .event = ev};
+    return submit(h, ptds, 0, &op);
+}
+
+FC_PTSZ(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),
+        stream_wait(hStream, ptds, hEvent, Flags))
+
+FC_DEFINE(cuEventCreate, (CUevent * phEvent, unsigned int Flags))
+{
+    FAIL_POINT();
+    (void)Flags;
+    if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
+    char *e = malloc(1); /* an event has no state: always complete */
+    if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+    lock();
+    int bad = live_add(e, K_EVENT);
+    unlock();
+    if (bad) {
+        free(e);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *phEvent = (CUevent)(void *)e;
+    return CUDA_SUCCESS;
+}
+
+FC_DEFINE(cuEventDestroy_v2, (CUevent hEvent))
+{
+    FAIL_POINT();
+    lock();
+    void *e = live_get(hEvent, K_EVENT);
+    if (e) live_del(e);
+    unlock();
+    free(e);
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* A plain record on a capturing stream adds no node; an external one adds a record node. */
+static CUresult event_record(CUevent ev, CUstream h, int ptds, unsigned flags)
+{
+    CUresult err = event_check(ev);
+    if (err != CUDA_SUCCESS) return err;
+    if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+    fc_op op = {.type = (flags & CU_EVENT_RECORD_EXTERNAL) ? CU_GRAPH_NODE_TYPE_EVENT_RECORD
+                                                            : CU_GRAPH_NODE_TYPE_EMPTY,
+                .event = ev};
+    return submit(h, ptds, 0, &op);
+}
+
+FC_PTSZ(cuEventRecord, (CUevent hEvent, CUstream hStream),
+        event_record(hEvent, hStream, ptds, 0))
+
+FC_PTSZ(cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags),
+        event_record(hEvent, hStream, ptds, flags))
+
+/* Waiting on or polling an event is a potentially unsafe call during capture. */
+static CUresult event_observe(CUevent ev, int is_sync)
+{
+    CUresult err = event_check(ev);
+    if (err != CUDA_SUCCESS) return err;
+    lock();
+    err = capture_rules(RULE_UNSAFE);
+    if (err == CUDA_SUCCESS && is_sync) {
+        g_counts.syncs++;
+        g_counts.device_syncs++;
+    }
+    unlock();
+    return err;
+}
+
+FC_DEFINE(cuEventSynchronize, (CUevent hEvent))
+{
+    FAIL_POINT();
+    return event_observe(hEvent, 1);
+}
+
+FC_DEFINE(cuEventQuery, (CUevent hEvent))
+{
+    FAIL_POINT();
+    return event_observe(hEvent, 0);
+}
+
+FC_DEFINE(cuEventElapsedTime_v2, (float *pMilliseconds, CUevent hStart, CUevent hEnd))
+{
+    FAIL_POINT();
+    if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
+    CUresult err = event_check(hStart);
+    if (err == CUDA_SUCCESS) err = event_check(hEnd);
+    if (err == CUDA_SUCCESS) *pMilliseconds = 0.0f; /* no time passes on a fake device */
+    return err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Stream capture
+ * ------------------------------------------------------------------------------------------- */
+
+static CUresult begin_capture(CUstream h, int ptds, CUstreamCaptureMode mode)
+{
+    fc_stream *s;
+    int legacy;
+    if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+        mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    CUresult err = stream_get(h, ptds, &s, &legacy);
+    if (err == CUDA_SUCCESS && !s) err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* default streams */
+    if (err == CUDA_SUCCESS && s->status != CU_STREAM_CAPTURE_STATUS_NONE) err = CUDA_ERROR_ILLEGAL_STATE;
+    if (err == CUDA_SUCCESS && !(s->graph = graph_new())) err = CUDA_ERROR_OUT_OF_MEMORY;
+    if (err == CUDA_SUCCESS) {
+        s->status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        s->mode = mode;
+        s->owner = pthread_self();
+        s->capture_id = g_next_capture_id++;
+        s->last = NULL;
+        g_active_captures++;
+        g_counts.captures++;
+    }
+    unlock();
+    return err;
+}
+
+FC_PTSZ(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
+        begin_capture(hStream, ptds, mode))
+
+/* Under the lock; s is capturing (active or invalidated). */
+static CUresult end_capture_locked(fc_stream *s, CUgraph *phGraph)
+{
+    if (s->mode != CU_STREAM_CAPTURE_MODE_RELAXED && !pthread_equal(s->owner, pthread_self()))
+        return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+    fc_graph *g = s->graph;
+    int valid = s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (valid) g_active_captures--;
+    s->status = CU_STREAM_CAPTURE_STATUS_NONE;
+    s->graph = NULL;
+    s->last = NULL;
+    if (!valid) {
+        graph_free(g);
+        *phGraph = NULL;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    *phGraph = (CUgraph)g;
+    return CUDA_SUCCESS;
+}
+
+static CUresult end_capture(CUstream h, int ptds, CUgraph *phGraph)
+{
+    fc_stream *s;
+    int legacy;
+    if (!phGraph) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    CUresult err = stream_get(h, ptds, &s, &legacy);
+    if (err == CUDA_SUCCESS && (!s || s->status == CU_STREAM_CAPTURE_STATUS_NONE)) err = CUDA_ERROR_ILLEGAL_STATE;
+    if (err == CUDA_SUCCESS) err = end_capture_locked(s, phGraph);
+    unlock();
+    return err;
+}
+
+FC_PTSZ(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph),
+        end_capture(hStream, ptds, phGraph))
+
+/*
+ * Capture status of a stream and, while it captures, its id, graph and dependencies (the last
+ * node appended, or none yet). The dependency array lives in the stream, valid until the next
+ * call on it, as in the real driver. Default streams never capture.
+ */
+static CUresult capture_info(CUstream h, int ptds, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
+                             const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    fc_stream *s;
+    int legacy;
+    if (!status) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    CUresult err = stream_get(h, ptds, &s, &legacy);
+    if (err == CUDA_SUCCESS) {
+        *status = s ? s->status : CU_STREAM_CAPTURE_STATUS_NONE;
+        if (s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+            if (id) *id = s->capture_id;
+            if (graph) *graph = (CUgraph)s->graph;
+            if (deps) *deps = s->last ? &s->last : NULL;
+            if (edges) *edges = NULL;
+            if (ndeps) *ndeps = s->last ? 1 : 0;
+        }
+    }
+    unlock();
+    return err;
+}
+
+FC_PTSZ(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+        capture_info(hStream, ptds, captureStatus, NULL, NULL, NULL, NULL, NULL))
+
+FC_PTSZ(cuStreamGetCaptureInfo_v3, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
+                                      CUgraph *graph_out, const CUgraphNode **dependencies_out,
+                                      const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
+        capture_info(hStream, ptds, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+                     numDependencies_out))

@@ -1,0 +1,139 @@
+/*
+ * build.c — a trace from a classified recording: its in-step allocations planned into a pool
+ * region and relocated there, pinned staging for its host-to-device copies, its segments
+ * captured into graphs. A failure leaves the anchor without the variant (blacklisted if it has
+ * none), with the reason.
+ */
+#include "tracer/tracer.h"
+#include "graphs/graph.h"
+#include "allocator/hostmem.h"
+#include "allocator/plan.h"
+#include "allocator/pool.h"
+#include "base/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* CGJIT_DUMP_ALLOCS: the trace's allocation events, in the format cgjit-plan reads. */
+static void dump_allocs(const cgj_anchor_t *a, const cgj_plan_block_t *pb, size_t n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s-v%u.txt", cgj_cfg.DUMP_ALLOCS, a->name, a->nvariants + 1);
+    for (char *p = path + strlen(cgj_cfg.DUMP_ALLOCS) + 1; *p; p++)
+        if (*p == '/' || *p == ' ') *p = '_';
+    mkdir(cgj_cfg.DUMP_ALLOCS, 0777);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "cgjit: warning: CGJIT_DUMP_ALLOCS: cannot write %s: %s\n", path, strerror(errno));
+        return;
+    }
+    fprintf(f, "# cgjit allocation trace of anchor '%s', variant %u\n", a->name, a->nvariants + 1);
+    cgj_plan_write(f, pb, n);
+    fclose(f);
+}
+
+/* Plan the in-step allocations of tr into one pool region and relocate the trace there. */
+static bool plan_memory(const cgj_anchor_t *a, cgj_trace_t *tr, cgj_reason_t *why)
+{
+    cgj_blocks_t bl = cgj_blocks_of(&tr->list);
+    tr->nblocks = bl.n;
+    if (!bl.n) {
+        cgj_blocks_free(&bl);
+        return true;
+    }
+    cgj_plan_block_t *pb = cgj_xcalloc(bl.n, sizeof *pb);
+    for (uint32_t j = 0; j < bl.n; j++)
+        pb[j] = (cgj_plan_block_t){.size = bl.b[j].bytes, .start = bl.b[j].start,
+                                   .end = bl.b[j].escapes ? CGJ_PLAN_ESCAPES : bl.b[j].end};
+    cgj_plan_result_t res;
+    cgj_plan(pb, bl.n, &res);
+    if (cgj_cfg.DUMP_ALLOCS[0]) dump_allocs(a, pb, bl.n);
+    bool ok = cgj_pool_region(res.pool_bytes, &tr->region, why->detail, sizeof why->detail);
+    if (!ok) why->code = CGJ_REASON_BUILD_POOL;
+    if (ok) {
+        CUdeviceptr *planned = cgj_xcalloc(bl.n, sizeof *planned);
+        for (uint32_t j = 0; j < bl.n; j++) planned[j] = tr->region + pb[j].offset;
+        cgj_shape_relocate(&tr->list, planned);
+        cgj_free(planned);
+        tr->pool_bytes = res.pool_bytes, tr->naive_bytes = res.naive_bytes;
+        tr->lower_bound = res.lower_bound;
+        CGJ_LOG(trace, "anchor '%s': %u allocations planned into %llu bytes (naive %llu, lower bound %llu, %s)",
+                a->name, bl.n, (unsigned long long)res.pool_bytes, (unsigned long long)res.naive_bytes,
+                (unsigned long long)res.lower_bound, res.heuristic);
+    }
+    cgj_free(pb), cgj_blocks_free(&bl);
+    return ok;
+}
+
+/* Pinned staging for every host-to-device copy: replay copies the program's bytes there. */
+static bool stage_copies(cgj_trace_t *t, cgj_reason_t *why)
+{
+    for (uint32_t i = 0; i < t->list.n; i++) {
+        cgj_op_t *o = &t->list.ops[i];
+        if (o->call.kind != CGJ_OP_MEMCPY || o->call.u.m.dir != CGJ_DIR_H2D) continue;
+        o->stage = cgj_staging_alloc(o->call.u.m.bytes);
+        if (!o->stage) {
+            cgj_reason_set(why, CGJ_REASON_BUILD_STAGING, i, "%zu bytes", o->call.u.m.bytes);
+            return false;
+        }
+    }
+    return true;
+}
+
+void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool ends_in_sync)
+{
+    cgj_trace_t *tr = cgj_xcalloc(1, sizeof *tr);
+    tr->list = *rec;
+    *rec = (cgj_oplist_t){0};
+    for (uint32_t i = 0; i < tr->list.n; i++) {
+        const cgj_kparams_t *kp = tr->list.ops[i].kp;
+        if (kp) tr->kernels++, tr->varying_slots += kp->nvarying;
+    }
+    cgj_reason_t why = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP};
+    tr->ends_in_sync = ends_in_sync;
+    if (!plan_memory(a, tr, &why) || !stage_copies(tr, &why) || !cgj_graph_build(tr, &why)) {
+        CGJ_STAT_ADD(build_failures, 1);
+        cgj_oplist_free(&tr->list);
+        cgj_free(tr);
+        if (!a->nvariants) cgj_anchor_blacklist(a, &why);
+        else cgj_anchor_note(a, &why);
+        return;
+    }
+    a->variants[a->nvariants] = tr;
+    a->current = a->nvariants++;
+    cgj_anchor_go(a, CGJ_STATE_REPLAY);
+    CGJ_STAT_ADD(traces_built, 1);
+    CGJ_LOG(trace, "anchor '%s': variant %u built: %u ops, %u kernels, %u segment(s), %u varying slot(s)",
+            a->name, a->nvariants, tr->list.n, tr->kernels, tr->nsegs, tr->varying_slots);
+    for (uint32_t i = 0; i < tr->list.n && (cgj_log_mask & (1u << CGJ_LOG_trace)); i++) {
+        char desc[160];
+        const cgj_op_t *o = &tr->list.ops[i];
+        CGJ_LOG(trace, "  op %u: %s%s%s", i, cgj_op_describe(o, desc, sizeof desc),
+                cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY ? " (ends a segment)" : "",
+                o->kp && o->kp->nvarying ? " (varying parameters)" : "");
+    }
+}
+
+uint32_t cgj_build_max_variants(void)
+{
+    long m = cgj_cfg.MAX_VARIANTS;
+    return m > CGJ_MAX_VARIANTS_HARD ? CGJ_MAX_VARIANTS_HARD : (uint32_t)m;
+}
+
+/* Same shape and same varying slots as an existing variant: building it would add nothing. */
+bool cgj_build_duplicates(const cgj_anchor_t *a, const cgj_oplist_t *rec)
+{
+    cgj_reason_t why;
+    for (uint32_t k = 0; k < a->nvariants; k++) {
+        const cgj_oplist_t *v = &a->variants[k]->list;
+        if (!cgj_shape_same(v, rec, &why)) continue;
+        bool same = true;
+        for (uint32_t i = 0; i < v->n && same; i++)
+            if (v->ops[i].kp)
+                same = !memcmp(v->ops[i].kp->varying, rec->ops[i].kp->varying, v->ops[i].kp->n);
+        if (same) return true;
+    }
+    return false;
+}

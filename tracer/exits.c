@@ -1,0 +1,126 @@
+/*
+ * exits.c — leaving a replay without losing anything.
+ *
+ * The invariant: whenever the host can observe GPU memory, it holds what eager execution would
+ * have produced. A replay holds absorbed calls until a segment's graph is launched; leaving the
+ * trace at op k (a guard failed, another thread observes the work, the step aborts, a launch
+ * failed) therefore re-issues the ops absorbed since the last launch eagerly, with this run's
+ * values, in order, before the call that left runs. Nothing is skipped or reordered. A side exit
+ * then records the rest of the run (it may become a variant); an abort drops the recording.
+ */
+#include "tracer/tracer.h"
+#include "graphs/graph.h"
+#include "base/driver.h"
+#include "base/log.h"
+
+#include <string.h>
+
+bool cgj_exit_flush(cgj_thread_t *t)
+{
+    cgj_trace_t *tr = t->trace;
+    uint32_t first = tr->segs[t->seg].first;
+    bool ok = true;
+    for (uint32_t i = first; i < t->pos; i++) {
+        cgj_op_t *o = &tr->list.ops[i];
+        CUresult r = cgj_op_issue(o, o->call.stream, false, false);
+        if (r != CUDA_SUCCESS) {
+            ok = false;
+            CGJ_LOG(guards, "re-issuing op %u (%s) failed: %s", i, o->call.api, cgj_driver_errstr(r));
+        }
+    }
+    /* The staging buffers are rewritten by the next replay: let these copies finish first. */
+    for (uint32_t i = first; i < t->pos; i++)
+        if (tr->list.ops[i].stage) cgj_drv.r_cuStreamSynchronize(tr->list.ops[i].call.stream);
+    cgj_thread_set_pending(t, false);
+    return ok;
+}
+
+/* Group side exits by op and reason code. */
+static void count_exit(cgj_trace_t *tr, const cgj_reason_t *r)
+{
+    for (uint32_t i = 0; i < tr->nexits; i++)
+        if (tr->exits[i].reason.op == r->op && tr->exits[i].reason.code == r->code) {
+            tr->exits[i].count++;
+            return;
+        }
+    if (tr->nexits == CGJ_EXIT_KINDS) {
+        tr->other_exits++;
+        return;
+    }
+    tr->exits[tr->nexits++] = (cgj_exit_count_t){*r, 1};
+}
+
+void cgj_exit_side(cgj_thread_t *t, cgj_event_t ev, cgj_reason_t *r)
+{
+    cgj_anchor_t *a = t->anchor;
+    cgj_trace_t *tr = t->trace;
+    char text[320];
+    cgj_exit_flush(t);
+    for (uint32_t i = 0; i < t->pos; i++) cgj_oplist_clone(&t->rec, &tr->list.ops[i]);
+    tr->side_exits++;
+    a->side_exits++;
+    t->exited = true;
+    CGJ_STAT_ADD(side_exits, 1);
+    r->op = t->pos;
+    count_exit(tr, r);
+    cgj_anchor_note(a, r);
+    CGJ_LOG(guards, "anchor '%s': side exit: %s", a->name, cgj_reason_format(r, text, sizeof text));
+    cgj_thread_go(t, ev, CGJ_MODE_RECORD);
+}
+
+void cgj_exit_abort(cgj_thread_t *t, cgj_reason_t *r)
+{
+    cgj_anchor_t *a = t->anchor;
+    char text[320];
+    if (t->mode == CGJ_MODE_REPLAY) cgj_exit_flush(t);
+    cgj_oplist_free(&t->rec);
+    CGJ_STAT_ADD(aborts, 1);
+    if (a) {
+        CGJ_LOG(blacklist, "anchor '%s': step aborted to eager: %s", a->name, cgj_reason_format(r, text, sizeof text));
+        cgj_anchor_fail(a, r);
+    } else {
+        cgj_reason_tally(r);
+    }
+    cgj_thread_go(t, CGJ_EVENT_ABORT, cgj_thread_eager_mode(t));
+}
+
+void cgj_exit_launch_failed(cgj_thread_t *t, CUresult err)
+{
+    cgj_reason_t r;
+    cgj_reason_set(&r, CGJ_REASON_BLACKLIST_LAUNCH, CGJ_REASON_NO_OP, "%s", cgj_driver_errstr(err));
+    /* Nothing may be lost: run the segment eagerly, and stop replaying this anchor. */
+    cgj_exit_flush(t);
+    cgj_anchor_blacklist(t->anchor, &r);
+    cgj_thread_go(t, CGJ_EVENT_ERROR, cgj_thread_eager_mode(t));
+}
+
+/* Could `s`/`ev` observe the pending work of t? */
+static bool observes(const cgj_thread_t *t, CUstream s, CUevent ev, bool everything)
+{
+    if (everything || s == CU_STREAM_LEGACY) return true;
+    const cgj_trace_t *tr = t->trace;
+    for (uint32_t i = tr->segs[t->seg].first; i < t->pos; i++) {
+        const cgj_call_t *c = &tr->list.ops[i].call;
+        if (s && s != CU_STREAM_PER_THREAD && c->stream == s) return true;
+        if (ev && c->kind == CGJ_OP_EVENT_RECORD && c->u.e.ev == ev) return true;
+    }
+    return false;
+}
+
+void cgj_exit_observe(CUstream s, CUevent ev, bool everything)
+{
+    cgj_thread_t *self = &cgj_tls;
+    cgj_registry_lock();
+    for (size_t i = 0; i < cgj_registry_count(); i++) {
+        cgj_thread_t *t = cgj_registry_get(i);
+        if (t == self || !__atomic_load_n(&t->pending, __ATOMIC_RELAXED)) continue;
+        cgj_thread_lock(t);
+        if (t->pending && t->mode == CGJ_MODE_REPLAY && observes(t, s, ev, everything)) {
+            cgj_reason_t r;
+            cgj_reason_set(&r, CGJ_REASON_EXIT_OBSERVED, CGJ_REASON_NO_OP, NULL);
+            cgj_exit_side(t, CGJ_EVENT_OBSERVE, &r);
+        }
+        cgj_thread_unlock(t);
+    }
+    cgj_registry_unlock();
+}

@@ -1,0 +1,299 @@
+/*
+ * replay.c — a step replayed: each call is checked against the next op of the trace (the
+ * guard) and absorbed; the current segment's graph is launched at a boundary op, at a chunk's
+ * end, or at the step's end, with its varying parameters patched first.
+ *
+ * The invariant is kept because the host can only observe GPU memory through a boundary op,
+ * and every boundary op launches what was absorbed before the call itself proceeds. When a
+ * guard fails, the replay may first switch to another variant that has a segment starting where
+ * the pending work starts and matches every call absorbed since; only then does it leave the
+ * trace (exits.c).
+ */
+#include "tracer/tracer.h"
+#include "graphs/graph.h"
+#include "allocator/pool.h"
+#include "base/log.h"
+
+#include <string.h>
+
+static void launch_segment(cgj_thread_t *t)
+{
+    cgj_trace_t *tr = t->trace;
+    cgj_segment_t *seg = &tr->segs[t->seg];
+    if (!seg->ncapture) return;
+    uint64_t patched = 0;
+    CUresult r = cgj_graph_launch(tr, t->seg, &patched);
+    CGJ_STAT_ADD(params_patched, patched);
+    t->launched = true;
+    if (r != CUDA_SUCCESS) {
+        cgj_exit_launch_failed(t, r);
+        return;
+    }
+    cgj_thread_set_pending(t, false);
+    CGJ_STAT_ADD(graph_launches, 1);
+}
+
+/* The chunk in flight is complete: launch it and go on with the next segment. */
+static void chunk_done(cgj_thread_t *t)
+{
+    launch_segment(t);
+    t->seg++;
+    t->staged_waited = false;
+}
+
+/* The segment of v that starts at op `first`, or UINT32_MAX. */
+static uint32_t segment_at(const cgj_trace_t *v, uint32_t first)
+{
+    for (uint32_t s = 0; s < v->nsegs; s++)
+        if (v->segs[s].first == first) return s;
+    return UINT32_MAX;
+}
+
+/* Does variant v match the calls absorbed since the current segment began, and c? Stashes
+ * into v if so. Earlier segments are launched already: what v would have done there no longer
+ * matters, only that its segment starts where the pending work starts. */
+static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, const cgj_call_t *c)
+{
+    cgj_reason_t why;
+    if (c ? v->list.n <= t->pos : v->list.n != t->pos) return false;
+    for (uint32_t i = first; i < t->pos; i++)
+        if (!cgj_guard(&v->list.ops[i], &t->trace->list.ops[i].call, false, &why)) return false;
+    return !c || cgj_guard(&v->list.ops[t->pos], c, false, &why);
+}
+
+/* Continue in another variant that matches what was absorbed since the pending work began and
+ * call c (or, with c NULL at the step's end, that ends here too). */
+static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
+{
+    cgj_anchor_t *a = t->anchor;
+    uint32_t first = t->trace->segs[t->seg].first;
+    if (t->allocs_served) return false; /* the program holds this variant's pool addresses */
+    for (uint32_t k = 0; k < a->nvariants; k++) {
+        cgj_trace_t *v = a->variants[k];
+        uint32_t s = v == t->trace ? UINT32_MAX : segment_at(v, first);
+        if (s == UINT32_MAX || (c && (v->list.n <= t->pos || v->list.ops[t->pos].held))) continue;
+        if (!variant_matches(t, v, first, c)) continue;
+        bool waited = false;
+        for (uint32_t i = first; i < t->pos; i++) { /* carry the staged bytes over */
+            cgj_op_t *o = &v->list.ops[i];
+            if (!o->stage) continue;
+            if (!waited && cgj_graph_staging_wait(&v->segs[s])) CGJ_STAT_ADD(staging_waits, 1);
+            waited = true;
+            memcpy(o->stage, t->trace->list.ops[i].stage, o->call.u.m.bytes);
+        }
+        t->staged_waited = waited;
+        t->trace = v;
+        t->seg = s;
+        a->current = k;
+        CGJ_STAT_ADD(variant_switches, 1);
+        return true;
+    }
+    return false;
+}
+
+/* A free the trace recorded as the step freeing its own allocation. */
+static const cgj_call_t *as_pool_free(const cgj_call_t *c, const cgj_op_t *o, cgj_call_t *tmp)
+{
+    if (c->kind != CGJ_OP_FREE || o->call.kind != CGJ_OP_POOL_FREE) return c;
+    *tmp = *c;
+    tmp->kind = CGJ_OP_POOL_FREE;
+    return tmp;
+}
+
+/* Serve an allocation or free of the step from the trace's pool region. False (with why)
+ * when the block is still held by the program since an earlier replay. */
+static bool serve_pool_op(cgj_op_t *o, const cgj_call_t *c, cgj_reason_t *why)
+{
+    if (o->call.kind == CGJ_OP_POOL_FREE) {
+        cgj_pool_release(o->call.u.a.addr);
+        CGJ_STAT_ADD(pool_frees, 1);
+        return true;
+    }
+    if (o->held) {
+        cgj_reason_set(why, CGJ_REASON_EXIT_HELD_BLOCK, CGJ_REASON_NO_OP, "%zu bytes", o->call.u.a.bytes);
+        return false;
+    }
+    *c->u.a.out = o->call.u.a.addr;
+    if (c->u.a.pitch_out) *c->u.a.pitch_out = o->call.u.a.pitch;
+    cgj_pool_hold(o->call.u.a.addr, &o->held);
+    CGJ_STAT_ADD(pool_allocs, 1);
+    return true;
+}
+
+/* Last resort before a side exit: the call differs from its op only in kernel parameter values
+ * the trace took for constants; make those slots varying (patched from now on). */
+static bool promote_slots(cgj_thread_t *t, const cgj_call_t *c)
+{
+    cgj_trace_t *tr = t->trace;
+    cgj_op_t *o = &tr->list.ops[t->pos];
+    cgj_reason_t why;
+    uint32_t before = o->kp ? o->kp->nvarying : 0;
+    if (!o->kp || !cgj_guard(o, c, true, &why)) return false;
+    if (o->promoted) {
+        cgj_segment_t *seg = &tr->segs[t->seg];
+        bool listed = false;
+        for (uint32_t j = 0; j < seg->npatch && !listed; j++) listed = seg->patch[j] == t->pos;
+        if (!listed) seg->patch[seg->npatch++] = t->pos;
+        o->promoted = false;
+        tr->varying_slots += o->kp->nvarying - before;
+        CGJ_STAT_ADD(slots_promoted, o->kp->nvarying - before);
+        CGJ_LOG(guards, "anchor '%s': op %u: %u parameter slot(s) became varying", t->anchor->name,
+                t->pos, o->kp->nvarying - before);
+    }
+    return true;
+}
+
+/* Replay reached the LIB op m of library call lc: absorb the whole group when its guard holds
+ * (the library is not called) and return true; else note the open call (the library runs, its
+ * driver calls are matched one by one, and cgj_step_leave learns from them) and return false. */
+static bool replay_lib(cgj_thread_t *t, cgj_op_t *m, const cgj_libcall_t *lc)
+{
+    cgj_trace_t *tr = t->trace;
+    cgj_libop_t *l = m->lib;
+    cgj_libop_note_call(l, lc);
+    if (!l->absorbable || lc->never || t->pos + 1 + l->nops > tr->list.n || !cgj_libop_matches(l, lc)) {
+        t->lib_open = t->pos + 1;
+        t->lib_serial = t->serial;
+        l->called++;
+        return false;
+    }
+    cgj_libop_fill(m, lc);
+    cgj_thread_set_pending(t, true);
+    uint32_t end = t->pos + 1 + l->nops;
+    while (t->pos < end && t->mode == CGJ_MODE_REPLAY) {
+        t->pos++;
+        t->absorbed++;
+        if (tr->segs[t->seg].chained && t->pos == tr->segs[t->seg].end) chunk_done(t);
+    }
+    /* A failed launch turned the step eager: what the library would have issued still runs. */
+    for (uint32_t i = t->pos; i < end; i++) cgj_op_issue(&tr->list.ops[i], tr->list.ops[i].call.stream, false, false);
+    l->absorbed++;
+    CGJ_STAT_ADD(lib_absorbed, 1);
+    return true;
+}
+
+/* Leave the trace at the current op: the difference r, with the op described. */
+static int guard_exit(cgj_thread_t *t, cgj_reason_t *r)
+{
+    char desc[160], detail[sizeof r->detail + sizeof desc + 8];
+    cgj_op_describe(&t->trace->list.ops[t->pos], desc, sizeof desc);
+    snprintf(detail, sizeof detail, "%s%s%s", desc, r->detail[0] ? ", " : "", r->detail);
+    cgj_strlcpy(r->detail, detail, sizeof r->detail);
+    cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, r);
+    return CGJ_EXECUTE;
+}
+
+/* An allocation or free of the step: served from the pool, or (the block is still held)
+ * from a twin variant, or the trace is left. False when it left. */
+static bool pool_op(cgj_thread_t *t, const cgj_call_t *c)
+{
+    cgj_reason_t why;
+    cgj_op_t *o = &t->trace->list.ops[t->pos];
+    if (!serve_pool_op(o, c, &why)) {
+        /* Double buffering: a twin variant (same trace, another region) may have it free. */
+        if (!try_switch(t, c)) {
+            CGJ_STAT_ADD(escape_exits, 1);
+            t->anchor->want_twin = true;
+            cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
+            return false;
+        }
+        o = &t->trace->list.ops[t->pos];
+        CGJ_ASSERT(serve_pool_op(o, c, &why), "a switch target's block is held");
+    }
+    t->allocs_served |= o->call.kind == CGJ_OP_ALLOC;
+    return true;
+}
+
+int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
+{
+    cgj_trace_t *tr = t->trace;
+    cgj_reason_t why;
+    cgj_call_t tmp;
+    if (t->pos < tr->list.n) c = as_pool_free(c, &tr->list.ops[t->pos], &tmp);
+    if (t->pos >= tr->list.n && !try_switch(t, c)) {
+        cgj_reason_set(&why, CGJ_REASON_EXIT_PAST_END, CGJ_REASON_NO_OP, "%s after the trace's %u ops", c->api, tr->list.n);
+        cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
+        return CGJ_EXECUTE;
+    }
+    if (!cgj_guard(&t->trace->list.ops[t->pos], c, false, &why) && !try_switch(t, c) && !promote_slots(t, c))
+        return guard_exit(t, &why);
+    tr = t->trace;
+    cgj_op_t *o = &tr->list.ops[t->pos];
+    if (o->lib && replay_lib(t, o, c->u.l.lc)) return CGJ_ABSORB;
+    if (cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY) {
+        CGJ_LOG(breaks, "anchor '%s': segment %u ends at op %u (%s): %s", t->anchor->name, t->seg, t->pos, c->api,
+                cgj_reason_message(cgj_op_break_reason(o)));
+        launch_segment(t);
+        t->pos++;
+        t->seg++;
+        t->staged_waited = false;
+        return CGJ_EXECUTE;
+    }
+    if (cgj_op_class[o->call.kind] == CGJ_CLASS_POOL) {
+        if (!pool_op(t, c)) return CGJ_EXECUTE;
+        o = &t->trace->list.ops[t->pos];
+    } else if (o->stage) {
+        if (!t->staged_waited && cgj_graph_staging_wait(&tr->segs[t->seg])) CGJ_STAT_ADD(staging_waits, 1);
+        t->staged_waited = true;
+        memcpy(o->stage, c->u.m.hsrc, c->u.m.bytes);
+        CGJ_STAT_ADD(bytes_staged, c->u.m.bytes);
+    }
+    tr = t->trace;
+    t->pos++;
+    t->absorbed++;
+    cgj_thread_set_pending(t, true);
+    if (tr->segs[t->seg].chained && t->pos == tr->segs[t->seg].end) chunk_done(t);
+    return o->lib ? CGJ_EXECUTE : CGJ_ABSORB; /* the library runs: its calls are matched next */
+}
+
+void cgj_replay_lib_leave(cgj_thread_t *t, uint32_t at, const cgj_libcall_t *lc, bool ok)
+{
+    if (!ok || lc->never) return;
+    cgj_trace_t *tr = t->trace;
+    cgj_op_t *m = at < tr->list.n ? &tr->list.ops[at] : NULL;
+    if (!m || !m->lib || m->lib->failed || t->pos != at + 1 + m->lib->nops) return;
+    bool matched = cgj_libop_matches(m->lib, lc);
+    if (matched && (m->lib->absorbable || m->lib->for_good)) return;
+    /* New arguments, or a group not absorbable yet: this run is one more sample. */
+    bool was = m->lib->absorbable;
+    cgj_libop_relearn(m, lc);
+    if (!matched) CGJ_STAT_ADD(lib_relearned, 1);
+    char text[280] = "";
+    if (!m->lib->absorbable) cgj_reason_format(&m->lib->why_not, text, sizeof text);
+    if (!matched || was != m->lib->absorbable)
+        CGJ_LOG(guards, "anchor '%s': op %u (%s): %s; %s%s", t->anchor->name, at, m->call.api,
+                matched ? "learned again" : "new arguments learned",
+                m->lib->absorbable ? "absorbed from now on" : "not absorbed: ", text);
+}
+
+void cgj_replay_begin(cgj_thread_t *t, cgj_anchor_t *a)
+{
+    cgj_thread_set_pending(t, false);
+    t->trace = a->variants[a->current];
+    t->pos = t->seg = 0;
+    t->launched = t->staged_waited = t->allocs_served = t->exited = false;
+    t->absorbed = 0;
+    cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_REPLAY);
+}
+
+void cgj_replay_end(cgj_thread_t *t)
+{
+    cgj_anchor_t *a = t->anchor;
+    cgj_trace_t *tr = t->trace;
+    CGJ_STAT_ADD(ops_absorbed, t->absorbed);
+    if (t->pos != tr->list.n && try_switch(t, NULL)) tr = t->trace; /* a variant that ends here */
+    if (t->pos == tr->list.n) {
+        launch_segment(t); /* on failure the step has become eager */
+        if (t->mode == CGJ_MODE_REPLAY) {
+            tr->replays++;
+            a->replays++;
+            CGJ_STAT_ADD(steps_replayed, 1);
+        }
+        return;
+    }
+    cgj_reason_t why;
+    cgj_reason_set(&why, CGJ_REASON_EXIT_ENDED_EARLY, CGJ_REASON_NO_OP, "after %u of the trace's %u ops", t->pos,
+                   tr->list.n);
+    cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
+}
+

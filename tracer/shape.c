@@ -1,0 +1,297 @@
+/*
+ * shape.c — comparing calls with ops, and recordings with each other; the replay guard.
+ *
+ * The shape of a call is everything except the kernel parameter values and the source of a
+ * host-to-device copy (which replay stages at call time, so its address never matters).
+ * Shapes are compared exactly: a different stream, grid or copy size is a different step.
+ * Addresses of in-step allocations differ between the two eager runs a trace is made of (the
+ * driver chose them): comparisons match an address of one run with the other run's by
+ * (allocation, offset), and the built trace is relocated to the planned addresses.
+ */
+#include "tracer/tracer.h"
+#include "allocator/pool.h"
+#include "base/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Is address x of op ia in run A the same memory as y of op ib in run B? Equal, or the same
+ * offset into the same in-step allocation. */
+static bool addr_eq(CUdeviceptr x, const cgj_blocks_t *ta, uint32_t ia, CUdeviceptr y,
+                    const cgj_blocks_t *tb, uint32_t ib)
+{
+    if (x == y) return true;
+    int bx = cgj_blocks_find(ta, x, ia), by = cgj_blocks_find(tb, y, ib);
+    return bx >= 0 && bx == by && x - ta->b[bx].base == y - tb->b[by].base;
+}
+
+/* Bytes of CUlaunchAttributeValue that attribute `id` uses. Programs fill attributes field by
+ * field on the stack: the padding after `id` and the rest of the value union hold whatever was
+ * there, so they must not make two identical launches look different. */
+static size_t attr_value_bytes(CUlaunchAttributeID id)
+{
+    switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_IGNORE: return 0;
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: return 28; /* ptr, size, float, 2 enums */
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION: return 12;
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: return 16;
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: return 12;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP: return 2;
+    case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: return 4; /* devNode is an output */
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: return 4;
+    default: return sizeof(CUlaunchAttributeValue); /* unknown: all of it */
+    }
+}
+
+static bool attrs_equal(const CUlaunchAttribute *a, const CUlaunchAttribute *b, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (a[i].id != b[i].id || memcmp(&a[i].value, &b[i].value, attr_value_bytes(a[i].id)))
+            return false;
+    return true;
+}
+
+/* Shape equality of two calls: everything but parameter values and H2D sources. */
+/* Context for comparing addresses: the blocks of each run and the op indices (NULL tables:
+ * addresses must be equal, as in a replay of a relocated trace). */
+typedef struct addr_ctx {
+    const cgj_blocks_t *ta, *tb;
+    uint32_t ia, ib;
+} addr_ctx_t;
+
+#define ADDR_EQ(x, y) addr_eq((x), ctx->ta, ctx->ia, (y), ctx->tb, ctx->ib)
+
+static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, const addr_ctx_t *ctx,
+                             cgj_reason_t *r)
+{
+#define SHAPE_DIFF(code)                                                     \
+    do {                                                                     \
+        cgj_reason_set(r, CGJ_REASON_DIFF_##code, CGJ_REASON_NO_OP, NULL);             \
+        return false;                                                        \
+    } while (0)
+    if (a->kind != b->kind) SHAPE_DIFF(OPERATION);
+    if (a->api != b->api && strcmp(a->api, b->api) != 0) SHAPE_DIFF(API);
+    if (cgj_op_class[a->kind] == CGJ_CLASS_BOUNDARY) return true; /* executed as called */
+    if (a->stream != b->stream) SHAPE_DIFF(STREAM);
+    switch (a->kind) {
+    case CGJ_OP_KERNEL: {
+        const __typeof__(a->u.k) *x = &a->u.k, *y = &b->u.k;
+        if (x->f != y->f) SHAPE_DIFF(KERNEL);
+        if (memcmp(x->grid, y->grid, sizeof x->grid)) SHAPE_DIFF(GRID);
+        if (memcmp(x->block, y->block, sizeof x->block)) SHAPE_DIFF(BLOCK);
+        if (x->smem != y->smem) SHAPE_DIFF(SMEM);
+        if ((x->blob != NULL) != (y->blob != NULL) || x->blob_size != y->blob_size)
+            SHAPE_DIFF(PARAM_FORM);
+        if (x->nattrs != y->nattrs || !attrs_equal(x->attrs, y->attrs, x->nattrs))
+            SHAPE_DIFF(ATTRS);
+        return true;
+    }
+    case CGJ_OP_MEMCPY: {
+        const __typeof__(a->u.m) *x = &a->u.m, *y = &b->u.m;
+        if (x->dir != y->dir || x->bytes != y->bytes) SHAPE_DIFF(COPY_SIZE);
+        if (!ADDR_EQ(x->dst, y->dst) || !ADDR_EQ(x->src, y->src) || x->hdst != y->hdst)
+            SHAPE_DIFF(COPY_ADDR);
+        return true;
+    }
+    case CGJ_OP_MEMSET:
+        if (!ADDR_EQ(a->u.s.dst, b->u.s.dst) || a->u.s.value != b->u.s.value ||
+            a->u.s.elem != b->u.s.elem || a->u.s.count != b->u.s.count)
+            SHAPE_DIFF(MEMSET);
+        return true;
+    case CGJ_OP_ALLOC: {
+        const __typeof__(a->u.a) *x = &a->u.a, *y = &b->u.a;
+        if (x->bytes != y->bytes || x->width != y->width || x->height != y->height ||
+            x->elem != y->elem || x->pool != y->pool)
+            SHAPE_DIFF(ALLOC_SIZE);
+        return true;
+    }
+    case CGJ_OP_POOL_FREE:
+        if (!ADDR_EQ(a->u.a.addr, b->u.a.addr)) SHAPE_DIFF(FREED_ADDR);
+        return true;
+    case CGJ_OP_EVENT_RECORD:
+    case CGJ_OP_STREAM_WAIT:
+        if (a->u.e.ev != b->u.e.ev || a->u.e.flags != b->u.e.flags) SHAPE_DIFF(EVENT);
+        return true;
+    case CGJ_OP_HOST_FUNC:
+        if (a->u.h.fn != b->u.h.fn || a->u.h.data != b->u.h.data) SHAPE_DIFF(HOST_FUNC);
+        return true;
+    default:
+        return true;
+    }
+#undef SHAPE_DIFF
+}
+
+static bool layout_equal(const cgj_kparams_t *a, const cgj_kparams_t *b)
+{
+    return a->n == b->n && a->size == b->size && !memcmp(a->off, b->off, a->n * 4) &&
+           !memcmp(a->sz, b->sz, a->n * 4);
+}
+
+static bool shape_loop(const cgj_oplist_t *a, const cgj_oplist_t *b, const cgj_blocks_t *ta,
+                       const cgj_blocks_t *tb, cgj_reason_t *r)
+{
+    uint32_t n = a->n < b->n ? a->n : b->n;
+    for (uint32_t i = 0; i < n; i++) {
+        const cgj_op_t *x = &a->ops[i], *y = &b->ops[i];
+        addr_ctx_t ctx = {ta, tb, i, i};
+        bool same = call_shape_equal(&x->call, &y->call, &ctx, r);
+        if (same && x->kp && !layout_equal(x->kp, y->kp)) {
+            same = false;
+            cgj_reason_set(r, CGJ_REASON_DIFF_LAYOUT, i, "%s", y->call.api);
+        }
+        if (same && x->lib && x->lib->nops != y->lib->nops) {
+            same = false;
+            cgj_reason_set(r, CGJ_REASON_DIFF_LIB_OPS, i, "%s: %u driver calls instead of %u", y->call.api,
+                           y->lib->nops, x->lib->nops);
+        }
+        if (!same) {
+            r->op = i;
+            if (!r->detail[0]) cgj_strlcpy(r->detail, y->call.api, sizeof r->detail);
+            return false;
+        }
+    }
+    if (a->n == b->n) return true;
+    cgj_reason_set(r, CGJ_REASON_DIFF_OP_COUNT, n, "%u ops instead of %u", b->n, a->n);
+    return false;
+}
+
+bool cgj_shape_same(const cgj_oplist_t *a, const cgj_oplist_t *b, cgj_reason_t *r)
+{
+    cgj_blocks_t ta = cgj_blocks_of(a), tb = cgj_blocks_of(b);
+    bool same = shape_loop(a, b, &ta, &tb, r);
+    cgj_blocks_free(&ta), cgj_blocks_free(&tb);
+    return same;
+}
+
+/* A pointer-sized word that points into pool memory an *earlier* replay handed out (not an
+ * allocation of this run): which region it lies in depends on which twin variant served that
+ * step, so it is never a constant, even when both runs happened to see the same value. */
+static bool earlier_pool_pointer(const uint8_t *x, uint32_t size, const addr_ctx_t *ctx)
+{
+    for (uint32_t k = 0; k + 8 <= size; k += 8) {
+        CUdeviceptr v;
+        memcpy(&v, x + k, 8);
+        if (cgj_pool_owns(v) && cgj_blocks_find(ctx->ta, v, ctx->ia) < 0) return true;
+    }
+    return false;
+}
+
+/* Same value in both runs: equal bytes, or the same in-step allocation and offset in every
+ * pointer-sized word (a *pool pointer*, constant once the trace is relocated). */
+static bool slot_same(const uint8_t *x, const uint8_t *y, uint32_t size, const addr_ctx_t *ctx)
+{
+    const addr_ctx_t swapped = {ctx->tb, ctx->ta, ctx->ib, ctx->ia};
+    if (earlier_pool_pointer(x, size, ctx) || earlier_pool_pointer(y, size, &swapped)) return false;
+    if (!memcmp(x, y, size)) return true;
+    if (size < 8) return false;
+    for (uint32_t k = 0; k + 8 <= size; k += 8) {
+        CUdeviceptr vx, vy;
+        memcpy(&vx, x + k, 8), memcpy(&vy, y + k, 8);
+        if (!ADDR_EQ(vx, vy)) return false;
+    }
+    uint32_t tail = size % 8;
+    return !tail || !memcmp(x + size - tail, y + size - tail, tail);
+}
+
+void cgj_shape_classify(cgj_oplist_t *a, const cgj_oplist_t *b)
+{
+    cgj_blocks_t ta = cgj_blocks_of(a), tb = cgj_blocks_of(b);
+    for (uint32_t i = 0; i < a->n; i++) {
+        cgj_kparams_t *x = a->ops[i].kp;
+        const cgj_kparams_t *y = b->ops[i].kp;
+        if (!x) continue;
+        addr_ctx_t c = {&ta, &tb, i, i}, *ctx = &c;
+        x->nvarying = 0;
+        for (uint32_t s = 0; s < x->n; s++) {
+            x->varying[s] = !slot_same(x->rec + x->off[s], y->rec + y->off[s], x->sz[s], ctx);
+            x->nvarying += x->varying[s];
+        }
+    }
+    /* Library groups last: what they learn depends on which slots vary. */
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->ops[i].lib) cgj_libop_learn(a, i, b, &ta, &tb);
+    cgj_blocks_free(&ta), cgj_blocks_free(&tb);
+}
+
+static void relocate_word(uint8_t *p, const cgj_blocks_t *bl, const CUdeviceptr *planned, uint32_t at)
+{
+    CUdeviceptr v;
+    memcpy(&v, p, 8);
+    int b = cgj_blocks_find(bl, v, at);
+    if (b < 0) return;
+    v = planned[b] + (v - bl->b[b].base);
+    memcpy(p, &v, 8);
+}
+
+static void relocate_addr(CUdeviceptr *p, const cgj_blocks_t *bl, const CUdeviceptr *planned, uint32_t at)
+{
+    relocate_word((uint8_t *)p, bl, planned, at);
+}
+
+void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned)
+{
+    cgj_blocks_t bl = cgj_blocks_of(l);
+    for (uint32_t i = 0; i < l->n; i++) {
+        cgj_op_t *o = &l->ops[i];
+        cgj_call_t *c = &o->call;
+        if (o->kp) {
+            for (uint32_t s = 0; s < o->kp->n; s++)
+                for (uint32_t k = 0; k + 8 <= o->kp->sz[s]; k += 8) {
+                    relocate_word(o->kp->rec + o->kp->off[s] + k, &bl, planned, i);
+                    relocate_word(o->kp->live + o->kp->off[s] + k, &bl, planned, i);
+                }
+        } else if (c->kind == CGJ_OP_MEMCPY) {
+            relocate_addr(&c->u.m.dst, &bl, planned, i);
+            relocate_addr(&c->u.m.src, &bl, planned, i);
+        } else if (c->kind == CGJ_OP_MEMSET) {
+            relocate_addr(&c->u.s.dst, &bl, planned, i);
+        } else if (c->kind == CGJ_OP_ALLOC || c->kind == CGJ_OP_POOL_FREE) {
+            relocate_addr(&c->u.a.addr, &bl, planned, i);
+        } else if (o->lib) {
+            for (uint32_t k = 0; k < o->lib->nargs; k++) {
+                relocate_addr(&o->lib->args[k], &bl, planned, i);
+                o->lib->live_args[k] = o->lib->args[k];
+            }
+        }
+    }
+    cgj_blocks_free(&bl);
+}
+
+bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
+{
+    static const addr_ctx_t exact = {NULL, NULL, 0, 0};
+    if (!call_shape_equal(&o->call, c, &exact, r)) return false;
+    cgj_kparams_t *kp = o->kp;
+    if (!kp) return true;
+    if (!kp->extra_form && kp->n && !c->u.k.params) {
+        cgj_reason_set(r, CGJ_REASON_DIFF_NO_PARAMS, CGJ_REASON_NO_OP, "%s", c->api);
+        return false;
+    }
+    for (uint32_t i = 0; i < kp->n; i++) {
+        const void *v = cgj_call_slot(c, kp, i);
+        if (kp->varying[i]) {
+            memcpy(kp->live + kp->off[i], v, kp->sz[i]);
+        } else if (memcmp(kp->rec + kp->off[i], v, kp->sz[i]) != 0 && promote && o->node) {
+            /* A value the two recorded runs happened to share: patching it is as exact as
+             * baking it in, so the slot becomes varying instead of failing every such run. */
+            kp->varying[i] = 1;
+            kp->nvarying++;
+            o->promoted = true;
+            memcpy(kp->live + kp->off[i], v, kp->sz[i]);
+        } else if (memcmp(kp->rec + kp->off[i], v, kp->sz[i]) != 0) {
+            char e[72], g[72];
+            cgj_reason_set(r, CGJ_REASON_DIFF_PARAM, CGJ_REASON_NO_OP, "slot %u (%u bytes): expected %s got %s",
+                           i, kp->sz[i], cgj_log_hex(e, kp->rec + kp->off[i], kp->sz[i]),
+                           cgj_log_hex(g, v, kp->sz[i]));
+            return false;
+        }
+    }
+    return true;
+}

@@ -1,0 +1,99 @@
+/*
+ * threads.c — the threads that step: their registry, their locks, their mode changes, and the
+ * process-wide counters the wrappers read before anything else.
+ *
+ * Lock order: the registry, then one thread's lock. A thread takes its own lock only around its
+ * own step calls, never while holding or waiting for the registry; another thread takes it to
+ * flush work the first one absorbed (cgj_step_observe).
+ */
+#include "tracer/tracer.h"
+#include "base/spin.h"
+#include "base/vec.h"
+
+#include <pthread.h>
+
+__thread cgj_thread_t cgj_tls;
+int cgj_tracing_threads;
+int cgj_pending_threads;
+cgj_stats_t cgj_g_stats;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static cgj_thread_t **registry;
+static size_t nregistry, capregistry;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+void cgj_thread_lock(cgj_thread_t *t)
+{
+    cgj_spin_lock(&t->lock);
+}
+
+void cgj_thread_unlock(cgj_thread_t *t)
+{
+    cgj_spin_unlock(&t->lock);
+}
+
+static void unregister_thread(void *arg)
+{
+    cgj_thread_t *t = arg;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < nregistry; i++)
+        if (registry[i] == t) registry[i] = registry[--nregistry];
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static void make_exit_key(void)
+{
+    pthread_key_create(&exit_key, unregister_thread);
+}
+
+void cgj_thread_register(cgj_thread_t *t)
+{
+    if (CGJ_LIKELY(t->registered)) return;
+    pthread_once(&exit_key_once, make_exit_key);
+    pthread_mutex_lock(&registry_lock);
+    CGJ_VEC_PUSH(registry, nregistry, capregistry, t);
+    pthread_mutex_unlock(&registry_lock);
+    pthread_setspecific(exit_key, t);
+    t->registered = true;
+}
+
+void cgj_registry_lock(void)
+{
+    pthread_mutex_lock(&registry_lock);
+}
+
+void cgj_registry_unlock(void)
+{
+    pthread_mutex_unlock(&registry_lock);
+}
+
+size_t cgj_registry_count(void)
+{
+    return nregistry;
+}
+
+cgj_thread_t *cgj_registry_get(size_t i)
+{
+    return registry[i];
+}
+
+void cgj_thread_go(cgj_thread_t *t, cgj_event_t ev, cgj_mode_t to)
+{
+    CGJ_ASSERT(cgj_machine_allows(t->mode, ev, to), "a step transition outside the table (tracer/machine.h)");
+    bool was = t->mode >= CGJ_MODE_EAGER, is = to >= CGJ_MODE_EAGER;
+    if (was != is) __atomic_fetch_add(&cgj_tracing_threads, is ? 1 : -1, __ATOMIC_RELAXED);
+    t->mode = to;
+}
+
+cgj_mode_t cgj_thread_eager_mode(const cgj_thread_t *t)
+{
+    return t->implicit ? CGJ_MODE_EAGER : CGJ_MODE_PASSTHRU;
+}
+
+void cgj_thread_set_pending(cgj_thread_t *t, bool pending)
+{
+    if (t->pending == pending) return;
+    t->pending = pending;
+    __atomic_fetch_add(&cgj_pending_threads, pending ? 1 : -1, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,164 @@
+/*
+ * tracer.h — what the files of tracer/ share; runtime/ sees only tracer/step.h.
+ *
+ * Calls between the files go one way, in this order (a file calls only files below it):
+ *
+ *     step.c      the entry points: begin, enter, leave, end; acts on implicit.c's decisions
+ *     implicit.c  step finding without markers: returns decisions (cycle.c: the detector)
+ *     record.c    eager runs: calls recorded, the recording compared with the drafts
+ *     build.c     a trace from a recording: memory plan, staging, graphs
+ *     replay.c    guard, absorb, patch, launch; variant switches
+ *     exits.c     leaving a replay: flush, side exit, abort; other threads' observations
+ *     shape.c     comparing calls with ops and recordings with each other; the guard
+ *     libop.c     learning how a library call's kernels follow its arguments
+ *     anchor.c    the anchor table, anchor states, failure and exit history
+ *     threads.c   the thread registry, per-thread locks, process-wide counters, mode changes
+ *     machine.c   the transition tables (machine.h)
+ */
+#ifndef CGJ_TRACER_H
+#define CGJ_TRACER_H
+
+#include "tracer/step.h"
+
+#define CGJ_MAX_VARIANTS_HARD 16
+#define CGJ_MAX_DRAFTS 4 /* eager recordings kept, so that A B A B finds its pairs */
+
+/* An anchor: the named point where a step starts, and what cgjit knows of it. It moves along
+ * CGJ_ANCHOR_TRANSITION_LIST (machine.h). One thread at a time runs a step of a given anchor
+ * (`busy`); a second thread beginning the same anchor meanwhile runs its step eagerly. */
+struct cgj_anchor {
+    char *name;
+    cgj_state_t state;       /* changed only by cgj_anchor_go */
+    int busy;
+    cgj_oplist_t drafts[CGJ_MAX_DRAFTS]; /* newest last */
+    uint32_t ndrafts;
+    cgj_trace_t *variants[CGJ_MAX_VARIANTS_HARD];
+    uint32_t nvariants, current;
+    uint64_t runs, replays, side_exits;
+    uint64_t eager_ns, eager_runs, replay_ns; /* host time from begin to end, for the report */
+    uint32_t record_failures;
+    uint32_t exit_history;  /* one bit per replayed run, newest lowest: 1 if it left the trace */
+    uint32_t history_len;
+    bool want_twin;         /* an escape exit happened: a duplicate variant is welcome */
+    cgj_reason_t reason;    /* why blacklisted, or the last divergence, exit or abort */
+    struct cgj_anchor *next;
+};
+
+/* ---- anchor.c ---- */
+cgj_anchor_t *cgj_anchor_get(const char *name);
+void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to);
+/* Keep r as the anchor's last event. */
+void cgj_anchor_note(cgj_anchor_t *a, const cgj_reason_t *r);
+void cgj_anchor_blacklist(cgj_anchor_t *a, const cgj_reason_t *r);
+/* An eager run failed (aborted, or disagreed with the drafts) while the anchor has no trace:
+ * blacklisted after CGJIT_MAX_RECORDS of them. */
+void cgj_anchor_fail(cgj_anchor_t *a, const cgj_reason_t *r);
+/* A replayed run ended (exited: it left the trace): too many exits blacklist the anchor. */
+void cgj_anchor_note_run(cgj_anchor_t *a, bool exited);
+
+/* ---- threads.c ---- */
+void cgj_thread_register(cgj_thread_t *t);
+void cgj_thread_lock(cgj_thread_t *t);
+void cgj_thread_unlock(cgj_thread_t *t);
+/* Move t's step along a row of CGJ_TRANSITION_LIST (asserted). */
+void cgj_thread_go(cgj_thread_t *t, cgj_event_t ev, cgj_mode_t to);
+/* The mode an eager step of t takes: EAGER (implicit) or PASSTHRU (marked). */
+cgj_mode_t cgj_thread_eager_mode(const cgj_thread_t *t);
+void cgj_thread_set_pending(cgj_thread_t *t, bool pending);
+/* The registry, for visiting other threads: lock, count, get, unlock. */
+void cgj_registry_lock(void);
+void cgj_registry_unlock(void);
+size_t cgj_registry_count(void);
+cgj_thread_t *cgj_registry_get(size_t i);
+
+/* ---- shape.c ---- */
+/* Do two recordings have the same ops? On false, *r says where and how they differ. */
+bool cgj_shape_same(const cgj_oplist_t *a, const cgj_oplist_t *b, cgj_reason_t *r);
+/* Mark the kernel parameter slots whose bytes differ between a and b as varying in a (same
+ * shape; addresses into in-step allocations match by allocation and offset), then learn a's
+ * library groups. a keeps its own values as the recorded ones. */
+void cgj_shape_classify(cgj_oplist_t *a, const cgj_oplist_t *b);
+/* Rewrite every address into an in-step allocation of l to planned[block] + offset. */
+void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);
+/* Replay guard: does call c match op o? On success, varying slots are stashed into o's live
+ * values. On failure *r names the difference (its op is left for the caller). With `promote`,
+ * a constant kernel parameter slot that differs (and whose graph node can be patched) becomes
+ * varying instead of failing; o->promoted is then set. */
+bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r);
+
+/* ---- libop.c ---- */
+/* Learn how the group of LIB op `at` in `a` derives its kernel parameters from the call's
+ * pointer arguments, from two samples: `a` (its values become the recorded ones) and an older
+ * one, `b` (same shape). `ta`/`tb` are the in-step allocations of each run (NULL: addresses
+ * compare exactly). Decides whether the group can be absorbed. */
+void cgj_libop_learn(cgj_oplist_t *a, uint32_t at, const cgj_oplist_t *b, const cgj_blocks_t *ta,
+                     const cgj_blocks_t *tb);
+/* After the library ran in replay and its group matched: learn from (recorded, this run) and
+ * make this run's call and values the recorded ones. */
+void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc);
+
+/* ---- exits.c ---- */
+/* Re-issue the ops absorbed since the last launch, eagerly, in order. False if one failed. */
+bool cgj_exit_flush(cgj_thread_t *t);
+/* Leave the trace at t->pos (GUARD_FAIL or OBSERVE): pending ops eagerly, then the rest of the
+ * run is recorded. r->op is set here. */
+void cgj_exit_side(cgj_thread_t *t, cgj_event_t ev, cgj_reason_t *r);
+/* Stop tracing this step: pending replay work runs eagerly, the recording is dropped. */
+void cgj_exit_abort(cgj_thread_t *t, cgj_reason_t *r);
+/* A graph launch failed: the segment runs eagerly, the anchor is blacklisted. */
+void cgj_exit_launch_failed(cgj_thread_t *t, CUresult err);
+/* See cgj_step_observe. */
+void cgj_exit_observe(CUstream s, CUevent ev, bool everything);
+
+/* ---- replay.c ---- */
+/* Replay call c: CGJ_ABSORB, or CGJ_EXECUTE (a boundary, a library that must run, or a side
+ * exit, after which the thread records). */
+int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c);
+/* The library call of LIB op lib_open - 1 returned (ok: successfully) while replaying. */
+void cgj_replay_lib_leave(cgj_thread_t *t, uint32_t at, const cgj_libcall_t *lc, bool ok);
+/* The step ends in replay: its last segment is launched, or (it ended early) it side-exits. */
+void cgj_replay_end(cgj_thread_t *t);
+/* Begin replaying a's current variant. */
+void cgj_replay_begin(cgj_thread_t *t, cgj_anchor_t *a);
+
+/* ---- build.c ---- */
+/* Build a trace from a classified recording (taken over) as a new variant of a. */
+void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool ends_in_sync);
+/* Would rec (classified) add nothing to a's variants? */
+bool cgj_build_duplicates(const cgj_anchor_t *a, const cgj_oplist_t *rec);
+uint32_t cgj_build_max_variants(void);
+
+/* ---- record.c ---- */
+/* A call in RECORD mode returned r: record it (or abort the step). */
+void cgj_record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r);
+/* A library call in RECORD mode: its LIB op goes before the driver calls it makes. */
+void cgj_record_lib(cgj_thread_t *t, const cgj_call_t *c);
+/* The library call of LIB op `at` returned while recording. */
+void cgj_record_lib_leave(cgj_thread_t *t, uint32_t at, bool ok);
+/* The recorded run ends: compare with the drafts, build a variant or keep it as a draft. */
+void cgj_record_finish(cgj_thread_t *t, bool ends_in_sync);
+
+/* ---- implicit.c ---- */
+typedef enum cgj_route {
+    CGJ_ROUTE_STAY,    /* the call belongs to the step in progress */
+    CGJ_ROUTE_OUTSIDE, /* the call runs outside any step: end the step in progress first */
+    CGJ_ROUTE_BEGIN,   /* end the step in progress, if any, and begin `name` */
+} cgj_route_t;
+typedef struct cgj_decision {
+    cgj_route_t route;
+    char name[160];
+} cgj_decision_t;
+/* For a call with no step active, or inside an implicit step: where it belongs. */
+void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d);
+/* The common case, inline: a call inside a sync-policy step that does not end it stays. */
+static inline bool cgj_implicit_stays(const cgj_thread_t *t, const cgj_call_t *c)
+{
+    return t->mode != CGJ_MODE_OFF && t->implicit && c->kind != CGJ_OP_SYNC &&
+           c->kind != CGJ_OP_READBACK &&
+           __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
+}
+void cgj_implicit_enable(cgj_step_policy_t policy);
+/* Turn implicit stepping off for good; false if it was off already. */
+bool cgj_implicit_disable(void);
+
+#endif /* CGJ_TRACER_H */
