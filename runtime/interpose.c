@@ -20,7 +20,6 @@
 #include "base/config.h"
 #include "base/driver.h"
 #include "base/log.h"
-#include "base/map.h"
 #include "tracer/step.h"
 
 #include <dlfcn.h>
@@ -34,8 +33,6 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int init_state = -1; /* -1 not yet, else a cgj_status_t */
 static __thread bool in_init;
 
-#define MAX_WRAPPERS 512 /* well above the number of wrapped functions */
-static cgj_map_t wrappers; /* real driver function -> its wrapper; built once, then only read */
 
 /* Sanitizer runtimes call dlsym while they start, before their shadow memory exists: the code
  * on that path must not be instrumented. */
@@ -56,20 +53,6 @@ void *cgj_real_sym(void *handle, const char *name)
 {
     if (!real_dlsym) find_real_dlsym();
     return real_dlsym ? real_dlsym(handle, name) : NULL;
-}
-
-static void build_map(void)
-{
-    static cgj_wrap_entry_t list[MAX_WRAPPERS];
-    unsigned n = cgj_wrappers_list(list, MAX_WRAPPERS);
-    for (unsigned i = 0; i < n; i++)
-        if (list[i].real) cgj_map_put(&wrappers, cgj_map_ptr_key(list[i].real), (uint64_t)(uintptr_t)list[i].wrapper);
-}
-
-void *cgj_wrapper_for(const void *real)
-{
-    uint64_t w;
-    return cgj_map_get(&wrappers, cgj_map_ptr_key(real), &w) ? (void *)(uintptr_t)w : NULL;
 }
 
 /* CGJIT_STEP, or its default: sync when libcgjit was preloaded (the program cannot mark its
@@ -119,7 +102,7 @@ static int init_locked(void)
         CGJ_LOG(interpose, "driver '%s' unavailable: every step runs eagerly", cgj_cfg.DRIVER);
         return CGJ_ERR_NO_DRIVER;
     }
-    build_map();
+    cgj_wrappers_init();
     cgj_step_implicit_enable(step_policy());
     if (cgj_cfg.REPORT) atexit(report_at_exit);
     CGJ_LOG(interpose, "driver '%s' loaded", cgj_cfg.DRIVER);
@@ -150,29 +133,4 @@ CGJ_API NO_SANITIZE void *dlsym(void *handle, const char *symbol)
     void *w = cgj_wrapper_for(p);
     if (w) CGJ_LOG(interpose, "dlsym(%s): wrapped", symbol);
     return w ? w : p;
-}
-
-/* The cuGetProcAddress wrappers, both ABI versions. */
-static void wrap_result(const char *symbol, void **pfn, CUresult r)
-{
-    if (r != CUDA_SUCCESS || !pfn || !*pfn) return;
-    void *w = cgj_wrapper_for(*pfn);
-    if (!w) return;
-    CGJ_LOG(interpose, "cuGetProcAddress(%s): wrapped", symbol);
-    *pfn = w;
-}
-
-CUresult cgj_w_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
-{
-    CUresult r = ((cgj_gpa_v1_fn)cgj_drv.r_cuGetProcAddress)(symbol, pfn, version, flags);
-    wrap_result(symbol, pfn, r);
-    return r;
-}
-
-CUresult cgj_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-                                   CUdriverProcAddressQueryResult *status)
-{
-    CUresult r = cgj_drv.r_cuGetProcAddress_v2(symbol, pfn, version, flags, status);
-    wrap_result(symbol, pfn, r);
-    return r;
 }

@@ -1,13 +1,61 @@
 /*
- * report.c — cgj_report(): the counters, the reasons steps left the fast path (counted by code,
- * each with what the user can do), then every anchor with its variants, segments, side exits,
- * library calls, pool figures and, where it is not fast, why.
+ * report.c — what a program reads back from cgjit: the process-wide counters (cgj_stats), one
+ * anchor's figures (cgj_trace_info), state names, and the report (cgj_report): the counters, the
+ * reasons steps left the fast path (counted by code, each with what the user can do), then
+ * every anchor with its variants, segments, side exits, library calls, pool figures and, where
+ * it is not fast, why.
  */
 #include "runtime/runtime.h"
+#include "allocator/pool.h"
 #include "base/log.h"
 #include "tracer/step.h"
 
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
+
+CGJ_API const char *cgj_state_name(int state)
+{
+    static const char *const names[] = {
+#define CGJ_STATE_NAME(name, doc) #name,
+        CGJ_STATE_LIST(CGJ_STATE_NAME)
+#undef CGJ_STATE_NAME
+    };
+    return state >= 0 && (size_t)state < CGJ_ARRAY_LEN(names) ? names[state] : "?";
+}
+
+/* Copy the first out->size bytes of `full` (whose size field is set) into out, keeping out's
+ * size: the caller's struct may be older (smaller) or newer (larger: the rest is zeroed). */
+static void copy_sized(void *out, const void *full, size_t full_size)
+{
+    uint64_t size;
+    memcpy(&size, out, sizeof size);
+    size_t n = size < full_size ? (size_t)size : full_size;
+    memcpy((char *)out + sizeof size, (const char *)full + sizeof size, n - sizeof size);
+    if (size > full_size) memset((char *)out + full_size, 0, (size_t)size - full_size);
+}
+
+CGJ_API int cgj_stats_read(cgj_stats_t *out)
+{
+    if (!out || out->size < sizeof out->size) return CGJ_ERR_INVALID_ARG;
+    cgj_stats_t s = {.size = sizeof s};
+#define CGJ_STATS_COPY(field, doc) s.field = __atomic_load_n(&cgj_g_stats.field, __ATOMIC_RELAXED);
+    CGJ_STATS_LIST(CGJ_STATS_COPY)
+#undef CGJ_STATS_COPY
+    s.pool_bytes = cgj_pool_mapped_bytes();
+    copy_sized(out, &s, sizeof s);
+    return CGJ_OK;
+}
+
+CGJ_API int cgj_trace_info_read(const char *name, cgj_trace_info_t *out)
+{
+    if (!name || !out || out->size < sizeof out->size) return CGJ_ERR_INVALID_ARG;
+    cgj_trace_info_t i = {.size = sizeof i};
+    int st = cgj_anchor_info(name, &i);
+    if (st == CGJ_OK) copy_sized(out, &i, sizeof i);
+    return st;
+}
+
 
 static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
 {

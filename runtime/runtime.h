@@ -12,16 +12,10 @@
 
 /* Load the configuration and the driver once. CGJ_OK, CGJ_ERR_NO_DRIVER or CGJ_ERR_DISABLED. */
 int cgj_runtime_init(void);
-/* The wrapper cgjit hands out instead of the real driver function `real`, or NULL. */
+/* wrappers.c: build the table of (real driver function, wrapper) once the driver is loaded;
+ * then the wrapper cgjit hands out instead of the real function `real`, or NULL. */
+void cgj_wrappers_init(void);
 void *cgj_wrapper_for(const void *real);
-
-/* wrappers.c: fill the table of (real, wrapper) pairs; returns the number of entries. */
-typedef struct cgj_wrap_entry {
-    const char *name;
-    void *real;
-    void *wrapper;
-} cgj_wrap_entry_t;
-unsigned cgj_wrappers_list(cgj_wrap_entry_t *out, unsigned cap);
 
 /* The definition of `name` next after libcgjit in the lookup order (RTLD_NEXT), or NULL. */
 void *cgj_real_next(const char *name);

@@ -14,6 +14,8 @@
 #include "runtime/runtime.h"
 #include "allocator/pool.h"
 #include "base/driver.h"
+#include "base/log.h"
+#include "base/map.h"
 #include "tracer/step.h"
 
 static inline CUstream norm(CUstream s, bool pt)
@@ -432,18 +434,52 @@ TWO_WRAPPERS(cuGraphLaunch, cuGraphLaunch_ptsz, graph_launch, (CUgraphExec g, CU
 
 CGJ_DRIVER_UNTRACEABLE(UNTRACEABLE)
 
-/* The cuGetProcAddress wrappers live in interpose.c. */
+/* ---- the table: real driver function -> its wrapper ---- */
+
+static cgj_map_t table; /* built once at start-up (cgj_wrappers_init), then only read */
+
 CUresult cgj_w_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
 CUresult cgj_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                                    CUdriverProcAddressQueryResult *status);
 
-unsigned cgj_wrappers_list(cgj_wrap_entry_t *out, unsigned cap)
+void cgj_wrappers_init(void)
 {
-    unsigned n = 0;
-#define CGJ_WRAP_ENTRY(exported, proto, ...)                                                         \
-    if (n < cap)                                                                                \
-        out[n++] = (cgj_wrap_entry_t){#exported, (void *)cgj_drv.r_##exported, (void *)cgj_w_##exported};
+#define CGJ_WRAP_ENTRY(exported, proto, ...)                                                       \
+    if (cgj_drv.r_##exported)                                                                       \
+        cgj_map_put(&table, cgj_map_ptr_key((void *)cgj_drv.r_##exported), (uint64_t)(uintptr_t)cgj_w_##exported);
     CGJ_DRIVER_WRAPPED(CGJ_WRAP_ENTRY)
 #undef CGJ_WRAP_ENTRY
-    return n;
+}
+
+void *cgj_wrapper_for(const void *real)
+{
+    uint64_t w;
+    return cgj_map_get(&table, cgj_map_ptr_key(real), &w) ? (void *)(uintptr_t)w : NULL;
+}
+
+/* ---- cuGetProcAddress, both ABI versions: what the driver hands out is replaced by its
+ * wrapper where cgjit has one (see interpose.c) ---- */
+
+static void wrap_result(const char *symbol, void **pfn, CUresult r)
+{
+    if (r != CUDA_SUCCESS || !pfn || !*pfn) return;
+    void *w = cgj_wrapper_for(*pfn);
+    if (!w) return;
+    CGJ_LOG(interpose, "cuGetProcAddress(%s): wrapped", symbol);
+    *pfn = w;
+}
+
+CUresult cgj_w_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+    CUresult r = ((cgj_gpa_v1_fn)cgj_drv.r_cuGetProcAddress)(symbol, pfn, version, flags);
+    wrap_result(symbol, pfn, r);
+    return r;
+}
+
+CUresult cgj_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                   CUdriverProcAddressQueryResult *status)
+{
+    CUresult r = cgj_drv.r_cuGetProcAddress_v2(symbol, pfn, version, flags, status);
+    wrap_result(symbol, pfn, r);
+    return r;
 }

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""check-layers.py SOURCE_DIR BUILD_DIR — the library's dependency order, checked.
+
+DESIGN.md's layout: runtime -> tracer -> {fusion, allocator} -> graphs -> ir -> base. A file may
+use its own folder and the folders below it; never a folder above, never a sibling (fusion and
+allocator do not use each other). This script checks it twice:
+
+  - includes: every `#include "folder/file.h"` of every library source and header;
+  - calls: every symbol an object file of the build leaves undefined (functions called and data
+    read, `nm -P`) is looked up among the symbols the other objects define.
+
+and that neither graph has a cycle between files (Tarjan's strongly connected components), so
+the house reads one way: from runtime/ down to base/. Prints each violation and exits 1, or one
+line of figures and exits 0.
+"""
+import os
+import re
+import subprocess
+import sys
+
+RANK = {"base": 0, "ir": 1, "graphs": 2, "allocator": 3, "fusion": 3, "tracer": 4, "runtime": 5}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z]+)/([A-Za-z0-9_]+\.h)"', re.M)
+
+
+def allowed(user, used):
+    """May a file of folder `user` use folder `used`?"""
+    return used == user or RANK[used] < RANK[user]
+
+
+def sccs(graph):
+    """Strongly connected components with more than one node, or a self loop (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in graph.get(v, ()):
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def library_files(src):
+    files = []
+    for folder in RANK:
+        d = os.path.join(src, folder)
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if name.endswith((".c", ".h")):
+                files.append(folder + "/" + name)
+    return files
+
+
+def check_includes(src, files, problems):
+    graph = {}
+    for f in files:
+        text = open(os.path.join(src, f), encoding="utf-8").read()
+        for folder, header in INCLUDE.findall(text):
+            if folder not in RANK:
+                continue
+            target = folder + "/" + header
+            graph.setdefault(f, set()).add(target)
+            if not allowed(f.split("/")[0], folder):
+                problems.append(f"include upward: {f} includes {target}")
+    for comp in sccs(graph):
+        problems.append("include cycle: " + " <-> ".join(comp))
+    return sum(len(v) for v in graph.values())
+
+
+def symbols(obj):
+    """(defined globals, undefined) of an object file."""
+    out = subprocess.run(["nm", "-P", obj], check=True, capture_output=True, text=True).stdout
+    defined, undefined = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        name, kind = parts[0], parts[1]
+        if kind == "U":
+            undefined.add(name)
+        elif kind.isupper() or kind in ("u", "v", "w"):
+            defined.add(name)
+    return defined, undefined
+
+
+def check_calls(src, build, files, problems):
+    objs = {}
+    for f in files:
+        if not f.endswith(".c"):
+            continue
+        folder, name = f.split("/")
+        obj = os.path.join(build, folder, "CMakeFiles", "cgj_" + folder + ".dir", name + ".o")
+        if not os.path.exists(obj):
+            problems.append(f"no object file for {f} (build first): {obj}")
+            continue
+        objs[f] = symbols(obj)
+    owner = {}
+    for f, (defined, _) in objs.items():
+        for s in defined:
+            owner.setdefault(s, f)
+    graph = {}
+    for f, (_, undefined) in objs.items():
+        for s in sorted(undefined):
+            g = owner.get(s)
+            if not g or g == f:
+                continue
+            graph.setdefault(f, set()).add(g)
+            if not allowed(f.split("/")[0], g.split("/")[0]):
+                problems.append(f"call upward: {f} uses {s} of {g}")
+    for comp in sccs(graph):
+        problems.append("call cycle: " + " <-> ".join(comp))
+    return len(objs), sum(len(v) for v in graph.values())
+
+
+def main():
+    if len(sys.argv) != 3:
+        print("usage: check-layers.py SOURCE_DIR BUILD_DIR", file=sys.stderr)
+        return 2
+    src, build = sys.argv[1], sys.argv[2]
+    files = library_files(src)
+    problems = []
+    nincl = check_includes(src, files, problems)
+    nobj, ncalls = check_calls(src, build, files, problems)
+    for p in problems:
+        print("check-layers: " + p)
+    if problems:
+        return 1
+    print(f"check-layers: {len(files)} files, {nincl} includes, {nobj} objects, {ncalls} file-to-file "
+          "call edges: no upward use, no cycle")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
