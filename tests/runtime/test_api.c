@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fakeapp.h"
+#include "ir/reason.h"
 
 #define N 64
 static fk_t fk;
@@ -288,7 +289,9 @@ Test(runtime_api, max_ops_aborts_a_long_step)
     cgj_trace_info_t i;
     cr_assert_eq(cgj_trace_info("long", &i), CGJ_OK);
     cr_assert_eq(i.state, CGJ_STATE_BLACKLISTED, "every run aborts: blacklisted after CGJIT_MAX_RECORDS");
-    cr_assert(strstr(i.reason, "CGJIT_MAX_OPS"), "reason: %s", i.reason);
+    cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_MAX_OPS, "reason: %s", i.reason);
+    cr_assert_str_eq(cgj_reason_name(i.reason_code), "ABORT_MAX_OPS");
+    cr_assert_str_not_empty(cgj_reason_hint(i.reason_code), "every abort says what the user can do");
     fakecuda_counts_t c;
     fk.get_counts(&c);
     cr_assert_eq(c.graph_launches, 0);
