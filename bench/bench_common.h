@@ -2,6 +2,11 @@
  * bench_common.h — what cgjit-bench's sources share: error checking, the fixed-seed random
  * generator, and the interface of the model workloads (mlp, cnn, gpt2) that
  * workloads_*.cu implement and cgjit_bench.cu runs.
+ *
+ * The set-up checks (CHECK, CHECK_LAST, CHECK_CUBLAS, CHECK_CUDNN: a failing call prints
+ * `file:line: call: what (detail)` and ends the program) and the generator come from
+ * tests/common/cuda_check.h, shared with the GPU test programs; the step checks (STEP_*) are
+ * the bench's own.
  */
 #ifndef CGJ_BENCH_COMMON_H
 #define CGJ_BENCH_COMMON_H
@@ -15,39 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                      \
-    do {                                                                                 \
-        cudaError_t err_ = (call);                                                       \
-        if (err_ != cudaSuccess) {                                                       \
-            fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call,           \
-                    cudaGetErrorString(err_), cudaGetErrorName(err_));                   \
-            exit(1);                                                                     \
-        }                                                                                \
-    } while (0)
-
-/* A launch error (bad configuration) or an asynchronous error of an earlier step. */
-#define CHECK_LAST() CHECK(cudaGetLastError())
-
-/* Set-up (outside any step): a failing library call ends the program. */
-#define CHECK_CUBLAS(call)                                                               \
-    do {                                                                                 \
-        cublasStatus_t st_ = (call);                                                     \
-        if (st_ != CUBLAS_STATUS_SUCCESS) {                                              \
-            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call,           \
-                    cublasGetStatusString(st_), (int)st_);                               \
-            exit(1);                                                                     \
-        }                                                                                \
-    } while (0)
-
-#define CHECK_CUDNN(call)                                                                \
-    do {                                                                                 \
-        cudnnStatus_t st_ = (call);                                                      \
-        if (st_ != CUDNN_STATUS_SUCCESS) {                                               \
-            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call,           \
-                    cudnnGetErrorString(st_), (int)st_);                                 \
-            exit(1);                                                                     \
-        }                                                                                \
-    } while (0)
+#include "../tests/common/cuda_check.h"
 
 /* Inside a step function `int f(..., char *err, size_t errlen)`: the first failing call writes
  * its reason to err and returns -1, so that a stream capture of the step (the floor) can fail
@@ -85,19 +58,9 @@
         }                                                                                \
     } while (0)
 
-/* xorshift64*, the generator of the chain/temps initial data; each model has its own seed. */
-static inline float bench_rng_float(uint64_t *state, float lo, float hi) {
-    uint64_t x = *state;
-    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
-    *state = x;
-    float u = (float)((x * 0x2545f4914f6cdd1dull) >> 40) / (float)(1u << 24); /* [0, 1) */
-    return lo + (hi - lo) * u;
-}
-
-static inline void bench_fill_uniform(float *v, size_t n, uint64_t *state, float lo, float hi) {
-    for (size_t i = 0; i < n; i++)
-        v[i] = bench_rng_float(state, lo, hi);
-}
+/* The models' weights and inputs: cuda_check.h's xorshift64* generator, each model with its own
+ * seed. */
+#define bench_fill_uniform rng_fill_uniform
 
 static inline void *bench_host_alloc(size_t bytes) {
     void *p = malloc(bytes);

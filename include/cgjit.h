@@ -163,6 +163,7 @@ typedef struct cgj_trace_info {
     char reason[256];       /* why blacklisted, or the last divergence/abort; "" if none */
     int reason_code;        /* the same as a code of cgjit's reason table (0: none); see
                              * cgj_reason_name() and cgj_reason_hint() */
+    uint32_t reason_op;     /* the op index the reason applies to, UINT32_MAX if none */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */

@@ -124,6 +124,7 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->record_failures = a->record_failures;
     if (a->reason.code != CGJ_REASON_NONE) cgj_reason_format(&a->reason, out->reason, sizeof out->reason);
     out->reason_code = (int)a->reason.code;
+    out->reason_op = a->reason.op;
     if (!a->nvariants) return;
     const cgj_trace_t *t = a->variants[a->current];
     out->ops = t->list.n;

@@ -64,7 +64,8 @@ void cgj_exit_side(cgj_thread_t *t, cgj_event_t ev, cgj_reason_t *r)
     r->op = t->pos;
     count_exit(tr, r);
     cgj_anchor_note(a, r);
-    CGJ_LOG(guards, "anchor '%s': side exit: %s", a->name, cgj_reason_format(r, text, sizeof text));
+    CGJ_LOG(guards, "anchor '%s': side exit at op %u (%s): %s", a->name, r->op, cgj_reason_name(r->code),
+            cgj_reason_format(r, text, sizeof text));
     cgj_thread_go(t, ev, CGJ_MODE_RECORD);
 }
 

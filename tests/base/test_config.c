@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include "base/config.h"
 #include "base/log.h"
@@ -66,40 +67,136 @@ static void clear_env(void)
 
 TestSuite(base_config, .init = clear_env);
 
-/* ---- defaults and valid values ---- */
+/* The parameter of a table's ParameterizedTest is the row's index: Criterion runs every
+ * parameter in a fresh process of this program, at other addresses, where the row's pointers
+ * would not hold; the test reads the row from its own copy of the table. */
+static void free_indices(struct criterion_test_params *p) { cr_free(p->params); }
 
-Test(base_config, defaults_without_environment)
+static struct criterion_test_params row_indices(size_t rows)
 {
-    const char *err = load_captured();
-    cr_assert_str_empty(err, "no variable set, yet stderr got: %s", err);
-    cr_assert_eq(cgj_cfg.DISABLE, 0);
-    cr_assert_eq(cgj_cfg.MAX_RECORDS, 4);
-    cr_assert_eq(cgj_cfg.MAX_VARIANTS, 4);
-    cr_assert_eq(cgj_cfg.MAX_OPS, 100000);
-    cr_assert_eq(cgj_cfg.REPORT, 0);
-    cr_assert_str_eq(cgj_cfg.DRIVER, "libcuda.so.1");
-    cr_assert_str_eq(cgj_cfg.LOG, "");
-    cr_assert_str_eq(cgj_cfg.LOG_FILE, "");
+    int *idx = cr_malloc(rows * sizeof *idx);
+    cr_assert(idx);
+    for (size_t i = 0; i < rows; i++) idx[i] = (int)i;
+    return cr_make_param_array(int, idx, rows, free_indices);
 }
 
-Test(base_config, valid_values_are_parsed)
+/* ---- parsing: one row per environment ----
+ *
+ * Each row sets some variables (a Criterion parameter: every row runs in its own process, from
+ * the defaults) and loads the configuration. Afterwards every tunable below holds the row's
+ * value for it, or its default; a malformed value (want REJECTED) keeps the default and produces
+ * exactly one line on stderr, a warning that names the variable and quotes the value; valid
+ * values produce nothing. */
+
+/* A tunable: its variable, its field in cgj_cfg (INT: num, STR: str) and its default as text. */
+typedef struct tunable {
+    const char *var;
+    long *num;
+    const char **str;
+    const char *def;
+} tunable_t;
+
+static const tunable_t tunables[] = {
+    {"CGJIT_DISABLE", &cgj_cfg.DISABLE, NULL, "0"},
+    {"CGJIT_LOG", NULL, &cgj_cfg.LOG, ""},
+    {"CGJIT_LOG_FILE", NULL, &cgj_cfg.LOG_FILE, ""},
+    {"CGJIT_DRIVER", NULL, &cgj_cfg.DRIVER, "libcuda.so.1"},
+    {"CGJIT_MAX_RECORDS", &cgj_cfg.MAX_RECORDS, NULL, "4"},
+    {"CGJIT_MAX_VARIANTS", &cgj_cfg.MAX_VARIANTS, NULL, "4"},
+    {"CGJIT_MAX_OPS", &cgj_cfg.MAX_OPS, NULL, "100000"},
+    {"CGJIT_REPORT", &cgj_cfg.REPORT, NULL, "0"},
+};
+enum { NTUNABLES = sizeof tunables / sizeof tunables[0] };
+
+#define REJECTED NULL /* setting_t.want of a malformed value: the default is kept, with a warning */
+
+/* var=value in the environment; want: the tunable's value after loading, as text. */
+typedef struct setting {
+    const char *var, *value, *want;
+} setting_t;
+
+typedef struct config_case {
+    const char *name;
+    setting_t set[NTUNABLES]; /* up to the first var == NULL */
+} config_case_t;
+
+static const config_case_t config_cases[] = {
+    {"defaults_without_environment", {{NULL}}},
+    {"valid_values_are_parsed",
+     {{"CGJIT_DISABLE", "1", "1"},
+      {"CGJIT_MAX_RECORDS", "7", "7"},
+      {"CGJIT_MAX_VARIANTS", "2", "2"},
+      {"CGJIT_MAX_OPS", "16", "16"}, /* exactly the minimum */
+      {"CGJIT_REPORT", "1", "1"},
+      {"CGJIT_DRIVER", "/opt/fake/libcuda.so.1", "/opt/fake/libcuda.so.1"},
+      {"CGJIT_LOG", "trace,guards", "trace,guards"}}},
+    {"max_ops_not_a_number", {{"CGJIT_MAX_OPS", "abc", REJECTED}}},
+    {"max_ops_negative", {{"CGJIT_MAX_OPS", "-3", REJECTED}}},
+    {"max_ops_below_minimum", {{"CGJIT_MAX_OPS", "15", REJECTED}}},
+    {"max_ops_trailing_garbage", {{"CGJIT_MAX_OPS", "100x", REJECTED}}},
+    {"max_ops_empty", {{"CGJIT_MAX_OPS", "", REJECTED}}},
+    {"max_ops_overflow", {{"CGJIT_MAX_OPS", "99999999999999999999999", REJECTED}}},
+    {"max_records_zero_is_below_minimum", {{"CGJIT_MAX_RECORDS", "0", REJECTED}}},
+    {"disable_not_a_number", {{"CGJIT_DISABLE", "yes", REJECTED}}},
+    {"one_bad_variable_does_not_spoil_the_others",
+     {{"CGJIT_MAX_OPS", "abc", REJECTED}, {"CGJIT_MAX_RECORDS", "9", "9"}}},
+};
+
+ParameterizedTestParameters(base_config, parsing)
 {
-    setenv("CGJIT_DISABLE", "1", 1);
-    setenv("CGJIT_MAX_RECORDS", "7", 1);
-    setenv("CGJIT_MAX_VARIANTS", "2", 1);
-    setenv("CGJIT_MAX_OPS", "16", 1); /* exactly the minimum */
-    setenv("CGJIT_REPORT", "1", 1);
-    setenv("CGJIT_DRIVER", "/opt/fake/libcuda.so.1", 1);
-    setenv("CGJIT_LOG", "trace,guards", 1);
+    return row_indices(sizeof config_cases / sizeof config_cases[0]);
+}
+
+static const setting_t *setting_of(const config_case_t *c, const char *var)
+{
+    for (const setting_t *s = c->set; s < c->set + NTUNABLES && s->var; s++)
+        if (!strcmp(s->var, var)) return s;
+    return NULL;
+}
+
+ParameterizedTest(int *row, base_config, parsing)
+{
+    const config_case_t *c = &config_cases[*row];
+    int rejected = 0;
+    for (const tunable_t *t = tunables; t < tunables + NTUNABLES; t++) {
+        const setting_t *s = setting_of(c, t->var);
+        if (!s) continue;
+        setenv(s->var, s->value, 1);
+        if (t->num) *t->num = 999999999; /* a value a silent parser would leave or clobber differently */
+        rejected += s->want == REJECTED;
+    }
     const char *err = load_captured();
-    cr_assert_str_empty(err, "valid values, yet stderr got: %s", err);
-    cr_assert_eq(cgj_cfg.DISABLE, 1);
-    cr_assert_eq(cgj_cfg.MAX_RECORDS, 7);
-    cr_assert_eq(cgj_cfg.MAX_VARIANTS, 2);
-    cr_assert_eq(cgj_cfg.MAX_OPS, 16);
-    cr_assert_eq(cgj_cfg.REPORT, 1);
-    cr_assert_str_eq(cgj_cfg.DRIVER, "/opt/fake/libcuda.so.1");
-    cr_assert_str_eq(cgj_cfg.LOG, "trace,guards");
+
+    for (const tunable_t *t = tunables; t < tunables + NTUNABLES; t++) {
+        const setting_t *s = setting_of(c, t->var);
+        const char *want = s && s->want != REJECTED ? s->want : t->def;
+        char got[64];
+        if (t->num) snprintf(got, sizeof got, "%ld", *t->num);
+        else snprintf(got, sizeof got, "%s", *t->str);
+        cr_assert_str_eq(got, want, "%s: %s is '%s', want '%s'", c->name, t->var, got, want);
+    }
+
+    if (!rejected) {
+        cr_assert_str_empty(err, "%s: valid values, yet stderr got: %s", c->name, err);
+        return;
+    }
+    cr_assert(strstr(err, "warning") != NULL, "%s: no warning on stderr (got '%s')", c->name, err);
+    int lines = 0; /* one line per bad variable */
+    for (const char *p = strchr(err, '\n'); p; p = strchr(p + 1, '\n')) lines++;
+    cr_assert(lines == rejected && err[strlen(err) - 1] == '\n', "%s: %d bad variables, stderr: %s", c->name,
+              rejected, err);
+    for (const setting_t *s = c->set; s < c->set + NTUNABLES && s->var; s++) {
+        if (s->want != REJECTED) {
+            cr_assert(strstr(err, s->var) == NULL, "%s: %s='%s' is valid, yet warned: %s", c->name, s->var,
+                      s->value, err);
+            continue;
+        }
+        cr_assert(strstr(err, s->var) != NULL, "%s: %s='%s': warning does not name the variable: %s", c->name,
+                  s->var, s->value, err);
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "'%s'", s->value);
+        cr_assert(strstr(err, quoted) != NULL, "%s: warning does not quote the value: %s", c->name, err);
+    }
 }
 
 Test(base_config, load_is_idempotent)
@@ -108,75 +205,6 @@ Test(base_config, load_is_idempotent)
     cgj_config_load();
     cgj_config_load();
     cr_assert_eq(cgj_cfg.MAX_OPS, 12345);
-}
-
-/* ---- malformed values keep the default and warn ---- */
-
-static void check_malformed(const char *var, const char *value, long *field, long def)
-{
-    setenv(var, value, 1);
-    *field = 999999999; /* a value a silent parser would leave or clobber differently */
-    const char *err = load_captured();
-    cr_assert_eq(*field, def, "%s='%s': got %ld, want the default %ld", var, value, *field, def);
-    cr_assert(strstr(err, "warning") != NULL, "%s='%s': no warning on stderr (got '%s')", var,
-              value, err);
-    cr_assert(strstr(err, var) != NULL, "%s='%s': warning does not name the variable: %s", var,
-              value, err);
-    char quoted[64];
-    snprintf(quoted, sizeof quoted, "'%s'", value);
-    cr_assert(strstr(err, quoted) != NULL, "warning does not quote the value: %s", err);
-    /* one line per bad variable */
-    cr_assert_eq(strchr(err, '\n') - err + 1, (long)strlen(err), "more than one line: %s", err);
-}
-
-Test(base_config, max_ops_not_a_number)
-{
-    check_malformed("CGJIT_MAX_OPS", "abc", &cgj_cfg.MAX_OPS, 100000);
-}
-
-Test(base_config, max_ops_negative)
-{
-    check_malformed("CGJIT_MAX_OPS", "-3", &cgj_cfg.MAX_OPS, 100000);
-}
-
-Test(base_config, max_ops_below_minimum)
-{
-    check_malformed("CGJIT_MAX_OPS", "15", &cgj_cfg.MAX_OPS, 100000);
-}
-
-Test(base_config, max_ops_trailing_garbage)
-{
-    check_malformed("CGJIT_MAX_OPS", "100x", &cgj_cfg.MAX_OPS, 100000);
-}
-
-Test(base_config, max_ops_empty)
-{
-    check_malformed("CGJIT_MAX_OPS", "", &cgj_cfg.MAX_OPS, 100000);
-}
-
-Test(base_config, max_ops_overflow)
-{
-    check_malformed("CGJIT_MAX_OPS", "99999999999999999999999", &cgj_cfg.MAX_OPS, 100000);
-}
-
-Test(base_config, max_records_zero_is_below_minimum)
-{
-    check_malformed("CGJIT_MAX_RECORDS", "0", &cgj_cfg.MAX_RECORDS, 4);
-}
-
-Test(base_config, disable_not_a_number)
-{
-    check_malformed("CGJIT_DISABLE", "yes", &cgj_cfg.DISABLE, 0);
-}
-
-Test(base_config, one_bad_variable_does_not_spoil_the_others)
-{
-    setenv("CGJIT_MAX_OPS", "abc", 1);
-    setenv("CGJIT_MAX_RECORDS", "9", 1);
-    const char *err = load_captured();
-    cr_assert_eq(cgj_cfg.MAX_OPS, 100000);
-    cr_assert_eq(cgj_cfg.MAX_RECORDS, 9);
-    cr_assert(strstr(err, "CGJIT_MAX_OPS") && !strstr(err, "CGJIT_MAX_RECORDS"), "%s", err);
 }
 
 Test(base_config, describe_lists_every_tunable)
@@ -210,36 +238,37 @@ static const char *log_init_captured(const char *log, const char *file)
     return capture_end();
 }
 
-Test(base_config, log_categories_selected)
+/* One CGJIT_LOG value per row (each in its own process): the categories it selects, and what
+ * stderr must contain (no substrings: stderr stays empty). */
+typedef struct log_case {
+    const char *name, *log;
+    uint32_t mask;
+    const char *stderr_has[4];
+} log_case_t;
+
+static const log_case_t log_cases[] = {
+    {"log_categories_selected", "trace,breaks", (1u << CGJ_LOG_trace) | (1u << CGJ_LOG_breaks), {NULL}},
+    /* every category and no bit beyond them */
+    {"log_all_enables_every_category", "all", (1u << CGJ_LOG_COUNT) - 1, {NULL}},
+    /* a warning naming the category and listing the known ones; the others still apply */
+    {"log_unknown_category_warns_and_keeps_the_others", "trace,bogus,,graphs",
+     (1u << CGJ_LOG_trace) | (1u << CGJ_LOG_graphs), {"warning", "'bogus'", "guards", "all"}},
+    {"log_prefix_of_a_category_is_unknown", "tra", 0, {"'tra'"}},
+};
+
+ParameterizedTestParameters(base_config, log_categories)
 {
-    const char *err = log_init_captured("trace,breaks", NULL);
-    cr_assert_str_empty(err, "%s", err);
-    cr_assert_eq(cgj_log_mask, (1u << CGJ_LOG_trace) | (1u << CGJ_LOG_breaks));
+    return row_indices(sizeof log_cases / sizeof log_cases[0]);
 }
 
-Test(base_config, log_all_enables_every_category)
+ParameterizedTest(int *row, base_config, log_categories)
 {
-    const char *err = log_init_captured("all", NULL);
-    cr_assert_str_empty(err, "%s", err);
-    for (int c = 0; c < CGJ_LOG_COUNT; c++)
-        cr_assert(cgj_log_mask & (1u << c), "category %d not enabled by 'all'", c);
-    cr_assert_eq(cgj_log_mask >> CGJ_LOG_COUNT, 0, "bits beyond the categories set");
-}
-
-Test(base_config, log_unknown_category_warns_and_keeps_the_others)
-{
-    const char *err = log_init_captured("trace,bogus,,graphs", NULL);
-    cr_assert(strstr(err, "warning"), "no warning: '%s'", err);
-    cr_assert(strstr(err, "'bogus'"), "warning does not name the category: %s", err);
-    cr_assert(strstr(err, "guards") && strstr(err, "all"), "warning does not list the known ones: %s", err);
-    cr_assert_eq(cgj_log_mask, (1u << CGJ_LOG_trace) | (1u << CGJ_LOG_graphs));
-}
-
-Test(base_config, log_prefix_of_a_category_is_unknown)
-{
-    const char *err = log_init_captured("tra", NULL);
-    cr_assert(strstr(err, "'tra'"), "'%s'", err);
-    cr_assert_eq(cgj_log_mask, 0);
+    const log_case_t *c = &log_cases[*row];
+    const char *err = log_init_captured(c->log, NULL);
+    if (!c->stderr_has[0]) cr_assert_str_empty(err, "%s: %s", c->name, err);
+    for (int k = 0; k < 4 && c->stderr_has[k]; k++)
+        cr_assert(strstr(err, c->stderr_has[k]), "%s: stderr lacks %s: '%s'", c->name, c->stderr_has[k], err);
+    cr_assert_eq(cgj_log_mask, c->mask, "%s: mask %#x, want %#x", c->name, cgj_log_mask, c->mask);
 }
 
 Test(base_config, log_goes_to_stderr_by_default)

@@ -34,16 +34,18 @@ __attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...)
     exit(1);
 }
 
-#define CU(call)                                                                 \
-    do {                                                                         \
-        cudaError_t e_ = (call);                                                 \
-        if (e_ != cudaSuccess) fail("%s returned CUDA error %d", #call, (int)e_); \
-    } while (0)
-#define BL(call)                                                                   \
-    do {                                                                           \
-        cublasStatus_t s_ = (call);                                                \
-        if (s_ != CUBLAS_STATUS_SUCCESS) fail("%s returned cuBLAS status %d", #call, (int)s_); \
-    } while (0)
+/* A failed CHECK (cuda_check.h): `FAIL as_needed file:line: call: what (detail)`. */
+static void check_failed(const char *file, int line, const char *call, const char *what, const char *detail)
+{
+    fail("%s:%d: %s: %s (%s)", file, line, call, what, detail);
+}
+#define CUDA_CHECK_FAIL check_failed
+#include "../common/cuda_check.h"
+
+/* cuBLAS calls: the status's number, not CHECK_CUBLAS's cublasGetStatusString, which libcgjit
+ * does not export: calling it would keep libcublas linked, and the test needs it dropped. */
+static const char *cublas_status(cublasStatus_t st) { return "cuBLAS status"; }
+#define BL(call) CHECK_STATUS(cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublas_status, #call, call)
 
 typedef struct set {
     float *a, *b, *c;
@@ -51,12 +53,12 @@ typedef struct set {
 
 static void set_alloc(set_t *s, const float *init)
 {
-    CU(cudaMalloc((void **)&s->a, M * M * sizeof(float)));
-    CU(cudaMalloc((void **)&s->b, M * M * sizeof(float)));
-    CU(cudaMalloc((void **)&s->c, M * M * sizeof(float)));
-    CU(cudaMemcpy(s->a, init, M * M * sizeof(float), cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(s->b, init + M * M, M * M * sizeof(float), cudaMemcpyHostToDevice));
-    CU(cudaMemset(s->c, 0, M * M * sizeof(float)));
+    CHECK(cudaMalloc((void **)&s->a, M * M * sizeof(float)));
+    CHECK(cudaMalloc((void **)&s->b, M * M * sizeof(float)));
+    CHECK(cudaMalloc((void **)&s->c, M * M * sizeof(float)));
+    CHECK(cudaMemcpy(s->a, init, M * M * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(s->b, init + M * M, M * M * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK(cudaMemset(s->c, 0, M * M * sizeof(float)));
 }
 
 /* c = 0.5 a b + 0.25 c; b += 0.001 c. */
@@ -82,7 +84,7 @@ int main(int argc, char **argv)
     static float init[2 * M * M], eager[STEPS][M * M], got[M * M];
     for (int i = 0; i < 2 * M * M; i++) init[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
     cudaStream_t st;
-    CU(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     cublasHandle_t h;
     BL(cublasCreate(&h));
     BL(cublasSetStream(h, st));
@@ -91,15 +93,15 @@ int main(int argc, char **argv)
     set_alloc(&r, init);
     for (int k = 0; k < STEPS; k++) {
         step(h, &e);
-        CU(cudaStreamSynchronize(st));
-        CU(cudaMemcpy(eager[k], e.c, sizeof eager[k], cudaMemcpyDeviceToHost));
+        CHECK(cudaStreamSynchronize(st));
+        CHECK(cudaMemcpy(eager[k], e.c, sizeof eager[k], cudaMemcpyDeviceToHost));
     }
     for (int k = 0; k < STEPS; k++) {
         if (cgj_trace_begin("as_needed") != CGJ_OK) fail("cgj_trace_begin failed");
         step(h, &r);
         cgj_trace_end();
-        CU(cudaStreamSynchronize(st));
-        CU(cudaMemcpy(got, r.c, sizeof got, cudaMemcpyDeviceToHost));
+        CHECK(cudaStreamSynchronize(st));
+        CHECK(cudaMemcpy(got, r.c, sizeof got, cudaMemcpyDeviceToHost));
         if (memcmp(got, eager[k], sizeof got)) fail("step %d: traced result differs from eager", k);
     }
     cgj_stats_t stats;

@@ -1,12 +1,13 @@
 /*
  * gpu_common.h — what the GPU test programs gpu_scenarios.cu and gpu_libs.cu share: problem
- * reporting and the FAIL line of a fatal error, the CUDA call check, the
- * initial data, the comparison of eager and traced steps' results, the cgj_stats line, the GPU's
- * description and the command line `PROGRAM SCENARIO`.
+ * reporting and the FAIL line of a fatal error, the checks of CUDA and library calls
+ * (tests/common/cuda_check.h, ending the scenario), the initial data, the comparison of eager
+ * and traced steps' results, the cgj_stats line, the GPU's description and the command line
+ * `PROGRAM SCENARIO`.
  *
  * Included once by each program (CUDA C++): it defines the program's problem state.
  * GPU_CUDA_FAIL_SUMMARY, where the program defines it before the include, is what the FAIL line
- * of a failed CUDA call says after the scenario's name; by default the error message itself.
+ * of a failed checked call says after the scenario's name; by default the error message itself.
  */
 #ifndef CGJ_GPU_COMMON_H
 #define CGJ_GPU_COMMON_H
@@ -55,20 +56,16 @@ static inline void fail_exit(const char *msg, const char *summary) {
     exit(1);
 }
 
-static inline void fatal_cuda(const char *file, int line, const char *call, cudaError_t err) {
+/* A failed CHECK, CHECK_CUBLAS or CHECK_CUDNN (cuda_check.h) ends the scenario:
+ * `error: file:line: call: what (detail)`, then the FAIL line. */
+static inline void fatal_call(const char *file, int line, const char *call, const char *what, const char *detail) {
     char msg[512];
-    snprintf(msg, sizeof msg, "%s:%d: %s: %s (%s)", file, line, call, cudaGetErrorString(err),
-             cudaGetErrorName(err));
+    snprintf(msg, sizeof msg, "%s:%d: %s: %s (%s)", file, line, call, what, detail);
     fail_exit(msg, GPU_CUDA_FAIL_SUMMARY);
 }
 
-/* A CUDA runtime call that must succeed; a failure ends the scenario (fatal_cuda). */
-#define CHECK(call)                                          \
-    do {                                                     \
-        cudaError_t err_ = (call);                           \
-        if (err_ != cudaSuccess)                             \
-            fatal_cuda(__FILE__, __LINE__, #call, err_);     \
-    } while (0)
+#define CUDA_CHECK_FAIL fatal_call
+#include "../common/cuda_check.h"
 
 /* Grid-stride loop: any grid computes the same values. */
 #define FOR_EACH(i, n) for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
@@ -76,10 +73,7 @@ static inline void fatal_cuda(const char *file, int line, const char *call, cuda
 /* The initial data: n floats, uniform in [-1, 1), the same on every run. */
 static inline void random_init(float *init, size_t n) {
     uint64_t seed = 0x2545f4914f6cdd1dull;
-    for (size_t i = 0; i < n; i++) { /* xorshift64* */
-        seed ^= seed >> 12, seed ^= seed << 25, seed ^= seed >> 27;
-        init[i] = (float)((seed * 0x2545f4914f6cdd1dull) >> 40) / (float)(1u << 23) - 1.0f;
-    }
+    rng_fill_uniform(init, n, &seed, -1.0f, 1.0f);
 }
 
 /* The index of the first float that differs bitwise between a and b; n where none does. */

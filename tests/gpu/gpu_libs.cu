@@ -64,25 +64,13 @@ static bool correctness_only; /* GPU_LIBS_CORRECTNESS_ONLY=1 */
 
 static void fail_now(const char *msg) { fail_exit(msg, NULL); }
 
-static void fatal_lib(const char *file, int line, const char *call, const char *status, int code) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s:%d: %s returned %s (%d)", file, line, call, status, code);
-    fail_now(msg);
-}
-
-/* A library call that must return `ok`; a failure ends the scenario, naming the call (text) and
- * its status (status_string). */
-#define LIB_CHECK(status_t, ok, status_string, text, call)                       \
-    do {                                                                         \
-        status_t st_ = (call);                                                   \
-        if (st_ != (ok))                                                         \
-            fatal_lib(__FILE__, __LINE__, text, status_string(st_), (int)st_);   \
-    } while (0)
-
-/* cuBLAS and cuBLASLt: cublasStatus_t. */
-#define BLAS(call) LIB_CHECK(cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublasGetStatusString, #call, call)
+/* A library call that must succeed; a failure ends the scenario, naming the call as written and
+ * its status (cuda_check.h, through gpu_common.h). BLAS: cuBLAS and cuBLASLt (cublasStatus_t).
+ * Object-like aliases, so that the checks stringize the call before its macros (cublas_v2.h's
+ * cublasCreate -> cublasCreate_v2 ...) are expanded. */
+#define BLAS CHECK_CUBLAS
 #ifndef GPU_LIBS_NO_CUDNN
-#define DNN(call) LIB_CHECK(cudnnStatus_t, CUDNN_STATUS_SUCCESS, cudnnGetErrorString, #call, call)
+#define DNN CHECK_CUDNN
 #endif
 
 /* ---- kernels (grid-stride) ------------------------------------------------------------------ */

@@ -1,84 +1,20 @@
 /*
  * test_replay.c — the whole path (interposition → recording → graphs → replay) against the
- * fake driver: replayed steps must leave memory exactly as eager steps do.
+ * fake driver: replayed steps must leave memory exactly as eager steps do. This file: steps
+ * that stay on their trace (parameter patching, segments, staging, streams and events, threads,
+ * odd step shapes); test_replay_exits.c: steps that leave it (side exits, variants,
+ * blacklisting, aborts, driver failures).
  *
- * Each test runs the same step function twice from the same initial data: eagerly (no
- * markers) into buffers E, and traced (cgj_trace_begin/end) into buffers T, and compares E and
- * T bitwise after every step. The fake driver runs everything on the CPU, synchronously.
+ * Each scenario is a step function and a row of expectations run by run_scenario()
+ * (replay_common.h): the step runs eagerly into buffers E and traced into buffers T from the
+ * same initial data, E and T are compared bitwise after every step, and the row's expectations
+ * on cgj_trace_info, cgj_stats and the fake driver's counters are checked at the end.
  */
-#include <criterion/criterion.h>
-#include <cgjit.h>
 #include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include "fakeapp.h"
+#include "replay_common.h"
 
-#define N 64
-static fk_t fk;
-
-static void setup(void) { fk_open(&fk); }
 TestSuite(tracer_replay, .init = setup);
-
-typedef void (*step_fn)(int step, CUdeviceptr *bufs, void *ctx);
-
-/* True while the traced half of a step runs (step functions that need per-run host state,
- * such as pinned buffers or failure injection aimed at the traced run, look at it). */
-static bool g_traced;
-
-/* Buffers of one comparison: e for the eager runs, t for the traced ones, same initial data. */
-typedef struct bufs {
-    CUdeviceptr e[4], t[4];
-    int n;
-} bufs_t;
-
-static void bufs_alloc(bufs_t *b, int n)
-{
-    b->n = n;
-    for (int i = 0; i < n; i++) {
-        b->e[i] = fk_alloc_floats(&fk, N, 7 + i);
-        b->t[i] = fk_alloc_floats(&fk, N, 7 + i);
-    }
-}
-
-static void compare_bufs(const char *name, int s, const bufs_t *b)
-{
-    for (int i = 0; i < b->n; i++) {
-        float he[N], ht[N];
-        cr_assert_eq(fk.dtoh(he, b->e[i], sizeof he), CUDA_SUCCESS);
-        cr_assert_eq(fk.dtoh(ht, b->t[i], sizeof ht), CUDA_SUCCESS);
-        cr_assert(memcmp(he, ht, sizeof he) == 0, "%s: step %d buffer %d differs", name, s, i);
-    }
-}
-
-/* One step eagerly into e, then traced into t; compare. */
-static void step_both(const char *name, step_fn fn, int s, bufs_t *b, void *ctx)
-{
-    g_traced = false;
-    fn(s, b->e, ctx);
-    cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
-    g_traced = true;
-    fn(s, b->t, ctx);
-    g_traced = false;
-    cr_assert_eq(cgj_trace_end(), CGJ_OK);
-    compare_bufs(name, s, b);
-}
-
-/* Run `steps` steps eagerly and traced, compare nbufs buffers after each step. */
-static void run_compare(const char *name, step_fn fn, int steps, int nbufs, void *ctx)
-{
-    bufs_t b;
-    bufs_alloc(&b, nbufs);
-    for (int s = 0; s < steps; s++) step_both(name, fn, s, &b, ctx);
-}
-
-static cgj_trace_info_t info_of(const char *name)
-{
-    cgj_trace_info_t i;
-    cr_assert_eq(cgj_trace_info(name, &i), CGJ_OK);
-    return i;
-}
 
 static void chain_step(int s, CUdeviceptr *b, void *ctx)
 {
@@ -88,50 +24,14 @@ static void chain_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, replay_equals_eager_over_100_steps)
 {
-    run_compare("chain", chain_step, 100, 1, NULL);
-    cgj_trace_info_t i = info_of("chain");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
-    cr_assert_eq(i.replays, 98);
-    cr_assert_eq(i.kernels, 10);
-    cr_assert_eq(i.segments, 1);
-    cr_assert_eq(i.varying_slots, 0);
-    fakecuda_counts_t c;
-    fk.get_counts(&c);
-    /* eager: 100 steps × 10; traced: 2 eager runs × 10, then 98 graph launches */
-    cr_assert_eq(c.eager_launches, 100 * 10 + 2 * 10);
-    cr_assert_eq(c.graph_launches, 98);
-    cgj_stats_t st;
-    cgj_stats(&st);
-    cr_assert_eq(st.ops_absorbed, 98 * 10);
-    cr_assert_eq(st.steps_replayed, 98);
+    run_scenario(&(scenario_t){
+        .name = "chain", .fn = chain_step, .steps = 100, .nbufs = 1,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(98), .kernels = IS(10), .segments = IS(1),
+                 .varying_slots = IS(0)},
+        /* eager: 100 steps × 10; traced: 2 eager runs × 10, then 98 graph launches */
+        .fake = {.eager_launches = IS(100 * 10 + 2 * 10), .graph_launches = IS(98)},
+        .stats = {.ops_absorbed = IS(98 * 10), .steps_replayed = IS(98)}});
 }
-
-/* ---------------------------------------------------------------------------------------------
- * Helpers for the tests below
- * ------------------------------------------------------------------------------------------- */
-
-static cgj_stats_t stats_now(void)
-{
-    cgj_stats_t st;
-    cr_assert_eq(cgj_stats(&st), CGJ_OK);
-    return st;
-}
-
-static fakecuda_counts_t counts_now(void)
-{
-    fakecuda_counts_t c;
-    fk.get_counts(&c);
-    return c;
-}
-
-static unsigned fbits(float f)
-{
-    unsigned u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-#define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s failed", #call)
 
 /* ---------------------------------------------------------------------------------------------
  * Kernel parameter slots: constant, varying, patched
@@ -145,18 +45,12 @@ static void counter_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, step_counter_is_the_only_varying_slot)
 {
-    run_compare("counter", counter_step, 100, 2, NULL);
-    cgj_trace_info_t i = info_of("counter");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
-    cr_assert_eq(i.kernels, 2);
-    cr_assert_eq(i.varying_slots, 1, "only addk's k varies (pointers and n are constant), got %u",
-                 i.varying_slots);
-    cr_assert_eq(i.replays, 98);
-    cr_assert_eq(i.side_exits, 0);
-    cgj_stats_t st = stats_now();
-    cr_assert_eq(st.params_patched, 98, "k changes on every replay: one patch each (got %llu)",
-                 (unsigned long long)st.params_patched);
-    cr_assert_eq(counts_now().node_param_sets, 98);
+    run_scenario(&(scenario_t){
+        .name = "counter", .fn = counter_step, .steps = 100, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .kernels = IS(2), .replays = IS(98), .side_exits = IS(0),
+                 .varying_slots = IS(1)}, /* only addk's k varies (pointers and n are constant) */
+        .stats = {.params_patched = IS(98)}, /* k changes on every replay: one patch each */
+        .fake = {.node_param_sets = IS(98)}});
 }
 
 static void saturating_counter_step(int s, CUdeviceptr *b, void *ctx)
@@ -166,14 +60,12 @@ static void saturating_counter_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, unchanged_varying_slot_is_not_patched)
 {
-    run_compare("saturating", saturating_counter_step, 40, 1, NULL);
-    cgj_trace_info_t i = info_of("saturating");
-    cr_assert_eq(i.varying_slots, 1);
-    cr_assert_eq(i.replays, 38);
-    /* the graph holds k=1 (run 2); replays with k = 2, 3, 4, 5 patch, later ones (k=5) do not */
-    cgj_stats_t st = stats_now();
-    cr_assert_eq(st.params_patched, 4, "got %llu", (unsigned long long)st.params_patched);
-    cr_assert_eq(counts_now().node_param_sets, 4);
+    run_scenario(&(scenario_t){
+        .name = "saturating", .fn = saturating_counter_step, .steps = 40, .nbufs = 1,
+        .info = {.varying_slots = IS(1), .replays = IS(38)},
+        /* the graph holds k=1 (run 2); replays with k = 2, 3, 4, 5 patch, later ones (k=5) do not */
+        .stats = {.params_patched = IS(4)},
+        .fake = {.node_param_sets = IS(4)}});
 }
 
 static void ping_pong_step(int s, CUdeviceptr *b, void *ctx)
@@ -185,17 +77,12 @@ static void ping_pong_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, varying_float_and_pointer_are_patched)
 {
-    run_compare("ping_pong", ping_pong_step, 100, 3, NULL);
-    cgj_trace_info_t i = info_of("ping_pong");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
-    cr_assert_eq(i.replays, 98);
-    cr_assert_eq(i.varying_slots, 3, "dst, src and the scale vary; n does not (got %u)", i.varying_slots);
-    cgj_stats_t st = stats_now();
-    cr_assert_gt(st.params_patched, 0);
-    cr_assert_eq(st.params_patched, 98);
-    fakecuda_counts_t c = counts_now();
-    cr_assert_gt(c.node_param_sets, 0);
-    cr_assert_eq(c.graph_launches, 98);
+    run_scenario(&(scenario_t){
+        .name = "ping_pong", .fn = ping_pong_step, .steps = 100, .nbufs = 3,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(98),
+                 .varying_slots = IS(3)}, /* dst, src and the scale vary; n does not */
+        .stats = {.params_patched = IS(98)},
+        .fake = {.node_param_sets = MORE_THAN(0), .graph_launches = IS(98)}});
 }
 
 static void ping_pong_pointer_only_step(int s, CUdeviceptr *b, void *ctx)
@@ -205,11 +92,9 @@ static void ping_pong_pointer_only_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, alternating_pointer_alone_is_patched)
 {
-    run_compare("ptr_only", ping_pong_pointer_only_step, 50, 2, NULL);
-    cgj_trace_info_t i = info_of("ptr_only");
-    cr_assert_eq(i.varying_slots, 2);
-    cr_assert_eq(i.replays, 48);
-    cr_assert_eq(stats_now().params_patched, 48);
+    run_scenario(&(scenario_t){.name = "ptr_only", .fn = ping_pong_pointer_only_step, .steps = 50, .nbufs = 2,
+                               .info = {.varying_slots = IS(2), .replays = IS(48)},
+                               .stats = {.params_patched = IS(48)}});
 }
 
 static void cukernel_step(int s, CUdeviceptr *b, void *ctx)
@@ -220,80 +105,29 @@ static void cukernel_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, cukernel_handles_replay)
 {
-    run_compare("cukernel", cukernel_step, 100, 2, NULL);
-    cgj_trace_info_t i = info_of("cukernel");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.kernels, 2);
-    cr_assert_eq(i.varying_slots, 1);
-    cr_assert_eq(i.side_exits, 0);
-    /* (s % 7) repeats: the guard of a varying slot never fails, whatever the value */
-    cr_assert_eq(i.replays, 98);
+    run_scenario(&(scenario_t){
+        .name = "cukernel", .fn = cukernel_step, .steps = 100, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .kernels = IS(2), .varying_slots = IS(1), .side_exits = IS(0),
+                 /* (s % 7) repeats: the guard of a varying slot never fails, whatever the value */
+                 .replays = IS(98)}});
 }
 
-/* ---------------------------------------------------------------------------------------------
- * Guards: a failure at every op position
- * ------------------------------------------------------------------------------------------- */
-
-static float g_host[N];
-
-/* Six ops; at step 10+k (k = 0..5) op k differs from the trace in its shape (for kernels: the
- * grid or the function; a differing parameter value is patched instead, see below). */
-static void six_op_step(int s, CUdeviceptr *b, void *ctx)
+/* A kernel parameter both recorded runs happened to share, which then changes: the slot becomes
+ * varying and is patched from then on; no side exit, no second variant. */
+static void late_varying_step(int s, CUdeviceptr *b, void *ctx)
 {
-    int d = (s >= 10 && s < 16) ? s - 10 : -1;
-    for (int i = 0; i < N; i++) g_host[i] = 0.25f * (float)(s + i);
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, d == 0 ? 3 : 1));
-    OK(fk.memset32_async(b[2], fbits(d == 1 ? 2.0f : 1.0f), N, NULL));
-    if (d == 2) OK(fk_axpb_launch(&fk, NULL, b[1], 1.0f, 3.0f, N, 1)); /* another function */
-    else OK(fk_addk_launch(&fk, NULL, b[1], 3, N));
-    OK(fk.htod_async(b[3], g_host, (d == 3 ? N / 2 : N) * sizeof(float), NULL));
-    OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 2.0f, N, d == 4 ? 2 : 1));
-    OK(fk.dtod_async(b[2] + N / 2 * sizeof(float), b[0], (d == 5 ? N / 4 : N / 2) * sizeof(float), NULL));
+    float a = s < 20 ? 0.5f : 0.5f + 0.001f * (float)s;
+    OK(fk_axpb_launch(&fk, NULL, b[0], a, 1.0f, N, 1));
+    OK(fk_addk_launch(&fk, NULL, b[1], s < 30 ? 2 : s, N));
 }
 
-Test(tracer_replay, guard_failure_at_every_op_position)
+Test(tracer_replay, a_constant_that_starts_varying_is_promoted)
 {
-    bufs_t b;
-    bufs_alloc(&b, 4);
-    const int steps = 40;
-    for (int s = 0; s < steps; s++) {
-        uint64_t exits_before = s >= 2 ? info_of("six").side_exits : 0;
-        step_both("six", six_op_step, s, &b, NULL);
-        cgj_trace_info_t i = info_of("six");
-        if (s >= 10 && s < 16)
-            cr_assert_eq(i.side_exits, exits_before + 1, "step %d (op %d differs) did not side exit", s, s - 10);
-        else if (s >= 2)
-            cr_assert_eq(i.side_exits, exits_before, "step %d: unexpected side exit: %s", s, i.reason);
-        /* the first exit's recording becomes the draft, so its reason survives the step; later
-         * divergent recordings overwrite the reason with "run differs from the previous one" */
-        if (s == 10) cr_assert(strstr(i.reason, "side exit at op 0"), "reason: %s", i.reason);
-    }
-    cgj_trace_info_t i = info_of("six");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
-    cr_assert_eq(i.ops, 6);
-    cr_assert_eq(i.side_exits, 6);
-    cr_assert_eq(i.replays, steps - 2 - 6, "replays resume after the exits (got %llu)",
-                 (unsigned long long)i.replays);
-    cgj_stats_t st = stats_now();
-    cr_assert_geq(st.side_exits, 6);
-}
-
-static void length_step(int s, CUdeviceptr *b, void *ctx)
-{
-    int n = 6;
-    if (s == 10) n = 3;  /* ends early */
-    if (s == 12) n = 9;  /* goes on past the trace */
-    if (s == 14) n = 0;  /* empty */
-    for (int k = 0; k < n; k++) OK(fk_axpb_launch(&fk, NULL, b[k % 2], 0.5f, (float)k, N, 1));
-}
-
-Test(tracer_replay, shorter_and_longer_steps_side_exit)
-{
-    run_compare("length", length_step, 30, 2, NULL);
-    cgj_trace_info_t i = info_of("length");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
-    cr_assert_eq(i.side_exits, 3);
-    cr_assert_eq(i.replays, 30 - 2 - 3);
+    run_scenario(&(scenario_t){
+        .name = "late", .fn = late_varying_step, .steps = 60, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = IS(0), .variants = IS(1), .replays = IS(58),
+                 .varying_slots = IS(2)},
+        .stats = {.slots_promoted = IS(2), .params_patched = MORE_THAN(0)}});
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -313,16 +147,11 @@ static void sync_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, sync_inside_a_step_splits_it)
 {
-    run_compare("sync", sync_step, 100, 2, NULL);
-    cgj_trace_info_t i = info_of("sync");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.segments, 3);
-    cr_assert_eq(i.ops, 5);
-    cr_assert_eq(i.kernels, 3);
-    cr_assert_eq(i.replays, 98);
-    cr_assert_eq(i.side_exits, 0);
-    /* three segments, each launched on every replay */
-    cr_assert_eq(counts_now().graph_launches, 3 * 98);
+    run_scenario(&(scenario_t){
+        .name = "sync", .fn = sync_step, .steps = 100, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(3), .ops = IS(5), .kernels = IS(3),
+                 .replays = IS(98), .side_exits = IS(0)},
+        .fake = {.graph_launches = IS(3 * 98)}}); /* three segments, each launched on every replay */
 }
 
 static void dtoh_async_pageable_step(int s, CUdeviceptr *b, void *ctx)
@@ -337,11 +166,9 @@ static void dtoh_async_pageable_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, dtoh_async_into_pageable_memory_splits)
 {
-    run_compare("dtoh_async", dtoh_async_pageable_step, 100, 2, NULL);
-    cgj_trace_info_t i = info_of("dtoh_async");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.segments, 2);
-    cr_assert_eq(i.replays, 98);
+    run_scenario(&(scenario_t){
+        .name = "dtoh_async", .fn = dtoh_async_pageable_step, .steps = 100, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(2), .replays = IS(98)}});
 }
 
 static float *g_pinned[2];
@@ -353,19 +180,18 @@ static void dtoh_async_pinned_step(int s, CUdeviceptr *b, void *ctx)
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 0.5f, N, 1));
 }
 
+static void pinned_copies_equal(const scenario_t *sc, int s, bufs_t *b)
+{
+    OK(fk.stream_sync(NULL));
+    cr_assert(memcmp(g_pinned[0], g_pinned[1], N * sizeof(float)) == 0, "step %d: pinned copy differs", s);
+}
+
 Test(tracer_replay, dtoh_async_into_pinned_memory_stays_in_the_graph)
 {
     for (int k = 0; k < 2; k++) OK(fk.host_alloc((void **)&g_pinned[k], N * sizeof(float), 0));
-    bufs_t b;
-    bufs_alloc(&b, 1);
-    for (int s = 0; s < 50; s++) {
-        step_both("pinned", dtoh_async_pinned_step, s, &b, NULL);
-        OK(fk.stream_sync(NULL));
-        cr_assert(memcmp(g_pinned[0], g_pinned[1], N * sizeof(float)) == 0, "step %d: pinned copy differs", s);
-    }
-    cgj_trace_info_t i = info_of("pinned");
-    cr_assert_eq(i.segments, 1);
-    cr_assert_eq(i.replays, 48);
+    run_scenario(&(scenario_t){.name = "pinned", .fn = dtoh_async_pinned_step, .steps = 50, .nbufs = 1,
+                               .after = pinned_copies_equal,
+                               .info = {.segments = IS(1), .replays = IS(48)}});
 }
 
 /* One boundary op between two kernels; ctx selects which. */
@@ -402,91 +228,43 @@ Test(tracer_replay, every_boundary_op_splits)
     for (int kind = 0; kind < B_COUNT; kind++) {
         char name[64];
         snprintf(name, sizeof name, "boundary_%s", boundary_names[kind]);
-        run_compare(name, boundary_step, 20, 2, &kind);
-        cgj_trace_info_t i = info_of(name);
-        cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s: reason %s", name, i.reason);
-        /* A free of memory the step allocated itself is a pool op: it ends no segment. */
-        cr_assert_eq(i.segments, kind == B_FREE ? 1 : 2, "%s: %u segments", name, i.segments);
-        cr_assert_eq(i.replays, 18, "%s", name);
+        run_scenario(&(scenario_t){
+            .name = name, .fn = boundary_step, .steps = 20, .nbufs = 2, .ctx = &kind,
+            /* A free of memory the step allocated itself is a pool op: it ends no segment. */
+            .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(kind == B_FREE ? 1 : 2), .replays = IS(18)}});
     }
 }
 
-/* ---------------------------------------------------------------------------------------------
- * Blacklisting and variants
- * ------------------------------------------------------------------------------------------- */
+static CUstream g_prod;
+static CUevent g_outside_ev;
 
-static void varying_count_step(int s, CUdeviceptr *b, void *ctx)
+/* The step waits on an event recorded before it began (outside any step). */
+static void outside_event_step(int s, CUdeviceptr *b, void *ctx)
 {
-    for (int k = 0; k <= s % 5; k++) OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)k, N, 1));
+    OK(fk.stream_wait(NULL, g_outside_ev, 0));
+    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.5f, N));
+    OK(fk.event_record(g_ev, NULL));
+    OK(fk.stream_sync(NULL));
+    OK(fk.stream_wait(g_prod, g_ev, 0)); /* recorded in the previous segment: not ordered by it */
+    OK(fk_axpb_launch(&fk, g_prod, b[1], 0.5f, (float)(s % 3), N, 1));
 }
 
-Test(tracer_replay, repeated_divergence_blacklists)
+/* Before each step, outside it: work on the producer stream and the event the step waits on. */
+static void produce_outside(const scenario_t *sc, int s, bufs_t *b)
 {
-    bufs_t b;
-    bufs_alloc(&b, 1);
-    for (int s = 0; s < 30; s++) {
-        step_both("diverge", varying_count_step, s, &b, NULL);
-        cgj_trace_info_t i = info_of("diverge");
-        if (s < 4) {
-            cr_assert_neq(i.state, CGJ_STATE_BLACKLISTED, "blacklisted after %d failures", s);
-            cr_assert_eq(i.record_failures, (uint32_t)s);
-        } else {
-            cr_assert_eq(i.state, CGJ_STATE_BLACKLISTED, "step %d: not blacklisted after 4 failures", s);
-            cr_assert_eq(i.record_failures, 4);
-        }
-    }
-    cgj_trace_info_t i = info_of("diverge");
-    cr_assert_str_not_empty(i.reason);
-    cr_assert_eq(i.variants, 0);
-    cr_assert_eq(i.replays, 0);
-    cr_assert_eq(i.runs, 30);
-    cgj_stats_t st = stats_now();
-    cr_assert_eq(st.anchors_blacklisted, 1);
-    cr_assert_eq(st.steps_eager, 30);
-    cr_assert_eq(counts_now().graph_launches, 0);
-    cr_assert_eq(counts_now().captures, 0);
+    OK(fk_addk_launch(&fk, g_prod, b->e[1], 1, N));
+    OK(fk_addk_launch(&fk, g_prod, b->t[1], 1, N));
+    OK(fk.event_record(g_outside_ev, g_prod));
 }
 
-static void alternating_step(int s, CUdeviceptr *b, void *ctx)
+Test(tracer_replay, waits_on_events_recorded_elsewhere)
 {
-    int warm = *(int *)ctx; /* steps before the alternation starts */
-    unsigned grid = (s >= warm && s % 2) ? 2 : 1;
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, grid));
-    OK(fk_addk_launch(&fk, NULL, b[1], 1, N));
-}
-
-static void check_alternation(const char *name, int warm)
-{
-    bufs_t b;
-    bufs_alloc(&b, 2);
-    const int steps = 120;
-    uint64_t replays_at_70 = 0;
-    for (int s = 0; s < steps; s++) {
-        step_both(name, alternating_step, s, &b, &warm);
-        if (s == steps - 51) replays_at_70 = info_of(name).replays;
-    }
-    cgj_trace_info_t i = info_of(name);
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s: state %d, reason: %s", name, i.state, i.reason);
-    cr_assert_eq(i.variants, 2, "%s: %u variants", name, i.variants);
-    cr_assert_geq(i.replays - replays_at_70, 48, "%s: only %llu of the last 50 steps replayed", name,
-                  (unsigned long long)(i.replays - replays_at_70));
-    cr_assert_gt(stats_now().variant_switches, 0);
-    cr_assert_eq(stats_now().traces_built, 2);
-}
-
-Test(tracer_replay, alternating_shapes_after_a_warm_start_build_two_variants)
-{
-    check_alternation("alt_warm", 4);
-}
-
-/* Strict alternation from the very first step: grid 1 on even steps, grid 2 on odd ones.
- * FAILS with the current library: with no trace yet, finish_record() compares a run only with
- * the previous one (the draft), so A B A B ... never produces two equal runs; every run is a
- * record failure and the anchor is blacklisted at step 4 (CGJIT_MAX_RECORDS), never reaching
- * the variant logic. Results stay equal to eager. */
-Test(tracer_replay, alternating_shapes_from_the_start_build_two_variants)
-{
-    check_alternation("alt_strict", 0);
+    OK(fk.stream_create(&g_prod, 0));
+    OK(fk.event_create(&g_outside_ev, 0));
+    OK(fk.event_create(&g_ev, 0));
+    run_scenario(&(scenario_t){.name = "outside_event", .fn = outside_event_step, .steps = 40, .nbufs = 2,
+                               .before = produce_outside,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(2), .replays = IS(38)}});
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -509,124 +287,9 @@ static void staging_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, h2d_from_pageable_memory_is_staged_at_call_time)
 {
-    run_compare("staging", staging_step, 100, 3, NULL);
-    cgj_trace_info_t i = info_of("staging");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.replays, 98);
-    cr_assert_eq(i.segments, 1);
-    cgj_stats_t st = stats_now();
-    cr_assert_eq(st.bytes_staged, 98ull * 2 * N * sizeof(float), "got %llu", (unsigned long long)st.bytes_staged);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Untraceable work inside a step
- * ------------------------------------------------------------------------------------------- */
-
-static void opaque_step(int s, CUdeviceptr *b, void *ctx)
-{
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
-    OK(fk_axpb_launch_f(&fk, fk_opaque, false, NULL, b[1], 0.5f, (float)s, N, 1));
-    OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 1.0f, N, 1));
-}
-
-Test(tracer_replay, kernel_without_layout_aborts_and_blacklists)
-{
-    run_compare("opaque", opaque_step, 20, 2, NULL);
-    cgj_trace_info_t i = info_of("opaque");
-    cr_assert_eq(i.state, CGJ_STATE_BLACKLISTED);
-    cr_assert(strstr(i.reason, "layout"), "reason: %s", i.reason);
-    cr_assert_eq(i.replays, 0);
-    cgj_stats_t st = stats_now();
-    cr_assert_geq(st.aborts, 4);
-    cr_assert_eq(st.traces_built, 0);
-}
-
-static CUstream g_cap_stream;
-
-static void capture_step(int s, CUdeviceptr *b, void *ctx)
-{
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
-    /* the app captures its own graph on its own stream, inside the step */
-    OK(fk.begin_capture(g_cap_stream, CU_STREAM_CAPTURE_MODE_RELAXED));
-    OK(fk_axpb_launch(&fk, g_cap_stream, b[1], 0.5f, (float)(s % 3), N, 1));
-    CUgraph g = NULL;
-    CUgraphExec x = NULL;
-    OK(fk.end_capture(g_cap_stream, &g));
-    cr_assert(g);
-    OK(fk.graph_instantiate(&x, g, 0));
-    OK(fk.graph_launch(x, g_cap_stream));
-    OK(fk.stream_sync(g_cap_stream));
-    OK(fk.graph_exec_destroy(x));
-    OK(fk.graph_destroy(g));
-    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.25f, N));
-}
-
-Test(tracer_replay, stream_capture_inside_a_step_aborts)
-{
-    OK(fk.stream_create(&g_cap_stream, CU_STREAM_NON_BLOCKING));
-    run_compare("capture", capture_step, 20, 2, NULL);
-    cgj_trace_info_t i = info_of("capture");
-    cgj_stats_t st = stats_now();
-    cr_assert_gt(st.aborts, 0);
-    cr_assert(strstr(i.reason, "cuStreamBeginCapture"), "reason: %s", i.reason);
-    cr_assert_eq(i.state, CGJ_STATE_BLACKLISTED);
-    cr_assert_eq(i.replays, 0);
-}
-
-/* The app's own graphs, built outside any step (one per buffer set), launched inside one. */
-static CUgraphExec g_app_exec[2];
-
-static void build_app_graph(int which, CUdeviceptr x)
-{
-    CUgraph g = NULL;
-    OK(fk.begin_capture(g_cap_stream, CU_STREAM_CAPTURE_MODE_RELAXED));
-    OK(fk_axpb_launch(&fk, g_cap_stream, x, 0.5f, 3.0f, N, 1));
-    OK(fk.end_capture(g_cap_stream, &g));
-    OK(fk.graph_instantiate(&g_app_exec[which], g, 0));
-}
-
-static void app_graph_step(int s, CUdeviceptr *b, void *ctx)
-{
-    OK(fk_addk_launch(&fk, NULL, b[0], s, N));
-    OK(fk.graph_launch(g_app_exec[g_traced], NULL));
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 0.0f, N, 1));
-}
-
-Test(tracer_replay, app_graph_launch_inside_a_step_aborts)
-{
-    OK(fk.stream_create(&g_cap_stream, CU_STREAM_NON_BLOCKING));
-    bufs_t b;
-    bufs_alloc(&b, 1);
-    build_app_graph(0, b.e[0]);
-    build_app_graph(1, b.t[0]);
-    for (int s = 0; s < 20; s++) step_both("app_graph", app_graph_step, s, &b, NULL);
-    cgj_trace_info_t i = info_of("app_graph");
-    cr_assert_gt(stats_now().aborts, 0);
-    cr_assert(strstr(i.reason, "cuGraphLaunch"), "reason: %s", i.reason);
-    cr_assert_eq(i.state, CGJ_STATE_BLACKLISTED);
-}
-
-/* An untraceable call in a step that is being replayed: absorbed ops must run first. */
-static void late_capture_step(int s, CUdeviceptr *b, void *ctx)
-{
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
-    OK(fk_addk_launch(&fk, NULL, b[0], 2, N));
-    if (s == 10) OK(fk.graph_launch(g_app_exec[g_traced], NULL));
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.25f, 1.0f, N, 1));
-}
-
-Test(tracer_replay, untraceable_call_during_replay_flushes_absorbed_ops)
-{
-    OK(fk.stream_create(&g_cap_stream, CU_STREAM_NON_BLOCKING));
-    bufs_t b;
-    bufs_alloc(&b, 1);
-    build_app_graph(0, b.e[0]);
-    build_app_graph(1, b.t[0]);
-    for (int s = 0; s < 30; s++) step_both("late", late_capture_step, s, &b, NULL);
-    cgj_trace_info_t i = info_of("late");
-    cr_assert_eq(stats_now().aborts, 1);
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "one abort after a trace exists does not blacklist");
-    cr_assert_eq(i.replays, 30 - 2 - 1);
+    run_scenario(&(scenario_t){.name = "staging", .fn = staging_step, .steps = 100, .nbufs = 3,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(98), .segments = IS(1)},
+                               .stats = {.bytes_staged = IS(98ull * 2 * N * sizeof(float))}});
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -641,12 +304,9 @@ static void ptsz_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, per_thread_default_stream_replays)
 {
-    run_compare("ptsz", ptsz_step, 100, 2, NULL);
-    cgj_trace_info_t i = info_of("ptsz");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.replays, 98);
-    cr_assert_eq(i.segments, 1);
-    cr_assert_eq(counts_now().graph_launches, 98);
+    run_scenario(&(scenario_t){.name = "ptsz", .fn = ptsz_step, .steps = 100, .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(98), .segments = IS(1)},
+                               .fake = {.graph_launches = IS(98)}});
 }
 
 static void mixed_default_streams_step(int s, CUdeviceptr *b, void *ctx)
@@ -658,10 +318,8 @@ static void mixed_default_streams_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, legacy_and_per_thread_streams_in_one_step)
 {
-    run_compare("mixed_default", mixed_default_streams_step, 50, 2, NULL);
-    cgj_trace_info_t i = info_of("mixed_default");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.replays, 48);
+    run_scenario(&(scenario_t){.name = "mixed_default", .fn = mixed_default_streams_step, .steps = 50,
+                               .nbufs = 2, .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(48)}});
 }
 
 static CUstream g_side;
@@ -683,12 +341,9 @@ Test(tracer_replay, events_across_streams_replay)
     OK(fk.stream_create(&g_side, 0));
     OK(fk.event_create(&g_ev1, 0));
     OK(fk.event_create(&g_ev2, 0));
-    run_compare("events", events_step, 100, 2, NULL);
-    cgj_trace_info_t i = info_of("events");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.ops, 7);
-    cr_assert_eq(i.segments, 1);
-    cr_assert_eq(i.replays, 98);
+    run_scenario(&(scenario_t){
+        .name = "events", .fn = events_step, .steps = 100, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .ops = IS(7), .segments = IS(1), .replays = IS(98)}});
 }
 
 static void host_func_count(void *data) { ++*(int *)data; }
@@ -702,152 +357,10 @@ static void host_func_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, host_functions_replay)
 {
-    run_compare("host_func", host_func_step, 30, 1, NULL);
-    cgj_trace_info_t i = info_of("host_func");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.replays, 28);
+    run_scenario(&(scenario_t){.name = "host_func", .fn = host_func_step, .steps = 30, .nbufs = 1,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28)}});
     cr_assert_eq(g_host_calls[0], 30);
     cr_assert_eq(g_host_calls[1], 30, "the host function ran %d times in 30 traced steps", g_host_calls[1]);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Driver failures in cgjit's own calls
- * ------------------------------------------------------------------------------------------- */
-
-static void launch_fail_step(int s, CUdeviceptr *b, void *ctx)
-{
-    int fail_at = *(int *)ctx;
-    if (g_traced && s == fail_at) fk.fail_next("cuGraphLaunch", CUDA_ERROR_LAUNCH_FAILED);
-    for (int k = 0; k < 5; k++) OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)(k + s), N, 1));
-}
-
-Test(tracer_replay, graph_launch_failure_reruns_eagerly_and_blacklists)
-{
-    int fail_at = 5;
-    run_compare("launch_fail", launch_fail_step, 30, 1, &fail_at);
-    cgj_trace_info_t i = info_of("launch_fail");
-    cr_assert_eq(i.state, CGJ_STATE_BLACKLISTED);
-    cr_assert(strstr(i.reason, "launch"), "reason: %s", i.reason);
-    cr_assert_eq(stats_now().anchors_blacklisted, 1);
-    /* steps 2, 3, 4 replayed; step 5's graph never ran (its ops ran eagerly). LIBRARY BUG
-     * (found by this test): cgj_step_end counts step 5 as replayed although launch_segment()
-     * failed and switched the step to eager, so it is counted as both replayed and eager. */
-    cgj_stats_t st = stats_now();
-    cr_expect_eq(i.replays, 3, "a step whose graph launch failed counts as replayed (replays = %llu)",
-                 (unsigned long long)i.replays);
-    cr_expect_eq(st.steps_replayed, 3, "steps_replayed = %llu", (unsigned long long)st.steps_replayed);
-    cr_expect_eq(st.steps, st.steps_replayed + st.steps_eager,
-                 "steps %llu != replayed %llu + eager %llu", (unsigned long long)st.steps,
-                 (unsigned long long)st.steps_replayed, (unsigned long long)st.steps_eager);
-}
-
-static void launch_fail_mid_step(int s, CUdeviceptr *b, void *ctx)
-{
-    if (g_traced && s == 5) fk.fail_next("cuGraphLaunch", CUDA_ERROR_LAUNCH_FAILED);
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)s, N, 1));
-    OK(fk_addk_launch(&fk, NULL, b[0], 1, N));
-    OK(fk.stream_sync(NULL)); /* the first segment's launch fails here */
-    OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 1.0f, N, 1));
-}
-
-Test(tracer_replay, graph_launch_failure_at_a_boundary)
-{
-    run_compare("launch_fail_mid", launch_fail_mid_step, 20, 2, NULL);
-    cgj_trace_info_t i = info_of("launch_fail_mid");
-    cr_assert_eq(i.state, CGJ_STATE_BLACKLISTED);
-    cr_assert_eq(i.replays, 3);
-}
-
-static void instantiate_fail_step(int s, CUdeviceptr *b, void *ctx)
-{
-    if (g_traced && s == 1) fk.fail_next("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY);
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
-    OK(fk_addk_launch(&fk, NULL, b[1], s, N));
-}
-
-Test(tracer_replay, instantiate_failure_blacklists)
-{
-    run_compare("inst_fail", instantiate_fail_step, 20, 2, NULL);
-    cgj_trace_info_t i = info_of("inst_fail");
-    cr_assert_eq(i.state, CGJ_STATE_BLACKLISTED);
-    cr_assert(strstr(i.reason, "build"), "reason: %s", i.reason);
-    cr_assert_eq(i.variants, 0);
-    cgj_stats_t st = stats_now();
-    cr_assert_eq(st.build_failures, 1);
-    cr_assert_eq(st.traces_built, 0);
-    cr_assert_eq(st.steps_replayed, 0);
-    cr_assert_eq(counts_now().graph_launches, 0);
-}
-
-static void patch_fail_step(int s, CUdeviceptr *b, void *ctx)
-{
-    if (g_traced && s == 6) fk.fail_next("cuGraphExecKernelNodeSetParams_v2", CUDA_ERROR_INVALID_VALUE);
-    OK(fk_addk_launch(&fk, NULL, b[0], s, N));
-    OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.5f + 0.01f * (float)s, N));
-}
-
-Test(tracer_replay, patch_failure_reruns_eagerly_and_blacklists)
-{
-    run_compare("patch_fail", patch_fail_step, 20, 2, NULL);
-    cgj_trace_info_t i = info_of("patch_fail");
-    cr_assert_eq(i.state, CGJ_STATE_BLACKLISTED);
-    cr_assert_geq(i.replays, 4);
-}
-
-/* A second variant whose build fails: the first one keeps replaying. */
-static void second_variant_fail_step(int s, CUdeviceptr *b, void *ctx)
-{
-    bool other = s == 6 || s == 8; /* two identical divergent runs: a variant is built at s == 8 */
-    if (g_traced && s == 8) fk.fail_next("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY);
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, other ? 2 : 1));
-    OK(fk_addk_launch(&fk, NULL, b[0], s, N));
-}
-
-Test(tracer_replay, failed_build_of_a_second_variant_keeps_the_first)
-{
-    run_compare("second_fail", second_variant_fail_step, 30, 1, NULL);
-    cgj_trace_info_t i = info_of("second_fail");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.variants, 1);
-    cr_assert_eq(i.side_exits, 2);
-    cr_assert_eq(i.replays, 30 - 2 - 2);
-    cgj_stats_t st = stats_now();
-    cr_assert_eq(st.build_failures, 1);
-    cr_assert_eq(st.traces_built, 1);
-    cr_assert_eq(st.anchors_blacklisted, 0);
-}
-
-static CUstream g_prod;
-static CUevent g_outside_ev;
-
-/* The step waits on an event recorded before it began (outside any step). */
-static void outside_event_step(int s, CUdeviceptr *b, void *ctx)
-{
-    OK(fk.stream_wait(NULL, g_outside_ev, 0));
-    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.5f, N));
-    OK(fk.event_record(g_ev, NULL));
-    OK(fk.stream_sync(NULL));
-    OK(fk.stream_wait(g_prod, g_ev, 0)); /* recorded in the previous segment: not ordered by it */
-    OK(fk_axpb_launch(&fk, g_prod, b[1], 0.5f, (float)(s % 3), N, 1));
-}
-
-Test(tracer_replay, waits_on_events_recorded_elsewhere)
-{
-    OK(fk.stream_create(&g_prod, 0));
-    OK(fk.event_create(&g_outside_ev, 0));
-    OK(fk.event_create(&g_ev, 0));
-    bufs_t b;
-    bufs_alloc(&b, 2);
-    for (int s = 0; s < 40; s++) {
-        OK(fk_addk_launch(&fk, g_prod, b.e[1], 1, N));
-        OK(fk_addk_launch(&fk, g_prod, b.t[1], 1, N));
-        OK(fk.event_record(g_outside_ev, g_prod));
-        step_both("outside_event", outside_event_step, s, &b, NULL);
-    }
-    cgj_trace_info_t i = info_of("outside_event");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.segments, 2);
-    cr_assert_eq(i.replays, 38);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1006,71 +519,6 @@ Test(tracer_replay, two_threads_one_anchor)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Side exits carrying this run's values; exits after a boundary; variants and staging
- * ------------------------------------------------------------------------------------------- */
-
-static void varying_then_diverge_step(int s, CUdeviceptr *b, void *ctx)
-{
-    OK(fk_addk_launch(&fk, NULL, b[0], s, N));                          /* varying k, absorbed */
-    OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.5f + 0.01f * (float)s, N)); /* varying scale */
-    OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 1.0f, N, s % 10 == 9 ? 3 : 1)); /* diverges now and then */
-}
-
-Test(tracer_replay, side_exit_reissues_absorbed_ops_with_this_runs_values)
-{
-    run_compare("exit_values", varying_then_diverge_step, 60, 2, NULL);
-    cgj_trace_info_t i = info_of("exit_values");
-    cr_assert_geq(i.side_exits, 1);
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
-}
-
-static void diverge_after_sync_step(int s, CUdeviceptr *b, void *ctx)
-{
-    OK(fk_addk_launch(&fk, NULL, b[0], s, N));
-    OK(fk.stream_sync(NULL));
-    OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 1.0f, N, (s >= 4 && s % 2) ? 2 : 1));
-    OK(fk_addk_launch(&fk, NULL, b[1], 1, N));
-}
-
-/* The two shapes differ only after a boundary: a replay that has launched a segment cannot
- * switch variants, so every other step side-exits. Results must stay equal; and a variant that
- * already exists should not be built again.
- * The cr_expect lines FAIL with the current library: each side exit's recording matches the
- * draft left by the previous exit of the same shape, so finish_record() builds the same two
- * shapes again and again until CGJIT_MAX_VARIANTS (4 variants, 4 traces built). */
-Test(tracer_replay, divergence_after_a_boundary)
-{
-    run_compare("after_sync", diverge_after_sync_step, 60, 2, NULL);
-    cgj_trace_info_t i = info_of("after_sync");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
-    cr_assert_geq(i.side_exits, 1);
-    cr_expect_leq(i.variants, 2, "%u variants built for 2 distinct shapes", i.variants);
-    cr_expect_leq(stats_now().traces_built, 2, "%llu traces built for 2 distinct shapes",
-                  (unsigned long long)stats_now().traces_built);
-}
-
-static float g_alt_src[N];
-
-static void alternating_staged_step(int s, CUdeviceptr *b, void *ctx)
-{
-    for (int i = 0; i < N; i++) g_alt_src[i] = (float)(s * 3 + i);
-    OK(fk.htod_async(b[1], g_alt_src, sizeof g_alt_src, NULL));
-    memset(g_alt_src, 0xEE, sizeof g_alt_src);
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, (s >= 4 && s % 2) ? 2 : 1));
-    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.25f, N));
-}
-
-Test(tracer_replay, variant_switch_carries_staged_bytes)
-{
-    run_compare("alt_staged", alternating_staged_step, 80, 2, NULL);
-    cgj_trace_info_t i = info_of("alt_staged");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.variants, 2);
-    cr_assert_gt(stats_now().variant_switches, 0);
-    cr_assert_geq(i.replays, 70);
-}
-
-/* ---------------------------------------------------------------------------------------------
  * Odd step shapes
  * ------------------------------------------------------------------------------------------- */
 
@@ -1091,13 +539,10 @@ static void in_step_alloc_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, allocation_inside_a_step)
 {
-    run_compare("in_step_alloc", in_step_alloc_step, 50, 2, NULL);
-    cgj_trace_info_t i = info_of("in_step_alloc");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.segments, 1);
-    cr_assert_eq(i.allocations, 1);
-    cr_assert_eq(i.varying_slots, 1, "only the step's scalar varies: the temporary is a pool pointer");
-    cr_assert_eq(i.replays, 48, "replays %llu, reason %s", (unsigned long long)i.replays, i.reason);
+    run_scenario(&(scenario_t){
+        .name = "in_step_alloc", .fn = in_step_alloc_step, .steps = 50, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(1), .allocations = IS(1), .replays = IS(48),
+                 .varying_slots = IS(1)}}); /* only the step's scalar varies: the temporary is a pool pointer */
 }
 
 /* The same with a memset and a copy on the temporary: their addresses are shape, matched
@@ -1115,11 +560,9 @@ static void in_step_alloc_memset_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, allocation_inside_a_step_used_by_copies)
 {
-    run_compare("in_step_alloc_copy", in_step_alloc_memset_step, 30, 2, NULL);
-    cgj_trace_info_t i = info_of("in_step_alloc_copy");
-    cr_assert_eq(i.runs, 30);
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.replays, 28);
+    run_scenario(&(scenario_t){
+        .name = "in_step_alloc_copy", .fn = in_step_alloc_memset_step, .steps = 30, .nbufs = 2,
+        .info = {.runs = IS(30), .state = IS(CGJ_STATE_REPLAY), .replays = IS(28)}});
 }
 
 static void boundaries_at_the_edges_step(int s, CUdeviceptr *b, void *ctx)
@@ -1132,12 +575,9 @@ static void boundaries_at_the_edges_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, boundaries_first_and_last)
 {
-    run_compare("edges", boundaries_at_the_edges_step, 40, 1, NULL);
-    cgj_trace_info_t i = info_of("edges");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.segments, 3);
-    cr_assert_eq(i.replays, 38);
-    cr_assert_eq(counts_now().graph_launches, 38, "empty segments are not launched");
+    run_scenario(&(scenario_t){.name = "edges", .fn = boundaries_at_the_edges_step, .steps = 40, .nbufs = 1,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(3), .replays = IS(38)},
+                               .fake = {.graph_launches = IS(38)}}); /* empty segments are not launched */
 }
 
 Test(tracer_replay, empty_step)
@@ -1166,10 +606,8 @@ Test(tracer_replay, kernel_without_parameters)
 {
     CUfunction tick = fk.register_kernel("tick", k_tick, 0, NULL, 0, 0);
     cr_assert(tick);
-    run_compare("tick", tick_step, 30, 1, &tick);
-    cgj_trace_info_t i = info_of("tick");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.replays, 28);
+    run_scenario(&(scenario_t){.name = "tick", .fn = tick_step, .steps = 30, .nbufs = 1, .ctx = &tick,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28)}});
     cr_assert_eq(g_ticks, 60, "the parameterless kernel ran %d times for 60 launches", g_ticks);
 }
 
@@ -1201,11 +639,10 @@ Test(tracer_replay, mixed_size_parameters)
     size_t sizes[] = {1, 8, 2, 4, 16};
     CUfunction f = fk.register_kernel("mixed", k_mixed, 5, sizes, 0, 0);
     cr_assert(f);
-    run_compare("mixed", mixed_step, 60, 1, &f);
-    cgj_trace_info_t i = info_of("mixed");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.varying_slots, 2, "c and v vary, got %u", i.varying_slots);
-    cr_assert_eq(i.replays, 58, "(s %% 3) and (s %% 5) repeat: varying slots never fail a guard");
+    run_scenario(&(scenario_t){
+        .name = "mixed", .fn = mixed_step, .steps = 60, .nbufs = 1, .ctx = &f,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .varying_slots = IS(2), /* c and v vary */
+                 .replays = IS(58)}}); /* (s % 3) and (s % 5) repeat: varying slots never fail a guard */
 }
 
 static void extra_form_step(int s, CUdeviceptr *b, void *ctx)
@@ -1225,12 +662,11 @@ static void extra_form_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, extra_form_parameters_are_patched)
 {
-    run_compare("extra", extra_form_step, 50, 1, NULL);
-    cgj_trace_info_t i = info_of("extra");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.varying_slots, 1, "the packed buffer is one slot");
-    cr_assert_eq(i.replays, 48);
-    cr_assert_gt(stats_now().params_patched, 0);
+    run_scenario(&(scenario_t){
+        .name = "extra", .fn = extra_form_step, .steps = 50, .nbufs = 1,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .varying_slots = IS(1), /* the packed buffer is one slot */
+                 .replays = IS(48)},
+        .stats = {.params_patched = MORE_THAN(0)}});
 }
 
 static void launch_ex_step(int s, CUdeviceptr *b, void *ctx)
@@ -1253,10 +689,8 @@ static void launch_ex_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay, launch_kernel_ex_replays)
 {
     bool with_attr = false;
-    run_compare("launch_ex", launch_ex_step, 40, 1, &with_attr);
-    cgj_trace_info_t i = info_of("launch_ex");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.replays, 38);
+    run_scenario(&(scenario_t){.name = "launch_ex", .fn = launch_ex_step, .steps = 40, .nbufs = 1,
+                               .ctx = &with_attr, .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(38)}});
 }
 
 /* The same attribute every step, but the bytes of the value union it does not use differ (as
@@ -1267,10 +701,9 @@ Test(tracer_replay, launch_kernel_ex_replays)
 Test(tracer_replay, launch_kernel_ex_attribute_padding_is_not_shape)
 {
     bool with_attr = true;
-    run_compare("launch_ex_attr", launch_ex_step, 40, 1, &with_attr);
-    cgj_trace_info_t i = info_of("launch_ex_attr");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %d, reason: %s", i.state, i.reason);
-    cr_assert_geq(i.replays, 30);
+    run_scenario(&(scenario_t){.name = "launch_ex_attr", .fn = launch_ex_step, .steps = 40, .nbufs = 1,
+                               .ctx = &with_attr,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = AT_LEAST(30)}});
 }
 
 static float g_mc_src[N];
@@ -1291,130 +724,10 @@ static void copies_and_sets_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, copies_and_sets_of_every_form)
 {
-    run_compare("copies", copies_and_sets_step, 50, 3, NULL);
-    cgj_trace_info_t i = info_of("copies");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "reason: %s", i.reason);
-    cr_assert_eq(i.segments, 2, "the D2H into pageable memory ends a segment");
-    cr_assert_eq(i.replays, 48, "replays %llu, side exits %llu, reason: %s", (unsigned long long)i.replays,
-                 (unsigned long long)i.side_exits, i.reason);
-}
-
-/* A memset value is part of the op's shape (only kernel parameters can vary), so a value that
- * changes every step makes every run disagree: the anchor ends up eager. Nothing may be lost. */
-static void memset_value_step(int s, CUdeviceptr *b, void *ctx)
-{
-    OK(fk.memset32_async(b[1], fbits((float)s), N, NULL));
-    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.5f, N));
-}
-
-Test(tracer_replay, memset_value_changing_every_step)
-{
-    run_compare("memset_value", memset_value_step, 30, 2, NULL);
-    cgj_trace_info_t i = info_of("memset_value");
-    cr_assert_eq(i.replays, 0);
-    cr_assert_eq(i.runs, 30);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * With the guards log on (a suite without .init: the environment must be set before fk_open)
- * ------------------------------------------------------------------------------------------- */
-
-TestSuite(tracer_replay_log);
-
-Test(tracer_replay_log, guard_failure_is_at_the_differing_op)
-{
-    char path[] = "/tmp/cgjit_guardsXXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
-    setenv("CGJIT_LOG", "guards", 1);
-    setenv("CGJIT_LOG_FILE", path, 1);
-    fk_open(&fk);
-    run_compare("six_log", six_op_step, 24, 4, NULL);
-    FILE *f = fopen(path, "r");
-    cr_assert(f);
-    char line[1024];
-    int next = 0;
-    while (fgets(line, sizeof line, f)) {
-        const char *p = strstr(line, "side exit at op ");
-        if (!p) continue;
-        int at = atoi(p + strlen("side exit at op "));
-        cr_assert_eq(at, next, "side exit #%d at op %d, expected op %d: %s", next, at, next, line);
-        next++;
-    }
-    fclose(f);
-    unlink(path);
-    cr_assert_eq(next, 6, "%d side exits logged", next);
-    cr_assert_eq(info_of("six_log").side_exits, 6);
-}
-
-Test(tracer_replay_log, max_variants_one_keeps_one_trace)
-{
-    setenv("CGJIT_MAX_VARIANTS", "1", 1);
-    fk_open(&fk);
-    int warm = 4;
-    run_compare("one_variant", alternating_step, 40, 2, &warm);
-    cgj_trace_info_t i = info_of("one_variant");
-    cr_assert_eq(i.variants, 1);
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
-    cr_assert_eq(stats_now().traces_built, 1);
-    cr_assert_geq(i.side_exits, 15);
-}
-
-Test(tracer_replay_log, max_records_one_blacklists_at_the_first_disagreement)
-{
-    setenv("CGJIT_MAX_RECORDS", "1", 1);
-    fk_open(&fk);
-    bufs_t b;
-    bufs_alloc(&b, 1);
-    step_both("mr1", varying_count_step, 0, &b, NULL);
-    cr_assert_neq(info_of("mr1").state, CGJ_STATE_BLACKLISTED);
-    step_both("mr1", varying_count_step, 1, &b, NULL);
-    cr_assert_eq(info_of("mr1").state, CGJ_STATE_BLACKLISTED);
-}
-
-/* A copy whose size follows the data (after ten steady steps): almost every replay leaves the
- * trace; after 24 of 32 such runs the anchor runs eagerly for good, which is cheaper. */
-static void data_sized_copy_step(int s, CUdeviceptr *b, void *ctx)
-{
-    static float host[N];
-    for (int i = 0; i < N; i++) host[i] = (float)(s + i);
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
-    size_t n = s < 10 ? 8 : (size_t)(1 + s % 17 + (s * 7) % 13); /* steady at first, then not */
-    OK(fk.htod_async(b[1], host, n * sizeof(float), NULL));
-    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.25f, N));
-}
-
-Test(tracer_replay, replays_that_keep_exiting_are_given_up)
-{
-    run_compare("data_sized", data_sized_copy_step, 120, 2, NULL);
-    cgj_trace_info_t i = info_of("data_sized");
-    cr_assert_eq(i.state, CGJ_STATE_BLACKLISTED, "state %d", i.state);
-    cr_assert(strstr(i.reason, "left the trace"), "%s", i.reason);
-    cr_assert_lt(i.side_exits, 60, "given up long before the end: %llu exits", (unsigned long long)i.side_exits);
-}
-
-/* A kernel parameter both recorded runs happened to share, which then changes: the slot becomes
- * varying and is patched from then on; no side exit, no second variant. */
-static void late_varying_step(int s, CUdeviceptr *b, void *ctx)
-{
-    float a = s < 20 ? 0.5f : 0.5f + 0.001f * (float)s;
-    OK(fk_axpb_launch(&fk, NULL, b[0], a, 1.0f, N, 1));
-    OK(fk_addk_launch(&fk, NULL, b[1], s < 30 ? 2 : s, N));
-}
-
-Test(tracer_replay, a_constant_that_starts_varying_is_promoted)
-{
-    run_compare("late", late_varying_step, 60, 2, NULL);
-    cgj_trace_info_t i = info_of("late");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
-    cr_assert_eq(i.side_exits, 0, "%s", i.reason);
-    cr_assert_eq(i.variants, 1);
-    cr_assert_eq(i.replays, 58);
-    cr_assert_eq(i.varying_slots, 2);
-    cgj_stats_t st = stats_now();
-    cr_assert_eq(st.slots_promoted, 2);
-    cr_assert_gt(st.params_patched, 0);
+    run_scenario(&(scenario_t){
+        .name = "copies", .fn = copies_and_sets_step, .steps = 50, .nbufs = 3,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(48),
+                 .segments = IS(2)}}); /* the D2H into pageable memory ends a segment */
 }
 
 /* CGJIT_CHUNK_OPS: a segment the host waits for at its end is launched in chunks as it is
@@ -1435,10 +748,9 @@ static void chunked_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay_chunks, segments_before_a_sync_launch_in_chunks, .init = chunk_setup)
 {
-    run_compare("chunked", chunked_step, 30, 2, NULL);
-    cgj_trace_info_t i = info_of("chunked");
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s", i.reason);
-    cr_assert_eq(i.replays, 28);
-    cr_assert_eq(i.segments, 4, "10 kernels before the sync in chunks of 4, 4, 2; then 3 after it");
-    cr_assert_eq(counts_now().graph_launches, 28 * 4);
+    run_scenario(&(scenario_t){
+        .name = "chunked", .fn = chunked_step, .steps = 30, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28),
+                 .segments = IS(4)}, /* 10 kernels before the sync in chunks of 4, 4, 2; then 3 after it */
+        .fake = {.graph_launches = IS(28 * 4)}});
 }
