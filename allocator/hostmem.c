@@ -14,11 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int pinned_flags;
 static bool pinned_ok;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 #ifdef CGJ_HAVE_JEMALLOC
+static int pinned_flags;
+
 /* ---- the pinned arena's extent hooks: memory from cuMemHostAlloc, never returned ---- */
 
 static void *pinned_extent_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t align,

@@ -34,9 +34,9 @@ static int init_state = -1; /* -1 not yet, else a cgj_status_t */
 static __thread bool in_init;
 
 
-/* Sanitizer runtimes call dlsym while they start, before their shadow memory exists: the code
- * on that path must not be instrumented. */
-#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+/* Sanitizer runtimes (ASan, UBSan, TSan) call dlsym while they start, before their shadow
+ * memory exists: the code on that path must not be instrumented. */
+#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined", "thread")))
 
 __attribute__((constructor)) NO_SANITIZE static void find_real_dlsym(void)
 {

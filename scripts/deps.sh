@@ -1,17 +1,32 @@
 #!/usr/bin/env bash
-# deps.sh [bench|test] — make sure what building cgjit needs is installed (Debian/Ubuntu):
+# deps.sh [bench|test|cross] — make sure what building cgjit needs is installed (Debian/Ubuntu):
 # gcc and cmake always, Criterion for the tests, jemalloc's PIC archive for cgjit's own host
 # memory (without it cgjit falls back to malloc). Missing packages are installed with apt; if
 # that is impossible (no network, no root), the script goes on as long as nothing *required*
 # is missing. The CUDA toolkit is expected at /usr/local/cuda (override with CUDA_HOME).
+# `cross` installs only the aarch64 cross compiler (gcc-aarch64-linux-gnu) for
+# scripts/cross-check.sh; it is optional there: a warning, not a failure, when apt cannot
+# install it (cross-check.sh then reports itself skipped), and no CUDA toolkit check.
 set -euo pipefail
 mode=${1:-test}
+case "$mode" in
+bench | test) ;;
+cross) ;;
+*)
+  echo "usage: deps.sh [bench|test|cross]" >&2
+  exit 2
+  ;;
+esac
 required=(build-essential cmake)
 [ "$mode" = test ] && required+=(libcriterion-dev)
 optional=(pkg-config libjemalloc-dev)
+if [ "$mode" = cross ]; then
+  required=()
+  optional=(gcc-aarch64-linux-gnu)
+fi
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
-for p in "${required[@]}" "${optional[@]}"; do installed "$p" || missing+=("$p"); done
+for p in ${required[@]+"${required[@]}"} "${optional[@]}"; do installed "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -19,7 +34,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"; } ||
     echo "deps: warning: apt could not install ${missing[*]}" >&2
 fi
-for p in "${required[@]}"; do
+for p in ${required[@]+"${required[@]}"}; do
   if ! installed "$p"; then
     # build-essential/cmake may come from elsewhere: what matters is the commands.
     case "$p" in
@@ -30,6 +45,12 @@ for p in "${required[@]}"; do
     exit 1
   fi
 done
+if [ "$mode" = cross ]; then
+  # The cross check needs only the CUDA headers, which it looks for itself.
+  command -v aarch64-linux-gnu-gcc >/dev/null ||
+    echo "deps: warning: aarch64-linux-gnu-gcc is not available" >&2
+  exit 0
+fi
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -x "$cuda/bin/nvcc" ]; then
   echo "deps: no CUDA toolkit at $cuda (set CUDA_HOME)" >&2

@@ -55,7 +55,7 @@ extern int cgj_implicit_policy; /* a cgj_step_policy_t; CGJ_STEP_OFF once marker
 static inline bool cgj_tracing(void)
 {
     if (CGJ_LIKELY(__atomic_load_n(&cgj_tracing_threads, __ATOMIC_RELAXED) == 0)) return false;
-    cgj_mode_t m = cgj_tls.mode;
+    cgj_mode_t m = __atomic_load_n(&cgj_tls.mode, __ATOMIC_RELAXED);
     return m >= CGJ_MODE_EAGER ||
            (m == CGJ_MODE_OFF && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF);
 }

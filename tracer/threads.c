@@ -83,7 +83,9 @@ void cgj_thread_go(cgj_thread_t *t, cgj_event_t ev, cgj_mode_t to)
     CGJ_ASSERT(cgj_machine_allows(t->mode, ev, to), "a step transition outside the table (tracer/machine.h)");
     bool was = t->mode >= CGJ_MODE_EAGER, is = to >= CGJ_MODE_EAGER;
     if (was != is) __atomic_fetch_add(&cgj_tracing_threads, is ? 1 : -1, __ATOMIC_RELAXED);
-    t->mode = to;
+    /* Written under t's lock (by t, or by a thread flushing it); read by t without it in
+     * cgj_tracing(): atomic. */
+    __atomic_store_n(&t->mode, to, __ATOMIC_RELAXED);
 }
 
 cgj_mode_t cgj_thread_eager_mode(const cgj_thread_t *t)
@@ -94,6 +96,6 @@ cgj_mode_t cgj_thread_eager_mode(const cgj_thread_t *t)
 void cgj_thread_set_pending(cgj_thread_t *t, bool pending)
 {
     if (t->pending == pending) return;
-    t->pending = pending;
+    __atomic_store_n(&t->pending, pending, __ATOMIC_RELAXED); /* other threads read it unlocked */
     __atomic_fetch_add(&cgj_pending_threads, pending ? 1 : -1, __ATOMIC_RELAXED);
 }
