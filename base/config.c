@@ -1,12 +1,14 @@
 /* config.c — parse CGJIT_* variables into cgj_cfg; the step policies. See config.h. */
+#define _GNU_SOURCE /* secure_getenv */
 #include "base/config.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 cgj_config_t cgj_cfg = {
-#define CGJ_CFG_DEFAULT(name, kind, def, min, opt, optkind, metavar, shown, doc) .name = def,
+#define CGJ_CFG_DEFAULT(name, kind, def, min, max, opt, optkind, metavar, shown, doc) .name = def,
     CGJ_CONFIG_LIST(CGJ_CFG_DEFAULT)
 #undef CGJ_CFG_DEFAULT
 };
@@ -29,44 +31,67 @@ const char *cgj_step_policy_name(int policy)
     return policy >= 0 && policy < CGJ_STEP_POLICY_COUNT ? policy_names[policy] : "?";
 }
 
-static void parse_INT(const char *var, long *out, long def, long min)
+int cgj_config_bool(const char *s)
 {
-    const char *s = getenv(var);
+    static const char *const words[][2] = {{"0", "1"}, {"false", "true"}, {"no", "yes"}, {"off", "on"}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        for (int v = 0; v < 2; v++)
+            if (!strcasecmp(s, words[i][v])) return v;
+    return -1;
+}
+
+static void parse_INT(const char *var, long long *out, long long def, long long min, long long max)
+{
+    const char *s = secure_getenv(var);
     if (!s) return;
     char *end = NULL;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < min) {
-        fprintf(stderr, "cgjit: warning: %s='%s' is not an integer >= %ld; using %ld\n", var, s,
-                min, def);
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < min || v > max) {
+        fprintf(stderr, "cgjit: warning: %s='%s' is not an integer from %lld to %lld; using %lld\n", var, s, min,
+                max, def);
         *out = def;
         return;
     }
     *out = v;
 }
 
-static void parse_STR(const char *var, const char **out, const char *def, long min)
+static void parse_BOOL(const char *var, long long *out, long long def, long long min, long long max)
 {
-    (void)def;
-    (void)min;
-    const char *s = getenv(var);
+    const char *s = secure_getenv(var);
+    if (!s) return;
+    int v = cgj_config_bool(s);
+    if (v < 0) {
+        fprintf(stderr, "cgjit: warning: %s='%s' is not 1/0, true/false, yes/no or on/off; using %lld\n", var, s,
+                def);
+        *out = def;
+        return;
+    }
+    *out = v;
+}
+
+static void parse_STR(const char *var, const char **out, const char *def, long long min, long long max)
+{
+    (void)def, (void)min, (void)max;
+    const char *s = secure_getenv(var);
     if (s) *out = s;
 }
 
 void cgj_config_load(void)
 {
-#define CGJ_CFG_PARSE(name, kind, def, min, opt, optkind, metavar, shown, doc) \
-    parse_##kind("CGJIT_" #name, &cgj_cfg.name, def, min);
+#define CGJ_CFG_PARSE(name, kind, def, min, max, opt, optkind, metavar, shown, doc) \
+    parse_##kind("CGJIT_" #name, &cgj_cfg.name, def, min, max);
     CGJ_CONFIG_LIST(CGJ_CFG_PARSE)
 #undef CGJ_CFG_PARSE
 }
 
 #define CGJ_CFG_STR_INT(def) #def
+#define CGJ_CFG_STR_BOOL(def) #def
 #define CGJ_CFG_STR_STR(def) def
 
 void cgj_config_describe(FILE *f)
 {
-#define CGJ_CFG_DESCRIBE(name, kind, def, min, opt, optkind, metavar, shown, doc) \
+#define CGJ_CFG_DESCRIBE(name, kind, def, min, max, opt, optkind, metavar, shown, doc) \
     fprintf(f, "  CGJIT_%-13s default %-14s %s\n", #name, "'" CGJ_CFG_STR_##kind(def) "'", doc);
     CGJ_CONFIG_LIST(CGJ_CFG_DESCRIBE)
 #undef CGJ_CFG_DESCRIBE

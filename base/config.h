@@ -4,14 +4,17 @@
  * Every tunable is one row of CGJ_CONFIG_LIST. The struct, the parser, cgjit-run's options and
  * its --help, and the README's configuration table (`cgjit-run --config-table`) are all
  * expanded from that one table, so none of them can drift from the others. A malformed value
- * produces a one-line warning naming the variable and keeps the default; it never stops the
- * program (cgjit-run, by contrast, refuses it with status 2).
+ * produces a one-line warning naming the variable and the value used instead (the default); it
+ * never stops the program (cgjit-run, by contrast, refuses it with status 2). Variables are read
+ * with secure_getenv: a set-user-ID or file-capability program gets the defaults.
  *
- * Columns: X(NAME, KIND, DEFAULT, MIN, OPTION, OPTKIND, METAVAR, SHOWN, DOC)
- *  - the variable is CGJIT_<NAME>; KIND INT or STR; MIN the least INT value accepted;
+ * Columns: X(NAME, KIND, DEFAULT, MIN, MAX, OPTION, OPTKIND, METAVAR, SHOWN, DOC)
+ *  - the variable is CGJIT_<NAME>; KIND INT, BOOL (1/0, true/false, yes/no, on/off) or STR;
+ *    MIN and MAX bound an INT (a value outside them, or one that is no integer, keeps the
+ *    default with a warning naming the variable and the value used);
  *  - OPTION the cgjit-run option (--OPTION), NULL for none; OPTKIND how it takes its value:
- *    FLAG (none; sets 1), INT, TEXT (a non-empty name), STEP (a policy of CGJ_STEP_POLICY_LIST),
- *    LOG (categories of base/log.h), NONE;
+ *    FLAG (none; sets 1), INT, BOOL, TEXT (a non-empty name), STEP (a policy of
+ *    CGJ_STEP_POLICY_LIST), LOG (categories of base/log.h), NONE;
  *  - METAVAR the value's name in --help; SHOWN the default as a user reads it where the raw
  *    default says nothing ("" → "none"), NULL to show the default itself; DOC one sentence.
  */
@@ -21,31 +24,31 @@
 #include <stdio.h>
 
 #define CGJ_CONFIG_LIST(X)                                                                         \
-    X(STEP, STR, "", 0, "step", STEP, "MODE", "sync",                                              \
+    X(STEP, STR, "", 0, 0, "step", STEP, "MODE", "sync",                                              \
       "how a step is found without cgj_trace_begin/end markers (default: sync when preloaded, off when linked); markers in the code take precedence") \
-    X(LOG, STR, "", 0, "log", LOG, "CATS", "none",                                                 \
+    X(LOG, STR, "", 0, 0, "log", LOG, "CATS", "none",                                                 \
       "log categories, comma-separated: trace, guards, breaks, graphs, blacklist, interpose, api, or all") \
-    X(LOG_FILE, STR, "", 0, "log-file", TEXT, "FILE", "stderr",                                   \
+    X(LOG_FILE, STR, "", 0, 0, "log-file", TEXT, "FILE", "stderr",                                   \
       "append the log and the exit report to FILE") \
-    X(REPORT, INT, 0, 0, "report", FLAG, NULL, NULL,                                               \
+    X(REPORT, BOOL, 0, 0, 1, "report", FLAG, NULL, NULL,                                               \
       "1: print the report at exit: what was replayed, and why not where it was not") \
-    X(DISABLE, INT, 0, 0, "disable", FLAG, NULL, NULL,                                             \
+    X(DISABLE, BOOL, 0, 0, 1, "disable", FLAG, NULL, NULL,                                             \
       "1: trace nothing; forward every driver call as it is") \
-    X(MAX_RECORDS, INT, 4, 1, "max-records", INT, "N", NULL,                                       \
+    X(MAX_RECORDS, INT, 4, 1, 1000000, "max-records", INT, "N", NULL,                                       \
       "eager runs that may disagree with the draft before the anchor is blacklisted") \
-    X(MAX_VARIANTS, INT, 4, 1, "max-variants", INT, "N", NULL,                                     \
+    X(MAX_VARIANTS, INT, 4, 1, 16, "max-variants", INT, "N", NULL,                                     \
       "traces (variants) kept per anchor; at most 16 are used") \
-    X(MAX_OPS, INT, 100000, 16, "max-ops", INT, "N", NULL,                                         \
+    X(MAX_OPS, INT, 100000, 16, 4294967295, "max-ops", INT, "N", NULL,                                         \
       "calls one step may hold; a longer step runs eagerly") \
-    X(POOL_RESERVE_GB, INT, 64, 1, "pool-reserve-gb", INT, "N", NULL,                              \
+    X(POOL_RESERVE_GB, INT, 64, 1, 1048576, "pool-reserve-gb", INT, "N", NULL,                              \
       "GiB of virtual address space reserved for the memory pool of replayed steps") \
-    X(DUMP_ALLOCS, STR, "", 0, "dump-allocs", TEXT, "DIR", "none",                                 \
+    X(DUMP_ALLOCS, STR, "", 0, 0, "dump-allocs", TEXT, "DIR", "none",                                 \
       "write each trace's allocation events to DIR/ANCHOR-vN.txt (the format cgjit-plan reads)") \
-    X(CHUNK_OPS, INT, 256, 0, "chunk-ops", INT, "N", NULL,                                         \
+    X(CHUNK_OPS, INT, 256, 0, 1000000, "chunk-ops", INT, "N", NULL,                                         \
       "a segment the host waits for is launched in graphs of N ops as they are absorbed (0: one graph)") \
-    X(LIBS, INT, 1, 0, "libs", INT, "0|1", NULL,                                                   \
+    X(LIBS, BOOL, 1, 0, 1, "libs", BOOL, "0|1", NULL,                                                   \
       "0: never absorb cuBLAS/cuDNN calls whole (the libraries run; their kernels still replay)") \
-    X(DRIVER, STR, "libcuda.so.1", 0, NULL, NONE, NULL, NULL,                                      \
+    X(DRIVER, STR, "libcuda.so.1", 0, 0, NULL, NONE, NULL, NULL,                                      \
       "the CUDA driver library cgjit forwards to (tests point it at a fake)")
 
 /* X(NAME, "value", doc): how steps are found without markers (CGJIT_STEP). */
@@ -65,12 +68,15 @@ typedef enum cgj_step_policy {
 int cgj_step_policy_parse(const char *s);
 /* "off", "sync", "auto"; "?" out of range. */
 const char *cgj_step_policy_name(int policy);
+/* The value of a boolean word (1/0, true/false, yes/no, on/off, any case), or -1. */
+int cgj_config_bool(const char *s);
 
-#define CGJ_CFG_TYPE_INT long
+#define CGJ_CFG_TYPE_INT long long
+#define CGJ_CFG_TYPE_BOOL long long
 #define CGJ_CFG_TYPE_STR const char *
 
 typedef struct cgj_config {
-#define CGJ_CFG_FIELD(name, kind, def, min, opt, optkind, metavar, shown, doc) CGJ_CFG_TYPE_##kind name;
+#define CGJ_CFG_FIELD(name, kind, def, min, max, opt, optkind, metavar, shown, doc) CGJ_CFG_TYPE_##kind name;
     CGJ_CONFIG_LIST(CGJ_CFG_FIELD)
 #undef CGJ_CFG_FIELD
 } cgj_config_t;

@@ -78,11 +78,13 @@ static bool preloaded(void)
 static cgj_step_policy_t step_policy(void)
 {
     const char *s = cgj_cfg.STEP;
-    if (!*s) return preloaded() ? CGJ_STEP_SYNC : CGJ_STEP_OFF;
+    cgj_step_policy_t def = preloaded() ? CGJ_STEP_SYNC : CGJ_STEP_OFF;
+    if (!*s) return def;
     int p = cgj_step_policy_parse(s);
     if (p >= 0) return (cgj_step_policy_t)p;
-    fprintf(stderr, "cgjit: warning: CGJIT_STEP='%s' is not sync, auto or off; using off\n", s);
-    return CGJ_STEP_OFF;
+    fprintf(stderr, "cgjit: warning: CGJIT_STEP='%s' is not sync, auto or off; using %s\n", s,
+            cgj_step_policy_name(def));
+    return def;
 }
 
 static void report_at_exit(void)

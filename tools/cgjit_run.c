@@ -55,7 +55,8 @@ typedef enum {
     OPT_STEP,        /* a policy of CGJ_STEP_POLICY_LIST */
     OPT_LOG,         /* comma-separated categories of base/log.h, or all */
     OPT_TEXT,        /* any non-empty text (a file or directory name) */
-    OPT_INT,         /* a decimal integer >= the tunable's minimum */
+    OPT_INT,         /* a decimal integer within the tunable's bounds */
+    OPT_BOOL,        /* 1/0, true/false, yes/no, on/off */
     OPT_FLAG,        /* no value; sets the variable to 1 */
     OPT_LIB,         /* --lib */
     OPT_PRINT_ENV,   /* --print-env */
@@ -70,29 +71,30 @@ typedef struct option {
     const char *var;      /* the variable it sets, or NULL */
     const char *metavar;  /* for --help; NULL: the option takes no value */
     const char *def;      /* the default as a user reads it */
-    long min;             /* OPT_INT: the least value accepted */
+    long long min, max;   /* OPT_INT: the values accepted */
     const char *doc;      /* one sentence, wrapped by --help */
 } option_t;
 
 #define CGJ_RUN_TEXT_INT(def) #def
+#define CGJ_RUN_TEXT_BOOL(def) #def
 #define CGJ_RUN_TEXT_STR(def) def
 /* The default as shown: SHOWN where given, else the default itself ("" shown as "none"). */
 #define CGJ_RUN_SHOWN(kind, def, shown) (shown ? shown : CGJ_RUN_TEXT_##kind(def)[0] ? CGJ_RUN_TEXT_##kind(def) : "none")
 
 static const option_t options[] = {
-#define CGJ_RUN_OPTION(name, kind, def, min, opt, optkind, metavar, shown, doc) \
-    {opt, OPT_##optkind, "CGJIT_" #name, metavar, CGJ_RUN_SHOWN(kind, def, shown), min, doc},
+#define CGJ_RUN_OPTION(name, kind, def, min, max, opt, optkind, metavar, shown, doc) \
+    {opt, OPT_##optkind, "CGJIT_" #name, metavar, CGJ_RUN_SHOWN(kind, def, shown), min, max, doc},
     CGJ_CONFIG_LIST(CGJ_RUN_OPTION)
 #undef CGJ_RUN_OPTION
-    {"lib", OPT_LIB, NULL, "PATH", NULL, 0,
+    {"lib", OPT_LIB, NULL, "PATH", NULL, 0, 0,
      "the libcgjit.so to preload; without it: $CGJIT_LIB, else DIR/libcgjit.so, else "
      "DIR/../lib/libcgjit.so (DIR: cgjit-run's folder)"},
-    {"print-env", OPT_PRINT_ENV, NULL, NULL, NULL, 0,
+    {"print-env", OPT_PRINT_ENV, NULL, NULL, NULL, 0, 0,
      "print the environment changes, NAME=VALUE one a line, and exit without running anything"},
-    {"config-table", OPT_CONFIG_TABLE, NULL, NULL, NULL, 0,
+    {"config-table", OPT_CONFIG_TABLE, NULL, NULL, NULL, 0, 0,
      "print every CGJIT_* variable as the README's Markdown table, and exit"},
-    {"help", OPT_HELP, NULL, NULL, NULL, 0, "print this help and exit"},
-    {"version", OPT_VERSION, NULL, NULL, NULL, 0, "print the version and exit"},
+    {"help", OPT_HELP, NULL, NULL, NULL, 0, 0, "print this help and exit"},
+    {"version", OPT_VERSION, NULL, NULL, NULL, 0, 0, "print the version and exit"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -212,15 +214,22 @@ static const char *check_value(const option_t *o, const char *val)
         }
         return val;
     case OPT_INT: {
-        long min = o->min;
         char *end = NULL;
         errno = 0;
-        long v = val[0] >= '0' && val[0] <= '9' ? strtol(val, &end, 10) : -1;
-        if (!end || *end || errno || v < min)
-            usage_error("--%s: '%s' is not an integer >= %ld", o->name, val, min);
+        long long v = val[0] >= '0' && val[0] <= '9' ? strtoll(val, &end, 10) : -1;
+        if (!end || *end || errno || v < o->min || v > o->max) {
+            if (o->max > 1000000000LL)
+                usage_error("--%s: '%s' is not an integer >= %lld", o->name, val, o->min);
+            usage_error("--%s: '%s' is not an integer from %lld to %lld", o->name, val, o->min, o->max);
+        }
         static char text[N_OPTIONS][24];
-        snprintf(text[o - options], sizeof text[0], "%ld", v);
+        snprintf(text[o - options], sizeof text[0], "%lld", v);
         return text[o - options];
+    }
+    case OPT_BOOL: {
+        int v = cgj_config_bool(val);
+        if (v < 0) usage_error("--%s: '%s' is not 1/0, true/false, yes/no or on/off", o->name, val);
+        return v ? "1" : "0";
     }
     default:
         return val;

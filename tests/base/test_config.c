@@ -91,7 +91,7 @@ static struct criterion_test_params row_indices(size_t rows)
 /* A tunable: its variable, its field in cgj_cfg (INT: num, STR: str) and its default as text. */
 typedef struct tunable {
     const char *var;
-    long *num;
+    long long *num;
     const char **str;
     const char *def;
 } tunable_t;
@@ -105,6 +105,9 @@ static const tunable_t tunables[] = {
     {"CGJIT_MAX_VARIANTS", &cgj_cfg.MAX_VARIANTS, NULL, "4"},
     {"CGJIT_MAX_OPS", &cgj_cfg.MAX_OPS, NULL, "100000"},
     {"CGJIT_REPORT", &cgj_cfg.REPORT, NULL, "0"},
+    {"CGJIT_LIBS", &cgj_cfg.LIBS, NULL, "1"},
+    {"CGJIT_CHUNK_OPS", &cgj_cfg.CHUNK_OPS, NULL, "256"},
+    {"CGJIT_POOL_RESERVE_GB", &cgj_cfg.POOL_RESERVE_GB, NULL, "64"},
 };
 enum { NTUNABLES = sizeof tunables / sizeof tunables[0] };
 
@@ -137,7 +140,17 @@ static const config_case_t config_cases[] = {
     {"max_ops_empty", {{"CGJIT_MAX_OPS", "", REJECTED}}},
     {"max_ops_overflow", {{"CGJIT_MAX_OPS", "99999999999999999999999", REJECTED}}},
     {"max_records_zero_is_below_minimum", {{"CGJIT_MAX_RECORDS", "0", REJECTED}}},
-    {"disable_not_a_number", {{"CGJIT_DISABLE", "yes", REJECTED}}},
+    {"disable_not_a_boolean", {{"CGJIT_DISABLE", "maybe", REJECTED}}},
+    {"booleans_in_words",
+     {{"CGJIT_DISABLE", "true", "1"}, {"CGJIT_REPORT", "ON", "1"}, {"CGJIT_LIBS", "no", "0"}}},
+    {"booleans_off_and_false", {{"CGJIT_LIBS", "off", "0"}, {"CGJIT_REPORT", "False", "0"}}},
+    /* 64-bit values are range-checked, never truncated to 32 bits */
+    {"max_ops_above_maximum", {{"CGJIT_MAX_OPS", "4294967312", REJECTED}}},
+    {"max_ops_at_maximum", {{"CGJIT_MAX_OPS", "4294967295", "4294967295"}}},
+    {"max_records_above_maximum", {{"CGJIT_MAX_RECORDS", "4294967296", REJECTED}}},
+    {"max_variants_above_the_hard_limit", {{"CGJIT_MAX_VARIANTS", "17", REJECTED}}},
+    {"chunk_ops_zero_is_one_graph", {{"CGJIT_CHUNK_OPS", "0", "0"}}},
+    {"pool_reserve_too_large", {{"CGJIT_POOL_RESERVE_GB", "9999999999", REJECTED}}},
     {"one_bad_variable_does_not_spoil_the_others",
      {{"CGJIT_MAX_OPS", "abc", REJECTED}, {"CGJIT_MAX_RECORDS", "9", "9"}}},
 };
@@ -171,7 +184,7 @@ ParameterizedTest(int *row, base_config, parsing)
         const setting_t *s = setting_of(c, t->var);
         const char *want = s && s->want != REJECTED ? s->want : t->def;
         char got[64];
-        if (t->num) snprintf(got, sizeof got, "%ld", *t->num);
+        if (t->num) snprintf(got, sizeof got, "%lld", *t->num);
         else snprintf(got, sizeof got, "%s", *t->str);
         cr_assert_str_eq(got, want, "%s: %s is '%s', want '%s'", c->name, t->var, got, want);
     }
@@ -196,6 +209,11 @@ ParameterizedTest(int *row, base_config, parsing)
         char quoted[64];
         snprintf(quoted, sizeof quoted, "'%s'", s->value);
         cr_assert(strstr(err, quoted) != NULL, "%s: warning does not quote the value: %s", c->name, err);
+        const tunable_t *t = tunables;
+        while (strcmp(t->var, s->var)) t++;
+        char using[64];
+        snprintf(using, sizeof using, "using %s\n", t->def);
+        cr_assert(strstr(err, using) != NULL, "%s: warning does not name the value used: %s", c->name, err);
     }
 }
 

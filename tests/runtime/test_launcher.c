@@ -203,8 +203,9 @@ static void skip_if_sanitized(void)
 static const char *default_of(const char *var)
 {
 #define CGJ_TEST_TEXT_INT(def) #def
+#define CGJ_TEST_TEXT_BOOL(def) #def
 #define CGJ_TEST_TEXT_STR(def) def
-#define CGJ_TEST_DEFAULT(name, kind, def, min, opt, optkind, metavar, shown, doc) \
+#define CGJ_TEST_DEFAULT(name, kind, def, min, max, opt, optkind, metavar, shown, doc) \
     if (strcmp(var, "CGJIT_" #name) == 0) return CGJ_TEST_TEXT_##kind(def);
     CGJ_CONFIG_LIST(CGJ_TEST_DEFAULT)
 #undef CGJ_TEST_DEFAULT
@@ -266,7 +267,7 @@ Test(runtime_launcher, readme_configuration_table)
     result_t *r = LAUNCH("--config-table");
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert(strncmp(r->out, "| variable | option | default | meaning |\n", 42) == 0, "%s", r->out);
-#define CGJ_TEST_ROW(name, kind, def, min, opt, optkind, metavar, shown, doc) \
+#define CGJ_TEST_ROW(name, kind, def, min, max, opt, optkind, metavar, shown, doc) \
     cr_expect(strstr(r->out, "| `CGJIT_" #name "` |"), "no row for CGJIT_" #name);
     CGJ_CONFIG_LIST(CGJ_TEST_ROW)
 #undef CGJ_TEST_ROW
