@@ -1,6 +1,9 @@
 /* log.c — category mask, destination and formatting of cgjit's log; see log.h. */
 #include "base/log.h"
 #include "base/config.h"
+#include "base/file.h"
+
+#include <errno.h>
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -37,13 +40,13 @@ void cgj_log_init(void)
 {
     log_out = stderr;
     if (cgj_cfg.LOG_FILE[0]) {
-        FILE *f = fopen(cgj_cfg.LOG_FILE, "a");
+        FILE *f = cgj_file_open(cgj_cfg.LOG_FILE, false);
         if (f) {
             setvbuf(f, NULL, _IOLBF, 0);
             log_out = f;
         } else {
-            fprintf(stderr, "cgjit: warning: CGJIT_LOG_FILE='%s' cannot be opened; logging to stderr\n",
-                    cgj_cfg.LOG_FILE);
+            fprintf(stderr, "cgjit: warning: CGJIT_LOG_FILE='%s' cannot be opened (%s); logging to stderr\n",
+                    cgj_cfg.LOG_FILE, strerror(errno));
         }
     }
     const char *s = cgj_cfg.LOG;

@@ -9,12 +9,12 @@
 #include "allocator/hostmem.h"
 #include "allocator/plan.h"
 #include "allocator/pool.h"
+#include "base/file.h"
 #include "base/log.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* CGJIT_DUMP_ALLOCS: the trace's allocation events, in the format cgjit-plan reads. */
 static void dump_allocs(const cgj_anchor_t *a, const cgj_plan_block_t *pb, size_t n)
@@ -23,8 +23,8 @@ static void dump_allocs(const cgj_anchor_t *a, const cgj_plan_block_t *pb, size_
     snprintf(path, sizeof path, "%s/%s-v%u.txt", cgj_cfg.DUMP_ALLOCS, a->name, a->nvariants + 1);
     for (char *p = path + strlen(cgj_cfg.DUMP_ALLOCS) + 1; *p; p++)
         if (*p == '/' || *p == ' ') *p = '_';
-    mkdir(cgj_cfg.DUMP_ALLOCS, 0777);
-    FILE *f = fopen(path, "w");
+    cgj_file_mkdir(cgj_cfg.DUMP_ALLOCS);
+    FILE *f = cgj_file_open(path, true);
     if (!f) {
         fprintf(stderr, "cgjit: warning: CGJIT_DUMP_ALLOCS: cannot write %s: %s\n", path, strerror(errno));
         return;

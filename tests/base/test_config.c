@@ -354,3 +354,74 @@ Test(base_config, log_hex)
     cr_assert_str_eq(buf + 64, "..");
     cr_assert_str_eq(cgj_log_hex(buf, b, 0), "");
 }
+
+/* ---- files a user names (base/file.h) ---- */
+
+#include "base/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+Test(base_config, log_file_is_private_and_not_inherited)
+{
+    char dir[] = "/tmp/cgjit_logXXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/log", dir);
+    const char *err = log_init_captured("trace", path);
+    cr_assert_str_empty(err, "%s", err);
+    FILE *f = cgj_log_stream();
+    cr_assert_neq(f, stderr);
+    cr_assert(fcntl(fileno(f), F_GETFD) & FD_CLOEXEC, "the log descriptor leaks into exec'd programs");
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
+    unlink(path);
+    rmdir(dir);
+}
+
+Test(base_config, log_file_through_a_symlink_is_refused)
+{
+    char dir[] = "/tmp/cgjit_logXXXXXX";
+    cr_assert(mkdtemp(dir));
+    char victim[64], link[64];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(link, sizeof link, "%s/cgjit.log", dir);
+    FILE *v = fopen(victim, "w");
+    fputs("precious\n", v);
+    fclose(v);
+    cr_assert_eq(symlink(victim, link), 0);
+    const char *err = log_init_captured("trace", link);
+    cr_assert(strstr(err, "warning") && strstr(err, link), "'%s'", err);
+    cr_assert_eq(cgj_log_stream(), stderr, "a planted link is never followed");
+    struct stat st;
+    cr_assert_eq(stat(victim, &st), 0);
+    cr_assert_eq(st.st_size, 9, "the link's target was written");
+    unlink(link), unlink(victim), rmdir(dir);
+}
+
+Test(base_config, dump_files_are_created_anew_never_overwritten)
+{
+    char dir[] = "/tmp/cgjit_dumpXXXXXX";
+    cr_assert(mkdtemp(dir));
+    char sub[64], path[80];
+    snprintf(sub, sizeof sub, "%s/allocs", dir);
+    cr_assert_eq(cgj_file_mkdir(sub), 0);
+    cr_assert_eq(cgj_file_mkdir(sub), 0, "an existing directory is fine");
+    struct stat st;
+    cr_assert_eq(stat(sub, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0700);
+    snprintf(path, sizeof path, "%s/a-v1.txt", sub);
+    FILE *f = cgj_file_open(path, true);
+    cr_assert(f);
+    fclose(f);
+    errno = 0;
+    cr_assert_null(cgj_file_open(path, true));
+    cr_assert_eq(errno, EEXIST);
+    char link[80];
+    snprintf(link, sizeof link, "%s/link", dir);
+    cr_assert_eq(symlink(sub, link), 0);
+    cr_assert_eq(cgj_file_mkdir(link), ENOTDIR, "a link is no directory of ours");
+    unlink(path), rmdir(sub), unlink(link), rmdir(dir);
+}

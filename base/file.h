@@ -1,0 +1,21 @@
+/*
+ * file.h — how cgjit opens the files a user names (CGJIT_LOG_FILE, CGJIT_DUMP_ALLOCS).
+ *
+ * A path in an environment variable may point into a shared directory where someone else
+ * planted a symbolic link: cgjit never follows one (O_NOFOLLOW), never lets the descriptor leak
+ * into programs the application starts (O_CLOEXEC), creates files private to the user (0600)
+ * and directories likewise (0700), and creates dumps only where nothing exists yet (O_EXCL).
+ */
+#ifndef CGJ_FILE_H
+#define CGJ_FILE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Open `path` for appending (created 0600 if absent), or create it anew (`fresh`: fails if it
+ * exists). Never through a symbolic link. NULL with errno set on failure. */
+FILE *cgj_file_open(const char *path, bool fresh);
+/* Create directory `path` (0700) unless it exists as a directory (not a link). 0 or errno. */
+int cgj_file_mkdir(const char *path);
+
+#endif /* CGJ_FILE_H */
