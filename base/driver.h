@@ -64,6 +64,7 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     W(cuMemFreeAsync, cuMemFreeAsync) W(cuMemFreeAsync_ptsz, cuMemFreeAsync)               \
     W(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync)                                    \
     W(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync)                               \
+    W(cuMemFreeHost, cuMemFreeHost) W(cuMemHostUnregister, cuMemHostUnregister)            \
     CGJ_DRIVER_UNTRACEABLE(W)
 
 /* U(exported, prototype, (parameters), (arguments)): calls that issue GPU work cgjit cannot
@@ -177,7 +178,6 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuGraphKernelNodeGetParams_v2, cuGraphKernelNodeGetParams)              \
     D(cuGraphExecKernelNodeSetParams_v2, cuGraphExecKernelNodeSetParams)      \
     D(cuMemHostAlloc, cuMemHostAlloc)                                         \
-    D(cuMemFreeHost, cuMemFreeHost)                                           \
     D(cuCtxGetDevice, cuCtxGetDevice)                                         \
     D(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity)           \
     D(cuMemAddressReserve, cuMemAddressReserve)                               \

@@ -12,6 +12,7 @@
  * first op used, CU_STREAM_LEGACY included, and keeps that stream's implicit synchronization.
  */
 #include "runtime/runtime.h"
+#include "allocator/pointers.h"
 #include "allocator/pool.h"
 #include "base/driver.h"
 #include "base/log.h"
@@ -117,32 +118,26 @@ TWO_WRAPPERS(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, launch_host_func,
 
 /* ---- copies ---- */
 
-/* 0 for pageable host memory, else a CUmemorytype. */
-static unsigned memory_type(CUdeviceptr p)
+/* Device-side memory: what a graph's copy node reads or writes on the device. */
+static bool on_device(cgj_mem_kind_t k)
 {
-    unsigned t = 0;
-    if (cgj_drv.r_cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
-        return 0;
-    return t;
+    return k == CGJ_MEM_DEVICE || k == CGJ_MEM_MANAGED;
 }
 
-static bool is_device(unsigned t)
-{
-    return t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED || t == CU_MEMORYTYPE_ARRAY;
-}
-
-/* Describe a copy. Device→host lands in a graph only when asynchronous into pinned memory;
- * otherwise the host sees the bytes when the call returns: a READBACK boundary. */
+/* Describe a copy by what its operands are (allocator/pointers.h), not by the API's name: a
+ * "host" source that is device memory is a device-to-device copy. Device→host lands in a graph
+ * only when asynchronous into pinned memory; otherwise the host sees the bytes when the call
+ * returns: a READBACK boundary. */
 static void fill_copy(cgj_call_t *c, CUdeviceptr dst, CUdeviceptr src, size_t n, bool async)
 {
-    unsigned td = memory_type(dst), ts = memory_type(src);
+    cgj_mem_kind_t td = cgj_pointer_kind(dst), ts = cgj_pointer_kind(src);
     c->kind = CGJ_OP_MEMCPY;
     c->u.m.bytes = n;
-    if (is_device(td) && is_device(ts)) {
+    if (on_device(td) && on_device(ts)) {
         c->u.m.dir = CGJ_DIR_D2D, c->u.m.dst = dst, c->u.m.src = src;
-    } else if (is_device(td)) {
+    } else if (on_device(td)) {
         c->u.m.dir = CGJ_DIR_H2D, c->u.m.dst = dst, c->u.m.hsrc = (const void *)(uintptr_t)src;
-    } else if (is_device(ts) && async && td == CU_MEMORYTYPE_HOST) {
+    } else if (on_device(ts) && async && td == CGJ_MEM_PINNED) {
         c->u.m.dir = CGJ_DIR_D2H, c->u.m.hdst = (void *)(uintptr_t)dst, c->u.m.src = src;
     } else {
         c->kind = CGJ_OP_READBACK;
@@ -172,10 +167,11 @@ static inline CUresult memcpy_any_async(bool pt, const char *api, __typeof__(cuM
 TWO_WRAPPERS(cuMemcpyAsync, cuMemcpyAsync_ptsz, memcpy_any_async,
              (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), dst, src, n, s)
 
-/* Host-to-device copies: replay stages the bytes at call time (see tracer/step.c). */
+/* Host-to-device copies: replay stages the bytes of a host source at call time (tracer/replay.c);
+ * a source that is device memory (unified addressing) makes a device-to-device copy. */
 #define H2D_CALL(api_, pt_, s_)                                                 \
     cgj_call_t c = {.kind = CGJ_OP_MEMCPY, .api = api_, .stream = norm(s_, pt_)}; \
-    c.u.m.dir = CGJ_DIR_H2D, c.u.m.dst = dst, c.u.m.hsrc = src, c.u.m.bytes = n
+    fill_copy(&c, dst, (CUdeviceptr)(uintptr_t)src, n, true)
 
 static inline CUresult memcpy_h2d(bool pt, const char *api, __typeof__(cuMemcpyHtoD) *real,
                                   CUdeviceptr dst, const void *src, size_t n)
@@ -352,6 +348,7 @@ CUresult cgj_w_cuCtxSynchronize_v2(CUcontext ctx)
 
 CUresult cgj_w_cuMemFree_v2(CUdeviceptr p)
 {
+    cgj_pointer_forget(p);
     IDLE_FORWARD(POOL_OR(p, cgj_drv.r_cuMemFree_v2(p)));
     cgj_call_t c = {.kind = CGJ_OP_FREE, .api = "cuMemFree_v2", .stream = CU_STREAM_LEGACY};
     c.u.a.addr = p;
@@ -361,6 +358,7 @@ CUresult cgj_w_cuMemFree_v2(CUdeviceptr p)
 static inline CUresult mem_free_async(bool pt, const char *api, __typeof__(cuMemFreeAsync) *real,
                                       CUdeviceptr p, CUstream s)
 {
+    cgj_pointer_forget(p);
     IDLE_FORWARD(POOL_OR(p, real(p, s)));
     cgj_call_t c = {.kind = CGJ_OP_FREE, .api = api, .stream = norm(s, pt)};
     c.u.a.addr = p;
@@ -411,6 +409,19 @@ static inline CUresult mem_alloc_pool(bool pt, const char *api, __typeof__(cuMem
 }
 TWO_WRAPPERS(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, mem_alloc_pool,
              (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s), p, n, pool, s)
+
+/* Host memory leaving the driver: its cached classification goes first. */
+CUresult cgj_w_cuMemFreeHost(void *p)
+{
+    cgj_pointer_forget((CUdeviceptr)(uintptr_t)p);
+    return cgj_drv.r_cuMemFreeHost(p);
+}
+
+CUresult cgj_w_cuMemHostUnregister(void *p)
+{
+    cgj_pointer_forget((CUdeviceptr)(uintptr_t)p);
+    return cgj_drv.r_cuMemHostUnregister(p);
+}
 
 /* ---- a program's own graph launch: cgjit does not nest graphs yet ---- */
 
