@@ -294,6 +294,9 @@ TWO_WRAPPERS(cuEventRecord, cuEventRecord_ptsz, event_record, (CUevent ev, CUstr
 static inline CUresult stream_wait(bool pt, const char *api, __typeof__(cuStreamWaitEvent) *real,
                                    CUstream s, CUevent ev, unsigned flags)
 {
+    /* Another thread's stream may wait on an event a replay recorded: what the event stands for
+     * must be issued before the wait, or the waiting stream would run ahead of it. */
+    OBSERVE(NULL, ev, false);
     IDLE_FORWARD(real(s, ev, flags));
     cgj_call_t c = {.kind = CGJ_OP_STREAM_WAIT, .api = api, .stream = norm(s, pt)};
     c.u.e.ev = ev, c.u.e.flags = flags;

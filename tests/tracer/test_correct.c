@@ -28,3 +28,64 @@ Test(tracer_correct, device_pointer_as_host_source_is_a_device_copy)
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(10), .side_exits = IS(0)},
                                .stats = {.bytes_staged = IS(0)}});
 }
+
+/* ---- another thread's stream waits on an event a replayed step recorded ---- */
+
+typedef struct handoff {
+    pthread_barrier_t recorded, consumed;
+    CUstream consumer_stream;
+    CUevent ev;
+    CUdeviceptr src, dst;
+    int steps;
+} handoff_t;
+
+static void *consumer(void *arg)
+{
+    handoff_t *h = arg;
+    for (int s = 0; s < 2 * h->steps; s++) { /* each step runs eagerly, then traced */
+        pthread_barrier_wait(&h->recorded);
+        OK(fk.stream_wait(h->consumer_stream, h->ev, 0));
+        OK(fk.dtod_async(h->dst, h->src, N * sizeof(float), h->consumer_stream));
+        OK(fk.stream_sync(h->consumer_stream));
+        pthread_barrier_wait(&h->consumed);
+    }
+    return NULL;
+}
+
+/* The producer's step: a kernel on its stream, an event recorded after it; the consumer copies
+ * what the kernel wrote once its stream has waited on the event, while the step is still open. */
+static void produce(handoff_t *h, CUstream ps, int s, const char *anchor)
+{
+    if (anchor) cr_assert_eq(cgj_trace_begin(anchor), CGJ_OK);
+    OK(fk_addk_launch(&fk, ps, h->src, s + 1, N));
+    OK(fk.event_record(h->ev, ps));
+    pthread_barrier_wait(&h->recorded);
+    pthread_barrier_wait(&h->consumed);
+    if (anchor) cr_assert_eq(cgj_trace_end(), CGJ_OK);
+}
+
+Test(tracer_correct, cross_thread_event_wait_sees_the_absorbed_work)
+{
+    handoff_t h = {.steps = 10};
+    CUstream ps;
+    OK(fk.stream_create(&ps, CU_STREAM_NON_BLOCKING));
+    OK(fk.stream_create(&h.consumer_stream, CU_STREAM_NON_BLOCKING));
+    OK(fk.event_create(&h.ev, CU_EVENT_DISABLE_TIMING));
+    CUdeviceptr src[2] = {fk_alloc_floats(&fk, N, 3), fk_alloc_floats(&fk, N, 3)};
+    CUdeviceptr dst[2] = {fk_alloc_floats(&fk, N, 4), fk_alloc_floats(&fk, N, 4)};
+    pthread_barrier_init(&h.recorded, NULL, 2);
+    pthread_barrier_init(&h.consumed, NULL, 2);
+    pthread_t th;
+    for (int s = 0; s < h.steps; s++) {
+        if (s == 0) pthread_create(&th, NULL, consumer, &h);
+        for (int traced = 0; traced < 2; traced++) {
+            h.src = src[traced], h.dst = dst[traced];
+            produce(&h, ps, s, traced ? "producer" : NULL);
+        }
+        float e[N], t[N];
+        OK(fk.dtoh(e, dst[0], sizeof e));
+        OK(fk.dtoh(t, dst[1], sizeof t));
+        cr_assert(memcmp(e, t, sizeof e) == 0, "step %d: the consumer read stale data", s);
+    }
+    pthread_join(th, NULL);
+}
