@@ -11,10 +11,55 @@
 #include "tracer/tracer.h"
 #include "base/log.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int begin_locked(cgj_thread_t *t, const char *name, bool implicit);
 static int end_locked(cgj_thread_t *t);
+
+/* ---- a thread's end: its step ends there, as with cgj_trace_end ----
+ * A thread that exits (or a process that exits from main) with a step open has its absorbed
+ * work issued and its anchor released: a TLS destructor for threads, atexit for the process. */
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void end_at_exit(cgj_thread_t *t)
+{
+    cgj_thread_lock(t);
+    if (t->mode != CGJ_MODE_OFF) {
+        CGJ_LOG(trace, "the thread ends inside a step: the step ends here");
+        end_locked(t);
+    }
+    cgj_thread_unlock(t);
+}
+
+static void thread_exit(void *arg)
+{
+    cgj_thread_t *t = arg;
+    end_at_exit(t);
+    cgj_thread_unregister(t);
+}
+
+static void process_exit(void)
+{
+    if (cgj_tls.registered) end_at_exit(&cgj_tls);
+}
+
+static void make_exit_key(void)
+{
+    pthread_key_create(&exit_key, thread_exit);
+    atexit(process_exit);
+}
+
+/* The thread joins the registry, with its exit hook, on its first traced call. */
+static void enter_thread(cgj_thread_t *t)
+{
+    if (CGJ_LIKELY(t->registered)) return;
+    pthread_once(&exit_once, make_exit_key);
+    if (cgj_thread_register(t)) pthread_setspecific(exit_key, t);
+}
 
 /* Act on implicit.c's decision for call c. False when the call runs outside any step. */
 static bool route(cgj_thread_t *t, const cgj_call_t *c)
@@ -31,7 +76,7 @@ static bool route(cgj_thread_t *t, const cgj_call_t *c)
 int cgj_step_enter(const cgj_call_t *c)
 {
     cgj_thread_t *t = &cgj_tls;
-    cgj_thread_register(t);
+    enter_thread(t);
     cgj_thread_lock(t);
     int d = CGJ_EXECUTE;
     if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_stays(t, c) && !route(t, c))
@@ -116,7 +161,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
 int cgj_step_begin(const char *name)
 {
     cgj_thread_t *t = &cgj_tls;
-    cgj_thread_register(t);
+    enter_thread(t);
     cgj_thread_lock(t);
     int st = begin_locked(t, name, false);
     cgj_thread_unlock(t);

@@ -20,8 +20,6 @@ cgj_stats_t cgj_g_stats;
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static cgj_thread_t **registry;
 static size_t nregistry, capregistry;
-static pthread_key_t exit_key;
-static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 void cgj_thread_lock(cgj_thread_t *t)
 {
@@ -33,29 +31,23 @@ void cgj_thread_unlock(cgj_thread_t *t)
     cgj_spin_unlock(&t->lock);
 }
 
-static void unregister_thread(void *arg)
+void cgj_thread_unregister(cgj_thread_t *t)
 {
-    cgj_thread_t *t = arg;
     pthread_mutex_lock(&registry_lock);
     for (size_t i = 0; i < nregistry; i++)
         if (registry[i] == t) registry[i] = registry[--nregistry];
     pthread_mutex_unlock(&registry_lock);
+    t->registered = false;
 }
 
-static void make_exit_key(void)
+bool cgj_thread_register(cgj_thread_t *t)
 {
-    pthread_key_create(&exit_key, unregister_thread);
-}
-
-void cgj_thread_register(cgj_thread_t *t)
-{
-    if (CGJ_LIKELY(t->registered)) return;
-    pthread_once(&exit_key_once, make_exit_key);
+    if (CGJ_LIKELY(t->registered)) return false;
     pthread_mutex_lock(&registry_lock);
     CGJ_VEC_PUSH(registry, nregistry, capregistry, t);
     pthread_mutex_unlock(&registry_lock);
-    pthread_setspecific(exit_key, t);
     t->registered = true;
+    return true;
 }
 
 void cgj_registry_lock(void)

@@ -57,7 +57,9 @@ void cgj_anchor_fail(cgj_anchor_t *a, const cgj_reason_t *r);
 void cgj_anchor_note_run(cgj_anchor_t *a, bool exited);
 
 /* ---- threads.c ---- */
-void cgj_thread_register(cgj_thread_t *t);
+/* Put t in the registry other threads flush through; true the first time. */
+bool cgj_thread_register(cgj_thread_t *t);
+void cgj_thread_unregister(cgj_thread_t *t);
 void cgj_thread_lock(cgj_thread_t *t);
 void cgj_thread_unlock(cgj_thread_t *t);
 /* Move t's step along a row of CGJ_TRANSITION_LIST (asserted). */

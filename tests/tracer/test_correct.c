@@ -89,3 +89,34 @@ Test(tracer_correct, cross_thread_event_wait_sees_the_absorbed_work)
     }
     pthread_join(th, NULL);
 }
+
+/* ---- a thread that exits in the middle of its step ---- */
+
+static void *exit_mid_step(void *arg)
+{
+    CUdeviceptr x = *(const CUdeviceptr *)arg;
+    cr_assert_eq(cgj_trace_begin("exits_mid_step"), CGJ_OK);
+    OK(fk_addk_launch(&fk, NULL, x, 1, N));
+    OK(fk_axpb_launch(&fk, NULL, x, 1.0f, 0.5f, N, 1));
+    return NULL; /* no cgj_trace_end, no synchronization */
+}
+
+Test(tracer_correct, thread_exit_issues_the_absorbed_work)
+{
+    CUdeviceptr e = fk_alloc_floats(&fk, N, 5), t = fk_alloc_floats(&fk, N, 5);
+    for (int i = 0; i < 8; i++) {
+        OK(fk_addk_launch(&fk, NULL, e, 1, N));
+        OK(fk_axpb_launch(&fk, NULL, e, 1.0f, 0.5f, N, 1));
+        pthread_t th;
+        pthread_create(&th, NULL, exit_mid_step, &t);
+        pthread_join(th, NULL);
+    }
+    OK(fk.ctx_sync());
+    float he[N], ht[N];
+    OK(fk.dtoh(he, e, sizeof he));
+    OK(fk.dtoh(ht, t, sizeof ht));
+    cr_assert(memcmp(he, ht, sizeof he) == 0, "a thread's absorbed work was lost at its exit");
+    cgj_trace_info_t i = info_of("exits_mid_step");
+    cr_assert_eq(i.runs, 8);
+    cr_assert_geq(i.replays, 5, "the anchor is released at each exit and replays: %s", i.reason);
+}
