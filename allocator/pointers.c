@@ -62,6 +62,11 @@ cgj_mem_kind_t cgj_pointer_kind(CUdeviceptr p)
     return kind;
 }
 
+void cgj_pointers_forked(void)
+{
+    lock = 0;
+}
+
 void cgj_pointer_forget(CUdeviceptr p)
 {
     cgj_spin_lock(&lock);

@@ -25,5 +25,7 @@ typedef enum cgj_mem_kind {
 cgj_mem_kind_t cgj_pointer_kind(CUdeviceptr p);
 /* Memory at p is freed or unregistered: forget the cached range that holds it. */
 void cgj_pointer_forget(CUdeviceptr p);
+/* In a child after fork(): the cache's lock as if unlocked. */
+void cgj_pointers_forked(void);
 
 #endif /* CGJ_POINTERS_H */

@@ -154,3 +154,8 @@ bool cgj_pool_release(CUdeviceptr addr)
     pthread_mutex_unlock(&lock);
     return found;
 }
+
+void cgj_pool_forked(void)
+{
+    pthread_mutex_init(&lock, NULL);
+}

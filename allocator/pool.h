@@ -28,6 +28,8 @@ bool cgj_pool_owns(CUdeviceptr p);
 void cgj_pool_hold(CUdeviceptr addr, bool *flag);
 /* The program frees a pool address: release it. False if no held block starts there. */
 bool cgj_pool_release(CUdeviceptr addr);
+/* In a child after fork(): the pool's lock as if unlocked (nothing of it is used there). */
+void cgj_pool_forked(void);
 /* Bytes of device memory the pool has mapped. */
 size_t cgj_pool_mapped_bytes(void);
 

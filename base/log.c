@@ -36,6 +36,11 @@ static void enable_category(const char *name, size_t len)
     fprintf(stderr, " all)\n");
 }
 
+void cgj_log_forked(void)
+{
+    pthread_mutex_init(&log_lock, NULL);
+}
+
 void cgj_log_init(void)
 {
     log_out = stderr;

@@ -31,6 +31,8 @@ extern uint32_t cgj_log_mask;
 
 /* Parse CGJIT_LOG / CGJIT_LOG_FILE (from cgj_cfg); unknown names give a warning. */
 void cgj_log_init(void);
+/* In a child after fork(): the log's lock as if unlocked (the thread holding it is gone). */
+void cgj_log_forked(void);
 /* The stream logs and reports go to. */
 FILE *cgj_log_stream(void);
 void cgj_log_write(cgj_log_cat_t cat, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -19,7 +19,10 @@
 #include "runtime/runtime.h"
 #include "base/config.h"
 #include "base/driver.h"
+#include "allocator/pointers.h"
+#include "allocator/pool.h"
 #include "base/log.h"
+#include "runtime/libs.h"
 #include "tracer/step.h"
 
 #include <dlfcn.h>
@@ -28,32 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *(*real_dlsym)(void *, const char *);
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int init_state = -1; /* -1 not yet, else a cgj_status_t */
 static __thread bool in_init;
 
-
-/* Sanitizer runtimes (ASan, UBSan, TSan) call dlsym while they start, before their shadow
- * memory exists: the code on that path must not be instrumented. */
-#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined", "thread")))
-
-__attribute__((constructor)) NO_SANITIZE static void find_real_dlsym(void)
-{
-    real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!real_dlsym) real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-}
-
-void *cgj_real_next(const char *name)
-{
-    return cgj_real_sym(RTLD_NEXT, name);
-}
-
-void *cgj_real_sym(void *handle, const char *name)
-{
-    if (!real_dlsym) find_real_dlsym();
-    return real_dlsym ? real_dlsym(handle, name) : NULL;
-}
 
 /* CGJIT_STEP, or its default: sync when libcgjit was preloaded (the program cannot mark its
  * steps), off when it was linked (it marks them). */
@@ -87,10 +68,27 @@ static cgj_step_policy_t step_policy(void)
     return def;
 }
 
+static bool forked_child;
+
 static void report_at_exit(void)
 {
     extern void cgj_report(FILE *);
-    cgj_report(cgj_log_stream());
+    if (!forked_child) cgj_report(cgj_log_stream()); /* the parent reports; not each child */
+}
+
+/* fork(): the child passes every call through and never waits for a lock a thread of the parent
+ * held (that thread does not exist in the child). */
+static void fork_child(void)
+{
+    forked_child = true;
+    cgj_log_forked();
+    cgj_pointers_forked();
+    cgj_pool_forked();
+    cgj_libs_forked();
+#ifdef CGJ_HAVE_CUDNN
+    cgj_lib_dnn_forked();
+#endif
+    cgj_step_forked();
 }
 
 static int init_locked(void)
@@ -98,15 +96,16 @@ static int init_locked(void)
     cgj_config_load();
     cgj_log_init();
     if (cgj_cfg.DISABLE) return CGJ_ERR_DISABLED;
-    if (!real_dlsym) find_real_dlsym();
+    if (!cgj_real_dlsym) cgj_real_find();
     void *h = NULL;
-    if (!real_dlsym || !cgj_driver_load(real_dlsym, &h)) {
+    if (!cgj_real_dlsym || !cgj_driver_load(cgj_real_dlsym, &h)) {
         CGJ_LOG(interpose, "driver '%s' unavailable: every step runs eagerly", cgj_cfg.DRIVER);
         return CGJ_ERR_NO_DRIVER;
     }
     cgj_wrappers_init();
     cgj_step_implicit_enable(step_policy());
     if (cgj_cfg.REPORT) atexit(report_at_exit);
+    pthread_atfork(NULL, NULL, fork_child);
     CGJ_LOG(interpose, "driver '%s' loaded", cgj_cfg.DRIVER);
     return CGJ_OK;
 }
@@ -126,10 +125,10 @@ int cgj_runtime_init(void)
     return init_state;
 }
 
-CGJ_API NO_SANITIZE void *dlsym(void *handle, const char *symbol)
+CGJ_API CGJ_NO_SANITIZE void *dlsym(void *handle, const char *symbol)
 {
-    if (CGJ_UNLIKELY(!real_dlsym)) find_real_dlsym();
-    void *p = real_dlsym(handle, symbol);
+    if (CGJ_UNLIKELY(!cgj_real_dlsym)) cgj_real_find();
+    void *p = cgj_real_dlsym(handle, symbol);
     if (!p || symbol[0] != 'c' || symbol[1] != 'u') return p;
     if (cgj_runtime_init() != CGJ_OK) return p;
     void *w = cgj_wrapper_for(p);

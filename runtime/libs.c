@@ -86,6 +86,11 @@ static void gen_set(const void *obj, bool drop)
     cgj_spin_unlock(&gen_lock);
 }
 
+void cgj_libs_forked(void)
+{
+    gen_lock = 0;
+}
+
 void cgj_lib_gen_bump(const void *obj)
 {
     gen_set(obj, false);

@@ -59,6 +59,9 @@ void *cgj_lib_resolve(const char *name);
  * whenever that state may change (created, stream or workspace set, destroyed, finalized).
  * Unknown objects have generation 0. */
 uint64_t cgj_lib_gen(const void *obj);
+/* In a child after fork(): the wrappers' locks as if unlocked. */
+void cgj_libs_forked(void);
+void cgj_lib_dnn_forked(void); /* libs_dnn.c (a no-op where cgjit is built without cuDNN) */
 void cgj_lib_gen_bump(const void *obj);
 void cgj_lib_gen_drop(const void *obj);
 

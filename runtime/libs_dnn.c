@@ -320,6 +320,11 @@ static pack_t *packs;
 static size_t npacks, cappacks;
 static pthread_mutex_t packs_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void cgj_lib_dnn_forked(void)
+{
+    pthread_mutex_init(&packs_lock, NULL);
+}
+
 static pack_t *pack_find(cudnnBackendDescriptor_t d, bool create)
 {
     for (size_t i = 0; i < npacks; i++)

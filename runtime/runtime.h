@@ -17,6 +17,13 @@ int cgj_runtime_init(void);
 void cgj_wrappers_init(void);
 void *cgj_wrapper_for(const void *real);
 
+/* Sanitizer runtimes (ASan, UBSan, TSan) call dlsym while they start, before their shadow
+ * memory exists: the code on that path must not be instrumented. */
+#define CGJ_NO_SANITIZE __attribute__((no_sanitize("address", "undefined", "thread")))
+
+/* real.c: libc's dlsym (found by cgj_real_find, a constructor). */
+extern void *(*cgj_real_dlsym)(void *, const char *);
+void cgj_real_find(void);
 /* The definition of `name` next after libcgjit in the lookup order (RTLD_NEXT), or NULL. */
 void *cgj_real_next(const char *name);
 /* The real dlsym(handle, name), past cgjit's own dlsym. */

@@ -47,6 +47,11 @@ cgj_anchor_t *cgj_anchor_get(const char *name)
     return a;
 }
 
+void cgj_anchors_forked(void)
+{
+    pthread_mutex_init(&table_lock, NULL);
+}
+
 void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to)
 {
     if (a->state == to && to != CGJ_STATE_REPLAY) return;

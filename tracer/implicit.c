@@ -40,6 +40,11 @@ void cgj_implicit_enable(cgj_step_policy_t policy)
     CGJ_LOG(trace, "implicit steps: CGJIT_STEP=%s", cgj_step_policy_name(policy));
 }
 
+void cgj_implicit_disable_silently(void)
+{
+    __atomic_store_n(&cgj_implicit_policy, CGJ_STEP_OFF, __ATOMIC_RELAXED);
+}
+
 bool cgj_implicit_disable(void)
 {
     int was = __atomic_exchange_n(&cgj_implicit_policy, CGJ_STEP_OFF, __ATOMIC_RELAXED);

@@ -24,6 +24,15 @@ static int end_locked(cgj_thread_t *t);
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static int forked; /* this process is a child of fork(): everything passes through */
+
+void cgj_step_forked(void)
+{
+    forked = 1;
+    cgj_implicit_disable_silently();
+    cgj_threads_forked();
+    cgj_anchors_forked();
+}
 
 static void end_at_exit(cgj_thread_t *t)
 {
@@ -44,7 +53,7 @@ static void thread_exit(void *arg)
 
 static void process_exit(void)
 {
-    if (cgj_tls.registered) end_at_exit(&cgj_tls);
+    if (cgj_tls.registered && !forked) end_at_exit(&cgj_tls);
 }
 
 static void make_exit_key(void)
@@ -161,6 +170,11 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
 int cgj_step_begin(const char *name)
 {
     cgj_thread_t *t = &cgj_tls;
+    if (forked) { /* a marked step in a child of fork(): eager, still paired with its end */
+        if (t->mode != CGJ_MODE_OFF) return CGJ_ERR_NESTED;
+        cgj_step_begin_eager();
+        return CGJ_OK;
+    }
     enter_thread(t);
     cgj_thread_lock(t);
     int st = begin_locked(t, name, false);

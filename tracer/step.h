@@ -73,6 +73,10 @@ void cgj_step_begin_eager(void);
 void cgj_step_implicit_enable(cgj_step_policy_t policy);
 void cgj_step_markers_seen(void);
 
+/* In a child after fork(): cgjit passes every call through (the parent's steps, threads and
+ * locks are not the child's; CUDA cannot be used across fork anyway), and never blocks. */
+void cgj_step_forked(void);
+
 /* Another thread's host-observing call (synchronize, query, read back) must never overtake
  * work a replaying thread absorbed but has not launched. cgj_step_observe() flushes, eagerly and
  * in order, the pending work of every other thread that the call could observe: work on stream

@@ -91,3 +91,14 @@ void cgj_thread_set_pending(cgj_thread_t *t, bool pending)
     __atomic_store_n(&t->pending, pending, __ATOMIC_RELAXED); /* other threads read it unlocked */
     __atomic_fetch_add(&cgj_pending_threads, pending ? 1 : -1, __ATOMIC_RELAXED);
 }
+
+void cgj_threads_forked(void)
+{
+    pthread_mutex_init(&registry_lock, NULL);
+    nregistry = 0;
+    __atomic_store_n(&cgj_tracing_threads, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&cgj_pending_threads, 0, __ATOMIC_RELAXED);
+    /* This thread's step belonged to the parent: the child starts outside any step. */
+    cgj_thread_t fresh = {.last = NULL};
+    cgj_tls = fresh;
+}

@@ -46,6 +46,8 @@ struct cgj_anchor {
 
 /* ---- anchor.c ---- */
 cgj_anchor_t *cgj_anchor_get(const char *name);
+/* In a child after fork(): the table's lock as if unlocked. */
+void cgj_anchors_forked(void);
 void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to);
 /* Keep r as the anchor's last event. */
 void cgj_anchor_note(cgj_anchor_t *a, const cgj_reason_t *r);
@@ -67,6 +69,8 @@ void cgj_thread_go(cgj_thread_t *t, cgj_event_t ev, cgj_mode_t to);
 /* The mode an eager step of t takes: EAGER (implicit) or PASSTHRU (marked). */
 cgj_mode_t cgj_thread_eager_mode(const cgj_thread_t *t);
 void cgj_thread_set_pending(cgj_thread_t *t, bool pending);
+/* In a child after fork(): no registry, no counters, this thread in no step, locks free. */
+void cgj_threads_forked(void);
 /* The registry, for visiting other threads: lock, count, get, unlock. */
 void cgj_registry_lock(void);
 void cgj_registry_unlock(void);
@@ -162,5 +166,7 @@ static inline bool cgj_implicit_stays(const cgj_thread_t *t, const cgj_call_t *c
 void cgj_implicit_enable(cgj_step_policy_t policy);
 /* Turn implicit stepping off for good; false if it was off already. */
 bool cgj_implicit_disable(void);
+/* The same in a child after fork(), where the counters are reset anyway and nothing logs. */
+void cgj_implicit_disable_silently(void);
 
 #endif /* CGJ_TRACER_H */

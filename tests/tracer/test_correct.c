@@ -120,3 +120,68 @@ Test(tracer_correct, thread_exit_issues_the_absorbed_work)
     cr_assert_eq(i.runs, 8);
     cr_assert_geq(i.replays, 5, "the anchor is released at each exit and replays: %s", i.reason);
 }
+
+/* ---- fork() while another thread is inside a replayed step with absorbed work ---- */
+
+typedef struct replayer {
+    pthread_barrier_t absorbed, forked;
+    CUdeviceptr x;
+    int steps;
+} replayer_t;
+
+static void *replay_loop(void *arg)
+{
+    replayer_t *r = arg;
+    for (int s = 0; s < r->steps; s++) {
+        cr_assert_eq(cgj_trace_begin("forked"), CGJ_OK);
+        OK(fk_addk_launch(&fk, NULL, r->x, 1, N)); /* absorbed from the third step on */
+        pthread_barrier_wait(&r->absorbed);
+        pthread_barrier_wait(&r->forked);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    }
+    return NULL;
+}
+
+/* The child synchronizes the context, steps on its own and exits: it must neither hang on the
+ * parent thread's locks nor issue that thread's absorbed work. */
+static void child(CUdeviceptr x)
+{
+    alarm(10); /* a hang ends as SIGALRM */
+    fakecuda_counts_t before = counts_now();
+    if (fk.ctx_sync() != CUDA_SUCCESS) _exit(3);
+    fakecuda_counts_t after = counts_now();
+    if (after.eager_launches != before.eager_launches) _exit(4); /* re-issued the parent's work */
+    if (cgj_trace_begin("in_child") != CGJ_OK) _exit(5);
+    if (fk_addk_launch(&fk, NULL, x, 1, N) != CUDA_SUCCESS) _exit(6);
+    if (cgj_trace_end() != CGJ_OK || fk.ctx_sync() != CUDA_SUCCESS) _exit(7);
+    _exit(0);
+}
+
+Test(tracer_correct, fork_during_a_replay_never_hangs)
+{
+    replayer_t r = {.x = fk_alloc_floats(&fk, N, 9), .steps = 12};
+    pthread_barrier_init(&r.absorbed, NULL, 2);
+    pthread_barrier_init(&r.forked, NULL, 2);
+    pthread_t th;
+    pthread_create(&th, NULL, replay_loop, &r);
+    for (int s = 0; s < r.steps; s++) {
+        pthread_barrier_wait(&r.absorbed);
+        pid_t pid = fork();
+        if (pid == 0) child(r.x);
+        int status = 0;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "step %d: the child %s %d", s,
+                  WIFEXITED(status) ? "exited with" : "was killed by signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        pthread_barrier_wait(&r.forked);
+    }
+    pthread_join(th, NULL);
+    OK(fk.ctx_sync());
+    float h[N], want[N];
+    OK(fk.dtoh(h, r.x, sizeof h));
+    CUdeviceptr e = fk_alloc_floats(&fk, N, 9);
+    for (int s = 0; s < r.steps; s++) OK(fk_addk_launch(&fk, NULL, e, 1, N));
+    OK(fk.dtoh(want, e, sizeof want));
+    cr_assert(memcmp(h, want, sizeof h) == 0, "the parent's steps lost work");
+    cr_assert_geq(info_of("forked").replays, 8);
+}
