@@ -66,6 +66,8 @@
     /* blacklists */                                                                               \
     X(BLACKLIST_EXITS, "most replays left the trace", "see the side exits: the step differs too often") \
     X(BLACKLIST_LAUNCH, "a graph launch failed", "the driver refused the graph; the step runs eagerly") \
+    X(BLACKLIST_REISSUE, "re-issuing absorbed work failed",                                       \
+      "the driver refused work cgjit had accepted for the program: the error is returned at its next call") \
     /* build failures */                                                                           \
     X(BUILD_STREAM, "no capture stream could be created", "the driver is out of resources")      \
     X(BUILD_EVENTS, "no events could be created for a segment", "the driver is out of resources") \

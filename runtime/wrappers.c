@@ -24,13 +24,13 @@ static inline CUstream norm(CUstream s, bool pt)
     return s ? s : (pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY);
 }
 
-/* Run call c under the step: absorbed, or executed by `expr` and recorded. */
+/* Run call c under the step: absorbed, or executed by `expr` and recorded. The result is the
+ * call's own, or an error that re-issuing this thread's absorbed work met (tracer/exits.c). */
 #define TRACE_CALL(c, expr)                                          \
     do {                                                             \
         if (cgj_step_enter(&(c)) == CGJ_ABSORB) return CUDA_SUCCESS; \
         CUresult r_ = (expr);                                        \
-        cgj_step_leave(&(c), r_);                                    \
-        return r_;                                                   \
+        return cgj_step_leave(&(c), r_);                             \
     } while (0)
 
 #define IDLE_FORWARD(expr) \

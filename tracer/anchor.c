@@ -61,7 +61,7 @@ void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to)
 
 void cgj_anchor_note(cgj_anchor_t *a, const cgj_reason_t *r)
 {
-    a->reason = *r;
+    if (a->state != CGJ_STATE_BLACKLISTED) a->reason = *r; /* a blacklisted anchor keeps why */
     cgj_reason_tally(r);
 }
 

@@ -15,6 +15,17 @@
 
 #include <string.h>
 
+/* Re-issuing met an error: the program gets it at its next call (as an asynchronous error
+ * surfaces), and the anchor stops replaying. */
+static void reissue_failed(cgj_thread_t *t, uint32_t op, CUresult err)
+{
+    cgj_reason_t r;
+    cgj_reason_set(&r, CGJ_REASON_BLACKLIST_REISSUE, op, "%s: %s", t->trace->list.ops[op].call.api,
+                   cgj_driver_errstr(err));
+    cgj_thread_defer(t, err);
+    if (t->anchor && t->anchor->state != CGJ_STATE_BLACKLISTED) cgj_anchor_blacklist(t->anchor, &r);
+}
+
 bool cgj_exit_flush(cgj_thread_t *t)
 {
     cgj_trace_t *tr = t->trace;
@@ -24,8 +35,9 @@ bool cgj_exit_flush(cgj_thread_t *t)
         cgj_op_t *o = &tr->list.ops[i];
         CUresult r = cgj_op_issue(o, o->call.stream, false, false);
         if (r != CUDA_SUCCESS) {
-            ok = false;
             CGJ_LOG(guards, "re-issuing op %u (%s) failed: %s", i, o->call.api, cgj_driver_errstr(r));
+            if (ok) reissue_failed(t, i, r);
+            ok = false;
         }
     }
     /* The staging buffers are rewritten by the next replay: let these copies finish first. */
@@ -91,7 +103,7 @@ void cgj_exit_launch_failed(cgj_thread_t *t, CUresult err)
     cgj_reason_set(&r, CGJ_REASON_BLACKLIST_LAUNCH, CGJ_REASON_NO_OP, "%s", cgj_driver_errstr(err));
     /* Nothing may be lost: run the segment eagerly, and stop replaying this anchor. */
     cgj_exit_flush(t);
-    cgj_anchor_blacklist(t->anchor, &r);
+    if (t->anchor->state != CGJ_STATE_BLACKLISTED) cgj_anchor_blacklist(t->anchor, &r);
     cgj_thread_go(t, CGJ_EVENT_ERROR, cgj_thread_eager_mode(t));
 }
 

@@ -109,13 +109,15 @@ static void lib_leave(cgj_thread_t *t, const cgj_libcall_t *lc, bool ok)
     else if (t->mode == CGJ_MODE_REPLAY) cgj_replay_lib_leave(t, at, lc, ok);
 }
 
-void cgj_step_leave(const cgj_call_t *c, CUresult r)
+CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
 {
     cgj_thread_t *t = &cgj_tls;
     cgj_thread_lock(t);
     if (c->kind == CGJ_OP_LIB) lib_leave(t, c->u.l.lc, r == CUDA_SUCCESS);
     else if (t->mode == CGJ_MODE_RECORD) cgj_record_leave(t, c, r);
+    if (r == CUDA_SUCCESS && c->kind != CGJ_OP_LIB) r = cgj_thread_take_deferred(t);
     cgj_thread_unlock(t);
+    return r;
 }
 
 void cgj_step_untraceable(const char *api)

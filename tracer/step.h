@@ -44,6 +44,8 @@ typedef struct cgj_thread {
     uint64_t lib_serial;     /* the step the open library call began in */
     uint32_t lib_open;       /* RECORD/REPLAY: 1 + the index of the LIB op of the library call
                               * running now (0: none) */
+    CUresult deferred;       /* an error re-issuing absorbed work met, for the program's next
+                              * call (set under the lock, maybe by another thread) */
 } cgj_thread_t;
 
 extern __thread cgj_thread_t cgj_tls;
@@ -57,11 +59,14 @@ static inline bool cgj_tracing(void)
     if (CGJ_LIKELY(__atomic_load_n(&cgj_tracing_threads, __ATOMIC_RELAXED) == 0)) return false;
     cgj_mode_t m = __atomic_load_n(&cgj_tls.mode, __ATOMIC_RELAXED);
     return m >= CGJ_MODE_EAGER ||
-           (m == CGJ_MODE_OFF && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF);
+           (m == CGJ_MODE_OFF && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF) ||
+           __atomic_load_n(&cgj_tls.deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS;
 }
 
 int cgj_step_enter(const cgj_call_t *c);
-void cgj_step_leave(const cgj_call_t *c, CUresult r);
+/* The call returned r; returns what the program gets: r, or (r being success) an error that
+ * re-issuing this thread's absorbed work met since, as an asynchronous error surfaces. */
+CUresult cgj_step_leave(const cgj_call_t *c, CUresult r);
 /* A call cgjit cannot trace, inside a step: abort the step to eager (pending work first). */
 void cgj_step_untraceable(const char *api);
 

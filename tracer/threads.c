@@ -92,6 +92,24 @@ void cgj_thread_set_pending(cgj_thread_t *t, bool pending)
     __atomic_fetch_add(&cgj_pending_threads, pending ? 1 : -1, __ATOMIC_RELAXED);
 }
 
+/* While an error waits, the thread counts as tracing: its calls leave the fast path, and the
+ * first one that returns success returns the error instead. */
+void cgj_thread_defer(cgj_thread_t *t, CUresult err)
+{
+    if (err == CUDA_SUCCESS || t->deferred != CUDA_SUCCESS) return;
+    __atomic_store_n(&t->deferred, err, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
+}
+
+CUresult cgj_thread_take_deferred(cgj_thread_t *t)
+{
+    CUresult err = t->deferred;
+    if (err == CUDA_SUCCESS) return err;
+    __atomic_store_n(&t->deferred, CUDA_SUCCESS, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
+    return err;
+}
+
 void cgj_threads_forked(void)
 {
     pthread_mutex_init(&registry_lock, NULL);

@@ -69,6 +69,9 @@ void cgj_thread_go(cgj_thread_t *t, cgj_event_t ev, cgj_mode_t to);
 /* The mode an eager step of t takes: EAGER (implicit) or PASSTHRU (marked). */
 cgj_mode_t cgj_thread_eager_mode(const cgj_thread_t *t);
 void cgj_thread_set_pending(cgj_thread_t *t, bool pending);
+/* Keep err for t's program (the first one wins); the error it keeps, once, or CUDA_SUCCESS. */
+void cgj_thread_defer(cgj_thread_t *t, CUresult err);
+CUresult cgj_thread_take_deferred(cgj_thread_t *t);
 /* In a child after fork(): no registry, no counters, this thread in no step, locks free. */
 void cgj_threads_forked(void);
 /* The registry, for visiting other threads: lock, count, get, unlock. */

@@ -185,3 +185,50 @@ Test(tracer_correct, fork_during_a_replay_never_hangs)
     cr_assert(memcmp(h, want, sizeof h) == 0, "the parent's steps lost work");
     cr_assert_geq(info_of("forked").replays, 8);
 }
+
+/* ---- a failure while absorbed work is re-issued at a side exit ---- */
+
+static const char *g_fail_api; /* the driver function failed once in step 6 of each half */
+static CUresult g_results[4];  /* what the program got from each call of the step */
+
+static void reissue_step(int s, CUdeviceptr *b, void *ctx)
+{
+    static float host[N];
+    for (int i = 0; i < N; i++) host[i] = (float)(s * N + i);
+    if (s == 6) fk.fail_next(g_fail_api, CUDA_ERROR_LAUNCH_FAILED);
+    g_results[0] = fk_addk_launch(&fk, NULL, b[0], 3, N);
+    g_results[1] = fk.htod_async(b[1], host, sizeof host, NULL);
+    g_results[2] = fk.dtod_async(b[2], b[1], sizeof host, NULL);
+    g_results[3] = fk_axpb_launch(&fk, NULL, b[2], 0.5f, 1.0f, N, s == 6 ? 2 : 1); /* differs at 6 */
+    OK(fk.ctx_sync());
+}
+
+/* Each half of step 6: exactly one program call returns the injected error. */
+static void one_error_in_step_six(const scenario_t *sc, int s, bufs_t *b)
+{
+    int errors = 0;
+    for (int i = 0; i < 4; i++) errors += g_results[i] != CUDA_SUCCESS;
+    cr_assert_eq(errors, s == 6 ? 1 : 0, "step %d (%s failing): %d calls failed", s, g_fail_api, errors);
+    for (int i = 0; i < 4; i++)
+        cr_assert(g_results[i] == CUDA_SUCCESS || g_results[i] == CUDA_ERROR_LAUNCH_FAILED, "op %d got %d", i,
+                  (int)g_results[i]);
+}
+
+/* step_both runs the eager half first and checks nothing of its results: check both halves. */
+static void reissue_step_checked(int s, CUdeviceptr *b, void *ctx)
+{
+    reissue_step(s, b, ctx);
+    one_error_in_step_six(NULL, s, NULL);
+}
+
+static void reissue_failure(const char *api)
+{
+    g_fail_api = api;
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = api, .fn = reissue_step_checked, .steps = 12,
+                                                    .nbufs = 3, .info = {.state = IS(CGJ_STATE_BLACKLISTED)}});
+    cr_assert_eq(i.reason_code, CGJ_REASON_BLACKLIST_REISSUE, "%s: %s", api, i.reason);
+}
+
+Test(tracer_correct, reissue_failure_of_a_kernel_is_returned) { reissue_failure("cuLaunchKernel"); }
+Test(tracer_correct, reissue_failure_of_a_staged_copy_is_returned) { reissue_failure("cuMemcpyHtoDAsync_v2"); }
+Test(tracer_correct, reissue_failure_of_a_device_copy_is_returned) { reissue_failure("cuMemcpyDtoDAsync_v2"); }
