@@ -65,6 +65,8 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     W(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync)                                    \
     W(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync)                               \
     W(cuMemFreeHost, cuMemFreeHost) W(cuMemHostUnregister, cuMemHostUnregister)            \
+    W(cuCtxSetCurrent, cuCtxSetCurrent) W(cuCtxPushCurrent_v2, cuCtxPushCurrent)           \
+    W(cuCtxPopCurrent_v2, cuCtxPopCurrent)                                                 \
     CGJ_DRIVER_UNTRACEABLE(W)
 
 /* U(exported, prototype, (parameters), (arguments)): calls that issue GPU work cgjit cannot

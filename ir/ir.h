@@ -223,6 +223,7 @@ typedef struct cgj_trace {
     cgj_exit_count_t exits[CGJ_EXIT_KINDS];
     uint32_t nexits;
     uint64_t other_exits; /* exits beyond the kinds kept */
+    CUcontext ctx;                          /* the context its graphs were built in */
     CUdeviceptr region;                     /* pool region of the in-step allocations */
     bool ends_in_sync;                      /* the step always ends at a host synchronization */
     uint64_t pool_bytes, naive_bytes, lower_bound;

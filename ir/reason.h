@@ -33,6 +33,8 @@
       "move the call out of the step (before cgj_trace_begin or after cgj_trace_end)")            \
     X(ABORT_NESTED, "cgj_trace_begin inside a step (steps do not nest)",                          \
       "end the outer step first, or give the inner work no markers of its own")                   \
+    X(ABORT_CONTEXT, "the step runs in another CUDA context than its trace was built in",         \
+      "give each context's steps an anchor of their own (markers), or keep one context current")  \
     /* differences: side exits in replay, disagreements in recording */                           \
     X(DIFF_OPERATION, "operation differs", "the step does different work from run to run")       \
     X(DIFF_API, "driver function differs", "the step calls different driver functions")          \

@@ -95,19 +95,32 @@ static int init_locked(void)
 {
     cgj_config_load();
     cgj_log_init();
-    if (cgj_cfg.DISABLE) return CGJ_ERR_DISABLED;
     if (!cgj_real_dlsym) cgj_real_find();
     void *h = NULL;
+    /* The driver table first, even when disabled: the exported driver functions forward
+     * through it (wrappers.c). */
     if (!cgj_real_dlsym || !cgj_driver_load(cgj_real_dlsym, &h)) {
         CGJ_LOG(interpose, "driver '%s' unavailable: every step runs eagerly", cgj_cfg.DRIVER);
-        return CGJ_ERR_NO_DRIVER;
+        return cgj_cfg.DISABLE ? CGJ_ERR_DISABLED : CGJ_ERR_NO_DRIVER;
     }
+    if (cgj_cfg.DISABLE) return CGJ_ERR_DISABLED;
     cgj_wrappers_init();
     cgj_step_implicit_enable(step_policy());
     if (cgj_cfg.REPORT) atexit(report_at_exit);
     pthread_atfork(NULL, NULL, fork_child);
     CGJ_LOG(interpose, "driver '%s' loaded", cgj_cfg.DRIVER);
     return CGJ_OK;
+}
+
+/* A program linked with -lcuda has the driver loaded before any constructor runs, and may call
+ * the driver functions libcgjit exports before anything else of cgjit: start now. A program
+ * that does not (the CUDA runtime dlopens the driver later) is started on its first lookup. */
+__attribute__((constructor)) static void start_with_the_driver(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    if (!h) return;
+    dlclose(h);
+    cgj_runtime_init();
 }
 
 int cgj_runtime_init(void)

@@ -413,6 +413,36 @@ static inline CUresult mem_alloc_pool(bool pt, const char *api, __typeof__(cuMem
 TWO_WRAPPERS(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, mem_alloc_pool,
              (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s), p, n, pool, s)
 
+/* ---- contexts: a step's work belongs to the context current when it began. Making another
+ * context current inside a step aborts the step (its graphs could not run there); setting the
+ * current one again changes nothing. ---- */
+
+static void context_change(const char *api, CUcontext to, bool known)
+{
+    CUcontext cur = NULL;
+    if (!cgj_tracing()) return;
+    if (known && cgj_drv.r_cuCtxGetCurrent && cgj_drv.r_cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == to) return;
+    cgj_step_untraceable(api);
+}
+
+CUresult cgj_w_cuCtxSetCurrent(CUcontext ctx)
+{
+    context_change("cuCtxSetCurrent", ctx, true);
+    return cgj_drv.r_cuCtxSetCurrent(ctx);
+}
+
+CUresult cgj_w_cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    context_change("cuCtxPushCurrent", ctx, true);
+    return cgj_drv.r_cuCtxPushCurrent_v2(ctx);
+}
+
+CUresult cgj_w_cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    context_change("cuCtxPopCurrent", NULL, false);
+    return cgj_drv.r_cuCtxPopCurrent_v2(pctx);
+}
+
 /* Host memory leaving the driver: its cached classification goes first. */
 CUresult cgj_w_cuMemFreeHost(void *p)
 {
@@ -447,6 +477,22 @@ TWO_WRAPPERS(cuGraphLaunch, cuGraphLaunch_ptsz, graph_launch, (CUgraphExec g, CU
     }
 
 CGJ_DRIVER_UNTRACEABLE(UNTRACEABLE)
+
+/* ---- exports: a program linked with -lcuda calls the driver's symbols directly; with libcgjit
+ * ahead of libcuda in the lookup order (preloaded, or linked first) those calls land here.
+ * Each exported ABI name (cuMemcpyHtoD_v2, cuLaunchKernel_ptsz, ...) is an alias of its
+ * wrapper; the assembler name keeps cuda.h's macros (cuGetProcAddress -> _v2) out of the way.
+ * The runtime is started before any of them can be called (interpose.c, when libcuda is already
+ * loaded as the program's dependency). ---- */
+
+#define CGJ_EXPORT(exported, proto, ...)                                                       \
+    CGJ_API extern __typeof__(cgj_w_##exported) cgj_export_##exported __asm__(#exported)         \
+        __attribute__((alias("cgj_w_" #exported)));
+CUresult cgj_w_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+CUresult cgj_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                   CUdriverProcAddressQueryResult *status);
+CGJ_DRIVER_WRAPPED(CGJ_EXPORT)
+#undef CGJ_EXPORT
 
 /* ---- the table: real driver function -> its wrapper ---- */
 

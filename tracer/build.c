@@ -9,6 +9,7 @@
 #include "allocator/hostmem.h"
 #include "allocator/plan.h"
 #include "allocator/pool.h"
+#include "base/driver.h"
 #include "base/file.h"
 #include "base/log.h"
 
@@ -93,6 +94,7 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool ends_in_sync)
     }
     cgj_reason_t why = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP};
     tr->ends_in_sync = ends_in_sync;
+    if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&tr->ctx);
     if (!plan_memory(a, tr, &why) || !stage_copies(tr, &why) || !cgj_graph_build(tr, &why)) {
         CGJ_STAT_ADD(build_failures, 1);
         cgj_oplist_free(&tr->list);

@@ -9,6 +9,7 @@
  * thread's absorbed work (exits.c, cgj_step_observe) sees it whole.
  */
 #include "tracer/tracer.h"
+#include "base/driver.h"
 #include "base/log.h"
 
 #include <pthread.h>
@@ -139,6 +140,20 @@ void cgj_step_observe(CUstream s, CUevent ev, bool everything)
 
 /* ---- begin and end ---- */
 
+/* Graphs run in the context they were built in: a step of a's in another context (a program
+ * with contexts of its own, cuCtxCreate/cuCtxSetCurrent) runs eagerly, with the reason. */
+static bool same_context(cgj_anchor_t *a)
+{
+    CUcontext cur = NULL;
+    const cgj_trace_t *tr = a->variants[a->current];
+    if (!cgj_drv.r_cuCtxGetCurrent || cgj_drv.r_cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur == tr->ctx)
+        return true;
+    cgj_reason_t r;
+    cgj_reason_set(&r, CGJ_REASON_ABORT_CONTEXT, CGJ_REASON_NO_OP, "%p, built in %p", (void *)cur, (void *)tr->ctx);
+    cgj_anchor_note(a, &r);
+    return false;
+}
+
 /* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
  * their calls keep passing through cgj_step_enter so that their end is seen. */
 static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
@@ -163,7 +178,8 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         return CGJ_OK;
     }
     t->anchor = a;
-    if (a->state == CGJ_STATE_BLACKLISTED) cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
+    if (a->state == CGJ_STATE_BLACKLISTED || (a->nvariants && !same_context(a)))
+        cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
     else if (a->nvariants) cgj_replay_begin(t, a);
     else cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_RECORD);
     return CGJ_OK;

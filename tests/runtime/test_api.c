@@ -239,6 +239,17 @@ Test(runtime_api, disabled)
     cr_assert(dladdr((void *)fk.launch, &di) && di.dli_fname);
     cr_assert_null(strstr(di.dli_fname, "libcgjit"), "CGJIT_DISABLE=1 but cuLaunchKernel is wrapped");
     cr_assert_eq((void *)fk.launch, dlsym(fk.handle, "cuLaunchKernel"));
+    /* a program linked with -lcuda reaches the driver through cgjit's exports, which forward */
+    float a = 2.0f, b = 1.0f;
+    int n = N;
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 1), y = fk_alloc_floats(&fk, N, 1);
+    void *params[] = {&x, &a, &b, &n};
+    cr_assert_eq(cuLaunchKernel(fk_axpb, 1, 1, 1, N, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
+    cr_assert_eq(fk_axpb_launch(&fk, NULL, y, 2.0f, 1.0f, N, 1), CUDA_SUCCESS);
+    float hx[N], hy[N];
+    cr_assert_eq(cuMemcpyDtoH(hx, x, sizeof hx), CUDA_SUCCESS);
+    cr_assert_eq(fk.dtoh(hy, y, sizeof hy), CUDA_SUCCESS);
+    cr_assert(memcmp(hx, hy, sizeof hx) == 0, "a direct call when disabled did not run as the driver's");
 
     CUdeviceptr e = fk_alloc_floats(&fk, N, 2), t = fk_alloc_floats(&fk, N, 2);
     fk.reset_counts();

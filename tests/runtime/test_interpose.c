@@ -223,3 +223,34 @@ Test(runtime_interpose, program_malloc_is_untouched)
               "malloc comes from %s", info.dli_fname);
     cr_assert_null(dlsym(RTLD_DEFAULT, "mallocx"), "no jemalloc symbol may leak into the program");
 }
+
+/* A program linked with -lcuda calls the driver's symbols directly: with libcgjit ahead of the
+ * driver in the lookup order they are cgjit's exports, and its steps are traced and replayed. */
+Test(runtime_interpose, direct_driver_calls_reach_cgjit)
+{
+    Dl_info di;
+    cr_assert(dladdr((void *)&cuLaunchKernel, &di) && strstr(di.dli_fname, "libcgjit"),
+              "cuLaunchKernel resolves to %s", di.dli_fname);
+    enum { n = 32 };
+    CUdeviceptr e = fk_alloc_floats(&fk, n, 4), t = fk_alloc_floats(&fk, n, 4);
+    for (int s = 0; s < 10; s++) {
+        for (int traced = 0; traced < 2; traced++) {
+            CUdeviceptr x = traced ? t : e;
+            float a = 1.0f + (float)s, b = 0.25f;
+            int count = n;
+            void *params[] = {&x, &a, &b, &count};
+            if (traced) cr_assert_eq(cgj_trace_begin("direct_calls"), CGJ_OK);
+            cr_assert_eq(cuLaunchKernel(fk_axpb, 1, 1, 1, n, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
+            cr_assert_eq(cuMemsetD32Async(x + 4 * (n - 1), 7u, 1, NULL), CUDA_SUCCESS);
+            if (traced) cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        }
+        float he[n], ht[n];
+        cr_assert_eq(cuMemcpyDtoH(he, e, sizeof he), CUDA_SUCCESS);
+        cr_assert_eq(cuMemcpyDtoH(ht, t, sizeof ht), CUDA_SUCCESS);
+        cr_assert(memcmp(he, ht, sizeof he) == 0, "step %d differs", s);
+    }
+    cgj_trace_info_t i;
+    cr_assert_eq(cgj_trace_info("direct_calls", &i), CGJ_OK);
+    cr_assert_eq(i.ops, 2, "both direct calls were recorded");
+    cr_assert_eq(i.replays, 8);
+}

@@ -232,3 +232,26 @@ static void reissue_failure(const char *api)
 Test(tracer_correct, reissue_failure_of_a_kernel_is_returned) { reissue_failure("cuLaunchKernel"); }
 Test(tracer_correct, reissue_failure_of_a_staged_copy_is_returned) { reissue_failure("cuMemcpyHtoDAsync_v2"); }
 Test(tracer_correct, reissue_failure_of_a_device_copy_is_returned) { reissue_failure("cuMemcpyDtoDAsync_v2"); }
+
+/* ---- contexts: making another context current inside a step aborts it; the same is fine ---- */
+
+static void context_step(int s, CUdeviceptr *b, void *ctx)
+{
+    CUcontext cur = NULL;
+    __typeof__(cuCtxGetCurrent) *get_current = NULL;
+    OK(fk.gpa("cuCtxGetCurrent", (void **)&get_current, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    OK(get_current(&cur));
+    OK(fk_addk_launch(&fk, NULL, b[0], 2, N));
+    OK(cuCtxSetCurrent(cur)); /* the current one again: nothing changes */
+    if (s >= 6) (void)cuCtxSetCurrent(NULL); /* another (none): the step cannot go on traced */
+    if (s >= 6) OK(cuCtxSetCurrent(cur));
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+}
+
+Test(tracer_correct, a_context_switch_inside_a_step_aborts_it)
+{
+    cgj_trace_info_t i = run_scenario(&(scenario_t){
+        .name = "ctx_switch", .fn = context_step, .steps = 12, .nbufs = 1,
+        .info = {.replays = IS(4)}, .stats = {.aborts = AT_LEAST(6)}});
+    cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_UNTRACEABLE, "%s", i.reason);
+}
