@@ -4,10 +4,11 @@
 # the same and that cgjit replayed something.
 #
 # For each program: one run without preload (stdout -> NAME.eager.out, stderr -> NAME.eager.err),
-# one with `LD_PRELOAD=libcgjit.so CGJIT_REPORT=1 CGJIT_STEP=POLICY` (NAME.cgjit.out,
-# NAME.cgjit.err), POLICY being auto for no_sync_loop (it never synchronizes) and sync for the
-# others. The two stdout files are compared with cmp; the exit report on stderr says whether an
-# anchor reached REPLAY (and how many were BLACKLISTED). Programs print their per-iteration time
+# and one with `LD_PRELOAD=libcgjit.so CGJIT_REPORT=1 CGJIT_STEP=POLICY` for each step policy,
+# sync and auto (NAME.POLICY.out, NAME.POLICY.err). Each run's stdout is compared with the eager
+# one with cmp; the exit report on stderr says whether an anchor reached REPLAY (and how many
+# were BLACKLISTED). Programs: NAME_static and NAME_shared (CUDA C++), vector_add_drv (C with
+# -lcuda), torch_* (PyTorch scripts, run where python3 has torch), no_cuda (no CUDA at all). Programs print their per-iteration time
 # to stderr as "APP: median_us=X" (no_sync_loop: "mean_us"), read here for both runs.
 # tiny_kernels is also run APPS_CHECK_PAIRS times (default 5) alternately without preload and
 # with the preload and CGJIT_STEP=off, to measure what the preload alone costs (median of each).
@@ -100,20 +101,20 @@ for exe in "$apps"/*; do
   if [ ! -f "$exe" ] || [ ! -x "$exe" ]; then continue; fi
   base=$(basename "$exe")
   case "$base" in
+    *.fatbin) continue ;;
     *_static) app=${base%_static} flavour=static ;;
     *_shared) app=${base%_shared} flavour=shared ;;
-    *) app=$base flavour=host ;;
-  esac
-  case "$app" in
-    no_sync_loop) policy=auto ;;
-    *) policy=sync ;;
+    no_cuda) app=$base flavour=host ;;
+    torch_*) app=$base flavour=torch ;;
+    *) app=$base flavour=driver ;;
   esac
   n=$((n + 1))
-  echo "== $base (CGJIT_STEP=$policy)"
-
   run_plain "$exe" "$base.eager"
   rc_e=$rc
-  run_cgjit "$exe" "$base.cgjit" "$policy"
+  t_e=$(us "$app" "$out/$base.eager.err")
+  for policy in sync auto; do
+  echo "== $base (CGJIT_STEP=$policy)"
+  run_cgjit "$exe" "$base.$policy" "$policy"
   rc_c=$rc
 
   note=""
@@ -121,7 +122,7 @@ for exe in "$apps"/*; do
   [ "$rc_c" -ne 0 ] && note="${note:+$note; }with: $(rc_note "$rc_c")"
   if [ "$rc_e" -ne 0 ] || [ "$rc_c" -ne 0 ]; then failed=1; fi
 
-  cmp -s "$out/$base.eager.out" "$out/$base.cgjit.out"
+  cmp -s "$out/$base.eager.out" "$out/$base.$policy.out"
   rc_cmp=$?
   if [ "$rc_cmp" -eq 0 ] && [ -s "$out/$base.eager.out" ]; then
     same=yes
@@ -129,12 +130,12 @@ for exe in "$apps"/*; do
     same=no
     failed=1
     if [ ! -s "$out/$base.eager.out" ]; then note="${note:+$note; }no output"; fi
-    first=$(cmp "$out/$base.eager.out" "$out/$base.cgjit.out" 2>&1 | head -n 1)
-    details="$details  $base: outputs differ: $first
+    first=$(cmp "$out/$base.eager.out" "$out/$base.$policy.out" 2>&1 | head -n 1)
+    details="$details  $base ($policy): outputs differ: $first
 "
   fi
 
-  err=$out/$base.cgjit.err
+  err=$out/$base.$policy.err
   n_replay=$(grep -a -c -w 'REPLAY' "$err")
   n_black=$(grep -a -c -w 'BLACKLISTED' "$err")
   if [ "$flavour" = host ]; then
@@ -146,13 +147,12 @@ for exe in "$apps"/*; do
   fi
   [ "$n_black" -gt 0 ] && note="${note:+$note; }$n_black blacklisted"
 
-  t_e=$(us "$app" "$out/$base.eager.err")
-  t_c=$(us "$app" "$out/$base.cgjit.err")
+  t_c=$(us "$app" "$err")
   speedup=$(ratio "$t_e" "$t_c")
 
   # The report's anchor lines and reasons, and any stderr of a failed run, for the details.
   anchors=$(grep -a -E "anchor '|^ +(blacklisted|last event): " "$err" | head -n 8)
-  [ -n "$anchors" ] && details="$details  $base:
+  [ -n "$anchors" ] && details="$details  $base ($policy):
 $anchors
 "
   if [ "$rc_e" -ne 0 ]; then
@@ -161,7 +161,7 @@ $(tail -n 5 "$out/$base.eager.err")
 "
   fi
   if [ "$rc_c" -ne 0 ]; then
-    details="$details  $base (with cgjit) stderr tail:
+    details="$details  $base (with cgjit, $policy) stderr tail:
 $(grep -a -v -E '^  [a-z_]+ +[0-9]+  ' "$err" | tail -n 8)
 "
   fi
@@ -169,9 +169,12 @@ $(grep -a -v -E '^  [a-z_]+ +[0-9]+  ' "$err" | tail -n 8)
   rows="$rows$(printf '  %-20s %-7s %-5s %-9s %-8s %10s %10s %8s  %s' "$app" "$flavour" "$policy" \
     "$same" "$replayed" "${t_e:--}" "${t_c:--}" "${speedup:--}" "$note")
 "
+  note=""
+  [ "$rc_e" -ne 0 ] && note="without: $(rc_note "$rc_e")"
+  done
 
-  # tiny_kernels: the targets of issue 5 (>= 3x with cgjit; CGJIT_STEP=off costs <= 2%).
-  if [ "$app" = tiny_kernels ]; then
+  # tiny_kernels: the targets (>= 3x with cgjit; CGJIT_STEP=off costs <= 2%).
+  if [ "$app" = tiny_kernels ] && [ "$policy" = sync ]; then
     plain_list=()
     off_list=()
     off_same=yes
