@@ -71,9 +71,12 @@ static void enter_thread(cgj_thread_t *t)
     if (cgj_thread_register(t)) pthread_setspecific(exit_key, t);
 }
 
-/* Act on implicit.c's decision for call c. False when the call runs outside any step. */
+/* Act on implicit.c's decision for call c. False when the call runs outside any step. A driver
+ * call made by a library call is part of that call: steps never begin or end inside one, and the
+ * cycle detector sees the library call alone, as it does when replay absorbs the call whole. */
 static bool route(cgj_thread_t *t, const cgj_call_t *c)
 {
+    if (t->lib_depth) return t->mode != CGJ_MODE_OFF;
     cgj_decision_t d;
     cgj_implicit_decide(t, c, &d);
     if (d.route == CGJ_ROUTE_STAY) return true;
@@ -95,6 +98,7 @@ int cgj_step_enter(const cgj_call_t *c)
         d = cgj_replay_enter(t, c);
     if (c->kind == CGJ_OP_LIB && t->mode == CGJ_MODE_RECORD) cgj_record_lib(t, c);
     if (c->kind == CGJ_OP_LIB && t->mode >= CGJ_MODE_RECORD) CGJ_STAT_ADD(lib_calls, 1);
+    if (c->kind == CGJ_OP_LIB && d == CGJ_EXECUTE) t->lib_depth++; /* the library runs now */
     cgj_thread_unlock(t);
     return d;
 }
@@ -114,6 +118,7 @@ CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
 {
     cgj_thread_t *t = &cgj_tls;
     cgj_thread_lock(t);
+    if (c->kind == CGJ_OP_LIB && t->lib_depth) t->lib_depth--;
     if (c->kind == CGJ_OP_LIB) lib_leave(t, c->u.l.lc, r == CUDA_SUCCESS);
     else if (t->mode == CGJ_MODE_RECORD) cgj_record_leave(t, c, r);
     if (r == CUDA_SUCCESS && c->kind != CGJ_OP_LIB) r = cgj_thread_take_deferred(t);

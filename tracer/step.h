@@ -44,6 +44,8 @@ typedef struct cgj_thread {
     uint64_t lib_serial;     /* the step the open library call began in */
     uint32_t lib_open;       /* RECORD/REPLAY: 1 + the index of the LIB op of the library call
                               * running now (0: none) */
+    uint32_t lib_depth;      /* library calls running on this thread (that passed through
+                              * cgj_step_enter): their driver calls are theirs, not steps' */
     CUresult deferred;       /* an error re-issuing absorbed work met, for the program's next
                               * call (set under the lock, maybe by another thread) */
 } cgj_thread_t;

@@ -1,0 +1,89 @@
+/*
+ * test_libs_auto.c — library calls in a loop that has no markers, stepped by CGJIT_STEP=auto:
+ * the cycle detector must see a library call as one call whether it runs or replay absorbs it
+ * whole, and no step may begin or end inside a library call. The same loop runs in two child
+ * processes, one with cgjit disabled and one with CGJIT_STEP=auto, and every iteration's
+ * results must be bitwise equal.
+ */
+#include <criterion/criterion.h>
+#include <cgjit.h>
+#include <cublas_v2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fakeapp.h"
+#include "fakecublas.h"
+
+enum { ITERS = 80, NV = 64, GM = 12, GN = 8, GK = 10 };
+
+static fk_t fk;
+
+#define F(p) ((float *)(uintptr_t)(p)) /* the fake's device memory is host memory */
+
+/* The loop, as a program without markers writes it; each iteration's C and y go to `out`. */
+static int run_loop(float (*out)[GM * GN + NV])
+{
+    fk_open(&fk);
+    cublasHandle_t h;
+    CUstream s;
+    if (fk.stream_create(&s, 0) != CUDA_SUCCESS || cublasCreate_v2(&h) != CUBLAS_STATUS_SUCCESS) return 1;
+    fakecublas_reset(); /* a call of the fake's own keeps it linked ahead of any real cuBLAS */
+    if (cublasSetStream_v2(h, s) != CUBLAS_STATUS_SUCCESS) return 2;
+    CUdeviceptr x = fk_alloc_floats(&fk, NV, 1), y = fk_alloc_floats(&fk, NV, 2);
+    CUdeviceptr a = fk_alloc_floats(&fk, GM * GK, 3), b = fk_alloc_floats(&fk, GK * GN, 4);
+    CUdeviceptr c = fk_alloc_floats(&fk, GM * GN, 5);
+    const float two = 2.0f, half = 0.5f, quarter = 0.25f;
+    for (int it = 0; it < ITERS; it++) {
+        if (cublasSaxpy_v2(h, NV, &two, F(x), 1, F(y), 1) != CUBLAS_STATUS_SUCCESS) return 3;
+        if (fk_axpb_launch(&fk, s, x, 0.5f, 1.0f, NV, 1) != CUDA_SUCCESS) return 4;
+        if (cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &half, F(a), GM, F(b), GK, &quarter, F(c), GM) !=
+            CUBLAS_STATUS_SUCCESS)
+            return 5;
+        if (cublasSscal_v2(h, NV, &half, F(y), 1) != CUBLAS_STATUS_SUCCESS) return 6;
+        if (fk.stream_sync(s) != CUDA_SUCCESS) return 7;
+        if (fk.dtoh(out[it], c, GM * GN * sizeof(float)) != CUDA_SUCCESS) return 8;
+        if (fk.dtoh(out[it] + GM * GN, y, NV * sizeof(float)) != CUDA_SUCCESS) return 9;
+    }
+    return 0;
+}
+
+/* Run the loop in a child with the given environment; its results come back through a file. */
+static void run_child(const char *disable, const char *step, float (*out)[GM * GN + NV], cgj_stats_t *st)
+{
+    FILE *f = tmpfile();
+    cr_assert(f);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("CGJIT_DISABLE", disable, 1);
+        setenv("CGJIT_STEP", step, 1);
+        static float res[ITERS][GM * GN + NV];
+        int rc = run_loop(res);
+        cgj_stats_t s;
+        cgj_stats(&s);
+        fwrite(res, sizeof res, 1, f);
+        fwrite(&s, sizeof s, 1, f);
+        fflush(f);
+        _exit(rc);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the loop failed (status %d)", status);
+    rewind(f);
+    cr_assert_eq(fread(out, sizeof(float) * (GM * GN + NV), ITERS, f), ITERS);
+    cr_assert_eq(fread(st, sizeof *st, 1, f), 1);
+    fclose(f);
+}
+
+Test(runtime_libs_auto, library_calls_in_an_unmarked_loop)
+{
+    static float eager[ITERS][GM * GN + NV], traced[ITERS][GM * GN + NV];
+    cgj_stats_t se, st;
+    run_child("0", "off", eager, &se);
+    run_child("0", "auto", traced, &st);
+    for (int it = 0; it < ITERS; it++)
+        cr_assert(memcmp(eager[it], traced[it], sizeof eager[it]) == 0, "iteration %d differs", it);
+    cr_assert_gt(st.steps_replayed, ITERS / 2, "replayed %llu steps", (unsigned long long)st.steps_replayed);
+    cr_assert_gt(st.lib_absorbed, 0, "library calls were absorbed whole");
+}
