@@ -44,6 +44,13 @@ static inline CUstream norm(CUstream s, bool pt)
             cgj_step_observe((s), (ev), (all));                                     \
     } while (0)
 
+/* Work issued on stream s: another thread's absorbed work it would overtake is issued first
+ * (tracer/step.h, cgj_others_pending_on). */
+#define ORDER(s)                                                                    \
+    do {                                                                            \
+        if (CGJ_UNLIKELY(cgj_others_pending_on(s))) cgj_step_observe((s), NULL, false); \
+    } while (0)
+
 /* Two wrappers, plain and per-thread, over one body taking (pt, real, args...). */
 #define TWO_WRAPPERS(exported, pt_exported, body, params, ...)                     \
     CUresult cgj_w_##exported params                                                 \
@@ -76,6 +83,7 @@ static inline CUresult launch_kernel(bool pt, const char *api, __typeof__(cuLaun
                                      unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                      CUstream s, void **params, void **extra)
 {
+    ORDER(norm(s, pt));
     IDLE_FORWARD(real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra));
     cgj_call_t c = {.api = api, .stream = norm(s, pt)};
     fill_kernel(&c, f, (unsigned[]){gx, gy, gz}, (unsigned[]){bx, by, bz}, smem, params, extra);
@@ -90,6 +98,7 @@ static inline CUresult launch_kernel_ex(bool pt, const char *api, __typeof__(cuL
                                         const CUlaunchConfig *cfg, CUfunction f, void **params,
                                         void **extra)
 {
+    ORDER(norm(cfg ? cfg->hStream : NULL, pt));
     IDLE_FORWARD(real(cfg, f, params, extra));
     if (!cfg) return real(cfg, f, params, extra);
     cgj_call_t c = {.api = api, .stream = norm(cfg->hStream, pt)};
@@ -107,6 +116,7 @@ TWO_WRAPPERS(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, launch_kernel_ex,
 static inline CUresult launch_host_func(bool pt, const char *api, __typeof__(cuLaunchHostFunc) *real,
                                         CUstream s, CUhostFn fn, void *data)
 {
+    ORDER(norm(s, pt));
     IDLE_FORWARD(real(s, fn, data));
     cgj_call_t c = {.kind = CGJ_OP_HOST_FUNC, .api = api, .stream = norm(s, pt)};
     c.u.h.fn = fn;
@@ -159,6 +169,7 @@ TWO_WRAPPERS(cuMemcpy, cuMemcpy_ptds, memcpy_any, (CUdeviceptr dst, CUdeviceptr 
 static inline CUresult memcpy_any_async(bool pt, const char *api, __typeof__(cuMemcpyAsync) *real,
                                         CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
+    ORDER(norm(s, pt));
     IDLE_FORWARD(real(dst, src, n, s));
     cgj_call_t c = {.api = api, .stream = norm(s, pt)};
     fill_copy(&c, dst, src, n, true);
@@ -176,6 +187,7 @@ TWO_WRAPPERS(cuMemcpyAsync, cuMemcpyAsync_ptsz, memcpy_any_async,
 static inline CUresult memcpy_h2d(bool pt, const char *api, __typeof__(cuMemcpyHtoD) *real,
                                   CUdeviceptr dst, const void *src, size_t n)
 {
+    ORDER(norm(NULL, pt));
     IDLE_FORWARD(real(dst, src, n));
     H2D_CALL(api, pt, NULL);
     TRACE_CALL(c, real(dst, src, n));
@@ -186,6 +198,7 @@ TWO_WRAPPERS(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, memcpy_h2d,
 static inline CUresult memcpy_h2d_async(bool pt, const char *api, __typeof__(cuMemcpyHtoDAsync) *real,
                                         CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
+    ORDER(norm(s, pt));
     IDLE_FORWARD(real(dst, src, n, s));
     H2D_CALL(api, pt, s);
     TRACE_CALL(c, real(dst, src, n, s));
@@ -219,6 +232,7 @@ TWO_WRAPPERS(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, memcpy_d2h_async,
 static inline CUresult memcpy_d2d(bool pt, const char *api, __typeof__(cuMemcpyDtoD) *real,
                                   CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
+    ORDER(norm(NULL, pt));
     IDLE_FORWARD(real(dst, src, n));
     cgj_call_t c = {.kind = CGJ_OP_MEMCPY, .api = api, .stream = norm(NULL, pt)};
     c.u.m.dir = CGJ_DIR_D2D, c.u.m.dst = dst, c.u.m.src = src, c.u.m.bytes = n;
@@ -230,6 +244,7 @@ TWO_WRAPPERS(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, memcpy_d2d,
 static inline CUresult memcpy_d2d_async(bool pt, const char *api, __typeof__(cuMemcpyDtoDAsync) *real,
                                         CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
+    ORDER(norm(s, pt));
     IDLE_FORWARD(real(dst, src, n, s));
     cgj_call_t c = {.kind = CGJ_OP_MEMCPY, .api = api, .stream = norm(s, pt)};
     c.u.m.dir = CGJ_DIR_D2D, c.u.m.dst = dst, c.u.m.src = src, c.u.m.bytes = n;
@@ -244,6 +259,7 @@ TWO_WRAPPERS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, memcpy_d2d_async,
     static inline CUresult memset##bits(bool pt, const char *api, __typeof__(cuMemsetD##bits) *real, \
                                         CUdeviceptr d, type v, size_t n)                       \
     {                                                                                          \
+        ORDER(norm(NULL, pt));                                                                 \
         IDLE_FORWARD(real(d, v, n));                                                           \
         cgj_call_t c = {.kind = CGJ_OP_MEMSET, .api = api, .stream = norm(NULL, pt)};          \
         c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                \
@@ -255,6 +271,7 @@ TWO_WRAPPERS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, memcpy_d2d_async,
                                                __typeof__(cuMemsetD##bits##Async) *real,       \
                                                CUdeviceptr d, type v, size_t n, CUstream s)    \
     {                                                                                          \
+        ORDER(norm(s, pt));                                                                    \
         IDLE_FORWARD(real(d, v, n, s));                                                        \
         cgj_call_t c = {.kind = CGJ_OP_MEMSET, .api = api, .stream = norm(s, pt)};             \
         c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                \
@@ -273,6 +290,7 @@ static inline CUresult event_record_flags(bool pt, const char *api,
                                           __typeof__(cuEventRecordWithFlags) *real, CUevent ev,
                                           CUstream s, unsigned flags)
 {
+    ORDER(norm(s, pt));
     IDLE_FORWARD(real(ev, s, flags));
     cgj_call_t c = {.kind = CGJ_OP_EVENT_RECORD, .api = api, .stream = norm(s, pt)};
     c.u.e.ev = ev, c.u.e.flags = flags;
@@ -284,6 +302,7 @@ TWO_WRAPPERS(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz, event_record_f
 static inline CUresult event_record(bool pt, const char *api, __typeof__(cuEventRecord) *real,
                                     CUevent ev, CUstream s)
 {
+    ORDER(norm(s, pt));
     IDLE_FORWARD(real(ev, s));
     cgj_call_t c = {.kind = CGJ_OP_EVENT_RECORD, .api = api, .stream = norm(s, pt)};
     c.u.e.ev = ev;
@@ -297,6 +316,7 @@ static inline CUresult stream_wait(bool pt, const char *api, __typeof__(cuStream
     /* Another thread's stream may wait on an event a replay recorded: what the event stands for
      * must be issued before the wait, or the waiting stream would run ahead of it. */
     OBSERVE(NULL, ev, false);
+    ORDER(norm(s, pt));
     IDLE_FORWARD(real(s, ev, flags));
     cgj_call_t c = {.kind = CGJ_OP_STREAM_WAIT, .api = api, .stream = norm(s, pt)};
     c.u.e.ev = ev, c.u.e.flags = flags;
@@ -461,6 +481,7 @@ CUresult cgj_w_cuMemHostUnregister(void *p)
 static inline CUresult graph_launch(bool pt, const char *api, __typeof__(cuGraphLaunch) *real,
                                     CUgraphExec g, CUstream s)
 {
+    ORDER(norm(s, pt));
     if (cgj_tracing()) cgj_step_untraceable(api);
     return real(g, s);
 }

@@ -114,7 +114,7 @@ static bool observes(const cgj_thread_t *t, CUstream s, CUevent ev, bool everyth
     const cgj_trace_t *tr = t->trace;
     for (uint32_t i = tr->segs[t->seg].first; i < t->pos; i++) {
         const cgj_call_t *c = &tr->list.ops[i].call;
-        if (s && s != CU_STREAM_PER_THREAD && c->stream == s) return true;
+        if (s && s != CU_STREAM_PER_THREAD && (c->stream == s || c->stream == CU_STREAM_LEGACY)) return true;
         if (ev && c->kind == CGJ_OP_EVENT_RECORD && c->u.e.ev == ev) return true;
     }
     return false;

@@ -158,9 +158,9 @@ static bool replay_lib(cgj_thread_t *t, cgj_op_t *m, const cgj_libcall_t *lc)
         return false;
     }
     cgj_libop_fill(m, lc);
-    cgj_thread_set_pending(t, true);
     uint32_t end = t->pos + 1 + l->nops;
     while (t->pos < end && t->mode == CGJ_MODE_REPLAY) {
+        cgj_thread_absorbed(t, tr->list.ops[t->pos].call.stream);
         t->pos++;
         t->absorbed++;
         if (tr->segs[t->seg].chained && t->pos == tr->segs[t->seg].end) chunk_done(t);
@@ -239,9 +239,9 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         CGJ_STAT_ADD(bytes_staged, c->u.m.bytes);
     }
     tr = t->trace;
+    cgj_thread_absorbed(t, o->call.stream);
     t->pos++;
     t->absorbed++;
-    cgj_thread_set_pending(t, true);
     if (tr->segs[t->seg].chained && t->pos == tr->segs[t->seg].end) chunk_done(t);
     return o->lib ? CGJ_EXECUTE : CGJ_ABSORB; /* the library runs: its calls are matched next */
 }

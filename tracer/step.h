@@ -32,6 +32,7 @@ typedef struct cgj_thread {
     bool launched;           /* a segment of this step has been launched */
     bool staged_waited;      /* staging of the current segment checked */
     bool pending;            /* absorbed calls not launched yet */
+    uint64_t pending_mask;   /* stream buckets (cgj_stream_bucket) the pending calls are on */
     bool allocs_served;      /* pool blocks were handed out in this step */
     bool exited;             /* this step left its trace */
     uint64_t absorbed;       /* calls absorbed in this step */
@@ -91,6 +92,30 @@ void cgj_step_forked(void);
  * Callers test cgj_pending_threads first. */
 extern int cgj_pending_threads;
 void cgj_step_observe(CUstream s, CUevent ev, bool everything);
+
+/* Work issued on stream s runs after everything issued on s before it, and after the legacy
+ * stream's work: another thread's absorbed work there must be issued first, or this call would
+ * overtake it (a PyTorch autograd thread launching the backward pass on the stream where the
+ * main thread's replay holds the forward pass). Counts per bucket of streams tell, without a
+ * lock, whether another thread may hold such work; cgj_step_observe then looks closer. */
+#define CGJ_PENDING_BUCKETS 64
+extern uint32_t cgj_pending_on[CGJ_PENDING_BUCKETS];
+
+static inline unsigned cgj_stream_bucket(CUstream s)
+{
+    return (unsigned)(((uint64_t)(uintptr_t)s * 0x9E3779B97F4A7C15ull) >> 58);
+}
+
+static inline bool cgj_others_pending_on(CUstream s)
+{
+    if (CGJ_LIKELY(__atomic_load_n(&cgj_pending_threads, __ATOMIC_RELAXED) == 0)) return false;
+    uint64_t own = __atomic_load_n(&cgj_tls.pending_mask, __ATOMIC_RELAXED);
+    unsigned b = cgj_stream_bucket(s), l = cgj_stream_bucket(CU_STREAM_LEGACY);
+    if (s == CU_STREAM_LEGACY) /* the legacy stream waits for every blocking stream */
+        return __atomic_load_n(&cgj_pending_threads, __ATOMIC_RELAXED) > (cgj_tls.pending ? 1 : 0);
+    return __atomic_load_n(&cgj_pending_on[b], __ATOMIC_RELAXED) > (own >> b & 1) ||
+           __atomic_load_n(&cgj_pending_on[l], __ATOMIC_RELAXED) > (own >> l & 1);
+}
 
 /* Process-wide counters (tracer/threads.c); the public cgj_stats() copies them. */
 extern cgj_stats_t cgj_g_stats;

@@ -11,6 +11,7 @@
 #include "base/vec.h"
 
 #include <pthread.h>
+#include <string.h>
 
 __thread cgj_thread_t cgj_tls;
 int cgj_tracing_threads;
@@ -85,12 +86,30 @@ cgj_mode_t cgj_thread_eager_mode(const cgj_thread_t *t)
     return t->implicit ? CGJ_MODE_EAGER : CGJ_MODE_PASSTHRU;
 }
 
+uint32_t cgj_pending_on[CGJ_PENDING_BUCKETS];
+
 void cgj_thread_set_pending(cgj_thread_t *t, bool pending)
 {
+    if (!pending) { /* the streams it had pending work on have none of it any more */
+        for (uint64_t m = t->pending_mask; m; m &= m - 1)
+            __atomic_fetch_sub(&cgj_pending_on[__builtin_ctzll(m)], 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->pending_mask, 0, __ATOMIC_RELAXED);
+    }
     if (t->pending == pending) return;
     __atomic_store_n(&t->pending, pending, __ATOMIC_RELAXED); /* other threads read it unlocked */
     __atomic_fetch_add(&cgj_pending_threads, pending ? 1 : -1, __ATOMIC_RELAXED);
 }
+
+void cgj_thread_absorbed(cgj_thread_t *t, CUstream s)
+{
+    unsigned b = cgj_stream_bucket(s);
+    if (!(t->pending_mask >> b & 1)) {
+        __atomic_store_n(&t->pending_mask, t->pending_mask | 1ull << b, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&cgj_pending_on[b], 1, __ATOMIC_RELAXED);
+    }
+    cgj_thread_set_pending(t, true);
+}
+
 
 /* While an error waits, the thread counts as tracing: its calls leave the fast path, and the
  * first one that returns success returns the error instead. */
@@ -114,6 +133,7 @@ void cgj_threads_forked(void)
 {
     pthread_mutex_init(&registry_lock, NULL);
     nregistry = 0;
+    memset(cgj_pending_on, 0, sizeof cgj_pending_on);
     __atomic_store_n(&cgj_tracing_threads, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&cgj_pending_threads, 0, __ATOMIC_RELAXED);
     /* This thread's step belonged to the parent: the child starts outside any step. */

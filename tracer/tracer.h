@@ -68,6 +68,9 @@ void cgj_thread_unlock(cgj_thread_t *t);
 void cgj_thread_go(cgj_thread_t *t, cgj_event_t ev, cgj_mode_t to);
 /* The mode an eager step of t takes: EAGER (implicit) or PASSTHRU (marked). */
 cgj_mode_t cgj_thread_eager_mode(const cgj_thread_t *t);
+/* t has absorbed work on stream s, not launched yet (other threads' work on s must wait for it). */
+void cgj_thread_absorbed(cgj_thread_t *t, CUstream s);
+/* false: t's absorbed work is launched or issued, nothing of it is pending any more. */
 void cgj_thread_set_pending(cgj_thread_t *t, bool pending);
 /* Keep err for t's program (the first one wins); the error it keeps, once, or CUDA_SUCCESS. */
 void cgj_thread_defer(cgj_thread_t *t, CUresult err);

@@ -255,3 +255,51 @@ Test(tracer_correct, a_context_switch_inside_a_step_aborts_it)
         .info = {.replays = IS(4)}, .stats = {.aborts = AT_LEAST(6)}});
     cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_UNTRACEABLE, "%s", i.reason);
 }
+
+/* ---- another thread launches on the stream where a replay holds absorbed work ---- */
+
+typedef struct overtake {
+    pthread_barrier_t absorbed, launched;
+    CUstream s;
+    CUdeviceptr x, y;
+    int steps;
+} overtake_t;
+
+/* Thread B: after A absorbed its kernel on s, B copies x to y on s (as PyTorch's autograd
+ * thread launches the backward pass on the stream of the forward pass). */
+static void *launch_after(void *arg)
+{
+    overtake_t *o = arg;
+    for (int s = 0; s < o->steps; s++) {
+        pthread_barrier_wait(&o->absorbed);
+        OK(fk.dtod_async(o->y, o->x, N * sizeof(float), o->s));
+        OK(fk_addk_launch(&fk, o->s, o->y, 1, N));
+        pthread_barrier_wait(&o->launched);
+    }
+    return NULL;
+}
+
+Test(tracer_correct, another_threads_launch_never_overtakes_absorbed_work)
+{
+    overtake_t o = {.x = fk_alloc_floats(&fk, N, 6), .y = fk_alloc_floats(&fk, N, 7), .steps = 12};
+    OK(fk.stream_create(&o.s, 0));
+    pthread_barrier_init(&o.absorbed, NULL, 2);
+    pthread_barrier_init(&o.launched, NULL, 2);
+    pthread_t th;
+    pthread_create(&th, NULL, launch_after, &o);
+    float ref[N], got[N];
+    OK(fk.dtoh(ref, o.x, sizeof ref));
+    for (int s = 0; s < o.steps; s++) {
+        cr_assert_eq(cgj_trace_begin("overtaken"), CGJ_OK);
+        OK(fk_axpb_launch(&fk, o.s, o.x, 0.5f, (float)s, N, 1)); /* absorbed from the third step */
+        pthread_barrier_wait(&o.absorbed);
+        pthread_barrier_wait(&o.launched);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        OK(fk.stream_sync(o.s));
+        for (int i = 0; i < N; i++) ref[i] = 0.5f * ref[i] + (float)s; /* what x holds now */
+        OK(fk.dtoh(got, o.y, sizeof got));
+        for (int i = 0; i < N; i++)
+            cr_assert_eq(fbits(got[i]), fbits(ref[i] + 1.0f), "step %d: B's copy ran before A's kernel", s);
+    }
+    pthread_join(th, NULL);
+}
