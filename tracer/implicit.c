@@ -27,6 +27,7 @@
 #include "ir/layout.h"
 #include "base/log.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -93,11 +94,46 @@ static void sync_step_name(const cgj_call_t *c, char *name, size_t len)
              (unsigned long long)h);
 }
 
+/* Detectors are large (cycle.h): a thread gets one only once it has made CGJ_AUTO_QUIET_CALLS
+ * calls (a short-lived thread that launches a few kernels and exits pays nothing), and gives it
+ * back at its exit to a small pool the next thread takes it from. */
+#define CGJ_AUTO_QUIET_CALLS 64
+#define CGJ_CYCLE_POOL 16
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static cgj_cycle_t *pool[CGJ_CYCLE_POOL];
+static unsigned npool;
+
+static cgj_cycle_t *take_detector(void)
+{
+    cgj_cycle_t *c = NULL;
+    pthread_mutex_lock(&pool_lock);
+    if (npool) c = pool[--npool];
+    pthread_mutex_unlock(&pool_lock);
+    if (!c) c = cgj_xmalloc(sizeof *c);
+    cgj_cycle_init(c, 2);
+    return c;
+}
+
+void cgj_implicit_thread_exit(cgj_thread_t *t)
+{
+    cgj_cycle_t *c = t->cycle;
+    t->cycle = NULL;
+    if (!c) return;
+    pthread_mutex_lock(&pool_lock);
+    if (npool < CGJ_CYCLE_POOL) pool[npool++] = c, c = NULL;
+    pthread_mutex_unlock(&pool_lock);
+    cgj_free(c);
+}
+
 static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
 {
     if (!t->cycle) {
-        t->cycle = cgj_xmalloc(sizeof *t->cycle);
-        cgj_cycle_init(t->cycle, 2);
+        if (++t->quiet_calls < CGJ_AUTO_QUIET_CALLS) {
+            d->route = CGJ_ROUTE_OUTSIDE;
+            return;
+        }
+        t->cycle = take_detector();
     }
     if (cgj_cycle_feed(t->cycle, signature(c))) {
         d->route = CGJ_ROUTE_BEGIN;

@@ -49,6 +49,7 @@ static void thread_exit(void *arg)
 {
     cgj_thread_t *t = arg;
     end_at_exit(t);
+    cgj_implicit_thread_exit(t);
     cgj_thread_unregister(t);
 }
 

@@ -39,6 +39,7 @@ typedef struct cgj_thread {
     /* the thread */
     uint64_t begun_ns;       /* when the step began (host time, for the report) */
     struct cgj_cycle *cycle; /* CGJIT_STEP=auto: this thread's cycle detector */
+    uint32_t quiet_calls;    /* CGJIT_STEP=auto: calls made before it had one */
     int lock;                /* held by this thread while it steps, or by another flushing it */
     bool registered;         /* in the registry other threads flush through */
     uint64_t serial;         /* steps begun on this thread */

@@ -170,6 +170,8 @@ static inline bool cgj_implicit_stays(const cgj_thread_t *t, const cgj_call_t *c
            __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
 }
 void cgj_implicit_enable(cgj_step_policy_t policy);
+/* The thread ends: its cycle detector goes back to the pool. */
+void cgj_implicit_thread_exit(cgj_thread_t *t);
 /* Turn implicit stepping off for good; false if it was off already. */
 bool cgj_implicit_disable(void);
 /* The same in a child after fork(), where the counters are reset anyway and nothing logs. */
