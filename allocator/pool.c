@@ -42,14 +42,17 @@ static void vmm_init(void)
         return;
     size_t want = (size_t)cgj_cfg.POOL_RESERVE_GB << 30;
     want = (want + granularity - 1) / granularity * granularity;
-    CUresult r = cgj_drv.r_cuMemAddressReserve(&res_base, want, 0, 0, 0);
+    CUdeviceptr base = 0;
+    CUresult r = cgj_drv.r_cuMemAddressReserve(&base, want, 0, 0, 0);
     if (r != CUDA_SUCCESS) {
         CGJ_LOG(graphs, "pool: cuMemAddressReserve(%zu) failed: %s; regions use cuMemAlloc",
                 want, cgj_driver_errstr(r));
         return;
     }
-    res_end = res_base + want;
-    res_used = res_base;
+    /* Read without the lock by cgj_pool_owns: published with atomics (used before base). */
+    res_end = base + want;
+    __atomic_store_n(&res_used, base, __ATOMIC_RELEASE);
+    __atomic_store_n(&res_base, base, __ATOMIC_RELEASE);
     vmm_ok = true;
 }
 
@@ -76,7 +79,7 @@ static bool map_region(size_t bytes, CUdeviceptr *base, char *why, size_t whylen
         return false;
     }
     *base = res_used;
-    res_used += bytes;
+    __atomic_store_n(&res_used, res_used + bytes, __ATOMIC_RELEASE);
     return true;
 }
 
@@ -90,8 +93,8 @@ static bool plain_region(size_t bytes, CUdeviceptr *base, char *why, size_t whyl
     plain = cgj_xrealloc(plain, (nplain + 1) * sizeof *plain);
     plain[nplain].base = *base;
     plain[nplain++].end = *base + bytes;
-    if (*base < plain_lo) plain_lo = *base;
-    if (*base + bytes > plain_hi) plain_hi = *base + bytes;
+    if (*base < plain_lo) __atomic_store_n(&plain_lo, *base, __ATOMIC_RELEASE);
+    if (*base + bytes > plain_hi) __atomic_store_n(&plain_hi, *base + bytes, __ATOMIC_RELEASE);
     return true;
 }
 
@@ -102,7 +105,7 @@ bool cgj_pool_region(size_t bytes, CUdeviceptr *base, char *why, size_t whylen)
     size_t g = vmm_ok ? granularity : 256;
     bytes = (bytes ? bytes + g - 1 : g) / g * g;
     bool ok = vmm_ok ? map_region(bytes, base, why, whylen) : plain_region(bytes, base, why, whylen);
-    if (ok) mapped += bytes;
+    if (ok) __atomic_store_n(&mapped, mapped + bytes, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&lock);
     if (ok) CGJ_LOG(graphs, "pool: region of %zu bytes at 0x%llx", bytes, (unsigned long long)*base);
     return ok;
@@ -110,8 +113,10 @@ bool cgj_pool_region(size_t bytes, CUdeviceptr *base, char *why, size_t whylen)
 
 bool cgj_pool_owns(CUdeviceptr p)
 {
-    if (p >= res_base && p < res_used) return true;
-    if (CGJ_LIKELY(p < plain_lo || p >= plain_hi)) return false;
+    CUdeviceptr base = __atomic_load_n(&res_base, __ATOMIC_ACQUIRE);
+    if (base && p >= base && p < __atomic_load_n(&res_used, __ATOMIC_ACQUIRE)) return true;
+    if (CGJ_LIKELY(p < __atomic_load_n(&plain_lo, __ATOMIC_ACQUIRE) || p >= __atomic_load_n(&plain_hi, __ATOMIC_ACQUIRE)))
+        return false;
     pthread_mutex_lock(&lock);
     bool found = false;
     for (size_t i = 0; i < nplain && !found; i++) found = p >= plain[i].base && p < plain[i].end;
@@ -121,7 +126,7 @@ bool cgj_pool_owns(CUdeviceptr p)
 
 size_t cgj_pool_mapped_bytes(void)
 {
-    return mapped;
+    return __atomic_load_n(&mapped, __ATOMIC_RELAXED);
 }
 
 /* ---- held blocks: address → the flag of the op that handed it out ---- */
@@ -137,7 +142,7 @@ void cgj_pool_hold(CUdeviceptr addr, bool *flag)
     pthread_mutex_lock(&lock);
     if (nheld == capheld) held = cgj_xrealloc(held, (capheld = capheld ? 2 * capheld : 64) * sizeof *held);
     held[nheld++] = (struct held){addr, flag};
-    *flag = true;
+    __atomic_store_n(flag, true, __ATOMIC_RELEASE); /* the replaying thread reads it unlocked */
     pthread_mutex_unlock(&lock);
 }
 
@@ -147,7 +152,7 @@ bool cgj_pool_release(CUdeviceptr addr)
     bool found = false;
     for (size_t i = nheld; i-- > 0 && !found;) {
         if (held[i].addr != addr) continue;
-        *held[i].flag = false;
+        __atomic_store_n(held[i].flag, false, __ATOMIC_RELEASE);
         held[i] = held[--nheld];
         found = true;
     }

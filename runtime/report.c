@@ -61,8 +61,9 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
 {
     char text[320];
     fprintf(f, "    variant %u: %u ops (%u kernels), %u segment(s), %u varying slot(s), %llu replays, %llu side exits\n",
-            k + 1, t->list.n, t->kernels, t->nsegs, t->varying_slots, (unsigned long long)t->replays,
-            (unsigned long long)t->side_exits);
+            k + 1, t->list.n, t->kernels, t->nsegs, t->varying_slots,
+            (unsigned long long)__atomic_load_n(&t->replays, __ATOMIC_RELAXED),
+            (unsigned long long)__atomic_load_n(&t->side_exits, __ATOMIC_RELAXED));
     for (uint32_t s = 0; s + 1 < t->nsegs; s++) {
         const cgj_op_t *b = &t->list.ops[t->segs[s].end];
         fprintf(f, "      segment %u ends at op %u: %s (%s)\n", s + 1, t->segs[s].end, b->call.api,

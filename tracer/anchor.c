@@ -52,24 +52,46 @@ void cgj_anchors_forked(void)
     pthread_mutex_init(&table_lock, NULL);
 }
 
-void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to)
+/* The thread running a's step changes its state and reason; the API and the report read them:
+ * both under the table's lock. Counters are atomic. */
+static void go_locked(cgj_anchor_t *a, cgj_state_t to)
 {
     if (a->state == to && to != CGJ_STATE_REPLAY) return;
     CGJ_ASSERT(cgj_machine_anchor_allows(a->state, to), "an anchor transition outside the table (tracer/machine.h)");
     a->state = to;
 }
 
+void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to)
+{
+    pthread_mutex_lock(&table_lock);
+    go_locked(a, to);
+    pthread_mutex_unlock(&table_lock);
+}
+
+void cgj_anchor_publish(cgj_anchor_t *a, cgj_trace_t *tr)
+{
+    pthread_mutex_lock(&table_lock);
+    a->variants[a->nvariants] = tr;
+    a->current = a->nvariants++;
+    go_locked(a, CGJ_STATE_REPLAY);
+    pthread_mutex_unlock(&table_lock);
+}
+
 void cgj_anchor_note(cgj_anchor_t *a, const cgj_reason_t *r)
 {
+    pthread_mutex_lock(&table_lock);
     if (a->state != CGJ_STATE_BLACKLISTED) a->reason = *r; /* a blacklisted anchor keeps why */
+    pthread_mutex_unlock(&table_lock);
     cgj_reason_tally(r);
 }
 
 static void blacklist(cgj_anchor_t *a, const cgj_reason_t *r)
 {
     char text[320];
-    cgj_anchor_go(a, CGJ_STATE_BLACKLISTED);
+    pthread_mutex_lock(&table_lock);
+    go_locked(a, CGJ_STATE_BLACKLISTED);
     a->reason = *r;
+    pthread_mutex_unlock(&table_lock);
     CGJ_STAT_ADD(anchors_blacklisted, 1);
     CGJ_LOG(blacklist, "anchor '%s' blacklisted: %s", a->name, cgj_reason_format(r, text, sizeof text));
 }
@@ -84,7 +106,7 @@ void cgj_anchor_fail(cgj_anchor_t *a, const cgj_reason_t *r)
 {
     cgj_anchor_note(a, r);
     if (a->nvariants || a->state == CGJ_STATE_BLACKLISTED) return;
-    if (++a->record_failures >= (uint32_t)cgj_cfg.MAX_RECORDS) {
+    if (__atomic_add_fetch(&a->record_failures, 1, __ATOMIC_RELAXED) >= (uint32_t)cgj_cfg.MAX_RECORDS) {
         CGJ_LOG(blacklist, "anchor '%s': %u eager runs disagreed", a->name, a->record_failures);
         blacklist(a, r);
     }
@@ -123,15 +145,15 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->size = size;
     out->state = a->state;
     out->variants = a->nvariants;
-    out->runs = a->runs;
-    out->replays = a->replays;
-    out->side_exits = a->side_exits;
-    out->record_failures = a->record_failures;
+    out->runs = __atomic_load_n(&a->runs, __ATOMIC_RELAXED);
+    out->replays = __atomic_load_n(&a->replays, __ATOMIC_RELAXED);
+    out->side_exits = __atomic_load_n(&a->side_exits, __ATOMIC_RELAXED);
+    out->record_failures = __atomic_load_n(&a->record_failures, __ATOMIC_RELAXED);
     if (a->reason.code != CGJ_REASON_NONE) cgj_reason_format(&a->reason, out->reason, sizeof out->reason);
     out->reason_code = (int)a->reason.code;
     out->reason_op = a->reason.op;
     if (!a->nvariants) return;
-    const cgj_trace_t *t = a->variants[a->current];
+    const cgj_trace_t *t = a->variants[__atomic_load_n(&a->current, __ATOMIC_RELAXED)];
     out->ops = t->list.n;
     out->kernels = t->kernels;
     out->segments = t->nsegs;
@@ -186,6 +208,7 @@ const cgj_trace_t *cgj_anchor_variant(const cgj_anchor_t *a, uint32_t k)
 
 void cgj_anchor_host_times(const cgj_anchor_t *a, double *eager_ns, double *replay_ns)
 {
-    *eager_ns = a->eager_runs ? (double)a->eager_ns / (double)a->eager_runs : 0;
-    *replay_ns = a->replays ? (double)a->replay_ns / (double)a->replays : 0;
+    uint64_t er = __atomic_load_n(&a->eager_runs, __ATOMIC_RELAXED), rr = __atomic_load_n(&a->replays, __ATOMIC_RELAXED);
+    *eager_ns = er ? (double)__atomic_load_n(&a->eager_ns, __ATOMIC_RELAXED) / (double)er : 0;
+    *replay_ns = rr ? (double)__atomic_load_n(&a->replay_ns, __ATOMIC_RELAXED) / (double)rr : 0;
 }

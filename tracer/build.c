@@ -103,9 +103,7 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool ends_in_sync)
         else cgj_anchor_note(a, &why);
         return;
     }
-    a->variants[a->nvariants] = tr;
-    a->current = a->nvariants++;
-    cgj_anchor_go(a, CGJ_STATE_REPLAY);
+    cgj_anchor_publish(a, tr);
     CGJ_STAT_ADD(traces_built, 1);
     CGJ_LOG(trace, "anchor '%s': variant %u built: %u ops, %u kernels, %u segment(s), %u varying slot(s)",
             a->name, a->nvariants, tr->list.n, tr->kernels, tr->nsegs, tr->varying_slots);

@@ -47,19 +47,16 @@ bool cgj_exit_flush(cgj_thread_t *t)
     return ok;
 }
 
-/* Group side exits by op and reason code. */
+/* Group side exits by op and reason code (under the anchor table's lock: the report reads them). */
 static void count_exit(cgj_trace_t *tr, const cgj_reason_t *r)
 {
-    for (uint32_t i = 0; i < tr->nexits; i++)
-        if (tr->exits[i].reason.op == r->op && tr->exits[i].reason.code == r->code) {
-            tr->exits[i].count++;
-            return;
-        }
-    if (tr->nexits == CGJ_EXIT_KINDS) {
-        tr->other_exits++;
-        return;
-    }
-    tr->exits[tr->nexits++] = (cgj_exit_count_t){*r, 1};
+    cgj_anchors_lock();
+    uint32_t i = 0;
+    while (i < tr->nexits && !(tr->exits[i].reason.op == r->op && tr->exits[i].reason.code == r->code)) i++;
+    if (i < tr->nexits) tr->exits[i].count++;
+    else if (tr->nexits == CGJ_EXIT_KINDS) tr->other_exits++;
+    else tr->exits[tr->nexits++] = (cgj_exit_count_t){*r, 1};
+    cgj_anchors_unlock();
 }
 
 void cgj_exit_side(cgj_thread_t *t, cgj_event_t ev, cgj_reason_t *r)
@@ -69,8 +66,8 @@ void cgj_exit_side(cgj_thread_t *t, cgj_event_t ev, cgj_reason_t *r)
     char text[320];
     cgj_exit_flush(t);
     for (uint32_t i = 0; i < t->pos; i++) cgj_oplist_clone(&t->rec, &tr->list.ops[i]);
-    tr->side_exits++;
-    a->side_exits++;
+    __atomic_fetch_add(&tr->side_exits, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->side_exits, 1, __ATOMIC_RELAXED);
     t->exited = true;
     CGJ_STAT_ADD(side_exits, 1);
     r->op = t->pos;

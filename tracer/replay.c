@@ -71,7 +71,7 @@ static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
     for (uint32_t k = 0; k < a->nvariants; k++) {
         cgj_trace_t *v = a->variants[k];
         uint32_t s = v == t->trace ? UINT32_MAX : segment_at(v, first);
-        if (s == UINT32_MAX || (c && (v->list.n <= t->pos || v->list.ops[t->pos].held))) continue;
+        if (s == UINT32_MAX || (c && (v->list.n <= t->pos || __atomic_load_n(&v->list.ops[t->pos].held, __ATOMIC_ACQUIRE)))) continue;
         if (!variant_matches(t, v, first, c)) continue;
         bool waited = false;
         for (uint32_t i = first; i < t->pos; i++) { /* carry the staged bytes over */
@@ -84,7 +84,7 @@ static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
         t->staged_waited = waited;
         t->trace = v;
         t->seg = s;
-        a->current = k;
+        __atomic_store_n(&a->current, k, __ATOMIC_RELAXED); /* the report reads it */
         CGJ_STAT_ADD(variant_switches, 1);
         return true;
     }
@@ -109,7 +109,7 @@ static bool serve_pool_op(cgj_op_t *o, const cgj_call_t *c, cgj_reason_t *why)
         CGJ_STAT_ADD(pool_frees, 1);
         return true;
     }
-    if (o->held) {
+    if (__atomic_load_n(&o->held, __ATOMIC_ACQUIRE)) { /* freed by any thread (allocator/pool.c) */
         cgj_reason_set(why, CGJ_REASON_EXIT_HELD_BLOCK, CGJ_REASON_NO_OP, "%zu bytes", o->call.u.a.bytes);
         return false;
     }
@@ -285,8 +285,8 @@ void cgj_replay_end(cgj_thread_t *t)
     if (t->pos == tr->list.n) {
         launch_segment(t); /* on failure the step has become eager */
         if (t->mode == CGJ_MODE_REPLAY) {
-            tr->replays++;
-            a->replays++;
+            __atomic_fetch_add(&tr->replays, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&a->replays, 1, __ATOMIC_RELAXED);
             CGJ_STAT_ADD(steps_replayed, 1);
         }
         return;

@@ -223,9 +223,9 @@ static int end_locked(cgj_thread_t *t)
     uint64_t host_ns = cgj_now_ns() - t->begun_ns;
     if (t->mode != CGJ_MODE_REPLAY) {
         CGJ_STAT_ADD(steps_eager, 1);
-        if (a) a->eager_ns += host_ns, a->eager_runs++;
+        if (a) __atomic_fetch_add(&a->eager_ns, host_ns, __ATOMIC_RELAXED), __atomic_fetch_add(&a->eager_runs, 1, __ATOMIC_RELAXED);
     } else if (a) {
-        a->replay_ns += host_ns;
+        __atomic_fetch_add(&a->replay_ns, host_ns, __ATOMIC_RELAXED);
     }
     if (a) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
     t->anchor = NULL;

@@ -49,6 +49,8 @@ cgj_anchor_t *cgj_anchor_get(const char *name);
 /* In a child after fork(): the table's lock as if unlocked. */
 void cgj_anchors_forked(void);
 void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to);
+/* A new variant of a, built: published to the API and the report, and the current one. */
+void cgj_anchor_publish(cgj_anchor_t *a, cgj_trace_t *tr);
 /* Keep r as the anchor's last event. */
 void cgj_anchor_note(cgj_anchor_t *a, const cgj_reason_t *r);
 void cgj_anchor_blacklist(cgj_anchor_t *a, const cgj_reason_t *r);
