@@ -1,0 +1,155 @@
+/*
+ * stress_threads.c — many threads stepping at once against the fake driver, without Criterion
+ * (which cannot start under ThreadSanitizer), so that the ThreadSanitizer build runs it:
+ * scripts/tsan.sh. Each of THREADS threads runs STEPS marked steps of its own on its own stream,
+ * every step also launching on a shared stream that another thread observes (synchronizes),
+ * waits on a shared event, and reads the API's figures; a reporter thread calls cgj_report and
+ * cgj_stats meanwhile. At the end every thread's buffer must equal its eager result bitwise.
+ * Exit status 0 on success, 1 on a mismatch.
+ */
+#define _GNU_SOURCE
+#include <cgjit.h>
+#include <cuda.h>
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fakecuda.h"
+
+enum { THREADS = 6, STEPS = 200, N = 256 };
+
+static __typeof__(cuLaunchKernel) *launch;
+static __typeof__(cuMemAlloc) *mem_alloc;
+static __typeof__(cuMemcpyHtoD) *htod;
+static __typeof__(cuMemcpyDtoH) *dtoh;
+static __typeof__(cuStreamCreate) *stream_create;
+static __typeof__(cuStreamSynchronize) *stream_sync;
+static __typeof__(cuEventCreate) *event_create;
+static __typeof__(cuEventRecord) *event_record;
+static __typeof__(cuStreamWaitEvent) *stream_wait;
+static CUfunction axpb;
+static CUstream shared_stream;
+static CUevent shared_event;
+static int failures;
+
+#define CHECK(call)                                                             \
+    do {                                                                        \
+        CUresult r_ = (call);                                                   \
+        if (r_ != CUDA_SUCCESS) {                                               \
+            fprintf(stderr, "stress_threads: %s: %d\n", #call, (int)r_);        \
+            exit(1);                                                            \
+        }                                                                       \
+    } while (0)
+
+static void k_axpb(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
+{
+    (void)g, (void)b, (void)smem;
+    float *x = *(float **)p[0], a = *(float *)p[1], c = *(float *)p[2];
+    int n = *(int *)p[3];
+    for (int i = 0; i < n; i++) x[i] = a * x[i] + c;
+}
+
+static void run(CUstream s, CUdeviceptr x, float a, float b)
+{
+    int n = N;
+    void *params[] = {&x, &a, &b, &n};
+    CHECK(launch(axpb, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+}
+
+static void *worker(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    CUstream s;
+    CUdeviceptr x, mine; /* mine: this thread's buffer for its work on the shared stream */
+    CHECK(stream_create(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(mem_alloc(&x, N * sizeof(float)));
+    CHECK(mem_alloc(&mine, N * sizeof(float)));
+    float init[N], want[N], got[N];
+    for (int i = 0; i < N; i++) init[i] = want[i] = (float)(i + id);
+    CHECK(htod(x, init, sizeof init));
+    char name[32];
+    snprintf(name, sizeof name, "worker%d", id % 3); /* threads share anchors: one runs, others wait */
+    for (int step = 0; step < STEPS; step++) {
+        float a = 0.5f, b = (float)(step % 7);
+        cgj_trace_begin(name);
+        run(s, x, a, b);
+        run(s, x, 1.0f, 0.25f);
+        if (step % 5 == 0) CHECK(stream_wait(s, shared_event, 0));
+        if (step % 3 == 0) run(shared_stream, mine, 1.0f, 0.0f);
+        cgj_trace_end();
+        if (step % 4 == 0) CHECK(stream_sync(shared_stream));
+        for (int i = 0; i < N; i++) want[i] = (a * want[i] + b) + 0.25f;
+    }
+    CHECK(stream_sync(s));
+    CHECK(dtoh(got, x, sizeof got));
+    if (memcmp(got, want, sizeof got)) {
+        fprintf(stderr, "stress_threads: thread %d: results differ from eager\n", id);
+        __atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+static volatile int done;
+
+static void *reporter(void *arg)
+{
+    (void)arg;
+    FILE *devnull = fopen("/dev/null", "w");
+    while (!__atomic_load_n(&done, __ATOMIC_RELAXED)) {
+        cgj_stats_t st;
+        cgj_trace_info_t info;
+        cgj_stats(&st);
+        cgj_trace_info("worker0", &info);
+        cgj_report(devnull);
+        CHECK(event_record(shared_event, shared_stream));
+        usleep(200);
+    }
+    fclose(devnull);
+    return NULL;
+}
+
+int main(void)
+{
+    char exe[PATH_MAX], path[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return 1;
+    exe[n] = '\0';
+    snprintf(path, sizeof path, "%s/fakecuda/libcuda.so.1", dirname(exe));
+    setenv("CGJIT_DRIVER", path, 1);
+    void *h = dlopen(path, RTLD_NOW);
+    if (!h) return 1;
+    __typeof__(cuGetProcAddress) *gpa = (__typeof__(gpa))dlsym(h, "cuGetProcAddress_v2");
+    __typeof__(fakecuda_register_kernel) *reg = (__typeof__(reg))dlsym(h, "fakecuda_register_kernel");
+    if (!gpa || !reg) return 1;
+#define GET(var, name) CHECK(gpa(name, (void **)&var, 13000, 0, NULL))
+    GET(launch, "cuLaunchKernel");
+    GET(mem_alloc, "cuMemAlloc");
+    GET(htod, "cuMemcpyHtoD");
+    GET(dtoh, "cuMemcpyDtoH");
+    GET(stream_create, "cuStreamCreate");
+    GET(stream_sync, "cuStreamSynchronize");
+    GET(event_create, "cuEventCreate");
+    GET(event_record, "cuEventRecord");
+    GET(stream_wait, "cuStreamWaitEvent");
+    static const size_t sizes[] = {8, 4, 4, 4};
+    axpb = reg("axpb", k_axpb, 4, sizes, 0, 0);
+    CHECK(stream_create(&shared_stream, 0));
+    CHECK(event_create(&shared_event, CU_EVENT_DISABLE_TIMING));
+    CHECK(event_record(shared_event, shared_stream));
+    pthread_t th[THREADS], rep;
+    pthread_create(&rep, NULL, reporter, NULL);
+    for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
+    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+    __atomic_store_n(&done, 1, __ATOMIC_RELAXED);
+    pthread_join(rep, NULL);
+    cgj_stats_t st;
+    cgj_stats(&st);
+    printf("stress_threads: %d threads x %d steps, %llu replayed, %llu side exits, %d mismatches\n", THREADS,
+           STEPS, (unsigned long long)st.steps_replayed, (unsigned long long)st.side_exits, failures);
+    return failures || st.steps_replayed == 0;
+}
