@@ -97,10 +97,19 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool ends_in_sync)
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&tr->ctx);
     if (!plan_memory(a, tr, &why) || !stage_copies(tr, &why) || !cgj_graph_build(tr, &why)) {
         CGJ_STAT_ADD(build_failures, 1);
+        cgj_graph_destroy(tr);
         cgj_oplist_free(&tr->list);
         cgj_free(tr);
-        if (!a->nvariants) cgj_anchor_blacklist(a, &why);
-        else cgj_anchor_note(a, &why);
+        if (why.code == CGJ_REASON_BUILD_POOL) { /* memory may come back: try again later */
+            uint32_t shift = a->pool_failures < 8 ? a->pool_failures : 8;
+            a->pool_failures++;
+            a->pool_retry_at = __atomic_load_n(&a->runs, __ATOMIC_RELAXED) + (16ull << shift);
+            cgj_anchor_note(a, &why);
+        } else if (!a->nvariants) {
+            cgj_anchor_blacklist(a, &why);
+        } else {
+            cgj_anchor_note(a, &why);
+        }
         return;
     }
     cgj_anchor_publish(a, tr);
@@ -114,6 +123,11 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool ends_in_sync)
                 cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY ? " (ends a segment)" : "",
                 o->kp && o->kp->nvarying ? " (varying parameters)" : "");
     }
+}
+
+bool cgj_build_may_try(const cgj_anchor_t *a)
+{
+    return __atomic_load_n(&a->runs, __ATOMIC_RELAXED) >= a->pool_retry_at;
 }
 
 uint32_t cgj_build_max_variants(void)

@@ -104,7 +104,8 @@ void cgj_record_finish(cgj_thread_t *t, bool ends_in_sync)
         cgj_shape_classify(&rec, &a->drafts[d]);
         /* A twin of an existing variant is worth building after an escape exit: its own
          * region double-buffers the blocks the program still holds. */
-        if (a->nvariants < cgj_build_max_variants() && (a->want_twin || !cgj_build_duplicates(a, &rec))) {
+        if (a->nvariants < cgj_build_max_variants() && cgj_build_may_try(a) &&
+            (a->want_twin || !cgj_build_duplicates(a, &rec))) {
             cgj_build_variant(a, &rec, ends_in_sync);
             a->want_twin = false;
         }

@@ -40,6 +40,8 @@ struct cgj_anchor {
     uint32_t exit_history;  /* one bit per replayed run, newest lowest: 1 if it left the trace */
     uint32_t history_len;
     bool want_twin;         /* an escape exit happened: a duplicate variant is welcome */
+    uint32_t pool_failures; /* builds that found no pool memory ... */
+    uint64_t pool_retry_at; /* ... and the run from which to try again */
     cgj_reason_t reason;    /* why blacklisted, or the last divergence, exit or abort */
     struct cgj_anchor *next;
 };
@@ -141,6 +143,8 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool ends_in_sync);
 /* Would rec (classified) add nothing to a's variants? */
 bool cgj_build_duplicates(const cgj_anchor_t *a, const cgj_oplist_t *rec);
 uint32_t cgj_build_max_variants(void);
+/* False while a build that found no pool memory waits to be tried again (16, 32, ... runs). */
+bool cgj_build_may_try(const cgj_anchor_t *a);
 
 /* ---- record.c ---- */
 /* A call in RECORD mode returned r: record it (or abort the step). */

@@ -303,3 +303,25 @@ Test(tracer_correct, another_threads_launch_never_overtakes_absorbed_work)
     }
     pthread_join(th, NULL);
 }
+
+/* ---- a trace whose pool memory cannot be had is tried again later, not given up ---- */
+
+static void temp_step(int s, CUdeviceptr *b, void *ctx)
+{
+    CUdeviceptr tmp;
+    if (g_traced && s == 1) fk.fail_next("cuMemCreate", CUDA_ERROR_OUT_OF_MEMORY); /* at the build */
+    OK(fk.mem_alloc(&tmp, N * sizeof(float)));
+    OK(fk.dtod_async(tmp, b[0], N * sizeof(float), NULL));
+    OK(fk_axpb_launch(&fk, NULL, tmp, 0.5f, 1.0f, N, 1));
+    OK(fk.dtod_async(b[0], tmp, N * sizeof(float), NULL));
+    OK(fk.mem_free(tmp));
+}
+
+Test(tracer_correct, no_pool_memory_is_retried_later)
+{
+    cgj_trace_info_t i = run_scenario(&(scenario_t){
+        .name = "pool_retry", .fn = temp_step, .steps = 60, .nbufs = 1,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = AT_LEAST(20)},
+        .stats = {.build_failures = IS(1)}});
+    cr_assert_eq(i.allocations, 1);
+}
