@@ -325,3 +325,39 @@ Test(tracer_correct, no_pool_memory_is_retried_later)
         .stats = {.build_failures = IS(1)}});
     cr_assert_eq(i.allocations, 1);
 }
+
+/* ---- a soak: 10^5 replayed steps keep host and pool memory flat ---- */
+
+static long resident_kib(void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    cr_assert(f);
+    cr_assert_eq(fscanf(f, "%ld %ld", &pages, &rss), 2);
+    fclose(f);
+    return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+Test(tracer_correct, soak_keeps_memory_flat, .timeout = 120)
+{
+    static float host[N];
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
+    long rss_at_10k = 0;
+    uint64_t pool_at_10k = 0;
+    for (int s = 0; s < 100000; s++) {
+        cr_assert_eq(cgj_trace_begin("soak"), CGJ_OK);
+        CUdeviceptr tmp;
+        for (int i = 0; i < 4; i++) host[i] = (float)(s + i);
+        OK(fk.mem_alloc(&tmp, N * sizeof(float)));
+        OK(fk.htod_async(tmp, host, sizeof host, NULL));
+        OK(fk_axpb_launch(&fk, NULL, x, 0.5f, (float)(s % 5), N, 1));
+        OK(fk.mem_free(tmp));
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        if (s == 10000) rss_at_10k = resident_kib(), pool_at_10k = stats_now().pool_bytes;
+    }
+    OK(fk.ctx_sync());
+    long grown = resident_kib() - rss_at_10k;
+    cr_assert_leq(grown, 1024, "resident memory grew by %ld KiB over 90000 steps", grown);
+    cr_assert_eq(stats_now().pool_bytes, pool_at_10k, "the pool grew");
+    cr_assert_geq(info_of("soak").replays, 99990);
+}
