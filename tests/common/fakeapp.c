@@ -104,6 +104,8 @@ void fk_open(fk_t *fk)
     fk->get_counts = (__typeof__(fk->get_counts))dlsym(fk->handle, "fakecuda_get_counts");
     fk->reset_counts = (__typeof__(fk->reset_counts))dlsym(fk->handle, "fakecuda_reset_counts");
     fk->fail_next = (__typeof__(fk->fail_next))dlsym(fk->handle, "fakecuda_fail_next");
+    fk->fail_pending = (__typeof__(fk->fail_pending))dlsym(fk->handle, "fakecuda_fail_pending");
+    fk->fail_clear = (__typeof__(fk->fail_clear))dlsym(fk->handle, "fakecuda_fail_clear");
     cr_assert(fk->register_kernel && fk->get_counts && fk->reset_counts && fk->fail_next);
     size_t s4[] = {8, 4, 4, 4}, s3[] = {8, 4, 4}, s_cs[] = {8, 8, 4, 4};
     fk_axpb = fk->register_kernel("axpb", k_axpb, 4, s4, 0, 0);

@@ -39,6 +39,8 @@ typedef struct fk {
     void (*get_counts)(fakecuda_counts_t *);
     void (*reset_counts)(void);
     void (*fail_next)(const char *, CUresult);
+    int (*fail_pending)(void);
+    void (*fail_clear)(void);
     /* Added for the replay/API tests (resolved by fk_open like the others). */
     __typeof__(cuGraphInstantiateWithFlags) *graph_instantiate;
     __typeof__(cuGraphLaunch) *graph_launch;

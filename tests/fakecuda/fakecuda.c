@@ -176,3 +176,18 @@ FAKECUDA_API void fakecuda_fail_next(const char *exported_name, CUresult err)
     }
     unlock();
 }
+
+FAKECUDA_API int fakecuda_fail_pending(void)
+{
+    lock();
+    int n = g_nfails;
+    unlock();
+    return n;
+}
+
+FAKECUDA_API void fakecuda_fail_clear(void)
+{
+    lock();
+    g_nfails = 0;
+    unlock();
+}

@@ -78,6 +78,9 @@ FAKECUDA_API void fakecuda_reset_counts(void);
  * "cuGraphInstantiateWithFlags") with err, once. Calls queue: failing the same name twice fails
  * its next two calls. The failed call does nothing else. */
 FAKECUDA_API void fakecuda_fail_next(const char *exported_name, CUresult err);
+/* Failures queued and not taken yet; forget them all. */
+FAKECUDA_API int fakecuda_fail_pending(void);
+FAKECUDA_API void fakecuda_fail_clear(void);
 
 #ifdef __cplusplus
 }
