@@ -4,6 +4,7 @@
 #include "base/config.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "base/vec.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -56,9 +57,28 @@ static void vmm_init(void)
     vmm_ok = true;
 }
 
+/* Address ranges of the reservation given back by cgj_pool_region_free, for reuse: first fit. */
+static struct { CUdeviceptr base; size_t bytes; } *spare;
+static size_t nspare, capspare;
+
+static bool take_spare(size_t bytes, CUdeviceptr *base)
+{
+    for (size_t i = 0; i < nspare; i++) {
+        if (spare[i].bytes < bytes) continue;
+        *base = spare[i].base;
+        spare[i].base += bytes, spare[i].bytes -= bytes;
+        if (!spare[i].bytes) spare[i] = spare[--nspare];
+        return true;
+    }
+    return false;
+}
+
 static bool map_region(size_t bytes, CUdeviceptr *base, char *why, size_t whylen)
 {
-    if (res_used + bytes > res_end) {
+    CUdeviceptr at = 0;
+    bool reused = take_spare(bytes, &at);
+    if (!reused) at = res_used;
+    if (!reused && res_used + bytes > res_end) {
         snprintf(why, whylen, "pool reservation of %llu GiB exhausted (CGJIT_POOL_RESERVE_GB)",
                  (unsigned long long)cgj_cfg.POOL_RESERVE_GB);
         return false;
@@ -67,19 +87,20 @@ static bool map_region(size_t bytes, CUdeviceptr *base, char *why, size_t whylen
     CUmemGenericAllocationHandle h;
     CUresult r = cgj_drv.r_cuMemCreate(&h, bytes, &p, 0);
     if (r == CUDA_SUCCESS) {
-        r = cgj_drv.r_cuMemMap(res_used, bytes, 0, h, 0);
+        r = cgj_drv.r_cuMemMap(at, bytes, 0, h, 0);
         cgj_drv.r_cuMemRelease(h); /* the mapping keeps the memory */
     }
     if (r == CUDA_SUCCESS) {
         CUmemAccessDesc d = {{CU_MEM_LOCATION_TYPE_DEVICE, device}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-        r = cgj_drv.r_cuMemSetAccess(res_used, bytes, &d, 1);
+        r = cgj_drv.r_cuMemSetAccess(at, bytes, &d, 1);
     }
     if (r != CUDA_SUCCESS) {
+        if (reused) CGJ_VEC_PUSH(spare, nspare, capspare, ((__typeof__(*spare)){at, bytes}));
         snprintf(why, whylen, "mapping %zu bytes of pool memory: %s", bytes, cgj_driver_errstr(r));
         return false;
     }
-    *base = res_used;
-    __atomic_store_n(&res_used, res_used + bytes, __ATOMIC_RELEASE);
+    *base = at;
+    if (!reused) __atomic_store_n(&res_used, res_used + bytes, __ATOMIC_RELEASE);
     return true;
 }
 
@@ -109,6 +130,36 @@ bool cgj_pool_region(size_t bytes, CUdeviceptr *base, char *why, size_t whylen)
     pthread_mutex_unlock(&lock);
     if (ok) CGJ_LOG(graphs, "pool: region of %zu bytes at 0x%llx", bytes, (unsigned long long)*base);
     return ok;
+}
+
+size_t cgj_pool_region_bytes(size_t bytes)
+{
+    pthread_mutex_lock(&lock);
+    if (!vmm_tried) vmm_init();
+    size_t g = vmm_ok ? granularity : 256;
+    pthread_mutex_unlock(&lock);
+    return (bytes ? bytes + g - 1 : g) / g * g;
+}
+
+void cgj_pool_region_free(CUdeviceptr base, size_t bytes)
+{
+    bytes = cgj_pool_region_bytes(bytes);
+    pthread_mutex_lock(&lock);
+    bool ok = false;
+    if (vmm_ok && base >= res_base && base < res_used) {
+        ok = cgj_drv.r_cuMemUnmap && cgj_drv.r_cuMemUnmap(base, bytes) == CUDA_SUCCESS;
+        if (ok) CGJ_VEC_PUSH(spare, nspare, capspare, ((__typeof__(*spare)){base, bytes}));
+    } else {
+        for (size_t i = 0; i < nplain && !ok; i++)
+            if (plain[i].base == base) {
+                ok = cgj_drv.r_cuMemFree_v2(base) == CUDA_SUCCESS;
+                plain[i] = plain[--nplain];
+            }
+    }
+    if (ok) __atomic_store_n(&mapped, mapped - bytes, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&lock);
+    CGJ_LOG(graphs, "pool: region of %zu bytes at 0x%llx %s", bytes, (unsigned long long)base,
+            ok ? "given back" : "could not be given back");
 }
 
 bool cgj_pool_owns(CUdeviceptr p)

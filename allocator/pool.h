@@ -22,6 +22,10 @@
 
 /* Map a new region of `bytes` (rounded up to the mapping granularity). False with why[] set. */
 bool cgj_pool_region(size_t bytes, CUdeviceptr *base, char *why, size_t whylen);
+/* The bytes a region of `bytes` really takes (rounded to the mapping granularity). */
+size_t cgj_pool_region_bytes(size_t bytes);
+/* Give region [base, base + bytes) back: its memory is unmapped, its addresses reused later. */
+void cgj_pool_region_free(CUdeviceptr base, size_t bytes);
 /* Is p inside memory cgjit's pool owns? One comparison on the common path. */
 bool cgj_pool_owns(CUdeviceptr p);
 /* Mark the block at `addr` (a replay handed it out) held; `flag` is cleared when it is freed. */

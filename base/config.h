@@ -42,6 +42,8 @@
       "calls one step may hold; a longer step runs eagerly") \
     X(POOL_RESERVE_GB, INT, 64, 1, 1048576, "pool-reserve-gb", INT, "N", NULL,                              \
       "GiB of virtual address space reserved for the memory pool of replayed steps") \
+    X(POOL_MAX_GB, INT, 16, 1, 1048576, "pool-max-gb", INT, "N", NULL,                             \
+      "GiB of device memory the replay pool may map; past it the coldest anchors give their traces and memory back") \
     X(DUMP_ALLOCS, STR, "", 0, 0, "dump-allocs", TEXT, "DIR", "none",                                 \
       "write each trace's allocation events to DIR/ANCHOR-vN.txt (the format cgjit-plan reads)") \
     X(CHUNK_OPS, INT, 256, 0, 1000000, "chunk-ops", INT, "N", NULL,                                         \

@@ -186,6 +186,7 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuMemCreate, cuMemCreate)                                               \
     D(cuMemRelease, cuMemRelease)                                             \
     D(cuMemMap, cuMemMap)                                                     \
+    D(cuMemUnmap, cuMemUnmap)                                                 \
     D(cuMemSetAccess, cuMemSetAccess)
 
 typedef struct cgj_driver {

@@ -103,7 +103,8 @@ CGJ_API int cgj_trace_end(void);
     X(pool_bytes, "device bytes mapped for the replay memory pool (a level, not a count)")  \
     X(lib_calls, "cuBLAS, cuBLASLt and cuDNN calls made inside traced steps")                \
     X(lib_absorbed, "library calls replay absorbed whole: the library was not called")       \
-    X(lib_relearned, "library calls whose arguments changed in replay: the library ran and the trace learned them")
+    X(lib_relearned, "library calls whose arguments changed in replay: the library ran and the trace learned them") \
+    X(anchors_evicted, "anchors whose traces and pool memory were given back to stay within CGJIT_POOL_MAX_GB")
 
 /*
  * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields

@@ -4,6 +4,8 @@
  * keep leaving the trace after.
  */
 #include "tracer/tracer.h"
+#include "allocator/pool.h"
+#include "graphs/graph.h"
 #include "base/log.h"
 #include "base/map.h"
 
@@ -134,6 +136,71 @@ void cgj_anchor_note_run(cgj_anchor_t *a, bool exited)
     cgj_reason_set(&r, CGJ_REASON_BLACKLIST_EXITS, CGJ_REASON_NO_OP, "%d of its last %d runs; most often: %s",
                    n, EXIT_WINDOW, most);
     cgj_anchor_blacklist(a, &r);
+}
+
+/* ---- eviction under CGJIT_POOL_MAX_GB ---- */
+
+/* Can a's traces go? They exist, and the program holds none of the blocks they handed out. */
+static bool evictable(const cgj_anchor_t *a)
+{
+    if (a->state != CGJ_STATE_REPLAY || !a->nvariants) return false;
+    for (uint32_t k = 0; k < a->nvariants; k++)
+        for (uint32_t i = 0; i < a->variants[k]->list.n; i++)
+            if (__atomic_load_n(&a->variants[k]->list.ops[i].held, __ATOMIC_ACQUIRE)) return false;
+    return true;
+}
+
+static cgj_anchor_t *coldest(const cgj_anchor_t *except)
+{
+    cgj_anchor_t *best = NULL;
+    pthread_mutex_lock(&table_lock);
+    for (cgj_anchor_t *a = anchors; a; a = a->next)
+        if (a != except && !__atomic_load_n(&a->busy, __ATOMIC_RELAXED) && evictable(a) &&
+            (!best || __atomic_load_n(&a->last_used, __ATOMIC_RELAXED) < __atomic_load_n(&best->last_used, __ATOMIC_RELAXED)))
+            best = a;
+    pthread_mutex_unlock(&table_lock);
+    return best;
+}
+
+/* Give a's traces, graphs and pool regions back; it starts over from WARMUP. */
+static bool evict(cgj_anchor_t *a)
+{
+    if (__atomic_exchange_n(&a->busy, 1, __ATOMIC_ACQUIRE)) return false; /* a step runs it now */
+    cgj_trace_t *gone[CGJ_MAX_VARIANTS_HARD];
+    uint32_t n = 0;
+    pthread_mutex_lock(&table_lock);
+    if (evictable(a)) {
+        n = a->nvariants;
+        memcpy(gone, a->variants, n * sizeof gone[0]);
+        a->nvariants = 0;
+        __atomic_store_n(&a->current, 0, __ATOMIC_RELAXED);
+        go_locked(a, CGJ_STATE_WARMUP);
+    }
+    pthread_mutex_unlock(&table_lock);
+    for (uint32_t k = 0; k < n; k++) {
+        cgj_trace_t *tr = gone[k];
+        cgj_graph_destroy(tr);
+        if (tr->nblocks) cgj_pool_region_free(tr->region, tr->pool_bytes);
+        cgj_oplist_free(&tr->list);
+        cgj_free(tr);
+    }
+    while (a->ndrafts) cgj_oplist_free(&a->drafts[--a->ndrafts]);
+    __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
+    if (n) {
+        CGJ_STAT_ADD(anchors_evicted, 1);
+        CGJ_LOG(trace, "anchor '%s' evicted: %u trace(s) and their memory given back (CGJIT_POOL_MAX_GB)", a->name, n);
+    }
+    return n > 0;
+}
+
+void cgj_anchor_make_room(const cgj_anchor_t *a, size_t bytes)
+{
+    size_t budget = (size_t)cgj_cfg.POOL_MAX_GB << 30;
+    for (int tries = 0; tries < 64 && cgj_pool_mapped_bytes() + cgj_pool_region_bytes(bytes) > budget; tries++) {
+        cgj_anchor_t *v = coldest(a);
+        if (!v) break;
+        evict(v);
+    }
 }
 
 /* ---- for the API and the report ---- */

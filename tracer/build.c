@@ -51,6 +51,7 @@ static bool plan_memory(const cgj_anchor_t *a, cgj_trace_t *tr, cgj_reason_t *wh
     cgj_plan_result_t res;
     cgj_plan(pb, bl.n, &res);
     if (cgj_cfg.DUMP_ALLOCS[0]) dump_allocs(a, pb, bl.n);
+    cgj_anchor_make_room(a, res.pool_bytes);
     bool ok = cgj_pool_region(res.pool_bytes, &tr->region, why->detail, sizeof why->detail);
     if (!ok) why->code = CGJ_REASON_BUILD_POOL;
     if (ok) {

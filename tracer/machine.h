@@ -62,7 +62,8 @@
     X(REPLAY, REPLAY, "another variant was built")                                              \
     X(WARMUP, BLACKLISTED, "a build or launch failed, or runs kept disagreeing")                \
     X(RECORD, BLACKLISTED, "a build or launch failed, or runs kept disagreeing")                \
-    X(REPLAY, BLACKLISTED, "a launch failed, or most replays left the trace")
+    X(REPLAY, BLACKLISTED, "a launch failed, or most replays left the trace")                   \
+    X(REPLAY, WARMUP, "evicted: the pool was full and the anchor the coldest; it starts over")
 
 typedef enum cgj_mode {
 #define CGJ_MODE_ENUM(name, doc) CGJ_MODE_##name,

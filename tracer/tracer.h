@@ -40,6 +40,7 @@ struct cgj_anchor {
     uint32_t exit_history;  /* one bit per replayed run, newest lowest: 1 if it left the trace */
     uint32_t history_len;
     bool want_twin;         /* an escape exit happened: a duplicate variant is welcome */
+    uint64_t last_used;     /* the begin serial of its last step (the coldest are evicted first) */
     uint32_t pool_failures; /* builds that found no pool memory ... */
     uint64_t pool_retry_at; /* ... and the run from which to try again */
     cgj_reason_t reason;    /* why blacklisted, or the last divergence, exit or abort */
@@ -50,6 +51,9 @@ struct cgj_anchor {
 cgj_anchor_t *cgj_anchor_get(const char *name);
 /* In a child after fork(): the table's lock as if unlocked. */
 void cgj_anchors_forked(void);
+/* Before a region of `bytes` is mapped for `a`: evict the coldest other anchors until the pool
+ * stays within CGJIT_POOL_MAX_GB, or none is left that can go (every block given back). */
+void cgj_anchor_make_room(const cgj_anchor_t *a, size_t bytes);
 void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to);
 /* A new variant of a, built: published to the API and the report, and the current one. */
 void cgj_anchor_publish(cgj_anchor_t *a, cgj_trace_t *tr);

@@ -45,7 +45,8 @@ Test(tracer_machine, anchor_states)
     cr_assert(cgj_machine_anchor_allows(CGJ_STATE_REPLAY, CGJ_STATE_BLACKLISTED));
     for (int s = 0; s <= CGJ_STATE_BLACKLISTED; s++)
         cr_assert_not(cgj_machine_anchor_allows(CGJ_STATE_BLACKLISTED, s), "blacklisted is for good");
-    cr_assert_not(cgj_machine_anchor_allows(CGJ_STATE_REPLAY, CGJ_STATE_WARMUP));
+    cr_assert(cgj_machine_anchor_allows(CGJ_STATE_REPLAY, CGJ_STATE_WARMUP), "eviction starts over");
+    cr_assert_not(cgj_machine_anchor_allows(CGJ_STATE_RECORD, CGJ_STATE_WARMUP));
 }
 
 Test(tracer_machine, names)
