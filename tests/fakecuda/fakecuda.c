@@ -2,8 +2,9 @@
  * fakecuda.c — a fake libcuda.so.1 for tests on machines without a GPU.
  *
  * cgjit interposes the CUDA driver API. To test that path without a GPU, this library stands in
- * for libcuda.so.1: it exports the driver entry points cgjit touches, under their exact ABI names
- * (cuMemcpyHtoD_v2, cuLaunchKernel_ptsz, ...), and runs everything synchronously on the CPU.
+ * for libcuda.so.1: it exports the driver entry points cgjit touches (every function cgjit wraps
+ * or calls, base/driver.h), under their exact ABI names (cuMemcpyHtoD_v2, cuLaunchKernel_ptsz,
+ * ...), and runs everything synchronously on the CPU.
  *
  *  - Device memory is host memory: a CUdeviceptr is a host address. Every allocation is entered
  *    in a block registry, so cuPointerGetAttribute can tell device, pinned and pageable memory
@@ -11,14 +12,18 @@
  *    no live allocation (the real driver fails those too, or faults).
  *  - Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, ...) reserves host
  *    address space and maps it in place; a mapped range is device memory like any allocation.
- *    Memory pools reduce to cuMemAllocAsync. See fakecuda_vmm.c for the differences.
+ *    Memory pools reduce to cuMemAllocAsync. See fakecuda_vmm.c for the differences. A CUDA array
+ *    is a dense host buffer with no device address; there is no managed memory (prefetching
+ *    and discarding only check their arguments).
  *  - A kernel is a host function registered with fakecuda_register_kernel(); its handle serves as
  *    CUfunction or CUkernel. Launching packs the parameter values into a private buffer (from
  *    kernelParams or from the `extra` buffer) and calls the function with pointers into it.
  *  - Work on a stream either runs at once on the calling thread or, while the stream captures,
  *    becomes a node appended to the capture's graph. Graphs are linear: nodes run in capture
  *    order. Kernel nodes hold parameter VALUES copied at capture time, as the real driver does;
- *    copy nodes hold addresses, so a host-to-device node reads its source at launch time.
+ *    copy nodes hold addresses, so a host-to-device node reads its source at launch time. A
+ *    stream wait for a value (cuStreamWaitValue*) that does not hold within a second fails with
+ *    CUDA_ERROR_TIMEOUT where the real stream would hang.
  *  - An exec (instantiated graph) owns deep copies of its graph's nodes and remembers, for each,
  *    the source node, because cuGraphExecKernelNodeSetParams names the node of the source graph.
  *
@@ -44,15 +49,18 @@
  * The sources, one concern each (fakecuda_internal.h declares what they share):
  *  - fakecuda.c (this file): the global state and its lock, the live-handle registry, failure
  *    injection (fakecuda_fail_next) and the call counters (fakecuda_get/reset_counts);
- *  - fakecuda_device.c: init, device, context, error strings;
- *  - fakecuda_kernel.c: kernels and their parameter buffers, launches, kernel introspection,
- *    fakecuda_register_kernel;
- *  - fakecuda_memory.c: the memory block registry, allocation, pools, host memory, pointer
- *    attributes;
- *  - fakecuda_copy.c: copies and sets;
+ *  - fakecuda_device.c: init, device, context (synchronize, push/pop), error strings;
+ *  - fakecuda_kernel.c: kernels and their parameter buffers, launches (cooperative ones
+ *    included), kernel introspection, fakecuda_register_kernel;
+ *  - fakecuda_memory.c: the memory block registry, allocation, pools, host memory, prefetching
+ *    and discarding, CUDA arrays, pointer attributes;
+ *  - fakecuda_copy.c: copies and sets (1D, 2D, 3D, peer, array and batch copies; 1D and 2D sets);
  *  - fakecuda_vmm.c: virtual memory management;
- *  - fakecuda_stream.c: streams, events, the capture rules and stream capture;
+ *  - fakecuda_stream.c: streams, events, the capture rules, stream callbacks and memory
+ *    operations (write/wait value, batches), stream capture;
  *  - fakecuda_graph.c: operations (units of stream work and how they run), graphs, execs;
+ *  - fakecuda_extra.c: what a CPU cannot do (external semaphores, hardware decompression, sparse
+ *    array mapping): arguments checked, then CUDA_ERROR_NOT_SUPPORTED;
  *  - fakecuda_procaddr.c: cuGetProcAddress and the table of every export.
  */
 #include "fakecuda_internal.h"

@@ -1,8 +1,9 @@
 /*
  * fakecuda_device.c — init, device, context and error strings of the fake driver: cuInit and
  * cuDriverGetVersion, the one device (ordinal 0, with the attributes of an H100-class part), the
- * one context (always current; cuCtxSynchronize obeys the capture rules), and the real driver's
- * names and messages for cuGetErrorName / cuGetErrorString. See fakecuda.c for the overview.
+ * one context (always current, cuCtxPushCurrent/cuCtxPopCurrent included; cuCtxSynchronize and
+ * cuCtxSynchronize_v2 obey the capture rules), and the real driver's names and messages for
+ * cuGetErrorName / cuGetErrorString. See fakecuda.c for the overview.
  */
 #include "fakecuda_internal.h"
 
@@ -129,9 +130,8 @@ FC_DEFINE(cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev))
     return CUDA_SUCCESS;
 }
 
-FC_DEFINE(cuCtxSynchronize, (void))
+static CUresult ctx_sync(void)
 {
-    FAIL_POINT();
     lock();
     CUresult err = capture_rules(RULE_ALL); /* it would wait for the capturing streams too */
     if (err == CUDA_SUCCESS) {
@@ -140,6 +140,35 @@ FC_DEFINE(cuCtxSynchronize, (void))
     }
     unlock();
     return err;
+}
+
+FC_DEFINE(cuCtxSynchronize, (void))
+{
+    FAIL_POINT();
+    return ctx_sync();
+}
+
+/* CUDA 12.9+: synchronize the given context (NULL: the current one). */
+FC_DEFINE(cuCtxSynchronize_v2, (CUcontext ctx))
+{
+    FAIL_POINT();
+    return (ctx == NULL || ctx == FAKE_CTX) ? ctx_sync() : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+/* The context stack holds only the one context, always current: pushing it again changes
+ * nothing, and popping hands it out and leaves it current (it is the device's primary context,
+ * which a real program would make current again anyway). */
+FC_DEFINE(cuCtxPushCurrent_v2, (CUcontext ctx))
+{
+    FAIL_POINT();
+    return ctx == FAKE_CTX ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+FC_DEFINE(cuCtxPopCurrent_v2, (CUcontext * pctx))
+{
+    FAIL_POINT();
+    if (pctx) *pctx = FAKE_CTX;
+    return CUDA_SUCCESS;
 }
 
 /* X(code, message): the messages of the real driver, for the codes a test is likely to see. */
@@ -171,6 +200,7 @@ FC_DEFINE(cuCtxSynchronize, (void))
     X(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region") \
     X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address") \
     X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure") \
+    X(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "too many blocks in cooperative launch") \
     X(CUDA_ERROR_NOT_PERMITTED, "operation not permitted") \
     X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported") \
     X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing") \

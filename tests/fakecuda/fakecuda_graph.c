@@ -1,16 +1,18 @@
 /*
  * fakecuda_graph.c — operations, graphs and execs of the fake driver. An operation is one unit
- * of stream work (kernel, copy, set, host function, event record or wait); this file runs one on
- * the calling thread and deep-copies it. Graphs are linear lists of nodes made by stream capture
- * or cuGraphCreate; an exec (instantiated graph) owns deep copies of its graph's operations and
- * remembers each one's source node. Entry points: graph create/destroy/inspect, instantiate,
- * upload, launch, exec destroy and cuGraphExecKernelNodeSetParams. See fakecuda.c for the
- * overview.
+ * of stream work (kernel, 1D/2D/3D copy, 1D/2D set, host function, event record or wait, value
+ * write or wait); this file runs one on the calling thread and deep-copies it. Graphs are linear
+ * lists of nodes made by stream capture or cuGraphCreate; an exec (instantiated graph) owns deep
+ * copies of its graph's operations and remembers each one's source node. Entry points: graph
+ * create/destroy/inspect, instantiate, upload, launch, exec destroy and
+ * cuGraphExecKernelNodeSetParams. See fakecuda.c for the overview.
  */
 #include "fakecuda_internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------------------------------
  * Operations, graphs, execs
@@ -39,21 +41,79 @@ static CUresult op_dup(fc_op *dst, const fc_op *src)
 
 static void run_set(const fc_op *op)
 {
-    unsigned char *d = op->set.dst;
-    for (size_t i = 0; i < op->set.count; i++) {
-        if (op->set.elem == 1) {
-            d[i] = (unsigned char)op->set.value;
-        } else if (op->set.elem == 2) {
-            uint16_t v = (uint16_t)op->set.value;
-            memcpy(d + 2 * i, &v, 2);
-        } else {
-            uint32_t v = op->set.value;
-            memcpy(d + 4 * i, &v, 4);
+    size_t rows = op->set.height ? op->set.height : 1;
+    for (size_t r = 0; r < rows; r++) {
+        unsigned char *d = (unsigned char *)op->set.dst + r * op->set.pitch;
+        for (size_t i = 0; i < op->set.count; i++) {
+            if (op->set.elem == 1) {
+                d[i] = (unsigned char)op->set.value;
+            } else if (op->set.elem == 2) {
+                uint16_t v = (uint16_t)op->set.value;
+                memcpy(d + 2 * i, &v, 2);
+            } else {
+                uint32_t v = op->set.value;
+                memcpy(d + 4 * i, &v, 4);
+            }
         }
     }
 }
 
-/* Execute one op on the calling thread. Called without the lock. */
+static void run_copy(const fc_op *op)
+{
+    if (!op->copy.n) return;
+    size_t rows = op->copy.height ? op->copy.height : 1, slices = op->copy.depth ? op->copy.depth : 1;
+    for (size_t z = 0; z < slices; z++) {
+        for (size_t y = 0; y < rows; y++) {
+            unsigned char *d = (unsigned char *)op->copy.dst + z * op->copy.dslice + y * op->copy.dpitch;
+            const unsigned char *s = (const unsigned char *)op->copy.src + z * op->copy.sslice + y * op->copy.spitch;
+            memmove(d, s, op->copy.n);
+        }
+    }
+}
+
+/* The value at a value op's address, read atomically (another thread may be writing it). */
+static uint64_t value_load(const fc_op *op)
+{
+    if (op->val.size == 4) return __atomic_load_n((const uint32_t *)op->val.addr, __ATOMIC_ACQUIRE);
+    return __atomic_load_n((const uint64_t *)op->val.addr, __ATOMIC_ACQUIRE);
+}
+
+static int value_met(const fc_op *op)
+{
+    uint64_t cur = value_load(op), v = op->val.value;
+    switch (op->val.flags & ~(unsigned)CU_STREAM_WAIT_VALUE_FLUSH) {
+    case CU_STREAM_WAIT_VALUE_GEQ: /* cyclic: (intN_t)(*addr - value) >= 0 */
+        return op->val.size == 4 ? (int32_t)(uint32_t)(cur - v) >= 0 : (int64_t)(cur - v) >= 0;
+    case CU_STREAM_WAIT_VALUE_EQ: return cur == v;
+    case CU_STREAM_WAIT_VALUE_AND: return (cur & v) != 0;
+    default: /* NOR */
+        return op->val.size == 4 ? (uint32_t)~(cur | v) != 0 : ~(cur | v) != 0;
+    }
+}
+
+int value_wait(const fc_op *op, double seconds)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (value_met(op)) return 1;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) >= seconds) return 0;
+        sched_yield();
+    }
+}
+
+/* A write of a value op (a wait is value_wait). */
+static void value_write(const fc_op *op)
+{
+    if (op->val.size == 4)
+        __atomic_store_n((uint32_t *)op->val.addr, (uint32_t)op->val.value, __ATOMIC_RELEASE);
+    else
+        __atomic_store_n((uint64_t *)op->val.addr, op->val.value, __ATOMIC_RELEASE);
+}
+
+/* Execute one op on the calling thread. Called without the lock. A wait that never holds (the
+ * real stream would hang) gives up after a while: from a graph there is nobody to tell. */
 void op_run(const fc_op *op)
 {
     switch (op->type) {
@@ -63,7 +123,7 @@ void op_run(const fc_op *op)
         break;
     case CU_GRAPH_NODE_TYPE_MEMCPY:
         bump(&g_counts.copies);
-        if (op->copy.n) memmove(op->copy.dst, op->copy.src, op->copy.n);
+        run_copy(op);
         break;
     case CU_GRAPH_NODE_TYPE_MEMSET:
         bump(&g_counts.memsets);
@@ -72,6 +132,12 @@ void op_run(const fc_op *op)
     case CU_GRAPH_NODE_TYPE_HOST:
         bump(&g_counts.host_funcs_run);
         op->host.fn(op->host.data);
+        break;
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        if (op->val.wait)
+            (void)value_wait(op, 1.0);
+        else
+            value_write(op);
         break;
     default: /* event record/wait, empty: events are always complete */
         break;

@@ -86,11 +86,11 @@ CUresult fail_take(const char *name);
 
 /* ---------------------------------------------------------------------------------------------
  * Live handles (fakecuda.c). Every handle given out (kernel, stream, event, graph, node, exec,
- * VMM allocation) is registered, so a stale or foreign handle is answered with an error instead
+ * VMM allocation, array) is registered, so a stale or foreign handle is answered with an error instead
  * of being dereferenced. All under the lock.
  * ------------------------------------------------------------------------------------------- */
 
-typedef enum { K_KERNEL, K_STREAM, K_EVENT, K_GRAPH, K_NODE, K_EXEC, K_VMM } handle_kind;
+typedef enum { K_KERNEL, K_STREAM, K_EVENT, K_GRAPH, K_NODE, K_EXEC, K_VMM, K_ARRAY } handle_kind;
 
 struct live {
     const void *p;
@@ -147,6 +147,16 @@ int block_add(uintptr_t base, size_t size, mem_kind kind);
 void block_del(struct block *b);
 int range_known(uintptr_t p, size_t n, int write);
 
+/* A CUDA array (cuArrayCreate_v2): `layers` planes of `rows` rows of `row` bytes, stored densely
+ * in host memory (elements of `elem` bytes, channels included). Not in the block registry: an
+ * array has no device address. */
+typedef struct fc_array {
+    unsigned char *data;
+    size_t row, rows, layers, elem;
+} fc_array;
+
+fc_array *array_get(CUarray h); /* under the lock; NULL for a stale or foreign handle */
+
 /* ---------------------------------------------------------------------------------------------
  * Operations, graphs, execs (fakecuda_graph.c)
  * ------------------------------------------------------------------------------------------- */
@@ -161,16 +171,29 @@ typedef struct fc_op {
             unsigned grid[3], block[3], smem;
             void **argv;
         } kern;
+        /* n bytes; or, when height/depth are set (0 counts as 1), `depth` slices of `height` rows
+         * of n bytes, rows `dpitch`/`spitch` apart and slices `dslice`/`sslice` apart. */
         struct {
             void *dst;
             const void *src;
             size_t n;
+            size_t height, depth, dpitch, spitch, dslice, sslice;
         } copy;
+        /* count elements; or `height` rows of them (0 counts as 1), `pitch` bytes apart. */
         struct {
             void *dst;
             unsigned value, elem;
             size_t count;
+            size_t pitch, height;
         } set;
+        /* CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: write `value` (size 4 or 8) to addr, or wait until the
+         * condition `flags` (CUstreamWaitValue_flags) holds there. */
+        struct {
+            void *addr;
+            uint64_t value;
+            unsigned size, flags;
+            int wait;
+        } val;
         struct {
             CUhostFn fn;
             void *data;
@@ -197,6 +220,9 @@ typedef struct fc_exec {
 
 void op_clear(fc_op *op);
 void op_run(const fc_op *op);
+/* Does the wait condition of a value op hold now? Wait for it up to `seconds` (another host
+ * thread may write the value meanwhile); 1 if it held. Called without the lock. */
+int value_wait(const fc_op *op, double seconds);
 CUresult graph_push(fc_graph *g, fc_node *node);
 fc_graph *graph_new(void);
 void graph_free(fc_graph *g);
@@ -222,6 +248,8 @@ enum {
 };
 
 CUresult stream_get(CUstream h, int ptds, fc_stream **s, int *legacy);
+CUresult stream_check(CUstream h, int ptds); /* takes the lock: is h a valid stream handle? */
+int stream_capturing(CUstream h, int ptds);  /* takes the lock: does h capture (active)? */
 CUresult capture_rules(int rules);
 CUresult submit(CUstream h, int ptds, int blocking, fc_op *op);
 

@@ -3,9 +3,10 @@
  * fakecuda_register_kernel (its handle serves as CUfunction or CUkernel), laid out with naturally
  * aligned parameters. This file packs a launch's parameter values (from kernelParams or `extra`)
  * into a private buffer, checks launch dimensions, submits kernel and host-function launches to
- * a stream (cuLaunchKernel/Ex, cuLaunchHostFunc and their _ptsz twins), and answers the kernel
- * introspection calls (cuFuncGetParamInfo, cuKernelGetParamInfo, cuFuncGetName,
- * cuKernelGetName). See fakecuda.c for the overview.
+ * a stream (cuLaunchKernel/Ex, cuLaunchCooperativeKernel, cuLaunchHostFunc and their _ptsz twins,
+ * cuLaunchCooperativeKernelMultiDevice), and answers the kernel introspection calls
+ * (cuFuncGetParamInfo, cuKernelGetParamInfo, cuFuncGetName, cuKernelGetName). See fakecuda.c for
+ * the overview.
  */
 #include "fakecuda_internal.h"
 
@@ -138,6 +139,41 @@ FC_PTSZ(cuLaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy, unsigne
 
 FC_PTSZ(cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),
         launch_ex(config, f, ptds, kernelParams, extra))
+
+/* A cooperative launch: every block must be resident at once. The fake's device has 132 SMs of
+ * 2048 threads and at most 32 blocks each (registers and shared memory are not modelled). */
+static CUresult launch_coop(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                            unsigned bz, unsigned smem, CUstream h, int ptds, void **params)
+{
+    unsigned long long threads = (unsigned long long)bx * by * bz, blocks = (unsigned long long)gx * gy * gz;
+    if (threads > 0 && threads <= 1024) {
+        unsigned long long per_sm = 2048 / threads < 32 ? 2048 / threads : 32;
+        if (blocks > 132 * per_sm) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    }
+    return launch_classic(f, gx, gy, gz, bx, by, bz, smem, h, ptds, params, NULL);
+}
+
+FC_PTSZ(cuLaunchCooperativeKernel, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                      unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
+                                      CUstream h, void **kernelParams),
+        launch_coop(f, gx, gy, gz, bx, by, bz, smem, h, ptds, kernelParams))
+
+/* Deprecated since CUDA 11.3: one launch per device, and the fake has one device. Each launch
+ * goes to an explicit stream; the synchronization flags change nothing on the CPU. */
+FC_DEFINE(cuLaunchCooperativeKernelMultiDevice, (CUDA_LAUNCH_PARAMS * list, unsigned int numDevices,
+                                                 unsigned int flags))
+{
+    FAIL_POINT();
+    if (!list || numDevices != 1 ||
+        (flags & ~(unsigned)(CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC |
+                             CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC)))
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUDA_LAUNCH_PARAMS *p = &list[0];
+    if (!p->hStream || p->hStream == CU_STREAM_LEGACY || p->hStream == CU_STREAM_PER_THREAD)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return launch_coop(p->function, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+                       p->blockDimZ, p->sharedMemBytes, p->hStream, 0, p->kernelParams);
+}
 
 static CUresult launch_host(CUstream h, int ptds, CUhostFn fn, void *data)
 {

@@ -3,8 +3,10 @@
  * registry (every allocation and registration, so that cuPointerGetAttribute tells device,
  * pinned and registered memory apart and copies and sets can reject ranges in no live
  * allocation), device allocation and free (plain, pitched, stream-ordered), the one default
- * memory pool, pinned host allocation, host registration, and cuPointerGetAttribute. Virtual
- * memory management lives in fakecuda_vmm.c. See fakecuda.c for the overview.
+ * memory pool, pinned host allocation, host registration, prefetching and discarding (argument
+ * checks only: there is no managed memory), CUDA arrays (cuArrayCreate_v2, cuArrayDestroy) and
+ * cuPointerGetAttribute. Virtual memory management lives in fakecuda_vmm.c. See fakecuda.c for
+ * the overview.
  */
 #include "fakecuda_internal.h"
 
@@ -273,6 +275,145 @@ FC_DEFINE(cuMemHostUnregister, (void *p))
     if (err == CUDA_SUCCESS) block_del(b);
     unlock();
     return err;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Prefetching and discarding. Without managed memory there is nothing to migrate: the calls check
+ * their arguments (ranges the driver knows, valid locations) and issue no work, but go through
+ * the stream like any work (stream handle, capture rules).
+ * ------------------------------------------------------------------------------------------- */
+
+static CUresult location_ok(CUmemLocation loc)
+{
+    switch (loc.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE: return loc.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    case CU_MEM_LOCATION_TYPE_HOST:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+static CUresult ranges_known(const CUdeviceptr *p, const size_t *n, size_t count)
+{
+    if (!p || !n || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    int ok = 1;
+    for (size_t i = 0; ok && i < count; i++) ok = n[i] > 0 && range_known((uintptr_t)p[i], n[i], 0);
+    unlock();
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The prefetch locations of a batch: locIdx[k] is the first op of location k (0 for the first). */
+static CUresult locations_ok(const CUmemLocation *loc, const size_t *idx, size_t nloc, size_t count)
+{
+    if (!loc || !idx || nloc == 0 || nloc > count || idx[0] != 0) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t k = 0; k < nloc; k++) {
+        if (k > 0 && (idx[k] <= idx[k - 1] || idx[k] >= count)) return CUDA_ERROR_INVALID_VALUE;
+        CUresult err = location_ok(loc[k]);
+        if (err != CUDA_SUCCESS) return err;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult no_work(CUstream h, int ptds)
+{
+    fc_op op = {.type = CU_GRAPH_NODE_TYPE_EMPTY};
+    return submit(h, ptds, 0, &op);
+}
+
+static CUresult prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream h, int ptds)
+{
+    CUresult err = flags != 0 ? CUDA_ERROR_INVALID_VALUE : location_ok(loc);
+    if (err == CUDA_SUCCESS) err = ranges_known(&p, &n, 1);
+    return err == CUDA_SUCCESS ? no_work(h, ptds) : err;
+}
+
+FC_PTSZ(cuMemPrefetchAsync_v2, (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
+                                  CUstream hStream),
+        prefetch(devPtr, count, location, flags, hStream, ptds))
+
+/* Prefetch a batch to the locations given, or, with discard_only, discard it (no locations). */
+static CUresult batch_prefetch(CUdeviceptr *p, size_t *n, size_t count, CUmemLocation *loc, size_t *idx, size_t nloc,
+                               unsigned long long flags, CUstream h, int ptds, int discard_only)
+{
+    CUresult err = flags != 0 ? CUDA_ERROR_INVALID_VALUE : ranges_known(p, n, count);
+    if (err == CUDA_SUCCESS && !discard_only) err = locations_ok(loc, idx, nloc, count);
+    return err == CUDA_SUCCESS ? no_work(h, ptds) : err;
+}
+
+FC_PTSZ(cuMemPrefetchBatchAsync, (CUdeviceptr * dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,
+                                    size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,
+                                    CUstream hStream),
+        batch_prefetch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, ptds, 0))
+
+/* Discarded contents become undefined; keeping them is one way to be undefined. */
+FC_PTSZ(cuMemDiscardBatchAsync, (CUdeviceptr * dptrs, size_t *sizes, size_t count, unsigned long long flags,
+                                   CUstream hStream),
+        batch_prefetch(dptrs, sizes, count, NULL, NULL, 0, flags, hStream, ptds, 1))
+
+FC_PTSZ(cuMemDiscardAndPrefetchBatchAsync,
+        (CUdeviceptr * dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
+         size_t numPrefetchLocs, unsigned long long flags, CUstream hStream),
+        batch_prefetch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, ptds, 0))
+
+/* ---------------------------------------------------------------------------------------------
+ * CUDA arrays: dense host buffers (fc_array in fakecuda_internal.h); copies to and from them are
+ * in fakecuda_copy.c. Formats of 1, 2 or 4 bytes per channel with 1, 2 or 4 channels.
+ * ------------------------------------------------------------------------------------------- */
+
+fc_array *array_get(CUarray h) { return live_get(h, K_ARRAY); }
+
+static size_t format_bytes(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 0;
+    }
+}
+
+FC_DEFINE(cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *d))
+{
+    FAIL_POINT();
+    if (!pHandle || !d || d->Width == 0 ||
+        (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t elem = format_bytes(d->Format) * d->NumChannels, rows = d->Height ? d->Height : 1;
+    if (elem == 0) return CUDA_ERROR_NOT_SUPPORTED;
+    if (d->Width > SIZE_MAX / elem / rows) return CUDA_ERROR_OUT_OF_MEMORY;
+    fc_array *a = calloc(1, sizeof *a);
+    if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
+    *a = (fc_array){calloc(rows, d->Width * elem), d->Width * elem, rows, 1, elem};
+    lock();
+    int bad = !a->data || live_add(a, K_ARRAY) != 0;
+    unlock();
+    if (bad) {
+        free(a->data);
+        free(a);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *pHandle = (CUarray)(void *)a;
+    return CUDA_SUCCESS;
+}
+
+FC_DEFINE(cuArrayDestroy, (CUarray hArray))
+{
+    FAIL_POINT();
+    lock();
+    fc_array *a = array_get(hArray);
+    if (a) live_del(a);
+    unlock();
+    if (!a) return CUDA_ERROR_INVALID_HANDLE;
+    free(a->data);
+    free(a);
+    return CUDA_SUCCESS;
 }
 
 /* One attribute of a known block (under the lock). */

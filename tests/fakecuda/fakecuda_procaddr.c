@@ -45,7 +45,33 @@
     X(cuStreamGetCaptureInfo_v3_ptsz) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphInstantiateWithFlags)        \
     X(cuGraphInstantiateWithParams) X(cuGraphInstantiateWithParams_ptsz) X(cuGraphUpload) X(cuGraphUpload_ptsz) \
     X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuGraphExecDestroy) X(cuGraphGetNodes) X(cuGraphNodeGetType)      \
-    X(cuGraphKernelNodeGetParams_v2) X(cuGraphExecKernelNodeSetParams_v2)
+    X(cuGraphKernelNodeGetParams_v2) X(cuGraphExecKernelNodeSetParams_v2)                                      \
+    X(cuCtxSynchronize_v2) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuCtxWaitEvent)                       \
+    X(cuMemcpy2D_v2) X(cuMemcpy2D_v2_ptds) X(cuMemcpy2DUnaligned_v2) X(cuMemcpy2DUnaligned_v2_ptds)             \
+    X(cuMemcpy2DAsync_v2) X(cuMemcpy2DAsync_v2_ptsz) X(cuMemcpy3D_v2) X(cuMemcpy3D_v2_ptds)                     \
+    X(cuMemcpy3DAsync_v2) X(cuMemcpy3DAsync_v2_ptsz) X(cuMemcpy3DPeer) X(cuMemcpy3DPeer_ptds)                   \
+    X(cuMemcpy3DPeerAsync) X(cuMemcpy3DPeerAsync_ptsz) X(cuMemcpyPeer) X(cuMemcpyPeer_ptds)                     \
+    X(cuMemcpyPeerAsync) X(cuMemcpyPeerAsync_ptsz)                                                             \
+    X(cuMemsetD2D8_v2) X(cuMemsetD2D8_v2_ptds) X(cuMemsetD2D16_v2) X(cuMemsetD2D16_v2_ptds)                     \
+    X(cuMemsetD2D32_v2) X(cuMemsetD2D32_v2_ptds) X(cuMemsetD2D8Async) X(cuMemsetD2D8Async_ptsz)                 \
+    X(cuMemsetD2D16Async) X(cuMemsetD2D16Async_ptsz) X(cuMemsetD2D32Async) X(cuMemsetD2D32Async_ptsz)           \
+    X(cuArrayCreate_v2) X(cuArrayDestroy) X(cuMemcpyAtoA_v2) X(cuMemcpyAtoA_v2_ptds)                           \
+    X(cuMemcpyAtoD_v2) X(cuMemcpyAtoD_v2_ptds) X(cuMemcpyAtoH_v2) X(cuMemcpyAtoH_v2_ptds)                       \
+    X(cuMemcpyDtoA_v2) X(cuMemcpyDtoA_v2_ptds) X(cuMemcpyHtoA_v2) X(cuMemcpyHtoA_v2_ptds)                       \
+    X(cuMemcpyAtoHAsync_v2) X(cuMemcpyAtoHAsync_v2_ptsz) X(cuMemcpyHtoAAsync_v2) X(cuMemcpyHtoAAsync_v2_ptsz)   \
+    X(cuMemcpyBatchAsync_v2) X(cuMemcpyBatchAsync_v2_ptsz) X(cuMemcpy3DBatchAsync_v2)                          \
+    X(cuMemcpy3DBatchAsync_v2_ptsz)                                                                            \
+    X(cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz) X(cuLaunchCooperativeKernelMultiDevice)     \
+    X(cuStreamAddCallback) X(cuStreamAddCallback_ptsz) X(cuStreamWriteValue32_v2)                              \
+    X(cuStreamWriteValue32_v2_ptsz) X(cuStreamWaitValue32_v2) X(cuStreamWaitValue32_v2_ptsz)                   \
+    X(cuStreamWriteValue64_v2) X(cuStreamWriteValue64_v2_ptsz) X(cuStreamWaitValue64_v2)                       \
+    X(cuStreamWaitValue64_v2_ptsz) X(cuStreamBatchMemOp_v2) X(cuStreamBatchMemOp_v2_ptsz)                      \
+    X(cuMemPrefetchAsync_v2) X(cuMemPrefetchAsync_v2_ptsz) X(cuMemPrefetchBatchAsync)                          \
+    X(cuMemPrefetchBatchAsync_ptsz) X(cuMemDiscardBatchAsync) X(cuMemDiscardBatchAsync_ptsz)                   \
+    X(cuMemDiscardAndPrefetchBatchAsync) X(cuMemDiscardAndPrefetchBatchAsync_ptsz)                             \
+    X(cuMemBatchDecompressAsync) X(cuMemBatchDecompressAsync_ptsz) X(cuMemMapArrayAsync)                       \
+    X(cuMemMapArrayAsync_ptsz) X(cuSignalExternalSemaphoresAsync) X(cuSignalExternalSemaphoresAsync_ptsz)      \
+    X(cuWaitExternalSemaphoresAsync) X(cuWaitExternalSemaphoresAsync_ptsz)
 
 /* The implementations fc_NAME, defined (hidden) across the library's sources, each with the
  * type of the driver's NAME. */
@@ -72,7 +98,19 @@ static const struct {
     {"cuGraphKernelNodeGetParams", NULL, 12000},
     {"cuGraphExecKernelNodeSetParams", NULL, 12000},
     {"cuStreamGetCaptureInfo", NULL, 12030},
+    {"cuStreamWriteValue32", NULL, 11070}, /* the _v2 stream memory operations */
+    {"cuStreamWaitValue32", NULL, 11070},
+    {"cuStreamWriteValue64", NULL, 11070},
+    {"cuStreamWaitValue64", NULL, 11070},
+    {"cuStreamBatchMemOp", NULL, 11070},
+    {"cuMemPrefetchAsync", NULL, 12020},   /* _v2: a CUmemLocation instead of a device */
+    {"cuMemcpyBatchAsync", NULL, 13000},   /* _v2: the CUDA 13 ABI, without failIdx */
+    {"cuMemcpy3DBatchAsync", NULL, 13000},
 };
+
+/* Base names that are only themselves: cuCtxSynchronize_v2 is a function of its own (it takes a
+ * context), which the driver hands out only to those who ask for it by that name. */
+static const char *const g_unsuffixed[] = {"cuCtxSynchronize"};
 
 static void *sym_exact(const char *name)
 {
@@ -104,6 +142,8 @@ static void *sym_resolve(const char *symbol, int version, cuuint64_t flags)
     if (strlen(symbol) > 100) return NULL;
     if (strcmp(symbol, "cuGetProcAddress") == 0)
         return version >= 12050 ? (void *)fc_cuGetProcAddress_v2 : (void *)fc_cuGetProcAddress;
+    for (size_t i = 0; i < sizeof g_unsuffixed / sizeof g_unsuffixed[0]; i++)
+        if (strcmp(symbol, g_unsuffixed[i]) == 0) return sym_exact(symbol);
     for (size_t i = 0; i < sizeof g_versioned / sizeof g_versioned[0]; i++) {
         if (strcmp(symbol, g_versioned[i].base) != 0) continue;
         if (version < g_versioned[i].min_version) return NULL;

@@ -4,8 +4,9 @@
  * per-thread default streams included), the real driver's capture rules (which calls fail and
  * which captures they invalidate), and submit(), which runs an operation at once or appends it
  * to the capture's graph. Then the stream and event entry points (create, destroy, synchronize,
- * query, wait, record, elapsed time) and stream capture (begin, end, capture status and info).
- * See fakecuda.c for the overview.
+ * query, wait, record, elapsed time, cuCtxWaitEvent), stream callbacks and stream memory
+ * operations (cuStreamAddCallback, cuStreamWrite/WaitValue32/64, cuStreamBatchMemOp) and stream
+ * capture (begin, end, capture status and info). See fakecuda.c for the overview.
  */
 #include "fakecuda_internal.h"
 
@@ -32,6 +33,26 @@ CUresult stream_get(CUstream h, int ptds, fc_stream **s, int *legacy)
     }
     *s = live_get(h, K_STREAM);
     return *s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult stream_check(CUstream h, int ptds)
+{
+    fc_stream *s;
+    int legacy;
+    lock();
+    CUresult err = stream_get(h, ptds, &s, &legacy);
+    unlock();
+    return err;
+}
+
+int stream_capturing(CUstream h, int ptds)
+{
+    fc_stream *s;
+    int legacy;
+    lock();
+    int capturing = stream_get(h, ptds, &s, &legacy) == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    unlock();
+    return capturing;
 }
 
 static void capture_invalidate(fc_stream *s)
@@ -304,6 +325,138 @@ FC_DEFINE(cuEventElapsedTime_v2, (float *pMilliseconds, CUevent hStart, CUevent 
     if (err == CUDA_SUCCESS) *pMilliseconds = 0.0f; /* no time passes on a fake device */
     return err;
 }
+
+/* The context waits for an event: events are always complete, so it only checks its arguments. */
+FC_DEFINE(cuCtxWaitEvent, (CUcontext hCtx, CUevent hEvent))
+{
+    FAIL_POINT();
+    if (hCtx != FAKE_CTX) return CUDA_ERROR_INVALID_CONTEXT;
+    return event_check(hEvent);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Stream callbacks and stream memory operations
+ * ------------------------------------------------------------------------------------------- */
+
+/* The legacy callback runs at once, on the calling thread, with status CUDA_SUCCESS. A capture
+ * cannot hold one (the real driver wants cuLaunchHostFunc there): it fails and is invalidated. */
+static CUresult add_callback(CUstream h, int ptds, CUstreamCallback cb, void *ud, unsigned flags)
+{
+    fc_stream *s;
+    int legacy;
+    if (!cb || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    CUresult err = stream_get(h, ptds, &s, &legacy);
+    if (err == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        capture_invalidate(s);
+        err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    } else if (err == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
+        err = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    } else if (err == CUDA_SUCCESS) {
+        err = capture_rules(legacy ? RULE_LEGACY : 0);
+    }
+    if (err == CUDA_SUCCESS) g_counts.host_funcs_run++;
+    unlock();
+    if (err == CUDA_SUCCESS) cb(h, CUDA_SUCCESS, ud);
+    return err;
+}
+
+FC_PTSZ(cuStreamAddCallback, (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags),
+        add_callback(hStream, ptds, callback, userData, flags))
+
+/* A value op from the arguments of cuStreamWrite/WaitValue*: the address must be aligned to the
+ * value's size and lie in device memory or in memory the driver knows (pinned or registered).
+ * Flushing remote writes is trivially satisfied by host memory, so the flush flag is accepted;
+ * the v2 write accepts no flag. */
+static CUresult value_op(fc_op *op, CUdeviceptr addr, uint64_t value, unsigned size, unsigned flags, int wait)
+{
+    if (addr % size != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (wait ? (flags & ~(3u | (unsigned)CU_STREAM_WAIT_VALUE_FLUSH)) != 0 : flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    int ok = addr != 0 && range_known((uintptr_t)addr, size, !wait);
+    unlock();
+    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    *op = (fc_op){.type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, .val = {PTR(addr), value, size, flags, wait}};
+    return CUDA_SUCCESS;
+}
+
+/* Issue a value op. A wait outside a capture must hold within a second: nothing else runs on
+ * this synchronous device meanwhile, only another host thread could still write the value, and
+ * where the real stream would hang the fake says CUDA_ERROR_TIMEOUT. */
+static CUresult value_submit(CUstream h, int ptds, fc_op *op)
+{
+    if (op->val.wait && !stream_capturing(h, ptds)) {
+        CUresult err = stream_check(h, ptds);
+        if (err != CUDA_SUCCESS) return err;
+        if (!value_wait(op, 1.0)) return CUDA_ERROR_TIMEOUT;
+    }
+    return submit(h, ptds, 0, op);
+}
+
+static CUresult value_call(CUstream h, int ptds, CUdeviceptr addr, uint64_t value, unsigned size, unsigned flags,
+                           int wait)
+{
+    fc_op op;
+    CUresult err = value_op(&op, addr, value, size, flags, wait);
+    return err == CUDA_SUCCESS ? value_submit(h, ptds, &op) : err;
+}
+
+FC_PTSZ(cuStreamWriteValue32_v2, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
+        value_call(stream, ptds, addr, value, 4, flags, 0))
+
+FC_PTSZ(cuStreamWaitValue32_v2, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
+        value_call(stream, ptds, addr, value, 4, flags, 1))
+
+FC_PTSZ(cuStreamWriteValue64_v2, (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),
+        value_call(stream, ptds, addr, value, 8, flags, 0))
+
+FC_PTSZ(cuStreamWaitValue64_v2, (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),
+        value_call(stream, ptds, addr, value, 8, flags, 1))
+
+#define MAX_BATCH_MEM_OPS 255 /* cuda.h: "Must be less than 256" */
+
+/* Every operation is checked before any is issued; barriers and flushes are no-ops on host
+ * memory. Each write or wait becomes its own op (a node each while capturing). */
+static CUresult batch_mem_op(CUstream h, int ptds, unsigned count, const CUstreamBatchMemOpParams *p, unsigned flags)
+{
+    if (count == 0 || count > MAX_BATCH_MEM_OPS || !p || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    fc_op ops[MAX_BATCH_MEM_OPS];
+    unsigned n = 0;
+    CUresult err = stream_check(h, ptds);
+    for (unsigned i = 0; err == CUDA_SUCCESS && i < count; i++) {
+        switch (p[i].operation) {
+        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+        case CU_STREAM_MEM_OP_WAIT_VALUE_64: {
+            const struct CUstreamMemOpWaitValueParams_st *w = &p[i].waitValue;
+            int is32 = p[i].operation == CU_STREAM_MEM_OP_WAIT_VALUE_32;
+            err = value_op(&ops[n++], w->address, is32 ? w->value : w->value64, is32 ? 4 : 8, w->flags, 1);
+            break;
+        }
+        case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+        case CU_STREAM_MEM_OP_WRITE_VALUE_64: {
+            const struct CUstreamMemOpWriteValueParams_st *w = &p[i].writeValue;
+            int is32 = p[i].operation == CU_STREAM_MEM_OP_WRITE_VALUE_32;
+            err = value_op(&ops[n++], w->address, is32 ? w->value : w->value64, is32 ? 4 : 8, w->flags, 0);
+            break;
+        }
+        case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+            if (p[i].flushRemoteWrites.flags != 0) err = CUDA_ERROR_INVALID_VALUE;
+            break;
+        case CU_STREAM_MEM_OP_BARRIER:
+            if (p[i].memoryBarrier.flags != CU_STREAM_MEMORY_BARRIER_TYPE_SYS &&
+                p[i].memoryBarrier.flags != CU_STREAM_MEMORY_BARRIER_TYPE_GPU)
+                err = CUDA_ERROR_INVALID_VALUE;
+            break;
+        default: err = CUDA_ERROR_INVALID_VALUE; break;
+        }
+    }
+    for (unsigned i = 0; err == CUDA_SUCCESS && i < n; i++) err = value_submit(h, ptds, &ops[i]);
+    return err;
+}
+
+FC_PTSZ(cuStreamBatchMemOp_v2, (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
+                                  unsigned int flags),
+        batch_mem_op(stream, ptds, count, paramArray, flags))
 
 /* ---------------------------------------------------------------------------------------------
  * Stream capture
