@@ -36,9 +36,20 @@ static void remember(CUdeviceptr start, size_t size, cgj_mem_kind_t kind)
     cgj_spin_unlock(&lock);
 }
 
+/* cuPointerGetAttributes answers host memory the driver does not know with zeros instead of an
+ * error (which tools like compute-sanitizer would report as the program's): asked first. */
 static cgj_mem_kind_t ask(CUdeviceptr p, CUdeviceptr *start, size_t *size)
 {
     unsigned type = 0, managed = 0;
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *data[] = {&type, &managed, start, size};
+    if (cgj_drv.r_cuPointerGetAttributes && cgj_drv.r_cuPointerGetAttributes(4, attrs, data, p) == CUDA_SUCCESS) {
+        if (!type) return CGJ_MEM_PAGEABLE;
+        if (managed || type == CU_MEMORYTYPE_UNIFIED) return CGJ_MEM_MANAGED;
+        return type == CU_MEMORYTYPE_HOST ? CGJ_MEM_PINNED : CGJ_MEM_DEVICE;
+    }
+    *start = 0, *size = 0;
     if (!cgj_drv.r_cuPointerGetAttribute ||
         cgj_drv.r_cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS || !type)
         return CGJ_MEM_PAGEABLE;

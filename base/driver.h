@@ -168,6 +168,7 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuFuncGetName, cuFuncGetName)                                           \
     D(cuKernelGetName, cuKernelGetName)                                       \
     D(cuPointerGetAttribute, cuPointerGetAttribute)                           \
+    D(cuPointerGetAttributes, cuPointerGetAttributes)                         \
     D(cuStreamCreate, cuStreamCreate)                                         \
     D(cuStreamDestroy_v2, cuStreamDestroy)                                    \
     D(cuStreamEndCapture, cuStreamEndCapture)                                 \

@@ -40,6 +40,11 @@ static void end_at_exit(cgj_thread_t *t)
     cgj_thread_lock(t);
     if (t->mode != CGJ_MODE_OFF) {
         CGJ_LOG(trace, "the thread ends inside a step: the step ends here");
+        /* The CUDA runtime may have unbound the thread's context already (its own TLS
+         * destructor ran first): the step's work is issued in the context it was made in. */
+        CUcontext cur = NULL;
+        if (t->ctx && cgj_drv.r_cuCtxGetCurrent && cgj_drv.r_cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != t->ctx)
+            cgj_drv.r_cuCtxSetCurrent(t->ctx);
         end_locked(t);
     }
     cgj_thread_unlock(t);
@@ -148,12 +153,11 @@ void cgj_step_observe(CUstream s, CUevent ev, bool everything)
 
 /* Graphs run in the context they were built in: a step of a's in another context (a program
  * with contexts of its own, cuCtxCreate/cuCtxSetCurrent) runs eagerly, with the reason. */
-static bool same_context(cgj_anchor_t *a)
+static bool same_context(const cgj_thread_t *t, cgj_anchor_t *a)
 {
-    CUcontext cur = NULL;
+    CUcontext cur = t->ctx;
     const cgj_trace_t *tr = a->variants[a->current];
-    if (!cgj_drv.r_cuCtxGetCurrent || cgj_drv.r_cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur == tr->ctx)
-        return true;
+    if (cur == tr->ctx) return true;
     cgj_reason_t r;
     cgj_reason_set(&r, CGJ_REASON_ABORT_CONTEXT, CGJ_REASON_NO_OP, "%p, built in %p", (void *)cur, (void *)tr->ctx);
     cgj_anchor_note(a, &r);
@@ -177,6 +181,8 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
     t->last = a;
     t->implicit = implicit;
     t->begun_ns = cgj_now_ns();
+    t->ctx = NULL;
+    if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&t->ctx);
     __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
     static uint64_t serial;
     __atomic_store_n(&a->last_used, __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
@@ -186,7 +192,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         return CGJ_OK;
     }
     t->anchor = a;
-    if (a->state == CGJ_STATE_BLACKLISTED || (a->nvariants && !same_context(a)))
+    if (a->state == CGJ_STATE_BLACKLISTED || (a->nvariants && !same_context(t, a)))
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
     else if (a->nvariants) cgj_replay_begin(t, a);
     else cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_RECORD);

@@ -38,6 +38,7 @@ typedef struct cgj_thread {
     uint64_t absorbed;       /* calls absorbed in this step */
     /* the thread */
     uint64_t begun_ns;       /* when the step began (host time, for the report) */
+    CUcontext ctx;           /* the context current when the step began */
     struct cgj_cycle *cycle; /* CGJIT_STEP=auto: this thread's cycle detector */
     uint32_t quiet_calls;    /* CGJIT_STEP=auto: calls made before it had one */
     int lock;                /* held by this thread while it steps, or by another flushing it */

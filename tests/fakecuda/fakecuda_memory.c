@@ -450,3 +450,30 @@ FC_DEFINE(cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUd
     unlock();
     return err;
 }
+
+/* Several attributes at once; unlike cuPointerGetAttribute, memory the driver does not know is
+ * no error: its attributes are zero. */
+FC_DEFINE(cuPointerGetAttributes, (unsigned int n, CUpointer_attribute *attrs, void **data, CUdeviceptr ptr))
+{
+    FAIL_POINT();
+    if (!attrs || !data) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    const struct block *b = block_find((uintptr_t)ptr);
+    CUresult err = CUDA_SUCCESS;
+    for (unsigned i = 0; i < n && err == CUDA_SUCCESS; i++) {
+        if (!data[i]) continue;
+        if (b) {
+            err = block_attribute(b, (uintptr_t)ptr, attrs[i], data[i]);
+            if (err == CUDA_ERROR_INVALID_VALUE && attrs[i] == CU_POINTER_ATTRIBUTE_HOST_POINTER)
+                *(void **)data[i] = NULL, err = CUDA_SUCCESS;
+        } else if (attrs[i] == CU_POINTER_ATTRIBUTE_RANGE_SIZE) {
+            *(size_t *)data[i] = 0;
+        } else if (attrs[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE || attrs[i] == CU_POINTER_ATTRIBUTE_IS_MANAGED) {
+            *(unsigned *)data[i] = 0;
+        } else {
+            *(CUdeviceptr *)data[i] = 0;
+        }
+    }
+    unlock();
+    return err;
+}

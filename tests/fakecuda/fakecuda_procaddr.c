@@ -36,7 +36,7 @@
     X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime_v2)                                             \
     X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemFreeAsync)              \
     X(cuMemFreeAsync_ptsz) X(cuMemAllocPitch_v2) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost)       \
-    X(cuMemHostRegister_v2) X(cuMemHostUnregister) X(cuPointerGetAttribute)                                    \
+    X(cuMemHostRegister_v2) X(cuMemHostUnregister) X(cuPointerGetAttribute) X(cuPointerGetAttributes)                                    \
     X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuDeviceGetDefaultMemPool) X(cuMemPoolTrimTo)  \
     X(cuMemGetAllocationGranularity) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease)  \
     X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAccess) X(cuMemGetInfo_v2)                            \
