@@ -31,7 +31,7 @@ static CUresult issue_memcpy(const cgj_op_t *o, CUstream s)
     const __typeof__(o->call.u.m) *m = &o->call.u.m;
     switch (m->dir) {
     case CGJ_DIR_H2D:
-        return cgj_drv.r_cuMemcpyHtoDAsync_v2(m->dst, o->stage, m->bytes, s);
+        return cgj_drv.r_cuMemcpyHtoDAsync_v2(m->dst, m->direct ? m->hsrc : o->stage, m->bytes, s);
     case CGJ_DIR_D2H:
         return cgj_drv.r_cuMemcpyDtoHAsync_v2(m->hdst, m->src, m->bytes, s);
     default:

@@ -99,6 +99,9 @@ typedef struct cgj_call {
             int dir;
             CUdeviceptr dst, src; /* device side(s) */
             const void *hsrc;     /* H2D source */
+            bool direct;          /* H2D from pinned memory, asynchronous: the copy reads the
+                                   * source when it runs (as eager), so it is not staged and its
+                                   * address is part of the shape */
             void *hdst;           /* D2H destination (pinned) */
             size_t bytes;
         } m;

@@ -147,6 +147,10 @@ static void fill_copy(cgj_call_t *c, CUdeviceptr dst, CUdeviceptr src, size_t n,
         c->u.m.dir = CGJ_DIR_D2D, c->u.m.dst = dst, c->u.m.src = src;
     } else if (on_device(td)) {
         c->u.m.dir = CGJ_DIR_H2D, c->u.m.dst = dst, c->u.m.hsrc = (const void *)(uintptr_t)src;
+        /* Only a synchronous copy, or one from pageable memory, has read its source when the call
+         * returns: those are staged. An asynchronous copy from pinned memory reads it when it
+         * runs, and so does its graph node. */
+        c->u.m.direct = async && ts == CGJ_MEM_PINNED;
     } else if (on_device(ts) && async && td == CGJ_MEM_PINNED) {
         c->u.m.dir = CGJ_DIR_D2H, c->u.m.hdst = (void *)(uintptr_t)dst, c->u.m.src = src;
     } else {
@@ -180,16 +184,16 @@ TWO_WRAPPERS(cuMemcpyAsync, cuMemcpyAsync_ptsz, memcpy_any_async,
 
 /* Host-to-device copies: replay stages the bytes of a host source at call time (tracer/replay.c);
  * a source that is device memory (unified addressing) makes a device-to-device copy. */
-#define H2D_CALL(api_, pt_, s_)                                                 \
+#define H2D_CALL(api_, pt_, s_, async_)                                         \
     cgj_call_t c = {.kind = CGJ_OP_MEMCPY, .api = api_, .stream = norm(s_, pt_)}; \
-    fill_copy(&c, dst, (CUdeviceptr)(uintptr_t)src, n, true)
+    fill_copy(&c, dst, (CUdeviceptr)(uintptr_t)src, n, async_)
 
 static inline CUresult memcpy_h2d(bool pt, const char *api, __typeof__(cuMemcpyHtoD) *real,
                                   CUdeviceptr dst, const void *src, size_t n)
 {
     ORDER(norm(NULL, pt));
     IDLE_FORWARD(real(dst, src, n));
-    H2D_CALL(api, pt, NULL);
+    H2D_CALL(api, pt, NULL, false);
     TRACE_CALL(c, real(dst, src, n));
 }
 TWO_WRAPPERS(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, memcpy_h2d,
@@ -200,7 +204,7 @@ static inline CUresult memcpy_h2d_async(bool pt, const char *api, __typeof__(cuM
 {
     ORDER(norm(s, pt));
     IDLE_FORWARD(real(dst, src, n, s));
-    H2D_CALL(api, pt, s);
+    H2D_CALL(api, pt, s, true);
     TRACE_CALL(c, real(dst, src, n, s));
 }
 TWO_WRAPPERS(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, memcpy_h2d_async,

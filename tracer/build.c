@@ -74,7 +74,7 @@ static bool stage_copies(cgj_trace_t *t, cgj_reason_t *why)
 {
     for (uint32_t i = 0; i < t->list.n; i++) {
         cgj_op_t *o = &t->list.ops[i];
-        if (o->call.kind != CGJ_OP_MEMCPY || o->call.u.m.dir != CGJ_DIR_H2D) continue;
+        if (o->call.kind != CGJ_OP_MEMCPY || o->call.u.m.dir != CGJ_DIR_H2D || o->call.u.m.direct) continue;
         o->stage = cgj_staging_alloc(o->call.u.m.bytes);
         if (!o->stage) {
             cgj_reason_set(why, CGJ_REASON_BUILD_STAGING, i, "%zu bytes", o->call.u.m.bytes);

@@ -95,7 +95,8 @@ static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, const add
     }
     case CGJ_OP_MEMCPY: {
         const __typeof__(a->u.m) *x = &a->u.m, *y = &b->u.m;
-        if (x->dir != y->dir || x->bytes != y->bytes) SHAPE_DIFF(COPY_SIZE);
+        if (x->dir != y->dir || x->bytes != y->bytes || x->direct != y->direct) SHAPE_DIFF(COPY_SIZE);
+        if (x->direct && x->hsrc != y->hsrc) SHAPE_DIFF(COPY_ADDR);
         if (!ADDR_EQ(x->dst, y->dst) || !ADDR_EQ(x->src, y->src) || x->hdst != y->hdst)
             SHAPE_DIFF(COPY_ADDR);
         return true;

@@ -402,3 +402,32 @@ Test(tracer_budget, cold_anchors_give_their_memory_back, .timeout = 120)
     cr_assert_eq(info_of("short0").state, CGJ_STATE_WARMUP, "the first anchor, the coldest, was evicted");
     cr_assert_eq(info_of("short599").state, CGJ_STATE_REPLAY);
 }
+
+/* ---- an asynchronous copy from pinned memory reads its source when it runs ---- */
+
+static float *g_pinned[2]; /* the eager half's and the traced half's */
+static int g_pinned_step[2];
+
+static void fill_pinned(void *arg)
+{
+    int half = (int)(intptr_t)arg;
+    for (int i = 0; i < N; i++) g_pinned[half][i] = (float)(g_pinned_step[half] * 100 + i); /* when the stream gets here */
+}
+
+static void pinned_step(int s, CUdeviceptr *b, void *ctx)
+{
+    int half = g_traced;
+    g_pinned_step[half] = s;
+    OK(fk.host_func(NULL, fill_pinned, (void *)(intptr_t)half));
+    OK(fk.htod_async(b[0], g_pinned[half], N * sizeof(float), NULL)); /* reads what fill_pinned wrote */
+    OK(fk_axpb_launch(&fk, NULL, b[0], 2.0f, 1.0f, N, 1));
+}
+
+Test(tracer_correct, async_copy_from_pinned_memory_reads_it_when_it_runs)
+{
+    for (int h = 0; h < 2; h++) OK(fk.host_alloc((void **)&g_pinned[h], N * sizeof(float), 0));
+    run_scenario(&(scenario_t){.name = "pinned_src", .fn = pinned_step, .steps = 10, .nbufs = 1,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(8)},
+                               .stats = {.bytes_staged = IS(0)}});
+    for (int h = 0; h < 2; h++) OK(fk.free_host(g_pinned[h]));
+}
