@@ -3,16 +3,21 @@
  * program's own calls and cgjit's: capture, instantiation, graph launch, parameter patches,
  * staging waits, pool mapping) and at every position of a step that uses every feature
  * (a pool allocation, a staged copy, a memset, kernels, an event, a cross-stream wait, a
- * device copy, a free). For each function x position x step (the build step and a replayed
+ * device copy, a free, an allocation that escapes the step, a cuBLAS call through the fake
+ * cuBLAS). For each function x position x step (the build step and a replayed
  * one): every program call that fails returns exactly the injected error, and every step in
  * which no call failed leaves memory bitwise equal to eager. The figures are printed.
  */
 #include "replay_common.h"
 
+#include <cublas_v2.h>
+
+#include "fakecublas.h"
+
 TestSuite(tracer_faults, .init = setup);
 
 #define INJECTED CUDA_ERROR_NOT_PERMITTED
-enum { CALLS = 9, STEPS = 6 };
+enum { CALLS = 12, STEPS = 6 };
 
 static const char *const apis[] = {
     "cuMemAlloc_v2", "cuMemcpyHtoDAsync_v2", "cuMemsetD32Async", "cuLaunchKernel", "cuEventRecord",
@@ -28,14 +33,17 @@ enum { NAPIS = sizeof apis / sizeof apis[0] };
 typedef struct trial {
     CUstream s1, s2;
     CUevent ev;
+    cublasHandle_t blas;
+    CUdeviceptr escaped; /* the step's escaping allocation, freed by the program after the step */
     const char *api; /* failed once, before call `at` of step `step` of the traced half */
     int at, step;
 } trial_t;
 
 /* The step, as a careful program writes it: it stops at its first failing call and returns
  * that call's error. */
-static CUresult fault_step(int s, CUdeviceptr *b, const trial_t *tr, bool traced)
+static CUresult fault_step(int s, CUdeviceptr *b, trial_t *tr, bool traced)
 {
+    const float half = 0.5f;
     static float host[N];
     for (int i = 0; i < N; i++) host[i] = (float)(s * 3 + i);
     CUdeviceptr tmp = 0;
@@ -52,6 +60,13 @@ static CUresult fault_step(int s, CUdeviceptr *b, const trial_t *tr, bool traced
         case 6: r = fk.stream_wait(tr->s2, tr->ev, 0); break;
         case 7: r = fk.dtod_async(b[1], b[0], N * sizeof(float), tr->s2); break;
         case 8: r = fk.mem_free(tmp); break;
+        case 9: r = fk.mem_alloc(&tr->escaped, N * sizeof(float)); break; /* escapes the step */
+        case 10: r = fk.dtod_async(tr->escaped, b[1], N * sizeof(float), tr->s2); break;
+        case 11:
+            r = cublasSscal_v2(tr->blas, N, &half, (float *)(uintptr_t)b[1], 1) == CUBLAS_STATUS_SUCCESS
+                    ? CUDA_SUCCESS
+                    : INJECTED; /* the fake cuBLAS fails with the driver's error: that one */
+            break;
         }
     }
     if (traced && s == tr->step && tr->at == CALLS) fk.fail_next(tr->api, INJECTED); /* at the end */
@@ -63,19 +78,34 @@ typedef struct figures {
 } figures_t;
 
 /* One trial: STEPS steps eager and traced (a fresh anchor), the failure in one of them. */
-static void run_trial(const trial_t *tr, figures_t *f, int id)
+static void run_trial(trial_t *tr, figures_t *f, int id)
 {
     char name[48];
     snprintf(name, sizeof name, "faults%d", id);
     bufs_t b;
     bufs_alloc(&b, 2);
     for (int s = 0; s < STEPS; s++) {
+        tr->escaped = 0;
         cr_assert_eq(fault_step(s, b.e, tr, false), CUDA_SUCCESS);
         cr_assert_eq(fk.ctx_sync(), CUDA_SUCCESS);
+        float esc_e[N], esc_t[N];
+        cr_assert_eq(fk.dtoh(esc_e, tr->escaped, sizeof esc_e), CUDA_SUCCESS);
+        cr_assert_eq(fk.mem_free(tr->escaped), CUDA_SUCCESS);
+        tr->escaped = 0;
         cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
         CUresult r = fault_step(s, b.t, tr, true);
         cr_assert_eq(cgj_trace_end(), CGJ_OK);
         CUresult rs = fk.ctx_sync(); /* an error of re-issued work surfaces here at the latest */
+        if (r == CUDA_SUCCESS && rs == CUDA_SUCCESS) {
+            CUresult rc = fk.dtoh(esc_t, tr->escaped, sizeof esc_t);
+            if (rc == CUDA_SUCCESS && memcmp(esc_e, esc_t, sizeof esc_e)) {
+                f->mismatches++;
+                cr_log_error("%s before call %d of step %d: step %d, the escaping block differs", tr->api, tr->at,
+                             tr->step, s);
+            }
+            if (rs == CUDA_SUCCESS) rs = rc;
+        }
+        if (tr->escaped) (void)fk.mem_free(tr->escaped); /* the program lets its output go */
         if (s == tr->step) f->injected_reached += fk.fail_pending() == 0, fk.fail_clear();
         CUresult err = r != CUDA_SUCCESS ? r : rs;
         if (err != CUDA_SUCCESS) {
@@ -106,6 +136,8 @@ Test(tracer_faults, every_function_every_position, .timeout = 300)
     OK(fk.stream_create(&tr.s1, CU_STREAM_NON_BLOCKING));
     OK(fk.stream_create(&tr.s2, CU_STREAM_NON_BLOCKING));
     OK(fk.event_create(&tr.ev, CU_EVENT_DISABLE_TIMING));
+    cr_assert_eq(cublasCreate_v2(&tr.blas), CUBLAS_STATUS_SUCCESS);
+    fakecublas_reset(); /* a call of the fake's own keeps it linked ahead of any real cuBLAS */
     figures_t f = {0};
     static const int steps[] = {1, 4}; /* the run that builds the trace, a replayed run */
     int id = 0;
