@@ -163,6 +163,7 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuInit, cuInit)                                                         \
     D(cuGetErrorString, cuGetErrorString)                                     \
     D(cuCtxGetCurrent, cuCtxGetCurrent)                                       \
+    D(cuCtxGetApiVersion, cuCtxGetApiVersion)                                 \
     D(cuFuncGetParamInfo, cuFuncGetParamInfo)                                 \
     D(cuKernelGetParamInfo, cuKernelGetParamInfo)                             \
     D(cuFuncGetName, cuFuncGetName)                                           \

@@ -35,16 +35,25 @@ void cgj_step_forked(void)
     cgj_anchors_forked();
 }
 
-static void end_at_exit(cgj_thread_t *t)
+/* The CUDA runtime may have unbound an exiting thread's context already (its own TLS destructor
+ * ran first): the step's work is issued in the context it was made in, if that still exists. At
+ * process exit nothing is rebound: the program may have destroyed its contexts on purpose. */
+static void rebind_context(const cgj_thread_t *t)
+{
+    CUcontext cur = NULL;
+    unsigned version = 0;
+    if (!t->ctx || !cgj_drv.r_cuCtxGetCurrent || !cgj_drv.r_cuCtxGetApiVersion ||
+        cgj_drv.r_cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur)
+        return;
+    if (cgj_drv.r_cuCtxGetApiVersion(t->ctx, &version) == CUDA_SUCCESS) cgj_drv.r_cuCtxSetCurrent(t->ctx);
+}
+
+static void end_at_exit(cgj_thread_t *t, bool thread)
 {
     cgj_thread_lock(t);
     if (t->mode != CGJ_MODE_OFF) {
         CGJ_LOG(trace, "the thread ends inside a step: the step ends here");
-        /* The CUDA runtime may have unbound the thread's context already (its own TLS
-         * destructor ran first): the step's work is issued in the context it was made in. */
-        CUcontext cur = NULL;
-        if (t->ctx && cgj_drv.r_cuCtxGetCurrent && cgj_drv.r_cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != t->ctx)
-            cgj_drv.r_cuCtxSetCurrent(t->ctx);
+        if (thread) rebind_context(t);
         end_locked(t);
     }
     cgj_thread_unlock(t);
@@ -53,14 +62,14 @@ static void end_at_exit(cgj_thread_t *t)
 static void thread_exit(void *arg)
 {
     cgj_thread_t *t = arg;
-    end_at_exit(t);
+    end_at_exit(t, true);
     cgj_implicit_thread_exit(t);
     cgj_thread_unregister(t);
 }
 
 static void process_exit(void)
 {
-    if (cgj_tls.registered && !forked) end_at_exit(&cgj_tls);
+    if (cgj_tls.registered && !forked) end_at_exit(&cgj_tls, false);
 }
 
 static void make_exit_key(void)

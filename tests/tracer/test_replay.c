@@ -510,12 +510,16 @@ Test(tracer_replay, another_threads_sync_sees_absorbed_work)
     cr_assert_geq(st.side_exits, 30, "each observed replay leaves its trace");
 }
 
+/* Both threads on the legacy stream, one anchor: while one replays, the other's launches on
+ * that stream issue its absorbed work first (a side exit), so under enough overlap the anchor
+ * may give up replaying (most replays left the trace); the results are always eager's. */
 Test(tracer_replay, two_threads_one_anchor)
 {
     run_threads("shared", "shared");
     cgj_trace_info_t i = info_of("shared");
     cr_assert_eq(i.runs, 400);
-    cr_assert_neq(i.state, CGJ_STATE_BLACKLISTED, "reason: %s", i.reason);
+    if (i.state == CGJ_STATE_BLACKLISTED)
+        cr_assert_eq(i.reason_code, CGJ_REASON_BLACKLIST_EXITS, "reason: %s", i.reason);
 }
 
 /* ---------------------------------------------------------------------------------------------
