@@ -431,3 +431,28 @@ Test(tracer_correct, async_copy_from_pinned_memory_reads_it_when_it_runs)
                                .stats = {.bytes_staged = IS(0)}});
     for (int h = 0; h < 2; h++) OK(fk.free_host(g_pinned[h]));
 }
+
+/* ---- 50 000 distinct anchors: each is found by its name in the anchor map ---- */
+
+Test(tracer_correct, many_distinct_anchors)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 2);
+    char name[32];
+    for (int a = 0; a < 50000; a++) {
+        snprintf(name, sizeof name, "distinct%d", a);
+        cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
+        OK(fk_addk_launch(&fk, NULL, x, 1, N));
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    }
+    cr_assert_eq(info_of("distinct0").runs, 1);
+    cr_assert_eq(info_of("distinct49999").runs, 1);
+    cr_assert_eq(stats_now().steps, 50000);
+    float h[N];
+    OK(fk.dtoh(h, x, sizeof h));
+    CUdeviceptr e = fk_alloc_floats(&fk, N, 2);
+    float he[N];
+    OK(fk.dtoh(he, e, sizeof he));
+    for (int a = 0; a < 50000; a++)
+        for (int i = 0; i < N; i++) he[i] += 1.0f; /* as the kernel adds, one step at a time */
+    for (int i = 0; i < N; i++) cr_assert_eq(fbits(h[i]), fbits(he[i]), "element %d", i);
+}
