@@ -56,7 +56,9 @@ static extent_hooks_t pinned_hooks = {
 
 /* The private copy's names (scripts/private-jemalloc.sh). */
 void *cgjpriv_je_mallocx(size_t size, int flags);
+void cgjpriv_je_dallocx(void *ptr, int flags);
 #define je_mallocx cgjpriv_je_mallocx
+#define je_dallocx cgjpriv_je_dallocx
 
 static void init_arenas(void)
 {
@@ -65,6 +67,8 @@ static void init_arenas(void)
 #else /* built without jemalloc: malloc and bump-allocated pinned chunks */
 #define MALLOCX_ALIGN(a) 0
 #define je_mallocx(n, f) NULL
+#define je_dallocx(p, f) ((void)(p), (void)(f))
+static int pinned_flags;
 static void init_arenas(void) {}
 #endif
 
@@ -102,4 +106,10 @@ void *cgj_staging_alloc(size_t n)
     void *p = pinned_ok ? je_mallocx(n, pinned_flags | MALLOCX_ALIGN(256)) : bump_staging(n);
     if (!p) CGJ_LOG(graphs, "pinned staging of %zu bytes refused", n);
     return p;
+}
+
+void cgj_staging_free(void *p)
+{
+    /* Bump-allocated chunks (built without jemalloc) are never returned. */
+    if (p && pinned_ok) je_dallocx(p, pinned_flags);
 }

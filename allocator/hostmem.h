@@ -14,5 +14,7 @@
 
 /* A pinned staging buffer of n bytes, 256-byte aligned, or NULL if the driver refuses. */
 void *cgj_staging_alloc(size_t n);
+/* Give a staging buffer back (a trace is evicted); its pinned memory stays with the arena. */
+void cgj_staging_free(void *p);
 
 #endif /* CGJ_HOSTMEM_H */

@@ -4,6 +4,7 @@
  * keep leaving the trace after.
  */
 #include "tracer/tracer.h"
+#include "allocator/hostmem.h"
 #include "allocator/pool.h"
 #include "graphs/graph.h"
 #include "base/log.h"
@@ -181,6 +182,7 @@ static bool evict(cgj_anchor_t *a)
         cgj_trace_t *tr = gone[k];
         cgj_graph_destroy(tr);
         if (tr->nblocks) cgj_pool_region_free(tr->region, tr->pool_bytes);
+        for (uint32_t i = 0; i < tr->list.n; i++) cgj_staging_free(tr->list.ops[i].stage);
         cgj_oplist_free(&tr->list);
         cgj_free(tr);
     }

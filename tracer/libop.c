@@ -170,13 +170,15 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
             }
         }
     }
+    if (ok) cgj_reason_set(&why, CGJ_REASON_NONE, CGJ_REASON_NO_OP, NULL);
+    else if (!lib->absorbable_told++) cgj_reason_tally(&why); /* once per op, not per sample */
+    cgj_anchors_lock(); /* the report reads what was learned */
     cgj_free(lib->fix);
     lib->fix = fix, lib->nfix = nfix;
     lib->free_args |= changed;
     lib->absorbable = ok;
-    if (ok) cgj_reason_set(&why, CGJ_REASON_NONE, CGJ_REASON_NO_OP, NULL);
-    else if (!lib->absorbable_told++) cgj_reason_tally(&why); /* once per op, not per sample */
     lib->why_not = why;
+    cgj_anchors_unlock();
 }
 
 void cgj_libop_learn(cgj_oplist_t *a, uint32_t at, const cgj_oplist_t *b, const cgj_blocks_t *ta,
