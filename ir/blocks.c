@@ -88,9 +88,12 @@ int cgj_blocks_find(const cgj_blocks_t *bl, CUdeviceptr p, uint32_t at)
     return best;
 }
 
-bool cgj_blocks_escaping(const cgj_blocks_t *bl, CUdeviceptr addr)
+bool cgj_oplist_holds(const cgj_oplist_t *l, CUdeviceptr addr)
 {
-    for (uint32_t j = 0; j < bl->n; j++)
-        if (bl->b[j].escapes && bl->b[j].base == addr) return true;
+    for (uint32_t i = l->n; i-- > 0;) { /* the latest allocation or free of that base decides */
+        const cgj_call_t *c = &l->ops[i].call;
+        if (c->kind == CGJ_OP_ALLOC && c->u.a.addr == addr) return true;
+        if (c->kind == CGJ_OP_POOL_FREE && c->u.a.addr == addr) return false;
+    }
     return false;
 }

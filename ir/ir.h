@@ -269,8 +269,8 @@ void cgj_blocks_free(cgj_blocks_t *bl);
 /* Index of the block of bl (NULL: none) that address p falls in at op `at`, or -1; the lowest
  * such index where lifetimes touch. */
 int cgj_blocks_find(const cgj_blocks_t *bl, CUdeviceptr p, uint32_t at);
-/* Is `addr` the base of a block of bl still live (not freed) at its end? */
-bool cgj_blocks_escaping(const cgj_blocks_t *bl, CUdeviceptr addr);
+/* Is `addr` the base of an in-step allocation of l that l has not freed (no index built)? */
+bool cgj_oplist_holds(const cgj_oplist_t *l, CUdeviceptr addr);
 
 /* ---- libop.c: a library call's record ---- */
 

@@ -25,10 +25,7 @@ static const cgj_call_t *resolve_for_record(const cgj_thread_t *t, const cgj_cal
         return tmp;
     }
     if (c->kind != CGJ_OP_FREE) return c;
-    cgj_blocks_t bl = cgj_blocks_of(&t->rec);
-    bool own = cgj_blocks_escaping(&bl, c->u.a.addr);
-    cgj_blocks_free(&bl);
-    if (!own) return c;
+    if (!cgj_oplist_holds(&t->rec, c->u.a.addr)) return c;
     *tmp = *c;
     tmp->kind = CGJ_OP_POOL_FREE;
     return tmp;
