@@ -181,6 +181,10 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuGraphExecDestroy, cuGraphExecDestroy)                                 \
     D(cuGraphKernelNodeGetParams_v2, cuGraphKernelNodeGetParams)              \
     D(cuGraphExecKernelNodeSetParams_v2, cuGraphExecKernelNodeSetParams)      \
+    D(cuGraphMemcpyNodeGetParams, cuGraphMemcpyNodeGetParams)                 \
+    D(cuGraphMemsetNodeGetParams, cuGraphMemsetNodeGetParams)                 \
+    D(cuGraphExecMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams)         \
+    D(cuGraphExecMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams)         \
     D(cuMemHostAlloc, cuMemHostAlloc)                                         \
     D(cuCtxGetDevice, cuCtxGetDevice)                                         \
     D(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity)           \

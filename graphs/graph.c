@@ -59,13 +59,19 @@ static bool wait_is_ordered(const cgj_trace_t *t, const cgj_segment_t *seg, uint
     return false;
 }
 
+/* Ops whose values the executable graph can take without a rebuild: their nodes are kept. */
+static bool has_node(const cgj_op_t *o)
+{
+    return o->call.kind == CGJ_OP_KERNEL || o->call.kind == CGJ_OP_MEMCPY || o->call.kind == CGJ_OP_MEMSET;
+}
+
 static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_reason_t *why)
 {
     for (uint32_t i = seg->first; i < seg->end; i++) {
         cgj_op_t *o = &t->list.ops[i];
         CUresult r = cgj_op_issue(o, cap, true, wait_is_ordered(t, seg, i));
         if (r != CUDA_SUCCESS) FAIL(CAPTURE, i, "%s: %s", o->call.api, cgj_driver_errstr(r));
-        if (o->kp) { /* every kernel's node: a constant slot may turn out to vary (promotion) */
+        if (has_node(o)) { /* every value may turn out to vary: keep the node to patch it */
             CUstreamCaptureStatus st;
             const CUgraphNode *deps = NULL;
             size_t ndeps = 0;
@@ -76,6 +82,16 @@ static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_re
         }
     }
     return true;
+}
+
+/* What the graph holds for op o's node, read once it is built. */
+static CUresult read_node(cgj_op_t *o)
+{
+    switch (o->call.kind) {
+    case CGJ_OP_KERNEL: return cgj_drv.r_cuGraphKernelNodeGetParams_v2(o->node, &o->inexec.k);
+    case CGJ_OP_MEMCPY: return cgj_drv.r_cuGraphMemcpyNodeGetParams(o->node, &o->inexec.m);
+    default: return cgj_drv.r_cuGraphMemsetNodeGetParams(o->node, &o->inexec.s);
+    }
 }
 
 /* The segment's streams (home: the first captured op's), staging, and kernels to patch.
@@ -93,7 +109,8 @@ static void find_streams(cgj_trace_t *t, cgj_segment_t *seg)
         for (uint32_t j = 0; j < seg->nothers && !seen; j++) seen = seg->others[j] == s;
         if (!seen) seg->others[seg->nothers++] = s;
         if (o->stage) seg->has_staging = true;
-        if (o->kp && o->kp->nvarying) seg->patch[seg->npatch++] = i;
+        if (o->kp && o->kp->nvarying) o->listed = true;
+        if (o->listed) seg->patch[seg->npatch++] = i;
     }
 }
 
@@ -125,10 +142,10 @@ static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_
     if (r != CUDA_SUCCESS) FAIL(UPLOAD, NO_OP, "%s", cgj_driver_errstr(r));
     for (uint32_t i = seg->first; i < seg->end; i++) {
         cgj_op_t *o = &t->list.ops[i];
-        if (!o->kp || !o->node) continue;
-        r = cgj_drv.r_cuGraphKernelNodeGetParams_v2(o->node, &o->nodep);
-        if (r != CUDA_SUCCESS) FAIL(NODE, i, "cuGraphKernelNodeGetParams: %s", cgj_driver_errstr(r));
-        memcpy(o->kp->inexec, o->kp->live, o->kp->size);
+        if (!o->node) continue;
+        r = read_node(o);
+        if (r != CUDA_SUCCESS) FAIL(NODE, i, "%s: node parameters: %s", o->call.api, cgj_driver_errstr(r));
+        if (o->kp) memcpy(o->kp->inexec, o->kp->live, o->kp->size);
     }
     return true;
 }
@@ -142,6 +159,7 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
     bool ok = true;
     for (uint32_t s = 0; s < t->nsegs && ok; s++) {
         cgj_segment_t *seg = &t->segs[s];
+        for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].seg = s;
         find_streams(t, seg);
         if (seg->ncapture) ok = build_segment(t, seg, cap, why);
     }
@@ -152,35 +170,99 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
     return ok;
 }
 
-static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t *patched)
+/* ---- patching: the run's values into the executable graph, node by node ---- */
+
+static CUresult patch_kernel(CUgraphExec exec, cgj_op_t *o, bool *did)
+{
+    cgj_kparams_t *kp = o->kp;
+    const __typeof__(o->call.u.k) *k = &o->call.u.k;
+    CUDA_KERNEL_NODE_PARAMS_v2 p = o->inexec.k;
+    p.gridDimX = k->grid[0], p.gridDimY = k->grid[1], p.gridDimZ = k->grid[2];
+    p.blockDimX = k->block[0], p.blockDimY = k->block[1], p.blockDimZ = k->block[2];
+    p.sharedMemBytes = k->smem;
+    bool changed = memcmp(&p, &o->inexec.k, sizeof p) != 0;
+    for (uint32_t i = 0; i < kp->n && !changed; i++)
+        changed = kp->varying[i] && memcmp(kp->live + kp->off[i], kp->inexec + kp->off[i], kp->sz[i]) != 0;
+    if (!changed) return CUDA_SUCCESS;
+    size_t blob_size = kp->size;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, kp->live, CU_LAUNCH_PARAM_BUFFER_SIZE, &blob_size,
+                     CU_LAUNCH_PARAM_END};
+    p.kernelParams = kp->extra_form ? NULL : kp->ptrs;
+    p.extra = kp->extra_form ? extra : NULL;
+    CUresult r = cgj_drv.r_cuGraphExecKernelNodeSetParams_v2(exec, o->node, &p);
+    if (r != CUDA_SUCCESS) return r;
+    memcpy(kp->inexec, kp->live, kp->size);
+    p.kernelParams = NULL, p.extra = NULL;
+    o->inexec.k = p;
+    *did = true;
+    return CUDA_SUCCESS;
+}
+
+/* One operand of a 1D copy node: a host pointer or a device address, as the node holds it. */
+static void set_operand(CUmemorytype type, const void **host, CUdeviceptr *dev, CUdeviceptr value)
+{
+    if (type == CU_MEMORYTYPE_HOST) *host = (const void *)(uintptr_t)value;
+    else *dev = value;
+}
+
+static CUresult patch_memcpy(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, bool *did)
+{
+    const __typeof__(o->call.u.m) *m = &o->call.u.m;
+    CUDA_MEMCPY3D p = o->inexec.m;
+    CUdeviceptr src = m->dir == CGJ_DIR_H2D ? (CUdeviceptr)(uintptr_t)(m->direct ? m->hsrc : o->stage) : m->src;
+    CUdeviceptr dst = m->dir == CGJ_DIR_D2H ? (CUdeviceptr)(uintptr_t)m->hdst : m->dst;
+    set_operand(p.srcMemoryType, &p.srcHost, &p.srcDevice, src);
+    set_operand(p.dstMemoryType, (const void **)&p.dstHost, &p.dstDevice, dst);
+    p.WidthInBytes = m->bytes;
+    if (!memcmp(&p, &o->inexec.m, sizeof p)) return CUDA_SUCCESS;
+    CUresult r = cgj_drv.r_cuGraphExecMemcpyNodeSetParams(exec, o->node, &p, ctx);
+    if (r != CUDA_SUCCESS) return r;
+    o->inexec.m = p;
+    *did = true;
+    return CUDA_SUCCESS;
+}
+
+static CUresult patch_memset(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, bool *did)
+{
+    const __typeof__(o->call.u.s) *m = &o->call.u.s;
+    CUDA_MEMSET_NODE_PARAMS p = o->inexec.s;
+    p.dst = m->dst;
+    p.value = m->elem == 1 ? (m->value & 0xffu) : m->elem == 2 ? (m->value & 0xffffu) : m->value;
+    p.width = m->count;
+    if (!memcmp(&p, &o->inexec.s, sizeof p)) return CUDA_SUCCESS;
+    CUresult r = cgj_drv.r_cuGraphExecMemsetNodeSetParams(exec, o->node, &p, ctx);
+    if (r != CUDA_SUCCESS) return r;
+    o->inexec.s = p;
+    *did = true;
+    return CUDA_SUCCESS;
+}
+
+/* Patch every listed node of the segment whose values differ from what the graph holds. On a
+ * refusal, *refused is the op's index and nothing is launched. */
+static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t *patched, uint32_t *refused)
 {
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
-        cgj_kparams_t *kp = o->kp;
-        bool changed = false;
-        for (uint32_t i = 0; i < kp->n && !changed; i++)
-            changed = kp->varying[i] &&
-                      memcmp(kp->live + kp->off[i], kp->inexec + kp->off[i], kp->sz[i]) != 0;
-        if (!changed) continue;
-        size_t blob_size = kp->size;
-        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, kp->live, CU_LAUNCH_PARAM_BUFFER_SIZE,
-                         &blob_size, CU_LAUNCH_PARAM_END};
-        CUDA_KERNEL_NODE_PARAMS_v2 p = o->nodep;
-        p.kernelParams = kp->extra_form ? NULL : kp->ptrs;
-        p.extra = kp->extra_form ? extra : NULL;
-        CUresult r = cgj_drv.r_cuGraphExecKernelNodeSetParams_v2(seg->exec, o->node, &p);
-        if (r != CUDA_SUCCESS) return r;
-        memcpy(kp->inexec, kp->live, kp->size);
-        (*patched)++;
+        bool did = false;
+        CUresult r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg->exec, o, &did)
+                     : o->call.kind == CGJ_OP_MEMCPY ? patch_memcpy(seg->exec, o, t->ctx, &did)
+                                                     : patch_memset(seg->exec, o, t->ctx, &did);
+        if (r != CUDA_SUCCESS) {
+            *refused = seg->patch[j];
+            return r;
+        }
+        *patched += did;
     }
     return CUDA_SUCCESS;
 }
 
-CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t *patched)
+CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t *patched, uint32_t *refused)
 {
     cgj_segment_t *seg = &t->segs[s];
+    *refused = UINT32_MAX;
     if (!seg->ncapture) return CUDA_SUCCESS;
-    CUresult r = patch(seg, t, patched);
+    CUresult r = patch(seg, t, patched, refused);
+    if (r != CUDA_SUCCESS) return r;
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++) {
         r = cgj_drv.r_cuEventRecord(seg->pre[j], seg->others[j]);
         if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamWaitEvent(seg->home, seg->pre[j], 0);

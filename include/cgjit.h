@@ -87,7 +87,7 @@ CGJ_API int cgj_trace_end(void);
     X(ops_recorded, "driver calls recorded in eager runs")                                    \
     X(ops_absorbed, "driver calls absorbed by replay (checked against the trace, not issued)") \
     X(graph_launches, "segment graphs launched")                                              \
-    X(params_patched, "kernel nodes whose varying parameters were patched before a launch")   \
+    X(params_patched, "graph nodes (kernels, copies, memsets) patched with a run's values before a launch") \
     X(bytes_staged, "host-to-device bytes staged through pinned memory in replay")            \
     X(staging_waits, "replays that waited for an earlier launch before reusing staging")      \
     X(side_exits, "replays that left the trace at a failed guard and finished eagerly")       \
@@ -104,7 +104,8 @@ CGJ_API int cgj_trace_end(void);
     X(lib_calls, "cuBLAS, cuBLASLt and cuDNN calls made inside traced steps")                \
     X(lib_absorbed, "library calls replay absorbed whole: the library was not called")       \
     X(lib_relearned, "library calls whose arguments changed in replay: the library ran and the trace learned them") \
-    X(anchors_evicted, "anchors whose traces and pool memory were given back to stay within CGJIT_POOL_MAX_GB")
+    X(anchors_evicted, "anchors whose traces and pool memory were given back to stay within CGJIT_POOL_MAX_GB") \
+    X(values_promoted, "ops whose grid, block, copy or memset operands (or parameters) were found to vary in replay, patched from then on")
 
 /*
  * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields

@@ -179,15 +179,29 @@ typedef struct cgj_libop {
     uint64_t absorbed, called;
 } cgj_libop_t;
 
+/* What the executable graph holds for a kernel, copy or memset node (Guards v2): the node's
+ * parameters as the driver reported them at build time, updated by every patch. The op's call
+ * holds the current run's values; where they differ at launch, the node is patched. */
+typedef union cgj_nodeparams {
+    CUDA_KERNEL_NODE_PARAMS_v2 k;
+    CUDA_MEMCPY3D m;
+    CUDA_MEMSET_NODE_PARAMS s;
+} cgj_nodeparams_t;
+
 typedef struct cgj_op {
-    cgj_call_t call;   /* owned: k.params = kp->ptrs, k.attrs copied */
+    cgj_call_t call;   /* owned: k.params = kp->ptrs, k.attrs copied; in a trace, the values of
+                        * the run in progress (the last run's between runs) */
     cgj_kparams_t *kp; /* KERNEL only */
     cgj_libop_t *lib;  /* LIB only */
-    void *stage;       /* H2D: pinned staging buffer owned by the trace */
-    CUgraphNode node;  /* KERNEL with varying slots: its node in the segment graph */
-    CUDA_KERNEL_NODE_PARAMS_v2 nodep;
+    void *stage;       /* H2D: pinned staging buffer owned by the trace ... */
+    size_t stage_cap;  /* ... and its size (it grows with the copy) */
+    CUgraphNode node;  /* KERNEL, MEMCPY, MEMSET in a trace: its node in the segment graph */
+    cgj_nodeparams_t inexec; /* what the executable graph holds for the node */
+    uint32_t seg;      /* the segment it belongs to */
     bool held;         /* ALLOC in a trace: the block a replay handed out is not freed yet */
-    bool promoted;     /* KERNEL: a slot became varying during replay; not yet in the patch list */
+    bool listed;       /* in its segment's patch list: its values are compared at each launch */
+    bool promoted;     /* a value became varying during replay; not yet in the patch list */
+    bool fixed;        /* the executable graph refused a new value: its values are guarded */
 } cgj_op_t;
 
 /* A growing list of ops: a recording in progress, or the ops of a trace. */
@@ -209,7 +223,7 @@ typedef struct cgj_segment {
     CUevent done;       /* recorded after each launch where needed (staging, other streams) */
     bool has_staging, launched;
     bool chained;       /* ends at a chunk limit, not at a boundary: the next segment follows */
-    uint32_t *patch;    /* op indices of kernels with varying slots */
+    uint32_t *patch;    /* op indices whose values vary (parameters, dims, copy/memset operands) */
     uint32_t npatch;
 } cgj_segment_t;
 

@@ -40,15 +40,20 @@
     X(DIFF_API, "driver function differs", "the step calls different driver functions")          \
     X(DIFF_STREAM, "stream differs", "use the same streams in every step")                        \
     X(DIFF_KERNEL, "kernel function differs", "the step launches different kernels")             \
-    X(DIFF_GRID, "grid differs", "launch configurations that follow the data make variants")      \
-    X(DIFF_BLOCK, "block differs", "launch configurations that follow the data make variants")    \
-    X(DIFF_SMEM, "dynamic shared memory differs", "shared memory sizes that follow the data make variants") \
+    X(DIFF_GRID, "grid differs", "patched where the graph takes it; this node refused a patch before")  \
+    X(DIFF_BLOCK, "block differs", "patched where the graph takes it; this node refused a patch before") \
+    X(DIFF_SMEM, "dynamic shared memory differs", "patched where the graph takes it; this node refused a patch before") \
     X(DIFF_PARAM_FORM, "parameter form differs", "launch kernels the same way (kernelParams or extra) every step") \
     X(DIFF_ATTRS, "launch attributes differ", "use the same launch attributes every step")        \
-    X(DIFF_COPY_SIZE, "copy direction or size differs", "copy sizes that follow the data make variants") \
-    X(DIFF_COPY_ADDR, "copy address differs", "copy from and to the same buffers every step")     \
-    X(DIFF_MEMSET, "memset arguments differ", "memset the same buffers with the same values")     \
-    X(DIFF_ALLOC_SIZE, "allocation size differs", "allocate the same sizes inside the step")     \
+    X(DIFF_COPY_KIND, "copy direction or memory kind differs",                                    \
+      "copy between the same kinds of memory (pageable, pinned, device) every step")              \
+    X(DIFF_COPY_SIZE, "copy size differs", "patched where the graph takes it; this node refused a patch before") \
+    X(DIFF_COPY_ADDR, "copy address differs", "patched where the graph takes it; this node refused a patch before") \
+    X(DIFF_MEMSET, "memset arguments differ", "patched where the graph takes it; this node refused a patch before") \
+    X(DIFF_ZERO_LENGTH, "a copy or memset of zero length where the trace has a real one",          \
+      "a graph cannot hold an empty copy: skip the call when there is nothing to copy")           \
+    X(DIFF_ALLOC_SIZE, "allocation size differs beyond its size class",                           \
+      "sizes that vary within a class keep the plan (4 classes per power of two)")                \
     X(DIFF_FREED_ADDR, "freed address differs", "free in-step allocations in the same order")     \
     X(DIFF_EVENT, "event differs", "record and wait on the same events every step")              \
     X(DIFF_HOST_FUNC, "host function differs", "launch the same host functions every step")      \
@@ -65,6 +70,8 @@
       "free outputs of a step before the next one, or let cgjit build a twin variant")            \
     X(EXIT_OBSERVED, "another thread synchronized with work this step had absorbed",              \
       "synchronize on the thread that runs the step")                                             \
+    X(EXIT_PATCH, "the executable graph refused a new value for a node",                          \
+      "that op's values are guarded from now on; values that follow the data make variants")     \
     /* blacklists */                                                                               \
     X(BLACKLIST_EXITS, "most replays left the trace", "see the side exits: the step differs too often") \
     X(BLACKLIST_LAUNCH, "a graph launch failed", "the driver refused the graph; the step runs eagerly") \

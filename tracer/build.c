@@ -46,7 +46,7 @@ static bool plan_memory(const cgj_anchor_t *a, cgj_trace_t *tr, cgj_reason_t *wh
     }
     cgj_plan_block_t *pb = cgj_xcalloc(bl.n, sizeof *pb);
     for (uint32_t j = 0; j < bl.n; j++)
-        pb[j] = (cgj_plan_block_t){.size = bl.b[j].bytes, .start = bl.b[j].start,
+        pb[j] = (cgj_plan_block_t){.size = cgj_plan_size_class(bl.b[j].bytes), .start = bl.b[j].start,
                                    .end = bl.b[j].escapes ? CGJ_PLAN_ESCAPES : bl.b[j].end};
     cgj_plan_result_t res;
     cgj_plan(pb, bl.n, &res);
@@ -76,6 +76,7 @@ static bool stage_copies(cgj_trace_t *t, cgj_reason_t *why)
         cgj_op_t *o = &t->list.ops[i];
         if (o->call.kind != CGJ_OP_MEMCPY || o->call.u.m.dir != CGJ_DIR_H2D || o->call.u.m.direct) continue;
         o->stage = cgj_staging_alloc(o->call.u.m.bytes);
+        o->stage_cap = o->call.u.m.bytes;
         if (!o->stage) {
             cgj_reason_set(why, CGJ_REASON_BUILD_STAGING, i, "%zu bytes", o->call.u.m.bytes);
             return false;

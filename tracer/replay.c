@@ -11,10 +11,26 @@
  */
 #include "tracer/tracer.h"
 #include "graphs/graph.h"
+#include "allocator/hostmem.h"
 #include "allocator/pool.h"
+#include "base/driver.h"
 #include "base/log.h"
 
 #include <string.h>
+
+/* The executable graph refused op i's new values (a copy of another kind of memory, a memset
+ * that no longer fits its node): the absorbed work runs eagerly, and from now on the op's values
+ * are guarded like its topology, so that such runs leave the trace at that op or make a variant. */
+static void patch_refused(cgj_thread_t *t, uint32_t i, CUresult err)
+{
+    cgj_op_t *o = &t->trace->list.ops[i];
+    char desc[160];
+    cgj_reason_t r;
+    o->fixed = true;
+    cgj_reason_set(&r, CGJ_REASON_EXIT_PATCH, CGJ_REASON_NO_OP, "op %u, %s: %s", i, cgj_op_describe(o, desc, sizeof desc),
+                   cgj_driver_errstr(err));
+    cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &r);
+}
 
 static void launch_segment(cgj_thread_t *t)
 {
@@ -22,8 +38,13 @@ static void launch_segment(cgj_thread_t *t)
     cgj_segment_t *seg = &tr->segs[t->seg];
     if (!seg->ncapture) return;
     uint64_t patched = 0;
-    CUresult r = cgj_graph_launch(tr, t->seg, &patched);
+    uint32_t refused;
+    CUresult r = cgj_graph_launch(tr, t->seg, &patched, &refused);
     CGJ_STAT_ADD(params_patched, patched);
+    if (r != CUDA_SUCCESS && refused != UINT32_MAX) {
+        patch_refused(t, refused, r);
+        return;
+    }
     t->launched = true;
     if (r != CUDA_SUCCESS) {
         cgj_exit_launch_failed(t, r);
@@ -73,7 +94,10 @@ static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
         uint32_t s = v == t->trace ? UINT32_MAX : segment_at(v, first);
         if (s == UINT32_MAX || (c && (v->list.n <= t->pos || __atomic_load_n(&v->list.ops[t->pos].held, __ATOMIC_ACQUIRE)))) continue;
         if (!variant_matches(t, v, first, c)) continue;
-        bool waited = false;
+        bool waited = false, fits = true;
+        for (uint32_t i = first; i < t->pos && fits; i++)
+            fits = !v->list.ops[i].stage || v->list.ops[i].stage_cap >= v->list.ops[i].call.u.m.bytes;
+        if (!fits) continue;
         for (uint32_t i = first; i < t->pos; i++) { /* carry the staged bytes over */
             cgj_op_t *o = &v->list.ops[i];
             if (!o->stage) continue;
@@ -120,26 +144,52 @@ static bool serve_pool_op(cgj_op_t *o, const cgj_call_t *c, cgj_reason_t *why)
     return true;
 }
 
-/* Last resort before a side exit: the call differs from its op only in kernel parameter values
- * the trace took for constants; make those slots varying (patched from now on). */
-static bool promote_slots(cgj_thread_t *t, const cgj_call_t *c)
+/* Last resort before a side exit: the call differs from its op only in values the trace took
+ * for constants (kernel parameters, grid, block, copy and memset operands); they vary from now
+ * on, and the op's node joins its segment's patch list. */
+static bool promote_values(cgj_thread_t *t, const cgj_call_t *c)
 {
     cgj_trace_t *tr = t->trace;
     cgj_op_t *o = &tr->list.ops[t->pos];
     cgj_reason_t why;
     uint32_t before = o->kp ? o->kp->nvarying : 0;
-    if (!o->kp || !cgj_guard(o, c, true, &why)) return false;
-    if (o->promoted) {
-        cgj_segment_t *seg = &tr->segs[t->seg];
-        bool listed = false;
-        for (uint32_t j = 0; j < seg->npatch && !listed; j++) listed = seg->patch[j] == t->pos;
-        if (!listed) seg->patch[seg->npatch++] = t->pos;
-        o->promoted = false;
-        tr->varying_slots += o->kp->nvarying - before;
-        CGJ_STAT_ADD(slots_promoted, o->kp->nvarying - before);
-        CGJ_LOG(guards, "anchor '%s': op %u: %u parameter slot(s) became varying", t->anchor->name,
-                t->pos, o->kp->nvarying - before);
+    if (!o->node || !cgj_guard(o, c, true, &why)) return false;
+    if (!o->promoted) return true;
+    cgj_segment_t *seg = &tr->segs[o->seg];
+    if (!o->listed) seg->patch[seg->npatch++] = t->pos;
+    o->listed = true;
+    o->promoted = false;
+    uint32_t slots = o->kp ? o->kp->nvarying - before : 0;
+    tr->varying_slots += slots;
+    CGJ_STAT_ADD(slots_promoted, slots);
+    CGJ_STAT_ADD(values_promoted, 1);
+    CGJ_LOG(guards, "anchor '%s': op %u (%s): its values vary from now on (%u parameter slot(s))", t->anchor->name,
+            t->pos, o->call.api, slots);
+    return true;
+}
+
+/* Stage a host-to-device copy's bytes: the buffer grows with the copy (after the graph that
+ * reads it is done), and the node is patched to the new buffer at launch. */
+static bool stage_bytes(cgj_thread_t *t, cgj_op_t *o, const cgj_call_t *c, cgj_reason_t *why)
+{
+    cgj_trace_t *tr = t->trace;
+    if (!t->staged_waited && cgj_graph_staging_wait(&tr->segs[t->seg])) CGJ_STAT_ADD(staging_waits, 1);
+    t->staged_waited = true;
+    if (c->u.m.bytes > o->stage_cap) {
+        size_t cap = o->stage_cap * 2 > c->u.m.bytes ? o->stage_cap * 2 : c->u.m.bytes;
+        void *grown = cgj_staging_alloc(cap);
+        if (!grown) {
+            cgj_reason_set(why, CGJ_REASON_BUILD_STAGING, CGJ_REASON_NO_OP, "%zu bytes", cap);
+            return false;
+        }
+        cgj_staging_free(o->stage);
+        o->stage = grown;
+        o->stage_cap = cap;
+        if (!o->listed) tr->segs[o->seg].patch[tr->segs[o->seg].npatch++] = t->pos;
+        o->listed = true;
     }
+    memcpy(o->stage, c->u.m.hsrc, c->u.m.bytes);
+    CGJ_STAT_ADD(bytes_staged, c->u.m.bytes);
     return true;
 }
 
@@ -215,7 +265,7 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
         return CGJ_EXECUTE;
     }
-    if (!cgj_guard(&t->trace->list.ops[t->pos], c, false, &why) && !try_switch(t, c) && !promote_slots(t, c))
+    if (!cgj_guard(&t->trace->list.ops[t->pos], c, false, &why) && !try_switch(t, c) && !promote_values(t, c))
         return guard_exit(t, &why);
     tr = t->trace;
     cgj_op_t *o = &tr->list.ops[t->pos];
@@ -232,11 +282,8 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     if (cgj_op_class[o->call.kind] == CGJ_CLASS_POOL) {
         if (!pool_op(t, c)) return CGJ_EXECUTE;
         o = &t->trace->list.ops[t->pos];
-    } else if (o->stage) {
-        if (!t->staged_waited && cgj_graph_staging_wait(&tr->segs[t->seg])) CGJ_STAT_ADD(staging_waits, 1);
-        t->staged_waited = true;
-        memcpy(o->stage, c->u.m.hsrc, c->u.m.bytes);
-        CGJ_STAT_ADD(bytes_staged, c->u.m.bytes);
+    } else if (o->stage && !stage_bytes(t, o, c, &why)) {
+        return guard_exit(t, &why);
     }
     tr = t->trace;
     cgj_thread_absorbed(t, o->call.stream);

@@ -9,6 +9,7 @@
  * (allocation, offset), and the built trace is relocated to the planned addresses.
  */
 #include "tracer/tracer.h"
+#include "allocator/plan.h"
 #include "allocator/pool.h"
 #include "base/log.h"
 
@@ -58,7 +59,6 @@ static bool attrs_equal(const CUlaunchAttribute *a, const CUlaunchAttribute *b, 
     return true;
 }
 
-/* Shape equality of two calls: everything but parameter values and H2D sources. */
 /* Context for comparing addresses: the blocks of each run and the op indices (NULL tables:
  * addresses must be equal, as in a replay of a relocated trace). */
 typedef struct addr_ctx {
@@ -67,66 +67,113 @@ typedef struct addr_ctx {
 } addr_ctx_t;
 
 #define ADDR_EQ(x, y) addr_eq((x), ctx->ta, ctx->ia, (y), ctx->tb, ctx->ib)
+#define DIFF(code)                                                           \
+    do {                                                                     \
+        cgj_reason_set(r, CGJ_REASON_DIFF_##code, CGJ_REASON_NO_OP, NULL);   \
+        return false;                                                        \
+    } while (0)
 
+/* The topology of two calls (Guards v2): what an executable graph cannot change. */
 static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, const addr_ctx_t *ctx,
                              cgj_reason_t *r)
 {
-#define SHAPE_DIFF(code)                                                     \
-    do {                                                                     \
-        cgj_reason_set(r, CGJ_REASON_DIFF_##code, CGJ_REASON_NO_OP, NULL);             \
-        return false;                                                        \
-    } while (0)
-    if (a->kind != b->kind) SHAPE_DIFF(OPERATION);
-    if (a->api != b->api && strcmp(a->api, b->api) != 0) SHAPE_DIFF(API);
+    if (a->kind != b->kind) DIFF(OPERATION);
+    if (a->api != b->api && strcmp(a->api, b->api) != 0) DIFF(API);
     if (cgj_op_class[a->kind] == CGJ_CLASS_BOUNDARY) return true; /* executed as called */
-    if (a->stream != b->stream) SHAPE_DIFF(STREAM);
+    if (a->stream != b->stream) DIFF(STREAM);
     switch (a->kind) {
     case CGJ_OP_KERNEL: {
         const __typeof__(a->u.k) *x = &a->u.k, *y = &b->u.k;
-        if (x->f != y->f) SHAPE_DIFF(KERNEL);
-        if (memcmp(x->grid, y->grid, sizeof x->grid)) SHAPE_DIFF(GRID);
-        if (memcmp(x->block, y->block, sizeof x->block)) SHAPE_DIFF(BLOCK);
-        if (x->smem != y->smem) SHAPE_DIFF(SMEM);
-        if ((x->blob != NULL) != (y->blob != NULL) || x->blob_size != y->blob_size)
-            SHAPE_DIFF(PARAM_FORM);
-        if (x->nattrs != y->nattrs || !attrs_equal(x->attrs, y->attrs, x->nattrs))
-            SHAPE_DIFF(ATTRS);
+        if (x->f != y->f) DIFF(KERNEL);
+        if ((x->blob != NULL) != (y->blob != NULL) || x->blob_size != y->blob_size) DIFF(PARAM_FORM);
+        if (x->nattrs != y->nattrs || !attrs_equal(x->attrs, y->attrs, x->nattrs)) DIFF(ATTRS);
         return true;
     }
-    case CGJ_OP_MEMCPY: {
-        const __typeof__(a->u.m) *x = &a->u.m, *y = &b->u.m;
-        if (x->dir != y->dir || x->bytes != y->bytes || x->direct != y->direct) SHAPE_DIFF(COPY_SIZE);
-        if (x->direct && x->hsrc != y->hsrc) SHAPE_DIFF(COPY_ADDR);
-        if (!ADDR_EQ(x->dst, y->dst) || !ADDR_EQ(x->src, y->src) || x->hdst != y->hdst)
-            SHAPE_DIFF(COPY_ADDR);
-        return true;
-    }
-    case CGJ_OP_MEMSET:
-        if (!ADDR_EQ(a->u.s.dst, b->u.s.dst) || a->u.s.value != b->u.s.value ||
-            a->u.s.elem != b->u.s.elem || a->u.s.count != b->u.s.count)
-            SHAPE_DIFF(MEMSET);
+    case CGJ_OP_MEMCPY:
+        if (a->u.m.dir != b->u.m.dir || a->u.m.direct != b->u.m.direct) DIFF(COPY_KIND);
         return true;
     case CGJ_OP_ALLOC: {
         const __typeof__(a->u.a) *x = &a->u.a, *y = &b->u.a;
-        if (x->bytes != y->bytes || x->width != y->width || x->height != y->height ||
-            x->elem != y->elem || x->pool != y->pool)
-            SHAPE_DIFF(ALLOC_SIZE);
+        if (cgj_plan_size_class(x->bytes) != cgj_plan_size_class(y->bytes) || x->width != y->width ||
+            x->height != y->height || x->elem != y->elem || x->pool != y->pool)
+            DIFF(ALLOC_SIZE);
         return true;
     }
     case CGJ_OP_POOL_FREE:
-        if (!ADDR_EQ(a->u.a.addr, b->u.a.addr)) SHAPE_DIFF(FREED_ADDR);
+        if (!ADDR_EQ(a->u.a.addr, b->u.a.addr)) DIFF(FREED_ADDR);
         return true;
     case CGJ_OP_EVENT_RECORD:
     case CGJ_OP_STREAM_WAIT:
-        if (a->u.e.ev != b->u.e.ev || a->u.e.flags != b->u.e.flags) SHAPE_DIFF(EVENT);
+        if (a->u.e.ev != b->u.e.ev || a->u.e.flags != b->u.e.flags) DIFF(EVENT);
         return true;
     case CGJ_OP_HOST_FUNC:
-        if (a->u.h.fn != b->u.h.fn || a->u.h.data != b->u.h.data) SHAPE_DIFF(HOST_FUNC);
+        if (a->u.h.fn != b->u.h.fn || a->u.h.data != b->u.h.data) DIFF(HOST_FUNC);
         return true;
     default:
         return true;
     }
-#undef SHAPE_DIFF
+}
+
+/* The values of two calls of the same topology that a patch changes: grid, block and shared
+ * memory; copy operands and size; memset operands. The source of a staged copy is no value: its
+ * bytes are copied at call time. */
+static bool call_values_equal(const cgj_call_t *a, const cgj_call_t *b, const addr_ctx_t *ctx,
+                              cgj_reason_t *r)
+{
+    switch (a->kind) {
+    case CGJ_OP_KERNEL: {
+        const __typeof__(a->u.k) *x = &a->u.k, *y = &b->u.k;
+        if (memcmp(x->grid, y->grid, sizeof x->grid)) DIFF(GRID);
+        if (memcmp(x->block, y->block, sizeof x->block)) DIFF(BLOCK);
+        if (x->smem != y->smem) DIFF(SMEM);
+        return true;
+    }
+    case CGJ_OP_MEMCPY: {
+        const __typeof__(a->u.m) *x = &a->u.m, *y = &b->u.m;
+        if (x->bytes != y->bytes) DIFF(COPY_SIZE);
+        if ((x->direct && x->hsrc != y->hsrc) || x->hdst != y->hdst || !ADDR_EQ(x->dst, y->dst) ||
+            !ADDR_EQ(x->src, y->src))
+            DIFF(COPY_ADDR);
+        return true;
+    }
+    case CGJ_OP_MEMSET:
+        if (!ADDR_EQ(a->u.s.dst, b->u.s.dst) || a->u.s.value != b->u.s.value || a->u.s.count != b->u.s.count)
+            DIFF(MEMSET);
+        return true;
+    default:
+        return true;
+    }
+}
+
+/* Take the values of call c into op o (the run in progress). */
+static void take_values(cgj_op_t *o, const cgj_call_t *c)
+{
+    cgj_call_t *d = &o->call;
+    switch (c->kind) {
+    case CGJ_OP_KERNEL:
+        memcpy(d->u.k.grid, c->u.k.grid, sizeof d->u.k.grid);
+        memcpy(d->u.k.block, c->u.k.block, sizeof d->u.k.block);
+        d->u.k.smem = c->u.k.smem;
+        break;
+    case CGJ_OP_MEMCPY:
+        d->u.m.dst = c->u.m.dst, d->u.m.src = c->u.m.src, d->u.m.hdst = c->u.m.hdst;
+        d->u.m.bytes = c->u.m.bytes;
+        if (d->u.m.direct) d->u.m.hsrc = c->u.m.hsrc;
+        break;
+    case CGJ_OP_MEMSET:
+        d->u.s.dst = c->u.s.dst, d->u.s.value = c->u.s.value, d->u.s.count = c->u.s.count;
+        break;
+    default:
+        break;
+    }
+}
+
+/* A copy or memset of nothing: the graph cannot hold one where it holds a real one. */
+static bool empty_for(const cgj_op_t *o, const cgj_call_t *c)
+{
+    if (c->kind == CGJ_OP_MEMCPY) return !c->u.m.bytes && o->call.u.m.bytes;
+    if (c->kind == CGJ_OP_MEMSET) return !c->u.s.count && o->call.u.s.count;
+    return false;
 }
 
 static bool layout_equal(const cgj_kparams_t *a, const cgj_kparams_t *b)
@@ -143,6 +190,10 @@ static bool shape_loop(const cgj_oplist_t *a, const cgj_oplist_t *b, const cgj_b
         const cgj_op_t *x = &a->ops[i], *y = &b->ops[i];
         addr_ctx_t ctx = {ta, tb, i, i};
         bool same = call_shape_equal(&x->call, &y->call, &ctx, r);
+        if (same && (empty_for(x, &y->call) || empty_for(y, &x->call))) {
+            same = false;
+            cgj_reason_set(r, CGJ_REASON_DIFF_ZERO_LENGTH, i, NULL);
+        }
         if (same && x->kp && !layout_equal(x->kp, y->kp)) {
             same = false;
             cgj_reason_set(r, CGJ_REASON_DIFF_LAYOUT, i, "%s", y->call.api);
@@ -207,8 +258,10 @@ void cgj_shape_classify(cgj_oplist_t *a, const cgj_oplist_t *b)
     for (uint32_t i = 0; i < a->n; i++) {
         cgj_kparams_t *x = a->ops[i].kp;
         const cgj_kparams_t *y = b->ops[i].kp;
-        if (!x) continue;
         addr_ctx_t c = {&ta, &tb, i, i}, *ctx = &c;
+        cgj_reason_t why;
+        a->ops[i].listed = !call_values_equal(&a->ops[i].call, &b->ops[i].call, ctx, &why);
+        if (!x) continue;
         x->nvarying = 0;
         for (uint32_t s = 0; s < x->n; s++) {
             x->varying[s] = !slot_same(x->rec + x->off[s], y->rec + y->off[s], x->sz[s], ctx);
@@ -265,34 +318,62 @@ void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned)
     cgj_blocks_free(&bl);
 }
 
-bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
+/* The values of call c against op o's: taken when the op's values vary (listed), or newly
+ * with `promote`; else a difference fails. */
+static bool guard_values(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
 {
     static const addr_ctx_t exact = {NULL, NULL, 0, 0};
-    if (!call_shape_equal(&o->call, c, &exact, r)) return false;
+    if (empty_for(o, c)) {
+        cgj_reason_set(r, CGJ_REASON_DIFF_ZERO_LENGTH, CGJ_REASON_NO_OP, NULL);
+        return false;
+    }
+    if (o->listed && !o->fixed) {
+        take_values(o, c);
+        return true;
+    }
+    if (call_values_equal(&o->call, c, &exact, r)) return true;
+    if (!promote || o->fixed || !o->node) return false;
+    take_values(o, c); /* the graph takes the new value: patched from now on */
+    o->promoted = true;
+    return true;
+}
+
+bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
+{
+    static const addr_ctx_t exact = {NULL, NULL, 0, 0}, *ctx = &exact;
+    if (!call_shape_equal(&o->call, c, ctx, r)) return false;
+    if (cgj_op_class[c->kind] == CGJ_CLASS_BOUNDARY) return true;
+    if (c->kind == CGJ_OP_ALLOC && c->u.a.bytes > cgj_plan_size_class(o->call.u.a.bytes)) {
+        cgj_reason_set(r, CGJ_REASON_DIFF_ALLOC_SIZE, CGJ_REASON_NO_OP, "%zu bytes, planned %llu", c->u.a.bytes,
+                       (unsigned long long)cgj_plan_size_class(o->call.u.a.bytes));
+        return false;
+    }
     cgj_kparams_t *kp = o->kp;
-    if (!kp) return true;
-    if (!kp->extra_form && kp->n && !c->u.k.params) {
+    if (kp && !kp->extra_form && kp->n && !c->u.k.params) {
         cgj_reason_set(r, CGJ_REASON_DIFF_NO_PARAMS, CGJ_REASON_NO_OP, "%s", c->api);
         return false;
     }
-    for (uint32_t i = 0; i < kp->n; i++) {
+    /* Parameters first: a failed guard leaves the op's values as they were. */
+    for (uint32_t i = 0; kp && i < kp->n; i++) {
         const void *v = cgj_call_slot(c, kp, i);
-        if (kp->varying[i]) {
-            memcpy(kp->live + kp->off[i], v, kp->sz[i]);
-        } else if (memcmp(kp->rec + kp->off[i], v, kp->sz[i]) != 0 && promote && o->node) {
+        if (kp->varying[i] || !memcmp(kp->rec + kp->off[i], v, kp->sz[i])) continue;
+        if (promote && o->node && !o->fixed) continue; /* promoted below */
+        char e[72], g[72];
+        cgj_reason_set(r, CGJ_REASON_DIFF_PARAM, CGJ_REASON_NO_OP, "slot %u (%u bytes): expected %s got %s", i,
+                       kp->sz[i], cgj_log_hex(e, kp->rec + kp->off[i], kp->sz[i]), cgj_log_hex(g, v, kp->sz[i]));
+        return false;
+    }
+    if (!guard_values(o, c, promote, r)) return false;
+    for (uint32_t i = 0; kp && i < kp->n; i++) {
+        const void *v = cgj_call_slot(c, kp, i);
+        if (!kp->varying[i] && memcmp(kp->rec + kp->off[i], v, kp->sz[i]) != 0) {
             /* A value the two recorded runs happened to share: patching it is as exact as
              * baking it in, so the slot becomes varying instead of failing every such run. */
             kp->varying[i] = 1;
             kp->nvarying++;
             o->promoted = true;
-            memcpy(kp->live + kp->off[i], v, kp->sz[i]);
-        } else if (memcmp(kp->rec + kp->off[i], v, kp->sz[i]) != 0) {
-            char e[72], g[72];
-            cgj_reason_set(r, CGJ_REASON_DIFF_PARAM, CGJ_REASON_NO_OP, "slot %u (%u bytes): expected %s got %s",
-                           i, kp->sz[i], cgj_log_hex(e, kp->rec + kp->off[i], kp->sz[i]),
-                           cgj_log_hex(g, v, kp->sz[i]));
-            return false;
         }
+        if (kp->varying[i]) memcpy(kp->live + kp->off[i], v, kp->sz[i]);
     }
     return true;
 }

@@ -49,7 +49,7 @@ typedef struct fakecuda_counts {
     unsigned long graph_launches;  /* cuGraphLaunch calls */
     unsigned long captures;        /* cuStreamBeginCapture calls */
     unsigned long instantiations;  /* cuGraphInstantiate* calls */
-    unsigned long node_param_sets; /* cuGraphExecKernelNodeSetParams calls */
+    unsigned long node_param_sets; /* cuGraphExec{Kernel,Memcpy,Memset}NodeSetParams calls */
     unsigned long copies;          /* memcpy operations executed (eager or graph) */
     unsigned long memsets;         /* memset operations executed */
     unsigned long syncs;           /* cuStreamSynchronize/cuCtxSynchronize/cuEventSynchronize calls */

@@ -4,8 +4,8 @@
  * write or wait); this file runs one on the calling thread and deep-copies it. Graphs are linear
  * lists of nodes made by stream capture or cuGraphCreate; an exec (instantiated graph) owns deep
  * copies of its graph's operations and remembers each one's source node. Entry points: graph
- * create/destroy/inspect, instantiate, upload, launch, exec destroy and
- * cuGraphExecKernelNodeSetParams. See fakecuda.c for the overview.
+ * create/destroy/inspect (kernel, copy and memset node parameters), instantiate, upload, launch,
+ * exec destroy and cuGraphExec{Kernel,Memcpy,Memset}NodeSetParams. See fakecuda.c for the overview.
  */
 #include "fakecuda_internal.h"
 
@@ -373,14 +373,120 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream h, int ptds)
 FC_PTSZ(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
         graph_launch(hGraphExec, hStream, ptds))
 
-/* The exec's kernel op that came from source node hNode (under the lock). */
-static fc_op *exec_kernel_op(fc_exec *x, CUgraphNode hNode)
+/* The exec's op of `type` that came from source node hNode (under the lock). */
+static fc_op *exec_op(fc_exec *x, CUgraphNode hNode, CUgraphNodeType type)
 {
     for (size_t i = 0; i < x->n; i++) {
-        if ((CUgraphNode)x->src[i] == hNode)
-            return x->ops[i].type == CU_GRAPH_NODE_TYPE_KERNEL ? &x->ops[i] : NULL;
+        if ((CUgraphNode)x->src[i] == hNode) return x->ops[i].type == type ? &x->ops[i] : NULL;
     }
     return NULL;
+}
+#define exec_kernel_op(x, node) exec_op((x), (node), CU_GRAPH_NODE_TYPE_KERNEL)
+
+/* A graph node of `type` (under the lock). */
+static fc_node *node_of(CUgraphNode hNode, CUgraphNodeType type, CUresult *err)
+{
+    fc_node *node = live_get(hNode, K_NODE);
+    *err = !node ? CUDA_ERROR_INVALID_HANDLE : node->op.type != type ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    return *err == CUDA_SUCCESS ? node : NULL;
+}
+
+/* Copy nodes report unified operands: in the fake, every pointer is a host address. */
+FC_DEFINE(cuGraphMemcpyNodeGetParams, (CUgraphNode hNode, CUDA_MEMCPY3D *p))
+{
+    FAIL_POINT();
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    CUresult err;
+    lock();
+    fc_node *node = node_of(hNode, CU_GRAPH_NODE_TYPE_MEMCPY, &err);
+    if (node) {
+        const fc_op *op = &node->op;
+        memset(p, 0, sizeof *p);
+        p->srcMemoryType = p->dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+        p->srcDevice = (CUdeviceptr)(uintptr_t)op->copy.src;
+        p->dstDevice = (CUdeviceptr)(uintptr_t)op->copy.dst;
+        p->srcPitch = op->copy.spitch, p->dstPitch = op->copy.dpitch;
+        p->WidthInBytes = op->copy.n;
+        p->Height = op->copy.height ? op->copy.height : 1;
+        p->Depth = op->copy.depth ? op->copy.depth : 1;
+    }
+    unlock();
+    return err;
+}
+
+FC_DEFINE(cuGraphMemsetNodeGetParams, (CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *p))
+{
+    FAIL_POINT();
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    CUresult err;
+    lock();
+    fc_node *node = node_of(hNode, CU_GRAPH_NODE_TYPE_MEMSET, &err);
+    if (node) {
+        const fc_op *op = &node->op;
+        memset(p, 0, sizeof *p);
+        p->dst = (CUdeviceptr)(uintptr_t)op->set.dst;
+        p->pitch = op->set.pitch;
+        p->value = op->set.value;
+        p->elementSize = op->set.elem;
+        p->width = op->set.count;
+        p->height = op->set.height ? op->set.height : 1;
+    }
+    unlock();
+    return err;
+}
+
+/* A host or device operand of a copy as the parameters give it. */
+static void *operand(CUmemorytype type, const void *host, CUdeviceptr dev)
+{
+    return type == CU_MEMORYTYPE_HOST ? (void *)(uintptr_t)host : PTR(dev);
+}
+
+/* As the driver: both the node's copy and the new one must be 1D, and not empty. */
+FC_DEFINE(cuGraphExecMemcpyNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *p,
+                                           CUcontext ctx))
+{
+    FAIL_POINT();
+    (void)ctx;
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    fc_exec *x = live_get(hGraphExec, K_EXEC);
+    fc_op *op = x ? exec_op(x, hNode, CU_GRAPH_NODE_TYPE_MEMCPY) : NULL;
+    CUresult err = !x ? CUDA_ERROR_INVALID_HANDLE : !op ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    if (err == CUDA_SUCCESS && (p->Height > 1 || p->Depth > 1 || op->copy.height > 1 || op->copy.depth > 1 ||
+                                !p->WidthInBytes))
+        err = CUDA_ERROR_INVALID_VALUE;
+    if (err == CUDA_SUCCESS) {
+        op->copy.src = operand(p->srcMemoryType, p->srcHost, p->srcDevice);
+        op->copy.dst = operand(p->dstMemoryType, p->dstHost, p->dstDevice);
+        op->copy.n = p->WidthInBytes;
+        g_counts.node_param_sets++;
+    }
+    unlock();
+    return err;
+}
+
+/* As the driver: a 1D memset may change its address, value and width, not its element size or
+ * height, and not to an empty one. */
+FC_DEFINE(cuGraphExecMemsetNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode hNode,
+                                           const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx))
+{
+    FAIL_POINT();
+    (void)ctx;
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    fc_exec *x = live_get(hGraphExec, K_EXEC);
+    fc_op *op = x ? exec_op(x, hNode, CU_GRAPH_NODE_TYPE_MEMSET) : NULL;
+    CUresult err = !x ? CUDA_ERROR_INVALID_HANDLE : !op ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    if (err == CUDA_SUCCESS && (p->elementSize != op->set.elem || p->height > 1 || op->set.height > 1 || !p->width))
+        err = CUDA_ERROR_INVALID_VALUE;
+    if (err == CUDA_SUCCESS) {
+        op->set.dst = PTR(p->dst);
+        op->set.value = p->value;
+        op->set.count = p->width;
+        g_counts.node_param_sets++;
+    }
+    unlock();
+    return err;
 }
 
 /* Replace an exec kernel op's function, dims and parameter values (read through the given

@@ -94,6 +94,13 @@ static inline fakecuda_counts_t counts_now(void)
     return c;
 }
 
+/* axpb, launched as itself or (other) through its CUkernel handle: another kernel identity, a
+ * change of the step's topology (a grid, copy size or address that changes is patched instead). */
+static inline CUresult axpb_or_other(CUstream st, CUdeviceptr x, float a, float b, int n, bool other)
+{
+    return fk_axpb_launch_f(&fk, other ? fk_axpb_kernel_handle : fk_axpb, false, st, x, a, b, n, 1);
+}
+
 static inline unsigned fbits(float f)
 {
     unsigned u;

@@ -199,7 +199,7 @@ static void reissue_step(int s, CUdeviceptr *b, void *ctx)
     g_results[0] = fk_addk_launch(&fk, NULL, b[0], 3, N);
     g_results[1] = fk.htod_async(b[1], host, sizeof host, NULL);
     g_results[2] = fk.dtod_async(b[2], b[1], sizeof host, NULL);
-    g_results[3] = fk_axpb_launch(&fk, NULL, b[2], 0.5f, 1.0f, N, s == 6 ? 2 : 1); /* differs at 6 */
+    g_results[3] = axpb_or_other(NULL, b[2], 0.5f, 1.0f, N, s == 6); /* differs at 6 */
     OK(fk.ctx_sync());
 }
 

@@ -12,6 +12,8 @@
  */
 #include <pthread.h>
 
+#include <stdlib.h>
+
 #include "replay_common.h"
 
 TestSuite(tracer_replay, .init = setup);
@@ -192,6 +194,95 @@ Test(tracer_replay, dtoh_async_into_pinned_memory_stays_in_the_graph)
     run_scenario(&(scenario_t){.name = "pinned", .fn = dtoh_async_pinned_step, .steps = 50, .nbufs = 1,
                                .after = pinned_copies_equal,
                                .info = {.segments = IS(1), .replays = IS(48)}});
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Guards v2: values that change between runs are patched into the graph, not side exits
+ * ------------------------------------------------------------------------------------------- */
+
+static float *g_pin_in[2][2], *g_pin_out[2][2]; /* [eager or traced half][even or odd step] */
+
+/* Every value a step may change: a grid, a staged copy's size (growing past its staging buffer)
+ * from a fresh malloc'd buffer each step, a device copy's source and destination, a memset's
+ * address, value and count, a pinned copy's host address in both directions. */
+static void varying_values_step(int s, CUdeviceptr *b, void *ctx)
+{
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1 + (unsigned)s % 3));
+    size_t n = 8 + (size_t)(s * 7) % (N - 8);
+    float *h = malloc(N * sizeof(float));
+    cr_assert(h);
+    for (size_t i = 0; i < n; i++) h[i] = (float)s + (float)i;
+    OK(fk.htod_async(b[1], h, n * sizeof(float), NULL));
+    memset(h, 0xEE, N * sizeof(float));
+    free(h);
+    OK(fk.dtod_async(b[2] + (CUdeviceptr)(s % 2) * N / 2 * sizeof(float), b[s % 2], N / 2 * sizeof(float), NULL));
+    OK(fk.memset32_async(b[3] + (CUdeviceptr)(s % 4) * sizeof(float), fbits((float)s), (size_t)(N / 2 + s % 5), NULL));
+    float *in = g_pin_in[g_traced][s % 2];
+    for (int i = 0; i < 8; i++) in[i] = (float)(s * 8 + i);
+    OK(fk.htod_async(b[2], in, 8 * sizeof(float), NULL)); /* pinned: read when the copy runs */
+    OK(fk.dtoh_async(g_pin_out[g_traced][s % 2], b[0], N * sizeof(float), NULL));
+    OK(fk_copyscale_launch(&fk, NULL, b[3], b[1], 0.5f, N));
+}
+
+static void pinned_outputs_equal(const scenario_t *sc, int s, bufs_t *b)
+{
+    OK(fk.ctx_sync());
+    cr_assert(memcmp(g_pin_out[0][s % 2], g_pin_out[1][s % 2], N * sizeof(float)) == 0,
+              "step %d: pinned output differs", s);
+}
+
+Test(tracer_replay, values_that_vary_every_step_are_patched)
+{
+    for (int k = 0; k < 4; k++) {
+        OK(fk.host_alloc((void **)&g_pin_in[k / 2][k % 2], N * sizeof(float), 0));
+        OK(fk.host_alloc((void **)&g_pin_out[k / 2][k % 2], N * sizeof(float), 0));
+    }
+    run_scenario(&(scenario_t){
+        .name = "varying_values", .fn = varying_values_step, .steps = 60, .nbufs = 4,
+        .after = pinned_outputs_equal,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(1), .replays = IS(58), .side_exits = IS(0)},
+        .stats = {.params_patched = MORE_THAN(100)},
+        .fake = {.node_param_sets = MORE_THAN(100)}});
+}
+
+/* A copy of nothing where the trace copies something: a graph cannot hold it, so that step
+ * leaves the trace (with its reason) and runs eagerly; the others replay. */
+static void empty_copy_step(int s, CUdeviceptr *b, void *ctx)
+{
+    OK(fk_addk_launch(&fk, NULL, b[0], s, N));
+    OK(fk.dtod_async(b[1], b[0], s == 10 ? 0 : N * sizeof(float), NULL));
+    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.5f, N));
+}
+
+static void zero_length_at_ten(const scenario_t *sc, int s, bufs_t *b)
+{
+    cgj_trace_info_t i = info_of(sc->name);
+    if (s == 10) cr_assert(i.reason_code == CGJ_REASON_DIFF_ZERO_LENGTH && i.reason_op == 1, "%s", i.reason);
+}
+
+Test(tracer_replay, empty_copy_leaves_the_trace)
+{
+    run_scenario(&(scenario_t){.name = "empty_copy", .fn = empty_copy_step, .steps = 30, .nbufs = 2,
+                               .after = zero_length_at_ten,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = IS(1), .replays = IS(27)}});
+}
+
+/* In-step allocations whose size changes every step within its size class keep the plan. */
+static void alloc_in_class_step(int s, CUdeviceptr *b, void *ctx)
+{
+    CUdeviceptr tmp = 0;
+    OK(fk.mem_alloc(&tmp, 4160 + (size_t)(s % 16) * 4)); /* class 5120 */
+    OK(fk.memset32_async(tmp, fbits(1.0f), N, NULL));
+    OK(fk_copyscale_launch(&fk, NULL, tmp, b[1], 1.0f + (float)(s % 3), N));
+    OK(fk_copyscale_launch(&fk, NULL, b[0], tmp, 0.5f, N));
+    OK(fk.mem_free(tmp));
+}
+
+Test(tracer_replay, allocation_size_varying_within_its_class_keeps_the_plan)
+{
+    run_scenario(&(scenario_t){.name = "alloc_class", .fn = alloc_in_class_step, .steps = 40, .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(1), .allocations = IS(1),
+                                        .replays = IS(38), .side_exits = IS(0)}});
 }
 
 /* One boundary op between two kernels; ctx selects which. */

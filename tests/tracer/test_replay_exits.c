@@ -20,19 +20,23 @@ TestSuite(tracer_replay, .init = setup);
 
 static float g_host[N];
 
-/* Six ops; at step 10+k (k = 0..5) op k differs from the trace in its shape (for kernels: the
- * grid or the function; a differing parameter value is patched instead, see below). */
+/* Six ops; at step 10+k (k = 0..5) op k differs from the trace in its topology (another kernel,
+ * another driver function); a differing grid, copy size or operand is patched instead (see
+ * test_replay.c, values_that_vary_every_step_are_patched). */
 static void six_op_step(int s, CUdeviceptr *b, void *ctx)
 {
     int d = (s >= 10 && s < 16) ? s - 10 : -1;
     for (int i = 0; i < N; i++) g_host[i] = 0.25f * (float)(s + i);
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, d == 0 ? 3 : 1));
-    OK(fk.memset32_async(b[2], fbits(d == 1 ? 2.0f : 1.0f), N, NULL));
+    OK(axpb_or_other(NULL, b[0], 0.5f, 1.0f, N, d == 0));
+    if (d == 1) OK(fk.memset32(b[2], fbits(1.0f), N)); /* synchronous: another driver function */
+    else OK(fk.memset32_async(b[2], fbits(1.0f), N, NULL));
     if (d == 2) OK(fk_axpb_launch(&fk, NULL, b[1], 1.0f, 3.0f, N, 1)); /* another function */
     else OK(fk_addk_launch(&fk, NULL, b[1], 3, N));
-    OK(fk.htod_async(b[3], g_host, (d == 3 ? N / 2 : N) * sizeof(float), NULL));
-    OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 2.0f, N, d == 4 ? 2 : 1));
-    OK(fk.dtod_async(b[2] + N / 2 * sizeof(float), b[0], (d == 5 ? N / 4 : N / 2) * sizeof(float), NULL));
+    if (d == 3) OK(fk.dtod_async(b[3], b[0], N * sizeof(float), NULL)); /* a device source */
+    else OK(fk.htod_async(b[3], g_host, N * sizeof(float), NULL));
+    OK(axpb_or_other(NULL, b[1], 0.5f, 2.0f, N, d == 4));
+    if (d == 5) OK(fk.htod_async(b[2] + N / 2 * sizeof(float), g_host, N / 2 * sizeof(float), NULL));
+    else OK(fk.dtod_async(b[2] + N / 2 * sizeof(float), b[0], N / 2 * sizeof(float), NULL));
 }
 
 static uint64_t g_exits_before;
@@ -52,7 +56,7 @@ static void one_exit_per_differing_step(const scenario_t *sc, int s, bufs_t *b)
         cr_assert_eq(i.side_exits, g_exits_before, "step %d: unexpected side exit: %s", s, i.reason);
     /* the first exit's recording becomes the draft, so its reason survives the step; later
      * divergent recordings overwrite the reason with "run differs from the previous one" */
-    if (s == 10) cr_assert(i.reason_code == CGJ_REASON_DIFF_GRID && i.reason_op == 0, "reason: %s", i.reason);
+    if (s == 10) cr_assert(i.reason_code == CGJ_REASON_DIFF_KERNEL && i.reason_op == 0, "reason: %s", i.reason);
 }
 
 Test(tracer_replay, guard_failure_at_every_op_position)
@@ -90,7 +94,7 @@ static void varying_then_diverge_step(int s, CUdeviceptr *b, void *ctx)
 {
     OK(fk_addk_launch(&fk, NULL, b[0], s, N));                          /* varying k, absorbed */
     OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.5f + 0.01f * (float)s, N)); /* varying scale */
-    OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 1.0f, N, s % 10 == 9 ? 3 : 1)); /* diverges now and then */
+    OK(axpb_or_other(NULL, b[1], 0.5f, 1.0f, N, s % 10 == 9)); /* diverges now and then */
 }
 
 Test(tracer_replay, side_exit_reissues_absorbed_ops_with_this_runs_values)
@@ -103,7 +107,7 @@ static void diverge_after_sync_step(int s, CUdeviceptr *b, void *ctx)
 {
     OK(fk_addk_launch(&fk, NULL, b[0], s, N));
     OK(fk.stream_sync(NULL));
-    OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 1.0f, N, (s >= 4 && s % 2) ? 2 : 1));
+    OK(axpb_or_other(NULL, b[1], 0.5f, 1.0f, N, s >= 4 && s % 2));
     OK(fk_addk_launch(&fk, NULL, b[1], 1, N));
 }
 
@@ -123,22 +127,21 @@ Test(tracer_replay, divergence_after_a_boundary)
                   (unsigned long long)stats_now().traces_built);
 }
 
-/* A copy whose size follows the data (after ten steady steps): almost every replay leaves the
- * trace; after 24 of 32 such runs the anchor runs eagerly for good, which is cheaper. */
-static void data_sized_copy_step(int s, CUdeviceptr *b, void *ctx)
+/* A step whose length follows the data (after ten steady steps, 0..30 extra launches): far more
+ * shapes than CGJIT_MAX_VARIANTS, so almost every replay leaves the trace; after 24 of 32 such
+ * runs the anchor runs eagerly for good, which is cheaper. */
+static void data_length_step(int s, CUdeviceptr *b, void *ctx)
 {
-    static float host[N];
-    for (int i = 0; i < N; i++) host[i] = (float)(s + i);
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
-    size_t n = s < 10 ? 8 : (size_t)(1 + s % 17 + (s * 7) % 13); /* steady at first, then not */
-    OK(fk.htod_async(b[1], host, n * sizeof(float), NULL));
+    int extra = s < 10 ? 0 : 1 + (s * 7) % 31;
+    for (int k = 0; k < extra; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
     OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.25f, N));
 }
 
 Test(tracer_replay, replays_that_keep_exiting_are_given_up)
 {
     cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "data_sized", .fn = data_sized_copy_step, .steps = 120, .nbufs = 2,
+        .name = "data_length", .fn = data_length_step, .steps = 120, .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_BLACKLISTED),
                  .side_exits = LESS_THAN(60)}}); /* given up long before the end */
     cr_assert_eq(i.reason_code, CGJ_REASON_BLACKLIST_EXITS, "%s", i.reason);
@@ -180,8 +183,7 @@ Test(tracer_replay, repeated_divergence_blacklists)
 static void alternating_step(int s, CUdeviceptr *b, void *ctx)
 {
     int warm = *(int *)ctx; /* steps before the alternation starts */
-    unsigned grid = (s >= warm && s % 2) ? 2 : 1;
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, grid));
+    OK(axpb_or_other(NULL, b[0], 0.5f, 1.0f, N, s >= warm && s % 2));
     OK(fk_addk_launch(&fk, NULL, b[1], 1, N));
 }
 
@@ -208,7 +210,7 @@ Test(tracer_replay, alternating_shapes_after_a_warm_start_build_two_variants)
     check_alternation("alt_warm", 4);
 }
 
-/* Strict alternation from the very first step: grid 1 on even steps, grid 2 on odd ones.
+/* Strict alternation from the very first step: one kernel on even steps, another on odd ones.
  * FAILS with the current library: with no trace yet, finish_record() compares a run only with
  * the previous one (the draft), so A B A B ... never produces two equal runs; every run is a
  * record failure and the anchor is blacklisted at step 4 (CGJIT_MAX_RECORDS), never reaching
@@ -225,7 +227,7 @@ static void alternating_staged_step(int s, CUdeviceptr *b, void *ctx)
     for (int i = 0; i < N; i++) g_alt_src[i] = (float)(s * 3 + i);
     OK(fk.htod_async(b[1], g_alt_src, sizeof g_alt_src, NULL));
     memset(g_alt_src, 0xEE, sizeof g_alt_src);
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, (s >= 4 && s % 2) ? 2 : 1));
+    OK(axpb_or_other(NULL, b[0], 0.5f, 1.0f, N, s >= 4 && s % 2));
     OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.25f, N));
 }
 
@@ -237,18 +239,18 @@ Test(tracer_replay, variant_switch_carries_staged_bytes)
         .stats = {.variant_switches = MORE_THAN(0)}});
 }
 
-/* A memset value is part of the op's shape (only kernel parameters can vary), so a value that
- * changes every step makes every run disagree: the anchor ends up eager. Nothing may be lost. */
+/* A memset value that changes every step is a value of the memset node: patched, replayed. */
 static void memset_value_step(int s, CUdeviceptr *b, void *ctx)
 {
     OK(fk.memset32_async(b[1], fbits((float)s), N, NULL));
     OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.5f, N));
 }
 
-Test(tracer_replay, memset_value_changing_every_step)
+Test(tracer_replay, memset_value_changing_every_step_is_patched)
 {
     run_scenario(&(scenario_t){.name = "memset_value", .fn = memset_value_step, .steps = 30, .nbufs = 2,
-                               .info = {.replays = IS(0), .runs = IS(30)}});
+                               .info = {.replays = IS(28), .side_exits = IS(0)},
+                               .fake = {.node_param_sets = AT_LEAST(27)}});
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -425,10 +427,34 @@ static void patch_fail_step(int s, CUdeviceptr *b, void *ctx)
     OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.5f + 0.01f * (float)s, N));
 }
 
-Test(tracer_replay, patch_failure_reruns_eagerly_and_blacklists)
+static void exit_patch_at_six(const scenario_t *sc, int s, bufs_t *b)
+{
+    cgj_trace_info_t i = info_of(sc->name);
+    if (s == 6) cr_assert_eq(i.reason_code, CGJ_REASON_EXIT_PATCH, "step 6: %s", i.reason);
+}
+
+/* The driver refuses a patch once: that step's absorbed work runs eagerly (results equal), and
+ * the next steps replay again (the parameters are still patched). */
+Test(tracer_replay, patch_refused_reruns_that_step_eagerly)
 {
     run_scenario(&(scenario_t){.name = "patch_fail", .fn = patch_fail_step, .steps = 20, .nbufs = 2,
-                               .info = {.state = IS(CGJ_STATE_BLACKLISTED), .replays = AT_LEAST(4)}});
+                               .after = exit_patch_at_six,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(17), .side_exits = IS(1)}});
+}
+
+/* A memset whose count changes every step, whose node refuses one new count: the same. */
+static void memset_refused_step(int s, CUdeviceptr *b, void *ctx)
+{
+    if (g_traced && s == 6) fk.fail_next("cuGraphExecMemsetNodeSetParams", CUDA_ERROR_INVALID_VALUE);
+    OK(fk.memset32_async(b[1], fbits(2.0f), (size_t)(N / 2 + s % 7), NULL));
+    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.5f, N));
+}
+
+Test(tracer_replay, memset_patch_refused_reruns_eagerly)
+{
+    run_scenario(&(scenario_t){.name = "memset_refused", .fn = memset_refused_step, .steps = 20, .nbufs = 2,
+                               .after = exit_patch_at_six,
+                               .info = {.replays = AT_LEAST(4), .side_exits = AT_LEAST(1)}});
 }
 
 /* A second variant whose build fails: the first one keeps replaying. */
@@ -436,7 +462,7 @@ static void second_variant_fail_step(int s, CUdeviceptr *b, void *ctx)
 {
     bool other = s == 6 || s == 8; /* two identical divergent runs: a variant is built at s == 8 */
     if (g_traced && s == 8) fk.fail_next("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY);
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, other ? 2 : 1));
+    OK(axpb_or_other(NULL, b[0], 0.5f, 1.0f, N, other));
     OK(fk_addk_launch(&fk, NULL, b[0], s, N));
 }
 
