@@ -4,9 +4,10 @@
  * A wrapper in runtime/ describes each intercepted call as a cgj_call_t (normalized: the stream
  * is explicit, never NULL; the per-thread-default-stream variant is a flag). Recording turns a
  * call into a cgj_op_t that owns copies of everything it points to: kernel parameters by value,
- * launch attributes. Two recordings of the same anchor are compared op by op: equal shapes make
- * a trace, and the kernel parameter slots whose bytes differ between the two runs are *varying*
- * (patched into the graph on every replay); the others are *constant* (guarded by memcmp).
+ * launch attributes. Two recordings of the same anchor are compared op by op: equal shapes
+ * (topologies, tracer/shape.c) make a trace; the kernel parameter slots whose bytes differ between
+ * the two runs are *varying*, and so are grids, copy and memset operands that differ (patched into
+ * the graph when they change); the other slots are *constant* (guarded by memcmp).
  *
  * Op classes:
  *  - CAPTURE ops go into the segment's graph (kernels, async copies, memsets, events, host
@@ -21,7 +22,7 @@
  * driver chose them). Comparisons therefore match a device address of one run with the other
  * run's by (allocation, offset), and the built trace is *relocated*: every address into an
  * in-step allocation, in kernel parameters and copy/memset arguments, is rewritten to the
- * planned address of that allocation.
+ * planned address of that allocation. Allocations are planned by size class (allocator/plan.h).
  * Calls that cannot be traced never become ops: they abort the step to eager.
  */
 #ifndef CGJ_IR_H

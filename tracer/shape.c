@@ -1,9 +1,14 @@
 /*
  * shape.c — comparing calls with ops, and recordings with each other; the replay guard.
  *
- * The shape of a call is everything except the kernel parameter values and the source of a
- * host-to-device copy (which replay stages at call time, so its address never matters).
- * Shapes are compared exactly: a different stream, grid or copy size is a different step.
+ * Guards v2 (DESIGN.md): the shape of a call is its topology — op kind, driver function, stream,
+ * kernel function and parameter form, launch attributes, copy direction and memory kinds, events,
+ * host functions, the size class of an allocation. Shapes are compared exactly: a different
+ * stream or kernel is a different step. Everything else is a *value* the executable graph can
+ * take: kernel parameters, grid, block, shared memory, copy operands and sizes, memset operands.
+ * Values that differ between the two recorded runs vary from the start (patched at each launch);
+ * a value that differs later becomes varying at that replay (promotion). The source of a staged
+ * host-to-device copy is no value at all: replay copies its bytes at call time.
  * Addresses of in-step allocations differ between the two eager runs a trace is made of (the
  * driver chose them): comparisons match an address of one run with the other run's by
  * (allocation, offset), and the built trace is relocated to the planned addresses.

@@ -92,18 +92,20 @@ size_t cgj_registry_count(void);
 cgj_thread_t *cgj_registry_get(size_t i);
 
 /* ---- shape.c ---- */
-/* Do two recordings have the same ops? On false, *r says where and how they differ. */
+/* Do two recordings have the same topology? On false, *r says where and how they differ. */
 bool cgj_shape_same(const cgj_oplist_t *a, const cgj_oplist_t *b, cgj_reason_t *r);
-/* Mark the kernel parameter slots whose bytes differ between a and b as varying in a (same
- * shape; addresses into in-step allocations match by allocation and offset), then learn a's
- * library groups. a keeps its own values as the recorded ones. */
+/* Mark the kernel parameter slots whose bytes differ between a and b as varying in a, and the
+ * ops whose grid, block, copy or memset values differ as listed (same shape; addresses into
+ * in-step allocations match by allocation and offset), then learn a's library groups. a keeps
+ * its own values as the recorded ones. */
 void cgj_shape_classify(cgj_oplist_t *a, const cgj_oplist_t *b);
 /* Rewrite every address into an in-step allocation of l to planned[block] + offset. */
 void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);
-/* Replay guard: does call c match op o? On success, varying slots are stashed into o's live
- * values. On failure *r names the difference (its op is left for the caller). With `promote`,
- * a constant kernel parameter slot that differs (and whose graph node can be patched) becomes
- * varying instead of failing; o->promoted is then set. */
+/* Replay guard: does call c match op o? The topology must be equal; on success, varying slots
+ * and the values of a listed op are taken into o (the run in progress). On failure *r names the
+ * difference (its op is left for the caller) and o is unchanged. With `promote`, a constant slot
+ * or value that differs (where the op's graph node can be patched) becomes varying instead of
+ * failing; o->promoted is then set. */
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r);
 
 /* ---- libop.c ---- */
