@@ -20,10 +20,10 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
     CGJ_VEC_PUSH(t->segs, t->nsegs, *cap, ((cgj_segment_t){.first = first, .end = end, .chained = chained}));
 }
 
-/* Segments run from one boundary op to the next. One that the host will wait for at its end
- * (a synchronization follows) is cut into chunks of CGJIT_CHUNK_OPS captured ops, each launched
- * as soon as its last op is absorbed: the GPU starts while the host still absorbs the rest,
- * exactly as it would have started on eager launches. */
+/* Segments run from one boundary op to the next, cut into chunks of CGJIT_CHUNK_OPS captured
+ * ops, each launched as soon as its last op is absorbed: the GPU starts while the host still
+ * absorbs the rest, exactly as it would have started on eager launches, and a side exit re-issues
+ * at most one chunk's ops eagerly, never the whole step. */
 static void split_segments(cgj_trace_t *t)
 {
     uint32_t n = t->list.n, cap = 0, chunk = (uint32_t)cgj_cfg.CHUNK_OPS;
@@ -32,9 +32,8 @@ static void split_segments(cgj_trace_t *t)
     for (uint32_t i = 0;;) {
         uint32_t j = i;
         while (j < n && cgj_op_class[t->list.ops[j].call.kind] != CGJ_CLASS_BOUNDARY) j++;
-        bool waited_for = j < n ? t->list.ops[j].call.kind != CGJ_OP_FREE : t->ends_in_sync;
         uint32_t first = i, captured = 0;
-        for (uint32_t k = i; chunk && waited_for && k < j; k++) {
+        for (uint32_t k = i; chunk && k < j; k++) {
             if (cgj_op_class[t->list.ops[k].call.kind] == CGJ_CLASS_CAPTURE) captured++;
             if (captured == chunk && k + 1 < j) {
                 push_segment(t, &cap, first, k + 1, true);

@@ -243,7 +243,6 @@ typedef struct cgj_trace {
     uint64_t other_exits; /* exits beyond the kinds kept */
     CUcontext ctx;                          /* the context its graphs were built in */
     CUdeviceptr region;                     /* pool region of the in-step allocations */
-    bool ends_in_sync;                      /* the step always ends at a host synchronization */
     uint64_t pool_bytes, naive_bytes, lower_bound;
     uint32_t nblocks;
     cgj_segment_t *segs;

@@ -85,7 +85,7 @@ static bool stage_copies(cgj_trace_t *t, cgj_reason_t *why)
     return true;
 }
 
-void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool ends_in_sync)
+void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
 {
     cgj_trace_t *tr = cgj_xcalloc(1, sizeof *tr);
     tr->list = *rec;
@@ -95,7 +95,6 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool ends_in_sync)
         if (kp) tr->kernels++, tr->varying_slots += kp->nvarying;
     }
     cgj_reason_t why = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP};
-    tr->ends_in_sync = ends_in_sync;
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&tr->ctx);
     if (!plan_memory(a, tr, &why) || !stage_copies(tr, &why) || !cgj_graph_build(tr, &why)) {
         CGJ_STAT_ADD(build_failures, 1);

@@ -82,7 +82,7 @@ static void drop_draft(cgj_anchor_t *a, uint32_t d)
     a->ndrafts--;
 }
 
-void cgj_record_finish(cgj_thread_t *t, bool ends_in_sync)
+void cgj_record_finish(cgj_thread_t *t)
 {
     cgj_anchor_t *a = t->anchor;
     cgj_oplist_t rec = t->rec;
@@ -103,7 +103,7 @@ void cgj_record_finish(cgj_thread_t *t, bool ends_in_sync)
          * region double-buffers the blocks the program still holds. */
         if (a->nvariants < cgj_build_max_variants() && cgj_build_may_try(a) &&
             (a->want_twin || !cgj_build_duplicates(a, &rec))) {
-            cgj_build_variant(a, &rec, ends_in_sync);
+            cgj_build_variant(a, &rec);
             a->want_twin = false;
         }
         cgj_oplist_free(&rec);

@@ -234,7 +234,7 @@ static int end_locked(cgj_thread_t *t)
     cgj_anchor_t *a = t->anchor;
     if (t->mode == CGJ_MODE_REPLAY) cgj_replay_end(t);
     if (t->mode == CGJ_MODE_RECORD)
-        cgj_record_finish(t, t->implicit && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC);
+        cgj_record_finish(t);
     if (a && a->nvariants && a->state == CGJ_STATE_REPLAY) cgj_anchor_note_run(a, t->exited);
     t->exited = false;
     uint64_t host_ns = cgj_now_ns() - t->begun_ns;

@@ -145,7 +145,7 @@ void cgj_replay_begin(cgj_thread_t *t, cgj_anchor_t *a);
 
 /* ---- build.c ---- */
 /* Build a trace from a classified recording (taken over) as a new variant of a. */
-void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool ends_in_sync);
+void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec);
 /* Would rec (classified) add nothing to a's variants? */
 bool cgj_build_duplicates(const cgj_anchor_t *a, const cgj_oplist_t *rec);
 uint32_t cgj_build_max_variants(void);
@@ -160,7 +160,7 @@ void cgj_record_lib(cgj_thread_t *t, const cgj_call_t *c);
 /* The library call of LIB op `at` returned while recording. */
 void cgj_record_lib_leave(cgj_thread_t *t, uint32_t at, bool ok);
 /* The recorded run ends: compare with the drafts, build a variant or keep it as a draft. */
-void cgj_record_finish(cgj_thread_t *t, bool ends_in_sync);
+void cgj_record_finish(cgj_thread_t *t);
 
 /* ---- implicit.c ---- */
 typedef enum cgj_route {
