@@ -105,7 +105,9 @@ CGJ_API int cgj_trace_end(void);
     X(lib_absorbed, "library calls replay absorbed whole: the library was not called")       \
     X(lib_relearned, "library calls whose arguments changed in replay: the library ran and the trace learned them") \
     X(anchors_evicted, "anchors whose traces and pool memory were given back to stay within CGJIT_POOL_MAX_GB") \
-    X(values_promoted, "ops whose grid, block, copy or memset operands (or parameters) were found to vary in replay, patched from then on")
+    X(values_promoted, "ops whose grid, block, copy or memset operands (or parameters) were found to vary in replay, patched from then on") \
+    X(steps_probed, "steps of replaying anchors run eagerly on purpose, to measure whether replay pays (CGJIT_COST)") \
+    X(anchors_off, "times an anchor turned replay off because it cost more than eager execution")
 
 /*
  * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields
@@ -135,7 +137,8 @@ static inline int cgj_stats(cgj_stats_t *out)
     X(WARMUP, "first run: executes eagerly, recorded as a draft")                   \
     X(RECORD, "second run: executes eagerly, compared with the draft")             \
     X(REPLAY, "replays a built graph; divergent runs leave it at a side exit")      \
-    X(BLACKLISTED, "runs eagerly for good; see the reason")
+    X(BLACKLISTED, "runs eagerly for good; see the reason")                        \
+    X(OFF, "replay did not pay: runs eagerly for now and tries again later; see the reason")
 
 typedef enum cgj_state {
 #define CGJ_STATE_ENUM(name, doc) CGJ_STATE_##name,
@@ -166,6 +169,9 @@ typedef struct cgj_trace_info {
     int reason_code;        /* the same as a code of cgjit's reason table (0: none); see
                              * cgj_reason_name() and cgj_reason_hint() */
     uint32_t reason_op;     /* the op index the reason applies to, UINT32_MAX if none */
+    uint64_t eager_step_ns; /* median time from one begin of the step to the next, eager runs ... */
+    uint64_t replay_step_ns; /* ... and replayed runs (0 until measured; CGJIT_COST) */
+    uint64_t reissued_ops;  /* absorbed ops re-issued eagerly when replays left the trace */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */

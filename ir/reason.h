@@ -72,6 +72,8 @@
       "synchronize on the thread that runs the step")                                             \
     X(EXIT_PATCH, "the executable graph refused a new value for a node",                          \
       "that op's values are guarded from now on; values that follow the data make variants")     \
+    X(OFF_COST, "replay cost more than eager execution",                                          \
+      "steps too short for a graph to pay, or leaving their trace too often: see the side exits") \
     /* blacklists */                                                                               \
     X(BLACKLIST_EXITS, "most replays left the trace", "see the side exits: the step differs too often") \
     X(BLACKLIST_LAUNCH, "a graph launch failed", "the driver refused the graph; the step runs eagerly") \

@@ -100,6 +100,15 @@ static void report_verdict(FILE *f, const cgj_anchor_t *a, const cgj_trace_info_
         fprintf(f, "    not replayed yet: %s\n", i->runs < 3 ? "a step replays from its third run" : i->reason);
         return;
     }
+    if (i->eager_step_ns && i->replay_step_ns)
+        fprintf(f, "    per step, begin to begin (medians): eager %.1f us, replay %.1f us (%.2fx)%s%s\n",
+                (double)i->eager_step_ns / 1e3, (double)i->replay_step_ns / 1e3,
+                (double)i->eager_step_ns / (double)i->replay_step_ns,
+                i->state == CGJ_STATE_OFF ? ": replay is off for now: " : "",
+                i->state == CGJ_STATE_OFF ? i->reason : "");
+    if (i->reissued_ops)
+        fprintf(f, "    %llu absorbed ops re-issued eagerly where replays left the trace\n",
+                (unsigned long long)i->reissued_ops);
     double e, r;
     cgj_anchor_host_times(a, &e, &r);
     if (i->replays && e > 0)

@@ -221,6 +221,9 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     if (a->reason.code != CGJ_REASON_NONE) cgj_reason_format(&a->reason, out->reason, sizeof out->reason);
     out->reason_code = (int)a->reason.code;
     out->reason_op = a->reason.op;
+    out->eager_step_ns = __atomic_load_n(&a->cost.eager_med_ns, __ATOMIC_RELAXED);
+    out->replay_step_ns = __atomic_load_n(&a->cost.replay_med_ns, __ATOMIC_RELAXED);
+    out->reissued_ops = __atomic_load_n(&a->cost.reissued, __ATOMIC_RELAXED);
     if (!a->nvariants) return;
     const cgj_trace_t *t = a->variants[__atomic_load_n(&a->current, __ATOMIC_RELAXED)];
     out->ops = t->list.n;

@@ -31,6 +31,7 @@ bool cgj_exit_flush(cgj_thread_t *t)
     cgj_trace_t *tr = t->trace;
     uint32_t first = tr->segs[t->seg].first;
     bool ok = true;
+    if (t->anchor && t->pos > first) __atomic_fetch_add(&t->anchor->cost.reissued, t->pos - first, __ATOMIC_RELAXED);
     for (uint32_t i = first; i < t->pos; i++) {
         cgj_op_t *o = &tr->list.ops[i];
         CUresult r = cgj_op_issue(o, o->call.stream, false, false);

@@ -201,10 +201,20 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         return CGJ_OK;
     }
     t->anchor = a;
-    if (a->state == CGJ_STATE_BLACKLISTED || (a->nvariants && !same_context(t, a)))
+    cgj_cost_kind_t kind = CGJ_COST_NONE;
+    if (a->state == CGJ_STATE_BLACKLISTED || (a->nvariants && !same_context(t, a))) {
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
-    else if (a->nvariants) cgj_replay_begin(t, a);
-    else cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_RECORD);
+    } else if (a->nvariants && cgj_cost_eager(a)) { /* an eager probe, or replay is off */
+        kind = CGJ_COST_EAGER;
+        cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
+    } else if (a->nvariants) {
+        kind = CGJ_COST_REPLAY;
+        cgj_replay_begin(t, a);
+    } else {
+        cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_RECORD);
+    }
+    t->replaying = kind == CGJ_COST_REPLAY;
+    cgj_cost_begin(a, t, t->begun_ns, kind);
     return CGJ_OK;
 }
 
@@ -235,7 +245,8 @@ static int end_locked(cgj_thread_t *t)
     if (t->mode == CGJ_MODE_REPLAY) cgj_replay_end(t);
     if (t->mode == CGJ_MODE_RECORD)
         cgj_record_finish(t);
-    if (a && a->nvariants && a->state == CGJ_STATE_REPLAY) cgj_anchor_note_run(a, t->exited);
+    if (a && t->replaying && a->state == CGJ_STATE_REPLAY) cgj_anchor_note_run(a, t->exited);
+    t->replaying = false;
     t->exited = false;
     uint64_t host_ns = cgj_now_ns() - t->begun_ns;
     if (t->mode != CGJ_MODE_REPLAY) {

@@ -35,6 +35,7 @@ typedef struct cgj_thread {
     uint64_t pending_mask;   /* stream buckets (cgj_stream_bucket) the pending calls are on */
     bool allocs_served;      /* pool blocks were handed out in this step */
     bool exited;             /* this step left its trace */
+    bool replaying;          /* this step began as a replay (it may have left the trace since) */
     uint64_t absorbed;       /* calls absorbed in this step */
     /* the thread */
     uint64_t begun_ns;       /* when the step began (host time, for the report) */

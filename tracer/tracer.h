@@ -9,6 +9,7 @@
  *     build.c     a trace from a recording: memory plan, staging, graphs
  *     replay.c    guard, absorb, patch, launch; variant switches
  *     exits.c     leaving a replay: flush, side exit, abort; other threads' observations
+ *     cost.c      does replay pay? eager probes, periods, turning replay off and on
  *     shape.c     comparing calls with ops and recordings with each other; the guard
  *     libop.c     learning how a library call's kernels follow its arguments
  *     anchor.c    the anchor table, anchor states, failure and exit history
@@ -26,6 +27,23 @@
 /* An anchor: the named point where a step starts, and what cgjit knows of it. It moves along
  * CGJ_ANCHOR_TRANSITION_LIST (machine.h). One thread at a time runs a step of a given anchor
  * (`busy`); a second thread beginning the same anchor meanwhile runs its step eagerly. */
+/* ---- cost.c: does replay pay? ---- */
+#define CGJ_COST_EAGER_WINDOW 8
+#define CGJ_COST_REPLAY_WINDOW 16
+typedef enum { CGJ_COST_NONE, CGJ_COST_EAGER, CGJ_COST_REPLAY } cgj_cost_kind_t;
+typedef struct cgj_cost {
+    uint64_t last_ns;           /* when the anchor's last step began ... */
+    const void *last_thread;    /* ... on which thread ... */
+    cgj_cost_kind_t last_kind;  /* ... as which kind of run */
+    uint64_t eager[CGJ_COST_EAGER_WINDOW], replay[CGJ_COST_REPLAY_WINDOW]; /* periods, ns */
+    uint64_t neager, nreplay;   /* periods measured (the windows hold the last ones) */
+    uint64_t eager_med_ns, replay_med_ns; /* the medians at the last judgement (the report) */
+    uint64_t since_probe;       /* replay runs since the last eager probe */
+    uint64_t retry_at;          /* OFF: the run from which replay is tried again */
+    uint32_t offs;              /* times turned off */
+    uint64_t reissued;          /* absorbed ops re-issued at side exits and aborts */
+} cgj_cost_t;
+
 struct cgj_anchor {
     char *name;
     cgj_state_t state;       /* changed only by cgj_anchor_go */
@@ -44,6 +62,7 @@ struct cgj_anchor {
     uint32_t pool_failures; /* builds that found no pool memory ... */
     uint64_t pool_retry_at; /* ... and the run from which to try again */
     cgj_reason_t reason;    /* why blacklisted, or the last divergence, exit or abort */
+    cgj_cost_t cost;        /* cost.c (touched by the thread running its step) */
     struct cgj_anchor *next;
 };
 
@@ -65,6 +84,14 @@ void cgj_anchor_blacklist(cgj_anchor_t *a, const cgj_reason_t *r);
 void cgj_anchor_fail(cgj_anchor_t *a, const cgj_reason_t *r);
 /* A replayed run ended (exited: it left the trace): too many exits blacklist the anchor. */
 void cgj_anchor_note_run(cgj_anchor_t *a, bool exited);
+
+/* ---- cost.c ---- */
+/* a has a trace and the state to replay it: should this run be eager instead (an eager probe,
+ * or the anchor is OFF)? May turn an OFF anchor back to REPLAY. */
+bool cgj_cost_eager(cgj_anchor_t *a);
+/* A step of a begins at `now` on `thread` as a run of `kind`: the period since its last begin
+ * there is a figure of the last run's kind; may turn the anchor OFF. */
+void cgj_cost_begin(cgj_anchor_t *a, const void *thread, uint64_t now, cgj_cost_kind_t kind);
 
 /* ---- threads.c ---- */
 /* Put t in the registry other threads flush through; true the first time. */

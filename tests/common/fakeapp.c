@@ -58,6 +58,9 @@ void fk_open(fk_t *fk)
     memset(fk, 0, sizeof *fk);
     const char *path = fk_driver_path();
     setenv("CGJIT_DRIVER", path, 1);
+    /* Timing decides nothing in these tests unless one asks for it: replay is never turned off
+     * for cost, no run is an eager probe (the cost model's own tests set CGJIT_COST=1). */
+    setenv("CGJIT_COST", "0", 0);
     fk->handle = dlopen(path, RTLD_NOW);
     cr_assert(fk->handle, "dlopen %s: %s", path, dlerror());
     fk->gpa = (__typeof__(fk->gpa))dlsym(fk->handle, "cuGetProcAddress_v2");
@@ -105,6 +108,7 @@ void fk_open(fk_t *fk)
     fk->reset_counts = (__typeof__(fk->reset_counts))dlsym(fk->handle, "fakecuda_reset_counts");
     fk->fail_next = (__typeof__(fk->fail_next))dlsym(fk->handle, "fakecuda_fail_next");
     fk->fail_pending = (__typeof__(fk->fail_pending))dlsym(fk->handle, "fakecuda_fail_pending");
+    fk->set_delays = (__typeof__(fk->set_delays))dlsym(fk->handle, "fakecuda_set_delays");
     fk->fail_clear = (__typeof__(fk->fail_clear))dlsym(fk->handle, "fakecuda_fail_clear");
     cr_assert(fk->register_kernel && fk->get_counts && fk->reset_counts && fk->fail_next);
     size_t s4[] = {8, 4, 4, 4}, s3[] = {8, 4, 4}, s_cs[] = {8, 8, 4, 4};

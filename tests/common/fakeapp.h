@@ -40,6 +40,7 @@ typedef struct fk {
     void (*reset_counts)(void);
     void (*fail_next)(const char *, CUresult);
     int (*fail_pending)(void);
+    void (*set_delays)(unsigned launch_us, unsigned graph_launch_us);
     void (*fail_clear)(void);
     /* Added for the replay/API tests (resolved by fk_open like the others). */
     __typeof__(cuGraphInstantiateWithFlags) *graph_instantiate;

@@ -69,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_PENDING_FAILS 64
 
@@ -183,6 +184,24 @@ FAKECUDA_API void fakecuda_fail_next(const char *exported_name, CUresult err)
         g_nfails++;
     }
     unlock();
+}
+
+static unsigned g_delay_us[2]; /* eager kernel launch, graph launch */
+
+FAKECUDA_API void fakecuda_set_delays(unsigned launch_us, unsigned graph_launch_us)
+{
+    __atomic_store_n(&g_delay_us[0], launch_us, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_delay_us[1], graph_launch_us, __ATOMIC_RELAXED);
+}
+
+void delay(int which)
+{
+    unsigned us = __atomic_load_n(&g_delay_us[which], __ATOMIC_RELAXED);
+    if (!us) return;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < (long)us);
 }
 
 FAKECUDA_API int fakecuda_fail_pending(void)

@@ -82,6 +82,10 @@ FAKECUDA_API void fakecuda_fail_next(const char *exported_name, CUresult err);
 FAKECUDA_API int fakecuda_fail_pending(void);
 FAKECUDA_API void fakecuda_fail_clear(void);
 
+/* Host time each eager kernel launch and each graph launch takes (busy wait, microseconds; 0:
+ * none): what a test of cgjit's cost model makes cheap or dear. */
+FAKECUDA_API void fakecuda_set_delays(unsigned launch_us, unsigned graph_launch_us);
+
 #ifdef __cplusplus
 }
 #endif

@@ -358,6 +358,7 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream h, int ptds)
     fc_exec *x;
     fc_op *snap = NULL;
     size_t n = 0;
+    delay(DELAY_GRAPH_LAUNCH);
     lock();
     CUresult err = exec_stream_check(hExec, h, ptds, &x);
     if (err == CUDA_SUCCESS && !(snap = calloc(x->n + 1, sizeof *snap))) err = CUDA_ERROR_OUT_OF_MEMORY;

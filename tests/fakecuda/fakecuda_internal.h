@@ -66,6 +66,10 @@
 
 #pragma GCC visibility push(hidden)
 
+/* Spend the host time fakecuda_set_delays asked for: DELAY_LAUNCH or DELAY_GRAPH_LAUNCH. */
+enum { DELAY_LAUNCH, DELAY_GRAPH_LAUNCH };
+void delay(int which);
+
 /* ---------------------------------------------------------------------------------------------
  * Global state (fakecuda.c). All state sits behind one mutex, taken by lock() and never held
  * while a kernel or host function runs.

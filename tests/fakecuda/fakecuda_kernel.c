@@ -114,6 +114,7 @@ static CUresult launch_kernel(const void *f, const unsigned grid[3], const unsig
     memcpy(op.kern.grid, grid, sizeof op.kern.grid);
     memcpy(op.kern.block, block, sizeof op.kern.block);
     op.kern.smem = smem;
+    delay(DELAY_LAUNCH);
     return submit(h, ptds, 0, &op);
 }
 

@@ -170,7 +170,7 @@ Test(runtime_api, state_name_of_every_state)
 #define CHECK_STATE(name, doc) cr_assert_str_eq(cgj_state_name(CGJ_STATE_##name), #name);
     CGJ_STATE_LIST(CHECK_STATE)
 #undef CHECK_STATE
-    static const int bad[] = {-1, CGJ_STATE_BLACKLISTED + 1, 1 << 30};
+    static const int bad[] = {-1, CGJ_STATE_OFF + 1, 1 << 30};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
         cr_assert_str_eq(cgj_state_name(bad[k]), "?", "cgj_state_name(%d)", bad[k]);
 }

@@ -1,0 +1,81 @@
+/*
+ * test_cost.c — the cost model (tracer/cost.c) against the fake driver, whose launches can be
+ * made to cost host time: an anchor whose replay costs more than eager execution turns replay
+ * off (state OFF, reason OFF_COST) and tries again later; one whose replay pays keeps replaying,
+ * with one eager probe now and then. Results equal eager execution throughout.
+ */
+#include "replay_common.h"
+
+static void cost_setup(void)
+{
+    setenv("CGJIT_COST", "1", 1);
+    fk_open(&fk);
+}
+
+TestSuite(tracer_cost, .init = cost_setup);
+
+/* Two short kernels: one eager launch each against one graph launch. */
+static void two_kernel_step(int s, CUdeviceptr *b, void *ctx)
+{
+    OK(fk_addk_launch(&fk, NULL, b[0], s, N));
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+}
+
+/* Steps run traced only (the scenario helper runs an eager twin of each step, which would be
+ * timed into the periods): compare with a host model of the buffer at the end. */
+static cgj_trace_info_t run_traced(const char *name, int steps)
+{
+    bufs_t b;
+    bufs_alloc(&b, 1);
+    for (int s = 0; s < steps; s++) {
+        g_traced = false;
+        two_kernel_step(s, b.e, NULL);
+        cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
+        g_traced = true;
+        two_kernel_step(s, b.t, NULL);
+        g_traced = false;
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    }
+    compare_bufs(name, steps, &b);
+    return info_of(name);
+}
+
+Test(tracer_cost, replay_that_costs_more_than_eager_turns_itself_off)
+{
+    fk.set_delays(0, 300); /* a graph launch costs 300 us, a kernel launch nothing */
+    cgj_trace_info_t i = run_traced("dear", 80);
+    fk.set_delays(0, 0);
+    cr_assert_eq(i.state, CGJ_STATE_OFF, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_eq(i.reason_code, CGJ_REASON_OFF_COST, "%s", i.reason);
+    cr_assert_gt(i.replay_step_ns, i.eager_step_ns, "replay %llu ns, eager %llu ns",
+                 (unsigned long long)i.replay_step_ns, (unsigned long long)i.eager_step_ns);
+    cr_assert_lt(i.replays, 30, "%llu replays: it should have stopped early", (unsigned long long)i.replays);
+    cr_assert_geq(stats_now().anchors_off, 1);
+}
+
+Test(tracer_cost, an_anchor_turned_off_tries_again_later)
+{
+    fk.set_delays(0, 300);
+    cgj_trace_info_t i = run_traced("again", 60);
+    cr_assert_eq(i.state, CGJ_STATE_OFF, "%s", i.reason);
+    uint64_t replays = i.replays;
+    fk.set_delays(300, 0); /* now eager launches are the dear ones */
+    i = run_traced("again", 400);
+    fk.set_delays(0, 0);
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_gt(i.replays, replays + 50, "replay was not tried again (%llu replays)", (unsigned long long)i.replays);
+}
+
+Test(tracer_cost, replay_that_pays_keeps_replaying_with_probes)
+{
+    fk.set_delays(200, 0); /* each eager kernel launch costs 200 us */
+    cgj_trace_info_t i = run_traced("cheap", 200);
+    fk.set_delays(0, 0);
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cgj_stats_t st = stats_now();
+    cr_assert_geq(st.steps_probed, 5, "%llu eager probes", (unsigned long long)st.steps_probed);
+    cr_assert_leq(st.steps_probed, 15, "%llu eager probes in 200 runs", (unsigned long long)st.steps_probed);
+    cr_assert_geq(i.replays, 180);
+    cr_assert_lt(i.replay_step_ns, i.eager_step_ns);
+    cr_assert_eq(st.anchors_off, 0);
+}

@@ -1,0 +1,104 @@
+/*
+ * cost.c — does replay pay? Each anchor measures it and turns replay off where it does not.
+ *
+ * What counts is what the program sees: the time from one begin of the anchor's step to the
+ * next (on the same thread), which holds the step's own work, its waits for the GPU, whatever
+ * the program does between steps, and everything cgjit adds (guards, staging, patches, side
+ * exits that re-issue a chunk and record the rest). Such periods are kept per kind of run:
+ * replays, and *eager probes* — runs of an anchor that has a trace, run eagerly on purpose:
+ * every PROBE_FIRST-th run while the first figures come in, every PROBE_STEADY-th after that.
+ * (Warm-up runs are no eager figure: they also record.)
+ *
+ * When the median replay period exceeds the median eager one by more than MARGIN, the anchor goes
+ * OFF (reason OFF_COST, with both figures): its steps run eagerly for OFF_RUNS runs, twice as
+ * many each time it happens again (up to 64 times), then replay is tried again.
+ */
+#include "tracer/tracer.h"
+#include "base/log.h"
+
+#include <string.h>
+
+#define PROBE_FIRST 3    /* while the eager window fills: one run in 3 is an eager probe */
+#define PROBE_STEADY 64  /* then one in 64 */
+#define MIN_EAGER 5      /* figures needed before a decision */
+#define MIN_REPLAY 8
+#define MARGIN_PCT 2     /* replay may be this much slower than eager before it is turned off
+                          * (the periods' own noise) */
+#define OFF_RUNS 256
+#define OFF_DOUBLINGS 6
+
+static uint64_t median(const uint64_t *v, uint32_t n)
+{
+    uint64_t s[CGJ_COST_REPLAY_WINDOW];
+    memcpy(s, v, n * sizeof *s);
+    for (uint32_t i = 1; i < n; i++) /* insertion sort: n <= 16 */
+        for (uint32_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+            uint64_t x = s[j];
+            s[j] = s[j - 1], s[j - 1] = x;
+        }
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static void add(uint64_t *window, uint32_t size, uint64_t *count, uint64_t ns)
+{
+    window[*count % size] = ns;
+    (*count)++;
+}
+
+/* Enough figures: compare, and turn replay off where it does not pay. */
+static void judge(cgj_anchor_t *a)
+{
+    cgj_cost_t *c = &a->cost;
+    uint32_t ne = c->neager < CGJ_COST_EAGER_WINDOW ? (uint32_t)c->neager : CGJ_COST_EAGER_WINDOW;
+    uint32_t nr = c->nreplay < CGJ_COST_REPLAY_WINDOW ? (uint32_t)c->nreplay : CGJ_COST_REPLAY_WINDOW;
+    if (ne < MIN_EAGER || nr < MIN_REPLAY) return;
+    uint64_t e = median(c->eager, ne), r = median(c->replay, nr);
+    __atomic_store_n(&c->eager_med_ns, e, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->replay_med_ns, r, __ATOMIC_RELAXED);
+    if (r * 100 <= e * (100 + MARGIN_PCT) || a->state != CGJ_STATE_REPLAY) return;
+    uint32_t k = c->offs < OFF_DOUBLINGS ? c->offs : OFF_DOUBLINGS;
+    c->offs++;
+    c->retry_at = __atomic_load_n(&a->runs, __ATOMIC_RELAXED) + ((uint64_t)OFF_RUNS << k);
+    cgj_reason_t why;
+    cgj_reason_set(&why, CGJ_REASON_OFF_COST, CGJ_REASON_NO_OP,
+                   "replay %.1f us per step against %.1f us eager (medians of %u and %u runs); tried again in %llu runs",
+                   (double)r / 1e3, (double)e / 1e3, nr, ne, (unsigned long long)((uint64_t)OFF_RUNS << k));
+    cgj_anchor_go(a, CGJ_STATE_OFF);
+    cgj_anchor_note(a, &why);
+    CGJ_STAT_ADD(anchors_off, 1);
+    char text[320];
+    CGJ_LOG(blacklist, "anchor '%s' turned off: %s", a->name, cgj_reason_format(&why, text, sizeof text));
+}
+
+bool cgj_cost_eager(cgj_anchor_t *a)
+{
+    cgj_cost_t *c = &a->cost;
+    uint64_t runs = __atomic_load_n(&a->runs, __ATOMIC_RELAXED);
+    if (a->state == CGJ_STATE_OFF) {
+        if (runs < c->retry_at) return true;
+        c->nreplay = 0; /* a fresh look at replay; the eager figures are recent */
+        c->since_probe = 0;
+        cgj_anchor_go(a, CGJ_STATE_REPLAY);
+        CGJ_LOG(trace, "anchor '%s': replay tried again", a->name);
+    }
+    if (!cgj_cfg.COST) return false;
+    uint32_t every = c->neager < MIN_EAGER ? PROBE_FIRST : PROBE_STEADY;
+    if (++c->since_probe < every) return false;
+    c->since_probe = 0;
+    CGJ_STAT_ADD(steps_probed, 1);
+    return true;
+}
+
+void cgj_cost_begin(cgj_anchor_t *a, const void *thread, uint64_t now, cgj_cost_kind_t kind)
+{
+    cgj_cost_t *c = &a->cost;
+    if (c->last_thread == thread && c->last_kind != CGJ_COST_NONE && now > c->last_ns) {
+        uint64_t ns = now - c->last_ns;
+        if (c->last_kind == CGJ_COST_EAGER) add(c->eager, CGJ_COST_EAGER_WINDOW, &c->neager, ns);
+        else add(c->replay, CGJ_COST_REPLAY_WINDOW, &c->nreplay, ns);
+        judge(a);
+    }
+    c->last_thread = thread;
+    c->last_ns = now;
+    c->last_kind = kind;
+}
