@@ -135,7 +135,9 @@ static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_
     seg->graph = g;
     if (!ok) return false;
     if (r != CUDA_SUCCESS) FAIL(CAPTURE, NO_OP, "cuStreamEndCapture: %s", cgj_driver_errstr(r));
+    uint64_t t0 = cgj_now_ns();
     r = cgj_drv.r_cuGraphInstantiateWithFlags(&seg->exec, g, 0);
+    t->instantiate_ns += cgj_now_ns() - t0;
     if (r != CUDA_SUCCESS) FAIL(INSTANTIATE, NO_OP, "%s", cgj_driver_errstr(r));
     r = cgj_drv.r_cuGraphUpload(seg->exec, cap);
     if (r != CUDA_SUCCESS) FAIL(UPLOAD, NO_OP, "%s", cgj_driver_errstr(r));

@@ -172,6 +172,13 @@ typedef struct cgj_trace_info {
     uint64_t eager_step_ns; /* median time from one begin of the step to the next, eager runs ... */
     uint64_t replay_step_ns; /* ... and replayed runs (0 until measured; CGJIT_COST) */
     uint64_t reissued_ops;  /* absorbed ops re-issued eagerly when replays left the trace */
+    /* Warm-up: what making the first trace cost on the host, and when it paid off. */
+    uint64_t record_ns;     /* time spent recording calls (all recorded runs) ... */
+    uint64_t recorded_ops;  /* ... for this many calls */
+    uint64_t plan_ns;       /* planning the first variant's memory */
+    uint64_t build_ns;      /* capturing, instantiating and uploading its graphs ... */
+    uint64_t instantiate_ns; /* ... of which instantiating them */
+    uint64_t first_replay_run; /* the run (1 = first) that first replayed; 0: none yet */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */

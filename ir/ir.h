@@ -249,6 +249,7 @@ typedef struct cgj_trace {
     uint32_t nsegs;
     uint32_t kernels, varying_slots;
     uint64_t replays, side_exits;
+    uint64_t plan_ns, build_ns, instantiate_ns; /* what building it cost on the host */
 } cgj_trace_t;
 
 /* ---- op.c: ops from calls, op lists ---- */

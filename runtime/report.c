@@ -106,6 +106,11 @@ static void report_verdict(FILE *f, const cgj_anchor_t *a, const cgj_trace_info_
                 (double)i->eager_step_ns / (double)i->replay_step_ns,
                 i->state == CGJ_STATE_OFF ? ": replay is off for now: " : "",
                 i->state == CGJ_STATE_OFF ? i->reason : "");
+    if (i->recorded_ops && i->first_replay_run)
+        fprintf(f, "    warm-up: recording %.2f us per call, plan %.2f ms, graphs %.2f ms (instantiate %.2f ms); first replay at run %llu\n",
+                (double)i->record_ns / (double)i->recorded_ops / 1e3, (double)i->plan_ns / 1e6,
+                (double)i->build_ns / 1e6, (double)i->instantiate_ns / 1e6,
+                (unsigned long long)i->first_replay_run);
     if (i->reissued_ops)
         fprintf(f, "    %llu absorbed ops re-issued eagerly where replays left the trace\n",
                 (unsigned long long)i->reissued_ops);

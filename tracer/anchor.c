@@ -224,7 +224,13 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->eager_step_ns = __atomic_load_n(&a->cost.eager_med_ns, __ATOMIC_RELAXED);
     out->replay_step_ns = __atomic_load_n(&a->cost.replay_med_ns, __ATOMIC_RELAXED);
     out->reissued_ops = __atomic_load_n(&a->cost.reissued, __ATOMIC_RELAXED);
+    out->record_ns = __atomic_load_n(&a->cost.record_ns, __ATOMIC_RELAXED);
+    out->recorded_ops = __atomic_load_n(&a->cost.recorded_ops, __ATOMIC_RELAXED);
+    out->first_replay_run = __atomic_load_n(&a->cost.first_replay_run, __ATOMIC_RELAXED);
     if (!a->nvariants) return;
+    out->plan_ns = a->variants[0]->plan_ns;
+    out->build_ns = a->variants[0]->build_ns;
+    out->instantiate_ns = a->variants[0]->instantiate_ns;
     const cgj_trace_t *t = a->variants[__atomic_load_n(&a->current, __ATOMIC_RELAXED)];
     out->ops = t->list.n;
     out->kernels = t->kernels;

@@ -96,7 +96,13 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     }
     cgj_reason_t why = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP};
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&tr->ctx);
-    if (!plan_memory(a, tr, &why) || !stage_copies(tr, &why) || !cgj_graph_build(tr, &why)) {
+    uint64_t t0 = cgj_now_ns();
+    bool ok = plan_memory(a, tr, &why);
+    uint64_t t1 = cgj_now_ns();
+    ok = ok && stage_copies(tr, &why) && cgj_graph_build(tr, &why);
+    tr->plan_ns = t1 - t0;
+    tr->build_ns = cgj_now_ns() - t1;
+    if (!ok) {
         CGJ_STAT_ADD(build_failures, 1);
         cgj_graph_destroy(tr);
         cgj_oplist_free(&tr->list);

@@ -38,7 +38,7 @@ static void abort_with(cgj_thread_t *t, cgj_reason_code_t code, const char *api,
     cgj_exit_abort(t, &r);
 }
 
-void cgj_record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
+static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
 {
     cgj_reason_code_t why = CGJ_REASON_NONE;
     cgj_call_t tmp;
@@ -53,6 +53,17 @@ void cgj_record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
         abort_with(t, why, c->api, NULL);
     else
         CGJ_STAT_ADD(ops_recorded, 1);
+}
+
+/* Recording costs host time on top of the eager call: the anchor keeps the sum (warm-up). */
+void cgj_record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
+{
+    uint64_t t0 = cgj_now_ns();
+    cgj_anchor_t *a = t->anchor;
+    record_leave(t, c, r);
+    if (!a) return;
+    __atomic_fetch_add(&a->cost.record_ns, cgj_now_ns() - t0, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->cost.recorded_ops, 1, __ATOMIC_RELAXED);
 }
 
 void cgj_record_lib(cgj_thread_t *t, const cgj_call_t *c)

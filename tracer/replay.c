@@ -333,7 +333,8 @@ void cgj_replay_end(cgj_thread_t *t)
         launch_segment(t); /* on failure the step has become eager */
         if (t->mode == CGJ_MODE_REPLAY) {
             __atomic_fetch_add(&tr->replays, 1, __ATOMIC_RELAXED);
-            __atomic_fetch_add(&a->replays, 1, __ATOMIC_RELAXED);
+            if (!__atomic_fetch_add(&a->replays, 1, __ATOMIC_RELAXED))
+                __atomic_store_n(&a->cost.first_replay_run, __atomic_load_n(&a->runs, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
             CGJ_STAT_ADD(steps_replayed, 1);
         }
         return;

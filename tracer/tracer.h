@@ -42,6 +42,8 @@ typedef struct cgj_cost {
     uint64_t retry_at;          /* OFF: the run from which replay is tried again */
     uint32_t offs;              /* times turned off */
     uint64_t reissued;          /* absorbed ops re-issued at side exits and aborts */
+    uint64_t record_ns, recorded_ops; /* warm-up: time spent recording calls, and how many */
+    uint64_t first_replay_run;  /* the run that first replayed (0: none yet) */
 } cgj_cost_t;
 
 struct cgj_anchor {

@@ -79,3 +79,14 @@ Test(tracer_cost, replay_that_pays_keeps_replaying_with_probes)
     cr_assert_lt(i.replay_step_ns, i.eager_step_ns);
     cr_assert_eq(st.anchors_off, 0);
 }
+
+/* Warm-up figures: recording time per call, plan and graph build times, the first replayed run. */
+Test(tracer_cost, warm_up_is_measured)
+{
+    cgj_trace_info_t i = run_traced("warm", 10);
+    cr_assert_eq(i.first_replay_run, 3, "first replay at run %llu", (unsigned long long)i.first_replay_run);
+    cr_assert_eq(i.recorded_ops, 4, "%llu calls recorded in two runs of two", (unsigned long long)i.recorded_ops);
+    cr_assert_gt(i.record_ns, 0);
+    cr_assert_gt(i.build_ns, 0);
+    cr_assert_geq(i.build_ns, i.instantiate_ns);
+}
