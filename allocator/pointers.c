@@ -78,6 +78,19 @@ void cgj_pointers_forked(void)
     lock = 0;
 }
 
+static uint64_t host_generation;
+
+void cgj_pointer_forget_host(void *p)
+{
+    cgj_pointer_forget((CUdeviceptr)(uintptr_t)p);
+    __atomic_fetch_add(&host_generation, 1, __ATOMIC_RELEASE);
+}
+
+uint64_t cgj_pointer_host_generation(void)
+{
+    return __atomic_load_n(&host_generation, __ATOMIC_ACQUIRE);
+}
+
 void cgj_pointer_forget(CUdeviceptr p)
 {
     cgj_spin_lock(&lock);

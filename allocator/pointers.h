@@ -25,6 +25,12 @@ typedef enum cgj_mem_kind {
 cgj_mem_kind_t cgj_pointer_kind(CUdeviceptr p);
 /* Memory at p is freed or unregistered: forget the cached range that holds it. */
 void cgj_pointer_forget(CUdeviceptr p);
+/* Page-locked host memory at p is freed or unregistered: forget it, and count a new host memory
+ * generation. An executable graph whose copy node names host memory freed since it was set must
+ * have that node set again before it launches (the driver keeps the old allocation, even when
+ * the same address comes back). */
+void cgj_pointer_forget_host(void *p);
+uint64_t cgj_pointer_host_generation(void);
 /* In a child after fork(): the cache's lock as if unlocked. */
 void cgj_pointers_forked(void);
 

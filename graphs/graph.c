@@ -58,6 +58,13 @@ static bool wait_is_ordered(const cgj_trace_t *t, const cgj_segment_t *seg, uint
     return false;
 }
 
+/* Does the copy's node name the program's page-locked host memory (not cgjit's staging)? */
+static bool names_host_memory(const cgj_op_t *o)
+{
+    return o->call.kind == CGJ_OP_MEMCPY &&
+           ((o->call.u.m.dir == CGJ_DIR_H2D && o->call.u.m.direct) || o->call.u.m.dir == CGJ_DIR_D2H);
+}
+
 /* Ops whose values the executable graph can take without a rebuild: their nodes are kept. */
 static bool has_node(const cgj_op_t *o)
 {
@@ -108,7 +115,7 @@ static void find_streams(cgj_trace_t *t, cgj_segment_t *seg)
         for (uint32_t j = 0; j < seg->nothers && !seen; j++) seen = seg->others[j] == s;
         if (!seen) seg->others[seg->nothers++] = s;
         if (o->stage) seg->has_staging = true;
-        if (o->kp && o->kp->nvarying) o->listed = true;
+        if ((o->kp && o->kp->nvarying) || names_host_memory(o)) o->listed = true;
         if (o->listed) seg->patch[seg->npatch++] = i;
     }
 }
@@ -206,7 +213,7 @@ static void set_operand(CUmemorytype type, const void **host, CUdeviceptr *dev, 
     else *dev = value;
 }
 
-static CUresult patch_memcpy(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, bool *did)
+static CUresult patch_memcpy(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, uint64_t host_gen, bool *did)
 {
     const __typeof__(o->call.u.m) *m = &o->call.u.m;
     CUDA_MEMCPY3D p = o->inexec.m;
@@ -215,10 +222,12 @@ static CUresult patch_memcpy(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, bool 
     set_operand(p.srcMemoryType, &p.srcHost, &p.srcDevice, src);
     set_operand(p.dstMemoryType, (const void **)&p.dstHost, &p.dstDevice, dst);
     p.WidthInBytes = m->bytes;
-    if (!memcmp(&p, &o->inexec.m, sizeof p)) return CUDA_SUCCESS;
+    bool stale = names_host_memory(o) && o->host_gen != host_gen; /* freed since: set it again */
+    if (!stale && !memcmp(&p, &o->inexec.m, sizeof p)) return CUDA_SUCCESS;
     CUresult r = cgj_drv.r_cuGraphExecMemcpyNodeSetParams(exec, o->node, &p, ctx);
     if (r != CUDA_SUCCESS) return r;
     o->inexec.m = p;
+    o->host_gen = host_gen;
     *did = true;
     return CUDA_SUCCESS;
 }
@@ -240,13 +249,13 @@ static CUresult patch_memset(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, bool 
 
 /* Patch every listed node of the segment whose values differ from what the graph holds. On a
  * refusal, *refused is the op's index and nothing is launched. */
-static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t *patched, uint32_t *refused)
+static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, uint64_t *patched, uint32_t *refused)
 {
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
         bool did = false;
         CUresult r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg->exec, o, &did)
-                     : o->call.kind == CGJ_OP_MEMCPY ? patch_memcpy(seg->exec, o, t->ctx, &did)
+                     : o->call.kind == CGJ_OP_MEMCPY ? patch_memcpy(seg->exec, o, t->ctx, host_gen, &did)
                                                      : patch_memset(seg->exec, o, t->ctx, &did);
         if (r != CUDA_SUCCESS) {
             *refused = seg->patch[j];
@@ -257,12 +266,12 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t *patched, uin
     return CUDA_SUCCESS;
 }
 
-CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t *patched, uint32_t *refused)
+CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_t *patched, uint32_t *refused)
 {
     cgj_segment_t *seg = &t->segs[s];
     *refused = UINT32_MAX;
     if (!seg->ncapture) return CUDA_SUCCESS;
-    CUresult r = patch(seg, t, patched, refused);
+    CUresult r = patch(seg, t, host_gen, patched, refused);
     if (r != CUDA_SUCCESS) return r;
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++) {
         r = cgj_drv.r_cuEventRecord(seg->pre[j], seg->others[j]);

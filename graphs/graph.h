@@ -23,8 +23,10 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why);
 /* Patch the nodes of segment s whose values differ from what its executable graph holds
  * (kernel parameters, grid, block, shared memory; copy operands and sizes; memset operands),
  * then launch it. When the driver refuses a patch, *refused is that op's index (else
- * UINT32_MAX) and nothing is launched; the nodes patched before it keep their new values. */
-CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t *patched, uint32_t *refused);
+ * UINT32_MAX) and nothing is launched; the nodes patched before it keep their new values.
+ * host_gen: the host memory generation now; a copy node naming host memory is set again when it
+ * was set in an older one (the driver crashes on a node whose host allocation was freed). */
+CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_t *patched, uint32_t *refused);
 /* Before replay overwrites segment s's staging buffers: wait until its last launch is done.
  * Returns true if it had to wait. */
 bool cgj_graph_staging_wait(cgj_segment_t *seg);

@@ -199,6 +199,8 @@ typedef struct cgj_op {
     CUgraphNode node;  /* KERNEL, MEMCPY, MEMSET in a trace: its node in the segment graph */
     cgj_nodeparams_t inexec; /* what the executable graph holds for the node */
     uint32_t seg;      /* the segment it belongs to */
+    uint64_t host_gen; /* MEMCPY with a host operand: the host memory generation its node was
+                        * last set in (allocator/pointers.h) */
     bool held;         /* ALLOC in a trace: the block a replay handed out is not freed yet */
     bool listed;       /* in its segment's patch list: its values are compared at each launch */
     bool promoted;     /* a value became varying during replay; not yet in the patch list */

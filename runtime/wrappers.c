@@ -470,13 +470,13 @@ CUresult cgj_w_cuCtxPopCurrent_v2(CUcontext *pctx)
 /* Host memory leaving the driver: its cached classification goes first. */
 CUresult cgj_w_cuMemFreeHost(void *p)
 {
-    cgj_pointer_forget((CUdeviceptr)(uintptr_t)p);
+    cgj_pointer_forget_host(p);
     return cgj_drv.r_cuMemFreeHost(p);
 }
 
 CUresult cgj_w_cuMemHostUnregister(void *p)
 {
-    cgj_pointer_forget((CUdeviceptr)(uintptr_t)p);
+    cgj_pointer_forget_host(p);
     return cgj_drv.r_cuMemHostUnregister(p);
 }
 

@@ -8,6 +8,7 @@
 #include "graphs/graph.h"
 #include "allocator/hostmem.h"
 #include "allocator/plan.h"
+#include "allocator/pointers.h"
 #include "allocator/pool.h"
 #include "base/driver.h"
 #include "base/file.h"
@@ -96,6 +97,8 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     }
     cgj_reason_t why = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP};
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&tr->ctx);
+    uint64_t gen = cgj_pointer_host_generation(); /* what the graphs' host operands are valid in */
+    for (uint32_t i = 0; i < tr->list.n; i++) tr->list.ops[i].host_gen = gen;
     uint64_t t0 = cgj_now_ns();
     bool ok = plan_memory(a, tr, &why);
     uint64_t t1 = cgj_now_ns();

@@ -12,6 +12,7 @@
 #include "tracer/tracer.h"
 #include "graphs/graph.h"
 #include "allocator/hostmem.h"
+#include "allocator/pointers.h"
 #include "allocator/pool.h"
 #include "base/driver.h"
 #include "base/log.h"
@@ -39,7 +40,7 @@ static void launch_segment(cgj_thread_t *t)
     if (!seg->ncapture) return;
     uint64_t patched = 0;
     uint32_t refused;
-    CUresult r = cgj_graph_launch(tr, t->seg, &patched, &refused);
+    CUresult r = cgj_graph_launch(tr, t->seg, cgj_pointer_host_generation(), &patched, &refused);
     CGJ_STAT_ADD(params_patched, patched);
     if (r != CUDA_SUCCESS && refused != UINT32_MAX) {
         patch_refused(t, refused, r);

@@ -15,7 +15,7 @@
  * The program is built three ways (tests/gpu/CMakeLists.txt): static CUDA runtime, shared CUDA
  * runtime, and static with --default-stream per-thread, where "stream 0" below is the
  * per-thread default stream. All kernels use grid-stride loops, so that a launch with another
- * grid computes the same values (side_exit relies on it).
+ * grid computes the same values (varying_grid relies on it).
  */
 #define GPU_CUDA_FAIL_SUMMARY "(CUDA error)"
 #include "gpu_common.h"
@@ -46,6 +46,11 @@ static void expect_status(int got, int want, const char *what) {
 /* ---- kernels (grid-stride: any grid computes the same values) ------------------------------ */
 
 __global__ void k_affine(float *x, float a, float b, int n) {
+    FOR_EACH(i, n) x[i] = a * x[i] + b;
+}
+
+/* The same arithmetic under another kernel: a change of the step's topology (side_exit). */
+__global__ void k_affine_twin(float *x, float a, float b, int n) {
     FOR_EACH(i, n) x[i] = a * x[i] + b;
 }
 
@@ -168,9 +173,19 @@ static void step_segments(set_t *s, int step) {
 static void step_side_exit(set_t *s, int step) {
     float *x = s->d[0];
     for (int k = 0; k < 20; k++) {
-        int grid = k == 10 && step % 37 == 5 ? GRID + 1 + step / 37 : GRID;
-        k_affine<<<grid, BLOCK>>>(x, chain_a(k), chain_b(k), N);
+        if (k == 10 && step % 37 == 5)
+            k_affine_twin<<<GRID, BLOCK>>>(x, chain_a(k), chain_b(k), N);
+        else
+            k_affine<<<GRID, BLOCK>>>(x, chain_a(k), chain_b(k), N);
     }
+}
+
+/* varying_grid: 20 kernels; the middle one's grid changes every step (Guards v2: patched into
+ * the graph, no side exit). */
+static void step_varying_grid(set_t *s, int step) {
+    float *x = s->d[0];
+    for (int k = 0; k < 20; k++)
+        k_affine<<<k == 10 ? GRID + step % 7 : GRID, BLOCK>>>(x, chain_a(k), chain_b(k), N);
 }
 
 /* blacklist: the kernel count changes every run. */
@@ -250,6 +265,12 @@ static void expect_side_exit(const cgj_trace_info_t *in, const cgj_stats_t *st) 
     (void)st;
     expect_ge("side_exits", in->side_exits, 20);
     expect_ge("replays", in->replays, 900);
+}
+
+static void expect_varying_grid(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    expect_ge("replays", in->replays, 990);
+    if (in->side_exits) problem("%llu side exits: a grid that changes is patched", (unsigned long long)in->side_exits);
+    expect_ge("params_patched", st->params_patched, 900);
 }
 
 static void expect_blacklist(const cgj_trace_info_t *in, const cgj_stats_t *st) {
@@ -415,6 +436,7 @@ static const scenario_t SCENARIOS[] = {
     {"varying_pointer", 2, step_varying_pointer, NULL, expect_varying},
     {"segments", 2, step_segments, NULL, expect_segments},
     {"side_exit", 1, step_side_exit, NULL, expect_side_exit},
+    {"varying_grid", 1, step_varying_grid, NULL, expect_varying_grid},
     {"blacklist", 1, step_blacklist, NULL, expect_blacklist},
     {"streams", 4, step_streams, NULL, expect_streams},
     {"misuse", 1, step_misuse, traced_misuse, expect_misuse},
