@@ -10,6 +10,10 @@
  *    signatures; steps begin at the cycle's head, so a loop with no synchronization at all is
  *    found too. When the cycle breaks, the current step ends at once and calls run eagerly
  *    until the loop is found again.
+ *    A thread that makes CGJ_SYNC_LONG calls without synchronizing (a loop that never waits,
+ *    or a worker thread whose work another thread waits for, such as PyTorch's autograd
+ *    engine) would otherwise stay in one step that never ends: its step ends there, and from
+ *    then on that thread finds its steps as auto does. So sync is "sync, else auto", per thread.
  *  - off: nothing is recorded.
  *
  * The default is sync when libcgjit is preloaded (an unmodified program, which can only be
@@ -153,7 +157,14 @@ void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d
     int policy = __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED);
     d->route = CGJ_ROUTE_STAY;
     if (t->mode != CGJ_MODE_OFF && !t->implicit) return; /* a marked step */
-    if (policy == CGJ_STEP_AUTO) {
+    if (policy == CGJ_STEP_SYNC && !t->finds_cycles && t->mode != CGJ_MODE_OFF && t->sync_calls >= CGJ_SYNC_LONG) {
+        t->finds_cycles = true;
+        CGJ_LOG(trace, "%u calls without a synchronization: this thread's steps are found by their cycle from now on",
+                t->sync_calls);
+        d->route = CGJ_ROUTE_OUTSIDE;
+        return;
+    }
+    if (policy == CGJ_STEP_AUTO || (policy == CGJ_STEP_SYNC && t->finds_cycles)) {
         decide_auto(t, c, d);
     } else if (policy == CGJ_STEP_OFF || delimits_step(c)) {
         d->route = CGJ_ROUTE_OUTSIDE;

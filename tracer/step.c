@@ -189,6 +189,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
     cgj_anchor_t *a = t->last && strcmp(t->last->name, name) == 0 ? t->last : cgj_anchor_get(name);
     t->last = a;
     t->implicit = implicit;
+    t->sync_calls = 0;
     t->begun_ns = cgj_now_ns();
     t->ctx = NULL;
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&t->ctx);

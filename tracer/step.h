@@ -42,6 +42,9 @@ typedef struct cgj_thread {
     CUcontext ctx;           /* the context current when the step began */
     struct cgj_cycle *cycle; /* CGJIT_STEP=auto: this thread's cycle detector */
     uint32_t quiet_calls;    /* CGJIT_STEP=auto: calls made before it had one */
+    uint32_t sync_calls;     /* CGJIT_STEP=sync: calls of the implicit step in progress */
+    bool finds_cycles;       /* CGJIT_STEP=sync: this thread never synchronizes; it finds its
+                              * steps as CGJIT_STEP=auto does (implicit.c) */
     int lock;                /* held by this thread while it steps, or by another flushing it */
     bool registered;         /* in the registry other threads flush through */
     uint64_t serial;         /* steps begun on this thread */

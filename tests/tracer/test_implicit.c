@@ -110,6 +110,24 @@ Test(tracer_implicit_sync, markers_take_precedence)
     cr_assert_leq(stats().steps - before, 25 + 1);
 }
 
+/* A loop that never synchronizes, under sync: after CGJ_SYNC_LONG (8192) calls the step ends
+ * and the thread finds its steps by their cycle, as auto does: most iterations replay, and the
+ * recording stopped there (not at CGJIT_MAX_OPS). */
+Test(tracer_implicit_sync, a_loop_without_any_sync_falls_back_to_cycles)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 6);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    const int iters = 3000; /* 7 kernels each: 21000 calls */
+    for (int it = 0; it < iters; it++) iteration(x, it, 7, false, ref, seen);
+    OK(fk.ctx_sync());
+    OK(fk.dtoh(seen, x, sizeof seen));
+    cr_assert(memcmp(ref, seen, sizeof ref) == 0, "results differ from eager");
+    cgj_stats_t st = stats();
+    cr_assert_leq(st.ops_recorded, 8192 + 100, "%llu calls recorded", (unsigned long long)st.ops_recorded);
+    cr_assert_geq(st.steps_replayed, iters / 2, "%llu iterations replayed", (unsigned long long)st.steps_replayed);
+}
+
 TestSuite(tracer_implicit_auto, .init = auto_setup);
 
 Test(tracer_implicit_auto, a_loop_without_any_sync_is_found)
