@@ -19,7 +19,7 @@
  *    step: the learning rate (linear warmup, then cosine decay), the bias corrections
  *    1 - beta1^t and 1 - beta2^t, and the weight decay (weights only, not biases or norms);
  *  - cudaMemcpy of the mean loss to the host (the step's only synchronization).
- * About 190 kernels of this program and 75 cuBLAS/cuBLASLt calls per step. The cuBLASLt
+ * About 200 kernels of this program and 75 cuBLAS/cuBLASLt calls per step. The cuBLASLt
  * algorithms are chosen once at setup (cublasLtMatmulAlgoGetHeuristic). No TF32 (default math
  * mode, CUBLAS_COMPUTE_32F), one stream, and every reduction of this program's kernels runs in a
  * fixed order (no float atomics), so two runs print the same bits. stdout: the learning rate and
