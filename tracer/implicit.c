@@ -29,6 +29,7 @@
 #include "tracer/tracer.h"
 #include "tracer/cycle.h"
 #include "ir/layout.h"
+#include "allocator/plan.h"
 #include "base/log.h"
 
 #include <pthread.h>
@@ -59,23 +60,22 @@ bool cgj_implicit_disable(void)
     return true;
 }
 
-/* The shape of a call, without the values that vary from step to step. */
+/* The topology of a call (Guards v2), without the values a replay patches: grids, copy and
+ * memset sizes and operands. A loop whose grid or copy sizes follow the data is one cycle. */
 static uint64_t signature(const cgj_call_t *c)
 {
     uint64_t h = cgj_hash_bytes(&c->kind, sizeof c->kind, (uintptr_t)c->api);
     h = cgj_hash_bytes(&c->stream, sizeof c->stream, h);
     switch (c->kind) {
     case CGJ_OP_KERNEL:
-        h = cgj_hash_bytes(&c->u.k.f, sizeof c->u.k.f, h);
-        h = cgj_hash_bytes(c->u.k.grid, sizeof c->u.k.grid, h);
-        return cgj_hash_bytes(c->u.k.block, sizeof c->u.k.block, h) | 1;
+        return cgj_hash_bytes(&c->u.k.f, sizeof c->u.k.f, h) | 1;
     case CGJ_OP_MEMCPY:
         h = cgj_hash_bytes(&c->u.m.dir, sizeof c->u.m.dir, h);
-        return cgj_hash_bytes(&c->u.m.bytes, sizeof c->u.m.bytes, h) | 1;
-    case CGJ_OP_MEMSET:
-        return cgj_hash_bytes(&c->u.s.count, sizeof c->u.s.count, h) | 1;
-    case CGJ_OP_ALLOC:
-        return cgj_hash_bytes(&c->u.a.bytes, sizeof c->u.a.bytes, h) | 1;
+        return cgj_hash_bytes(&c->u.m.direct, sizeof c->u.m.direct, h) | 1;
+    case CGJ_OP_ALLOC: {
+        uint64_t cls = cgj_plan_size_class(c->u.a.bytes);
+        return cgj_hash_bytes(&cls, sizeof cls, h) | 1;
+    }
     default:
         return h | 1;
     }
