@@ -26,6 +26,14 @@
  *    CUDA_ERROR_TIMEOUT where the real stream would hang.
  *  - An exec (instantiated graph) owns deep copies of its graph's nodes and remembers, for each,
  *    the source node, because cuGraphExecKernelNodeSetParams names the node of the source graph.
+ *  - Page-locked host memory has an identity: every allocation and registration gets a serial
+ *    number, and cuMemFreeHost keeps freed pinned buffers for reuse, so the next allocation of
+ *    the same size comes back at the same address as another allocation (as the real driver's
+ *    often does). A graph copy node, and an exec's copy op, remember the page-locked allocations
+ *    they name (captured, instantiated, set by cuGraphExecMemcpyNodeSetParams). cuGraphLaunch of
+ *    an exec whose copy names one that was freed or unregistered since fails with
+ *    CUDA_ERROR_ILLEGAL_ADDRESS and runs nothing, even if a new allocation covers the address:
+ *    the real driver segfaults inside cuGraphLaunch there (fakecuda_graph.c).
  *
  * The real driver's capture rules are mirrored, because cgjit must obey them on a GPU:
  *  - work on the legacy default stream while a blocking stream captures fails with

@@ -6,6 +6,17 @@
  * copies of its graph's operations and remembers each one's source node. Entry points: graph
  * create/destroy/inspect (kernel, copy and memset node parameters), instantiate, upload, launch,
  * exec destroy and cuGraphExec{Kernel,Memcpy,Memset}NodeSetParams. See fakecuda.c for the overview.
+ *
+ * Page-locked host memory in graphs. A copy node whose source or destination lies in page-locked
+ * host memory (cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister) refers to that host
+ * ALLOCATION, not just to its address: the node remembers the allocation's serial (fakecuda_memory.c)
+ * when it is captured, the exec's copy of the op when the graph is instantiated, and the exec's
+ * op again when cuGraphExecMemcpyNodeSetParams sets it. cuGraphLaunch of an exec with a copy op
+ * whose allocation has since been freed (cuMemFreeHost) or unregistered (cuMemHostUnregister)
+ * fails with CUDA_ERROR_ILLEGAL_ADDRESS and runs nothing, even when a new page-locked allocation
+ * now covers the same address. The real driver (seen on an H200) segfaults inside cuGraphLaunch
+ * there; setting the node again (even to the same pointer) once the new allocation exists makes
+ * the launch fine, here as there. Eager copies are unaffected.
  */
 #include "fakecuda_internal.h"
 
@@ -37,6 +48,20 @@ static CUresult op_dup(fc_op *dst, const fc_op *src)
     }
     memcpy(args_bytes(k, dst->kern.argv), args_bytes(k, src->kern.argv), k->total);
     return CUDA_SUCCESS;
+}
+
+void op_note_host(fc_op *op)
+{
+    if (op->type != CU_GRAPH_NODE_TYPE_MEMCPY) return;
+    op->copy.dst_host = host_serial((uintptr_t)op->copy.dst);
+    op->copy.src_host = host_serial((uintptr_t)op->copy.src);
+}
+
+/* Does a copy op of an exec name a page-locked host allocation that is gone (under the lock)? */
+static int op_host_gone(const fc_op *op)
+{
+    return op->type == CU_GRAPH_NODE_TYPE_MEMCPY && ((op->copy.dst_host && !serial_live(op->copy.dst_host)) ||
+                                                     (op->copy.src_host && !serial_live(op->copy.src_host)));
 }
 
 static void run_set(const fc_op *op)
@@ -282,6 +307,7 @@ static CUresult instantiate(CUgraphExec *phExec, CUgraph hGraph)
     for (size_t i = 0; err == CUDA_SUCCESS && i < g->n; i++, x->n++) {
         x->src[i] = g->nodes[i];
         err = op_dup(&x->ops[i], &g->nodes[i]->op);
+        op_note_host(&x->ops[i]); /* the exec refers to the host allocations live now */
     }
     if (err == CUDA_SUCCESS) {
         g_counts.instantiations++;
@@ -352,7 +378,8 @@ FC_PTSZ(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream),
         graph_upload(hGraphExec, hStream, ptds))
 
 /* Run an exec: snapshot its ops under the lock (so a concurrent SetParams affects only later
- * launches, as on a GPU), then run them in order without it. */
+ * launches, as on a GPU), then run them in order without it. A copy op whose page-locked host
+ * allocation is gone fails the launch before anything runs (the real driver crashes). */
 static CUresult graph_launch(CUgraphExec hExec, CUstream h, int ptds)
 {
     fc_exec *x;
@@ -361,6 +388,8 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream h, int ptds)
     delay(DELAY_GRAPH_LAUNCH);
     lock();
     CUresult err = exec_stream_check(hExec, h, ptds, &x);
+    for (size_t i = 0; err == CUDA_SUCCESS && i < x->n; i++)
+        if (op_host_gone(&x->ops[i])) err = CUDA_ERROR_ILLEGAL_ADDRESS;
     if (err == CUDA_SUCCESS && !(snap = calloc(x->n + 1, sizeof *snap))) err = CUDA_ERROR_OUT_OF_MEMORY;
     for (; err == CUDA_SUCCESS && n < x->n; n++) err = op_dup(&snap[n], &x->ops[n]);
     if (err == CUDA_SUCCESS) g_counts.graph_launches++;
@@ -460,6 +489,7 @@ FC_DEFINE(cuGraphExecMemcpyNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode h
         op->copy.src = operand(p->srcMemoryType, p->srcHost, p->srcDevice);
         op->copy.dst = operand(p->dstMemoryType, p->dstHost, p->dstDevice);
         op->copy.n = p->WidthInBytes;
+        op_note_host(op); /* now refers to the host allocations live now */
         g_counts.node_param_sets++;
     }
     unlock();

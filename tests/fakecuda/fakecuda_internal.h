@@ -142,6 +142,7 @@ struct block {
     mem_kind kind;
     struct vmm_handle *vh; /* MEM_VMM: the mapped physical handle */
     int access;            /* MEM_VMM: CUmemAccess_flags set for device 0, or VMM_ACCESS_UNSET */
+    uint64_t serial;       /* the allocation's identity: never given to another, even at the same address */
 };
 extern struct block *g_blocks;
 extern size_t g_nblocks;
@@ -150,6 +151,11 @@ struct block *block_find(uintptr_t p);
 int block_add(uintptr_t base, size_t size, mem_kind kind);
 void block_del(struct block *b);
 int range_known(uintptr_t p, size_t n, int write);
+/* The serial of the page-locked host allocation (MEM_PINNED or MEM_REGISTERED) that holds p; 0
+ * if none does (pageable or device memory). */
+uint64_t host_serial(uintptr_t p);
+/* Is the allocation with this serial still live (not freed or unregistered)? */
+int serial_live(uint64_t serial);
 
 /* A CUDA array (cuArrayCreate_v2): `layers` planes of `rows` rows of `row` bytes, stored densely
  * in host memory (elements of `elem` bytes, channels included). Not in the block registry: an
@@ -176,12 +182,16 @@ typedef struct fc_op {
             void **argv;
         } kern;
         /* n bytes; or, when height/depth are set (0 counts as 1), `depth` slices of `height` rows
-         * of n bytes, rows `dpitch`/`spitch` apart and slices `dslice`/`sslice` apart. */
+         * of n bytes, rows `dpitch`/`spitch` apart and slices `dslice`/`sslice` apart.
+         * dst_host/src_host: in a graph node or an exec, the serial of the page-locked host
+         * allocation the side lay in when the node was made, the graph instantiated or the node
+         * set (op_note_host); 0 for none. Eager copies leave them 0. */
         struct {
             void *dst;
             const void *src;
             size_t n;
             size_t height, depth, dpitch, spitch, dslice, sslice;
+            uint64_t dst_host, src_host;
         } copy;
         /* count elements; or `height` rows of them (0 counts as 1), `pitch` bytes apart. */
         struct {
@@ -224,6 +234,9 @@ typedef struct fc_exec {
 
 void op_clear(fc_op *op);
 void op_run(const fc_op *op);
+/* A copy op taken into a graph or an exec remembers the page-locked host allocations its sides
+ * lie in now (under the lock); other ops are left as they are. */
+void op_note_host(fc_op *op);
 /* Does the wait condition of a value op hold now? Wait for it up to `seconds` (another host
  * thread may write the value meanwhile); 1 if it held. Called without the lock. */
 int value_wait(const fc_op *op, double seconds);

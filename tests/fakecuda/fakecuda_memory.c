@@ -7,6 +7,13 @@
  * checks only: there is no managed memory), CUDA arrays (cuArrayCreate_v2, cuArrayDestroy) and
  * cuPointerGetAttribute. Virtual memory management lives in fakecuda_vmm.c. See fakecuda.c for
  * the overview.
+ *
+ * Every block has a serial number, its identity: a page-locked host allocation that comes back
+ * at the address of a freed one is another allocation (another serial). Graph copy nodes and
+ * exec copy ops remember the serials of the page-locked host memory they name (fakecuda_graph.c).
+ * Like the real driver, cuMemFreeHost keeps freed page-locked memory for reuse: the next
+ * cuMemHostAlloc/cuMemAllocHost of the same (256-byte rounded) size gets the most recently
+ * freed such buffer back, at the same address, zeroed.
  */
 #include "fakecuda_internal.h"
 
@@ -20,6 +27,7 @@
 struct block *g_blocks;
 size_t g_nblocks;
 static size_t g_capblocks;
+static uint64_t g_last_serial; /* serials start at 1: 0 means "no allocation" */
 
 struct block *block_find(uintptr_t p)
 {
@@ -37,11 +45,24 @@ int block_add(uintptr_t base, size_t size, mem_kind kind)
         g_blocks = grown;
         g_capblocks = cap;
     }
-    g_blocks[g_nblocks++] = (struct block){base, size, kind, NULL, VMM_ACCESS_UNSET};
+    g_blocks[g_nblocks++] = (struct block){base, size, kind, NULL, VMM_ACCESS_UNSET, ++g_last_serial};
     return 0;
 }
 
 void block_del(struct block *b) { *b = g_blocks[--g_nblocks]; }
+
+uint64_t host_serial(uintptr_t p)
+{
+    const struct block *b = block_find(p);
+    return b && (b->kind == MEM_PINNED || b->kind == MEM_REGISTERED) ? b->serial : 0;
+}
+
+int serial_live(uint64_t serial)
+{
+    for (size_t i = 0; i < g_nblocks; i++)
+        if (g_blocks[i].serial == serial) return 1;
+    return 0;
+}
 
 /* Is [p, p+n) inside one live block, or inside VMM mappings that follow each other without a gap
  * (a reservation mapped chunk by chunk is one device range)? Device-side addresses of copies and
@@ -62,13 +83,51 @@ int range_known(uintptr_t p, size_t n, int write)
     }
 }
 
-/* Allocate zeroed, 256-byte aligned memory and enter it in the registry. */
+/* Freed page-locked buffers kept for reuse (under the lock): each of `size` bytes, 256-byte
+ * rounded; the most recently freed last. Beyond FREE_PINNED_MAX they go back to the system. */
+#define FREE_PINNED_MAX 64
+static struct {
+    void *p;
+    size_t size;
+} g_free_pinned[FREE_PINNED_MAX];
+static size_t g_nfree_pinned;
+
+/* A kept page-locked buffer of `size` rounded bytes, taken off the list; NULL if none. */
+static void *pinned_reuse(size_t size)
+{
+    void *p = NULL;
+    lock();
+    for (size_t i = g_nfree_pinned; i-- > 0;) {
+        if (g_free_pinned[i].size != size) continue;
+        p = g_free_pinned[i].p;
+        memmove(&g_free_pinned[i], &g_free_pinned[i + 1], (g_nfree_pinned - i - 1) * sizeof g_free_pinned[0]);
+        g_nfree_pinned--;
+        break;
+    }
+    unlock();
+    return p;
+}
+
+/* Keep a freed page-locked buffer for reuse (under the lock); 0 if the list is full. */
+static int pinned_keep(void *p, size_t size)
+{
+    if (g_nfree_pinned == FREE_PINNED_MAX) return 0;
+    g_free_pinned[g_nfree_pinned].p = p;
+    g_free_pinned[g_nfree_pinned].size = size;
+    g_nfree_pinned++;
+    return 1;
+}
+
+/* Allocate zeroed, 256-byte aligned memory and enter it in the registry (a new serial). Pinned
+ * memory comes from the freed buffers kept for reuse first. */
 static CUresult mem_new(size_t bytes, mem_kind kind, void **out)
 {
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-    void *p = aligned_alloc(ALLOC_ALIGN, align_up(bytes, ALLOC_ALIGN));
+    size_t size = align_up(bytes, ALLOC_ALIGN);
+    void *p = kind == MEM_PINNED ? pinned_reuse(size) : NULL;
+    if (!p) p = aligned_alloc(ALLOC_ALIGN, size);
     if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
-    memset(p, 0, align_up(bytes, ALLOC_ALIGN));
+    memset(p, 0, size);
     lock();
     int bad = block_add((uintptr_t)p, bytes, kind);
     unlock();
@@ -80,16 +139,20 @@ static CUresult mem_new(size_t bytes, mem_kind kind, void **out)
     return CUDA_SUCCESS;
 }
 
-/* Free a block allocated by mem_new, given its base; kind must match. */
+/* Free a block allocated by mem_new, given its base; kind must match. Its serial dies with it. */
 static CUresult mem_release(uintptr_t base, mem_kind kind)
 {
     lock();
     struct block *b = block_find(base);
     int ok = b && b->base == base && b->kind == kind;
-    if (ok) block_del(b);
+    int kept = 0;
+    if (ok) {
+        kept = kind == MEM_PINNED && pinned_keep((void *)base, align_up(b->size, ALLOC_ALIGN));
+        block_del(b);
+    }
     unlock();
     if (!ok) return CUDA_ERROR_INVALID_VALUE;
-    free((void *)base);
+    if (!kept) free((void *)base);
     return CUDA_SUCCESS;
 }
 

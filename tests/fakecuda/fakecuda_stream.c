@@ -113,6 +113,7 @@ static CUresult capture_append(fc_stream *s, fc_op *op)
     if (!node) return CUDA_ERROR_OUT_OF_MEMORY;
     node->graph = s->graph;
     node->op = *op;
+    op_note_host(&node->op); /* a copy node refers to the page-locked host allocations it names */
     if (graph_push(s->graph, node) != CUDA_SUCCESS || live_add(node, K_NODE) != 0) {
         if (s->graph->n && s->graph->nodes[s->graph->n - 1] == node) s->graph->n--;
         free(node);

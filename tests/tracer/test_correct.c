@@ -1,8 +1,9 @@
 /*
  * test_correct.c — the invariant on patterns of programs nobody here wrote: a device pointer
  * passed as a "host" source, a thread that exits mid-step, a cross-thread event wait, fork()
- * while another thread replays, errors while absorbed work is re-issued. Each step runs eagerly
- * and traced from the same data and must leave memory bitwise equal.
+ * while another thread replays, errors while absorbed work is re-issued, page-locked host memory
+ * freed and allocated again at its address between replays. Each step runs eagerly and traced
+ * from the same data and must leave memory bitwise equal.
  */
 #include "replay_common.h"
 
@@ -455,4 +456,146 @@ Test(tracer_correct, many_distinct_anchors)
     for (int a = 0; a < 50000; a++)
         for (int i = 0; i < N; i++) he[i] += 1.0f; /* as the kernel adds, one step at a time */
     for (int i = 0; i < N; i++) cr_assert_eq(fbits(h[i]), fbits(he[i]), "element %d", i);
+}
+
+/* ---- page-locked host memory freed and allocated again between replays ----
+ *
+ * An executable graph whose copy node names page-locked host memory refers to that host
+ * ALLOCATION: the real driver crashes in cuGraphLaunch once it is freed (or unregistered), even
+ * when a new allocation came back at the very same address, unless the node was set again since
+ * (the fake fails the launch with CUDA_ERROR_ILLEGAL_ADDRESS instead). The fake hands a freed
+ * pinned buffer back to the next allocation of its size, as the real driver often does, so each
+ * half of every step below gets the same address as in the step before, as another allocation. */
+
+typedef enum {
+    PIN_FREE_IN_STEP,   /* cuMemHostAlloc, copy, sync, cuMemFreeHost, all in the step */
+    PIN_FREE_NEXT_STEP, /* the step frees the previous step's buffer first: live when the graph is built */
+    PIN_REREGISTER,     /* the step unregisters its host buffer and registers it again */
+} pin_mode_t;
+
+typedef struct fresh_pin {
+    pin_mode_t mode;
+    CUstream stream; /* NULL: the legacy stream, synchronized with cuCtxSynchronize */
+    float *held[2];  /* the eager half's and the traced half's buffer */
+    float *first[2]; /* their addresses in step 0 */
+} fresh_pin_t;
+
+static float g_registered[2][N] __attribute__((aligned(4096)));
+static __typeof__(cuMemHostRegister) *g_host_register;
+static __typeof__(cuMemHostUnregister) *g_host_unregister;
+
+static void fresh_pin_step(int s, CUdeviceptr *b, void *ctx)
+{
+    fresh_pin_t *f = ctx;
+    int half = g_traced;
+    float *p = f->held[half];
+    if (f->mode == PIN_REREGISTER) {
+        if (p) OK(g_host_unregister(p));
+        p = g_registered[half];
+        OK(g_host_register(p, sizeof g_registered[half], 0));
+    } else {
+        if (p) OK(fk.free_host(p)); /* PIN_FREE_NEXT_STEP: the previous step's */
+        OK(fk.host_alloc((void **)&p, N * sizeof(float), 0));
+    }
+    if (s == 0) f->first[half] = p;
+    cr_assert_eq(p, f->first[half], "step %d: the address did not come back", s);
+    for (int i = 0; i < N; i++) p[i] = (float)(s * 100 + i);
+    OK(fk.htod_async(b[0], p, N * sizeof(float), f->stream));
+    OK(fk_axpb_launch(&fk, f->stream, b[0], 2.0f, 1.0f, N, 1));
+    OK(fk_copyscale_launch(&fk, f->stream, b[1], b[0], 0.5f, N));
+    OK(f->stream ? fk.stream_sync(f->stream) : fk.ctx_sync());
+    if (f->mode == PIN_FREE_IN_STEP) {
+        OK(fk.free_host(p));
+        p = NULL;
+    }
+    f->held[half] = p;
+}
+
+static void fresh_pin(const char *name, pin_mode_t mode, bool on_stream)
+{
+    fresh_pin_t f = {.mode = mode};
+    if (on_stream) OK(fk.stream_create(&f.stream, CU_STREAM_NON_BLOCKING));
+    if (mode == PIN_REREGISTER) {
+        OK(fk.gpa("cuMemHostRegister", (void **)&g_host_register, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+        OK(fk.gpa("cuMemHostUnregister", (void **)&g_host_unregister, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    }
+    enum { STEPS = 12 };
+    run_scenario(&(scenario_t){.name = name, .fn = fresh_pin_step, .steps = STEPS, .nbufs = 2, .ctx = &f,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(STEPS - 2), .side_exits = IS(0)}});
+    for (int h = 0; h < 2; h++)
+        if (f.held[h]) OK(mode == PIN_REREGISTER ? g_host_unregister(f.held[h]) : fk.free_host(f.held[h]));
+}
+
+Test(tracer_correct, fresh_pinned_buffer_each_step_replays)
+{
+    fresh_pin("pin_fresh", PIN_FREE_IN_STEP, false);
+    fresh_pin("pin_fresh_stream", PIN_FREE_IN_STEP, true);
+}
+
+Test(tracer_correct, pinned_buffer_freed_and_allocated_again_at_its_address_replays)
+{
+    fresh_pin("pin_next", PIN_FREE_NEXT_STEP, false);
+    fresh_pin("pin_next_stream", PIN_FREE_NEXT_STEP, true);
+}
+
+Test(tracer_correct, host_memory_registered_again_each_step_replays)
+{
+    fresh_pin("pin_reregister", PIN_REREGISTER, false);
+    fresh_pin("pin_reregister_stream", PIN_REREGISTER, true);
+}
+
+/* The fake's rule itself, outside any step (what the tests above rely on to see a stale node). */
+Test(tracer_correct, fake_driver_refuses_a_graph_whose_pinned_memory_is_gone)
+{
+    __typeof__(cuGraphExecMemcpyNodeSetParams) *exec_memcpy_set = NULL;
+    __typeof__(cuGraphGetNodes) *get_nodes = NULL;
+    __typeof__(cuGraphMemcpyNodeGetParams) *memcpy_get = NULL;
+    OK(fk.gpa("cuGraphExecMemcpyNodeSetParams", (void **)&exec_memcpy_set, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    OK(fk.gpa("cuGraphGetNodes", (void **)&get_nodes, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    OK(fk.gpa("cuGraphMemcpyNodeGetParams", (void **)&memcpy_get, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    CUdeviceptr d = fk_alloc_floats(&fk, N, 1);
+    float *pin, *again, back[N];
+    OK(fk.host_alloc((void **)&pin, N * sizeof(float), 0));
+    for (int i = 0; i < N; i++) pin[i] = (float)i;
+    CUstream st;
+    OK(fk.stream_create(&st, CU_STREAM_NON_BLOCKING));
+    CUgraph g;
+    CUgraphExec x;
+    OK(fk.begin_capture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(fk.htod_async(d, pin, N * sizeof(float), st));
+    OK(fk.end_capture(st, &g));
+    OK(fk.graph_instantiate(&x, g, 0));
+    OK(fk.graph_launch(x, st));
+
+    OK(fk.free_host(pin));
+    OK(fk.host_alloc((void **)&again, N * sizeof(float), 0));
+    cr_assert_eq(again, pin, "a freed pinned buffer comes back at its address");
+    for (int i = 0; i < N; i++) again[i] = (float)(2 * i);
+    OK(fk.htod_async(d, again, N * sizeof(float), st)); /* eager copies are unaffected */
+    for (int i = 0; i < N; i++) again[i] = (float)(3 * i);
+    cr_assert_eq(fk.graph_launch(x, st), CUDA_ERROR_ILLEGAL_ADDRESS, "the exec names the freed allocation");
+    OK(fk.dtoh(back, d, sizeof back));
+    for (int i = 0; i < N; i++) cr_assert_eq(back[i], (float)(2 * i), "the refused launch ran nothing");
+
+    CUgraphNode node;
+    size_t n = 1;
+    OK(get_nodes(g, &node, &n));
+    CUDA_MEMCPY3D p;
+    OK(memcpy_get(node, &p));
+    OK(exec_memcpy_set(x, node, &p, NULL)); /* the same pointer, set again: the new allocation */
+    OK(fk.graph_launch(x, st));
+    OK(fk.dtoh(back, d, sizeof back));
+    for (int i = 0; i < N; i++) cr_assert_eq(back[i], (float)(3 * i));
+
+    /* Instantiated while the new allocation lives: fine until it is freed. */
+    CUgraphExec y;
+    OK(fk.graph_instantiate(&y, g, 0));
+    OK(fk.graph_launch(y, st));
+    OK(fk.free_host(again));
+    cr_assert_eq(fk.graph_launch(y, st), CUDA_ERROR_ILLEGAL_ADDRESS);
+    cr_assert_eq(fk.graph_launch(x, st), CUDA_ERROR_ILLEGAL_ADDRESS);
+    OK(fk.graph_exec_destroy(x));
+    OK(fk.graph_exec_destroy(y));
+    OK(fk.graph_destroy(g));
+    OK(fk.stream_destroy(st));
 }
