@@ -6,12 +6,15 @@
  * the program does between steps, and everything cgjit adds (guards, staging, patches, side
  * exits that re-issue a chunk and record the rest). Such periods are kept per kind of run:
  * replays, and *eager probes* — runs of an anchor that has a trace, run eagerly on purpose:
- * every PROBE_FIRST-th run while the first figures come in, every PROBE_STEADY-th after that.
+ * every PROBE_FIRST-th run while the first figures come in (or a verdict is pending), every
+ * PROBE_STEADY-th after that.
  * (Warm-up runs are no eager figure: they also record.)
  *
- * When the median replay period exceeds the median eager one by more than MARGIN, the anchor goes
- * OFF (reason OFF_COST, with both figures): its steps run eagerly for OFF_RUNS runs, twice as
- * many each time it happens again (up to 64 times), then replay is tried again.
+ * Figures are judged when an eager one comes in. When the median replay period exceeds the
+ * median eager one by more than MARGIN at STRIKES judgements in a row (periods are noisy: one
+ * window of them is no verdict), the anchor goes OFF (reason OFF_COST, with both figures): its
+ * steps run eagerly for OFF_RUNS runs, twice as many each time it happens again (up to 64
+ * times), then replay is tried again.
  */
 #include "tracer/tracer.h"
 #include "base/log.h"
@@ -24,6 +27,7 @@
 #define MIN_REPLAY 8
 #define MARGIN_PCT 2     /* replay may be this much slower than eager before it is turned off
                           * (the periods' own noise) */
+#define STRIKES 2
 #define OFF_RUNS 256
 #define OFF_DOUBLINGS 6
 
@@ -55,7 +59,12 @@ static void judge(cgj_anchor_t *a)
     uint64_t e = median(c->eager, ne), r = median(c->replay, nr);
     __atomic_store_n(&c->eager_med_ns, e, __ATOMIC_RELAXED);
     __atomic_store_n(&c->replay_med_ns, r, __ATOMIC_RELAXED);
-    if (r * 100 <= e * (100 + MARGIN_PCT) || a->state != CGJ_STATE_REPLAY) return;
+    if (r * 100 <= e * (100 + MARGIN_PCT) || a->state != CGJ_STATE_REPLAY) {
+        c->strikes = 0;
+        return;
+    }
+    if (++c->strikes < STRIKES) return;
+    c->strikes = 0;
     uint32_t k = c->offs < OFF_DOUBLINGS ? c->offs : OFF_DOUBLINGS;
     c->offs++;
     c->retry_at = __atomic_load_n(&a->runs, __ATOMIC_RELAXED) + ((uint64_t)OFF_RUNS << k);
@@ -82,7 +91,8 @@ bool cgj_cost_eager(cgj_anchor_t *a)
         CGJ_LOG(trace, "anchor '%s': replay tried again", a->name);
     }
     if (!cgj_cfg.COST) return false;
-    uint32_t every = c->neager < MIN_EAGER ? PROBE_FIRST : PROBE_STEADY;
+    /* A quick second look after a judgement found replay slower. */
+    uint32_t every = c->neager < MIN_EAGER || c->strikes ? PROBE_FIRST : PROBE_STEADY;
     if (++c->since_probe < every) return false;
     c->since_probe = 0;
     CGJ_STAT_ADD(steps_probed, 1);
@@ -94,9 +104,12 @@ void cgj_cost_begin(cgj_anchor_t *a, const void *thread, uint64_t now, cgj_cost_
     cgj_cost_t *c = &a->cost;
     if (c->last_thread == thread && c->last_kind != CGJ_COST_NONE && now > c->last_ns) {
         uint64_t ns = now - c->last_ns;
-        if (c->last_kind == CGJ_COST_EAGER) add(c->eager, CGJ_COST_EAGER_WINDOW, &c->neager, ns);
-        else add(c->replay, CGJ_COST_REPLAY_WINDOW, &c->nreplay, ns);
-        judge(a);
+        if (c->last_kind == CGJ_COST_EAGER) {
+            add(c->eager, CGJ_COST_EAGER_WINDOW, &c->neager, ns);
+            judge(a);
+        } else {
+            add(c->replay, CGJ_COST_REPLAY_WINDOW, &c->nreplay, ns);
+        }
     }
     c->last_thread = thread;
     c->last_ns = now;

@@ -41,6 +41,7 @@ typedef struct cgj_cost {
     uint64_t since_probe;       /* replay runs since the last eager probe */
     uint64_t retry_at;          /* OFF: the run from which replay is tried again */
     uint32_t offs;              /* times turned off */
+    uint32_t strikes;           /* judgements in a row that found replay slower */
     uint64_t reissued;          /* absorbed ops re-issued at side exits and aborts */
     uint64_t record_ns, recorded_ops; /* warm-up: time spent recording calls, and how many */
     uint64_t first_replay_run;  /* the run that first replayed (0: none yet) */
