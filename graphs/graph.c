@@ -115,9 +115,19 @@ static void find_streams(cgj_trace_t *t, cgj_segment_t *seg)
         for (uint32_t j = 0; j < seg->nothers && !seen; j++) seen = seg->others[j] == s;
         if (!seen) seg->others[seg->nothers++] = s;
         if (o->stage) seg->has_staging = true;
-        if ((o->kp && o->kp->nvarying) || names_host_memory(o)) o->listed = true;
-        if (o->listed) seg->patch[seg->npatch++] = i;
+        bool varies = o->listed || (o->kp && o->kp->nvarying) || names_host_memory(o);
+        o->listed = false; /* classification marked the ops that vary: their list is made here */
+        if (varies) cgj_graph_list(t, i);
     }
+}
+
+void cgj_graph_list(cgj_trace_t *t, uint32_t i)
+{
+    cgj_op_t *o = &t->list.ops[i];
+    if (o->listed) return;
+    cgj_segment_t *seg = &t->segs[o->seg];
+    seg->patch[seg->npatch++] = i;
+    o->listed = true;
 }
 
 static bool make_events(cgj_segment_t *seg, cgj_reason_t *why)

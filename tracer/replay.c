@@ -156,9 +156,7 @@ static bool promote_values(cgj_thread_t *t, const cgj_call_t *c)
     uint32_t before = o->kp ? o->kp->nvarying : 0;
     if (!o->node || !cgj_guard(o, c, true, &why)) return false;
     if (!o->promoted) return true;
-    cgj_segment_t *seg = &tr->segs[o->seg];
-    if (!o->listed) seg->patch[seg->npatch++] = t->pos;
-    o->listed = true;
+    cgj_graph_list(tr, t->pos);
     o->promoted = false;
     uint32_t slots = o->kp ? o->kp->nvarying - before : 0;
     tr->varying_slots += slots;
@@ -186,8 +184,7 @@ static bool stage_bytes(cgj_thread_t *t, cgj_op_t *o, const cgj_call_t *c, cgj_r
         cgj_staging_free(o->stage);
         o->stage = grown;
         o->stage_cap = cap;
-        if (!o->listed) tr->segs[o->seg].patch[tr->segs[o->seg].npatch++] = t->pos;
-        o->listed = true;
+        cgj_graph_list(tr, t->pos);
     }
     memcpy(o->stage, c->u.m.hsrc, c->u.m.bytes);
     CGJ_STAT_ADD(bytes_staged, c->u.m.bytes);

@@ -323,11 +323,13 @@ void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned)
     cgj_blocks_free(&bl);
 }
 
+/* Addresses compared as they are (a replay of a relocated trace): no block tables. */
+static const addr_ctx_t exact = {NULL, NULL, 0, 0};
+
 /* The values of call c against op o's: taken when the op's values vary (listed), or newly
  * with `promote`; else a difference fails. */
 static bool guard_values(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
 {
-    static const addr_ctx_t exact = {NULL, NULL, 0, 0};
     if (empty_for(o, c)) {
         cgj_reason_set(r, CGJ_REASON_DIFF_ZERO_LENGTH, CGJ_REASON_NO_OP, NULL);
         return false;
@@ -345,7 +347,7 @@ static bool guard_values(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_rea
 
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
 {
-    static const addr_ctx_t exact = {NULL, NULL, 0, 0}, *ctx = &exact;
+    const addr_ctx_t *ctx = &exact;
     if (!call_shape_equal(&o->call, c, ctx, r)) return false;
     if (cgj_op_class[c->kind] == CGJ_CLASS_BOUNDARY) return true;
     if (c->kind == CGJ_OP_ALLOC && c->u.a.bytes > cgj_plan_size_class(o->call.u.a.bytes)) {
