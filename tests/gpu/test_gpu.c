@@ -6,10 +6,13 @@
  * The library wrappers' tests run `<dir>/gpu/gpu_libs <scenario>` (see gpu_libs.cu) the same way;
  * one that prints `SKIP <scenario> <reason>` (a cuDNN scenario where cuDNN was not found at build
  * time) skips with that reason.
- * Where the machine has no usable CUDA GPU the test skips itself with the reason, so the suite
- * also runs, green, on machines without one (CI). The GPU is probed through the driver library
- * alone (dlopen libcuda.so.1, cuInit, cuDeviceGetCount): this program links neither CUDA nor
- * cgjit, and the programs under test run in their own processes, as a user's would.
+ * Where the machine has no usable CUDA GPU the whole program says so on one line,
+ * `SKIP: no CUDA GPU: <reason>`, and exits with status 77 before running any test: ctest shows
+ * the suite as skipped, not passed (SKIP_RETURN_CODE in tests/gpu/CMakeLists.txt). Each test
+ * also skips itself with the reason where the GPU is gone by the time it runs. The GPU is probed
+ * through the driver library alone (dlopen libcuda.so.1, cuInit, cuDeviceGetCount): this
+ * program links neither CUDA nor cgjit, and the programs under test run in their own processes,
+ * as a user's would.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -249,3 +253,65 @@ LIB_TEST(pointers_alternate)
 
 /* cuBLAS from a program whose link dropped libcublas (--as-needed): cgjit loads it. */
 Test(gpu_libs, as_needed, .timeout = 300) { run_program("gpu_as_needed", "as_needed", "gpu_as_needed"); }
+
+/* ---- main: the whole suite skips, with its reason, where there is no GPU ---------------- */
+
+enum { EXIT_SKIP = 77 }; /* SKIP_RETURN_CODE of the ctest entry */
+
+/* gpu_present() in a child process, its reason sent back through a pipe: cuInit must not run
+ * in this process, whose Criterion workers are forked from it (CUDA does not survive fork). */
+static int gpu_present_forked(char *why, size_t len) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+        snprintf(why, len, "pipe: %s", strerror(errno));
+        return 0;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        char buf[512] = "";
+        int ok = gpu_present(buf, sizeof buf);
+        ssize_t w = write(fds[1], buf, strlen(buf));
+        _exit(ok && w >= 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    ssize_t n = 0;
+    if (pid > 0)
+        while ((n = read(fds[0], why, len - 1)) < 0 && errno == EINTR) {
+        }
+    why[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+    int status = 0;
+    if (pid < 0) {
+        snprintf(why, len, "fork: %s", strerror(errno));
+        return 0;
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(status))
+        snprintf(why, len, "probing the driver was killed by signal %d", WTERMSIG(status));
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* Arguments that only ask about the suite (its list, the usage) need no GPU. */
+static bool asks_only(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], "--list", 6) || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ||
+            !strcmp(argv[i], "--version"))
+            return true;
+    return false;
+}
+
+int main(int argc, char *argv[]) {
+    char why[512];
+    if (!asks_only(argc, argv) && !gpu_present_forked(why, sizeof why)) {
+        printf("SKIP: no CUDA GPU: %s\n", why);
+        return EXIT_SKIP;
+    }
+    struct criterion_test_set *tests = criterion_initialize();
+    int result = 0;
+    if (criterion_handle_args(argc, argv, true))
+        result = !criterion_run_all_tests(tests);
+    criterion_finalize(tests);
+    return result;
+}
