@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # deps.sh [bench|test|cross] — make sure what building cgjit needs is installed (Debian/Ubuntu):
 # gcc and cmake always, Criterion for the tests, jemalloc's PIC archive for cgjit's own host
-# memory (without it cgjit falls back to malloc). Missing packages are installed with apt; if
-# that is impossible (no network, no root), the script goes on as long as nothing *required*
-# is missing. The CUDA toolkit is expected at /usr/local/cuda (override with CUDA_HOME).
+# memory (without it cgjit falls back to malloc), gnuplot for the bench's plots
+# (scripts/plot-bench.py: bench.sh draws none without it, and its test reports itself skipped).
+# Missing packages are installed with apt; if that is impossible (no network, no root), the
+# script goes on as long as nothing *required* is missing. The CUDA toolkit is expected at /usr/local/cuda (override with CUDA_HOME).
 # `cross` installs only the aarch64 cross compiler (gcc-aarch64-linux-gnu) for
 # scripts/cross-check.sh; it is optional there: a warning, not a failure, when apt cannot
 # install it (cross-check.sh then reports itself skipped), and no CUDA toolkit check.
@@ -19,7 +20,7 @@ cross) ;;
 esac
 required=(build-essential cmake)
 [ "$mode" = test ] && required+=(libcriterion-dev)
-optional=(pkg-config libjemalloc-dev)
+optional=(pkg-config libjemalloc-dev gnuplot-nox)
 if [ "$mode" = cross ]; then
   required=()
   optional=(gcc-aarch64-linux-gnu)
