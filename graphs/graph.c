@@ -23,7 +23,9 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
 /* Segments run from one boundary op to the next, cut into chunks of CGJIT_CHUNK_OPS captured
  * ops, each launched as soon as its last op is absorbed: the GPU starts while the host still
  * absorbs the rest, exactly as it would have started on eager launches, and a side exit re-issues
- * at most one chunk's ops eagerly, never the whole step. */
+ * at most one chunk's ops eagerly, never the whole step. A handoff op (another thread takes over
+ * the stream there) ends a chunk too, even right before a boundary or at the step's end: the
+ * other thread comes before the step's next call. */
 static void split_segments(cgj_trace_t *t)
 {
     uint32_t n = t->list.n, cap = 0, chunk = (uint32_t)cgj_cfg.CHUNK_OPS;
@@ -33,9 +35,9 @@ static void split_segments(cgj_trace_t *t)
         uint32_t j = i;
         while (j < n && cgj_op_class[t->list.ops[j].call.kind] != CGJ_CLASS_BOUNDARY) j++;
         uint32_t first = i, captured = 0;
-        for (uint32_t k = i; chunk && k < j; k++) {
+        for (uint32_t k = i; k < j; k++) {
             if (cgj_op_class[t->list.ops[k].call.kind] == CGJ_CLASS_CAPTURE) captured++;
-            if (captured == chunk && k + 1 < j) {
+            if ((chunk && captured == chunk && k + 1 < j) || t->list.ops[k].handoff) {
                 push_segment(t, &cap, first, k + 1, true);
                 first = k + 1, captured = 0;
             }

@@ -96,6 +96,7 @@ void cgj_oplist_clone(cgj_oplist_t *l, const cgj_op_t *src)
 {
     cgj_op_t *o = oplist_push(l);
     o->call = src->call;
+    o->handoff = src->handoff;
     if (src->kp) {
         cgj_layout_t lay = {.n = src->kp->n, .size = src->kp->size,
                             .extra_form = src->kp->extra_form, .off = src->kp->off,
@@ -135,6 +136,6 @@ cgj_reason_code_t cgj_op_break_reason(const cgj_op_t *o)
     case CGJ_OP_QUERY: return CGJ_REASON_BREAK_QUERY;
     case CGJ_OP_READBACK: return CGJ_REASON_BREAK_READBACK;
     case CGJ_OP_FREE: return CGJ_REASON_BREAK_FREE;
-    default: return CGJ_REASON_BREAK_CHUNK;
+    default: return o->handoff ? CGJ_REASON_BREAK_HANDOFF : CGJ_REASON_BREAK_CHUNK;
     }
 }

@@ -65,7 +65,7 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
             (unsigned long long)__atomic_load_n(&t->replays, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&t->side_exits, __ATOMIC_RELAXED));
     for (uint32_t s = 0; s + 1 < t->nsegs; s++) {
-        const cgj_op_t *b = &t->list.ops[t->segs[s].end];
+        const cgj_op_t *b = &t->list.ops[t->segs[s].end - (t->segs[s].chained ? 1 : 0)];
         fprintf(f, "      segment %u ends at op %u: %s (%s)\n", s + 1, t->segs[s].end, b->call.api,
                 cgj_reason_message(cgj_op_break_reason(b)));
     }

@@ -118,6 +118,32 @@ static bool observes(const cgj_thread_t *t, CUstream s, CUevent ev, bool everyth
     return false;
 }
 
+/* Could `s` (or any stream, with `everything`) see the work of t's recording? Its streams are
+ * known by bucket (cgj_stream_bucket): a collision only adds a handoff the other recording
+ * of the step is unlikely to share. */
+static bool observes_recording(const cgj_thread_t *t, CUstream s, CUevent ev, bool everything)
+{
+    uint64_t mask = t->pending_mask;
+    for (uint32_t i = t->rec.n; ev && i-- > 0;)
+        if (t->rec.ops[i].call.kind == CGJ_OP_EVENT_RECORD && t->rec.ops[i].call.u.e.ev == ev) return true;
+    if (everything) return mask != 0;
+    if (!s || s == CU_STREAM_PER_THREAD) return false;
+    if (s == CU_STREAM_LEGACY || mask >> cgj_stream_bucket(CU_STREAM_LEGACY) & 1) return mask != 0;
+    return mask >> cgj_stream_bucket(s) & 1;
+}
+
+/* Another thread's work comes after op rec.n - 1 of t's recording on a stream it could see: a
+ * handoff there (kept where every recording of the step has it, tracer/shape.c). */
+static void note_handoff(cgj_thread_t *t)
+{
+    cgj_op_t *o = t->rec.n ? &t->rec.ops[t->rec.n - 1] : NULL;
+    if (!o || o->handoff || t->lib_depth) return;
+    o->handoff = true;
+    if (t->anchor)
+        CGJ_LOG(breaks, "anchor '%s': another thread issues work after op %u (%s): a handoff", t->anchor->name,
+                t->rec.n - 1, o->call.api);
+}
+
 void cgj_exit_observe(CUstream s, CUevent ev, bool everything)
 {
     cgj_thread_t *self = &cgj_tls;
@@ -130,6 +156,8 @@ void cgj_exit_observe(CUstream s, CUevent ev, bool everything)
             cgj_reason_t r;
             cgj_reason_set(&r, CGJ_REASON_EXIT_OBSERVED, CGJ_REASON_NO_OP, NULL);
             cgj_exit_side(t, CGJ_EVENT_OBSERVE, &r);
+        } else if (t->pending && t->mode == CGJ_MODE_RECORD && observes_recording(t, s, ev, everything)) {
+            note_handoff(t);
         }
         cgj_thread_unlock(t);
     }

@@ -53,6 +53,7 @@ static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
         abort_with(t, why, c->api, NULL);
     else
         CGJ_STAT_ADD(ops_recorded, 1);
+    if (t->mode == CGJ_MODE_RECORD && cgj_op_class[c->kind] == CGJ_CLASS_CAPTURE) cgj_thread_recorded(t, c->stream);
 }
 
 /* Recording costs host time on top of the eager call: the anchor keeps the sum (warm-up). */

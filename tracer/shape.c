@@ -266,6 +266,9 @@ void cgj_shape_classify(cgj_oplist_t *a, const cgj_oplist_t *b)
         addr_ctx_t c = {&ta, &tb, i, i}, *ctx = &c;
         cgj_reason_t why;
         a->ops[i].listed = !call_values_equal(&a->ops[i].call, &b->ops[i].call, ctx, &why);
+        /* A handoff both runs saw is the program's (a thread waiting for this one); one run's
+         * alone is two threads racing, and no reason to cut a graph. */
+        a->ops[i].handoff &= b->ops[i].handoff;
         if (!x) continue;
         x->nvarying = 0;
         for (uint32_t s = 0; s < x->n; s++) {

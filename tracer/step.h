@@ -31,8 +31,10 @@ typedef struct cgj_thread {
     uint32_t seg;            /* current segment */
     bool launched;           /* a segment of this step has been launched */
     bool staged_waited;      /* staging of the current segment checked */
-    bool pending;            /* absorbed calls not launched yet */
-    uint64_t pending_mask;   /* stream buckets (cgj_stream_bucket) the pending calls are on */
+    bool pending;            /* other threads' calls on its streams come through it first:
+                              * absorbed calls not launched yet (REPLAY), or a recording that
+                              * notes where they come (RECORD: a handoff, exits.c) */
+    uint64_t pending_mask;   /* stream buckets (cgj_stream_bucket) of those calls */
     bool allocs_served;      /* pool blocks were handed out in this step */
     bool exited;             /* this step left its trace */
     bool replaying;          /* this step began as a replay (it may have left the trace since) */

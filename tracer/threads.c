@@ -75,6 +75,7 @@ void cgj_thread_go(cgj_thread_t *t, cgj_event_t ev, cgj_mode_t to)
 {
     CGJ_ASSERT(cgj_machine_allows(t->mode, ev, to), "a step transition outside the table (tracer/machine.h)");
     bool was = t->mode >= CGJ_MODE_EAGER, is = to >= CGJ_MODE_EAGER;
+    if (t->mode == CGJ_MODE_RECORD && to != CGJ_MODE_RECORD) cgj_thread_set_pending(t, false);
     if (was != is) __atomic_fetch_add(&cgj_tracing_threads, is ? 1 : -1, __ATOMIC_RELAXED);
     /* Written under t's lock (by t, or by a thread flushing it); read by t without it in
      * cgj_tracing(): atomic. */
@@ -98,6 +99,13 @@ void cgj_thread_set_pending(cgj_thread_t *t, bool pending)
     if (t->pending == pending) return;
     __atomic_store_n(&t->pending, pending, __ATOMIC_RELAXED); /* other threads read it unlocked */
     __atomic_fetch_add(&cgj_pending_threads, pending ? 1 : -1, __ATOMIC_RELAXED);
+}
+
+/* A recording's streams are published like absorbed work, so that another thread's call there
+ * reaches this thread (exits.c): not to flush anything, but to note a handoff. */
+void cgj_thread_recorded(cgj_thread_t *t, CUstream s)
+{
+    cgj_thread_absorbed(t, s);
 }
 
 void cgj_thread_absorbed(cgj_thread_t *t, CUstream s)

@@ -108,6 +108,9 @@ void cgj_thread_go(cgj_thread_t *t, cgj_event_t ev, cgj_mode_t to);
 cgj_mode_t cgj_thread_eager_mode(const cgj_thread_t *t);
 /* t has absorbed work on stream s, not launched yet (other threads' work on s must wait for it). */
 void cgj_thread_absorbed(cgj_thread_t *t, CUstream s);
+/* t records work on stream s: other threads' calls there note a handoff in its recording. The
+ * streams stay published until the recording ends (cgj_thread_go). */
+void cgj_thread_recorded(cgj_thread_t *t, CUstream s);
 /* false: t's absorbed work is launched or issued, nothing of it is pending any more. */
 void cgj_thread_set_pending(cgj_thread_t *t, bool pending);
 /* Keep err for t's program (the first one wins); the error it keeps, once, or CUDA_SUCCESS. */
@@ -127,7 +130,7 @@ bool cgj_shape_same(const cgj_oplist_t *a, const cgj_oplist_t *b, cgj_reason_t *
 /* Mark the kernel parameter slots whose bytes differ between a and b as varying in a, and the
  * ops whose grid, block, copy or memset values differ as listed (same shape; addresses into
  * in-step allocations match by allocation and offset), then learn a's library groups. a keeps
- * its own values as the recorded ones. */
+ * its own values as the recorded ones, and only the handoffs both recordings saw. */
 void cgj_shape_classify(cgj_oplist_t *a, const cgj_oplist_t *b);
 /* Rewrite every address into an in-step allocation of l to planned[block] + offset. */
 void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);

@@ -556,51 +556,6 @@ Test(tracer_replay, threads_on_their_own_streams_replay_independently)
     }
 }
 
-/* Thread A has absorbed a step's launches and not ended it; thread B synchronizes the context
- * and reads the buffer: it must see A's work done, and A's end must not do it twice. */
-static pthread_barrier_t g_bar;
-static CUdeviceptr g_shared_x;
-static float g_expect[N];
-static int g_b_mismatches;
-
-static void *observer_main(void *arg)
-{
-    int steps = *(int *)arg;
-    for (int s = 0; s < steps; s++) {
-        pthread_barrier_wait(&g_bar); /* A has absorbed its launches */
-        fk.ctx_sync();
-        if (memcmp(g_expect, (float *)(uintptr_t)g_shared_x, sizeof g_expect)) g_b_mismatches++;
-        pthread_barrier_wait(&g_bar); /* A may end its step */
-    }
-    return NULL;
-}
-
-Test(tracer_replay, another_threads_sync_sees_absorbed_work)
-{
-    int steps = 40;
-    g_shared_x = fk_alloc_floats(&fk, N, 33);
-    memcpy(g_expect, (float *)(uintptr_t)g_shared_x, sizeof g_expect);
-    pthread_barrier_init(&g_bar, NULL, 2);
-    pthread_t b;
-    cr_assert_eq(pthread_create(&b, NULL, observer_main, &steps), 0);
-    for (int s = 0; s < steps; s++) {
-        cr_assert_eq(cgj_trace_begin("observed"), CGJ_OK);
-        for (int k = 0; k < 3; k++) {
-            OK(fk_axpb_launch(&fk, NULL, g_shared_x, 0.5f, (float)k, N, 1));
-            for (int i = 0; i < N; i++) g_expect[i] = 0.5f * g_expect[i] + (float)k;
-        }
-        pthread_barrier_wait(&g_bar);
-        pthread_barrier_wait(&g_bar);
-        cr_assert_eq(cgj_trace_end(), CGJ_OK);
-        cr_assert(!memcmp(g_expect, (float *)(uintptr_t)g_shared_x, sizeof g_expect), "step %d: work lost or doubled", s);
-    }
-    pthread_join(b, NULL);
-    cr_assert_eq(g_b_mismatches, 0, "the other thread saw absorbed work missing %d times", g_b_mismatches);
-    cgj_stats_t st;
-    cgj_stats(&st);
-    cr_assert_geq(st.side_exits, 30, "each observed replay leaves its trace");
-}
-
 /* Both threads on the legacy stream, one anchor: while one replays, the other's launches on
  * that stream issue its absorbed work first (a side exit), so under enough overlap the anchor
  * may give up replaying (most replays left the trace); the results are always eager's. */
