@@ -40,6 +40,23 @@ extern "C" {
 #define CGJ_API
 #endif
 
+/* The version of this header. These three lines are the version's one source: CMake reads them
+ * into project(VERSION), which names the shared library (libcgjit.so.MAJOR), the pkg-config file
+ * and the CMake package, and the tools print them. Before 1.0, a new MINOR may change the ABI. */
+#define CGJ_VERSION_MAJOR 0
+#define CGJ_VERSION_MINOR 1
+#define CGJ_VERSION_PATCH 0
+#define CGJ_VERSION_STR_(x) #x
+#define CGJ_VERSION_STR(x) CGJ_VERSION_STR_(x)
+#define CGJ_VERSION_STRING                                                     \
+    CGJ_VERSION_STR(CGJ_VERSION_MAJOR) "." CGJ_VERSION_STR(CGJ_VERSION_MINOR) "." \
+    CGJ_VERSION_STR(CGJ_VERSION_PATCH)
+
+/* The version of the libcgjit loaded, "MAJOR.MINOR.PATCH": compare it with CGJ_VERSION_STRING to
+ * tell the header a program was built with from the library it runs with. Needs no CUDA driver
+ * and no GPU; never NULL. */
+CGJ_API const char *cgj_version(void);
+
 /* Status codes: X(NAME, value, message). cgj_strerror() returns the message. */
 #define CGJ_STATUS_LIST(X)                                                                       \
     X(OK, 0, "success")                                                                          \

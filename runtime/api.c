@@ -1,5 +1,5 @@
-/* api.c — the public functions of include/cgjit.h that steer: begin, end, status messages
- * (what the program reads back — counters, anchor figures, the report — is report.c). */
+/* api.c — the public functions of include/cgjit.h that steer: begin, end, status messages, the
+ * version (what the program reads back — counters, anchor figures, the report — is report.c). */
 #include "runtime/runtime.h"
 #include "base/log.h"
 #include "tracer/step.h"
@@ -18,6 +18,13 @@ CGJ_API const char *cgj_strerror(int status)
     if (status < 0 || (size_t)status >= CGJ_ARRAY_LEN(status_msgs) || !status_msgs[status])
         return "unknown cgjit status";
     return status_msgs[status];
+}
+
+/* The string of the header the library was built with: a program built against another
+ * cgjit.h sees the difference. Touches nothing else, so that it answers without a driver. */
+CGJ_API const char *cgj_version(void)
+{
+    return CGJ_VERSION_STRING;
 }
 
 CGJ_API int cgj_trace_begin(const char *name)

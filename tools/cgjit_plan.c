@@ -7,6 +7,7 @@
  */
 #include "allocator/plan.h"
 #include "base/cgj_base.h"
+#include "cgjit.h" /* the version macros */
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 static const char usage[] =
     "usage: cgjit-plan FILE\n"
+    "       cgjit-plan --help | --version\n"
     "\n"
     "Plans the allocations of the trace in FILE ('-': standard input) into one pool, as cgjit\n"
     "does for a traced step, and prints:\n"
@@ -29,7 +31,7 @@ static const char usage[] =
     "  a ID BYTES      allocation of BYTES (decimal) bytes, named ID (a token without spaces)\n"
     "  f ID            free of the live allocation named ID\n"
     "\n"
-    "Exit status: 0; 2 for bad input (the message names the line), an unreadable file or wrong\n"
+    "Exit status: 0 (also for --help and --version); 2 for bad input (the message names the line), an unreadable file or wrong\n"
     "usage.\n";
 
 static void print_figures(const cgj_plan_result_t *r)
@@ -46,6 +48,10 @@ int main(int argc, char **argv)
 {
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         fputs(usage, stdout);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("cgjit-plan %s\n", CGJ_VERSION_STRING);
         return 0;
     }
     if (argc != 2 || (argv[1][0] == '-' && argv[1][1] != '\0')) {

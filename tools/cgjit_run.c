@@ -9,11 +9,17 @@
  * the README's configuration table (--config-table) follow the library's.
  *
  * libcgjit.so is looked for in this order: --lib PATH, $CGJIT_LIB, <dir of cgjit-run>/libcgjit.so
- * (a build folder), <dir of cgjit-run>/../lib/libcgjit.so (an installation). A path given with
- * --lib or CGJIT_LIB must exist: a misspelt path is an error, never a silent fall-back to another
- * library. The path put into LD_PRELOAD is absolute (its folder resolved by realpath, the file's
- * own name kept), so a program that changes its working directory and starts others still
- * finds it.
+ * (a build folder), then the library folder of an installation relative to cgjit-run's
+ * (CGJ_RUN_LIBDIR: ../lib, or the CMAKE_INSTALL_LIBDIR it was built for, e.g.
+ * ../lib/x86_64-linux-gnu), ../lib and ../lib64. In each folder libcgjit.so comes first, then
+ * the soname's file (libcgjit.so.0: an installation of the runtime alone has no libcgjit.so
+ * link). A path given with --lib or CGJIT_LIB must exist: a misspelt path is an error, never a
+ * silent fall-back to another library. The path put into LD_PRELOAD is absolute (its folder
+ * resolved by realpath, the file's own name kept), so a program that changes its working
+ * directory and starts others still finds it.
+ *
+ * --man prints this tool's manual page, its options expanded from the same tables as --help;
+ * the build writes it with this option and installs it as cgjit-run.1.
  *
  * Exit status: PROGRAM's; 0 for --help, --version, --print-env; 2 for a wrong option or value,
  * no PROGRAM, or no libcgjit.so; 127 when PROGRAM is not found and 126 when it is found but
@@ -22,6 +28,7 @@
 #define _GNU_SOURCE
 #include "base/config.h"
 #include "base/log.h"
+#include "cgjit.h" /* the version macros only: cgjit-run does not link libcgjit */
 
 #include <errno.h>
 #include <stdarg.h>
@@ -33,9 +40,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef CGJ_VERSION
-#define CGJ_VERSION "0.1.0"
+/* An installation's library folder relative to its bin folder (set by the build from
+ * GNUInstallDirs), or an absolute folder. */
+#ifndef CGJ_RUN_LIBDIR
+#define CGJ_RUN_LIBDIR "../lib"
 #endif
+#define CGJ_RUN_SONAME "libcgjit.so." CGJ_VERSION_STR(CGJ_VERSION_MAJOR)
 
 static const char prog_name[] = "cgjit-run";
 
@@ -63,6 +73,7 @@ typedef enum {
     OPT_CONFIG_TABLE, /* --config-table */
     OPT_HELP,        /* --help, -h */
     OPT_VERSION,     /* --version */
+    OPT_MAN,         /* --man */
 } opt_kind_t;
 
 typedef struct option {
@@ -87,14 +98,16 @@ static const option_t options[] = {
     CGJ_CONFIG_LIST(CGJ_RUN_OPTION)
 #undef CGJ_RUN_OPTION
     {"lib", OPT_LIB, NULL, "PATH", NULL, 0, 0,
-     "the libcgjit.so to preload; without it: $CGJIT_LIB, else DIR/libcgjit.so, else "
-     "DIR/../lib/libcgjit.so (DIR: cgjit-run's folder)"},
+     "the libcgjit.so to preload; without it: $CGJIT_LIB, else DIR/libcgjit.so, else the "
+     "installation's DIR/" CGJ_RUN_LIBDIR "/libcgjit.so (DIR: cgjit-run's folder)"},
     {"print-env", OPT_PRINT_ENV, NULL, NULL, NULL, 0, 0,
      "print the environment changes, NAME=VALUE one a line, and exit without running anything"},
     {"config-table", OPT_CONFIG_TABLE, NULL, NULL, NULL, 0, 0,
      "print every CGJIT_* variable as the README's Markdown table, and exit"},
     {"help", OPT_HELP, NULL, NULL, NULL, 0, 0, "print this help and exit"},
     {"version", OPT_VERSION, NULL, NULL, NULL, 0, 0, "print the version and exit"},
+    {"man", OPT_MAN, NULL, NULL, NULL, 0, 0,
+     "print the manual page (roff: cgjit-run --man | man -l -) and exit"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -173,6 +186,116 @@ static void print_config_table(FILE *f)
         if (o->name) snprintf(opt, sizeof opt, "`--%s%s%s`", o->name, o->metavar ? "=" : "", o->metavar ? o->metavar : "");
         fprintf(f, "| `%s` | %s | `%s` | %s |\n", o->var, opt, o->def, o->doc);
     }
+}
+
+/* ---- the manual page (--man) ---- */
+
+/* Text as roff reads it literally: '-' and '\' escaped, a control character at a line's start
+ * made plain. */
+static void roff_text(FILE *f, const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        if ((p == s || p[-1] == '\n') && (*p == '.' || *p == '\'')) fputs("\\&", f);
+        if (*p == '-' || *p == '\\') fputc('\\', f);
+        fputc(*p, f);
+    }
+}
+
+static void print_man_options(FILE *f)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const option_t *o = &options[i];
+        if (!o->name) continue;
+        fputs(".TP\n", f);
+        if (o->kind == OPT_HELP) fputs("\\fB\\-h\\fR, ", f);
+        fputs("\\fB\\-\\-", f);
+        roff_text(f, o->name);
+        fputs("\\fR", f);
+        if (o->metavar) {
+            fputs("=\\fI", f);
+            roff_text(f, o->metavar);
+            fputs("\\fR", f);
+        }
+        fputc('\n', f);
+        roff_text(f, o->doc);
+        fputs(o->doc[0] && o->doc[strlen(o->doc) - 1] == '.' ? "\n" : ".\n", f);
+        if (o->var) {
+            fputs("Sets \\fB", f);
+            roff_text(f, o->var);
+            fprintf(f, "\\fR%s; default: ", o->kind == OPT_FLAG ? "=1" : "");
+            roff_text(f, o->def);
+            fputs(".\n", f);
+        }
+        if (o->kind == OPT_STEP) {
+            fputs(".RS\n", f);
+            for (int p = 0; p < CGJ_STEP_POLICY_COUNT; p++) {
+                fprintf(f, ".TP\n.B %s\n", cgj_step_policy_name(p));
+                roff_text(f, policy_docs[p]);
+                fputc('\n', f);
+            }
+            fputs(".RE\n", f);
+        }
+    }
+}
+
+static void print_man(FILE *f)
+{
+    fputs(".TH CGJIT\\-RUN 1 \"\" \"cgjit " CGJ_VERSION_STRING "\" \"User Commands\"\n"
+          ".SH NAME\n"
+          "cgjit\\-run \\- run an unmodified CUDA program under cgjit\n"
+          ".SH SYNOPSIS\n"
+          ".B cgjit\\-run\n"
+          "[\\fIOPTIONS\\fR] [\\fB\\-\\-\\fR] \\fIPROGRAM\\fR [\\fIARGS\\fR...]\n"
+          ".SH DESCRIPTION\n"
+          "cgjit records one step of a program's GPU work at the CUDA driver API, checks on later\n"
+          "steps that the program does the same again, and replays the step as CUDA graphs; results\n"
+          "are bitwise equal to eager execution.\n"
+          ".PP\n"
+          ".B cgjit\\-run\n"
+          "puts libcgjit.so first in \\fBLD_PRELOAD\\fR (ahead of any value already there), sets the\n"
+          "\\fBCGJIT_*\\fR variable of each option given, then executes \\fIPROGRAM\\fR in its own\n"
+          "place (searched in \\fBPATH\\fR; same process, same standard streams, \\fIPROGRAM\\fR's\n"
+          "exit status). A program that never uses CUDA runs exactly as without cgjit.\n"
+          "\\fBCGJIT_*\\fR variables already set are passed on; an option overrides its variable.\n"
+          ".PP\n"
+          "Options stop at \\fB\\-\\-\\fR or at the first argument that is not an option. A value is\n"
+          "given as \\fB\\-\\-opt\\fR=\\fIVALUE\\fR or \\fB\\-\\-opt\\fR \\fIVALUE\\fR; a repeated\n"
+          "option's last value wins. A bad value is refused with status 2.\n"
+          ".SH OPTIONS\n",
+          f);
+    print_man_options(f);
+    fputs(".SH ENVIRONMENT\n"
+          ".TP\n.B CGJIT_LIB\n"
+          "The libcgjit.so to preload when \\fB\\-\\-lib\\fR is not given.\n"
+          ".TP\n.B LD_PRELOAD\n"
+          "Kept, after libcgjit.so.\n"
+          ".TP\n.B CGJIT_*\n"
+          "Read by libcgjit in \\fIPROGRAM\\fR; \\fBcgjit\\-run \\-\\-config\\-table\\fR lists every\n"
+          "variable with its default, including those without an option.\n"
+          ".SH FILES\n"
+          "Without \\fB\\-\\-lib\\fR or \\fBCGJIT_LIB\\fR, libcgjit.so is looked for in the folder of\n"
+          "cgjit\\-run (a build folder), then in an installation's library folder relative to it:\n",
+          f);
+    roff_text(f, CGJ_RUN_LIBDIR);
+    fputs(" (the one it was installed with), else ../lib or ../lib64. In each folder libcgjit.so\n"
+          "comes first, then " CGJ_RUN_SONAME
+          ". The path preloaded is absolute.\n"
+          ".SH EXIT STATUS\n"
+          "\\fIPROGRAM\\fR's own; 0 for \\fB\\-\\-help\\fR, \\fB\\-\\-version\\fR, \\fB\\-\\-man\\fR,\n"
+          "\\fB\\-\\-config\\-table\\fR and \\fB\\-\\-print\\-env\\fR; 2 for a wrong option or value, no\n"
+          "\\fIPROGRAM\\fR, or no libcgjit.so; 127 when \\fIPROGRAM\\fR is not found and 126 when it\n"
+          "cannot be executed, as a shell.\n"
+          ".SH EXAMPLES\n"
+          ".nf\n"
+          "cgjit\\-run \\-\\-report \\-\\- ./train \\-\\-steps 1000\n"
+          "cgjit\\-run \\-\\-step=auto \\-\\-log=guards ./app\n"
+          "cgjit\\-run \\-\\-print\\-env    # what it would set; runs nothing\n"
+          ".fi\n"
+          ".SH SEE ALSO\n"
+          ".BR ld.so (8);\n"
+          "\\fBcgjit\\-plan \\-\\-help\\fR (the memory planner on an allocation trace); the\n"
+          "README of cgjit (its configuration table is \\fBcgjit\\-run \\-\\-config\\-table\\fR).\n",
+          f);
 }
 
 /* One line naming the problem, one pointing at --help; exit status 2. */
@@ -305,13 +428,25 @@ static void find_lib(const char *opt_lib, const char *argv0, char *out)
         exit(2);
     }
     const char *sep = strcmp(dir, "/") == 0 ? "" : "/";
-    char tried[2][PATH_MAX + 32];
-    snprintf(tried[0], sizeof tried[0], "%s%slibcgjit.so", dir, sep);
-    snprintf(tried[1], sizeof tried[1], "%s%s../lib/libcgjit.so", dir, sep);
-    for (int i = 0; i < 2; i++)
-        if (usable_file(tried[i], out) == 0) return;
-    fprintf(stderr, "%s: libcgjit.so not found; tried %s and %s (give it with --lib=PATH or CGJIT_LIB)\n",
-            prog_name, tried[0], tried[1]);
+    /* the build folder, then an installation's library folder (the one it was built for
+     * first, then the two usual ones, each once) */
+    const char *const sub[] = {"", CGJ_RUN_LIBDIR "/", "../lib/", "../lib64/"};
+    const size_t n_sub = sizeof sub / sizeof sub[0];
+    char tried[256 + 8 * PATH_MAX] = "";
+    for (size_t i = 0; i < n_sub; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i; j++) seen |= strcmp(sub[i], sub[j]) == 0;
+        if (seen) continue;
+        char cand[PATH_MAX + 64];
+        snprintf(cand, sizeof cand, "%s%s%slibcgjit.so", dir, sep, sub[i]);
+        if (usable_file(cand, out) == 0) return;
+        size_t at = strlen(tried);
+        snprintf(tried + at, sizeof tried - at, "%s%s", at ? ", " : "", cand);
+        snprintf(cand, sizeof cand, "%s%s%s" CGJ_RUN_SONAME, dir, sep, sub[i]);
+        if (usable_file(cand, out) == 0) return;
+    }
+    fprintf(stderr, "%s: libcgjit.so not found; tried %s (and %s in each folder) "
+                    "(give it with --lib=PATH or CGJIT_LIB)\n", prog_name, tried, CGJ_RUN_SONAME);
     exit(2);
 }
 
@@ -356,8 +491,11 @@ int main(int argc, char **argv)
             print_help(stdout);
             return 0;
         case OPT_VERSION:
-            printf("%s %s\n", prog_name, CGJ_VERSION);
+            printf("%s %s\n", prog_name, CGJ_VERSION_STRING);
             return 0;
+        case OPT_MAN:
+            print_man(stdout);
+            return fflush(stdout) == 0 ? 0 : 2;
         case OPT_CONFIG_TABLE:
             print_config_table(stdout);
             return 0;
