@@ -56,6 +56,25 @@ static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
     if (t->mode == CGJ_MODE_RECORD && cgj_op_class[c->kind] == CGJ_CLASS_CAPTURE) cgj_thread_recorded(t, c->stream);
 }
 
+/* CGJIT_STEP=sync: an anchor's first run that has made CGJ_SYNC_FIRST_RECORD calls without a
+ * synchronization may be a loop that never synchronizes (its thread then finds cycles from
+ * CGJ_SYNC_LONG calls on): recording all of it would slow each of its calls down meanwhile. The
+ * recording stops there and the run goes on eagerly; later runs of the anchor (a long step that
+ * does end) are recorded whole, from their first call. */
+static void drop_long_first_run(cgj_thread_t *t)
+{
+    cgj_anchor_t *a = t->anchor;
+    if (!a || a->long_steps || a->ndrafts || a->nvariants || !t->implicit || t->finds_cycles ||
+        t->sync_calls != CGJ_SYNC_FIRST_RECORD ||
+        __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_SYNC)
+        return;
+    a->long_steps = true;
+    cgj_oplist_free(&t->rec);
+    CGJ_LOG(trace, "anchor '%s': %u calls without a synchronization in its first run: not recorded further",
+            a->name, t->sync_calls);
+    cgj_thread_go(t, CGJ_EVENT_ABORT, CGJ_MODE_EAGER);
+}
+
 /* Recording costs host time on top of the eager call: the anchor keeps the sum (warm-up). */
 void cgj_record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
 {
@@ -63,6 +82,7 @@ void cgj_record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
     cgj_anchor_t *a = t->anchor;
     record_leave(t, c, r);
     if (!a) return;
+    if (t->mode == CGJ_MODE_RECORD) drop_long_first_run(t);
     __atomic_fetch_add(&a->cost.record_ns, cgj_now_ns() - t0, __ATOMIC_RELAXED);
     __atomic_fetch_add(&a->cost.recorded_ops, 1, __ATOMIC_RELAXED);
 }

@@ -61,6 +61,7 @@ struct cgj_anchor {
     uint32_t exit_history;  /* one bit per replayed run, newest lowest: 1 if it left the trace */
     uint32_t history_len;
     bool want_twin;         /* an escape exit happened: a duplicate variant is welcome */
+    bool long_steps;        /* a first run went CGJ_SYNC_FIRST_RECORD calls without ending */
     uint64_t last_used;     /* the begin serial of its last step (the coldest are evicted first) */
     uint32_t pool_failures; /* builds that found no pool memory ... */
     uint64_t pool_retry_at; /* ... and the run from which to try again */
@@ -209,6 +210,7 @@ typedef struct cgj_decision {
 void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d);
 /* The common case, inline: a call inside a sync-policy step that does not end it stays. */
 #define CGJ_SYNC_LONG 8192 /* calls without a synchronization: implicit.c */
+#define CGJ_SYNC_FIRST_RECORD 1024 /* ... of which an anchor's first run records (record.c) */
 static inline bool cgj_implicit_stays(cgj_thread_t *t, const cgj_call_t *c)
 {
     return t->mode != CGJ_MODE_OFF && t->implicit && c->kind != CGJ_OP_SYNC &&

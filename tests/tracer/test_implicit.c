@@ -111,8 +111,9 @@ Test(tracer_implicit_sync, markers_take_precedence)
 }
 
 /* A loop that never synchronizes, under sync: after CGJ_SYNC_LONG (8192) calls the step ends
- * and the thread finds its steps by their cycle, as auto does: most iterations replay, and the
- * recording stopped there (not at CGJIT_MAX_OPS). */
+ * and the thread finds its steps by their cycle, as auto does: most iterations replay. The
+ * first run stopped recording after CGJ_SYNC_FIRST_RECORD (1024) calls, not at CGJIT_MAX_OPS nor
+ * at the fallback: only the cycles' few runs are recorded after that. */
 Test(tracer_implicit_sync, a_loop_without_any_sync_falls_back_to_cycles)
 {
     CUdeviceptr x = fk_alloc_floats(&fk, N, 6);
@@ -124,8 +125,24 @@ Test(tracer_implicit_sync, a_loop_without_any_sync_falls_back_to_cycles)
     OK(fk.dtoh(seen, x, sizeof seen));
     cr_assert(memcmp(ref, seen, sizeof ref) == 0, "results differ from eager");
     cgj_stats_t st = stats();
-    cr_assert_leq(st.ops_recorded, 8192 + 100, "%llu calls recorded", (unsigned long long)st.ops_recorded);
+    cr_assert_leq(st.ops_recorded, 1024 + 100, "%llu calls recorded", (unsigned long long)st.ops_recorded);
     cr_assert_geq(st.steps_replayed, iters / 2, "%llu iterations replayed", (unsigned long long)st.steps_replayed);
+}
+
+/* A long step that does synchronize (1500 calls, past CGJ_SYNC_FIRST_RECORD): its first run is
+ * not recorded whole, its next two are, and it replays from its fourth run. */
+Test(tracer_implicit_sync, a_long_step_is_recorded_from_its_second_run)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 6);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    for (int it = 0; it < 10; it++) {
+        iteration(x, it, 1500, true, ref, seen);
+        cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d differs from eager arithmetic", it);
+    }
+    cgj_stats_t st = stats();
+    cr_assert_eq(st.steps_replayed, 10 - 3, "%llu replayed", (unsigned long long)st.steps_replayed);
+    cr_assert_eq(st.side_exits, 0);
 }
 
 TestSuite(tracer_implicit_auto, .init = auto_setup);
