@@ -57,6 +57,19 @@
  * cgjit together cost per absorbed driver call), and also the calls the program makes
  * (library calls and kernel launches, "host_ns/call").
  *
+ * GPU-busy floor (busy.c, cupti_busy.c): after a workload's timed rounds and checks, 3 windows
+ * of S replayed steps each run with CUPTI's activity API recording every kernel, copy and
+ * memset; the union of their intervals over S is the time the GPU was busy per step, the
+ * physical floor below which no way of launching the step can go (the hand-built graph's floor
+ * still pays the GPU's scheduling of each node). "busy_us" is the median over the windows and
+ * "replay/busy" sits beside replay/floor. CUPTI is attached only for those windows and detached
+ * again (cuptiFinalize) before the next workload's timed rounds; a window counts only if every
+ * step in it was replayed. Where CUPTI cannot be used (missing, or refused under
+ * compute-sanitizer or another profiler) one line says so and the tables leave the two columns
+ * out; the JSON has null there.
+ *
+ * No GPU: one line on stderr, `cgjit-bench: no CUDA GPU found: <why>`, and exit status 77.
+ *
  * Correctness: from the same random initial x, K steps eager into one buffer and K steps
  * replayed into another must give bitwise equal results (memcmp), and the K replayed steps must
  * actually have been replayed. Exit status 1 on any mismatch or where replay never happened.
@@ -85,7 +98,7 @@
  *     "workload": "chain", "floats": 4096, "rounds": 31, "steps": 20, "check_steps": 50,
  *     "results": [ {"n", "eager_us", "replay_us", "floor_us", "eager_over_replay",
  *                   "replay_over_floor", "host_ns_per_launch", "state", "replays_checked",
- *                   "check"}, ... ],
+ *                   "check", "gpu_busy_us", "replay_over_gpu_busy"}, ... ],
  *     "workloads_run": ["chain", "temps"],
  *     "temps": {
  *       "workload": "temps", "floats": 4096, "temp_floats": "4096 + 1024*(k%4)",
@@ -93,7 +106,8 @@
  *                     "replay_over_floor", "host_ns_per_call", "state", "replays_checked",
  *                     "check", "ops", "allocations", "pool_bytes", "naive_bytes",
  *                     "lower_bound", "planned_over_lower", "pool_allocs_checked",
- *                     "pool_frees_checked"}, ... ]      ([] when temps was not run)
+ *                     "pool_frees_checked", "gpu_busy_us", "replay_over_gpu_busy"}, ... ]
+ *                                                        ([] when temps was not run)
  *     },
  *     "pass": true
  *   }
@@ -111,10 +125,12 @@
  *                     "kernels", "segments", "varying_slots", "state", "timed_replays",
  *                     "replays_checked", "check", "floor", "floor_check", "reference_rel_err",
  *                     "torch_eager_us", "torch_compile_us", "torch_reduce_overhead_us",
- *                     "replay_over_reduce_overhead"} ]       (one row; [] when not run)
+ *                     "replay_over_reduce_overhead", "gpu_busy_us", "replay_over_gpu_busy"} ]
+ *                                                        (one row; [] when not run)
  *     },
  *     "cnn": {...}, "gpt2": {...},
  *     "torch_compare": {"file", "loaded", "torch", "gpu", "note"},
+ *     "gpu_busy": {"method", "available", "note"},
  * "built" is false where the model was not compiled in (no cuDNN). "floor_us",
  * "replay_over_floor" and "floor_check" ("equal" / "differs") are null when the floor is n/a,
  * and "floor" is then "n/a: <reason>" instead of "captured"; "host_ns_per_op" is null when the
@@ -123,11 +139,14 @@
  * "segments", "varying_slots" are cgj_trace_info's of the replayed trace; "timed_replays" counts
  * the timed steps (rounds x steps) that were replayed from start to end. "torch_compare": the
  * --compare path (null without it), whether it was read, its "torch" and "gpu" strings, and
- * why columns are n/a (null when none are).
+ * why columns are n/a (null when none are). "gpu_busy_us" and "replay_over_gpu_busy" are null
+ * where the busy figure is n/a; "gpu_busy" says how it is measured, whether CUPTI could be used,
+ * and why not (its "note", null when it could).
  * "pass" covers every workload run.
  */
 #include <cuda_runtime.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -139,6 +158,7 @@
 #include <time.h>
 
 #include "bench_common.h"
+#include "busy.h"
 #include "cgjit.h"
 #include "torch_compare.h"
 
@@ -286,7 +306,7 @@ static void usage(FILE *f, const char *argv0) {
             "                  in double (relative error <= 1e-3 of the largest output; gpt2 takes\n"
             "                  some seconds)\n"
             "Exit status: 0 all checks passed, 1 a check or a CUDA call failed (or the workload\n"
-            "named by --workload was not built), 2 bad options.\n",
+            "named by --workload was not built), 2 bad options, 77 no CUDA GPU (one line says why).\n",
             argv0, NFLOAT, NFLOAT, NFLOAT, MAX_SIZES);
 }
 
@@ -428,6 +448,7 @@ typedef struct size_run {
     cgj_trace_info_t info;
     /* results */
     double eager_us, replay_us, floor_us, host_ns;
+    double busy_us; /* GPU-busy time of a replayed step (CUPTI); < 0: n/a */
 } size_run_t;
 
 /* The step's work on x, as the program issues it. */
@@ -681,6 +702,7 @@ typedef struct model_run {
     double eager_us, replay_us, floor_us, host_ns_op, host_ns_call;
     double eager_ns_call;     /* eager host time per call: what the program and libraries cost */
     double lib_absorbed;      /* library calls absorbed whole per timed replayed step */
+    double busy_us;           /* GPU-busy time of a replayed step (CUPTI); < 0: n/a */
 } model_run_t;
 
 static void model_step_eager(model_run_t *r, cudaStream_t s) {
@@ -947,21 +969,98 @@ static void model_release(model_run_t *r) {
     free(r->ehost);
 }
 
+/* ---- the GPU-busy floor (busy.c) ---------------------------------------------------------- */
+
+static void busy_step_size(void *arg, cudaStream_t s) {
+    size_run_t *r = (size_run_t *)arg;
+    step_replay(r, r->xr, s);
+}
+
+static void busy_step_model(void *arg, cudaStream_t s) { model_step_replay((model_run_t *)arg, s); }
+
+/* ---- no GPU ------------------------------------------------------------------------------ */
+
+/* Exit status where this machine has no usable CUDA GPU (automake's "skipped"). */
+enum { EXIT_NO_GPU = 77 };
+
+/* Where there is no GPU the bench has nothing to measure: one line saying why, and EXIT_NO_GPU.
+ * The CUDA runtime says "driver version is insufficient" when the driver is missing: the line
+ * says what it means. */
+static void require_gpu(void) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaSuccess && count > 0)
+        return;
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!driver)
+        fprintf(stderr, "cgjit-bench: no CUDA GPU found: the CUDA driver cannot be loaded (%s)\n", dlerror());
+    else if (e != cudaSuccess)
+        fprintf(stderr, "cgjit-bench: no CUDA GPU found: cudaGetDeviceCount: %s (%s)\n", cudaGetErrorName(e),
+                cudaGetErrorString(e));
+    else
+        fprintf(stderr, "cgjit-bench: no CUDA GPU found: the CUDA driver sees no device\n");
+    exit(EXIT_NO_GPU);
+}
+
 /* ---- output ----------------------------------------------------------------------------- */
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+/* v formatted with fmt into buf, or "n/a". */
+static const char *cell(char *buf, size_t cap, int has, double v, const char *fmt) {
+    if (has)
+        snprintf(buf, cap, fmt, v);
+    else
+        snprintf(buf, cap, "n/a");
+    return buf;
+}
+
+/* "null" or v with fmt. */
+static void json_num(FILE *f, int has, double v, const char *fmt) {
+    if (has && isfinite(v))
+        fprintf(f, fmt, v);
+    else
+        fputs("null", f);
+}
+
+/* Whether any GPU-busy figure was measured: the tables have the busy columns only then. */
+static int busy_shown;
+
+/* The GPU-busy cells of a row (busy_us, replay/busy), when the table has them. */
+static void print_busy_cells(double replay_us, double busy_us) {
+    char a[32], b[32];
+    if (busy_shown)
+        printf(" %11s %12s", cell(a, sizeof a, busy_us >= 0, busy_us, "%.2f"),
+               cell(b, sizeof b, busy_us > 0, ratio(replay_us, busy_us), "%.2f"));
+}
+
+static void print_busy_heads(void) {
+    if (busy_shown)
+        printf(" %11s %12s", "busy_us", "replay/busy");
+}
+
+/* A result row's GPU-busy keys: the figure and replay over it, null where n/a. */
+static void json_busy(FILE *f, double replay_us, double busy_us) {
+    fprintf(f, ", \"gpu_busy_us\": ");
+    json_num(f, busy_us >= 0, busy_us, "%.3f");
+    fprintf(f, ", \"replay_over_gpu_busy\": ");
+    json_num(f, busy_us > 0, ratio(replay_us, busy_us), "%.4f");
+}
 
 static void print_chain_table(const size_run_t *runs, int n, const options_t *o) {
     printf("workload chain: x = a*x + b over %d floats, N dependent kernels per step; "
            "median of %d rounds x %d steps\n",
            NFLOAT, o->rounds, o->steps);
-    printf("%7s %11s %11s %11s %13s %13s %15s  %s\n", "N", "eager_us", "replay_us", "floor_us",
-           "eager/replay", "replay/floor", "host_ns/launch", "check");
+    printf("%7s %11s %11s %11s %13s %13s", "N", "eager_us", "replay_us", "floor_us", "eager/replay",
+           "replay/floor");
+    print_busy_heads();
+    printf(" %15s  %s\n", "host_ns/launch", "check");
     for (int i = 0; i < n; i++) {
         const size_run_t *r = &runs[i];
-        printf("%7d %11.2f %11.2f %11.2f %13.2f %13.2f %15.1f  %s\n", r->n, r->eager_us, r->replay_us,
-               r->floor_us, ratio(r->eager_us, r->replay_us), ratio(r->replay_us, r->floor_us), r->host_ns,
-               verdict(r));
+        printf("%7d %11.2f %11.2f %11.2f %13.2f %13.2f", r->n, r->eager_us, r->replay_us, r->floor_us,
+               ratio(r->eager_us, r->replay_us), ratio(r->replay_us, r->floor_us));
+        print_busy_cells(r->replay_us, r->busy_us);
+        printf(" %15.1f  %s\n", r->host_ns, verdict(r));
     }
     fflush(stdout);
 }
@@ -970,14 +1069,17 @@ static void print_temps_table(const size_run_t *runs, int n, const options_t *o)
     printf("workload temps: N layers over %d floats per step, layer k: cudaMalloc %d + 1024*(k%%4) "
            "floats, 2 kernels, cudaFree layer k-2's; median of %d rounds x %d steps\n",
            NFLOAT, NFLOAT, o->rounds, o->steps);
-    printf("%7s %11s %11s %11s %13s %13s %13s %7s %11s %11s %11s %13s  %s\n", "N", "eager_us",
-           "replay_us", "floor_us", "eager/replay", "replay/floor", "host_ns/call", "allocs",
-           "pool_bytes", "naive_bytes", "lower_bound", "planned/lower", "check");
+    printf("%7s %11s %11s %11s %13s %13s", "N", "eager_us", "replay_us", "floor_us", "eager/replay",
+           "replay/floor");
+    print_busy_heads();
+    printf(" %13s %7s %11s %11s %11s %13s  %s\n", "host_ns/call", "allocs", "pool_bytes", "naive_bytes",
+           "lower_bound", "planned/lower", "check");
     for (int i = 0; i < n; i++) {
         const size_run_t *r = &runs[i];
-        printf("%7d %11.2f %11.2f %11.2f %13.2f %13.2f %13.1f %7u %11llu %11llu %11llu %13.3f  %s\n",
-               r->n, r->eager_us, r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us),
-               ratio(r->replay_us, r->floor_us), r->host_ns, r->info.allocations,
+        printf("%7d %11.2f %11.2f %11.2f %13.2f %13.2f", r->n, r->eager_us, r->replay_us, r->floor_us,
+               ratio(r->eager_us, r->replay_us), ratio(r->replay_us, r->floor_us));
+        print_busy_cells(r->replay_us, r->busy_us);
+        printf(" %13.1f %7u %11llu %11llu %11llu %13.3f  %s\n", r->host_ns, r->info.allocations,
                (unsigned long long)r->info.pool_bytes, (unsigned long long)r->info.naive_bytes,
                (unsigned long long)r->info.lower_bound,
                ratio((double)r->info.pool_bytes, (double)r->info.lower_bound), verdict(r));
@@ -1000,15 +1102,6 @@ static void json_string(FILE *f, const char *s) {
 }
 
 /* ---- the model workloads' output ---------------------------------------------------------- */
-
-/* v formatted with fmt into buf, or "n/a". */
-static const char *cell(char *buf, size_t cap, int has, double v, const char *fmt) {
-    if (has)
-        snprintf(buf, cap, fmt, v);
-    else
-        snprintf(buf, cap, "n/a");
-    return buf;
-}
 
 /* The torch column c of model m, if the compare file has it. */
 static int torch_has(const torch_compare_t *tc, int m, int c) { return tc && tc->loaded && tc->has[m][c]; }
@@ -1039,9 +1132,11 @@ static void print_models_table(const model_run_t *runs, const int *ran, const op
            "eager step / calls; saved_ns/call: their difference; lib/step: library calls replay absorbed "
            "whole per step\n",
            o->rounds, o->steps);
-    printf("%8s %11s %11s %11s %13s %13s %11s %6s %13s %6s %14s %14s %9s", "workload", "eager_us", "replay_us",
-           "floor_us", "eager/replay", "replay/floor", "host_ns/op", "ops", "host_ns/call", "calls",
-           "eager_ns/call", "saved_ns/call", "lib/step");
+    printf("%8s %11s %11s %11s %13s %13s", "workload", "eager_us", "replay_us", "floor_us", "eager/replay",
+           "replay/floor");
+    print_busy_heads();
+    printf(" %11s %6s %13s %6s %14s %14s %9s", "host_ns/op", "ops", "host_ns/call", "calls", "eager_ns/call",
+           "saved_ns/call", "lib/step");
     if (o->compare)
         printf(" %15s %17s %25s %23s", "torch_eager_us", "torch_compile_us", "torch_reduce_overhead_us",
                "replay/reduce_overhead");
@@ -1051,12 +1146,13 @@ static void print_models_table(const model_run_t *runs, const int *ran, const op
         if (!ran[m])
             continue;
         const model_run_t *r = &runs[m];
-        printf("%8s %11.2f %11.2f %11s %13.2f %13s %11s %6u %13.1f %6d %14.1f %14.1f %9.1f", MD_NAMES[m],
-               r->eager_us, r->replay_us, cell(b[0], sizeof b[0], r->has_floor, r->floor_us, "%.2f"),
-               ratio(r->eager_us, r->replay_us),
-               cell(b[1], sizeof b[1], r->has_floor, ratio(r->replay_us, r->floor_us), "%.2f"),
-               cell(b[2], sizeof b[2], r->ops > 0, r->host_ns_op, "%.1f"), r->ops, r->host_ns_call,
-               r->md->calls, r->eager_ns_call, r->eager_ns_call - r->host_ns_call, r->lib_absorbed);
+        printf("%8s %11.2f %11.2f %11s %13.2f %13s", MD_NAMES[m], r->eager_us, r->replay_us,
+               cell(b[0], sizeof b[0], r->has_floor, r->floor_us, "%.2f"), ratio(r->eager_us, r->replay_us),
+               cell(b[1], sizeof b[1], r->has_floor, ratio(r->replay_us, r->floor_us), "%.2f"));
+        print_busy_cells(r->replay_us, r->busy_us);
+        printf(" %11s %6u %13.1f %6d %14.1f %14.1f %9.1f", cell(b[2], sizeof b[2], r->ops > 0, r->host_ns_op, "%.1f"),
+               r->ops, r->host_ns_call, r->md->calls, r->eager_ns_call, r->eager_ns_call - r->host_ns_call,
+               r->lib_absorbed);
         if (o->compare) {
             int ro = torch_has(tc, m, TORCH_REDUCE_OVERHEAD) && tc->us[m][TORCH_REDUCE_OVERHEAD] > 0;
             printf(" %15s %17s %25s %23s",
@@ -1092,14 +1188,6 @@ static void print_models_table(const model_run_t *runs, const int *ran, const op
                 printf("reference %s: max |eager - host double| / max |host| = %.3g (tolerance %g): %s\n",
                        MD_NAMES[m], runs[m].ref_err, REF_TOL, runs[m].ref_ok ? "ok" : "FAIL");
     fflush(stdout);
-}
-
-/* "null" or v with fmt. */
-static void json_num(FILE *f, int has, double v, const char *fmt) {
-    if (has && isfinite(v))
-        fprintf(f, fmt, v);
-    else
-        fputs("null", f);
 }
 
 static void json_models(FILE *f, const model_run_t *runs, const int *ran, const options_t *o,
@@ -1152,6 +1240,7 @@ static void json_models(FILE *f, const model_run_t *runs, const int *ran, const 
                      "%.3f");
             fprintf(f, ", \"replay_over_reduce_overhead\": ");
             json_num(f, ro, ro ? r->replay_us / tc->us[m][TORCH_REDUCE_OVERHEAD] : 0.0, "%.4f");
+            json_busy(f, r->replay_us, r->busy_us);
             fprintf(f, "}\n    ");
         }
         fprintf(f, "]\n  },\n");
@@ -1181,6 +1270,21 @@ static void json_models(FILE *f, const model_run_t *runs, const int *ran, const 
     fprintf(f, "},\n");
 }
 
+/* "gpu_busy": how the busy figures were measured, and why there are none where CUPTI failed. */
+static void json_busy_summary(FILE *f) {
+    const char *why;
+    int ok = bench_busy_available(&why);
+    fprintf(f, "  \"gpu_busy\": {\"method\": ");
+    json_string(f, "CUPTI activity records (kernels, copies, memsets), union of their intervals, per replayed "
+                   "step, in runs apart from the timed ones");
+    fprintf(f, ", \"available\": %s, \"note\": ", ok ? "true" : "false");
+    if (ok)
+        fputs("null", f);
+    else
+        json_string(f, why);
+    fprintf(f, "},\n");
+}
+
 static int write_json(const char *path, const cudaDeviceProp *prop, int driver, int runtime,
                       const size_run_t *const *runs, const int *nruns, const model_run_t *mruns,
                       const int *mran, const torch_compare_t *tc, const options_t *o, int pass) {
@@ -1202,10 +1306,12 @@ static int write_json(const char *path, const cudaDeviceProp *prop, int driver, 
         fprintf(f,
                 "    {\"n\": %d, \"eager_us\": %.3f, \"replay_us\": %.3f, \"floor_us\": %.3f, "
                 "\"eager_over_replay\": %.4f, \"replay_over_floor\": %.4f, \"host_ns_per_launch\": %.2f, "
-                "\"state\": \"%s\", \"replays_checked\": %llu, \"check\": \"%s\"}%s\n",
+                "\"state\": \"%s\", \"replays_checked\": %llu, \"check\": \"%s\"",
                 r->n, r->eager_us, r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us),
                 ratio(r->replay_us, r->floor_us), r->host_ns, cgj_state_name(r->info.state),
-                (unsigned long long)r->replays_checked, verdict(r), i + 1 < n ? "," : "");
+                (unsigned long long)r->replays_checked, verdict(r));
+        json_busy(f, r->replay_us, r->busy_us);
+        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fprintf(f, "  ],\n  \"workloads_run\": [");
     for (int w = 0, first = 1; w < WL_COUNT; w++)
@@ -1231,18 +1337,20 @@ static int write_json(const char *path, const cudaDeviceProp *prop, int driver, 
                 "\"state\": \"%s\", \"replays_checked\": %llu, \"check\": \"%s\", \"ops\": %u, "
                 "\"allocations\": %u, \"pool_bytes\": %llu, \"naive_bytes\": %llu, "
                 "\"lower_bound\": %llu, \"planned_over_lower\": %.4f, \"pool_allocs_checked\": %llu, "
-                "\"pool_frees_checked\": %llu}%s\n",
+                "\"pool_frees_checked\": %llu",
                 r->n, r->eager_us, r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us),
                 ratio(r->replay_us, r->floor_us), r->host_ns, cgj_state_name(r->info.state),
                 (unsigned long long)r->replays_checked, verdict(r), r->info.ops, r->info.allocations,
                 (unsigned long long)r->info.pool_bytes, (unsigned long long)r->info.naive_bytes,
                 (unsigned long long)r->info.lower_bound,
                 ratio((double)r->info.pool_bytes, (double)r->info.lower_bound),
-                (unsigned long long)r->pool_allocs_checked, (unsigned long long)r->pool_frees_checked,
-                i + 1 < n ? "," : "");
+                (unsigned long long)r->pool_allocs_checked, (unsigned long long)r->pool_frees_checked);
+        json_busy(f, r->replay_us, r->busy_us);
+        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fprintf(f, "    ]\n  },\n");
     json_models(f, mruns, mran, o, tc);
+    json_busy_summary(f);
     fprintf(f, "  \"pass\": %s\n}\n", pass ? "true" : "false");
     if (fclose(f) != 0) {
         fprintf(stderr, "cgjit-bench: cannot write %s: %s\n", path, strerror(errno));
@@ -1261,6 +1369,7 @@ int main(int argc, char **argv) {
     options_t o;
     parse_options(argc, argv, &o);
 
+    require_gpu();
     int dev, driver, runtime;
     cudaDeviceProp prop;
     CHECK(cudaGetDevice(&dev));
@@ -1293,6 +1402,8 @@ int main(int argc, char **argv) {
             setup(r, w, sizes[i], &o, init, s);
             measure(r, &o, s);
             check(r, init, s);
+            r->busy_us = bench_busy_floor(r->name, busy_step_size, r, o.steps, s);
+            busy_shown |= r->busy_us >= 0;
             pass &= strcmp(verdict(r), "PASS") == 0;
             release(r);
         }
@@ -1315,6 +1426,8 @@ int main(int argc, char **argv) {
         model_setup(r, md, &o, s);
         model_measure(r, &o, s);
         model_check(r, &o, s);
+        r->busy_us = bench_busy_floor(md->name, busy_step_model, r, o.steps, s);
+        busy_shown |= r->busy_us >= 0;
         pass &= strcmp(model_verdict(r), "PASS") == 0;
         model_release(r);
         mran[m] = 1;

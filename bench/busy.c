@@ -1,0 +1,91 @@
+/*
+ * busy.c — windows of replayed steps under CUPTI: the GPU-busy floor of a step (busy.h).
+ *
+ * Why in windows of their own: recording activity adds work per kernel on the host and the GPU,
+ * so the windows run after a workload's timed rounds (which ran with CUPTI detached) and CUPTI is
+ * detached again before the next workload's. Why checked: CUPTI calls driver functions too, some
+ * of them through cgjit's wrappers; a window counts only if every one of its steps was replayed,
+ * as in the timed rounds (cgj_trace_info's replays grew by the window's steps).
+ */
+#include "busy.h"
+#include "cupti_busy.h"
+
+#include "cgjit.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { WINDOWS = 3 };
+
+static char unavailable[256]; /* why CUPTI cannot be used; "" while it can */
+
+int bench_busy_available(const char **why) {
+    if (why)
+        *why = unavailable;
+    return unavailable[0] == '\0';
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Replays of `anchor` so far, or 0 where cgjit does not know it. */
+static uint64_t replays(const char *anchor) {
+    cgj_trace_info_t i;
+    return cgj_trace_info(anchor, &i) == CGJ_OK ? i.replays : 0;
+}
+
+/* One window: busy µs per step, or < 0 with the reason in why. *cupti_failed: CUPTI itself. */
+static double window(bench_step_fn step, void *arg, int steps, cudaStream_t s, int *cupti_failed, char *why,
+                     size_t len) {
+    *cupti_failed = bench_busy_begin(why, len) != 0;
+    if (*cupti_failed)
+        return -1.0;
+    for (int i = 0; i < steps; i++)
+        step(arg, s);
+    cudaError_t e = cudaStreamSynchronize(s);
+    uint64_t ns = 0, records = 0;
+    int rc = bench_busy_end(&ns, &records, why, len);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "cgjit-bench: cudaStreamSynchronize: %s\n", cudaGetErrorName(e));
+        exit(1);
+    }
+    if (rc != 0)
+        return -1.0;
+    if (records == 0) {
+        snprintf(why, len, "CUPTI recorded no kernel, copy or memset");
+        return -1.0;
+    }
+    return (double)ns / 1e3 / steps;
+}
+
+double bench_busy_floor(const char *anchor, bench_step_fn step, void *arg, int steps, cudaStream_t s) {
+    if (unavailable[0])
+        return -1.0;
+    double v[WINDOWS];
+    char why[256] = "";
+    int n = 0, cupti_failed = 0;
+    uint64_t before = replays(anchor);
+    while (n < WINDOWS && (v[n] = window(step, arg, steps, s, &cupti_failed, why, sizeof why)) >= 0)
+        n++;
+    bench_busy_detach();
+    uint64_t replayed = replays(anchor) - before;
+    if (cupti_failed) {
+        snprintf(unavailable, sizeof unavailable, "%s", why);
+        printf("cgjit-bench: no GPU-busy figures: CUPTI cannot be used here (%s)\n", why);
+        return -1.0;
+    }
+    if (n < WINDOWS) {
+        printf("cgjit-bench: %s: GPU-busy n/a: %s\n", anchor, why);
+        return -1.0;
+    }
+    if (replayed != (uint64_t)WINDOWS * steps) {
+        printf("cgjit-bench: %s: GPU-busy n/a: %llu of the %d steps measured were replayed\n", anchor,
+               (unsigned long long)replayed, WINDOWS * steps);
+        return -1.0;
+    }
+    qsort(v, WINDOWS, sizeof v[0], cmp_double);
+    return v[WINDOWS / 2];
+}
