@@ -5,7 +5,9 @@
  * so the windows run after a workload's timed rounds (which ran with CUPTI detached) and CUPTI is
  * detached again before the next workload's. Why checked: CUPTI calls driver functions too, some
  * of them through cgjit's wrappers; a window counts only if every one of its steps was replayed,
- * as in the timed rounds (cgj_trace_info's replays grew by the window's steps).
+ * as in the timed rounds (cgj_trace_info's replays grew by the window's steps), and only if CUPTI
+ * saw at least as many records as the replayed trace has kernels (a graph whose kernels CUPTI
+ * did not follow would make the floor look lower than it is).
  */
 #include "busy.h"
 #include "cupti_busy.h"
@@ -15,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { WINDOWS = 3 };
 
@@ -31,15 +34,18 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Replays of `anchor` so far, or 0 where cgjit does not know it. */
-static uint64_t replays(const char *anchor) {
+/* What cgjit knows of `anchor` (zeros where it knows nothing). */
+static cgj_trace_info_t info(const char *anchor) {
     cgj_trace_info_t i;
-    return cgj_trace_info(anchor, &i) == CGJ_OK ? i.replays : 0;
+    if (cgj_trace_info(anchor, &i) != CGJ_OK)
+        memset(&i, 0, sizeof i);
+    return i;
 }
 
-/* One window: busy µs per step, or < 0 with the reason in why. *cupti_failed: CUPTI itself. */
-static double window(bench_step_fn step, void *arg, int steps, cudaStream_t s, int *cupti_failed, char *why,
-                     size_t len) {
+/* One window: busy µs per step, or < 0 with the reason in why; *records: CUPTI's records per
+ * step. *cupti_failed: CUPTI itself failed. */
+static double window(bench_step_fn step, void *arg, int steps, cudaStream_t s, double *records_per_step,
+                     int *cupti_failed, char *why, size_t len) {
     *cupti_failed = bench_busy_begin(why, len) != 0;
     if (*cupti_failed)
         return -1.0;
@@ -54,24 +60,24 @@ static double window(bench_step_fn step, void *arg, int steps, cudaStream_t s, i
     }
     if (rc != 0)
         return -1.0;
-    if (records == 0) {
-        snprintf(why, len, "CUPTI recorded no kernel, copy or memset");
-        return -1.0;
-    }
+    *records_per_step = (double)records / steps;
     return (double)ns / 1e3 / steps;
 }
 
 double bench_busy_floor(const char *anchor, bench_step_fn step, void *arg, int steps, cudaStream_t s) {
     if (unavailable[0])
         return -1.0;
-    double v[WINDOWS];
+    double v[WINDOWS], records = 0, fewest = 1e300;
     char why[256] = "";
     int n = 0, cupti_failed = 0;
-    uint64_t before = replays(anchor);
-    while (n < WINDOWS && (v[n] = window(step, arg, steps, s, &cupti_failed, why, sizeof why)) >= 0)
+    uint64_t before = info(anchor).replays;
+    while (n < WINDOWS && (v[n] = window(step, arg, steps, s, &records, &cupti_failed, why, sizeof why)) >= 0) {
+        fewest = records < fewest ? records : fewest;
         n++;
+    }
     bench_busy_detach();
-    uint64_t replayed = replays(anchor) - before;
+    cgj_trace_info_t after = info(anchor);
+    uint64_t replayed = after.replays - before;
     if (cupti_failed) {
         snprintf(unavailable, sizeof unavailable, "%s", why);
         printf("cgjit-bench: no GPU-busy figures: CUPTI cannot be used here (%s)\n", why);
@@ -84,6 +90,12 @@ double bench_busy_floor(const char *anchor, bench_step_fn step, void *arg, int s
     if (replayed != (uint64_t)WINDOWS * steps) {
         printf("cgjit-bench: %s: GPU-busy n/a: %llu of the %d steps measured were replayed\n", anchor,
                (unsigned long long)replayed, WINDOWS * steps);
+        return -1.0;
+    }
+    if (fewest < (double)after.kernels) {
+        printf("cgjit-bench: %s: GPU-busy n/a: CUPTI recorded %.1f kernels, copies and memsets per step, the "
+               "replayed trace has %u kernels\n",
+               anchor, fewest, after.kernels);
         return -1.0;
     }
     qsort(v, WINDOWS, sizeof v[0], cmp_double);
