@@ -280,7 +280,8 @@ static int workload_sizes(const options_t *o, int wl, const int **sizes) {
 static void usage(FILE *f, const char *argv0) {
     fprintf(f,
             "usage: %s [--workload chain|temps|mlp|cnn|gpt2|all] [--rounds R] [--steps S]\n"
-            "          [--sizes N1,N2,...] [--json FILE] [--compare FILE] [--reference] [--help]\n"
+            "          [--sizes N1,N2,...] [--json FILE] [--compare FILE] [--reference]\n"
+            "          [--help] [--version]\n"
             "Runs each workload eager, replayed by cgjit, and as a hand-built CUDA graph (floor),\n"
             "and reports the median per-step time over R rounds of S steps.\n"
             "  chain: N dependent kernels x = a*x + b over %d floats per step.\n"
@@ -305,6 +306,7 @@ static void usage(FILE *f, const char *argv0) {
             "  --reference     also check each model's eager output against a host computation\n"
             "                  in double (relative error <= 1e-3 of the largest output; gpt2 takes\n"
             "                  some seconds)\n"
+            "  --version       print the version of cgjit (cgjit.h) and exit\n"
             "Exit status: 0 all checks passed, 1 a check or a CUDA call failed (or the workload\n"
             "named by --workload was not built), 2 bad options, 77 no CUDA GPU (one line says why).\n",
             argv0, NFLOAT, NFLOAT, NFLOAT, MAX_SIZES);
@@ -352,6 +354,10 @@ static void parse_options(int argc, char **argv, options_t *o) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout, argv[0]);
+            exit(0);
+        }
+        if (!strcmp(a, "--version")) {
+            printf("cgjit-bench %s\n", CGJ_VERSION_STRING);
             exit(0);
         }
         if (!strcmp(a, "--reference")) {
