@@ -2,7 +2,8 @@
 # test_install.sh BUILD_DIR VERSION LIBDIR — install a built cgjit into a temporary prefix and
 # use it as its users would:
 #  - the layout: libcgjit.so -> libcgjit.so.MAJOR -> libcgjit.so.VERSION (soname libcgjit.so.MAJOR),
-#    cgjit.h, cgjit-run, cgjit-plan, the man page, the pkg-config file, the CMake package;
+#    cgjit.h, cgjit-run, cgjit-plan, the man page, the pkg-config file, the CMake package, the
+#    license and the changelog;
 #  - libcgjit needs no CUDA library to load (it finds the driver at run time), so a program
 #    linked with it runs on a machine with no driver and no GPU;
 #  - the installation is moved before it is used: nothing in it may name the prefix it was
@@ -50,7 +51,8 @@ run "$work/install.log" "$cmake" --install "$build" --prefix "$work/prefix"
 p=$work/prefix
 for f in include/cgjit.h bin/cgjit-run bin/cgjit-plan share/man/man1/cgjit-run.1 \
   "$libdir/libcgjit.so.$version" "$libdir/pkgconfig/cgjit.pc" "$libdir/cmake/cgjit/cgjitConfig.cmake" \
-  "$libdir/cmake/cgjit/cgjitConfigVersion.cmake" "$libdir/cmake/cgjit/cgjitTargets.cmake"; do
+  "$libdir/cmake/cgjit/cgjitConfigVersion.cmake" "$libdir/cmake/cgjit/cgjitTargets.cmake" \
+  share/doc/cgjit/LICENSE share/doc/cgjit/CHANGELOG.md; do
   [ -f "$p/$f" ] || fail "$f was not installed"
 done
 [ "$(readlink "$p/$libdir/libcgjit.so")" = "libcgjit.so.$major" ] || fail "libcgjit.so is not a link to libcgjit.so.$major"
