@@ -68,7 +68,9 @@ bool cgj_cycle_feed(cgj_cycle_t *c, uint64_t sig);
 /* The locked period, 0 if none. */
 uint32_t cgj_cycle_period(const cgj_cycle_t *c);
 /* A stable nonzero identifier of the locked cycle (a hash of its canonical rotation), 0 if none:
- * the same loop gives the same id whatever came before it. */
+ * the same loop gives the same id whatever came before it. It is made of the signatures alone,
+ * so it is the same from run to run when they are: the caller's signatures must never hash an
+ * address (implicit.c hashes names and stream ordinals). */
 uint64_t cgj_cycle_id(const cgj_cycle_t *c);
 /* Forget everything fed so far (confirm is kept). */
 void cgj_cycle_reset(cgj_cycle_t *c);

@@ -23,6 +23,10 @@
  * warm-up to be found. Markers take precedence: the first cgj_trace_begin ends implicit
  * stepping for the whole process.
  *
+ * Anchor names say what a step's first call is and carry a hash of it (sync) or of the cycle
+ * (auto), made from names and stream ordinals only: the same program names the same anchors in
+ * every run, whatever addresses its handles get.
+ *
  * This file decides; step.c acts: cgj_implicit_decide says where a call belongs (the step in
  * progress, outside any step, or a new step of a given name) and never begins or ends a step.
  */
@@ -31,6 +35,7 @@
 #include "ir/layout.h"
 #include "allocator/plan.h"
 #include "base/log.h"
+#include "base/map.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -60,15 +65,80 @@ bool cgj_implicit_disable(void)
     return true;
 }
 
+/* ---- stable identities ----
+ * Anchor names and the cycle detector's ids must name the same step in every run of a program,
+ * so that two runs' reports, logs and dumps can be compared: they are made from what a call
+ * does (its driver function's name, its kind, the kernel's name, size classes) and which of the
+ * program's streams it uses by *ordinal* (the order in which the process first used them),
+ * never from addresses, which change from run to run. Looking names up costs a lock; calls
+ * under CGJIT_STEP=auto each need one, so each thread keeps small direct-mapped caches from
+ * address to hash (an entry is only ever a hash of a name, so a stale one merely misnames). */
+
+#define IDENT_CACHE 64 /* entries per cache, a power of two */
+
+typedef struct ident_slot {
+    const void *key;
+    uint64_t val;
+} ident_slot_t;
+
+static __thread ident_slot_t api_cache[IDENT_CACHE], kernel_cache[IDENT_CACHE], stream_cache[IDENT_CACHE];
+
+static pthread_mutex_t ordinal_lock = PTHREAD_MUTEX_INITIALIZER;
+static cgj_map_t ordinals; /* stream handle -> its ordinal */
+static uint64_t nstreams;
+
+static ident_slot_t *ident_slot(ident_slot_t *cache, const void *key)
+{
+    return &cache[((uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull) >> (64 - 6)];
+}
+_Static_assert(IDENT_CACHE == 64, "ident_slot takes 6 bits");
+
+/* The defaults are 0 (legacy) and 1 (per-thread); the program's streams 2, 3, ... in the order
+ * the process first used them. Threads racing to a first use may number them differently. */
+static uint64_t stream_ordinal(CUstream s)
+{
+    if (s == CU_STREAM_LEGACY || !s) return 0;
+    if (s == CU_STREAM_PER_THREAD) return 1;
+    ident_slot_t *e = ident_slot(stream_cache, s);
+    if (e->key == s) return e->val;
+    uint64_t v;
+    pthread_mutex_lock(&ordinal_lock);
+    if (!cgj_map_get(&ordinals, cgj_map_ptr_key(s), &v)) cgj_map_put(&ordinals, cgj_map_ptr_key(s), v = 2 + nstreams++);
+    pthread_mutex_unlock(&ordinal_lock);
+    *e = (ident_slot_t){s, v};
+    return v;
+}
+
+static uint64_t api_hash(const char *api)
+{
+    ident_slot_t *e = ident_slot(api_cache, api);
+    if (e->key != api) *e = (ident_slot_t){api, cgj_hash_bytes(api, strlen(api), 0)};
+    return e->val;
+}
+
+/* A kernel the driver cannot name is known by its handle (stable within the run only). */
+static uint64_t kernel_hash(CUfunction f)
+{
+    ident_slot_t *e = ident_slot(kernel_cache, f);
+    if (e->key == f) return e->val;
+    const char *name = cgj_layout_kernel_name(f);
+    uint64_t h = name && strcmp(name, "?") ? cgj_hash_bytes(name, strlen(name), 1) : cgj_hash_bytes(&f, sizeof f, 2);
+    *e = (ident_slot_t){f, h};
+    return h;
+}
+
 /* The topology of a call (Guards v2), without the values a replay patches: grids, copy and
  * memset sizes and operands. A loop whose grid or copy sizes follow the data is one cycle. */
 static uint64_t signature(const cgj_call_t *c)
 {
-    uint64_t h = cgj_hash_bytes(&c->kind, sizeof c->kind, (uintptr_t)c->api);
-    h = cgj_hash_bytes(&c->stream, sizeof c->stream, h);
+    uint64_t h = cgj_hash_bytes(&c->kind, sizeof c->kind, api_hash(c->api));
+    uint64_t ord = stream_ordinal(c->stream);
+    h = cgj_hash_bytes(&ord, sizeof ord, h);
     switch (c->kind) {
-    case CGJ_OP_KERNEL:
-        return cgj_hash_bytes(&c->u.k.f, sizeof c->u.k.f, h) | 1;
+    case CGJ_OP_KERNEL: {
+        uint64_t k = kernel_hash(c->u.k.f);
+        return cgj_hash_bytes(&k, sizeof k, h) | 1;
+    }
     case CGJ_OP_MEMCPY:
         h = cgj_hash_bytes(&c->u.m.dir, sizeof c->u.m.dir, h);
         return cgj_hash_bytes(&c->u.m.direct, sizeof c->u.m.direct, h) | 1;
@@ -86,16 +156,28 @@ static bool delimits_step(const cgj_call_t *c)
     return c->kind == CGJ_OP_SYNC || c->kind == CGJ_OP_READBACK;
 }
 
-/* A sync step is anchored at what its first call is (driver function, stream, kernel), not at
- * its sizes: a step whose first copy's size follows the data is one anchor whose runs disagree
- * (and is given up after CGJIT_MAX_RECORDS), not a new anchor every step. */
-static void sync_step_name(const cgj_call_t *c, char *name, size_t len)
+/* What a call is, for a reader: "cuLaunchKernel:KERNEL" or the driver function alone (a long
+ * kernel name is cut: the hash that follows it in a name keeps names apart). */
+static void call_words(const cgj_call_t *c, char *out, size_t len)
 {
     const char *kernel = c->kind == CGJ_OP_KERNEL ? cgj_layout_kernel_name(c->u.k.f) : NULL;
-    uint64_t h = cgj_hash_bytes(&c->stream, sizeof c->stream, (uintptr_t)c->api);
-    if (c->kind == CGJ_OP_KERNEL) h = cgj_hash_bytes(&c->u.k.f, sizeof c->u.k.f, h);
-    snprintf(name, len, "sync:%s%s%s:%016llx", c->api, kernel ? ":" : "", kernel ? kernel : "",
-             (unsigned long long)h);
+    snprintf(out, len, "%s%s%.80s", c->api, kernel ? ":" : "", kernel ? kernel : "");
+}
+
+/* A sync step is anchored at what its first call is (driver function, stream ordinal, kernel
+ * name), not at its sizes: a step whose first copy's size follows the data is one anchor whose
+ * runs disagree (and is given up after CGJIT_MAX_RECORDS), not a new anchor every step. */
+static void sync_step_name(const cgj_call_t *c, char *name, size_t len)
+{
+    char words[120];
+    call_words(c, words, sizeof words);
+    uint64_t ord = stream_ordinal(c->stream);
+    uint64_t h = cgj_hash_bytes(&ord, sizeof ord, api_hash(c->api));
+    if (c->kind == CGJ_OP_KERNEL) {
+        uint64_t k = kernel_hash(c->u.k.f);
+        h = cgj_hash_bytes(&k, sizeof k, h);
+    }
+    snprintf(name, len, "sync:%s:%016llx", words, (unsigned long long)h);
 }
 
 /* Detectors are large (cycle.h): a thread gets one only once it has made CGJ_AUTO_QUIET_CALLS
@@ -140,8 +222,10 @@ static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
         t->cycle = take_detector();
     }
     if (cgj_cycle_feed(t->cycle, signature(c))) {
+        char words[120];
+        call_words(c, words, sizeof words);
         d->route = CGJ_ROUTE_BEGIN;
-        snprintf(d->name, sizeof d->name, "auto:%016llx", (unsigned long long)cgj_cycle_id(t->cycle));
+        snprintf(d->name, sizeof d->name, "auto:%s:%016llx", words, (unsigned long long)cgj_cycle_id(t->cycle));
         return;
     }
     if (t->mode != CGJ_MODE_OFF && cgj_cycle_period(t->cycle) == 0) {
