@@ -40,6 +40,30 @@ int cgj_config_bool(const char *s)
     return -1;
 }
 
+int cgj_config_report(const char *s, const char **file)
+{
+    *file = NULL;
+    int b = cgj_config_bool(s);
+    if (b >= 0) return b ? CGJ_REPORT_TEXT : CGJ_REPORT_OFF;
+    if (!strncmp(s, "json:", 5) && s[5]) return *file = s + 5, CGJ_REPORT_JSON;
+    if (!strncmp(s, "text:", 5) && s[5]) return *file = s + 5, CGJ_REPORT_TEXT;
+    return -1;
+}
+
+/* CGJIT_REPORT: a boolean word reads as "1" or "0"; anything else than the forms of
+ * cgj_config_report keeps the default, with a warning, as a malformed number does. */
+static void check_report(void)
+{
+    const char *file, *s = cgj_cfg.REPORT;
+    int kind = cgj_config_report(s, &file);
+    if (kind < 0) {
+        fprintf(stderr, "cgjit: warning: CGJIT_REPORT='%s' is not 1/0, json:FILE or text:FILE; using 0\n", s);
+        cgj_cfg.REPORT = "0";
+    } else if (!file) {
+        cgj_cfg.REPORT = kind == CGJ_REPORT_TEXT ? "1" : "0";
+    }
+}
+
 static void parse_INT(const char *var, long long *out, long long def, long long min, long long max)
 {
     const char *s = secure_getenv(var);
@@ -83,6 +107,7 @@ void cgj_config_load(void)
     parse_##kind("CGJIT_" #name, &cgj_cfg.name, def, min, max);
     CGJ_CONFIG_LIST(CGJ_CFG_PARSE)
 #undef CGJ_CFG_PARSE
+    check_report();
 }
 
 #define CGJ_CFG_STR_INT(def) #def

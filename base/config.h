@@ -11,7 +11,8 @@
  * Columns: X(NAME, KIND, DEFAULT, MIN, MAX, OPTION, OPTKIND, METAVAR, SHOWN, DOC)
  *  - the variable is CGJIT_<NAME>; KIND INT, BOOL (1/0, true/false, yes/no, on/off) or STR;
  *    MIN and MAX bound an INT (a value outside them, or one that is no integer, keeps the
- *    default with a warning naming the variable and the value used);
+ *    default with a warning naming the variable and the value used); CGJIT_REPORT, a STR, is
+ *    checked by cgj_config_report (a boolean word, json:FILE or text:FILE);
  *  - OPTION the cgjit-run option (--OPTION), NULL for none; OPTKIND how it takes its value:
  *    FLAG (none; sets 1), INT, BOOL, TEXT (a non-empty name), STEP (a policy of
  *    CGJ_STEP_POLICY_LIST), LOG (categories of base/log.h), NONE;
@@ -30,8 +31,12 @@
       "log categories, comma-separated: trace, guards, breaks, graphs, blacklist, interpose, api, or all") \
     X(LOG_FILE, STR, "", 0, 0, "log-file", TEXT, "FILE", "stderr",                                   \
       "append the log and the exit report to FILE") \
-    X(REPORT, BOOL, 0, 0, 1, "report", FLAG, NULL, NULL,                                               \
-      "1: print the report at exit: what was replayed, and why not where it was not") \
+    X(REPORT, STR, "0", 0, 0, "report", FLAG, NULL, NULL,                                              \
+      "1: print the report at exit (to stderr or CGJIT_LOG_FILE): what was replayed, and why not where it was not; json:FILE writes it to FILE as JSON, text:FILE as text") \
+    X(TRACE_FILE, STR, "", 0, 0, "trace-file", TEXT, "FILE", "none",                                \
+      "write a timeline of steps (eager or replayed), builds and side exits to FILE at exit, as a Chrome trace (Perfetto, chrome://tracing)") \
+    X(TRACE_EVENTS, INT, 1000000, 1000, 100000000, "trace-events", INT, "N", NULL,                 \
+      "events the timeline of CGJIT_TRACE_FILE keeps; later ones are counted, not kept") \
     X(DISABLE, BOOL, 0, 0, 1, "disable", FLAG, NULL, NULL,                                             \
       "1: trace nothing; forward every driver call as it is") \
     X(MAX_RECORDS, INT, 4, 1, 1000000, "max-records", INT, "N", NULL,                                       \
@@ -72,6 +77,12 @@ typedef enum cgj_step_policy {
 int cgj_step_policy_parse(const char *s);
 /* "off", "sync", "auto"; "?" out of range. */
 const char *cgj_step_policy_name(int policy);
+/* What CGJIT_REPORT asks for: nothing, the text report or the JSON one. */
+typedef enum cgj_report_kind { CGJ_REPORT_OFF, CGJ_REPORT_TEXT, CGJ_REPORT_JSON } cgj_report_kind_t;
+/* The report `s` asks for: a boolean word (1: text to stderr or CGJIT_LOG_FILE), "json:FILE"
+ * or "text:FILE"; *file is FILE (NULL for none). -1 if s is none of these. File names may hold
+ * %p (base/file.h). */
+int cgj_config_report(const char *s, const char **file);
 /* The value of a boolean word (1/0, true/false, yes/no, on/off, any case), or -1. */
 int cgj_config_bool(const char *s);
 

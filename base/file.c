@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,22 @@ FILE *cgj_file_open(const char *path, bool fresh)
     return f;
 }
 
+FILE *cgj_file_replace(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return NULL;
+    struct stat st; /* truncated only once it is known to be a regular file */
+    int err = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : ftruncate(fd, 0) != 0 ? errno : 0;
+    if (err) {
+        close(fd);
+        errno = err;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) close(fd);
+    return f;
+}
+
 int cgj_file_mkdir(const char *path)
 {
     if (mkdir(path, 0700) == 0) return 0;
@@ -29,4 +46,24 @@ int cgj_file_mkdir(const char *path)
     struct stat st;
     if (lstat(path, &st) != 0) return errno;
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+char *cgj_file_expand(const char *name, char *out, size_t len)
+{
+    size_t j = 0;
+    if (!len) return out;
+    for (const char *s = name; *s && j + 1 < len; s++) {
+        if (s[0] == '%' && s[1] == 'p') {
+            int n = snprintf(out + j, len - j, "%ld", (long)getpid());
+            j = n < 0 ? j : j + (size_t)n < len ? j + (size_t)n : len - 1;
+            s++;
+        } else if (s[0] == '%' && s[1] == '%') {
+            out[j++] = '%';
+            s++;
+        } else {
+            out[j++] = *s;
+        }
+    }
+    out[j] = '\0';
+    return out;
 }

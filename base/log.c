@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
 
 uint32_t cgj_log_mask;
 static FILE *log_out;
@@ -45,13 +46,14 @@ void cgj_log_init(void)
 {
     log_out = stderr;
     if (cgj_cfg.LOG_FILE[0]) {
-        FILE *f = cgj_file_open(cgj_cfg.LOG_FILE, false);
+        char path[4096];
+        FILE *f = cgj_file_open(cgj_file_expand(cgj_cfg.LOG_FILE, path, sizeof path), false);
         if (f) {
             setvbuf(f, NULL, _IOLBF, 0);
             log_out = f;
         } else {
             fprintf(stderr, "cgjit: warning: CGJIT_LOG_FILE='%s' cannot be opened (%s); logging to stderr\n",
-                    cgj_cfg.LOG_FILE, strerror(errno));
+                    path, strerror(errno));
         }
     }
     const char *s = cgj_cfg.LOG;
@@ -74,7 +76,10 @@ void cgj_log_write(cgj_log_cat_t cat, const char *fmt, ...)
     va_start(ap, fmt);
     pthread_mutex_lock(&log_lock);
     FILE *f = cgj_log_stream();
-    fprintf(f, "cgjit[%s] ", cat_names[cat]);
+    if (f == stderr)
+        fprintf(f, "cgjit[%s] ", cat_names[cat]);
+    else /* a file several processes may append to: each line says whose it is */
+        fprintf(f, "cgjit[%ld:%s] ", (long)getpid(), cat_names[cat]);
     vfprintf(f, fmt, ap);
     fputc('\n', f);
     pthread_mutex_unlock(&log_lock);

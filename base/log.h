@@ -3,6 +3,8 @@
  *
  * CGJIT_LOG=trace,guards,breaks (or `all`) selects categories from CGJ_LOG_LIST. A disabled
  * category costs one load and one branch at the call site: arguments are not evaluated.
+ * Lines read "cgjit[CATEGORY] ..." on stderr and "cgjit[PID:CATEGORY] ..." in a log file, which
+ * several processes may append to (CGJIT_LOG_FILE; `%p` in its name is the pid).
  */
 #ifndef CGJ_LOG_H
 #define CGJ_LOG_H

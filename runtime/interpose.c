@@ -23,6 +23,7 @@
 #include "allocator/pool.h"
 #include "base/log.h"
 #include "runtime/libs.h"
+#include "runtime/report.h"
 #include "tracer/step.h"
 
 #include <dlfcn.h>
@@ -68,19 +69,10 @@ static cgj_step_policy_t step_policy(void)
     return def;
 }
 
-static bool forked_child;
-
-static void report_at_exit(void)
-{
-    extern void cgj_report(FILE *);
-    if (!forked_child) cgj_report(cgj_log_stream()); /* the parent reports; not each child */
-}
-
 /* fork(): the child passes every call through and never waits for a lock a thread of the parent
  * held (that thread does not exist in the child). */
 static void fork_child(void)
 {
-    forked_child = true;
     cgj_log_forked();
     cgj_pointers_forked();
     cgj_pool_forked();
@@ -95,6 +87,7 @@ static int init_locked(void)
 {
     cgj_config_load();
     cgj_log_init();
+    cgj_report_setup(); /* before the driver: a run without one still reports, saying so */
     if (!cgj_real_dlsym) cgj_real_find();
     void *h = NULL;
     /* The driver table first, even when disabled: the exported driver functions forward
@@ -106,7 +99,6 @@ static int init_locked(void)
     if (cgj_cfg.DISABLE) return CGJ_ERR_DISABLED;
     cgj_wrappers_init();
     cgj_step_implicit_enable(step_policy());
-    if (cgj_cfg.REPORT) atexit(report_at_exit);
     pthread_atfork(NULL, NULL, fork_child);
     CGJ_LOG(interpose, "driver '%s' loaded", cgj_cfg.DRIVER);
     return CGJ_OK;
@@ -132,6 +124,7 @@ int cgj_runtime_init(void)
     if (init_state < 0) {
         in_init = true;
         __atomic_store_n(&init_state, init_locked(), __ATOMIC_RELEASE);
+        cgj_report_set_status(init_state);
         in_init = false;
     }
     pthread_mutex_unlock(&init_lock);

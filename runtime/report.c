@@ -1,11 +1,13 @@
 /*
- * report.c — what a program reads back from cgjit: the process-wide counters (cgj_stats), one
- * anchor's figures (cgj_trace_info), state names, and the report (cgj_report): the counters, the
- * reasons steps left the fast path (counted by code, each with what the user can do), then
- * every anchor with its variants, segments, side exits, library calls, pool figures and, where
- * it is not fast, why.
+ * report.c — the text report (cgj_report). It leads with a summary (report.h): the share of
+ * steps replayed, the host time saved, the reasons steps most often ran eagerly with what to do
+ * about each; then every anchor that ran more than once, most host time saved or lost first,
+ * with its variants, segments, side exits, library calls, pool figures and, where it is not
+ * fast, why; anchors that ran once in one line; the other reasons; the counters that are not
+ * zero. (What a program reads back field by field is report_read.c.)
  */
 #include "runtime/runtime.h"
+#include "runtime/report.h"
 #include "allocator/pool.h"
 #include "base/log.h"
 #include "tracer/step.h"
@@ -13,49 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-
-CGJ_API const char *cgj_state_name(int state)
-{
-    static const char *const names[] = {
-#define CGJ_STATE_NAME(name, doc) #name,
-        CGJ_STATE_LIST(CGJ_STATE_NAME)
-#undef CGJ_STATE_NAME
-    };
-    return state >= 0 && (size_t)state < CGJ_ARRAY_LEN(names) ? names[state] : "?";
-}
-
-/* Copy the first out->size bytes of `full` (whose size field is set) into out, keeping out's
- * size: the caller's struct may be older (smaller) or newer (larger: the rest is zeroed). */
-static void copy_sized(void *out, const void *full, size_t full_size)
-{
-    uint64_t size;
-    memcpy(&size, out, sizeof size);
-    size_t n = size < full_size ? (size_t)size : full_size;
-    memcpy((char *)out + sizeof size, (const char *)full + sizeof size, n - sizeof size);
-    if (size > full_size) memset((char *)out + full_size, 0, (size_t)size - full_size);
-}
-
-CGJ_API int cgj_stats_read(cgj_stats_t *out)
-{
-    if (!out || out->size < sizeof out->size) return CGJ_ERR_INVALID_ARG;
-    cgj_stats_t s = {.size = sizeof s};
-#define CGJ_STATS_COPY(field, doc) s.field = __atomic_load_n(&cgj_g_stats.field, __ATOMIC_RELAXED);
-    CGJ_STATS_LIST(CGJ_STATS_COPY)
-#undef CGJ_STATS_COPY
-    s.pool_bytes = cgj_pool_mapped_bytes();
-    copy_sized(out, &s, sizeof s);
-    return CGJ_OK;
-}
-
-CGJ_API int cgj_trace_info_read(const char *name, cgj_trace_info_t *out)
-{
-    if (!name || !out || out->size < sizeof out->size) return CGJ_ERR_INVALID_ARG;
-    cgj_trace_info_t i = {.size = sizeof i};
-    int st = cgj_anchor_info(name, &i);
-    if (st == CGJ_OK) copy_sized(out, &i, sizeof i);
-    return st;
-}
-
+#include <unistd.h>
 
 static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
 {
@@ -117,17 +77,17 @@ static void report_verdict(FILE *f, const cgj_anchor_t *a, const cgj_trace_info_
     double e, r;
     cgj_anchor_host_times(a, &e, &r);
     if (i->replays && e > 0)
-        fprintf(f, "    host time per step: eager %.1f us, replay %.1f us: about %.3f s of host time saved\n",
-                e / 1e3, r / 1e3, e > r ? (e - r) * (double)i->replays / 1e9 : 0.0);
+        fprintf(f, "    host time per step: eager %.1f us, replay %.1f us: about %.3f s of host time %s\n",
+                e / 1e3, r / 1e3, (e > r ? e - r : r - e) * (double)i->replays / 1e9, e >= r ? "saved" : "lost");
     if (i->side_exits > i->replays / 4)
         fprintf(f, "    many runs left the trace (%llu side exits for %llu replays): see the side exits above\n",
                 (unsigned long long)i->side_exits, (unsigned long long)i->replays);
 }
 
-static void report_anchor(FILE *f, const cgj_anchor_t *a)
+static void report_anchor(FILE *f, const cgj_report_anchor_t *ra)
 {
-    cgj_trace_info_t i = {.size = sizeof i};
-    cgj_anchor_fill_info(a, &i);
+    const cgj_anchor_t *a = ra->a;
+    cgj_trace_info_t i = ra->info;
     fprintf(f, "  anchor '%s': %s, %llu runs, %llu replayed, %llu side exits, %u variant(s)\n",
             cgj_anchor_name(a), cgj_state_name(i.state), (unsigned long long)i.runs,
             (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.variants);
@@ -142,32 +102,84 @@ static void report_anchor(FILE *f, const cgj_anchor_t *a)
     if (i.reason[0] && i.state != CGJ_STATE_BLACKLISTED) fprintf(f, "    last event: %s\n", i.reason);
 }
 
-/* Every reason taken so far, by code, with its hint. */
-static void report_reasons(FILE *f)
+/* A reason's line: name, times taken, message and hint. */
+static void report_reason(FILE *f, int c)
+{
+    const char *hint = cgj_reason_hint(c);
+    fprintf(f, "    %-20s %8llu  %s%s%s\n", cgj_reason_name(c), (unsigned long long)cgj_reason_count(c),
+            cgj_reason_message(c), hint[0] ? "; " : "", hint);
+}
+
+static void report_summary(FILE *f, const cgj_report_data_t *d)
+{
+    char status[320];
+    fprintf(f, "  pid %ld, implicit steps (CGJIT_STEP): %s\n", (long)getpid(),
+            cgj_step_policy_name(__atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED)));
+    if (cgj_report_status_text(d->status, status, sizeof status)[0]) fprintf(f, "  %s\n", status);
+    if (!d->stats.steps) {
+        fprintf(f, "  summary: no step ran\n");
+    } else {
+        double saved = d->saved_ns;
+        fprintf(f, "  summary: %llu of %llu steps replayed (%.1f%%); about %.3f s of host time %s\n",
+                (unsigned long long)d->stats.steps_replayed, (unsigned long long)d->stats.steps,
+                100.0 * cgj_report_share(d), (saved < 0 ? -saved : saved) / 1e9, saved < 0 ? "lost" : "saved");
+    }
+    if (d->ntop) fprintf(f, "  top reasons steps ran eagerly, with what to do:\n");
+    for (int k = 0; k < d->ntop; k++) report_reason(f, d->top[k]);
+}
+
+/* Anchors that ran once: setup steps, never replayed (a step replays from its third run). */
+static void report_once(FILE *f, const cgj_report_data_t *d)
+{
+    if (!d->nonce) return;
+    fprintf(f, "  %zu anchor(s) ran once, never replayed (a step replays from its third run):", d->nonce);
+    size_t shown = 0;
+    for (size_t k = d->nanchors - d->nonce; k < d->nanchors && shown < 4; k++, shown++)
+        fprintf(f, "%s '%s'", shown ? "," : "", cgj_anchor_name(d->anchors[k].a));
+    fprintf(f, d->nonce > shown ? " and %zu more\n" : "\n", d->nonce - shown);
+}
+
+/* The reasons that are not in the summary (segment breaks, library calls that ran, the rarer
+ * eager ones). */
+static void report_other_reasons(FILE *f, const cgj_report_data_t *d)
 {
     bool any = false;
     for (int c = 1; c < CGJ_REASON_COUNT; c++) {
-        uint64_t n = cgj_reason_count(c);
-        if (!n) continue;
-        if (!any) fprintf(f, "  reasons steps left the fast path:\n");
+        bool top = false;
+        for (int k = 0; k < d->ntop; k++) top |= d->top[k] == c;
+        if (top || !cgj_reason_count(c)) continue;
+        if (!any) fprintf(f, "  other reasons (segment breaks, library calls that ran, rarer ones):\n");
         any = true;
-        const char *hint = cgj_reason_hint(c);
-        fprintf(f, "    %-20s %8llu  %s%s%s\n", cgj_reason_name(c), (unsigned long long)n, cgj_reason_message(c),
-                hint[0] ? "; " : "", hint);
+        report_reason(f, c);
     }
+}
+
+static void report_counters(FILE *f, const cgj_stats_t *s)
+{
+    uint64_t any = 0;
+#define CGJ_REPORT_ANY(field, doc) any |= s->field;
+    CGJ_STATS_LIST(CGJ_REPORT_ANY)
+#undef CGJ_REPORT_ANY
+    if (any) fprintf(f, "  counters (those not zero):\n");
+#define CGJ_REPORT_STAT(field, doc) \
+    if (s->field) fprintf(f, "    %-20s %12llu  %s\n", #field, (unsigned long long)s->field, doc);
+    CGJ_STATS_LIST(CGJ_REPORT_STAT)
+#undef CGJ_REPORT_STAT
 }
 
 CGJ_API void cgj_report(FILE *f)
 {
     f = f ? f : stderr;
-    cgj_stats_t s;
-    cgj_stats(&s);
+    cgj_report_data_t d;
     fprintf(f, "cgjit report\n");
-#define CGJ_REPORT_STAT(field, doc) fprintf(f, "  %-20s %12llu  %s\n", #field, (unsigned long long)s.field, doc);
-    CGJ_STATS_LIST(CGJ_REPORT_STAT)
-#undef CGJ_REPORT_STAT
-    report_reasons(f);
     cgj_anchors_lock();
-    for (const cgj_anchor_t *a = cgj_anchors_first(); a; a = cgj_anchors_next(a)) report_anchor(f, a);
+    cgj_report_data_gather(&d);
+    report_summary(f, &d);
+    if (d.nanchors > d.nonce) fprintf(f, "  anchors, most host time saved or lost first:\n");
+    for (size_t k = 0; k < d.nanchors - d.nonce; k++) report_anchor(f, &d.anchors[k]);
+    report_once(f, &d);
     cgj_anchors_unlock();
+    report_other_reasons(f, &d);
+    report_counters(f, &d.stats);
+    cgj_report_data_free(&d);
 }

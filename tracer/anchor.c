@@ -9,6 +9,7 @@
 #include "graphs/graph.h"
 #include "base/log.h"
 #include "base/map.h"
+#include "base/timeline.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -71,8 +72,40 @@ void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to)
     pthread_mutex_unlock(&table_lock);
 }
 
+/* ---- the timeline (CGJIT_TRACE_FILE): builds, and what an anchor notes ---- */
+
+/* A variant was just built: a complete event over its plan and graph building, ending now. */
+static void timeline_build(const cgj_anchor_t *a, const cgj_trace_t *tr)
+{
+    cgj_tl_event_t *e = cgj_timeline_take('X', "build", a->name);
+    if (!e) return;
+    e->dur_ns = tr->plan_ns + tr->build_ns;
+    e->ts_ns = e->ts_ns > e->dur_ns ? e->ts_ns - e->dur_ns : 0;
+    cgj_tl_str(e, "kind", "build");
+    cgj_tl_num(e, "variant", a->nvariants + 1);
+    cgj_tl_num(e, "ops", tr->list.n);
+    cgj_tl_num(e, "instantiate_ns", (int64_t)tr->instantiate_ns);
+    cgj_timeline_put(e);
+}
+
+/* An instant event for a reason the anchor took, named after its code. A side exit has an
+ * event of its own (step.c): the thread leaving its trace notes it here as well, and is not
+ * counted twice. */
+static void timeline_note(const cgj_anchor_t *a, const cgj_reason_t *r, const char *what)
+{
+    if (cgj_tls.exited && cgj_tls.anchor == a && !strcmp(what, "note")) return;
+    cgj_tl_event_t *e = cgj_timeline_take('i', "anchor", cgj_reason_name(r->code));
+    if (!e) return;
+    cgj_tl_str(e, "anchor", a->name);
+    cgj_tl_str(e, "kind", what);
+    if (r->op != CGJ_REASON_NO_OP) cgj_tl_num(e, "op", r->op);
+    cgj_reason_format(r, e->detail, sizeof e->detail);
+    cgj_timeline_put(e);
+}
+
 void cgj_anchor_publish(cgj_anchor_t *a, cgj_trace_t *tr)
 {
+    if (CGJ_UNLIKELY(cgj_timeline_on)) timeline_build(a, tr);
     pthread_mutex_lock(&table_lock);
     a->variants[a->nvariants] = tr;
     a->current = a->nvariants++;
@@ -86,6 +119,7 @@ void cgj_anchor_note(cgj_anchor_t *a, const cgj_reason_t *r)
     if (a->state != CGJ_STATE_BLACKLISTED) a->reason = *r; /* a blacklisted anchor keeps why */
     pthread_mutex_unlock(&table_lock);
     cgj_reason_tally(r);
+    if (CGJ_UNLIKELY(cgj_timeline_on)) timeline_note(a, r, "note");
 }
 
 static void blacklist(cgj_anchor_t *a, const cgj_reason_t *r)
@@ -96,6 +130,7 @@ static void blacklist(cgj_anchor_t *a, const cgj_reason_t *r)
     a->reason = *r;
     pthread_mutex_unlock(&table_lock);
     CGJ_STAT_ADD(anchors_blacklisted, 1);
+    if (CGJ_UNLIKELY(cgj_timeline_on)) timeline_note(a, r, "blacklisted");
     CGJ_LOG(blacklist, "anchor '%s' blacklisted: %s", a->name, cgj_reason_format(r, text, sizeof text));
 }
 

@@ -11,6 +11,7 @@
 #include "tracer/tracer.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "base/timeline.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -86,6 +87,41 @@ static void enter_thread(cgj_thread_t *t)
     if (cgj_thread_register(t)) pthread_setspecific(exit_key, t);
 }
 
+/* ---- the timeline (CGJIT_TRACE_FILE): one event per step, one per side exit ---- */
+
+static __thread bool exit_marked; /* this step's side exit is on the timeline */
+
+/* An instant event where the step left its trace; the anchor's reason says why. */
+static void timeline_exit(const cgj_thread_t *t)
+{
+    exit_marked = true;
+    const cgj_anchor_t *a = t->anchor ? t->anchor : t->last;
+    cgj_tl_event_t *e = a ? cgj_timeline_take('i', "exit", "side exit") : NULL;
+    if (!e) return;
+    cgj_tl_str(e, "anchor", a->name);
+    cgj_tl_str(e, "reason", cgj_reason_name(a->reason.code));
+    if (a->reason.op != CGJ_REASON_NO_OP) cgj_tl_num(e, "op", a->reason.op);
+    cgj_reason_format(&a->reason, e->detail, sizeof e->detail);
+    cgj_timeline_put(e);
+}
+
+/* The step that began at t->begun_ns ends at `now`: a complete event named after its anchor,
+ * of category replay (replayed to its end), exit (left its trace), record or eager. */
+static void timeline_step(const cgj_thread_t *t, cgj_mode_t mode, bool replayed, bool exited, uint64_t now)
+{
+    if (exited && !exit_marked) timeline_exit(t); /* left at the end, or by another thread */
+    const char *kind = replayed && !exited ? "replay" : exited ? "exit" : mode == CGJ_MODE_RECORD ? "record" : "eager";
+    const cgj_anchor_t *a = t->anchor ? t->anchor : t->last;
+    cgj_tl_event_t *e = cgj_timeline_take('X', kind, a ? a->name : "step");
+    if (!e) return;
+    e->ts_ns = t->begun_ns;
+    e->dur_ns = now - t->begun_ns;
+    cgj_tl_str(e, "kind", kind);
+    if (a) cgj_tl_num(e, "run", (int64_t)__atomic_load_n(&a->runs, __ATOMIC_RELAXED));
+    if (replayed) cgj_tl_num(e, "absorbed", (int64_t)t->absorbed);
+    cgj_timeline_put(e);
+}
+
 /* Act on implicit.c's decision for call c. False when the call runs outside any step. A driver
  * call made by a library call is part of that call: steps never begin or end inside one, and the
  * cycle detector sees the library call alone, as it does when replay absorbs the call whole. */
@@ -109,8 +145,10 @@ int cgj_step_enter(const cgj_call_t *c)
     int d = CGJ_EXECUTE;
     if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_stays(t, c) && !route(t, c))
         d = CGJ_EXECUTE;
-    else if (t->mode == CGJ_MODE_REPLAY)
+    else if (t->mode == CGJ_MODE_REPLAY) {
         d = cgj_replay_enter(t, c);
+        if (CGJ_UNLIKELY(cgj_timeline_on) && t->exited && !exit_marked) timeline_exit(t);
+    }
     if (c->kind == CGJ_OP_LIB && t->mode == CGJ_MODE_RECORD) cgj_record_lib(t, c);
     if (c->kind == CGJ_OP_LIB && t->mode >= CGJ_MODE_RECORD) CGJ_STAT_ADD(lib_calls, 1);
     if (c->kind == CGJ_OP_LIB && d == CGJ_EXECUTE) t->lib_depth++; /* the library runs now */
@@ -202,6 +240,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         return CGJ_OK;
     }
     t->anchor = a;
+    exit_marked = false;
     cgj_cost_kind_t kind = CGJ_COST_NONE;
     if (a->state == CGJ_STATE_BLACKLISTED || (a->nvariants && !same_context(t, a))) {
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
@@ -243,13 +282,17 @@ static int end_locked(cgj_thread_t *t)
 {
     if (t->mode == CGJ_MODE_OFF) return CGJ_ERR_NOT_ACTIVE;
     cgj_anchor_t *a = t->anchor;
+    cgj_mode_t mode = t->mode;
+    bool replayed = t->replaying, exited;
     if (t->mode == CGJ_MODE_REPLAY) cgj_replay_end(t);
     if (t->mode == CGJ_MODE_RECORD)
         cgj_record_finish(t);
+    exited = t->exited;
     if (a && t->replaying && a->state == CGJ_STATE_REPLAY) cgj_anchor_note_run(a, t->exited);
     t->replaying = false;
     t->exited = false;
-    uint64_t host_ns = cgj_now_ns() - t->begun_ns;
+    uint64_t now = cgj_now_ns(), host_ns = now - t->begun_ns;
+    if (CGJ_UNLIKELY(cgj_timeline_on)) timeline_step(t, mode, replayed, exited, now);
     if (t->mode != CGJ_MODE_REPLAY) {
         CGJ_STAT_ADD(steps_eager, 1);
         if (a) __atomic_fetch_add(&a->eager_ns, host_ns, __ATOMIC_RELAXED), __atomic_fetch_add(&a->eager_runs, 1, __ATOMIC_RELAXED);

@@ -104,7 +104,7 @@ static const tunable_t tunables[] = {
     {"CGJIT_MAX_RECORDS", &cgj_cfg.MAX_RECORDS, NULL, "4"},
     {"CGJIT_MAX_VARIANTS", &cgj_cfg.MAX_VARIANTS, NULL, "4"},
     {"CGJIT_MAX_OPS", &cgj_cfg.MAX_OPS, NULL, "100000"},
-    {"CGJIT_REPORT", &cgj_cfg.REPORT, NULL, "0"},
+    {"CGJIT_REPORT", NULL, &cgj_cfg.REPORT, "0"},
     {"CGJIT_LIBS", &cgj_cfg.LIBS, NULL, "1"},
     {"CGJIT_CHUNK_OPS", &cgj_cfg.CHUNK_OPS, NULL, "256"},
     {"CGJIT_POOL_RESERVE_GB", &cgj_cfg.POOL_RESERVE_GB, NULL, "64"},
@@ -144,6 +144,11 @@ static const config_case_t config_cases[] = {
     {"booleans_in_words",
      {{"CGJIT_DISABLE", "true", "1"}, {"CGJIT_REPORT", "ON", "1"}, {"CGJIT_LIBS", "no", "0"}}},
     {"booleans_off_and_false", {{"CGJIT_LIBS", "off", "0"}, {"CGJIT_REPORT", "False", "0"}}},
+    /* CGJIT_REPORT: a boolean word, json:FILE or text:FILE */
+    {"report_as_json_to_a_file", {{"CGJIT_REPORT", "json:/tmp/r-%p.json", "json:/tmp/r-%p.json"}}},
+    {"report_as_text_to_a_file", {{"CGJIT_REPORT", "text:r.txt", "text:r.txt"}}},
+    {"report_of_no_known_form", {{"CGJIT_REPORT", "xml:r.xml", REJECTED}}},
+    {"report_json_without_a_file", {{"CGJIT_REPORT", "json:", REJECTED}}},
     /* 64-bit values are range-checked, never truncated to 32 bits */
     {"max_ops_above_maximum", {{"CGJIT_MAX_OPS", "4294967312", REJECTED}}},
     {"max_ops_at_maximum", {{"CGJIT_MAX_OPS", "4294967295", "4294967295"}}},
@@ -333,7 +338,9 @@ Test(base_config, log_file_receives_the_log)
     cr_assert(fgets(line, sizeof line, f), "log file empty");
     fclose(f);
     unlink(path);
-    cr_assert_str_eq(line, "cgjit[guards] slot 3 differs\n");
+    char want[64]; /* a log file's lines carry the pid: processes may share the file */
+    snprintf(want, sizeof want, "cgjit[%ld:guards] slot 3 differs\n", (long)getpid());
+    cr_assert_str_eq(line, want);
 }
 
 Test(base_config, log_file_unwritable_falls_back_to_stderr)
