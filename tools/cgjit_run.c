@@ -107,7 +107,7 @@ static const option_t options[] = {
     {"help", OPT_HELP, NULL, NULL, NULL, 0, 0, "print this help and exit"},
     {"version", OPT_VERSION, NULL, NULL, NULL, 0, 0, "print the version and exit"},
     {"man", OPT_MAN, NULL, NULL, NULL, 0, 0,
-     "print the manual page (roff: cgjit-run --man | man -l -) and exit"},
+     "print the manual page (roff, for man -l -) and exit"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
