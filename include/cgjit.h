@@ -215,7 +215,10 @@ static inline int cgj_trace_info(const char *name, cgj_trace_info_t *out)
 CGJ_API const char *cgj_reason_name(int code);
 CGJ_API const char *cgj_reason_hint(int code);
 
-/* Write a human-readable report (counters, reasons, then every anchor) to f (stderr if NULL). */
+/* Write a human-readable report to f (stderr if NULL): a summary (share of steps replayed, host
+ * time saved, the top reasons steps ran eagerly with what to do), then every anchor, most host
+ * time saved or lost first (those that ran once in one line), other reasons, nonzero counters.
+ * CGJIT_REPORT=json:FILE writes the same at exit as JSON (docs/report-schema.json). */
 CGJ_API void cgj_report(FILE *f);
 
 #ifdef __cplusplus
