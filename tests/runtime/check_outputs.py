@@ -150,6 +150,13 @@ def check_text_report(tmp):
         assert m and int(m.group(2)) > 0, "a zero counter is printed: %r" % l
 
 
+def check_text_report_to_a_file(tmp):
+    pid, err = run(["marked", 10], {"CGJIT_REPORT": "text:" + os.path.join(tmp, "r-%p.txt")}, tmp)
+    assert "cgjit report" not in err, err
+    text = open(os.path.join(tmp, "r-%d.txt" % pid)).read()
+    assert text.startswith("cgjit report\n") and "summary:" in text, text
+
+
 def check_text_report_when_not_tracing(tmp):
     _, err = run(["implicit", 5], {"CGJIT_REPORT": "1", "CGJIT_DISABLE": "1"}, tmp)
     lines = report_lines(err)
@@ -184,6 +191,14 @@ def check_chrome_trace(tmp):
     assert exits and exits[0]["name"] == "side exit" and exits[0]["args"]["reason"], sorted(cats)
     steps = sum(len(v) for (ph, c), v in cats.items() if ph == "X" and c in ("replay", "exit", "record", "eager"))
     assert steps >= 60, "one event per step: %d" % steps
+
+
+def check_chrome_trace_capped(tmp):
+    env = {"CGJIT_STEP": "sync", "CGJIT_TRACE_FILE": os.path.join(tmp, "t.json"), "CGJIT_TRACE_EVENTS": "1000"}
+    run(["implicit", 1500], env, tmp)
+    doc = json.load(open(os.path.join(tmp, "t.json")))
+    kept = [e for e in doc["traceEvents"] if e["ph"] != "M"]
+    assert len(kept) == 1000 and doc["otherData"]["dropped"] > 0, (len(kept), doc["otherData"])
 
 
 def anchor_names(doc):
@@ -225,7 +240,8 @@ def check_shared_log(tmp):
 
 
 CHECKS = [check_json_implicit, check_json_marked, check_json_without_driver, check_text_report,
-          check_text_report_when_not_tracing, check_chrome_trace, check_stable_names, check_shared_log]
+          check_text_report_to_a_file, check_text_report_when_not_tracing, check_chrome_trace,
+          check_chrome_trace_capped, check_stable_names, check_shared_log]
 
 
 def main():
