@@ -181,7 +181,10 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
         cgj_segment_t *seg = &t->segs[s];
         for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].seg = s;
         find_streams(t, seg);
-        if (seg->ncapture) ok = build_segment(t, seg, cap, why);
+        /* A graph of one or two nodes costs as much host time to launch as its ops do eagerly,
+         * and starts later on the GPU: a program waiting for it right away would be slower. */
+        seg->eager = seg->ncapture && seg->ncapture < (uint32_t)cgj_cfg.GRAPH_MIN_OPS && !seg->has_staging;
+        if (seg->ncapture && !seg->eager) ok = build_segment(t, seg, cap, why);
     }
     if (ok) cgj_drv.r_cuStreamSynchronize(cap); /* uploads done before the stream goes */
     cgj_drv.r_cuStreamDestroy_v2(cap);
@@ -278,11 +281,24 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, uin
     return CUDA_SUCCESS;
 }
 
+/* A segment too small for a graph: its ops, in order, on their own streams. */
+static CUresult issue_eagerly(cgj_trace_t *t, cgj_segment_t *seg)
+{
+    for (uint32_t i = seg->first; i < seg->end; i++) {
+        const cgj_op_t *o = &t->list.ops[i];
+        if (cgj_op_class[o->call.kind] != CGJ_CLASS_CAPTURE) continue;
+        CUresult r = cgj_op_issue(o, o->call.stream, false, false);
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
+}
+
 CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_t *patched, uint32_t *refused)
 {
     cgj_segment_t *seg = &t->segs[s];
     *refused = UINT32_MAX;
     if (!seg->ncapture) return CUDA_SUCCESS;
+    if (seg->eager) return issue_eagerly(t, seg);
     CUresult r = patch(seg, t, host_gen, patched, refused);
     if (r != CUDA_SUCCESS) return r;
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++) {

@@ -27,6 +27,8 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why);
  * host_gen: the host memory generation now; a copy node naming host memory is set again when it
  * was set in an older one (the driver crashes on a node whose host allocation was freed). */
 CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_t *patched, uint32_t *refused);
+/* (A segment of fewer than CGJIT_GRAPH_MIN_OPS ops has no graph: launching it issues its ops
+ * eagerly with the run's values; there is nothing to patch or refuse.) */
 /* Op i's values vary from now on: its node joins its segment's patch list (once), compared with
  * what the executable graph holds at each launch. */
 void cgj_graph_list(cgj_trace_t *t, uint32_t i);

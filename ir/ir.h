@@ -230,6 +230,8 @@ typedef struct cgj_segment {
     CUevent done;       /* recorded after each launch where needed (staging, other streams) */
     bool has_staging, launched;
     bool chained;       /* ends at a chunk limit, not at a boundary: the next segment follows */
+    bool eager;         /* fewer than CGJIT_GRAPH_MIN_OPS captured ops: no graph; replay issues
+                         * them eagerly, with the run's values, where it would launch the graph */
     uint32_t *patch;    /* op indices whose values vary (parameters, dims, copy/memset operands) */
     uint32_t npatch;
 } cgj_segment_t;

@@ -154,7 +154,8 @@ static bool promote_values(cgj_thread_t *t, const cgj_call_t *c)
     cgj_op_t *o = &tr->list.ops[t->pos];
     cgj_reason_t why;
     uint32_t before = o->kp ? o->kp->nvarying : 0;
-    if (!o->node || !cgj_guard(o, c, true, &why)) return false;
+    bool patchable = o->node || tr->segs[o->seg].eager; /* an eager segment takes any value */
+    if (!patchable || !cgj_guard(o, c, true, &why)) return false;
     if (!o->promoted) return true;
     cgj_graph_list(tr, t->pos);
     o->promoted = false;

@@ -599,3 +599,32 @@ Test(tracer_correct, fake_driver_refuses_a_graph_whose_pinned_memory_is_gone)
     OK(fk.graph_destroy(g));
     OK(fk.stream_destroy(st));
 }
+
+/* ---- segments too small for a graph (CGJIT_GRAPH_MIN_OPS) ---- */
+
+static void small_setup(void)
+{
+    setenv("CGJIT_GRAPH_MIN_OPS", "3", 1);
+    setup();
+}
+
+TestSuite(tracer_small, .init = small_setup);
+
+/* Two kernels whose grid and scalar change every step, a readback between them: each segment
+ * has one op, issued eagerly where its graph would be launched; every value goes through (an
+ * eager segment takes any value without a side exit), and no graph is built or launched. */
+static void small_step(int s, CUdeviceptr *b, void *ctx)
+{
+    float h[N];
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)s, N, 1 + (unsigned)(s % 3)));
+    OK(fk.dtoh(h, b[0], sizeof h));
+    OK(fk_axpb_launch(&fk, NULL, b[1], 2.0f, h[s % N], N, 1));
+}
+
+Test(tracer_small, small_segments_are_issued_eagerly)
+{
+    run_scenario(&(scenario_t){.name = "small", .fn = small_step, .steps = 20, .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .side_exits = IS(0),
+                                        .segments = IS(2)},
+                               .fake = {.graph_launches = IS(0), .captures = IS(0)}});
+}
