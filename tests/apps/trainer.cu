@@ -22,8 +22,13 @@
  * About 200 kernels of this program and 75 cuBLAS/cuBLASLt calls per step. The cuBLASLt
  * algorithms are chosen once at setup (cublasLtMatmulAlgoGetHeuristic). No TF32 (default math
  * mode, CUBLAS_COMPUTE_32F), one stream, and every reduction of this program's kernels runs in a
- * fixed order (no float atomics), so two runs print the same bits. stdout: the learning rate and
- * the loss of every step as hex floats, and a checksum of the parameters at the end.
+ * fixed order (no float atomics), so two runs print the same bits. The kernels are parallel, as
+ * llm.c's are, so each takes a few microseconds: a warp per row for LayerNorm and the fused
+ * crossentropy, a warp per query (a lane per key position) or per key for attention, a block
+ * per group of columns with a tree over row slices for the bias and LayerNorm parameter
+ * gradients, one block's tree for the mean loss, a block per token id for the embedding
+ * gradient. stdout: the learning rate and the loss of every step as hex floats, and a checksum
+ * of the parameters at the end.
  */
 #include "apps_common.h"
 
@@ -167,6 +172,46 @@ static int blocks(int n, int block)
     return (n + block - 1) / block;
 }
 
+/* Every reduction below runs in an order fixed by the indices alone: a warp's butterfly of
+ * __shfl_xor_sync (each step adds the same two values in every lane, so all lanes end with the
+ * same bits), a shared-memory tree of fixed shape, or a loop in index order. No float atomics. */
+enum { WARP = 32, ROWS_PER_BLOCK = 4, ROW_BLOCK = ROWS_PER_BLOCK * WARP };
+/* The grid of blocks of ROW_BLOCK threads for one warp per item. */
+static int warp_grid(int items)
+{
+    return blocks(items * WARP, ROW_BLOCK);
+}
+
+/* Column sums: a block of COLS_X columns by COLS_Y row slices, summed by a tree over the slices. */
+enum { COLS_X = 32, COLS_Y = 16 };
+enum { LOSS_BLOCK = 128 };
+
+static_assert(C % WARP == 0 && V % WARP == 0, "rows are split evenly over a warp's lanes");
+static_assert((int)T == (int)WARP, "attention: one lane per position of the sequence");
+static_assert(2 * HS <= WARP, "attention_bwd_kv: one lane per channel of k and of v");
+static_assert(BT % WARP == 0, "encoder_bwd_wte: whole warps of tokens");
+static_assert((COLS_Y & (COLS_Y - 1)) == 0 && (LOSS_BLOCK & (LOSS_BLOCK - 1)) == 0,
+              "tree reductions over powers of two");
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int k = WARP / 2; k > 0; k >>= 1) v += __shfl_xor_sync(0xffffffffu, v, k);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int k = WARP / 2; k > 0; k >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, k));
+    return v;
+}
+
+/* The warp's index in the grid when every warp handles one item (row, query, key...). The
+ * whole warp shares it, so a warp leaves or stays as one and its shuffles see all 32 lanes. */
+__device__ __forceinline__ int warp_item(void)
+{
+    return (int)((blockIdx.x * blockDim.x + threadIdx.x) / WARP);
+}
+
 __global__ void encoder_fwd(float *out, const int *tokens, const float *wte, const float *wpe)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -175,62 +220,89 @@ __global__ void encoder_fwd(float *out, const int *tokens, const float *wte, con
     out[i] = wte[tokens[r] * C + c] + wpe[t * C + c];
 }
 
-/* One thread per row: mean, reciprocal standard deviation, normalized and scaled output. */
+/* One warp per row: mean, reciprocal standard deviation, normalized and scaled output. */
 __global__ void layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
                               const float *w, const float *b, int n)
 {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = warp_item(), lane = threadIdx.x % WARP;
     if (r >= n) return;
     const float *x = inp + (size_t)r * C;
+    float xs[C / WARP];
     float m = 0.0f;
-    for (int c = 0; c < C; c++) m += x[c];
-    m /= (float)C;
+    for (int k = 0; k < C / WARP; k++) {
+        xs[k] = x[lane + k * WARP];
+        m += xs[k];
+    }
+    m = warp_sum(m) / (float)C;
     float v = 0.0f;
-    for (int c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
+    for (int k = 0; k < C / WARP; k++) v += (xs[k] - m) * (xs[k] - m);
+    v = warp_sum(v);
     float s = 1.0f / sqrtf(v / (float)C + 1e-5f);
-    for (int c = 0; c < C; c++) out[(size_t)r * C + c] = (x[c] - m) * s * w[c] + b[c];
-    mean[r] = m;
-    rstd[r] = s;
+    for (int k = 0; k < C / WARP; k++) {
+        int c = lane + k * WARP;
+        out[(size_t)r * C + c] = (xs[k] - m) * s * w[c] + b[c];
+    }
+    if (lane == 0) {
+        mean[r] = m;
+        rstd[r] = s;
+    }
 }
 
-/* dinp (+)= the input gradient of a LayerNorm row. */
+/* One warp per row: dinp (+)= the input gradient of a LayerNorm row. */
 __global__ void layernorm_bwd_inp(float *dinp, const float *dout, const float *inp,
                                   const float *w, const float *mean, const float *rstd, int n,
                                   int accumulate)
 {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = warp_item(), lane = threadIdx.x % WARP;
     if (r >= n) return;
     const float *x = inp + (size_t)r * C, *dy = dout + (size_t)r * C;
     float m = mean[r], s = rstd[r], dmean = 0.0f, dnorm_norm = 0.0f;
-    for (int c = 0; c < C; c++) {
-        float dnorm = dy[c] * w[c];
-        dmean += dnorm;
-        dnorm_norm += dnorm * (x[c] - m) * s;
+    float dn[C / WARP], nm[C / WARP];
+    for (int k = 0; k < C / WARP; k++) {
+        int c = lane + k * WARP;
+        dn[k] = dy[c] * w[c];
+        nm[k] = (x[c] - m) * s;
+        dmean += dn[k];
+        dnorm_norm += dn[k] * nm[k];
     }
-    dmean /= (float)C;
-    dnorm_norm /= (float)C;
-    for (int c = 0; c < C; c++) {
-        float norm = (x[c] - m) * s;
-        float dx = (dy[c] * w[c] - dmean - norm * dnorm_norm) * s;
-        float *d = &dinp[(size_t)r * C + c];
+    dmean = warp_sum(dmean) / (float)C;
+    dnorm_norm = warp_sum(dnorm_norm) / (float)C;
+    for (int k = 0; k < C / WARP; k++) {
+        float dx = (dn[k] - dmean - nm[k] * dnorm_norm) * s;
+        float *d = &dinp[(size_t)r * C + lane + k * WARP];
         *d = accumulate ? *d + dx : dx;
     }
 }
 
-/* One thread per channel: dw += sum over rows of dout * norm, db += sum of dout. */
+/* A block of COLS_X channels by COLS_Y row slices (grid: blocks(C, COLS_X)): each thread sums
+ * the rows y, y + COLS_Y, ... of its channel in order, then a tree over the slices;
+ * dw += sum over rows of dout * norm, db += sum of dout. */
 __global__ void layernorm_bwd_params(float *dw, float *db, const float *dout, const float *inp,
                                      const float *mean, const float *rstd, int n)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
+    __shared__ float shw[COLS_Y][COLS_X], shb[COLS_Y][COLS_X];
+    int x = threadIdx.x, y = threadIdx.y, c = blockIdx.x * COLS_X + x;
     float sw = 0.0f, sb = 0.0f;
-    for (int r = 0; r < n; r++) {
-        float dy = dout[(size_t)r * C + c];
-        sw += dy * (inp[(size_t)r * C + c] - mean[r]) * rstd[r];
-        sb += dy;
+    if (c < C)
+        for (int r = y; r < n; r += COLS_Y) {
+            float dy = dout[(size_t)r * C + c];
+            sw += dy * (inp[(size_t)r * C + c] - mean[r]) * rstd[r];
+            sb += dy;
+        }
+    shw[y][x] = sw;
+    shb[y][x] = sb;
+    __syncthreads();
+    for (int k = COLS_Y / 2; k > 0; k >>= 1) {
+        if (y < k) {
+            shw[y][x] += shw[y + k][x];
+            shb[y][x] += shb[y + k][x];
+        }
+        __syncthreads();
     }
-    dw[c] += sw;
-    db[c] += sb;
+    if (y == 0 && c < C) {
+        dw[c] += shw[0][x];
+        db[c] += shb[0][x];
+    }
 }
 
 __global__ void add_bias(float *out, const float *bias, int n, int oc)
@@ -239,99 +311,116 @@ __global__ void add_bias(float *out, const float *bias, int n, int oc)
     if (i < n * oc) out[i] += bias[i % oc];
 }
 
-/* One thread per output channel: dbias += column sum of dout (n rows, oc columns). */
+/* dbias += column sums of dout (n rows, oc columns); blocks as layernorm_bwd_params's
+ * (grid: blocks(oc, COLS_X)). */
 __global__ void bias_grad(float *dbias, const float *dout, int n, int oc)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= oc) return;
+    __shared__ float sh[COLS_Y][COLS_X];
+    int x = threadIdx.x, y = threadIdx.y, c = blockIdx.x * COLS_X + x;
     float s = 0.0f;
-    for (int r = 0; r < n; r++) s += dout[(size_t)r * oc + c];
-    dbias[c] += s;
+    if (c < oc)
+        for (int r = y; r < n; r += COLS_Y) s += dout[(size_t)r * oc + c];
+    sh[y][x] = s;
+    __syncthreads();
+    for (int k = COLS_Y / 2; k > 0; k >>= 1) {
+        if (y < k) sh[y][x] += sh[y + k][x];
+        __syncthreads();
+    }
+    if (y == 0 && c < oc) dbias[c] += sh[0][x];
 }
 
-/* One thread per (batch, head, query position): causal softmax attention of one head.
- * qkv rows hold q | k | v, each C wide, head h at columns h*HS. att: [B, NH, T, T]. */
+/* One warp per (batch, head, query position t), one lane per key position t2 (T == 32): causal
+ * softmax attention of one head. qkv rows hold q | k | v, each C wide, head h at columns h*HS.
+ * att: [B, NH, T, T]. Launch with ROW_BLOCK threads per block. */
 __global__ void attention_fwd(float *atty, float *att, const float *qkv)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ float prob[ROWS_PER_BLOCK][T];
+    int i = warp_item(), lane = threadIdx.x % WARP, wib = threadIdx.x / WARP;
     if (i >= B * NH * T) return;
-    int t = i % T, h = (i / T) % NH, b = i / (T * NH);
+    int t = i % T, h = (i / T) % NH, b = i / (T * NH), t2 = lane;
     const float scale = 1.0f / sqrtf((float)HS);
     const float *q = qkv + (size_t)(b * T + t) * 3 * C + h * HS;
     float *arow = att + ((size_t)(b * NH + h) * T + t) * T;
-    float maxv = -INFINITY;
-    for (int t2 = 0; t2 <= t; t2++) {
+    float s = -INFINITY;
+    if (t2 <= t) {
         const float *k = qkv + (size_t)(b * T + t2) * 3 * C + C + h * HS;
-        float s = 0.0f;
+        s = 0.0f;
         for (int j = 0; j < HS; j++) s += q[j] * k[j];
         s *= scale;
-        arow[t2] = s;
-        maxv = fmaxf(maxv, s);
     }
-    float sum = 0.0f;
-    for (int t2 = 0; t2 <= t; t2++) {
-        float e = expf(arow[t2] - maxv);
-        arow[t2] = e;
-        sum += e;
-    }
+    float maxv = warp_max(s); /* lane 0 (t2 = 0 <= t) always holds a finite score */
+    float e = t2 <= t ? expf(s - maxv) : 0.0f;
+    float sum = warp_sum(e);
     float inv = 1.0f / sum;
-    for (int t2 = 0; t2 < T; t2++) arow[t2] = t2 <= t ? arow[t2] * inv : 0.0f;
-    for (int j = 0; j < HS; j++) {
+    float p = t2 <= t ? e * inv : 0.0f;
+    arow[t2] = p;
+    prob[wib][t2] = p;
+    __syncwarp();
+    if (lane < HS) {
+        int j = lane;
         float y = 0.0f;
-        for (int t2 = 0; t2 <= t; t2++)
-            y += arow[t2] * qkv[(size_t)(b * T + t2) * 3 * C + 2 * C + h * HS + j];
+        for (int u = 0; u <= t; u++)
+            y += prob[wib][u] * qkv[(size_t)(b * T + u) * 3 * C + 2 * C + h * HS + j];
         atty[(size_t)(b * T + t) * C + h * HS + j] = y;
     }
 }
 
-/* One thread per (batch, head, query position): the gradient of the pre-softmax scores
- * (dpreatt) and of q. */
+/* One warp per (batch, head, query position t), one lane per key position t2: the gradient of
+ * the pre-softmax scores (dpreatt) and of q. Launch with ROW_BLOCK threads per block. */
 __global__ void attention_bwd_q(float *dqkv, float *dpreatt, const float *datty,
                                 const float *qkv, const float *att)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ float dpre[ROWS_PER_BLOCK][T];
+    int i = warp_item(), lane = threadIdx.x % WARP, wib = threadIdx.x / WARP;
     if (i >= B * NH * T) return;
-    int t = i % T, h = (i / T) % NH, b = i / (T * NH);
+    int t = i % T, h = (i / T) % NH, b = i / (T * NH), t2 = lane;
     const float scale = 1.0f / sqrtf((float)HS);
     const float *dy = datty + (size_t)(b * T + t) * C + h * HS;
     const float *arow = att + ((size_t)(b * NH + h) * T + t) * T;
     float *drow = dpreatt + ((size_t)(b * NH + h) * T + t) * T;
-    float dsum = 0.0f;
-    for (int t2 = 0; t2 <= t; t2++) {
+    float a = arow[t2], d = 0.0f; /* d: dL/datt[t2] */
+    if (t2 <= t) {
         const float *v = qkv + (size_t)(b * T + t2) * 3 * C + 2 * C + h * HS;
-        float d = 0.0f;
         for (int j = 0; j < HS; j++) d += dy[j] * v[j];
-        drow[t2] = d; /* dL/datt for now */
-        dsum += arow[t2] * d;
     }
-    for (int t2 = 0; t2 < T; t2++) drow[t2] = t2 <= t ? arow[t2] * (drow[t2] - dsum) : 0.0f;
-    for (int j = 0; j < HS; j++) {
+    float dsum = warp_sum(t2 <= t ? a * d : 0.0f);
+    float dp = t2 <= t ? a * (d - dsum) : 0.0f;
+    drow[t2] = dp;
+    dpre[wib][t2] = dp;
+    __syncwarp();
+    if (lane < HS) {
+        int j = lane;
         float dq = 0.0f;
-        for (int t2 = 0; t2 <= t; t2++)
-            dq += drow[t2] * qkv[(size_t)(b * T + t2) * 3 * C + C + h * HS + j];
+        for (int u = 0; u <= t; u++)
+            dq += dpre[wib][u] * qkv[(size_t)(b * T + u) * 3 * C + C + h * HS + j];
         dqkv[(size_t)(b * T + t) * 3 * C + h * HS + j] = dq * scale;
     }
 }
 
-/* One thread per (batch, head, key position t2): the gradients of k and v, summed over the
- * query positions t >= t2 in order (after attention_bwd_q wrote dpreatt). */
+/* One warp per (batch, head, key position t2): lanes 0..HS-1 the gradient of k's channels,
+ * lanes WARP/2.. that of v's, each summed over the query positions t >= t2 in order (after
+ * attention_bwd_q wrote dpreatt). Launch with ROW_BLOCK threads per block. */
 __global__ void attention_bwd_kv(float *dqkv, const float *dpreatt, const float *datty,
                                  const float *qkv, const float *att)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int i = warp_item(), lane = threadIdx.x % WARP;
     if (i >= B * NH * T) return;
     int t2 = i % T, h = (i / T) % NH, b = i / (T * NH);
+    int is_v = lane >= WARP / 2, j = lane % (WARP / 2);
+    if (j >= HS) return; /* no shuffles below */
     const float scale = 1.0f / sqrtf((float)HS);
-    for (int j = 0; j < HS; j++) {
-        float dk = 0.0f, dv = 0.0f;
-        for (int t = t2; t < T; t++) {
-            size_t a = ((size_t)(b * NH + h) * T + t) * T + t2;
-            dk += dpreatt[a] * qkv[(size_t)(b * T + t) * 3 * C + h * HS + j];
-            dv += att[a] * datty[(size_t)(b * T + t) * C + h * HS + j];
-        }
-        dqkv[(size_t)(b * T + t2) * 3 * C + C + h * HS + j] = dk * scale;
-        dqkv[(size_t)(b * T + t2) * 3 * C + 2 * C + h * HS + j] = dv;
+    float s = 0.0f;
+    for (int t = t2; t < T; t++) {
+        size_t a = ((size_t)(b * NH + h) * T + t) * T + t2;
+        if (is_v)
+            s += att[a] * datty[(size_t)(b * T + t) * C + h * HS + j];
+        else
+            s += dpreatt[a] * qkv[(size_t)(b * T + t) * 3 * C + h * HS + j];
     }
+    if (is_v)
+        dqkv[(size_t)(b * T + t2) * 3 * C + 2 * C + h * HS + j] = s;
+    else
+        dqkv[(size_t)(b * T + t2) * 3 * C + C + h * HS + j] = s * scale;
 }
 
 #define GELU_S 0.7978845608f /* sqrt(2 / pi) */
@@ -363,44 +452,69 @@ __global__ void residual_fwd(float *out, const float *a, const float *b, int n)
     if (i < n) out[i] = a[i] + b[i];
 }
 
-/* One thread per row: the loss of the row and dlogits = (softmax - onehot) / n. */
+/* One warp per row: the loss of the row and dlogits = (softmax - onehot) / n. */
 __global__ void crossentropy_fwd_bwd(float *losses, float *dlogits, const float *logits,
                                      const int *targets, int n)
 {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = warp_item(), lane = threadIdx.x % WARP;
     if (r >= n) return;
     const float *z = logits + (size_t)r * V;
+    float zs[V / WARP];
     float maxv = -INFINITY;
-    for (int v = 0; v < V; v++) maxv = fmaxf(maxv, z[v]);
+    for (int k = 0; k < V / WARP; k++) {
+        zs[k] = z[lane + k * WARP];
+        maxv = fmaxf(maxv, zs[k]);
+    }
+    maxv = warp_max(maxv);
     float sum = 0.0f;
-    for (int v = 0; v < V; v++) sum += expf(z[v] - maxv);
+    for (int k = 0; k < V / WARP; k++) sum += expf(zs[k] - maxv);
+    sum = warp_sum(sum);
     int y = targets[r];
-    losses[r] = logf(sum) + maxv - z[y];
+    if (lane == 0) losses[r] = logf(sum) + maxv - z[y];
     float inv = 1.0f / sum;
-    for (int v = 0; v < V; v++) {
-        float p = expf(z[v] - maxv) * inv;
+    for (int k = 0; k < V / WARP; k++) {
+        int v = lane + k * WARP;
+        float p = expf(zs[k] - maxv) * inv;
         dlogits[(size_t)r * V + v] = (p - (v == y ? 1.0f : 0.0f)) / (float)n;
     }
 }
 
-/* One thread: *loss = mean of the rows' losses, summed in row order. */
+/* One block of LOSS_BLOCK threads: *loss = mean of the rows' losses (each thread sums the rows
+ * tid, tid + LOSS_BLOCK, ... in order, then a shared-memory tree). */
 __global__ void mean_loss(float *loss, const float *losses, int n)
 {
+    __shared__ float sh[LOSS_BLOCK];
+    int tid = threadIdx.x;
     float s = 0.0f;
-    for (int r = 0; r < n; r++) s += losses[r];
-    *loss = s / (float)n;
+    for (int r = tid; r < n; r += LOSS_BLOCK) s += losses[r];
+    sh[tid] = s;
+    __syncthreads();
+    for (int k = LOSS_BLOCK / 2; k > 0; k >>= 1) {
+        if (tid < k) sh[tid] += sh[tid + k];
+        __syncthreads();
+    }
+    if (tid == 0) *loss = sh[0] / (float)n;
 }
 
-/* One thread per (token id, channel): dwte[v] += the rows whose token is v, in row order. */
+/* One block per token id v, C threads (one per channel): the rows whose token is v are found
+ * with a ballot per warp of rows, then dwte[v] += those rows, in row order. */
 __global__ void encoder_bwd_wte(float *dwte, const float *dout, const int *tokens)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= V * C) return;
-    int v = i / C, c = i % C;
+    __shared__ unsigned hits[BT / WARP];
+    int v = blockIdx.x, tid = threadIdx.x;
+    for (int base = 0; base < BT; base += blockDim.x) { /* blockDim.x: a multiple of WARP */
+        int r = base + tid;
+        unsigned m = __ballot_sync(0xffffffffu, r < BT && tokens[r] == v);
+        if (tid % WARP == 0 && r < BT) hits[r / WARP] = m;
+    }
+    __syncthreads();
+    int c = tid;
+    if (c >= C) return;
     float s = 0.0f;
-    for (int r = 0; r < BT; r++)
-        if (tokens[r] == v) s += dout[(size_t)r * C + c];
-    dwte[i] += s;
+    for (int w = 0; w < BT / WARP; w++)
+        for (unsigned m = hits[w]; m; m &= m - 1)
+            s += dout[(size_t)(w * WARP + __ffs(m) - 1) * C + c];
+    dwte[(size_t)v * C + c] += s;
 }
 
 __global__ void encoder_bwd_wpe(float *dwpe, const float *dout)
@@ -568,15 +682,15 @@ static void forward(struct model *md)
     for (int l = 0; l < L; l++) {
         struct layer_acts *la = &a->layer[l];
 #define P(x) param(md, layer_tensor(l, P_##x))
-        layernorm_fwd<<<blocks(BT, 64), 64>>>(la->ln1, la->ln1_mean, la->ln1_rstd, a->res[l],
-                                              P(LN1W), P(LN1B), BT);
+        layernorm_fwd<<<warp_grid(BT), ROW_BLOCK>>>(la->ln1, la->ln1_mean, la->ln1_rstd, a->res[l],
+                                                    P(LN1W), P(LN1B), BT);
         sgemm_fwd(la->qkv, la->ln1, P(QKVW), BT, C, 3 * C);
         add_bias<<<blocks(BT * 3 * C, 256), 256>>>(la->qkv, P(QKVB), BT, 3 * C);
-        attention_fwd<<<blocks(B * NH * T, 128), 128>>>(la->atty, la->att, la->qkv);
+        attention_fwd<<<warp_grid(B * NH * T), ROW_BLOCK>>>(la->atty, la->att, la->qkv);
         lt_gemm_run(&lt_proj_fwd, a->tmp, la->atty, P(PROJW), P(PROJB));
         residual_fwd<<<blocks(BT * C, 256), 256>>>(la->res2, a->res[l], a->tmp, BT * C);
-        layernorm_fwd<<<blocks(BT, 64), 64>>>(la->ln2, la->ln2_mean, la->ln2_rstd, la->res2,
-                                              P(LN2W), P(LN2B), BT);
+        layernorm_fwd<<<warp_grid(BT), ROW_BLOCK>>>(la->ln2, la->ln2_mean, la->ln2_rstd, la->res2,
+                                                    P(LN2W), P(LN2B), BT);
         gemmex_fwd(la->fch, la->ln2, P(FCW), BT, C, 4 * C);
         add_bias<<<blocks(BT * 4 * C, 256), 256>>>(la->fch, P(FCB), BT, 4 * C);
         gelu_fwd<<<blocks(BT * 4 * C, 256), 256>>>(la->fchg, la->fch, BT * 4 * C);
@@ -584,24 +698,25 @@ static void forward(struct model *md)
         residual_fwd<<<blocks(BT * C, 256), 256>>>(a->res[l + 1], la->res2, a->tmp, BT * C);
 #undef P
     }
-    layernorm_fwd<<<blocks(BT, 64), 64>>>(a->lnf, a->lnf_mean, a->lnf_rstd, a->res[L],
-                                          param(md, T_LNFW), param(md, T_LNFB), BT);
+    layernorm_fwd<<<warp_grid(BT), ROW_BLOCK>>>(a->lnf, a->lnf_mean, a->lnf_rstd, a->res[L],
+                                                param(md, T_LNFW), param(md, T_LNFB), BT);
     sgemm_fwd(a->logits, a->lnf, param(md, T_LMHEAD), BT, C, V);
-    crossentropy_fwd_bwd<<<blocks(BT, 64), 64>>>(a->losses, a->dlogits, a->logits, md->targets,
-                                                 BT);
-    mean_loss<<<1, 1>>>(a->loss, a->losses, BT);
+    crossentropy_fwd_bwd<<<warp_grid(BT), ROW_BLOCK>>>(a->losses, a->dlogits, a->logits,
+                                                       md->targets, BT);
+    mean_loss<<<1, LOSS_BLOCK>>>(a->loss, a->losses, BT);
     CHECK_LAST();
 }
 
 static void backward(struct model *md)
 {
     struct acts *a = &md->a;
+    const dim3 cols_block(COLS_X, COLS_Y);
     sgemm_bwd_inp(a->dln, a->dlogits, param(md, T_LMHEAD), BT, C, V);
     sgemm_bwd_w(grad(md, T_LMHEAD), a->dlogits, a->lnf, BT, C, V);
-    layernorm_bwd_inp<<<blocks(BT, 64), 64>>>(a->dres, a->dln, a->res[L], param(md, T_LNFW),
-                                              a->lnf_mean, a->lnf_rstd, BT, 0);
-    layernorm_bwd_params<<<blocks(C, 64), 64>>>(grad(md, T_LNFW), grad(md, T_LNFB), a->dln,
-                                                a->res[L], a->lnf_mean, a->lnf_rstd, BT);
+    layernorm_bwd_inp<<<warp_grid(BT), ROW_BLOCK>>>(a->dres, a->dln, a->res[L], param(md, T_LNFW),
+                                                    a->lnf_mean, a->lnf_rstd, BT, 0);
+    layernorm_bwd_params<<<blocks(C, COLS_X), cols_block>>>(
+        grad(md, T_LNFW), grad(md, T_LNFB), a->dln, a->res[L], a->lnf_mean, a->lnf_rstd, BT);
     for (int l = L - 1; l >= 0; l--) {
         struct layer_acts *la = &a->layer[l];
 #define P(x) param(md, layer_tensor(l, P_##x))
@@ -609,35 +724,35 @@ static void backward(struct model *md)
         /* dres = dL/d(res[l+1]) */
         lt_gemm_run(&lt_fcproj_bwd, a->dfch, a->dres, P(FCPROJW), NULL);
         sgemm_bwd_w(G(FCPROJW), a->dres, la->fchg, BT, 4 * C, C);
-        bias_grad<<<blocks(C, 64), 64>>>(G(FCPROJB), a->dres, BT, C);
+        bias_grad<<<blocks(C, COLS_X), cols_block>>>(G(FCPROJB), a->dres, BT, C);
         gelu_bwd<<<blocks(BT * 4 * C, 256), 256>>>(a->dfch, la->fch, BT * 4 * C);
         gemmex_bwd_inp(a->dln, a->dfch, P(FCW), BT, C, 4 * C);
         gemmex_bwd_w(G(FCW), a->dfch, la->ln2, BT, C, 4 * C);
-        bias_grad<<<blocks(4 * C, 64), 64>>>(G(FCB), a->dfch, BT, 4 * C);
-        layernorm_bwd_inp<<<blocks(BT, 64), 64>>>(a->dres, a->dln, la->res2, P(LN2W),
-                                                  la->ln2_mean, la->ln2_rstd, BT, 1);
-        layernorm_bwd_params<<<blocks(C, 64), 64>>>(G(LN2W), G(LN2B), a->dln, la->res2,
-                                                    la->ln2_mean, la->ln2_rstd, BT);
+        bias_grad<<<blocks(4 * C, COLS_X), cols_block>>>(G(FCB), a->dfch, BT, 4 * C);
+        layernorm_bwd_inp<<<warp_grid(BT), ROW_BLOCK>>>(a->dres, a->dln, la->res2, P(LN2W),
+                                                        la->ln2_mean, la->ln2_rstd, BT, 1);
+        layernorm_bwd_params<<<blocks(C, COLS_X), cols_block>>>(G(LN2W), G(LN2B), a->dln, la->res2,
+                                                                la->ln2_mean, la->ln2_rstd, BT);
         /* dres = dL/d(res2) */
         lt_gemm_run(&lt_proj_bwd, a->datty, a->dres, P(PROJW), NULL);
         sgemm_bwd_w(G(PROJW), a->dres, la->atty, BT, C, C);
-        bias_grad<<<blocks(C, 64), 64>>>(G(PROJB), a->dres, BT, C);
-        attention_bwd_q<<<blocks(B * NH * T, 128), 128>>>(a->dqkv, a->dpreatt, a->datty, la->qkv,
-                                                          la->att);
-        attention_bwd_kv<<<blocks(B * NH * T, 128), 128>>>(a->dqkv, a->dpreatt, a->datty,
-                                                           la->qkv, la->att);
+        bias_grad<<<blocks(C, COLS_X), cols_block>>>(G(PROJB), a->dres, BT, C);
+        attention_bwd_q<<<warp_grid(B * NH * T), ROW_BLOCK>>>(a->dqkv, a->dpreatt, a->datty,
+                                                              la->qkv, la->att);
+        attention_bwd_kv<<<warp_grid(B * NH * T), ROW_BLOCK>>>(a->dqkv, a->dpreatt, a->datty,
+                                                               la->qkv, la->att);
         sgemm_bwd_inp(a->dln, a->dqkv, P(QKVW), BT, C, 3 * C);
         sgemm_bwd_w(G(QKVW), a->dqkv, la->ln1, BT, C, 3 * C);
-        bias_grad<<<blocks(3 * C, 64), 64>>>(G(QKVB), a->dqkv, BT, 3 * C);
-        layernorm_bwd_inp<<<blocks(BT, 64), 64>>>(a->dres, a->dln, a->res[l], P(LN1W),
-                                                  la->ln1_mean, la->ln1_rstd, BT, 1);
-        layernorm_bwd_params<<<blocks(C, 64), 64>>>(G(LN1W), G(LN1B), a->dln, a->res[l],
-                                                    la->ln1_mean, la->ln1_rstd, BT);
+        bias_grad<<<blocks(3 * C, COLS_X), cols_block>>>(G(QKVB), a->dqkv, BT, 3 * C);
+        layernorm_bwd_inp<<<warp_grid(BT), ROW_BLOCK>>>(a->dres, a->dln, a->res[l], P(LN1W),
+                                                        la->ln1_mean, la->ln1_rstd, BT, 1);
+        layernorm_bwd_params<<<blocks(C, COLS_X), cols_block>>>(G(LN1W), G(LN1B), a->dln, a->res[l],
+                                                                la->ln1_mean, la->ln1_rstd, BT);
         /* dres = dL/d(res[l]) */
 #undef P
 #undef G
     }
-    encoder_bwd_wte<<<blocks(V * C, 256), 256>>>(grad(md, T_WTE), a->dres, md->inputs);
+    encoder_bwd_wte<<<V, C>>>(grad(md, T_WTE), a->dres, md->inputs);
     encoder_bwd_wpe<<<blocks(T * C, 256), 256>>>(grad(md, T_WPE), a->dres);
     CHECK_LAST();
 }
