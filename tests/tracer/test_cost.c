@@ -49,7 +49,7 @@ Test(tracer_cost, replay_that_costs_more_than_eager_turns_itself_off)
     cr_assert_eq(i.reason_code, CGJ_REASON_OFF_COST, "%s", i.reason);
     cr_assert_gt(i.replay_step_ns, i.eager_step_ns, "replay %llu ns, eager %llu ns",
                  (unsigned long long)i.replay_step_ns, (unsigned long long)i.eager_step_ns);
-    cr_assert_lt(i.replays, 30, "%llu replays: it should have stopped early", (unsigned long long)i.replays);
+    cr_assert_lt(i.replays, 40, "%llu replays: it should have stopped early", (unsigned long long)i.replays);
     cr_assert_geq(stats_now().anchors_off, 1);
 }
 
