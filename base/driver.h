@@ -171,6 +171,7 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuPointerGetAttribute, cuPointerGetAttribute)                           \
     D(cuPointerGetAttributes, cuPointerGetAttributes)                         \
     D(cuStreamCreate, cuStreamCreate)                                         \
+    D(cuStreamGetFlags, cuStreamGetFlags)                                     \
     D(cuStreamDestroy_v2, cuStreamDestroy)                                    \
     D(cuStreamEndCapture, cuStreamEndCapture)                                 \
     D(cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo)                      \

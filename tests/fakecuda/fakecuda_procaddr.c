@@ -29,7 +29,7 @@
     X(cuMemsetD8_v2) X(cuMemsetD8_v2_ptds) X(cuMemsetD16_v2) X(cuMemsetD16_v2_ptds)                            \
     X(cuMemsetD32_v2) X(cuMemsetD32_v2_ptds) X(cuMemsetD8Async) X(cuMemsetD8Async_ptsz)                        \
     X(cuMemsetD16Async) X(cuMemsetD16Async_ptsz) X(cuMemsetD32Async) X(cuMemsetD32Async_ptsz)                  \
-    X(cuStreamCreate) X(cuStreamCreateWithPriority) X(cuStreamDestroy_v2)                                      \
+    X(cuStreamCreate) X(cuStreamGetFlags) X(cuStreamCreateWithPriority) X(cuStreamDestroy_v2)                                      \
     X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuStreamQuery) X(cuStreamQuery_ptsz)                  \
     X(cuStreamWaitEvent) X(cuStreamWaitEvent_ptsz) X(cuEventCreate) X(cuEventDestroy_v2)                       \
     X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventRecordWithFlags) X(cuEventRecordWithFlags_ptsz)            \

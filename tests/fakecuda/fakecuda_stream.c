@@ -179,6 +179,21 @@ FC_DEFINE(cuStreamCreate, (CUstream * phStream, unsigned int flags))
     return stream_create(phStream, flags);
 }
 
+FC_DEFINE(cuStreamGetFlags, (CUstream hStream, unsigned int *flags))
+{
+    FAIL_POINT();
+    if (!flags) return CUDA_ERROR_INVALID_VALUE;
+    if (hStream == NULL || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
+        *flags = 0;
+        return CUDA_SUCCESS;
+    }
+    lock();
+    fc_stream *s = live_get(hStream, K_STREAM);
+    if (s) *flags = s->flags;
+    unlock();
+    return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 FC_DEFINE(cuStreamCreateWithPriority, (CUstream * phStream, unsigned int flags, int priority))
 {
     FAIL_POINT();

@@ -174,3 +174,62 @@ Test(tracer_handoff, a_one_off_is_no_handoff)
     cr_assert_eq(i.segments, 1, "a one-off handoff cut the graph");
     cr_assert_eq(i.replays, 18, "state %s: %s", cgj_state_name(i.state), i.reason);
 }
+
+/* ---- a stream created non-blocking never waits for the legacy stream, nor it for it ---- */
+
+static CUdeviceptr g_y;
+static float g_expect_y[N];
+
+static void *non_blocking_main(void *arg)
+{
+    int steps = *(int *)arg;
+    CUstream sb;
+    OK(fk.stream_create(&sb, CU_STREAM_NON_BLOCKING));
+    for (int s = 0; s < steps; s++) {
+        pthread_barrier_wait(&g_bar); /* A holds absorbed work on the legacy stream */
+        cr_assert_eq(cgj_trace_begin("side"), CGJ_OK);
+        for (int k = 0; k < 3; k++) OK(fk_axpb_launch(&fk, sb, g_y, 0.5f, (float)k, N, 1));
+        pthread_barrier_wait(&g_bar); /* A launches on the legacy stream while this is held */
+        pthread_barrier_wait(&g_bar);
+        OK(fk.stream_sync(sb));
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < N; i++) g_expect_y[i] = 0.5f * g_expect_y[i] + (float)k;
+        if (memcmp(g_expect_y, (float *)(uintptr_t)g_y, sizeof g_expect_y)) g_mismatches++;
+    }
+    return NULL;
+}
+
+/* Thread A replays on the legacy stream, thread B on a stream of its own created non-blocking;
+ * each launches while the other holds absorbed work. Neither has to issue the other's work
+ * first: no side exit, no handoff, each step one graph. */
+Test(tracer_handoff, a_non_blocking_stream_observes_nothing_on_the_legacy_stream)
+{
+    int steps = 30;
+    start();
+    g_y = fk_alloc_floats(&fk, N, 34);
+    memcpy(g_expect_y, (float *)(uintptr_t)g_y, sizeof g_expect_y);
+    pthread_t b;
+    cr_assert_eq(pthread_create(&b, NULL, non_blocking_main, &steps), 0);
+    for (int s = 0; s < steps; s++) {
+        cr_assert_eq(cgj_trace_begin("main"), CGJ_OK);
+        for (int k = 0; k < 3; k++) OK(fk_axpb_launch(&fk, NULL, g_x, 0.5f, (float)k, N, 1));
+        pthread_barrier_wait(&g_bar);
+        pthread_barrier_wait(&g_bar); /* B holds its absorbed work */
+        OK(fk_axpb_launch(&fk, NULL, g_x, 2.0f, 1.0f, N, 1));
+        pthread_barrier_wait(&g_bar);
+        OK(fk.stream_sync(NULL)); /* the legacy stream: B's work is none of its business */
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        for (int k = 0; k < 3; k++) expect_axpb(0.5f, (float)k);
+        expect_axpb(2.0f, 1.0f);
+        cr_assert(x_is_expected(), "step %d", s);
+    }
+    pthread_join(b, NULL);
+    cr_assert_eq(g_mismatches, 0, "thread B's results differ %d times", g_mismatches);
+    const char *names[] = {"main", "side"};
+    for (int k = 0; k < 2; k++) {
+        cgj_trace_info_t i = info_of(names[k]);
+        cr_assert_eq(i.side_exits, 0, "%s: %s", names[k], i.reason);
+        cr_assert_eq(i.replays, steps - 2, "%s: state %s: %s", names[k], cgj_state_name(i.state), i.reason);
+    }
+}
