@@ -14,6 +14,9 @@
  *    or a worker thread whose work another thread waits for, such as PyTorch's autograd
  *    engine) would otherwise stay in one step that never ends: its step ends there, and from
  *    then on that thread finds its steps as auto does. So sync is "sync, else auto", per thread.
+ *    A thread other than the process's first does so after CGJ_SYNC_LONG_WORKER calls: worker
+ *    threads that never synchronize are the rule (PyTorch's backward pass makes a few dozen
+ *    calls per step), a main thread's long unsynchronized start-up is not a loop.
  *  - off: nothing is recorded.
  *
  * The default is sync when libcgjit is preloaded (an unmodified program, which can only be
@@ -241,7 +244,7 @@ void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d
     int policy = __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED);
     d->route = CGJ_ROUTE_STAY;
     if (t->mode != CGJ_MODE_OFF && !t->implicit) return; /* a marked step */
-    if (policy == CGJ_STEP_SYNC && !t->finds_cycles && t->mode != CGJ_MODE_OFF && t->sync_calls >= CGJ_SYNC_LONG) {
+    if (policy == CGJ_STEP_SYNC && !t->finds_cycles && t->mode != CGJ_MODE_OFF && t->sync_calls >= t->sync_long) {
         t->finds_cycles = true;
         CGJ_LOG(trace, "%u calls without a synchronization: this thread's steps are found by their cycle from now on",
                 t->sync_calls);

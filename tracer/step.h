@@ -45,6 +45,9 @@ typedef struct cgj_thread {
     struct cgj_cycle *cycle; /* CGJIT_STEP=auto: this thread's cycle detector */
     uint32_t quiet_calls;    /* CGJIT_STEP=auto: calls made before it had one */
     uint32_t sync_calls;     /* CGJIT_STEP=sync: calls of the implicit step in progress */
+    uint32_t sync_long;      /* CGJIT_STEP=sync: calls without a synchronization after which
+                              * the thread finds cycles (CGJ_SYNC_LONG; a worker thread's is
+                              * shorter: set when it registers) */
     bool finds_cycles;       /* CGJIT_STEP=sync: this thread never synchronizes; it finds its
                               * steps as CGJIT_STEP=auto does (implicit.c) */
     int lock;                /* held by this thread while it steps, or by another flushing it */

@@ -12,6 +12,8 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 __thread cgj_thread_t cgj_tls;
 int cgj_tracing_threads;
@@ -44,6 +46,7 @@ void cgj_thread_unregister(cgj_thread_t *t)
 bool cgj_thread_register(cgj_thread_t *t)
 {
     if (CGJ_LIKELY(t->registered)) return false;
+    t->sync_long = syscall(SYS_gettid) == getpid() ? CGJ_SYNC_LONG : CGJ_SYNC_LONG_WORKER;
     pthread_mutex_lock(&registry_lock);
     CGJ_VEC_PUSH(registry, nregistry, capregistry, t);
     pthread_mutex_unlock(&registry_lock);

@@ -209,12 +209,13 @@ typedef struct cgj_decision {
 /* For a call with no step active, or inside an implicit step: where it belongs. */
 void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d);
 /* The common case, inline: a call inside a sync-policy step that does not end it stays. */
-#define CGJ_SYNC_LONG 8192 /* calls without a synchronization: implicit.c */
+#define CGJ_SYNC_LONG 8192 /* calls without a synchronization: implicit.c ... */
+#define CGJ_SYNC_LONG_WORKER 1024 /* ... on a thread other than the process's first */
 #define CGJ_SYNC_FIRST_RECORD 1024 /* ... of which an anchor's first run records (record.c) */
 static inline bool cgj_implicit_stays(cgj_thread_t *t, const cgj_call_t *c)
 {
     return t->mode != CGJ_MODE_OFF && t->implicit && c->kind != CGJ_OP_SYNC &&
-           c->kind != CGJ_OP_READBACK && ++t->sync_calls < CGJ_SYNC_LONG && !t->finds_cycles &&
+           c->kind != CGJ_OP_READBACK && ++t->sync_calls < t->sync_long && !t->finds_cycles &&
            __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
 }
 void cgj_implicit_enable(cgj_step_policy_t policy);

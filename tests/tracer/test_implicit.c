@@ -12,6 +12,8 @@
 
 #include "fakeapp.h"
 
+#include <pthread.h>
+
 #define N 64
 #define OK(x) cr_assert_eq((x), CUDA_SUCCESS, "%s", #x)
 static fk_t fk;
@@ -127,6 +129,37 @@ Test(tracer_implicit_sync, a_loop_without_any_sync_falls_back_to_cycles)
     cgj_stats_t st = stats();
     cr_assert_leq(st.ops_recorded, 1024 + 100, "%llu calls recorded", (unsigned long long)st.ops_recorded);
     cr_assert_geq(st.steps_replayed, iters / 2, "%llu iterations replayed", (unsigned long long)st.steps_replayed);
+}
+
+/* The same loop on a thread other than the process's first, as PyTorch's autograd worker runs
+ * the backward pass: it finds cycles after CGJ_SYNC_LONG_WORKER (1024) calls already, so a
+ * program of a few hundred such iterations replays most of them. */
+typedef struct worker_loop {
+    CUdeviceptr x;
+    float ref[N], seen[N];
+    int iters;
+} worker_loop_t;
+
+static void *worker_loop_main(void *arg)
+{
+    worker_loop_t *w = arg;
+    for (int it = 0; it < w->iters; it++) iteration(w->x, it, 7, false, w->ref, w->seen);
+    OK(fk.ctx_sync());
+    return NULL;
+}
+
+Test(tracer_implicit_sync, a_worker_thread_without_any_sync_finds_cycles_early)
+{
+    static worker_loop_t w = {.iters = 400}; /* 2800 calls: below CGJ_SYNC_LONG */
+    w.x = fk_alloc_floats(&fk, N, 6);
+    OK(fk.dtoh(w.ref, w.x, sizeof w.ref));
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, worker_loop_main, &w), 0);
+    pthread_join(th, NULL);
+    OK(fk.dtoh(w.seen, w.x, sizeof w.seen));
+    cr_assert(memcmp(w.ref, w.seen, sizeof w.ref) == 0, "results differ from eager");
+    cgj_stats_t st = stats();
+    cr_assert_geq(st.steps_replayed, 200, "%llu iterations replayed", (unsigned long long)st.steps_replayed);
 }
 
 /* A long step that does synchronize (1500 calls, past CGJ_SYNC_FIRST_RECORD): its first run is
