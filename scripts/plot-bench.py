@@ -124,24 +124,20 @@ def main(argv):
     term = terminal()
     written = []
     with tempfile.TemporaryDirectory(prefix="plot-bench.") as tmp:
-        rows = [(label, r, 1.0) for label, r in workload_rows(bench)]
-        text, kept = table(rows, SERIES, lambda label, r: f'"{label}"')
-        if rows and kept:
-            data, out = os.path.join(tmp, "workloads.dat"), os.path.join(outdir, "bench-workloads.png")
+        def draw(name, rows, series, label, title, width):
+            text, kept = table(rows, series, label)
+            if not rows or not kept:
+                return
+            data, out = os.path.join(tmp, name + ".dat"), os.path.join(outdir, f"bench-{name}.png")
             with open(data, "w") as f:
                 f.write(text)
-            gnuplot(os.path.join(GP_DIR, "workloads.gp"), data, out, kept,
-                    f"cgjit-bench on {gpu}: median µs per step", note, term, 130)
+            gnuplot(os.path.join(GP_DIR, name + ".gp"), data, out, kept, title, note, term, width)
             written.append(out)
-        chain = [(str(r["n"]), r, float(r["n"])) for r in bench.get("results") or [] if number(r, "n")]
-        text, kept = table(chain, CHAIN_SERIES, lambda label, r: label)
-        if chain and kept:
-            data, out = os.path.join(tmp, "chain.dat"), os.path.join(outdir, "bench-chain.png")
-            with open(data, "w") as f:
-                f.write(text)
-            gnuplot(os.path.join(GP_DIR, "chain.gp"), data, out, kept,
-                    f"cgjit-bench chain on {gpu}: µs per kernel against N", note, term, 100)
-            written.append(out)
+
+        draw("workloads", [(label, r, 1.0) for label, r in workload_rows(bench)], SERIES,
+             lambda label, r: f'"{label}"', f"cgjit-bench on {gpu}: median µs per step", 130)
+        draw("chain", [(str(r["n"]), r, float(r["n"])) for r in bench.get("results") or [] if number(r, "n")],
+             CHAIN_SERIES, lambda label, r: label, f"cgjit-bench chain on {gpu}: µs per kernel against N", 100)
     if not written:
         fail(f"{path} holds no figures to plot")
     for out in written:

@@ -53,16 +53,22 @@ static cgj_stats_t stats(void)
 
 TestSuite(tracer_implicit_sync, .init = sync_setup);
 
-Test(tracer_implicit_sync, a_loop_with_one_sync_replays)
+/* `iters` iterations of k kernels, each followed by a readback checked against eager arithmetic. */
+static cgj_stats_t synced_loop(int iters, int k)
 {
     CUdeviceptr x = fk_alloc_floats(&fk, N, 4);
     float ref[N], seen[N];
     OK(fk.dtoh(ref, x, sizeof ref));
-    for (int it = 0; it < 50; it++) {
-        iteration(x, it, 10, true, ref, seen);
+    for (int it = 0; it < iters; it++) {
+        iteration(x, it, k, true, ref, seen);
         cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d differs from eager arithmetic", it);
     }
-    cgj_stats_t s = stats();
+    return stats();
+}
+
+Test(tracer_implicit_sync, a_loop_with_one_sync_replays)
+{
+    cgj_stats_t s = synced_loop(50, 10);
     cr_assert_geq(s.steps_replayed, 47, "replayed %llu", (unsigned long long)s.steps_replayed);
     cr_assert_eq(s.side_exits, 0);
 }
@@ -166,14 +172,7 @@ Test(tracer_implicit_sync, a_worker_thread_without_any_sync_finds_cycles_early)
  * not recorded whole, its next two are, and it replays from its fourth run. */
 Test(tracer_implicit_sync, a_long_step_is_recorded_from_its_second_run)
 {
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 6);
-    float ref[N], seen[N];
-    OK(fk.dtoh(ref, x, sizeof ref));
-    for (int it = 0; it < 10; it++) {
-        iteration(x, it, 1500, true, ref, seen);
-        cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d differs from eager arithmetic", it);
-    }
-    cgj_stats_t st = stats();
+    cgj_stats_t st = synced_loop(10, 1500);
     cr_assert_eq(st.steps_replayed, 10 - 3, "%llu replayed", (unsigned long long)st.steps_replayed);
     cr_assert_eq(st.side_exits, 0);
 }
