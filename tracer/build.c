@@ -21,11 +21,12 @@
 /* CGJIT_DUMP_ALLOCS: the trace's allocation events, in the format cgjit-plan reads. */
 static void dump_allocs(const cgj_anchor_t *a, const cgj_plan_block_t *pb, size_t n)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s-v%u.txt", cgj_cfg.DUMP_ALLOCS, a->name, a->nvariants + 1);
-    for (char *p = path + strlen(cgj_cfg.DUMP_ALLOCS) + 1; *p; p++)
+    char dir[768], path[1024];
+    cgj_file_expand(cgj_cfg.DUMP_ALLOCS, dir, sizeof dir); /* %p: the pid */
+    snprintf(path, sizeof path, "%s/%s-v%u.txt", dir, a->name, a->nvariants + 1);
+    for (char *p = path + strlen(dir) + 1; *p; p++)
         if (*p == '/' || *p == ' ') *p = '_';
-    cgj_file_mkdir(cgj_cfg.DUMP_ALLOCS);
+    cgj_file_mkdir(dir);
     FILE *f = cgj_file_open(path, true);
     if (!f) {
         fprintf(stderr, "cgjit: warning: CGJIT_DUMP_ALLOCS: cannot write %s: %s\n", path, strerror(errno));

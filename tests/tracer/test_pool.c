@@ -206,11 +206,15 @@ Test(tracer_pool, free_of_pool_memory_never_reaches_the_driver)
     cr_assert_eq(fk.mem_free(out), CUDA_ERROR_INVALID_VALUE, "a double free is refused");
 }
 
+static char g_dump_dir[] = "/tmp/cgjit-dump-XXXXXX";
+
+/* The dump folder's name holds %p: each process writes its own. */
 static void dump_setup(void)
 {
-    static char dir[] = "/tmp/cgjit-dump-XXXXXX";
-    cr_assert(mkdtemp(dir));
-    setenv("CGJIT_DUMP_ALLOCS", dir, 1);
+    char spec[64];
+    cr_assert(mkdtemp(g_dump_dir));
+    snprintf(spec, sizeof spec, "%s/run-%%p", g_dump_dir);
+    setenv("CGJIT_DUMP_ALLOCS", spec, 1);
     fk_open(&fk);
 }
 
@@ -223,7 +227,7 @@ Test(tracer_pool_dump, dump_writes_the_allocation_trace, .init = dump_setup)
         cr_assert_eq(cgj_trace_end(), CGJ_OK);
     }
     char path[256];
-    snprintf(path, sizeof path, "%s/dump_me-v1.txt", getenv("CGJIT_DUMP_ALLOCS"));
+    snprintf(path, sizeof path, "%s/run-%d/dump_me-v1.txt", g_dump_dir, (int)getpid());
     FILE *f = fopen(path, "r");
     cr_assert(f, "no dump at %s", path);
     char line[128];
