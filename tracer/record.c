@@ -60,7 +60,9 @@ static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
  * synchronization may be a loop that never synchronizes (its thread then finds cycles from
  * CGJ_SYNC_LONG calls on): recording all of it would slow each of its calls down meanwhile. The
  * recording stops there and the run goes on eagerly; later runs of the anchor (a long step that
- * does end) are recorded whole, from their first call. */
+ * does end) are recorded whole, from their first call. Where other threads took its work over
+ * meanwhile (a producer thread handing work to consumers through events), the thread looks for
+ * its cycle at once rather than after CGJ_SYNC_LONG calls. */
 static void drop_long_first_run(cgj_thread_t *t)
 {
     cgj_anchor_t *a = t->anchor;
@@ -69,9 +71,15 @@ static void drop_long_first_run(cgj_thread_t *t)
         __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_SYNC)
         return;
     a->long_steps = true;
+    /* Other threads took this thread's work over (handoffs) and it never waits itself: a
+     * producer's loop, not a long step. It finds its steps by their cycle from now on, as a
+     * worker thread does (implicit.c). */
+    bool handed = false;
+    for (uint32_t i = 0; i < t->rec.n && !handed; i++) handed = t->rec.ops[i].handoff;
+    if (handed) t->sync_long = CGJ_SYNC_LONG_WORKER;
     cgj_oplist_free(&t->rec);
-    CGJ_LOG(trace, "anchor '%s': %u calls without a synchronization in its first run: not recorded further",
-            a->name, t->sync_calls);
+    CGJ_LOG(trace, "anchor '%s': %u calls without a synchronization in its first run: not recorded further%s",
+            a->name, t->sync_calls, handed ? "; other threads take its work over: its cycle is looked for" : "");
     cgj_thread_go(t, CGJ_EVENT_ABORT, CGJ_MODE_EAGER);
 }
 

@@ -168,6 +168,74 @@ Test(tracer_implicit_sync, a_worker_thread_without_any_sync_finds_cycles_early)
     cr_assert_geq(st.steps_replayed, 200, "%llu iterations replayed", (unsigned long long)st.steps_replayed);
 }
 
+/* A producer (the process's first thread) that never synchronizes and hands its work to a
+ * consumer thread through an event each iteration: its first run's recording saw the consumer
+ * take the work over (handoffs), so when it stops recording at 1024 calls the thread looks for
+ * its cycle at once, and replays most of a few hundred iterations (at CGJ_SYNC_LONG it would
+ * replay none of them). */
+typedef struct consumer {
+    pthread_barrier_t recorded, consumed;
+    CUstream ps, cs;
+    CUevent ev;
+    CUdeviceptr src, dst;
+    int iters, mismatches;
+    float expect[N];
+} consumer_t;
+
+static void *consumer_main(void *arg)
+{
+    consumer_t *c = arg;
+    float seen[N];
+    for (int it = 0; it < c->iters; it++) {
+        pthread_barrier_wait(&c->recorded);
+        OK(fk.stream_wait(c->cs, c->ev, 0));
+        OK(fk.dtod_async(c->dst, c->src, sizeof seen, c->cs));
+        OK(fk.stream_sync(c->cs));
+        OK(fk.dtoh(seen, c->dst, sizeof seen));
+        c->mismatches += memcmp(seen, c->expect, sizeof seen) != 0;
+        pthread_barrier_wait(&c->consumed);
+    }
+    return NULL;
+}
+
+Test(tracer_implicit_sync, a_producer_that_hands_its_work_over_finds_cycles_early)
+{
+    static consumer_t c = {.iters = 300};
+    OK(fk.stream_create(&c.ps, CU_STREAM_NON_BLOCKING));
+    OK(fk.stream_create(&c.cs, CU_STREAM_NON_BLOCKING));
+    OK(fk.event_create(&c.ev, CU_EVENT_DISABLE_TIMING));
+    c.src = fk_alloc_floats(&fk, N, 3);
+    c.dst = fk_alloc_floats(&fk, N, 4);
+    OK(fk.dtoh(c.expect, c.src, sizeof c.expect));
+    pthread_barrier_init(&c.recorded, NULL, 2);
+    pthread_barrier_init(&c.consumed, NULL, 2);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, consumer_main, &c), 0);
+    for (int it = 0; it < c.iters; it++) {
+        for (int k = 0; k < 8; k++) {
+            OK(fk_axpb_launch(&fk, c.ps, c.src, 0.5f, (float)(k + it % 5), N, 1));
+            host_axpb(c.expect, 0.5f, (float)(k + it % 5));
+        }
+        OK(fk.event_record(c.ev, c.ps));
+        pthread_barrier_wait(&c.recorded);
+        pthread_barrier_wait(&c.consumed);
+    }
+    pthread_join(th, NULL);
+    cr_assert_eq(c.mismatches, 0, "the consumer read work missing or doubled %d times", c.mismatches);
+    /* The producer's steps are the cycle's: its anchor is the one named auto:. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cgj_report(f);
+    fclose(f);
+    const char *a = strstr(buf, "anchor 'auto:");
+    unsigned runs = 0, replayed = 0;
+    cr_assert(a && sscanf(strstr(a, "': ") + 3, "%*[A-Z], %u runs, %u replayed", &runs, &replayed) == 2,
+              "no cycle anchor: %s", buf);
+    cr_assert_geq(replayed, 150, "the producer replayed %u of %u steps:\n%s", replayed, runs, buf);
+    free(buf);
+}
+
 /* A long step that does synchronize (1500 calls, past CGJ_SYNC_FIRST_RECORD): its first run is
  * not recorded whole, its next two are, and it replays from its fourth run. */
 Test(tracer_implicit_sync, a_long_step_is_recorded_from_its_second_run)
