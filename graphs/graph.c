@@ -73,22 +73,162 @@ static bool has_node(const cgj_op_t *o)
     return o->call.kind == CGJ_OP_KERNEL || o->call.kind == CGJ_OP_MEMCPY || o->call.kind == CGJ_OP_MEMSET;
 }
 
-static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_reason_t *why)
+/* ---- capture lanes ----
+ * A segment whose ops use several streams is captured with each program stream on a capture
+ * stream of its own (a lane), all joined to one capture: work the program spread over streams
+ * stays concurrent inside the graph instead of running in program order. The orderings eager
+ * execution has become capture edges: a lane's own order; a wait on an event recorded earlier
+ * in the segment (an edge from the recording lane at that point); and the legacy stream's
+ * implicit ones (work on it waits for every blocking stream's, and work on a blocking stream for
+ * its). A segment on one stream is captured on the origin stream alone. */
+#define CGJ_MAX_LANES 16
+#define CGJ_MAX_LANE_EVENTS 64
+
+typedef struct lane {
+    CUstream prog, cap; /* the program's stream; its capture stream (lane 0: the origin) */
+    CUevent mark;       /* scratch: the lane's point another lane waits for */
+    bool blocking;      /* the program's stream orders with the legacy stream */
+} lane_t;
+
+typedef struct lanes {
+    lane_t l[CGJ_MAX_LANES];
+    uint32_t n;
+    CUevent fork;       /* recorded on the origin before any op: where lanes join the capture */
+    CUevent prog_ev[CGJ_MAX_LANE_EVENTS], cap_ev[CGJ_MAX_LANE_EVENTS]; /* program event -> the
+                         * capture event recorded at the same point */
+    uint32_t nev;
+} lanes_t;
+
+static bool stream_blocking(CUstream s)
 {
+    unsigned flags = 0;
+    if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || !cgj_drv.r_cuStreamGetFlags) return true;
+    return cgj_drv.r_cuStreamGetFlags(s, &flags) != CUDA_SUCCESS || !(flags & CU_STREAM_NON_BLOCKING);
+}
+
+/* `to` waits for everything captured on `from` so far. */
+static CUresult lane_edge(lane_t *from, lane_t *to)
+{
+    CUresult r = cgj_drv.r_cuEventRecord(from->mark, from->cap);
+    return r == CUDA_SUCCESS ? cgj_drv.r_cuStreamWaitEvent(to->cap, from->mark, 0) : r;
+}
+
+/* The lane of program stream s (made and joined to the capture on first use), or NULL. */
+static lane_t *lane_of(lanes_t *ls, CUstream s, CUresult *r)
+{
+    for (uint32_t k = 0; k < ls->n; k++)
+        if (ls->l[k].prog == s) return &ls->l[k];
+    if (ls->n == CGJ_MAX_LANES) {
+        *r = CUDA_ERROR_NOT_SUPPORTED; /* the build fails with the reason: too many streams */
+        return NULL;
+    }
+    lane_t *l = &ls->l[ls->n];
+    *l = (lane_t){.prog = s, .blocking = stream_blocking(s)};
+    *r = cgj_drv.r_cuEventCreate(&l->mark, CU_EVENT_DISABLE_TIMING);
+    if (*r == CUDA_SUCCESS && ls->n) *r = cgj_drv.r_cuStreamCreate(&l->cap, CU_STREAM_NON_BLOCKING);
+    if (*r == CUDA_SUCCESS && ls->n) *r = cgj_drv.r_cuStreamWaitEvent(l->cap, ls->fork, 0);
+    if (*r != CUDA_SUCCESS) return NULL;
+    ls->n++;
+    return l;
+}
+
+/* Before an op on lane l: the legacy stream's implicit orderings, as edges. */
+static CUresult legacy_edges(lanes_t *ls, lane_t *l)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (uint32_t k = 0; k < ls->n && r == CUDA_SUCCESS; k++) {
+        lane_t *o = &ls->l[k];
+        if (o == l || !o->blocking || !l->blocking) continue;
+        if (l->prog == CU_STREAM_LEGACY || o->prog == CU_STREAM_LEGACY) r = lane_edge(o, l);
+    }
+    return r;
+}
+
+/* The capture event standing for program event ev at its last record in the segment. */
+static CUevent *cap_event(lanes_t *ls, CUevent ev, bool make)
+{
+    for (uint32_t k = 0; k < ls->nev; k++)
+        if (ls->prog_ev[k] == ev) return &ls->cap_ev[k];
+    if (!make || ls->nev == CGJ_MAX_LANE_EVENTS ||
+        cgj_drv.r_cuEventCreate(&ls->cap_ev[ls->nev], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        return NULL;
+    ls->prog_ev[ls->nev] = ev;
+    return &ls->cap_ev[ls->nev++];
+}
+
+/* Issue op o of the segment on its lane, with its orderings. */
+static CUresult lane_issue(lanes_t *ls, const cgj_op_t *o, bool ordered, CUstream *on)
+{
+    CUresult r = CUDA_SUCCESS;
+    lane_t *l = lane_of(ls, o->call.stream, &r);
+    if (!l) return r;
+    *on = l->cap;
+    r = legacy_edges(ls, l);
+    if (r != CUDA_SUCCESS) return r;
+    if (o->call.kind == CGJ_OP_STREAM_WAIT && ordered) { /* an edge from where it was recorded */
+        CUevent *ce = cap_event(ls, o->call.u.e.ev, false);
+        return ce ? cgj_drv.r_cuStreamWaitEvent(l->cap, *ce, 0) : CUDA_ERROR_INVALID_HANDLE;
+    }
+    r = cgj_op_issue(o, l->cap, true, false);
+    if (r == CUDA_SUCCESS && o->call.kind == CGJ_OP_EVENT_RECORD) {
+        CUevent *ce = cap_event(ls, o->call.u.e.ev, true);
+        r = ce ? cgj_drv.r_cuEventRecord(*ce, l->cap) : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return r;
+}
+
+/* Every lane joined back into the origin (a capture ends only with its lanes joined). */
+static CUresult lanes_join(lanes_t *ls)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (uint32_t k = 1; k < ls->n && r == CUDA_SUCCESS; k++) r = lane_edge(&ls->l[k], &ls->l[0]);
+    return r;
+}
+
+static void lanes_free(lanes_t *ls)
+{
+    for (uint32_t k = 0; k < ls->n; k++) {
+        if (k && ls->l[k].cap) cgj_drv.r_cuStreamDestroy_v2(ls->l[k].cap);
+        if (ls->l[k].mark) cgj_drv.r_cuEventDestroy_v2(ls->l[k].mark);
+    }
+    for (uint32_t k = 0; k < ls->nev; k++) cgj_drv.r_cuEventDestroy_v2(ls->cap_ev[k]);
+    if (ls->fork) cgj_drv.r_cuEventDestroy_v2(ls->fork);
+}
+
+/* The node op i just added on stream `on`. */
+static bool keep_node(cgj_op_t *o, CUstream on, uint32_t i, cgj_reason_t *why)
+{
+    CUstreamCaptureStatus st;
+    const CUgraphNode *deps = NULL;
+    size_t ndeps = 0;
+    CUresult r = cgj_drv.r_cuStreamGetCaptureInfo_v3(on, &st, NULL, NULL, &deps, NULL, &ndeps);
+    if (r != CUDA_SUCCESS || ndeps != 1) FAIL(NODE, i, "%s, %zu nodes", cgj_driver_errstr(r), ndeps);
+    o->node = deps[0];
+    return true;
+}
+
+/* Capture the segment's ops on `cap` (capturing): on lanes where it uses several streams. */
+static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, lanes_t *ls, cgj_reason_t *why)
+{
+    bool multi = seg->nothers > 0;
+    if (multi) {
+        CUresult r = cgj_drv.r_cuEventCreate(&ls->fork, CU_EVENT_DISABLE_TIMING);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventRecord(ls->fork, cap);
+        if (r == CUDA_SUCCESS && lane_of(ls, seg->home, &r)) ls->l[0].cap = cap;
+        if (r != CUDA_SUCCESS) FAIL(CAPTURE, NO_OP, "lanes: %s", cgj_driver_errstr(r));
+    }
     for (uint32_t i = seg->first; i < seg->end; i++) {
         cgj_op_t *o = &t->list.ops[i];
-        CUresult r = cgj_op_issue(o, cap, true, wait_is_ordered(t, seg, i));
+        CUstream on = cap;
+        bool ordered = wait_is_ordered(t, seg, i);
+        CUresult r = cgj_op_class[o->call.kind] != CGJ_CLASS_CAPTURE || !multi ? cgj_op_issue(o, cap, true, ordered)
+                                                                               : lane_issue(ls, o, ordered, &on);
         if (r != CUDA_SUCCESS) FAIL(CAPTURE, i, "%s: %s", o->call.api, cgj_driver_errstr(r));
-        if (has_node(o)) { /* every value may turn out to vary: keep the node to patch it */
-            CUstreamCaptureStatus st;
-            const CUgraphNode *deps = NULL;
-            size_t ndeps = 0;
-            r = cgj_drv.r_cuStreamGetCaptureInfo_v3(cap, &st, NULL, NULL, &deps, NULL, &ndeps);
-            if (r != CUDA_SUCCESS || ndeps != 1)
-                FAIL(NODE, i, "%s, %zu nodes", cgj_driver_errstr(r), ndeps);
-            o->node = deps[0];
-        }
+        /* every value may turn out to vary: keep the node to patch it */
+        if (has_node(o) && !keep_node(o, on, i, why)) return false;
     }
+    CUresult r = lanes_join(ls);
+    if (r != CUDA_SUCCESS) FAIL(CAPTURE, NO_OP, "joining the lanes: %s", cgj_driver_errstr(r));
     return true;
 }
 
@@ -148,9 +288,11 @@ static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_
     if (!make_events(seg, why)) return false;
     CUresult r = cgj_drv.r_cuStreamBeginCapture_v2(cap, CU_STREAM_CAPTURE_MODE_RELAXED);
     if (r != CUDA_SUCCESS) FAIL(CAPTURE, NO_OP, "cuStreamBeginCapture: %s", cgj_driver_errstr(r));
-    bool ok = capture_ops(t, seg, cap, why);
+    lanes_t ls = {.n = 0};
+    bool ok = capture_ops(t, seg, cap, &ls, why);
     CUgraph g = NULL;
     r = cgj_drv.r_cuStreamEndCapture(cap, &g);
+    lanes_free(&ls);
     seg->graph = g;
     if (!ok) return false;
     if (r != CUDA_SUCCESS) FAIL(CAPTURE, NO_OP, "cuStreamEndCapture: %s", cgj_driver_errstr(r));

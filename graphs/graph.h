@@ -8,8 +8,10 @@
  * graph is then launched on the segment's *home* stream (the stream of its first op), after
  * the other streams it uses have been made to wait for their work so far; afterwards they
  * wait for the graph. So the graph runs exactly where eager execution would have run those
- * ops, with the same ordering towards everything else the program does (ops within one
- * segment run in program order, which is one valid eager ordering).
+ * ops, with the same ordering towards everything else the program does. Inside the graph,
+ * ops keep the orderings eager execution gives them: each program stream's ops in order, on a
+ * capture stream (lane) of its own, with edges for event waits and the legacy stream's implicit
+ * synchronization, so the streams' work stays concurrent (graph.c).
  */
 #ifndef CGJ_GRAPH_H
 #define CGJ_GRAPH_H

@@ -55,6 +55,8 @@ int stream_capturing(CUstream h, int ptds)
     return capturing;
 }
 
+static int unjoin(fc_stream *s);
+
 static void capture_invalidate(fc_stream *s)
 {
     if (s->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return;
@@ -207,8 +209,10 @@ FC_DEFINE(cuStreamDestroy_v2, (CUstream hStream))
     lock();
     fc_stream *s = live_get(hStream, K_STREAM);
     if (s) {
-        capture_invalidate(s); /* a capture in progress dies with its stream */
-        if (s->graph) graph_free(s->graph);
+        if (!unjoin(s)) { /* a joined stream leaves its capture; an origin's dies with it */
+            capture_invalidate(s);
+            if (s->graph) graph_free(s->graph);
+        }
         live_del(s);
     }
     unlock();
@@ -242,6 +246,8 @@ static CUresult event_check(CUevent ev)
     return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+static void join_capture(fc_stream *s, const void *ev);
+
 /* A plain wait adds no node (dependencies are implicit in a linear graph); an external wait
  * becomes a (no-op) wait node, as in the real driver. */
 static CUresult stream_wait(CUstream h, int ptds, CUevent ev, unsigned flags)
@@ -252,6 +258,13 @@ static CUresult stream_wait(CUstream h, int ptds, CUevent ev, unsigned flags)
     fc_op op = {.type = (flags & CU_EVENT_WAIT_EXTERNAL) ? CU_GRAPH_NODE_TYPE_WAIT_EVENT
                                                           : CU_GRAPH_NODE_TYPE_EMPTY,
                 .event = ev};
+    if (!(flags & CU_EVENT_WAIT_EXTERNAL)) {
+        fc_stream *s = NULL;
+        int legacy;
+        lock();
+        if (stream_get(h, ptds, &s, &legacy) == CUDA_SUCCESS) join_capture(s, ev);
+        unlock();
+    }
     return submit(h, ptds, 0, &op);
 }
 
@@ -287,12 +300,99 @@ FC_DEFINE(cuEventDestroy_v2, (CUevent hEvent))
     return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* Cross-stream capture, as the real driver does it: an event recorded (plainly) on a capturing
+ * stream stands for the capture; another stream that waits on it joins that capture, and its
+ * work goes into the same graph (the fake's graphs are one list in call order, a valid order of
+ * the real graph's edges). Ending the capture on its origin stream ends the joined ones. */
+#define JOIN_MAX 64
+static struct {
+    const void *ev;
+    fc_stream *origin;
+} g_ev_capture[JOIN_MAX];
+static fc_stream *g_joined[JOIN_MAX];
+
+/* Under the lock. */
+static void note_capture_event(const void *ev, fc_stream *origin)
+{
+    int free_slot = -1;
+    for (int i = 0; i < JOIN_MAX; i++) {
+        if (g_ev_capture[i].ev == ev) free_slot = i;
+        else if (!g_ev_capture[i].ev && free_slot < 0) free_slot = i;
+    }
+    if (free_slot >= 0) g_ev_capture[free_slot].ev = ev, g_ev_capture[free_slot].origin = origin;
+}
+
+/* Under the lock: s waits on ev; if ev stands for an active capture, s joins it. */
+static void join_capture(fc_stream *s, const void *ev)
+{
+    if (!s || s->status != CU_STREAM_CAPTURE_STATUS_NONE) return;
+    for (int i = 0; i < JOIN_MAX; i++) {
+        fc_stream *o = g_ev_capture[i].origin;
+        if (g_ev_capture[i].ev != ev || !o || o->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) continue;
+        for (int j = 0; j < JOIN_MAX; j++)
+            if (!g_joined[j]) {
+                g_joined[j] = s;
+                s->status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+                s->mode = o->mode, s->owner = o->owner, s->capture_id = o->capture_id;
+                s->graph = o->graph, s->last = NULL;
+                g_active_captures++; /* one more stream the capture rules look at */
+                return;
+            }
+    }
+}
+
+/* Under the lock: the capture of origin ends; the streams that joined it stop capturing. */
+static void end_joined(const fc_stream *origin)
+{
+    for (int j = 0; j < JOIN_MAX; j++)
+        if (g_joined[j] && g_joined[j]->graph == origin->graph) {
+            if (g_joined[j]->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) g_active_captures--;
+            g_joined[j]->status = CU_STREAM_CAPTURE_STATUS_NONE;
+            g_joined[j]->graph = NULL, g_joined[j]->last = NULL;
+            g_joined[j] = NULL;
+        }
+    for (int i = 0; i < JOIN_MAX; i++)
+        if (g_ev_capture[i].origin == origin) g_ev_capture[i].ev = NULL, g_ev_capture[i].origin = NULL;
+}
+
+/* Under the lock: a joined stream leaves its capture (destroyed); 1 if it had joined one. */
+static int unjoin(fc_stream *s)
+{
+    for (int j = 0; j < JOIN_MAX; j++)
+        if (g_joined[j] == s) {
+            g_joined[j] = NULL;
+            if (s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) g_active_captures--;
+            s->status = CU_STREAM_CAPTURE_STATUS_NONE;
+            s->graph = NULL, s->last = NULL;
+            return 1;
+        }
+    return 0;
+}
+
+/* The capture a stream belongs to: its own, or the one it joined. */
+static fc_stream *capture_origin(fc_stream *s)
+{
+    for (int j = 0; j < JOIN_MAX; j++)
+        if (g_joined[j] == s)
+            for (int i = 0; i < JOIN_MAX; i++)
+                if (g_ev_capture[i].origin && g_ev_capture[i].origin->graph == s->graph) return g_ev_capture[i].origin;
+    return s;
+}
+
 /* A plain record on a capturing stream adds no node; an external one adds a record node. */
 static CUresult event_record(CUevent ev, CUstream h, int ptds, unsigned flags)
 {
     CUresult err = event_check(ev);
     if (err != CUDA_SUCCESS) return err;
     if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+    if (!(flags & CU_EVENT_RECORD_EXTERNAL)) {
+        fc_stream *s = NULL;
+        int legacy;
+        lock();
+        if (stream_get(h, ptds, &s, &legacy) == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+            note_capture_event(ev, capture_origin(s));
+        unlock();
+    }
     fc_op op = {.type = (flags & CU_EVENT_RECORD_EXTERNAL) ? CU_GRAPH_NODE_TYPE_EVENT_RECORD
                                                             : CU_GRAPH_NODE_TYPE_EMPTY,
                 .event = ev};
@@ -513,6 +613,7 @@ static CUresult end_capture_locked(fc_stream *s, CUgraph *phGraph)
         return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
     fc_graph *g = s->graph;
     int valid = s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    end_joined(s);
     if (valid) g_active_captures--;
     s->status = CU_STREAM_CAPTURE_STATUS_NONE;
     s->graph = NULL;
