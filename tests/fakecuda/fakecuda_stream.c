@@ -56,6 +56,7 @@ int stream_capturing(CUstream h, int ptds)
 }
 
 static int unjoin(fc_stream *s);
+static void end_joined(const fc_stream *origin);
 
 static void capture_invalidate(fc_stream *s)
 {
@@ -210,6 +211,7 @@ FC_DEFINE(cuStreamDestroy_v2, (CUstream hStream))
     fc_stream *s = live_get(hStream, K_STREAM);
     if (s) {
         if (!unjoin(s)) { /* a joined stream leaves its capture; an origin's dies with it */
+            end_joined(s);
             capture_invalidate(s);
             if (s->graph) graph_free(s->graph);
         }
@@ -341,11 +343,12 @@ static void join_capture(fc_stream *s, const void *ev)
     }
 }
 
-/* Under the lock: the capture of origin ends; the streams that joined it stop capturing. */
+/* Under the lock: the capture of origin ends (or origin goes); the streams that joined it stop
+ * capturing, and its events stand for nothing any more. */
 static void end_joined(const fc_stream *origin)
 {
     for (int j = 0; j < JOIN_MAX; j++)
-        if (g_joined[j] && g_joined[j]->graph == origin->graph) {
+        if (g_joined[j] && origin->graph && g_joined[j]->graph == origin->graph) {
             if (g_joined[j]->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) g_active_captures--;
             g_joined[j]->status = CU_STREAM_CAPTURE_STATUS_NONE;
             g_joined[j]->graph = NULL, g_joined[j]->last = NULL;
