@@ -63,6 +63,8 @@ static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
  * does end) are recorded whole, from their first call. Where other threads took its work over
  * meanwhile (a producer thread handing work to consumers through events), the thread looks for
  * its cycle at once rather than after CGJ_SYNC_LONG calls. */
+#define PRODUCER_HANDOFFS 4
+
 static void drop_long_first_run(cgj_thread_t *t)
 {
     cgj_anchor_t *a = t->anchor;
@@ -71,11 +73,13 @@ static void drop_long_first_run(cgj_thread_t *t)
         __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_SYNC)
         return;
     a->long_steps = true;
-    /* Other threads took this thread's work over (handoffs) and it never waits itself: a
-     * producer's loop, not a long step. It finds its steps by their cycle from now on, as a
-     * worker thread does (implicit.c). */
-    bool handed = false;
-    for (uint32_t i = 0; i < t->rec.n && !handed; i++) handed = t->rec.ops[i].handoff;
+    /* Other threads took this thread's work over again and again (handoffs) and it never waits
+     * itself: a producer's loop, not a long step (a PyTorch main thread's first step, whose
+     * backward pass the worker takes over once, is one). It finds its steps by their cycle from
+     * now on, as a worker thread does (implicit.c). */
+    uint32_t handoffs = 0;
+    for (uint32_t i = 0; i < t->rec.n; i++) handoffs += t->rec.ops[i].handoff;
+    bool handed = handoffs >= PRODUCER_HANDOFFS;
     if (handed) t->sync_long = CGJ_SYNC_LONG_WORKER;
     cgj_oplist_free(&t->rec);
     CGJ_LOG(trace, "anchor '%s': %u calls without a synchronization in its first run: not recorded further%s",

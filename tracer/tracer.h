@@ -211,7 +211,7 @@ void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d
 /* The common case, inline: a call inside a sync-policy step that does not end it stays. */
 #define CGJ_SYNC_LONG 8192 /* calls without a synchronization: implicit.c ... */
 #define CGJ_SYNC_LONG_WORKER 1024 /* ... on a thread other than the process's first */
-#define CGJ_SYNC_FIRST_RECORD 1024 /* ... of which an anchor's first run records (record.c) */
+#define CGJ_SYNC_FIRST_RECORD 256 /* ... of which an anchor's first run records (record.c) */
 static inline bool cgj_implicit_stays(cgj_thread_t *t, const cgj_call_t *c)
 {
     return t->mode != CGJ_MODE_OFF && t->implicit && c->kind != CGJ_OP_SYNC &&

@@ -120,7 +120,7 @@ Test(tracer_implicit_sync, markers_take_precedence)
 
 /* A loop that never synchronizes, under sync: after CGJ_SYNC_LONG (8192) calls the step ends
  * and the thread finds its steps by their cycle, as auto does: most iterations replay. The
- * first run stopped recording after CGJ_SYNC_FIRST_RECORD (1024) calls, not at CGJIT_MAX_OPS nor
+ * first run stopped recording after CGJ_SYNC_FIRST_RECORD (256) calls, not at CGJIT_MAX_OPS nor
  * at the fallback: only the cycles' few runs are recorded after that. */
 Test(tracer_implicit_sync, a_loop_without_any_sync_falls_back_to_cycles)
 {
@@ -133,7 +133,7 @@ Test(tracer_implicit_sync, a_loop_without_any_sync_falls_back_to_cycles)
     OK(fk.dtoh(seen, x, sizeof seen));
     cr_assert(memcmp(ref, seen, sizeof ref) == 0, "results differ from eager");
     cgj_stats_t st = stats();
-    cr_assert_leq(st.ops_recorded, 1024 + 100, "%llu calls recorded", (unsigned long long)st.ops_recorded);
+    cr_assert_leq(st.ops_recorded, 256 + 100, "%llu calls recorded", (unsigned long long)st.ops_recorded);
     cr_assert_geq(st.steps_replayed, iters / 2, "%llu iterations replayed", (unsigned long long)st.steps_replayed);
 }
 
@@ -170,7 +170,7 @@ Test(tracer_implicit_sync, a_worker_thread_without_any_sync_finds_cycles_early)
 
 /* A producer (the process's first thread) that never synchronizes and hands its work to a
  * consumer thread through an event each iteration: its first run's recording saw the consumer
- * take the work over (handoffs), so when it stops recording at 1024 calls the thread looks for
+ * take the work over (handoffs), so when it stops recording at 256 calls the thread looks for
  * its cycle at once, and replays most of a few hundred iterations (at CGJ_SYNC_LONG it would
  * replay none of them). */
 typedef struct consumer {
@@ -233,6 +233,56 @@ Test(tracer_implicit_sync, a_producer_that_hands_its_work_over_finds_cycles_earl
     cr_assert(a && sscanf(strstr(a, "': ") + 3, "%*[A-Z], %u runs, %u replayed", &runs, &replayed) == 2,
               "no cycle anchor: %s", buf);
     cr_assert_geq(replayed, 150, "the producer replayed %u of %u steps:\n%s", replayed, runs, buf);
+    free(buf);
+}
+
+/* A long step (300 calls) whose stream another thread takes over once in the middle, as a
+ * PyTorch worker runs the backward pass of the main thread's forward: one handoff is no
+ * producer's loop, the main thread keeps its sync steps, and they replay. */
+typedef struct once_worker {
+    pthread_barrier_t go, done;
+    CUdeviceptr x;
+    int iters;
+} once_worker_t;
+
+static void *once_worker_main(void *arg)
+{
+    once_worker_t *w = arg;
+    for (int it = 0; it < w->iters; it++) {
+        pthread_barrier_wait(&w->go);
+        OK(fk_addk_launch(&fk, NULL, w->x, 1, N));
+        pthread_barrier_wait(&w->done);
+    }
+    return NULL;
+}
+
+Test(tracer_implicit_sync, one_handoff_in_a_long_step_keeps_its_sync_steps)
+{
+    static once_worker_t w = {.iters = 12};
+    w.x = fk_alloc_floats(&fk, N, 5);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, w.x, sizeof ref));
+    pthread_barrier_init(&w.go, NULL, 2);
+    pthread_barrier_init(&w.done, NULL, 2);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, once_worker_main, &w), 0);
+    for (int it = 0; it < w.iters; it++) {
+        iteration(w.x, it, 150, false, ref, seen);
+        pthread_barrier_wait(&w.go);
+        pthread_barrier_wait(&w.done);
+        for (int i = 0; i < N; i++) ref[i] += 1.0f;
+        iteration(w.x, it, 150, true, ref, seen);
+        cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d differs from eager arithmetic", it);
+    }
+    pthread_join(th, NULL);
+    cgj_stats_t st = stats();
+    cr_assert_geq(st.steps_replayed, w.iters - 4, "%llu replayed", (unsigned long long)st.steps_replayed);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cgj_report(f);
+    fclose(f);
+    cr_assert(!strstr(buf, "anchor 'auto:"), "the main thread went looking for cycles:\n%s", buf);
     free(buf);
 }
 
