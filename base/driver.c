@@ -24,6 +24,13 @@ bool cgj_driver_load(void *(*real_dlsym)(void *, const char *), void **handle_ou
     return cgj_drv.r_cuLaunchKernel != NULL && cgj_drv.r_cuGetProcAddress_v2 != NULL;
 }
 
+bool cgj_stream_blocking(CUstream s)
+{
+    unsigned flags = 0;
+    if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || !cgj_drv.r_cuStreamGetFlags) return true;
+    return cgj_drv.r_cuStreamGetFlags(s, &flags) != CUDA_SUCCESS || !(flags & CU_STREAM_NON_BLOCKING);
+}
+
 const char *cgj_driver_errstr(CUresult r)
 {
     const char *s = NULL;

@@ -210,5 +210,10 @@ bool cgj_driver_load(void *(*real_dlsym)(void *, const char *), void **handle_ou
 
 /* Short description of a CUresult for logs (never NULL). */
 const char *cgj_driver_errstr(CUresult r);
+/* Does work on stream s wait for the legacy stream's, and the legacy stream's for work on s? True
+ * for the default streams and streams created blocking; false for a stream created non-blocking
+ * (a loader thread's own stream, PyTorch's side streams), which orders with nothing implicitly.
+ * Unknown (no driver answer): true, the safe side. */
+bool cgj_stream_blocking(CUstream s);
 
 #endif /* CGJ_DRIVER_H */

@@ -99,13 +99,6 @@ typedef struct lanes {
     uint32_t nev;
 } lanes_t;
 
-static bool stream_blocking(CUstream s)
-{
-    unsigned flags = 0;
-    if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || !cgj_drv.r_cuStreamGetFlags) return true;
-    return cgj_drv.r_cuStreamGetFlags(s, &flags) != CUDA_SUCCESS || !(flags & CU_STREAM_NON_BLOCKING);
-}
-
 /* `to` waits for everything captured on `from` so far. */
 static CUresult lane_edge(lane_t *from, lane_t *to)
 {
@@ -123,7 +116,7 @@ static lane_t *lane_of(lanes_t *ls, CUstream s, CUresult *r)
         return NULL;
     }
     lane_t *l = &ls->l[ls->n];
-    *l = (lane_t){.prog = s, .blocking = stream_blocking(s)};
+    *l = (lane_t){.prog = s, .blocking = cgj_stream_blocking(s)};
     *r = cgj_drv.r_cuEventCreate(&l->mark, CU_EVENT_DISABLE_TIMING);
     if (*r == CUDA_SUCCESS && ls->n) *r = cgj_drv.r_cuStreamCreate(&l->cap, CU_STREAM_NON_BLOCKING);
     if (*r == CUDA_SUCCESS && ls->n) *r = cgj_drv.r_cuStreamWaitEvent(l->cap, ls->fork, 0);

@@ -105,25 +105,16 @@ void cgj_exit_launch_failed(cgj_thread_t *t, CUresult err)
     cgj_thread_go(t, CGJ_EVENT_ERROR, cgj_thread_eager_mode(t));
 }
 
-/* Does work on s wait for the legacy stream's, and the legacy stream's for work on s? Not for a
- * stream created non-blocking (a loader thread's own stream, PyTorch's side streams): work there
- * never waits for another thread's replay held back on the legacy stream, nor the other way. */
-static bool blocking(CUstream s)
-{
-    unsigned flags = 0;
-    if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || !cgj_drv.r_cuStreamGetFlags) return true;
-    return cgj_drv.r_cuStreamGetFlags(s, &flags) != CUDA_SUCCESS || !(flags & CU_STREAM_NON_BLOCKING);
-}
-
 /* Could `s`/`ev` observe the pending work of t? Work on s waits for work on s itself and, s
- * being blocking, for the legacy stream's; work on the legacy stream waits for every blocking
- * stream's. A per-thread default stream is one of the calling thread's: it shares no handle
+ * being blocking (cgj_stream_blocking), for the legacy stream's; work on the legacy stream waits
+ * for every blocking stream's: a non-blocking stream never waits for another thread's replay
+ * held back on the legacy stream, nor the other way. A per-thread default stream is one of the calling thread's: it shares no handle
  * with t's ops, only the legacy stream's ordering. */
 static bool observes(const cgj_thread_t *t, CUstream s, CUevent ev, bool everything)
 {
     if (everything) return true;
     const cgj_trace_t *tr = t->trace;
-    bool waits_legacy = s && blocking(s);
+    bool waits_legacy = s && cgj_stream_blocking(s);
     CUstream non_blocking = NULL; /* the last stream found non-blocking: ops come in runs */
     for (uint32_t i = tr->segs[t->seg].first; i < t->pos; i++) {
         const cgj_call_t *c = &tr->list.ops[i].call;
@@ -133,7 +124,7 @@ static bool observes(const cgj_thread_t *t, CUstream s, CUevent ev, bool everyth
         if (c->stream == CU_STREAM_LEGACY) {
             if (waits_legacy) return true;
         } else if (s == CU_STREAM_LEGACY && c->stream != non_blocking) {
-            if (blocking(c->stream)) return true;
+            if (cgj_stream_blocking(c->stream)) return true;
             non_blocking = c->stream;
         }
     }
@@ -150,7 +141,7 @@ static bool observes_recording(const cgj_thread_t *t, CUstream s, CUevent ev, bo
         if (t->rec.ops[i].call.kind == CGJ_OP_EVENT_RECORD && t->rec.ops[i].call.u.e.ev == ev) return true;
     if (everything || s == CU_STREAM_LEGACY) return mask != 0;
     if (!s) return false;
-    if (mask >> cgj_stream_bucket(CU_STREAM_LEGACY) & 1 && blocking(s)) return true;
+    if (mask >> cgj_stream_bucket(CU_STREAM_LEGACY) & 1 && cgj_stream_blocking(s)) return true;
     return s != CU_STREAM_PER_THREAD && (mask >> cgj_stream_bucket(s) & 1);
 }
 
