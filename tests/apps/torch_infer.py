@@ -3,24 +3,12 @@
 (layernorm, attention by matmuls and softmax, an MLP), batch 1, a greedy next-token readback with
 .item() every step, so the next step's input follows the data. stdout: the tokens and a checksum;
 stderr: "torch_infer: median_us=<x>"."""
-import os
 import sys
 import time
 
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-try:
-    import torch
-except ImportError:
-    print("torch is not installed: nothing to do")
-    sys.exit(0)
-if not torch.cuda.is_available():
-    print("no CUDA device: nothing to do")
-    sys.exit(0)
+from torch_common import deterministic_cuda, torch
 
-torch.use_deterministic_algorithms(True)
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.manual_seed(0)
-dev = torch.device("cuda")
+dev = deterministic_cuda()
 V, D, T = 512, 128, 16
 emb = torch.randn(V, D, device=dev) * 0.1
 wq, wk, wv, wo = (torch.randn(D, D, device=dev) * 0.05 for _ in range(4))

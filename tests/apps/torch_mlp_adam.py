@@ -7,27 +7,12 @@ memory. The loss is read with .item() every step. Deterministic algorithms on, T
 seeds: two eager runs are bitwise equal. stdout: every loss as a hex float and a parameter sum;
 stderr: "torch_mlp_adam: median_us=<x>"."""
 import math
-import os
 import sys
 import time
 
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-try:
-    import torch
-except ImportError:
-    print("torch is not installed: nothing to do")
-    sys.exit(0)
-if not torch.cuda.is_available():
-    print("no CUDA device: nothing to do")
-    sys.exit(0)
+from torch_common import deterministic_cuda, torch
 
-torch.use_deterministic_algorithms(True)
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-torch.backends.cudnn.deterministic = True
-torch.backends.cudnn.benchmark = False
-torch.manual_seed(0)
-dev = torch.device("cuda")
+dev = deterministic_cuda()
 
 STEPS, WARMUP, D, HIDDEN, DEPTH, CLASSES, BATCH = 300, 30, 64, 128, 4, 16, 64
 

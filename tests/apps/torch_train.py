@@ -2,25 +2,12 @@
 """torch_train — a PyTorch eager training loop as people write it: a small MLP, Adam, the loss
 read with .item() every step, deterministic algorithms on and TF32 off, so that two eager runs
 are bitwise equal. stdout: every loss as a hex float; stderr: "torch_train: median_us=<x>"."""
-import os
 import sys
 import time
 
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-try:
-    import torch
-except ImportError:
-    print("torch is not installed: nothing to do")
-    sys.exit(0)
-if not torch.cuda.is_available():
-    print("no CUDA device: nothing to do")
-    sys.exit(0)
+from torch_common import deterministic_cuda, torch
 
-torch.use_deterministic_algorithms(True)
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-torch.manual_seed(0)
-dev = torch.device("cuda")
+dev = deterministic_cuda()
 model = torch.nn.Sequential(
     torch.nn.Linear(64, 256), torch.nn.ReLU(),
     torch.nn.Linear(256, 256), torch.nn.GELU(),

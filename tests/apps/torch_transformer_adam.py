@@ -6,27 +6,12 @@ token ids copied to the GPU every step and the loss read with .item() every step
 algorithms on, TF32 off, fixed seeds: two eager runs are bitwise equal. stdout: every loss as a
 hex float and a parameter sum; stderr: "torch_transformer_adam: median_us=<x>"."""
 import math
-import os
 import sys
 import time
 
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-try:
-    import torch
-except ImportError:
-    print("torch is not installed: nothing to do")
-    sys.exit(0)
-if not torch.cuda.is_available():
-    print("no CUDA device: nothing to do")
-    sys.exit(0)
+from torch_common import deterministic_cuda, torch
 
-torch.use_deterministic_algorithms(True)
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-torch.backends.cudnn.deterministic = True
-torch.backends.cudnn.benchmark = False
-torch.manual_seed(0)
-dev = torch.device("cuda")
+dev = deterministic_cuda()
 
 STEPS, WARMUP = 200, 20
 VOCAB, CTX, D, HEADS, LAYERS, BATCH = 128, 32, 64, 4, 2, 8
