@@ -154,12 +154,27 @@ static inline const void *cgj_call_slot(const cgj_call_t *c, const cgj_kparams_t
 }
 
 /* A LIB op: the library call and what replay needs to absorb it whole (tracer/libop.c). */
+/* Where a value derived from an argument goes: a kernel parameter word, or a copy's or a
+ * memset's device operand. */
+typedef enum cgj_libfix_field { CGJ_LIBFIX_WORD, CGJ_LIBFIX_DST, CGJ_LIBFIX_SRC } cgj_libfix_field_t;
+
 typedef struct cgj_libfix {
-    uint32_t op;  /* index of the group's kernel op, relative to the LIB op */
-    uint32_t at;  /* byte offset of the 8-byte word in the kernel's parameter buffer */
-    uint32_t arg; /* the word is args[arg] + off */
+    uint32_t op;    /* index of the group's op, relative to the LIB op */
+    uint32_t at;    /* WORD: byte offset of the 8-byte word in the kernel's parameter buffer */
+    uint32_t field; /* cgj_libfix_field_t */
+    uint32_t arg;   /* the value is args[arg] + off */
     int64_t off;
 } cgj_libfix_t;
+
+/* The values of a group's op that are not kernel parameters, as one sample had them: a kernel's
+ * grid, block and shared memory; a copy's or memset's operands (tracer/libop.c compares two
+ * samples' and derives operands from the call's pointers as it does parameter words). */
+typedef struct cgj_opvals {
+    CUdeviceptr dst, src;  /* device operands; a read-back's host destination as a number */
+    uint64_t count;        /* copy bytes, memset elements */
+    unsigned value, elem;  /* memset */
+    unsigned dims[7];      /* kernel: grid, block, shared memory bytes */
+} cgj_opvals_t;
 
 typedef struct cgj_libop {
     uint32_t nops;       /* the ops the call issued: the next nops ops of the trace */
@@ -175,8 +190,9 @@ typedef struct cgj_libop {
     bool for_good;       /* not absorbable whatever the samples: its driver calls' kinds */
     cgj_reason_t why_not; /* why not */
     uint32_t absorbable_told; /* why_not was counted in the report's reasons */
-    cgj_libfix_t *fix;   /* kernel parameter words derived from args */
+    cgj_libfix_t *fix;   /* kernel parameter words and copy/memset operands derived from args */
     uint32_t nfix;
+    cgj_opvals_t *seen;  /* nops entries: the group's values in the sample learned last */
     uint64_t absorbed, called;
 } cgj_libop_t;
 
@@ -306,7 +322,10 @@ void cgj_libop_free(cgj_libop_t *l);
 /* Does call lc have the key and fixed arguments LIB op l recorded? */
 bool cgj_libop_matches(const cgj_libop_t *l, const cgj_libcall_t *lc);
 /* Replay of a group without the library: write the kernel parameter values the library would
- * have passed (recorded keyed values, arguments + offsets) into the group's live buffers. */
+ * have passed (recorded keyed values, arguments + offsets) into the group's live buffers, and
+ * the derived copy and memset operands into the ops' calls (patched into the graph). */
 void cgj_libop_fill(cgj_op_t *lib_op, const cgj_libcall_t *lc);
+/* The values of call c that cgj_opvals_t holds. */
+void cgj_opvals_of(const cgj_call_t *c, cgj_opvals_t *v);
 
 #endif /* CGJ_IR_H */

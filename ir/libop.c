@@ -24,6 +24,7 @@ cgj_libop_t *cgj_libop_clone(const cgj_libop_t *src)
     memcpy(l->args, src->live_args, sizeof l->args);
     l->key = cgj_xmemdup(src->key, src->keylen ? src->keylen : 1);
     l->fix = src->nfix ? cgj_xmemdup(src->fix, src->nfix * sizeof *src->fix) : NULL;
+    l->seen = src->seen && src->nops ? cgj_xmemdup(src->seen, src->nops * sizeof *src->seen) : NULL;
     return l;
 }
 
@@ -36,7 +37,7 @@ void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc)
 void cgj_libop_free(cgj_libop_t *l)
 {
     if (!l) return;
-    cgj_free(l->key), cgj_free(l->fix), cgj_free(l);
+    cgj_free(l->key), cgj_free(l->fix), cgj_free(l->seen), cgj_free(l);
 }
 
 bool cgj_libop_matches(const cgj_libop_t *l, const cgj_libcall_t *lc)
@@ -45,6 +46,28 @@ bool cgj_libop_matches(const cgj_libop_t *l, const cgj_libcall_t *lc)
     for (uint32_t i = 0; i < l->nargs; i++)
         if (!(l->free_args >> i & 1) && l->args[i] != lc->args[i]) return false;
     return true;
+}
+
+void cgj_opvals_of(const cgj_call_t *c, cgj_opvals_t *v)
+{
+    memset(v, 0, sizeof *v);
+    switch (c->kind) {
+    case CGJ_OP_KERNEL:
+        memcpy(v->dims, c->u.k.grid, sizeof c->u.k.grid);
+        memcpy(v->dims + 3, c->u.k.block, sizeof c->u.k.block);
+        v->dims[6] = c->u.k.smem;
+        break;
+    case CGJ_OP_MEMCPY:
+        v->dst = c->u.m.dir == CGJ_DIR_D2H ? (CUdeviceptr)(uintptr_t)c->u.m.hdst : c->u.m.dst;
+        v->src = c->u.m.dir == CGJ_DIR_H2D ? (CUdeviceptr)(uintptr_t)c->u.m.hsrc : c->u.m.src;
+        v->count = c->u.m.bytes;
+        break;
+    case CGJ_OP_MEMSET:
+        v->dst = c->u.s.dst, v->count = c->u.s.count, v->value = c->u.s.value, v->elem = c->u.s.elem;
+        break;
+    default:
+        break;
+    }
 }
 
 void cgj_libop_fill(cgj_op_t *lib_op, const cgj_libcall_t *lc)
@@ -59,6 +82,10 @@ void cgj_libop_fill(cgj_op_t *lib_op, const cgj_libcall_t *lc)
     for (uint32_t k = 0; k < l->nfix; k++) {
         const cgj_libfix_t *f = &l->fix[k];
         CUdeviceptr v = lc->args[f->arg] + (CUdeviceptr)f->off;
-        memcpy(lib_op[f->op].kp->live + f->at, &v, sizeof v);
+        cgj_call_t *c = &lib_op[f->op].call;
+        if (f->field == CGJ_LIBFIX_WORD) memcpy(lib_op[f->op].kp->live + f->at, &v, sizeof v);
+        else if (c->kind == CGJ_OP_MEMSET) c->u.s.dst = v;
+        else if (f->field == CGJ_LIBFIX_DST) c->u.m.dst = v;
+        else c->u.m.src = v;
     }
 }

@@ -14,6 +14,10 @@
  * the key (and no pointer) changes is keyed; a word that changes for no visible reason (the
  * library keeps state of its own, or passes uninitialized bytes) makes the group unabsorbable:
  * the library is called, and each such call is a new sample to learn from.
+ * The copies and memsets of a group are learned the same way: their addresses are keyed or
+ * derived (split-K GEMMs clear their output C with a memset before the kernels accumulate into
+ * it, and C moves with the program's allocator), and their sizes and values, as the kernels'
+ * grids and blocks, must be the same in both samples or the key's doing.
  * Groups that hold host synchronizations, read-backs, host-to-device copies (their source is
  * the library's host memory) or allocations are never absorbed either.
  */
@@ -32,7 +36,14 @@ typedef struct sample {
     uint32_t at;             /* index of the LIB op */
     const cgj_blocks_t *bl;  /* in-step allocations (NULL: none to match) */
     bool live;               /* read kp->live, not kp->rec */
+    const cgj_opvals_t *seen; /* the group's other values (NULL: its ops' calls) */
 } sample_t;
+
+static void other_values(const sample_t *s, uint32_t j, cgj_opvals_t *v)
+{
+    if (s->seen) *v = s->seen[j];
+    else cgj_opvals_of(&s->list->ops[s->at + 1 + j].call, v);
+}
 
 static const uint8_t *values(const sample_t *s, uint32_t j)
 {
@@ -83,17 +94,72 @@ static int derive(const sample_t *n, const sample_t *o, uint32_t changed, CUdevi
     return best;
 }
 
-static const cgj_libfix_t *find_fix(const cgj_libop_t *l, uint32_t op, uint32_t at)
+static const cgj_libfix_t *find_fix(const cgj_libop_t *l, uint32_t op, uint32_t field, uint32_t at)
 {
     for (uint32_t k = 0; k < l->nfix; k++)
-        if (l->fix[k].op == op && l->fix[k].at == at) return &l->fix[k];
+        if (l->fix[k].op == op && l->fix[k].field == field && l->fix[k].at == at) return &l->fix[k];
     return NULL;
 }
 
-static void push_fix(cgj_libfix_t **fix, uint32_t *n, uint32_t *cap, cgj_libfix_t f)
+/* What one learning pass finds: the fixes so far, and whether the group is still absorbable. */
+typedef struct learning {
+    cgj_libop_t *lib;
+    const sample_t *n, *o;
+    uint32_t changed;   /* arguments that differ between the samples */
+    bool key_explains;  /* a value that changes is the key's doing */
+    cgj_libfix_t *fix;
+    uint32_t nfix, cap;
+    bool ok;
+    cgj_reason_t why;
+} learning_t;
+
+static void push_fix(learning_t *L, cgj_libfix_t f)
 {
-    if (*n == *cap) *fix = cgj_xrealloc(*fix, (*cap = *cap ? 2 * *cap : 8) * sizeof **fix);
-    (*fix)[(*n)++] = f;
+    if (L->nfix == L->cap) L->fix = cgj_xrealloc(L->fix, (L->cap = L->cap ? 2 * L->cap : 8) * sizeof *L->fix);
+    L->fix[L->nfix++] = f;
+}
+
+/* One address-sized value of group op j (op index at): a kernel parameter word (field WORD at
+ * byte `byte`, patchable when `patchable`) or a copy/memset operand, wn in the newer sample and
+ * wo in the older. It is the same memory in both (keyed), derived from a changed argument (a
+ * fix), or explained by the key; else the group is not absorbable. */
+static void learn_value(learning_t *L, uint32_t j, uint32_t at, cgj_libfix_field_t field, uint32_t byte,
+                        CUdeviceptr wn, CUdeviceptr wo, bool patchable)
+{
+    const sample_t *n = L->n, *o = L->o;
+    const cgj_libfix_t *prev = find_fix(L->lib, j + 1, field, byte);
+    if (prev && wn == n->args[prev->arg] + (CUdeviceptr)prev->off) {
+        push_fix(L, *prev);
+        return;
+    }
+    if (same_addr(n, wn, o, wo, at)) return; /* keyed */
+    int64_t off = 0;
+    int a = derive(n, o, L->changed, wn, wo, at, &off);
+    if (a >= 0 && patchable) {
+        push_fix(L, (cgj_libfix_t){j + 1, byte, field, (uint32_t)a, off});
+    } else if (!L->key_explains) {
+        L->ok = false;
+        static const char *const what[] = {"parameter word at byte", "destination of", "source of"};
+        cgj_reason_set(&L->why, CGJ_REASON_LIB_UNEXPLAINED, at, "%s %u: %#llx, then %#llx", what[field],
+                       field == CGJ_LIBFIX_WORD ? byte : j + 1, (unsigned long long)wo, (unsigned long long)wn);
+    }
+}
+
+/* Group op j's values other than kernel parameters: the dimensions, counts and memset values
+ * must be the same or the key's doing; the copy and memset addresses are learned as words. */
+static void learn_other_values(learning_t *L, uint32_t j, uint32_t at)
+{
+    cgj_opvals_t vn, vo;
+    other_values(L->n, j, &vn);
+    other_values(L->o, j, &vo);
+    if ((vn.count != vo.count || vn.value != vo.value || vn.elem != vo.elem ||
+         memcmp(vn.dims, vo.dims, sizeof vn.dims)) && !L->key_explains) {
+        L->ok = false;
+        cgj_reason_set(&L->why, CGJ_REASON_LIB_UNEXPLAINED, at, "the size, value or launch dimensions of op %u", j + 1);
+        return;
+    }
+    learn_value(L, j, at, CGJ_LIBFIX_DST, 0, vn.dst, vo.dst, true);
+    if (L->ok) learn_value(L, j, at, CGJ_LIBFIX_SRC, 0, vn.src, vo.src, true);
 }
 
 /* Can op o of a group be replayed without its library? */
@@ -118,66 +184,55 @@ static bool op_absorbable(const cgj_op_t *o, cgj_reason_t *why)
 /* Learn lib (the newer sample n's LIB op) from samples n and o. */
 static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
 {
-    cgj_reason_t why = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP};
-    bool ok = !lib->failed && !lib->never;
-    if (!ok) cgj_reason_set(&why, lib->failed ? CGJ_REASON_LIB_FAILED : lib->never, CGJ_REASON_NO_OP, NULL);
-    if (ok && n->nargs != o->nargs)
-        ok = false, cgj_reason_set(&why, CGJ_REASON_LIB_ARG_COUNT, CGJ_REASON_NO_OP, "%u, then %u", o->nargs, n->nargs);
+    learning_t L = {.lib = lib, .n = n, .o = o, .ok = !lib->failed && !lib->never,
+                    .why = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP}};
+    if (!L.ok) cgj_reason_set(&L.why, lib->failed ? CGJ_REASON_LIB_FAILED : lib->never, CGJ_REASON_NO_OP, NULL);
+    if (L.ok && n->nargs != o->nargs)
+        L.ok = false, cgj_reason_set(&L.why, CGJ_REASON_LIB_ARG_COUNT, CGJ_REASON_NO_OP, "%u, then %u", o->nargs, n->nargs);
+    if (L.ok && n->live && !o->seen) /* a group recorded before its copies were learned */
+        L.ok = false, cgj_reason_set(&L.why, CGJ_REASON_LIB_UNEXPLAINED, CGJ_REASON_NO_OP, "no earlier sample");
     bool keydiff = n->keylen != o->keylen || memcmp(n->key, o->key, n->keylen) != 0;
-    uint32_t changed = 0;
-    for (uint32_t i = 0; ok && i < n->nargs; i++)
-        if (!same_addr(n, n->args[i], o, o->args[i], n->at)) changed |= 1u << i;
-    /* A word that changes when the key does is the key's doing (a new alpha, a new handle's
+    for (uint32_t i = 0; L.ok && i < n->nargs; i++)
+        if (!same_addr(n, n->args[i], o, o->args[i], n->at)) L.changed |= 1u << i;
+    /* A value that changes when the key does is the key's doing (a new alpha, a new handle's
      * workspace) only if no pointer changed too: A + lda·k with both A and lda new must not
      * be taken for a constant. */
-    bool key_explains = keydiff && !changed;
-    cgj_libfix_t *fix = NULL;
-    uint32_t nfix = 0, cap = 0;
-    for (uint32_t j = 0; ok && j < lib->nops; j++) {
+    L.key_explains = keydiff && !L.changed;
+    cgj_opvals_t *seen = cgj_xcalloc(lib->nops ? lib->nops : 1, sizeof *seen);
+    for (uint32_t j = 0; L.ok && j < lib->nops; j++) {
         uint32_t at = n->at + 1 + j;
         const cgj_op_t *op = &n->list->ops[at];
-        if (!op_absorbable(op, &why)) {
-            ok = false;
+        if (!op_absorbable(op, &L.why)) {
+            L.ok = false;
             lib->for_good = true;
             break;
         }
+        learn_other_values(&L, j, at);
         const cgj_kparams_t *kp = op->kp;
         if (!kp) continue;
         const uint8_t *vn = values(n, j), *vo = values(o, j);
-        for (uint32_t s = 0; ok && s < kp->n; s++) {
+        for (uint32_t s = 0; L.ok && s < kp->n; s++) {
             uint32_t base = kp->off[s], sz = kp->sz[s], k = 0;
-            for (; ok && !kp->extra_form && k + 8 <= sz; k += 8) {
-                CUdeviceptr wn = word(vn + base + k), wo = word(vo + base + k);
-                const cgj_libfix_t *prev = find_fix(lib, j + 1, base + k);
-                if (prev && wn == n->args[prev->arg] + (CUdeviceptr)prev->off) {
-                    push_fix(&fix, &nfix, &cap, *prev);
-                    continue;
-                }
-                if (same_addr(n, wn, o, wo, at)) continue; /* keyed */
-                int64_t off = 0;
-                int a = derive(n, o, changed, wn, wo, at, &off);
-                if (a >= 0 && kp->varying[s]) {
-                    push_fix(&fix, &nfix, &cap, (cgj_libfix_t){j + 1, base + k, (uint32_t)a, off});
-                } else if (!key_explains) {
-                    ok = false;
-                    cgj_reason_set(&why, CGJ_REASON_LIB_UNEXPLAINED, at, "parameter %u (byte %u): %#llx, then %#llx",
-                                   s, k, (unsigned long long)wo, (unsigned long long)wn);
-                }
-            }
-            if (ok && k < sz && memcmp(vn + base + k, vo + base + k, sz - k) && !key_explains) {
-                ok = false;
-                cgj_reason_set(&why, CGJ_REASON_LIB_UNEXPLAINED, at, "parameter %u (bytes %u-%u)", s, k, sz);
+            for (; L.ok && !kp->extra_form && k + 8 <= sz; k += 8)
+                learn_value(&L, j, at, CGJ_LIBFIX_WORD, base + k, word(vn + base + k), word(vo + base + k),
+                            kp->varying[s]);
+            if (L.ok && k < sz && memcmp(vn + base + k, vo + base + k, sz - k) && !L.key_explains) {
+                L.ok = false;
+                cgj_reason_set(&L.why, CGJ_REASON_LIB_UNEXPLAINED, at, "parameter %u (bytes %u-%u)", s, k, sz);
             }
         }
     }
-    if (ok) cgj_reason_set(&why, CGJ_REASON_NONE, CGJ_REASON_NO_OP, NULL);
-    else if (!lib->absorbable_told++) cgj_reason_tally(&why); /* once per op, not per sample */
+    for (uint32_t j = 0; j < lib->nops; j++) other_values(n, j, &seen[j]);
+    if (L.ok) cgj_reason_set(&L.why, CGJ_REASON_NONE, CGJ_REASON_NO_OP, NULL);
+    else if (!lib->absorbable_told++) cgj_reason_tally(&L.why); /* once per op, not per sample */
     cgj_anchors_lock(); /* the report reads what was learned */
     cgj_free(lib->fix);
-    lib->fix = fix, lib->nfix = nfix;
-    lib->free_args |= changed;
-    lib->absorbable = ok;
-    lib->why_not = why;
+    lib->fix = L.fix, lib->nfix = L.nfix;
+    cgj_free(lib->seen);
+    lib->seen = seen;
+    lib->free_args |= L.changed;
+    lib->absorbable = L.ok;
+    lib->why_not = L.why;
     cgj_anchors_unlock();
 }
 
@@ -188,8 +243,8 @@ void cgj_libop_learn(cgj_oplist_t *a, uint32_t at, const cgj_oplist_t *b, const 
     const cgj_libop_t *lb = b->ops[at].lib;
     la->failed |= lb->failed;
     if (!la->never && lb->never) la->never = lb->never;
-    sample_t n = {la, la->args, la->key, la->keylen, la->nargs, a, at, ta, false};
-    sample_t o = {lb, lb->args, lb->key, lb->keylen, lb->nargs, b, at, tb, false};
+    sample_t n = {la, la->args, la->key, la->keylen, la->nargs, a, at, ta, false, NULL};
+    sample_t o = {lb, lb->args, lb->key, lb->keylen, lb->nargs, b, at, tb, false, NULL};
     learn(la, &n, &o);
     char text[280];
     if (!la->absorbable)
@@ -202,8 +257,8 @@ void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc)
     cgj_libop_t *l = lib_op->lib;
     /* The trace's op list is only read through the group: a one-group view of it. */
     cgj_oplist_t view = {lib_op, l->nops + 1, l->nops + 1};
-    sample_t n = {l, lc->args, lc->key, lc->keylen, lc->nargs, &view, 0, NULL, true};
-    sample_t o = {l, l->args, l->key, l->keylen, l->nargs, &view, 0, NULL, false};
+    sample_t n = {l, lc->args, lc->key, lc->keylen, lc->nargs, &view, 0, NULL, true, NULL};
+    sample_t o = {l, l->args, l->key, l->keylen, l->nargs, &view, 0, NULL, false, l->seen};
     l->never = lc->never;
     learn(l, &n, &o);
     cgj_free(l->key);

@@ -321,6 +321,10 @@ void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned)
                 relocate_addr(&o->lib->args[k], &bl, planned, i);
                 o->lib->live_args[k] = o->lib->args[k];
             }
+            for (uint32_t k = 0; o->lib->seen && k < o->lib->nops; k++) {
+                relocate_addr(&o->lib->seen[k].dst, &bl, planned, i + 1 + k);
+                relocate_addr(&o->lib->seen[k].src, &bl, planned, i + 1 + k);
+            }
         }
     }
     cgj_blocks_free(&bl);

@@ -35,6 +35,9 @@
  *    nested call and beta == 0 overwrites C (BLAS: C is not read); in device pointer mode the
  *    library cannot see beta, so the nested Sscal always runs and the GEMM kernel reads *beta only
  *    to overwrite C when it is 0.
+ *  - Sgemm in host pointer mode with beta == 0, ldc == m and atomics allowed
+ *    (cublasSetAtomicsMode) works as the real library's split-K does: cuMemsetD32Async clears C
+ *    on the handle's stream, then the kernel accumulates into it. The memset's address is C.
  *  - Arguments are validated as cuBLAS does: a NULL or destroyed handle gives
  *    CUBLAS_STATUS_NOT_INITIALIZED, n < 0 (m, n, k < 0 for Sgemm), a bad transpose or leading
  *    dimension, a NULL scalar pointer give CUBLAS_STATUS_INVALID_VALUE, before any driver call.
@@ -68,6 +71,7 @@ static struct {
     __typeof__(cuLaunchKernel) *launch;
     __typeof__(cuMemcpyDtoHAsync_v2) *dtoh_async;
     __typeof__(cuStreamSynchronize) *stream_sync;
+    __typeof__(cuMemsetD32Async) *memset32_async;
 } drv;
 static bool drv_ok;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -292,6 +296,7 @@ static void init(void)
     RESOLVE(launch, "cuLaunchKernel");
     RESOLVE(dtoh_async, "cuMemcpyDtoHAsync");
     RESOLVE(stream_sync, "cuStreamSynchronize");
+    RESOLVE(memset32_async, "cuMemsetD32Async");
 #undef RESOLVE
     static const size_t axpy[] = {8, 4, 4, 8, 4, 8, 4}, axpy_d[] = {8, 4, 8, 8, 4, 8, 4};
     static const size_t scal[] = {8, 4, 4, 8, 4}, scal_d[] = {8, 4, 8, 8, 4};
@@ -544,6 +549,12 @@ FB_API cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t tr
     }
     int ta = (int)transa, tb = (int)transb;
     float beta_kernel = b == 0.0f ? 0.0f : 1.0f; /* host mode: 0 overwrites, else C is scaled */
+    if (host && b == 0.0f && ldc == m && handle->atomics_mode == CUBLAS_ATOMICS_ALLOWED) {
+        /* Split-K as the real library does it with atomics allowed: C cleared, then accumulated. */
+        if (drv.memset32_async((CUdeviceptr)(uintptr_t)C, 0, (size_t)m * n, handle->stream) != CUDA_SUCCESS)
+            return CUBLAS_STATUS_EXECUTION_FAILED;
+        beta_kernel = 1.0f;
+    }
     void *params[] = {&handle->ws, &ta, &tb, &m, &n, &k,
                       host ? (void *)&a : (void *)&alpha, &A, &lda, &B, &ldb,
                       host ? (void *)&beta_kernel : (void *)&beta, &C, &ldc};

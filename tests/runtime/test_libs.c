@@ -597,6 +597,37 @@ Test(runtime_libs, aliases)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * d3. split_k: a GEMM whose library clears C with a memset first, C alternating
+ * ------------------------------------------------------------------------------------------- */
+
+static void before_split_k(int s, bset_t *b)
+{
+    (void)b;
+    if (s) return;
+    set_stream(g_streams[0]);
+    BL(cublasSetAtomicsMode(g_h, CUBLAS_ATOMICS_ALLOWED));
+}
+
+/* A = 0.5 A + 1 (a driver launch); C = A B through the fake's split-K path: a memset of C, then
+ * a kernel accumulating into it. Replayed without the library, the memset must clear this
+ * step's C, not the C of the run it was learned from. */
+static void split_k_step(int s, bset_t *b, float *hv)
+{
+    (void)s, (void)hv;
+    const float one = 1.0f, zero = 0.0f;
+    OK(fk_axpb_launch(&fk, g_stream, b->p[B_A], 0.5f, 1.0f, GM * GK, 1));
+    BL(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &one, F(b, B_A), GM, F(b, B_B), GK, &zero,
+                      F(b, B_C), GM));
+}
+
+Test(runtime_libs, split_k_memset_follows_output)
+{
+    const outcome_t *o = run_absorbing("split_k", 2, before_split_k, split_k_step);
+    if (!o) return;
+    expect_absorbed(o, 2, NULL);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * e. dot_host: a host-mode dot whose value the host uses
  * ------------------------------------------------------------------------------------------- */
 
