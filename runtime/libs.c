@@ -76,13 +76,62 @@ uint64_t cgj_lib_gen(const void *obj)
     return g;
 }
 
+/* A handle's settings (cgj_lib_gen_setting): its generation is a hash of the number it got when
+ * created (or first set) and of the values set since. */
+typedef struct settings {
+    uint64_t serial;
+    uint64_t v[CGJ_LIB_SETTINGS];
+} settings_t;
+static cgj_map_t settings; /* object -> settings_t * */
+
+static void drop_settings(const void *obj)
+{
+    uint64_t p;
+    if (!cgj_map_get(&settings, cgj_map_ptr_key(obj), &p)) return;
+    cgj_free((settings_t *)(uintptr_t)p);
+    cgj_map_del(&settings, cgj_map_ptr_key(obj));
+}
+
+/* Under gen_lock. */
+static void gen_put(const void *obj, uint64_t g)
+{
+    cgj_map_put(&gens, cgj_map_ptr_key(obj), g);
+    __atomic_store_n(&gen_epoch, gen_epoch + 1, __ATOMIC_RELEASE);
+}
+
 static void gen_set(const void *obj, bool drop)
 {
     if (!obj) return;
     cgj_spin_lock(&gen_lock);
-    if (drop) cgj_map_del(&gens, cgj_map_ptr_key(obj));
-    else cgj_map_put(&gens, cgj_map_ptr_key(obj), gen_next++);
-    __atomic_store_n(&gen_epoch, gen_epoch + 1, __ATOMIC_RELEASE);
+    drop_settings(obj);
+    if (drop) {
+        cgj_map_del(&gens, cgj_map_ptr_key(obj));
+        __atomic_store_n(&gen_epoch, gen_epoch + 1, __ATOMIC_RELEASE);
+    } else {
+        gen_put(obj, gen_next++);
+    }
+    cgj_spin_unlock(&gen_lock);
+}
+
+void cgj_lib_gen_setting(const void *obj, cgj_lib_setting_t what, uint64_t v)
+{
+    if (!obj) return;
+    cgj_spin_lock(&gen_lock);
+    uint64_t p;
+    settings_t *st;
+    if (cgj_map_get(&settings, cgj_map_ptr_key(obj), &p)) {
+        st = (settings_t *)(uintptr_t)p;
+    } else {
+        st = cgj_xcalloc(1, sizeof *st);
+        st->serial = gen_next++;
+        cgj_map_put(&settings, cgj_map_ptr_key(obj), (uint64_t)(uintptr_t)st);
+        st->v[what] = ~v; /* a first setting always makes a generation of its own */
+    }
+    if (st->v[what] != v) {
+        st->v[what] = v;
+        /* Past gen_next's range (the high bit), so never equal to a plain generation. */
+        gen_put(obj, cgj_hash_bytes(st, sizeof *st, 0x5e771e6) | 1ull << 63);
+    }
     cgj_spin_unlock(&gen_lock);
 }
 

@@ -56,14 +56,26 @@ void *cgj_lib_resolve(const char *name);
     }
 
 /* Generations of handles and descriptors whose hidden state the key cannot read: a new number
- * whenever that state may change (created, stream or workspace set, destroyed, finalized).
- * Unknown objects have generation 0. */
+ * whenever that state may change (created, destroyed, finalized), and for a handle's settings a
+ * number that follows what is set: the same settings give the same generation. PyTorch sets a
+ * cuBLAS handle's stream and workspace again before every GEMM (the stream resets the
+ * workspace, the workspace is set back): the handle is then as it was, and its calls are still
+ * absorbed. Unknown objects have generation 0. */
 uint64_t cgj_lib_gen(const void *obj);
 /* In a child after fork(): the wrappers' locks as if unlocked. */
 void cgj_libs_forked(void);
 void cgj_lib_dnn_forked(void); /* libs_dnn.c (a no-op where cgjit is built without cuDNN) */
 void cgj_lib_gen_bump(const void *obj);
 void cgj_lib_gen_drop(const void *obj);
+/* A handle's settings, each a value the library keeps and the key cannot read back. */
+typedef enum cgj_lib_setting {
+    CGJ_LIB_SET_STREAM, CGJ_LIB_SET_WORKSPACE, CGJ_LIB_SET_WORKSPACE_BYTES, CGJ_LIB_SET_MATH,
+    CGJ_LIB_SET_ATOMICS, CGJ_LIB_SET_SM_COUNT, CGJ_LIB_SET_EMULATION, CGJ_LIB_SET_EMU_SPECIAL,
+    CGJ_LIB_SET_EMU_MANTISSA, CGJ_LIB_SET_EMU_MAX_BITS, CGJ_LIB_SET_EMU_BIT_OFFSET,
+    CGJ_LIB_SET_EMU_BITS_POINTER, CGJ_LIB_SETTINGS
+} cgj_lib_setting_t;
+/* Setting `what` of handle obj is now v: its generation follows its settings. */
+void cgj_lib_gen_setting(const void *obj, cgj_lib_setting_t what, uint64_t v);
 
 /* The call can never be absorbed: the first reason given is kept (a code of ir/reason.h). */
 static inline void lib_never(cgj_libcall_t *lc, cgj_reason_code_t why)

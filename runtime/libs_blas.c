@@ -6,8 +6,8 @@
  * baked into the kernels' parameters); in device pointer mode they are pointers like A, B, C.
  * A dot product into host memory returns its result to the host: the library synchronizes, the
  * call ends a segment and is never absorbed. cublasSetStream resets the handle's workspace, and
- * every other handle setter may change what the library launches: each gives the handle a new
- * generation. A destroyed handle's generation is gone for good, so no absorbed call can use
+ * every other handle setter may change what the library launches: the handle's generation
+ * follows its settings (libs.h). A destroyed handle's generation is gone for good, so no absorbed call can use
  * its workspace after cublasDestroy; the next call with a new handle runs the library, whose
  * launches are matched and patched as the driver sees them, and the trace learns it.
  *
@@ -290,30 +290,41 @@ cublasStatus_t cublasDotEx(cublasHandle_t h, int n, const void *x, cudaDataType 
 LIB_CREATE(cublasStatus_t, cublasCreate_v2, cublasHandle_t, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED)
 LIB_DESTROY(cublasStatus_t, cublasDestroy_v2, cublasHandle_t, CUBLAS_STATUS_NOT_INITIALIZED)
 
-#define SETTER(fn, T)                                                 \
+#define SETTER(fn, T, what)                                           \
     cublasStatus_t fn(cublasHandle_t h, T v)                          \
     {                                                                 \
         LIB_REAL(fn, CUBLAS_STATUS_NOT_INITIALIZED);                  \
         cublasStatus_t r = real_(h, v);                               \
-        cgj_lib_gen_bump(h);                                          \
+        cgj_lib_gen_setting(h, what, (uint64_t)(uintptr_t)v);         \
         return r;                                                     \
     }
-SETTER(cublasSetStream_v2, cudaStream_t)
-SETTER(cublasSetMathMode, cublasMath_t)
-SETTER(cublasSetAtomicsMode, cublasAtomicsMode_t)
-SETTER(cublasSetSmCountTarget, int)
-SETTER(cublasSetEmulationStrategy, cublasEmulationStrategy_t)
-SETTER(cublasSetEmulationSpecialValuesSupport, cudaEmulationSpecialValuesSupport)
-SETTER(cublasSetFixedPointEmulationMantissaControl, cudaEmulationMantissaControl)
-SETTER(cublasSetFixedPointEmulationMaxMantissaBitCount, int)
-SETTER(cublasSetFixedPointEmulationMantissaBitOffset, int)
-SETTER(cublasSetFixedPointEmulationMantissaBitCountPointer, int *)
+SETTER(cublasSetMathMode, cublasMath_t, CGJ_LIB_SET_MATH)
+SETTER(cublasSetAtomicsMode, cublasAtomicsMode_t, CGJ_LIB_SET_ATOMICS)
+SETTER(cublasSetSmCountTarget, int, CGJ_LIB_SET_SM_COUNT)
+SETTER(cublasSetEmulationStrategy, cublasEmulationStrategy_t, CGJ_LIB_SET_EMULATION)
+SETTER(cublasSetEmulationSpecialValuesSupport, cudaEmulationSpecialValuesSupport, CGJ_LIB_SET_EMU_SPECIAL)
+SETTER(cublasSetFixedPointEmulationMantissaControl, cudaEmulationMantissaControl, CGJ_LIB_SET_EMU_MANTISSA)
+SETTER(cublasSetFixedPointEmulationMaxMantissaBitCount, int, CGJ_LIB_SET_EMU_MAX_BITS)
+SETTER(cublasSetFixedPointEmulationMantissaBitOffset, int, CGJ_LIB_SET_EMU_BIT_OFFSET)
+SETTER(cublasSetFixedPointEmulationMantissaBitCountPointer, int *, CGJ_LIB_SET_EMU_BITS_POINTER)
+
+/* Setting the stream resets the handle's workspace to the library's own. */
+cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s)
+{
+    LIB_REAL(cublasSetStream_v2, CUBLAS_STATUS_NOT_INITIALIZED);
+    cublasStatus_t r = real_(h, s);
+    cgj_lib_gen_setting(h, CGJ_LIB_SET_STREAM, (uint64_t)(uintptr_t)s);
+    cgj_lib_gen_setting(h, CGJ_LIB_SET_WORKSPACE, 0);
+    cgj_lib_gen_setting(h, CGJ_LIB_SET_WORKSPACE_BYTES, 0);
+    return r;
+}
 
 cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *ws, size_t bytes)
 {
     LIB_REAL(cublasSetWorkspace_v2, CUBLAS_STATUS_NOT_INITIALIZED);
     cublasStatus_t r = real_(h, ws, bytes);
-    cgj_lib_gen_bump(h);
+    cgj_lib_gen_setting(h, CGJ_LIB_SET_WORKSPACE, (uint64_t)(uintptr_t)ws);
+    cgj_lib_gen_setting(h, CGJ_LIB_SET_WORKSPACE_BYTES, bytes);
     return r;
 }
 

@@ -414,7 +414,7 @@ cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s)
 {
     LIB_REAL(cudnnSetStream, CUDNN_STATUS_NOT_INITIALIZED);
     cudnnStatus_t r = real_(h, s);
-    cgj_lib_gen_bump(h);
+    cgj_lib_gen_setting(h, CGJ_LIB_SET_STREAM, (uint64_t)(uintptr_t)s);
     return r;
 }
 

@@ -674,6 +674,47 @@ Test(runtime_libs, stream_change)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * f2. settings_again: the stream and workspace set again before every call, as PyTorch does
+ * ------------------------------------------------------------------------------------------- */
+
+static CUdeviceptr g_ws;
+
+static void settings_again_step(int s, bset_t *b, float *hv)
+{
+    /* Setting the stream resets the workspace; setting the workspace back leaves the handle as
+     * it was: the calls after it are the same calls, absorbed. */
+    BL(cublasSetStream_v2(g_h, g_stream));
+    BL(cublasSetWorkspace_v2(g_h, (void *)(uintptr_t)g_ws, 4096));
+    mixed_step(s, b, hv);
+}
+
+Test(runtime_libs, settings_set_again_keep_calls_absorbed)
+{
+    OK(fk.mem_alloc(&g_ws, 4096));
+    const outcome_t *o = run_absorbing("settings_again", 1, before_first_stream, settings_again_step);
+    if (!o) return;
+    expect_replaying(o);
+    expect_absorbed(o, 2, NULL);
+    cr_expect_eq(TRACED(o, lib_relearned), 0, "the same settings, yet %llu calls relearned",
+                 (unsigned long long)TRACED(o, lib_relearned));
+}
+
+/* Another workspace every 4th step: the handle is not as it was, its calls run the library. */
+static void workspace_moves_step(int s, bset_t *b, float *hv)
+{
+    BL(cublasSetWorkspace_v2(g_h, (void *)(uintptr_t)(g_ws + (s % 4 == 3 ? 2048 : 0)), 2048));
+    mixed_step(s, b, hv);
+}
+
+Test(runtime_libs, another_workspace_runs_the_library)
+{
+    OK(fk.mem_alloc(&g_ws, 4096));
+    const outcome_t *o = run_absorbing("workspace_moves", 1, before_first_stream, workspace_moves_step);
+    if (!o) return;
+    expect_ran_every(o, 3, 4, "a step with another workspace");
+}
+
+/* ---------------------------------------------------------------------------------------------
  * g. error_status: a call with n = -1 inside the step
  * ------------------------------------------------------------------------------------------- */
 
