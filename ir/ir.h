@@ -184,6 +184,11 @@ typedef struct cgj_libop {
     uint32_t free_args;  /* bit i: args[i] varies between runs and is not part of the guard */
     CUdeviceptr live_args[CGJ_LIB_MAX_ARGS]; /* the pointers of the replay in progress, which
                                               * its kernels' live values follow (see clone) */
+    uint32_t live_nargs;
+    cgj_reason_code_t live_never;
+    bool live_other_key; /* the call in progress has another key than the recorded one ... */
+    uint8_t *live_key;   /* ... this one (live_keylen bytes, buffer of live_cap) */
+    uint32_t live_keylen, live_cap;
     bool failed;         /* the library returned an error: it is always called */
     cgj_reason_code_t never; /* the wrapper's reason never to absorb it, or CGJ_REASON_NONE */
     bool absorbable;     /* the group can be replayed without calling the library */
@@ -314,9 +319,10 @@ bool cgj_oplist_holds(const cgj_oplist_t *l, CUdeviceptr addr);
 /* ---- libop.c: a library call's record ---- */
 
 cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc);
-/* A copy for a recording that continues a replay (side exit): its pointers are the replay's. */
+/* A copy for a recording that continues a replay (side exit): the call it describes is the
+ * replay's (its pointers, its key), not the recorded one. */
 cgj_libop_t *cgj_libop_clone(const cgj_libop_t *l);
-/* Replay reached the op with call lc (absorbed or not): note its pointers. */
+/* Replay reached the op with call lc (absorbed or not): note its pointers and key. */
 void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc);
 void cgj_libop_free(cgj_libop_t *l);
 /* Does call lc have the key and fixed arguments LIB op l recorded? */

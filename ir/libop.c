@@ -14,7 +14,8 @@ cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc)
     l->nargs = lc->nargs;
     memcpy(l->args, lc->args, lc->nargs * sizeof lc->args[0]);
     memcpy(l->live_args, lc->args, lc->nargs * sizeof lc->args[0]);
-    l->never = lc->never;
+    l->live_nargs = lc->nargs;
+    l->never = l->live_never = lc->never;
     return l;
 }
 
@@ -22,7 +23,18 @@ cgj_libop_t *cgj_libop_clone(const cgj_libop_t *src)
 {
     cgj_libop_t *l = cgj_xmemdup(src, sizeof *src);
     memcpy(l->args, src->live_args, sizeof l->args);
-    l->key = cgj_xmemdup(src->key, src->keylen ? src->keylen : 1);
+    l->nargs = src->live_nargs;
+    l->never = src->live_never;
+    /* A replay that ran the library for another call (another key) and left the trace inside
+     * it: the recording holds what the library issued for that call, under that call's key. */
+    if (src->live_other_key) l->keylen = src->live_keylen;
+    l->key = cgj_xmemdup(src->live_other_key ? src->live_key : src->key, l->keylen ? l->keylen : 1);
+    l->live_key = NULL, l->live_keylen = l->live_cap = 0;
+    if (src->live_other_key) { /* what was learned belongs to the recorded call */
+        l->live_other_key = l->absorbable = false;
+        l->fix = NULL, l->nfix = 0, l->seen = NULL;
+        return l;
+    }
     l->fix = src->nfix ? cgj_xmemdup(src->fix, src->nfix * sizeof *src->fix) : NULL;
     l->seen = src->seen && src->nops ? cgj_xmemdup(src->seen, src->nops * sizeof *src->seen) : NULL;
     return l;
@@ -32,12 +44,22 @@ void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc)
 {
     uint32_t n = lc->nargs < CGJ_LIB_MAX_ARGS ? lc->nargs : CGJ_LIB_MAX_ARGS;
     memcpy(l->live_args, lc->args, n * sizeof lc->args[0]);
+    l->live_nargs = n;
+    l->live_never = lc->never;
+    l->live_other_key = lc->keylen != l->keylen || memcmp(lc->key, l->key, lc->keylen) != 0;
+    if (!l->live_other_key) return;
+    if (lc->keylen > l->live_cap) {
+        cgj_free(l->live_key);
+        l->live_key = cgj_xmalloc(l->live_cap = lc->keylen);
+    }
+    memcpy(l->live_key, lc->key, lc->keylen);
+    l->live_keylen = lc->keylen;
 }
 
 void cgj_libop_free(cgj_libop_t *l)
 {
     if (!l) return;
-    cgj_free(l->key), cgj_free(l->fix), cgj_free(l->seen), cgj_free(l);
+    cgj_free(l->key), cgj_free(l->fix), cgj_free(l->seen), cgj_free(l->live_key), cgj_free(l);
 }
 
 bool cgj_libop_matches(const cgj_libop_t *l, const cgj_libcall_t *lc)

@@ -247,9 +247,19 @@ void cgj_libop_learn(cgj_oplist_t *a, uint32_t at, const cgj_oplist_t *b, const 
     sample_t o = {lb, lb->args, lb->key, lb->keylen, lb->nargs, b, at, tb, false, NULL};
     learn(la, &n, &o);
     char text[280];
-    if (!la->absorbable)
+    if (!la->absorbable) {
         CGJ_LOG(trace, "op %u (%s) is not absorbed: %s", at, a->ops[at].call.api,
                 cgj_reason_format(&la->why_not, text, sizeof text));
+        return;
+    }
+    CGJ_LOG(trace, "op %u (%s) is absorbed: %u ops, free arguments %#x, %u derived values", at,
+            a->ops[at].call.api, la->nops, la->free_args, la->nfix);
+    for (uint32_t k = 0; k < la->nfix; k++) {
+        static const char *const field[] = {"word at byte", "destination", "source"};
+        const cgj_libfix_t *f = &la->fix[k];
+        CGJ_LOG(trace, "  op %u: %s %u = argument %u %+lld", at + f->op, field[f->field], f->at, f->arg,
+                (long long)f->off);
+    }
 }
 
 void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc)
@@ -266,6 +276,7 @@ void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc)
     l->keylen = lc->keylen, l->nargs = lc->nargs;
     memcpy(l->args, lc->args, lc->nargs * sizeof lc->args[0]);
     memcpy(l->live_args, lc->args, lc->nargs * sizeof lc->args[0]);
+    l->live_nargs = lc->nargs, l->live_never = lc->never, l->live_other_key = false;
     for (uint32_t j = 1; j <= l->nops; j++)
         if (lib_op[j].kp) memcpy(lib_op[j].kp->rec, lib_op[j].kp->live, lib_op[j].kp->size);
 }

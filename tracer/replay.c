@@ -83,9 +83,17 @@ static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, con
     return !c || cgj_guard(&v->list.ops[t->pos], c, false, &why);
 }
 
+/* Can variant v absorb library call lc whole at op `at`? */
+static bool absorbs(const cgj_trace_t *v, uint32_t at, const cgj_libcall_t *lc)
+{
+    const cgj_libop_t *l = v->list.ops[at].lib;
+    return l && l->absorbable && !lc->never && at + 1 + l->nops <= v->list.n && cgj_libop_matches(l, lc);
+}
+
 /* Continue in another variant that matches what was absorbed since the pending work began and
- * call c (or, with c NULL at the step's end, that ends here too). */
-static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
+ * call c (or, with c NULL at the step's end, that ends here too); with lc, one that absorbs that
+ * library call whole. */
+static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcall_t *lc)
 {
     cgj_anchor_t *a = t->anchor;
     uint32_t first = t->trace->segs[t->seg].first;
@@ -94,7 +102,7 @@ static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
         cgj_trace_t *v = a->variants[k];
         uint32_t s = v == t->trace ? UINT32_MAX : segment_at(v, first);
         if (s == UINT32_MAX || (c && (v->list.n <= t->pos || __atomic_load_n(&v->list.ops[t->pos].held, __ATOMIC_ACQUIRE)))) continue;
-        if (!variant_matches(t, v, first, c)) continue;
+        if ((lc && !absorbs(v, t->pos, lc)) || !variant_matches(t, v, first, c)) continue;
         bool waited = false, fits = true;
         for (uint32_t i = first; i < t->pos && fits; i++)
             fits = !v->list.ops[i].stage || v->list.ops[i].stage_cap >= v->list.ops[i].call.u.m.bytes;
@@ -114,6 +122,11 @@ static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
         return true;
     }
     return false;
+}
+
+static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
+{
+    return try_switch_to(t, c, NULL);
 }
 
 /* A free the trace recorded as the step freeing its own allocation. */
@@ -192,15 +205,19 @@ static bool stage_bytes(cgj_thread_t *t, cgj_op_t *o, const cgj_call_t *c, cgj_r
     return true;
 }
 
-/* Replay reached the LIB op m of library call lc: absorb the whole group when its guard holds
- * (the library is not called) and return true; else note the open call (the library runs, its
+/* Replay reached the LIB op m with library call c: absorb the whole group when its guard holds
+ * (the library is not called) and return true, in another variant whose group at this op
+ * absorbs the call where the current one does not (steps that make one of several calls here,
+ * each learned in a variant of its own); else note the open call (the library runs, its
  * driver calls are matched one by one, and cgj_step_leave learns from them) and return false. */
-static bool replay_lib(cgj_thread_t *t, cgj_op_t *m, const cgj_libcall_t *lc)
+static bool replay_lib(cgj_thread_t *t, cgj_op_t *m, const cgj_call_t *c)
 {
+    const cgj_libcall_t *lc = c->u.l.lc;
+    if (!absorbs(t->trace, t->pos, lc) && try_switch_to(t, c, lc)) m = &t->trace->list.ops[t->pos];
     cgj_trace_t *tr = t->trace;
     cgj_libop_t *l = m->lib;
     cgj_libop_note_call(l, lc);
-    if (!l->absorbable || lc->never || t->pos + 1 + l->nops > tr->list.n || !cgj_libop_matches(l, lc)) {
+    if (!absorbs(tr, t->pos, lc)) {
         t->lib_open = t->pos + 1;
         t->lib_serial = t->serial;
         l->called++;
@@ -268,7 +285,9 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         return guard_exit(t, &why);
     tr = t->trace;
     cgj_op_t *o = &tr->list.ops[t->pos];
-    if (o->lib && replay_lib(t, o, c->u.l.lc)) return CGJ_ABSORB;
+    if (o->lib && replay_lib(t, o, c)) return CGJ_ABSORB;
+    o = &t->trace->list.ops[t->pos]; /* replay_lib may have switched variants */
+    tr = t->trace;
     if (cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY) {
         CGJ_LOG(breaks, "anchor '%s': segment %u ends at op %u (%s): %s", t->anchor->name, t->seg, t->pos, c->api,
                 cgj_reason_message(cgj_op_break_reason(o)));
