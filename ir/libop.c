@@ -32,7 +32,7 @@ cgj_libop_t *cgj_libop_clone(const cgj_libop_t *src)
     l->live_key = NULL, l->live_keylen = l->live_cap = 0;
     if (src->live_other_key) { /* what was learned belongs to the recorded call */
         l->live_other_key = l->absorbable = false;
-        l->fix = NULL, l->nfix = 0, l->seen = NULL;
+        l->fix = NULL, l->nfix = 0, l->seen = NULL, l->free_args = 0;
         return l;
     }
     l->fix = src->nfix ? cgj_xmemdup(src->fix, src->nfix * sizeof *src->fix) : NULL;

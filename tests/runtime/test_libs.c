@@ -631,11 +631,16 @@ Test(runtime_libs, split_k_memset_follows_output)
  * d4. two_calls: one step, two library calls with the same arguments but other keys
  * ------------------------------------------------------------------------------------------- */
 
-/* The step is one GEMM: C = A B (split-K: a memset, then the kernel) on two steps of three, and
- * C = A B + 0.5 C (the nested Sscal, then the kernel) on the third. A replay of the first kind
- * meets a call of the second: the library runs, its first driver call leaves the trace, and the
- * recording that continues holds the second kind's ops. It must also hold the second kind's key:
- * else the first kind's calls would be absorbed from then on with the second kind's kernels. */
+/* The step is one GEMM: C = A B (split-K: a memset, then the kernel), or C = A B + 0.5 C (the
+ * nested Sscal, then the kernel) on one step of four: on set 0 in the first half of the steps,
+ * on set 1 after. A replay of the first kind meets a call of the second: the library runs, its
+ * first driver call leaves the trace, and the recording that continues holds the second kind's
+ * ops. It must also hold the second kind's key, else the first kind's calls would be absorbed
+ * with the second kind's kernels; and none of the first kind's learning: the second kind's
+ * pointers stay the same until the middle, so the first call on set 1 has new pointers that its
+ * group never saw change, and must run the library. */
+static bool second_kind(int s) { return s < STEPS / 2 ? s % 4 == 2 : s % 4 == 3; }
+
 static void before_two_calls(int s, bset_t *b)
 {
     before_split_k(s, b);
@@ -647,7 +652,7 @@ static void two_calls_step(int s, bset_t *b, float *hv)
     (void)hv;
     const float one = 1.0f, zero = 0.0f, half = 0.5f;
     BL(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &one, F(b, B_A), GM, F(b, B_B), GK,
-                      s % 3 == 2 ? &half : &zero, F(b, B_C), GM));
+                      second_kind(s) ? &half : &zero, F(b, B_C), GM));
 }
 
 Test(runtime_libs, side_exit_in_a_call_keeps_its_key)
