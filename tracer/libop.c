@@ -106,7 +106,8 @@ typedef struct learning {
     cgj_libop_t *lib;
     const sample_t *n, *o;
     uint32_t changed;   /* arguments that differ between the samples */
-    bool key_explains;  /* a value that changes is the key's doing */
+    bool keydiff;       /* the samples' keys differ */
+    bool key_explains;  /* an address that changes is the key's doing */
     cgj_libfix_t *fix;
     uint32_t nfix, cap;
     bool ok;
@@ -146,14 +147,15 @@ static void learn_value(learning_t *L, uint32_t j, uint32_t at, cgj_libfix_field
 }
 
 /* Group op j's values other than kernel parameters: the dimensions, counts and memset values
- * must be the same or the key's doing; the copy and memset addresses are learned as words. */
+ * must be the same, or the keys differ (no pointer decides them: they are the key's doing, and
+ * the op keeps the latest sample's); the copy and memset addresses are learned as words. */
 static void learn_other_values(learning_t *L, uint32_t j, uint32_t at)
 {
     cgj_opvals_t vn, vo;
     other_values(L->n, j, &vn);
     other_values(L->o, j, &vo);
     if ((vn.count != vo.count || vn.value != vo.value || vn.elem != vo.elem ||
-         memcmp(vn.dims, vo.dims, sizeof vn.dims)) && !L->key_explains) {
+         memcmp(vn.dims, vo.dims, sizeof vn.dims)) && !L->keydiff) {
         L->ok = false;
         cgj_reason_set(&L->why, CGJ_REASON_LIB_UNEXPLAINED, at, "the size, value or launch dimensions of op %u", j + 1);
         return;
@@ -191,13 +193,13 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
         L.ok = false, cgj_reason_set(&L.why, CGJ_REASON_LIB_ARG_COUNT, CGJ_REASON_NO_OP, "%u, then %u", o->nargs, n->nargs);
     if (L.ok && n->live && !o->seen) /* a group recorded before its copies were learned */
         L.ok = false, cgj_reason_set(&L.why, CGJ_REASON_LIB_UNEXPLAINED, CGJ_REASON_NO_OP, "no earlier sample");
-    bool keydiff = n->keylen != o->keylen || memcmp(n->key, o->key, n->keylen) != 0;
+    L.keydiff = n->keylen != o->keylen || memcmp(n->key, o->key, n->keylen) != 0;
     for (uint32_t i = 0; L.ok && i < n->nargs; i++)
         if (!same_addr(n, n->args[i], o, o->args[i], n->at)) L.changed |= 1u << i;
     /* A value that changes when the key does is the key's doing (a new alpha, a new handle's
      * workspace) only if no pointer changed too: A + lda·k with both A and lda new must not
      * be taken for a constant. */
-    L.key_explains = keydiff && !L.changed;
+    L.key_explains = L.keydiff && !L.changed;
     cgj_opvals_t *seen = cgj_xcalloc(lib->nops ? lib->nops : 1, sizeof *seen);
     for (uint32_t j = 0; L.ok && j < lib->nops; j++) {
         uint32_t at = n->at + 1 + j;
