@@ -74,13 +74,31 @@ static uint32_t segment_at(const cgj_trace_t *v, uint32_t first)
 /* Does variant v match the calls absorbed since the current segment began, and c? Stashes
  * into v if so. Earlier segments are launched already: what v would have done there no longer
  * matters, only that its segment starts where the pending work starts. */
-static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, const cgj_call_t *c)
+static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, const cgj_call_t *c, bool promote)
 {
     cgj_reason_t why;
     if (c ? v->list.n <= t->pos : v->list.n != t->pos) return false;
     for (uint32_t i = first; i < t->pos; i++)
         if (!cgj_guard(&v->list.ops[i], &t->trace->list.ops[i].call, false, &why)) return false;
-    return !c || cgj_guard(&v->list.ops[t->pos], c, false, &why);
+    return !c || cgj_guard(&v->list.ops[t->pos], c, promote, &why);
+}
+
+/* Op t->pos of the current trace took values it held for constants (cgj_guard with promote;
+ * `before`: its varying parameter slots until then): they vary from now on, and its node joins
+ * its segment's patch list. */
+static void note_promoted(cgj_thread_t *t, uint32_t before)
+{
+    cgj_trace_t *tr = t->trace;
+    cgj_op_t *o = &tr->list.ops[t->pos];
+    if (!o->promoted) return;
+    cgj_graph_list(tr, t->pos);
+    o->promoted = false;
+    uint32_t slots = o->kp ? o->kp->nvarying - before : 0;
+    tr->varying_slots += slots;
+    CGJ_STAT_ADD(slots_promoted, slots);
+    CGJ_STAT_ADD(values_promoted, 1);
+    CGJ_LOG(guards, "anchor '%s': op %u (%s): its values vary from now on (%u parameter slot(s))", t->anchor->name,
+            t->pos, o->call.api, slots);
 }
 
 /* Can variant v absorb library call lc whole at op `at`? */
@@ -92,8 +110,10 @@ static bool absorbs(const cgj_trace_t *v, uint32_t at, const cgj_libcall_t *lc)
 
 /* Continue in another variant that matches what was absorbed since the pending work began and
  * call c (or, with c NULL at the step's end, that ends here too); with lc, one that absorbs that
- * library call whole. */
-static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcall_t *lc)
+ * library call whole; with `promote`, one whose op for c takes c's values where it held others
+ * for constants (a library running for a call of a kind another variant learned, on new
+ * pointers). */
+static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcall_t *lc, bool promote)
 {
     cgj_anchor_t *a = t->anchor;
     uint32_t first = t->trace->segs[t->seg].first;
@@ -102,7 +122,8 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
         cgj_trace_t *v = a->variants[k];
         uint32_t s = v == t->trace ? UINT32_MAX : segment_at(v, first);
         if (s == UINT32_MAX || (c && (v->list.n <= t->pos || __atomic_load_n(&v->list.ops[t->pos].held, __ATOMIC_ACQUIRE)))) continue;
-        if ((lc && !absorbs(v, t->pos, lc)) || !variant_matches(t, v, first, c)) continue;
+        uint32_t before = c && v->list.ops[t->pos].kp ? v->list.ops[t->pos].kp->nvarying : 0;
+        if ((lc && !absorbs(v, t->pos, lc)) || !variant_matches(t, v, first, c, promote)) continue;
         bool waited = false, fits = true;
         for (uint32_t i = first; i < t->pos && fits; i++)
             fits = !v->list.ops[i].stage || v->list.ops[i].stage_cap >= v->list.ops[i].call.u.m.bytes;
@@ -119,6 +140,7 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
         t->seg = s;
         __atomic_store_n(&a->current, k, __ATOMIC_RELAXED); /* the report reads it */
         CGJ_STAT_ADD(variant_switches, 1);
+        if (c) note_promoted(t, before);
         return true;
     }
     return false;
@@ -126,7 +148,7 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
 
 static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
 {
-    return try_switch_to(t, c, NULL);
+    return try_switch_to(t, c, NULL, false);
 }
 
 /* A free the trace recorded as the step freeing its own allocation. */
@@ -169,15 +191,7 @@ static bool promote_values(cgj_thread_t *t, const cgj_call_t *c)
     uint32_t before = o->kp ? o->kp->nvarying : 0;
     bool patchable = o->node || tr->segs[o->seg].eager; /* an eager segment takes any value */
     if (!patchable || !cgj_guard(o, c, true, &why)) return false;
-    if (!o->promoted) return true;
-    cgj_graph_list(tr, t->pos);
-    o->promoted = false;
-    uint32_t slots = o->kp ? o->kp->nvarying - before : 0;
-    tr->varying_slots += slots;
-    CGJ_STAT_ADD(slots_promoted, slots);
-    CGJ_STAT_ADD(values_promoted, 1);
-    CGJ_LOG(guards, "anchor '%s': op %u (%s): its values vary from now on (%u parameter slot(s))", t->anchor->name,
-            t->pos, o->call.api, slots);
+    note_promoted(t, before);
     return true;
 }
 
@@ -213,7 +227,7 @@ static bool stage_bytes(cgj_thread_t *t, cgj_op_t *o, const cgj_call_t *c, cgj_r
 static bool replay_lib(cgj_thread_t *t, cgj_op_t *m, const cgj_call_t *c)
 {
     const cgj_libcall_t *lc = c->u.l.lc;
-    if (!absorbs(t->trace, t->pos, lc) && try_switch_to(t, c, lc)) m = &t->trace->list.ops[t->pos];
+    if (!absorbs(t->trace, t->pos, lc) && try_switch_to(t, c, lc, false)) m = &t->trace->list.ops[t->pos];
     cgj_trace_t *tr = t->trace;
     cgj_libop_t *l = m->lib;
     cgj_libop_note_call(l, lc);
@@ -281,7 +295,8 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
         return CGJ_EXECUTE;
     }
-    if (!cgj_guard(&t->trace->list.ops[t->pos], c, false, &why) && !try_switch(t, c) && !promote_values(t, c))
+    if (!cgj_guard(&t->trace->list.ops[t->pos], c, false, &why) && !try_switch(t, c) && !promote_values(t, c) &&
+        !(t->lib_open && try_switch_to(t, c, NULL, true)))
         return guard_exit(t, &why);
     tr = t->trace;
     cgj_op_t *o = &tr->list.ops[t->pos];

@@ -657,7 +657,15 @@ static void two_calls_step(int s, bset_t *b, float *hv)
 
 Test(runtime_libs, side_exit_in_a_call_keeps_its_key)
 {
-    run_absorbing("two_calls", 2, before_two_calls, two_calls_step);
+    const outcome_t *o = run_absorbing("two_calls", 2, before_two_calls, two_calls_step);
+    if (!o) return;
+    int first_on_set_1 = STEPS / 2 + 1;
+    cr_assert(second_kind(first_on_set_1) && first_on_set_1 % 2 == 1);
+    cr_assert_geq(o->calls[first_on_set_1], 1, "step %d, the second kind's first call on new pointers, ran no library",
+                  first_on_set_1);
+    /* Learned on both sets, each kind is absorbed by its own variant, whichever ran before. */
+    expect_absorbed(o, first_on_set_1 + 1, NULL);
+    cr_assert_eq(TRACED(o, side_exits), 2, "a replay left its trace after both kinds were learned");
 }
 
 /* ---------------------------------------------------------------------------------------------
