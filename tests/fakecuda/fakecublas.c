@@ -38,6 +38,8 @@
  *  - Sgemm in host pointer mode with beta == 0, ldc == m and atomics allowed
  *    (cublasSetAtomicsMode) works as the real library's split-K does: cuMemsetD32Async clears C
  *    on the handle's stream, then the kernel accumulates into it. The memset's address is C.
+ *  - Scopy of contiguous vectors (both increments 1) is one cuMemcpyDtoDAsync on the handle's
+ *    stream, no kernel; strided copies launch the copy kernel.
  *  - Arguments are validated as cuBLAS does: a NULL or destroyed handle gives
  *    CUBLAS_STATUS_NOT_INITIALIZED, n < 0 (m, n, k < 0 for Sgemm), a bad transpose or leading
  *    dimension, a NULL scalar pointer give CUBLAS_STATUS_INVALID_VALUE, before any driver call.
@@ -72,6 +74,7 @@ static struct {
     __typeof__(cuMemcpyDtoHAsync_v2) *dtoh_async;
     __typeof__(cuStreamSynchronize) *stream_sync;
     __typeof__(cuMemsetD32Async) *memset32_async;
+    __typeof__(cuMemcpyDtoDAsync_v2) *dtod_async;
 } drv;
 static bool drv_ok;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -297,6 +300,7 @@ static void init(void)
     RESOLVE(dtoh_async, "cuMemcpyDtoHAsync");
     RESOLVE(stream_sync, "cuStreamSynchronize");
     RESOLVE(memset32_async, "cuMemsetD32Async");
+    RESOLVE(dtod_async, "cuMemcpyDtoDAsync");
 #undef RESOLVE
     static const size_t axpy[] = {8, 4, 4, 8, 4, 8, 4}, axpy_d[] = {8, 4, 8, 8, 4, 8, 4};
     static const size_t scal[] = {8, 4, 4, 8, 4}, scal_d[] = {8, 4, 8, 8, 4};
@@ -473,6 +477,11 @@ FB_API cublasStatus_t cublasScopy_v2(cublasHandle_t handle, int n, const float *
     CHECK_HANDLE(handle);
     if (n < 0) return CUBLAS_STATUS_INVALID_VALUE;
     if (n == 0) return CUBLAS_STATUS_SUCCESS;
+    if (incx == 1 && incy == 1) { /* contiguous: a device-to-device copy, no kernel */
+        CUresult r = drv.dtod_async((CUdeviceptr)(uintptr_t)y, (CUdeviceptr)(uintptr_t)x, (size_t)n * sizeof(float),
+                                    handle->stream);
+        return r == CUDA_SUCCESS ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
+    }
     void *params[] = {&handle->ws, &n, &x, &incx, &y, &incy};
     return launch(handle, K_COPY, n, params);
 }

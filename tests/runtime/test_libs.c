@@ -412,7 +412,10 @@ Test(runtime_libs, fake_matches_reference)
     OK(fk.mem_alloc(&ws, 1024));
     BL(cublasSetWorkspace_v2(h2, (void *)(uintptr_t)ws, 1024));
     unsigned long k0 = fakecublas_kernels_run();
-    BL(cublasScopy_v2(h2, NV, F(&b, B_X), 1, F(&b, B_Y), 1));
+    BL(cublasScopy_v2(h2, NV, F(&b, B_X), 1, F(&b, B_Y), 1)); /* contiguous: a copy, no kernel */
+    cr_assert_eq(fakecublas_kernels_run() - k0, 0);
+    cr_assert(memcmp(F(&b, B_X), F(&b, B_Y), NV * sizeof(float)) == 0, "the contiguous copy");
+    BL(cublasScopy_v2(h2, NV / 2, F(&b, B_X), 2, F(&b, B_Y), 2)); /* strided: the kernel */
     cr_assert_eq(fakecublas_kernels_run() - k0, 1);
     cr_assert_eq(*(unsigned *)(uintptr_t)ws, 1, "the kernel counts its launch in the caller's workspace");
     BL(cublasDestroy_v2(h2));
@@ -434,7 +437,7 @@ Test(runtime_libs, fake_catches_a_destroyed_workspace)
     BL(cublasCreate_v2(&h2));
     BL(cublasSetStream_v2(h2, g_streams[1]));
     OK(fk.begin_capture(g_streams[1], CU_STREAM_CAPTURE_MODE_RELAXED));
-    BL(cublasScopy_v2(h2, NV, F(&b, B_X), 1, F(&b, B_Y), 1));
+    BL(cublasScopy_v2(h2, NV / 2, F(&b, B_X), 2, F(&b, B_Y), 2)); /* strided: a kernel */
     CUgraph g;
     OK(fk.end_capture(g_streams[1], &g));
     CUgraphExec x;
