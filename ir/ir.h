@@ -153,7 +153,6 @@ static inline const void *cgj_call_slot(const cgj_call_t *c, const cgj_kparams_t
     return kp->extra_form ? c->u.k.blob : c->u.k.params[i];
 }
 
-/* A LIB op: the library call and what replay needs to absorb it whole (tracer/libop.c). */
 /* Where a value derived from an argument goes: a kernel parameter word, or a copy's or a
  * memset's device operand. */
 typedef enum cgj_libfix_field { CGJ_LIBFIX_WORD, CGJ_LIBFIX_DST, CGJ_LIBFIX_SRC } cgj_libfix_field_t;
@@ -176,6 +175,7 @@ typedef struct cgj_opvals {
     unsigned dims[7];      /* kernel: grid, block, shared memory bytes */
 } cgj_opvals_t;
 
+/* A LIB op: the library call and what replay needs to absorb it whole (tracer/libop.c). */
 typedef struct cgj_libop {
     uint32_t nops;       /* the ops the call issued: the next nops ops of the trace */
     uint32_t keylen, nargs;
@@ -322,8 +322,9 @@ cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc);
 /* A copy for a recording that continues a replay (side exit): the call it describes is the
  * replay's (its pointers, its key), not the recorded one. */
 cgj_libop_t *cgj_libop_clone(const cgj_libop_t *l);
-/* Replay reached the op with call lc (absorbed or not): note its pointers and key. */
-void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc);
+/* Replay reached the op with call lc (absorbed or not): note its pointers and key (same_key:
+ * the caller found it equal to the recorded key already). */
+void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc, bool same_key);
 void cgj_libop_free(cgj_libop_t *l);
 /* Does call lc have the key and fixed arguments LIB op l recorded? */
 bool cgj_libop_matches(const cgj_libop_t *l, const cgj_libcall_t *lc);

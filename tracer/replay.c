@@ -219,19 +219,20 @@ static bool stage_bytes(cgj_thread_t *t, cgj_op_t *o, const cgj_call_t *c, cgj_r
     return true;
 }
 
-/* Replay reached the LIB op m with library call c: absorb the whole group when its guard holds
+/* Replay reached a LIB op with library call c: absorb the whole group when its guard holds
  * (the library is not called) and return true, in another variant whose group at this op
  * absorbs the call where the current one does not (steps that make one of several calls here,
  * each learned in a variant of its own); else note the open call (the library runs, its
  * driver calls are matched one by one, and cgj_step_leave learns from them) and return false. */
-static bool replay_lib(cgj_thread_t *t, cgj_op_t *m, const cgj_call_t *c)
+static bool replay_lib(cgj_thread_t *t, const cgj_call_t *c)
 {
     const cgj_libcall_t *lc = c->u.l.lc;
-    if (!absorbs(t->trace, t->pos, lc) && try_switch_to(t, c, lc, false)) m = &t->trace->list.ops[t->pos];
+    bool absorbed = absorbs(t->trace, t->pos, lc) || try_switch_to(t, c, lc, false);
+    cgj_op_t *m = &t->trace->list.ops[t->pos]; /* another variant's, after a switch */
     cgj_trace_t *tr = t->trace;
     cgj_libop_t *l = m->lib;
-    cgj_libop_note_call(l, lc);
-    if (!absorbs(tr, t->pos, lc)) {
+    cgj_libop_note_call(l, lc, absorbed);
+    if (!absorbed) {
         t->lib_open = t->pos + 1;
         t->lib_serial = t->serial;
         l->called++;
@@ -300,7 +301,7 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         return guard_exit(t, &why);
     tr = t->trace;
     cgj_op_t *o = &tr->list.ops[t->pos];
-    if (o->lib && replay_lib(t, o, c)) return CGJ_ABSORB;
+    if (o->lib && replay_lib(t, c)) return CGJ_ABSORB;
     o = &t->trace->list.ops[t->pos]; /* replay_lib may have switched variants */
     tr = t->trace;
     if (cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY) {
