@@ -53,6 +53,8 @@
       "write each trace's allocation events to DIR/ANCHOR-vN.txt (the format cgjit-plan reads)") \
     X(CHUNK_OPS, INT, 256, 0, 1000000, "chunk-ops", INT, "N", NULL,                                         \
       "replay launches a step in graphs of N ops as they are absorbed; a side exit re-issues at most one (0: one graph per segment)") \
+    X(CHUNK_US, INT, 50, 0, 1000000, "chunk-us", INT, "US", NULL,                                        \
+      "replay also ends a chunk where the program spent US microseconds of its own host time between the chunk's calls (as recorded), so the GPU runs the chunk meanwhile (0: chunks by op count only)") \
     X(GRAPH_MIN_OPS, INT, 3, 1, 1000000, "graph-min-ops", INT, "N", NULL,                               \
       "a segment of fewer than N graph ops is issued eagerly at replay, not launched as a graph (too small to pay for a graph's launch)") \
     X(COST, BOOL, 1, 0, 1, "cost", BOOL, "0|1", NULL,                                                   \

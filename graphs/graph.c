@@ -20,26 +20,41 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
     CGJ_VEC_PUSH(t->segs, t->nsegs, *cap, ((cgj_segment_t){.first = first, .end = end, .chained = chained}));
 }
 
-/* Segments run from one boundary op to the next, cut into chunks of CGJIT_CHUNK_OPS captured
- * ops, each launched as soon as its last op is absorbed: the GPU starts while the host still
- * absorbs the rest, exactly as it would have started on eager launches, and a side exit re-issues
- * at most one chunk's ops eagerly, never the whole step. A handoff op (another thread takes over
- * the stream there) ends a chunk too, even right before a boundary or at the step's end: the
- * other thread comes before the step's next call. */
+/* Segments run from one boundary op to the next, cut into chunks, each launched as soon as its
+ * last op is absorbed: the GPU starts while the host still absorbs the rest, as it would have
+ * started on eager launches, and a side exit re-issues at most one chunk's ops eagerly, never
+ * the whole step. A chunk ends
+ *  - after CGJIT_CHUNK_OPS captured ops;
+ *  - where the program's own host time between its calls (op gaps, as recorded) has added up to
+ *    CGJIT_CHUNK_US since the chunk began: a PyTorch step spends tens of microseconds in Python
+ *    between launches, and a graph launched only at the step's synchronization would leave the
+ *    GPU idle all that time, then make the host wait for all of the step's GPU work at once.
+ *    Gaps inside a library call's group do not count (absorbed whole, the library does not run)
+ *    and no chunk ends inside one;
+ *  - at a handoff op (another thread takes over the stream there), even right before a boundary
+ *    or at the step's end: the other thread comes before the step's next call. */
 static void split_segments(cgj_trace_t *t)
 {
     uint32_t n = t->list.n, cap = 0, chunk = (uint32_t)cgj_cfg.CHUNK_OPS;
+    uint64_t chunk_ns = (uint64_t)cgj_cfg.CHUNK_US * 1000;
     t->segs = NULL;
     t->nsegs = 0;
     for (uint32_t i = 0;;) {
         uint32_t j = i;
         while (j < n && cgj_op_class[t->list.ops[j].call.kind] != CGJ_CLASS_BOUNDARY) j++;
-        uint32_t first = i, captured = 0;
+        uint32_t first = i, captured = 0, group_end = 0; /* ops before group_end are a group's */
+        uint64_t gaps = 0;
         for (uint32_t k = i; k < j; k++) {
-            if (cgj_op_class[t->list.ops[k].call.kind] == CGJ_CLASS_CAPTURE) captured++;
-            if ((chunk && captured == chunk && k + 1 < j) || t->list.ops[k].handoff) {
+            const cgj_op_t *o = &t->list.ops[k];
+            if (o->lib) group_end = k + 1 + o->lib->nops;
+            if (cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE) captured++;
+            bool grouped = k + 1 < group_end;
+            if (k + 1 < j && !grouped) gaps += t->list.ops[k + 1].gap_ns;
+            bool full = chunk && captured >= chunk;
+            bool idle = chunk_ns && captured && gaps >= chunk_ns;
+            if (((full || idle) && k + 1 < j && !grouped) || o->handoff) {
                 push_segment(t, &cap, first, k + 1, true);
-                first = k + 1, captured = 0;
+                first = k + 1, captured = 0, gaps = 0;
             }
         }
         push_segment(t, &cap, first, j, false);

@@ -220,6 +220,10 @@ typedef struct cgj_op {
     CUgraphNode node;  /* KERNEL, MEMCPY, MEMSET in a trace: its node in the segment graph */
     cgj_nodeparams_t inexec; /* what the executable graph holds for the node */
     uint32_t seg;      /* the segment it belongs to */
+    uint32_t gap_ns;   /* host time the program spent before this call since its previous
+                        * recorded call returned (its own work: Python, cuBLAS's heuristics),
+                        * the smaller of the two recorded runs', saturated; 0 for a step's
+                        * first call. Where it adds up, replay ends a chunk (graphs/graph.c) */
     uint64_t host_gen; /* MEMCPY with a host operand: the host memory generation its node was
                         * last set in (allocator/pointers.h) */
     bool held;         /* ALLOC in a trace: the block a replay handed out is not freed yet */

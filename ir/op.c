@@ -97,6 +97,7 @@ void cgj_oplist_clone(cgj_oplist_t *l, const cgj_op_t *src)
     cgj_op_t *o = oplist_push(l);
     o->call = src->call;
     o->handoff = src->handoff;
+    o->gap_ns = src->gap_ns;
     if (src->kp) {
         cgj_layout_t lay = {.n = src->kp->n, .size = src->kp->size,
                             .extra_form = src->kp->extra_form, .off = src->kp->off,

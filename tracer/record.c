@@ -38,6 +38,24 @@ static void abort_with(cgj_thread_t *t, cgj_reason_code_t code, const char *api,
     cgj_exit_abort(t, &r);
 }
 
+/* The program's own host time before the call being recorded: from the return of the step's
+ * previous recorded call to this one's arrival (0 for the first, or where either is unknown). */
+static uint32_t gap_ns(const cgj_thread_t *t)
+{
+    if (!t->rec.n || !t->rec_in_ns || t->rec_in_ns <= t->rec_out_ns || !t->rec_out_ns) return 0;
+    uint64_t d = t->rec_in_ns - t->rec_out_ns;
+    return d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+}
+
+/* Record call c as the recording's next op, with its gap. */
+static bool record_op(cgj_thread_t *t, const cgj_call_t *c, cgj_reason_code_t *why)
+{
+    uint32_t gap = gap_ns(t);
+    if (!cgj_oplist_record(&t->rec, c, why)) return false;
+    t->rec.ops[t->rec.n - 1].gap_ns = gap;
+    return true;
+}
+
 static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
 {
     cgj_reason_code_t why = CGJ_REASON_NONE;
@@ -49,7 +67,7 @@ static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
     c = resolve_for_record(t, c, &tmp);
     if (t->rec.n >= (uint32_t)cgj_cfg.MAX_OPS)
         abort_with(t, CGJ_REASON_ABORT_MAX_OPS, c->api, NULL);
-    else if (!cgj_oplist_record(&t->rec, c, &why))
+    else if (!record_op(t, c, &why))
         abort_with(t, why, c->api, NULL);
     else
         CGJ_STAT_ADD(ops_recorded, 1);
@@ -106,7 +124,7 @@ void cgj_record_lib(cgj_thread_t *t, const cgj_call_t *c)
         abort_with(t, CGJ_REASON_ABORT_MAX_OPS, c->api, NULL);
         return;
     }
-    if (!cgj_oplist_record(&t->rec, c, &why)) return;
+    if (!record_op(t, c, &why)) return;
     t->lib_open = t->rec.n;
     t->lib_serial = t->serial;
 }

@@ -269,6 +269,7 @@ void cgj_shape_classify(cgj_oplist_t *a, const cgj_oplist_t *b)
         /* A handoff both runs saw is the program's (a thread waiting for this one); one run's
          * alone is two threads racing, and no reason to cut a graph. */
         a->ops[i].handoff &= b->ops[i].handoff;
+        if (b->ops[i].gap_ns < a->ops[i].gap_ns) a->ops[i].gap_ns = b->ops[i].gap_ns;
         if (!x) continue;
         x->nvarying = 0;
         for (uint32_t s = 0; s < x->n; s++) {

@@ -142,6 +142,7 @@ int cgj_step_enter(const cgj_call_t *c)
     cgj_thread_t *t = &cgj_tls;
     enter_thread(t);
     cgj_thread_lock(t);
+    t->rec_in_ns = t->mode == CGJ_MODE_RECORD ? cgj_now_ns() : 0;
     int d = CGJ_EXECUTE;
     if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_stays(t, c) && !route(t, c))
         d = CGJ_EXECUTE;
@@ -174,6 +175,7 @@ CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
     if (c->kind == CGJ_OP_LIB && t->lib_depth) t->lib_depth--;
     if (c->kind == CGJ_OP_LIB) lib_leave(t, c->u.l.lc, r == CUDA_SUCCESS);
     else if (t->mode == CGJ_MODE_RECORD) cgj_record_leave(t, c, r);
+    if (t->mode == CGJ_MODE_RECORD) t->rec_out_ns = cgj_now_ns();
     if (r == CUDA_SUCCESS && c->kind != CGJ_OP_LIB) r = cgj_thread_take_deferred(t);
     cgj_thread_unlock(t);
     return r;

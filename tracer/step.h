@@ -39,6 +39,8 @@ typedef struct cgj_thread {
     bool exited;             /* this step left its trace */
     bool replaying;          /* this step began as a replay (it may have left the trace since) */
     uint64_t absorbed;       /* calls absorbed in this step */
+    uint64_t rec_in_ns;      /* RECORD: when the call in progress came in (0: not in RECORD) */
+    uint64_t rec_out_ns;     /* RECORD: when the last recorded call returned to the program */
     /* the thread */
     uint64_t begun_ns;       /* when the step began (host time, for the report) */
     CUcontext ctx;           /* the context current when the step began */

@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "replay_common.h"
 
@@ -803,4 +804,58 @@ Test(tracer_replay_chunks, segments_before_a_sync_launch_in_chunks, .init = chun
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28),
                  .segments = IS(4)}, /* 10 kernels before the sync in chunks of 4, 4, 2; then 3 after it */
         .fake = {.graph_launches = IS(28 * 4)}});
+}
+
+/* CGJIT_CHUNK_US: where the program works on the host between its calls (Python between
+ * PyTorch's launches), replay launches what it absorbed so far, so the GPU runs it meanwhile. */
+static void gap_setup(void)
+{
+    setenv("CGJIT_CHUNK_US", "200", 1);
+    fk_open(&fk);
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void host_work(double us)
+{
+    double end = now_us() + us;
+    while (now_us() < end) {
+    }
+}
+
+static int g_gap_us; /* the program's host work between its groups of launches */
+
+static void gapped_step(int s, CUdeviceptr *b, void *ctx)
+{
+    float h[2];
+    for (int g = 0; g < 3; g++) {
+        if (g) host_work(g_gap_us);
+        for (int k = 0; k < 3; k++) OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)(k + s % 3), N, 1));
+    }
+    OK(fk.dtoh(h, b[0], sizeof h)); /* the host waits here */
+    for (int k = 0; k < 3; k++) OK(fk_addk_launch(&fk, NULL, b[1], (int)h[0] % 7 + k, N));
+}
+
+Test(tracer_replay_chunks, host_work_between_calls_ends_a_chunk, .init = gap_setup)
+{
+    g_gap_us = 1000;
+    run_scenario(&(scenario_t){
+        .name = "gapped", .fn = gapped_step, .steps = 20, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18),
+                 .segments = IS(4)}, /* 3 chunks of 3 kernels, one at each stretch of host work; 3 after */
+        .fake = {.graph_launches = IS(18 * 4)}});
+}
+
+Test(tracer_replay_chunks, calls_in_a_row_stay_in_one_chunk, .init = gap_setup)
+{
+    g_gap_us = 0;
+    run_scenario(&(scenario_t){
+        .name = "gapless", .fn = gapped_step, .steps = 20, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(2)},
+        .fake = {.graph_launches = IS(18 * 2)}});
 }
