@@ -14,12 +14,15 @@
  * are no measure of either kind (lazy initialisation, caches growing, other anchors recording or
  * learning their library calls next to this one), and a verdict taken there was seen to turn
  * off a PyTorch step that replays 1.3x faster once settled.
- * Figures are judged when an eager one comes in. When the median replay period exceeds the
- * median eager one by more than MARGIN at STRIKES judgements in a row (periods are noisy: one
- * window of them is no verdict), the anchor goes OFF (reason OFF_COST, with both figures): its
- * steps run eagerly for OFF_RUNS runs the first time (a verdict can still be wrong: it is
- * looked at again soon), then 4, 8, 16 ... times as many (up to 256 times), then replay is
- * tried again.
+ * Figures are judged in pairs: each eager period against the median of the replay periods just
+ * before it (up to CGJ_COST_RECENT of them). A program's pace drifts (a Python interpreter on a
+ * shared machine ran the same step at 0.9 ms and at 1.4 ms within seconds), and an eager period
+ * taken in one stretch compared with replay periods of another would judge the machine, not
+ * replay. When the median of the pairs' ratios (replay / eager) exceeds 1 + MARGIN at STRIKES
+ * judgements in a row (one window of pairs is no verdict), the anchor goes OFF (reason OFF_COST,
+ * with both medians): its steps run eagerly for OFF_RUNS runs the first time (a verdict can still
+ * be wrong: it is looked at again soon), then 4, 8, 16 ... times as many (up to 256 times), then
+ * replay is tried again with a fresh window of pairs.
  */
 #include "tracer/tracer.h"
 #include "base/log.h"
@@ -28,8 +31,7 @@
 
 #define PROBE_FIRST 3    /* while the eager window fills: one run in 3 is an eager probe */
 #define PROBE_STEADY 64  /* then one in 64 */
-#define MIN_EAGER 5      /* figures needed before a decision */
-#define MIN_REPLAY 8
+#define MIN_PAIRS 5      /* pairs needed before a decision */
 #define MARGIN_PCT 2     /* replay may be this much slower than eager before it is turned off
                           * (the periods' own noise) */
 #define STRIKES 2
@@ -39,9 +41,9 @@
 
 static uint64_t median(const uint64_t *v, uint32_t n)
 {
-    uint64_t s[CGJ_COST_REPLAY_WINDOW];
+    uint64_t s[CGJ_COST_EAGER_WINDOW];
     memcpy(s, v, n * sizeof *s);
-    for (uint32_t i = 1; i < n; i++) /* insertion sort: n <= 16 */
+    for (uint32_t i = 1; i < n; i++) /* insertion sort: n <= 8 */
         for (uint32_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
             uint64_t x = s[j];
             s[j] = s[j - 1], s[j - 1] = x;
@@ -49,23 +51,18 @@ static uint64_t median(const uint64_t *v, uint32_t n)
     return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-static void add(uint64_t *window, uint32_t size, uint64_t *count, uint64_t ns)
-{
-    window[*count % size] = ns;
-    (*count)++;
-}
-
-/* Enough figures: compare, and turn replay off where it does not pay. */
+/* Enough pairs: compare, and turn replay off where it does not pay. */
 static void judge(cgj_anchor_t *a)
 {
     cgj_cost_t *c = &a->cost;
-    uint32_t ne = c->neager < CGJ_COST_EAGER_WINDOW ? (uint32_t)c->neager : CGJ_COST_EAGER_WINDOW;
-    uint32_t nr = c->nreplay < CGJ_COST_REPLAY_WINDOW ? (uint32_t)c->nreplay : CGJ_COST_REPLAY_WINDOW;
-    if (ne < MIN_EAGER || nr < MIN_REPLAY) return;
-    uint64_t e = median(c->eager, ne), r = median(c->replay, nr);
+    uint32_t n = c->neager < CGJ_COST_EAGER_WINDOW ? (uint32_t)c->neager : CGJ_COST_EAGER_WINDOW;
+    if (n < MIN_PAIRS) return;
+    uint64_t ratio[CGJ_COST_EAGER_WINDOW]; /* replay / eager, per mille */
+    for (uint32_t i = 0; i < n; i++) ratio[i] = c->eager[i] ? c->paired[i] * 1000 / c->eager[i] : 1000;
+    uint64_t e = median(c->eager, n), r = median(c->paired, n), q = median(ratio, n);
     __atomic_store_n(&c->eager_med_ns, e, __ATOMIC_RELAXED);
     __atomic_store_n(&c->replay_med_ns, r, __ATOMIC_RELAXED);
-    if (r * 100 <= e * (100 + MARGIN_PCT) || a->state != CGJ_STATE_REPLAY) {
+    if (q <= 1000 + 10 * MARGIN_PCT || a->state != CGJ_STATE_REPLAY) {
         c->strikes = 0;
         return;
     }
@@ -77,8 +74,8 @@ static void judge(cgj_anchor_t *a)
     c->retry_at = __atomic_load_n(&a->runs, __ATOMIC_RELAXED) + off_runs;
     cgj_reason_t why;
     cgj_reason_set(&why, CGJ_REASON_OFF_COST, CGJ_REASON_NO_OP,
-                   "replay %.1f us per step against %.1f us eager (medians of %u and %u runs); tried again in %llu runs",
-                   (double)r / 1e3, (double)e / 1e3, nr, ne, (unsigned long long)off_runs);
+                   "replay %.1f us per step against %.1f us eager (medians of %u eager runs, each against the replays just before it: replay/eager %.2f); tried again in %llu runs",
+                   (double)r / 1e3, (double)e / 1e3, n, (double)q / 1e3, (unsigned long long)off_runs);
     cgj_anchor_go(a, CGJ_STATE_OFF);
     cgj_anchor_note(a, &why);
     CGJ_STAT_ADD(anchors_off, 1);
@@ -98,14 +95,15 @@ bool cgj_cost_eager(cgj_anchor_t *a)
     uint64_t runs = __atomic_load_n(&a->runs, __ATOMIC_RELAXED);
     if (a->state == CGJ_STATE_OFF) {
         if (runs < c->retry_at) return true;
-        c->nreplay = 0; /* a fresh look at replay; the eager figures are recent */
+        c->neager = c->nreplay = 0; /* a fresh look at replay */
+        c->nrecent = 0;
         c->since_probe = 0;
         cgj_anchor_go(a, CGJ_STATE_REPLAY);
         CGJ_LOG(trace, "anchor '%s': replay tried again", a->name);
     }
     if (!cgj_cfg.COST || !settled(a, runs)) return false;
     /* A quick second look after a judgement found replay slower. */
-    uint32_t every = c->neager < MIN_EAGER || c->strikes ? PROBE_FIRST : PROBE_STEADY;
+    uint32_t every = c->neager < MIN_PAIRS || c->strikes ? PROBE_FIRST : PROBE_STEADY;
     if (++c->since_probe < every) return false;
     c->since_probe = 0;
     CGJ_STAT_ADD(steps_probed, 1);
@@ -118,11 +116,16 @@ void cgj_cost_begin(cgj_anchor_t *a, const void *thread, uint64_t now, cgj_cost_
     if (c->last_thread == thread && c->last_kind != CGJ_COST_NONE && now > c->last_ns &&
         settled(a, __atomic_load_n(&a->runs, __ATOMIC_RELAXED))) {
         uint64_t ns = now - c->last_ns;
-        if (c->last_kind == CGJ_COST_EAGER) {
-            add(c->eager, CGJ_COST_EAGER_WINDOW, &c->neager, ns);
+        if (c->last_kind == CGJ_COST_REPLAY) {
+            c->recent[c->nrecent++ % CGJ_COST_RECENT] = ns;
+            c->nreplay++;
+        } else if (c->nrecent) { /* an eager period, with the replays before it */
+            uint32_t k = c->neager % CGJ_COST_EAGER_WINDOW, m = c->nrecent < CGJ_COST_RECENT ? c->nrecent : CGJ_COST_RECENT;
+            c->eager[k] = ns;
+            c->paired[k] = median(c->recent, m);
+            c->neager++;
+            c->nrecent = 0;
             judge(a);
-        } else {
-            add(c->replay, CGJ_COST_REPLAY_WINDOW, &c->nreplay, ns);
         }
     }
     c->last_thread = thread;

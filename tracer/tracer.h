@@ -29,15 +29,21 @@
  * (`busy`); a second thread beginning the same anchor meanwhile runs its step eagerly. */
 /* ---- cost.c: does replay pay? ---- */
 #define CGJ_COST_EAGER_WINDOW 8
-#define CGJ_COST_REPLAY_WINDOW 16
+#define CGJ_COST_RECENT 4
 typedef enum { CGJ_COST_NONE, CGJ_COST_EAGER, CGJ_COST_REPLAY } cgj_cost_kind_t;
 typedef struct cgj_cost {
     uint64_t last_ns;           /* when the anchor's last step began ... */
     const void *last_thread;    /* ... on which thread ... */
     cgj_cost_kind_t last_kind;  /* ... as which kind of run */
-    uint64_t eager[CGJ_COST_EAGER_WINDOW], replay[CGJ_COST_REPLAY_WINDOW]; /* periods, ns */
-    uint64_t neager, nreplay;   /* periods measured (the windows hold the last ones) */
-    uint64_t eager_med_ns, replay_med_ns; /* the medians at the last judgement (the report) */
+    uint64_t eager[CGJ_COST_EAGER_WINDOW]; /* eager periods, ns ... */
+    uint64_t paired[CGJ_COST_EAGER_WINDOW]; /* ... each with the median of the replay periods
+                                 * right before it (the program's pace then) */
+    uint64_t recent[CGJ_COST_RECENT]; /* the replay periods since the last eager one */
+    uint32_t nrecent;
+    uint64_t neager, nreplay;   /* pairs and replay periods measured (the window holds the
+                                 * last pairs) */
+    uint64_t eager_med_ns, replay_med_ns; /* the medians at the last judgement (the report):
+                                 * eager periods, and the replay ones paired with them */
     uint64_t since_probe;       /* replay runs since the last eager probe */
     uint64_t retry_at;          /* OFF: the run from which replay is tried again */
     uint32_t offs;              /* times turned off */

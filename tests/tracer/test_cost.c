@@ -6,6 +6,8 @@
  */
 #include "replay_common.h"
 
+#include <time.h>
+
 static void cost_setup(void)
 {
     setenv("CGJIT_COST", "1", 1);
@@ -14,9 +16,20 @@ static void cost_setup(void)
 
 TestSuite(tracer_cost, .init = cost_setup);
 
+static double g_host_us; /* host work the program does in each step, besides its launches */
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
 /* Two short kernels: one eager launch each against one graph launch. */
 static void two_kernel_step(int s, CUdeviceptr *b, void *ctx)
 {
+    for (double end = now_us() + g_host_us; now_us() < end;) {
+    }
     OK(fk_addk_launch(&fk, NULL, b[0], s, N));
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
 }
@@ -78,6 +91,40 @@ Test(tracer_cost, replay_that_pays_keeps_replaying_with_probes)
     cr_assert_geq(i.replays, 180);
     cr_assert_lt(i.replay_step_ns, i.eager_step_ns);
     cr_assert_eq(st.anchors_off, 0);
+}
+
+/* The program's pace changes (a shared machine, a Python interpreter): from run 60 on each
+ * step does 3 ms more host work. Eager figures taken before the change must not be weighed
+ * against replay figures taken after it: replay still pays and keeps replaying. */
+static void slower_from_60(int s, CUdeviceptr *b, void *ctx)
+{
+    g_host_us = s >= 60 ? 3000 : 0;
+    two_kernel_step(s, b, ctx);
+}
+
+Test(tracer_cost, a_program_that_slows_down_is_no_verdict_on_replay)
+{
+    fk.set_delays(100, 0); /* replay saves 200 us per step */
+    bufs_t b;
+    bufs_alloc(&b, 1);
+    for (int s = 0; s < 260; s++) {
+        g_traced = false;
+        slower_from_60(s, b.e, NULL);
+        cr_assert_eq(cgj_trace_begin("drift"), CGJ_OK);
+        g_traced = true;
+        slower_from_60(s, b.t, NULL);
+        g_traced = false;
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    }
+    g_host_us = 0;
+    fk.set_delays(0, 0);
+    compare_bufs("drift", 260, &b);
+    cgj_trace_info_t i = info_of("drift");
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_eq(stats_now().anchors_off, 0);
+    cr_assert_geq(i.replays, 230);
+    cr_assert_lt(i.replay_step_ns, i.eager_step_ns, "replay %llu ns, eager %llu ns",
+                 (unsigned long long)i.replay_step_ns, (unsigned long long)i.eager_step_ns);
 }
 
 /* Warm-up figures: recording time per call, plan and graph build times, the first replayed run. */
