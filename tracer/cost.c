@@ -14,11 +14,13 @@
  * are no measure of either kind (lazy initialisation, caches growing, other anchors recording or
  * learning their library calls next to this one), and a verdict taken there was seen to turn
  * off a PyTorch step that replays 1.3x faster once settled.
- * Figures are judged in pairs: each eager period against the median of the replay periods just
- * before it (up to CGJ_COST_RECENT of them). A program's pace drifts (a Python interpreter on a
- * shared machine ran the same step at 0.9 ms and at 1.4 ms within seconds), and an eager period
- * taken in one stretch compared with replay periods of another would judge the machine, not
- * replay. When the median of the pairs' ratios (replay / eager) exceeds 1 + MARGIN at STRIKES
+ * Figures are judged in pairs: each eager period against the median of the last replay periods
+ * (up to 4 of the last CGJ_COST_RECENT) that began at the same place in the program's loop, that
+ * is after a step of the same anchor. A program's pace drifts (a Python interpreter on a shared
+ * machine ran the same step at 0.9 ms and at 1.4 ms within seconds), and an eager period taken in
+ * one stretch compared with replay periods of another would judge the machine, not replay; and
+ * an anchor that begins several steps of one iteration (a PyTorch step after each of its
+ * synchronizations) has periods of very different lengths, one per place. When the median of the pairs' ratios (replay / eager) exceeds 1 + MARGIN at STRIKES
  * judgements in a row (one window of pairs is no verdict), the anchor goes OFF (reason OFF_COST,
  * with both medians): its steps run eagerly for OFF_RUNS runs the first time (a verdict can still
  * be wrong: it is looked at again soon), then 4, 8, 16 ... times as many (up to 256 times), then
@@ -74,7 +76,7 @@ static void judge(cgj_anchor_t *a)
     c->retry_at = __atomic_load_n(&a->runs, __ATOMIC_RELAXED) + off_runs;
     cgj_reason_t why;
     cgj_reason_set(&why, CGJ_REASON_OFF_COST, CGJ_REASON_NO_OP,
-                   "replay %.1f us per step against %.1f us eager (medians of %u eager runs, each against the replays just before it: replay/eager %.2f); tried again in %llu runs",
+                   "replay %.1f us per step against %.1f us eager (medians of %u eager runs, each against the last replays at its place in the loop: replay/eager %.2f); tried again in %llu runs",
                    (double)r / 1e3, (double)e / 1e3, n, (double)q / 1e3, (unsigned long long)off_runs);
     cgj_anchor_go(a, CGJ_STATE_OFF);
     cgj_anchor_note(a, &why);
@@ -110,25 +112,39 @@ bool cgj_cost_eager(cgj_anchor_t *a)
     return true;
 }
 
-void cgj_cost_begin(cgj_anchor_t *a, const void *thread, uint64_t now, cgj_cost_kind_t kind)
+/* The median of the last (up to 4) replay periods that began after a step of `pred`; 0: none. */
+static uint64_t replay_pace(const cgj_cost_t *c, const void *pred)
+{
+    uint64_t v[4];
+    uint32_t n = 0, have = c->nrecent < CGJ_COST_RECENT ? c->nrecent : CGJ_COST_RECENT;
+    for (uint32_t i = 0; i < have && n < 4; i++) {
+        uint32_t k = (c->nrecent - 1 - i) % CGJ_COST_RECENT; /* newest first */
+        if (c->recent[k].pred == pred) v[n++] = c->recent[k].ns;
+    }
+    return n ? median(v, n) : 0;
+}
+
+void cgj_cost_begin(cgj_anchor_t *a, const void *thread, const void *pred, uint64_t now, cgj_cost_kind_t kind)
 {
     cgj_cost_t *c = &a->cost;
     if (c->last_thread == thread && c->last_kind != CGJ_COST_NONE && now > c->last_ns &&
         settled(a, __atomic_load_n(&a->runs, __ATOMIC_RELAXED))) {
-        uint64_t ns = now - c->last_ns;
+        uint64_t ns = now - c->last_ns, pace;
         if (c->last_kind == CGJ_COST_REPLAY) {
-            c->recent[c->nrecent++ % CGJ_COST_RECENT] = ns;
+            uint32_t k = c->nrecent++ % CGJ_COST_RECENT;
+            c->recent[k].ns = ns;
+            c->recent[k].pred = c->last_pred;
             c->nreplay++;
-        } else if (c->nrecent) { /* an eager period, with the replays before it */
-            uint32_t k = c->neager % CGJ_COST_EAGER_WINDOW, m = c->nrecent < CGJ_COST_RECENT ? c->nrecent : CGJ_COST_RECENT;
+        } else if ((pace = replay_pace(c, c->last_pred))) { /* an eager period, and its pair */
+            uint32_t k = c->neager % CGJ_COST_EAGER_WINDOW;
             c->eager[k] = ns;
-            c->paired[k] = median(c->recent, m);
+            c->paired[k] = pace;
             c->neager++;
-            c->nrecent = 0;
             judge(a);
         }
     }
     c->last_thread = thread;
+    c->last_pred = pred;
     c->last_ns = now;
     c->last_kind = kind;
 }

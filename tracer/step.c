@@ -226,7 +226,8 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         return CGJ_ERR_NESTED;
     }
     t->serial++;
-    cgj_anchor_t *a = t->last && strcmp(t->last->name, name) == 0 ? t->last : cgj_anchor_get(name);
+    cgj_anchor_t *pred = t->last; /* the step before this one on the thread */
+    cgj_anchor_t *a = pred && strcmp(pred->name, name) == 0 ? pred : cgj_anchor_get(name);
     t->last = a;
     t->implicit = implicit;
     t->sync_calls = 0;
@@ -256,7 +257,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_RECORD);
     }
     t->replaying = kind == CGJ_COST_REPLAY;
-    cgj_cost_begin(a, t, t->begun_ns, kind);
+    cgj_cost_begin(a, t, pred, t->begun_ns, kind);
     return CGJ_OK;
 }
 

@@ -29,7 +29,7 @@
  * (`busy`); a second thread beginning the same anchor meanwhile runs its step eagerly. */
 /* ---- cost.c: does replay pay? ---- */
 #define CGJ_COST_EAGER_WINDOW 8
-#define CGJ_COST_RECENT 4
+#define CGJ_COST_RECENT 8
 typedef enum { CGJ_COST_NONE, CGJ_COST_EAGER, CGJ_COST_REPLAY } cgj_cost_kind_t;
 typedef struct cgj_cost {
     uint64_t last_ns;           /* when the anchor's last step began ... */
@@ -37,9 +37,12 @@ typedef struct cgj_cost {
     cgj_cost_kind_t last_kind;  /* ... as which kind of run */
     uint64_t eager[CGJ_COST_EAGER_WINDOW]; /* eager periods, ns ... */
     uint64_t paired[CGJ_COST_EAGER_WINDOW]; /* ... each with the median of the replay periods
-                                 * right before it (the program's pace then) */
-    uint64_t recent[CGJ_COST_RECENT]; /* the replay periods since the last eager one */
+                                 * right before it that began after the same anchor (the same
+                                 * place in the program's loop, at the program's pace then) */
+    struct { uint64_t ns; const void *pred; } recent[CGJ_COST_RECENT]; /* the last replay
+                                 * periods, and the anchor whose step came before each */
     uint32_t nrecent;
+    const void *last_pred;      /* the anchor whose step came before its last step */
     uint64_t neager, nreplay;   /* pairs and replay periods measured (the window holds the
                                  * last pairs) */
     uint64_t eager_med_ns, replay_med_ns; /* the medians at the last judgement (the report):
@@ -99,9 +102,10 @@ void cgj_anchor_note_run(cgj_anchor_t *a, bool exited);
 /* a has a trace and the state to replay it: should this run be eager instead (an eager probe,
  * or the anchor is OFF)? May turn an OFF anchor back to REPLAY. */
 bool cgj_cost_eager(cgj_anchor_t *a);
-/* A step of a begins at `now` on `thread` as a run of `kind`: the period since its last begin
- * there is a figure of the last run's kind; may turn the anchor OFF. */
-void cgj_cost_begin(cgj_anchor_t *a, const void *thread, uint64_t now, cgj_cost_kind_t kind);
+/* A step of a begins at `now` on `thread` as a run of `kind`, after a step of `pred` there (NULL:
+ * none): the period since its last begin there is a figure of the last run's kind; may turn the
+ * anchor OFF. */
+void cgj_cost_begin(cgj_anchor_t *a, const void *thread, const void *pred, uint64_t now, cgj_cost_kind_t kind);
 
 /* ---- threads.c ---- */
 /* Put t in the registry other threads flush through; true the first time. */

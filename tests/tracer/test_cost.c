@@ -127,6 +127,43 @@ Test(tracer_cost, a_program_that_slows_down_is_no_verdict_on_replay)
                  (unsigned long long)i.replay_step_ns, (unsigned long long)i.eager_step_ns);
 }
 
+/* An anchor that begins two steps of each iteration, as a PyTorch step begins after each of an
+ * iteration's synchronizations: 'twice' right after 'other', and again before 2 ms of host work.
+ * Its periods are short at one place and long at the other; each eager figure is weighed against
+ * replays at its own place, and replay, which pays, keeps replaying. */
+Test(tracer_cost, an_anchor_at_two_places_of_a_loop_is_judged_place_by_place)
+{
+    fk.set_delays(100, 0); /* replay saves 200 us per step of 'twice' */
+    bufs_t b;
+    bufs_alloc(&b, 2);
+    int steps = 0;
+    for (int it = 0; it < 150; it++) {
+        for (int place = 0; place < 2; place++, steps++) {
+            g_traced = false;
+            two_kernel_step(steps, b.e, NULL);
+            cr_assert_eq(cgj_trace_begin("twice"), CGJ_OK);
+            g_traced = true;
+            two_kernel_step(steps, b.t, NULL);
+            g_traced = false;
+            cr_assert_eq(cgj_trace_end(), CGJ_OK);
+            cr_assert_eq(cgj_trace_begin(place ? "long" : "other"), CGJ_OK);
+            g_host_us = place ? 2000 : 0;
+            g_traced = true;
+            two_kernel_step(steps, b.t + 1, NULL);
+            g_traced = false;
+            cr_assert_eq(cgj_trace_end(), CGJ_OK);
+            two_kernel_step(steps, b.e + 1, NULL);
+            g_host_us = 0;
+        }
+    }
+    fk.set_delays(0, 0);
+    compare_bufs("twice", steps, &b);
+    cgj_trace_info_t i = info_of("twice");
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_eq(stats_now().anchors_off, 0);
+    cr_assert_geq(i.replays, 250);
+}
+
 /* Warm-up figures: recording time per call, plan and graph build times, the first replayed run. */
 Test(tracer_cost, warm_up_is_measured)
 {
