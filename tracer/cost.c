@@ -15,8 +15,8 @@
  * learning their library calls next to this one), and a verdict taken there was seen to turn
  * off a PyTorch step that replays 1.3x faster once settled.
  * Figures are judged in pairs: each eager period against the median of the last replay periods
- * (up to 4 of the last CGJ_COST_RECENT) that began at the same place in the program's loop, that
- * is after a step of the same anchor. A program's pace drifts (a Python interpreter on a shared
+ * (up to 4 of the last CGJ_COST_RECENT) at the same place in the program's loop: begun after a
+ * step of the same anchor, and ended by a begin that came after a step of the same anchor. A program's pace drifts (a Python interpreter on a shared
  * machine ran the same step at 0.9 ms and at 1.4 ms within seconds), and an eager period taken in
  * one stretch compared with replay periods of another would judge the machine, not replay; and
  * an anchor that begins several steps of one iteration (a PyTorch step after each of its
@@ -112,14 +112,14 @@ bool cgj_cost_eager(cgj_anchor_t *a)
     return true;
 }
 
-/* The median of the last (up to 4) replay periods that began after a step of `pred`; 0: none. */
-static uint64_t replay_pace(const cgj_cost_t *c, const void *pred)
+/* The median of the last (up to 4) replay periods at the place from..to; 0: none. */
+static uint64_t replay_pace(const cgj_cost_t *c, const void *from, const void *to)
 {
     uint64_t v[4];
     uint32_t n = 0, have = c->nrecent < CGJ_COST_RECENT ? c->nrecent : CGJ_COST_RECENT;
     for (uint32_t i = 0; i < have && n < 4; i++) {
         uint32_t k = (c->nrecent - 1 - i) % CGJ_COST_RECENT; /* newest first */
-        if (c->recent[k].pred == pred) v[n++] = c->recent[k].ns;
+        if (c->recent[k].from == from && c->recent[k].to == to) v[n++] = c->recent[k].ns;
     }
     return n ? median(v, n) : 0;
 }
@@ -133,9 +133,10 @@ void cgj_cost_begin(cgj_anchor_t *a, const void *thread, const void *pred, uint6
         if (c->last_kind == CGJ_COST_REPLAY) {
             uint32_t k = c->nrecent++ % CGJ_COST_RECENT;
             c->recent[k].ns = ns;
-            c->recent[k].pred = c->last_pred;
+            c->recent[k].from = c->last_pred;
+            c->recent[k].to = pred;
             c->nreplay++;
-        } else if ((pace = replay_pace(c, c->last_pred))) { /* an eager period, and its pair */
+        } else if ((pace = replay_pace(c, c->last_pred, pred))) { /* an eager period, and its pair */
             uint32_t k = c->neager % CGJ_COST_EAGER_WINDOW;
             c->eager[k] = ns;
             c->paired[k] = pace;

@@ -37,10 +37,11 @@ typedef struct cgj_cost {
     cgj_cost_kind_t last_kind;  /* ... as which kind of run */
     uint64_t eager[CGJ_COST_EAGER_WINDOW]; /* eager periods, ns ... */
     uint64_t paired[CGJ_COST_EAGER_WINDOW]; /* ... each with the median of the replay periods
-                                 * right before it that began after the same anchor (the same
-                                 * place in the program's loop, at the program's pace then) */
-    struct { uint64_t ns; const void *pred; } recent[CGJ_COST_RECENT]; /* the last replay
-                                 * periods, and the anchor whose step came before each */
+                                 * right before it at the same place in the program's loop (at
+                                 * the program's pace then) */
+    struct { uint64_t ns; const void *from, *to; } recent[CGJ_COST_RECENT]; /* the last
+                                 * replay periods, and the anchors whose steps came before the
+                                 * begins that start and end each (its place in the loop) */
     uint32_t nrecent;
     const void *last_pred;      /* the anchor whose step came before its last step */
     uint64_t neager, nreplay;   /* pairs and replay periods measured (the window holds the
