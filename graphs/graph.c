@@ -53,6 +53,7 @@ static void split_segments(cgj_trace_t *t)
             bool full = chunk && captured >= chunk;
             bool idle = chunk_ns && captured && gaps >= chunk_ns;
             if (((full || idle) && k + 1 < j && !grouped) || o->handoff) {
+                t->list.ops[k].idle_end = idle && !full;
                 push_segment(t, &cap, first, k + 1, true);
                 first = k + 1, captured = 0, gaps = 0;
             }

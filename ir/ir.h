@@ -230,6 +230,8 @@ typedef struct cgj_op {
     bool listed;       /* in its segment's patch list: its values are compared at each launch */
     bool promoted;     /* a value became varying during replay; not yet in the patch list */
     bool fixed;        /* the executable graph refused a new value: its values are guarded */
+    bool idle_end;     /* in a trace: a chunk ends here, as the program works on the host before
+                        * its next call (CGJIT_CHUNK_US) */
     bool handoff;      /* another thread issued work that could observe this op's stream right
                         * after it, in every recording (a PyTorch autograd worker taking over
                         * the main thread's stream): its segment launches as soon as it is

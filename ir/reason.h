@@ -96,6 +96,8 @@
       "copy into pinned memory with an async copy, then synchronize once")                         \
     X(BREAK_FREE, "a free of memory the step did not allocate", "free outside the step")         \
     X(BREAK_CHUNK, "a chunk of CGJIT_CHUNK_OPS ops, launched while the rest is absorbed", "")    \
+    X(BREAK_IDLE, "the program works on the host before its next call (CGJIT_CHUNK_US): the chunk so far runs meanwhile", \
+      "nothing to do: the GPU runs the chunk while the host works")                               \
     X(BREAK_HANDOFF, "another thread issues work on the step's stream here (it waited for this thread)", \
       "nothing to do: the work is launched before the other thread needs it")                     \
     /* library calls never absorbed whole */                                                       \
