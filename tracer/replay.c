@@ -71,6 +71,14 @@ static uint32_t segment_at(const cgj_trace_t *v, uint32_t first)
     return UINT32_MAX;
 }
 
+/* Can op i of trace tr take values it holds for constants: its graph node is patched, or its
+ * segment is issued eagerly with the run's values? (A node the driver refused is `fixed`.) */
+static bool takes_values(const cgj_trace_t *tr, uint32_t i)
+{
+    const cgj_op_t *o = &tr->list.ops[i];
+    return o->node || tr->segs[o->seg].eager;
+}
+
 /* Does variant v match the calls absorbed since the current segment began, and c? Stashes
  * into v if so. Earlier segments are launched already: what v would have done there no longer
  * matters, only that its segment starts where the pending work starts. */
@@ -80,7 +88,7 @@ static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, con
     if (c ? v->list.n <= t->pos : v->list.n != t->pos) return false;
     for (uint32_t i = first; i < t->pos; i++)
         if (!cgj_guard(&v->list.ops[i], &t->trace->list.ops[i].call, false, &why)) return false;
-    return !c || cgj_guard(&v->list.ops[t->pos], c, promote, &why);
+    return !c || cgj_guard(&v->list.ops[t->pos], c, promote && takes_values(v, t->pos), &why);
 }
 
 /* Op t->pos of the current trace took values it held for constants (cgj_guard with promote;
@@ -189,8 +197,7 @@ static bool promote_values(cgj_thread_t *t, const cgj_call_t *c)
     cgj_op_t *o = &tr->list.ops[t->pos];
     cgj_reason_t why;
     uint32_t before = o->kp ? o->kp->nvarying : 0;
-    bool patchable = o->node || tr->segs[o->seg].eager; /* an eager segment takes any value */
-    if (!patchable || !cgj_guard(o, c, true, &why)) return false;
+    if (!takes_values(tr, t->pos) || !cgj_guard(o, c, true, &why)) return false;
     note_promoted(t, before);
     return true;
 }

@@ -347,7 +347,7 @@ static bool guard_values(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_rea
         return true;
     }
     if (call_values_equal(&o->call, c, &exact, r)) return true;
-    if (!promote || o->fixed || !o->node) return false;
+    if (!promote || o->fixed) return false;
     take_values(o, c); /* the graph takes the new value: patched from now on */
     o->promoted = true;
     return true;
@@ -372,7 +372,7 @@ bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
     for (uint32_t i = 0; kp && i < kp->n; i++) {
         const void *v = cgj_call_slot(c, kp, i);
         if (kp->varying[i] || !memcmp(kp->rec + kp->off[i], v, kp->sz[i])) continue;
-        if (promote && o->node && !o->fixed) continue; /* promoted below */
+        if (promote && !o->fixed) continue; /* promoted below */
         char e[72], g[72];
         cgj_reason_set(r, CGJ_REASON_DIFF_PARAM, CGJ_REASON_NO_OP, "slot %u (%u bytes): expected %s got %s", i,
                        kp->sz[i], cgj_log_hex(e, kp->rec + kp->off[i], kp->sz[i]), cgj_log_hex(g, v, kp->sz[i]));

@@ -148,9 +148,9 @@ void cgj_shape_classify(cgj_oplist_t *a, const cgj_oplist_t *b);
 void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);
 /* Replay guard: does call c match op o? The topology must be equal; on success, varying slots
  * and the values of a listed op are taken into o (the run in progress). On failure *r names the
- * difference (its op is left for the caller) and o is unchanged. With `promote`, a constant slot
- * or value that differs (where the op's graph node can be patched) becomes varying instead of
- * failing; o->promoted is then set. */
+ * difference (its op is left for the caller) and o is unchanged. With `promote` (the caller
+ * knows the op takes new values: a graph node, or an op its segment issues eagerly), a constant slot or value that differs
+ * becomes varying instead of failing; o->promoted is then set. */
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r);
 
 /* ---- libop.c ---- */

@@ -621,6 +621,24 @@ static void small_step(int s, CUdeviceptr *b, void *ctx)
     OK(fk_axpb_launch(&fk, NULL, b[1], 2.0f, h[s % N], N, 1));
 }
 
+/* A parameter both recorded runs happened to share, which then changes, in a segment issued
+ * eagerly (no graph node to patch: the op is issued with the run's values): the slot becomes
+ * varying, without a side exit, as it does in a graph. */
+static void small_late_step(int s, CUdeviceptr *b, void *ctx)
+{
+    OK(fk_axpb_launch(&fk, NULL, b[0], s < 20 ? 0.5f : 0.5f + 0.001f * (float)s, 1.0f, N, 1));
+    OK(fk_addk_launch(&fk, NULL, b[1], s < 30 ? 2 : s, N));
+}
+
+Test(tracer_small, a_constant_that_starts_varying_in_an_eager_segment_is_promoted)
+{
+    run_scenario(&(scenario_t){.name = "small_late", .fn = small_late_step, .steps = 60, .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(58), .side_exits = IS(0),
+                                        .variants = IS(1), .varying_slots = IS(2)},
+                               .fake = {.graph_launches = IS(0)},
+                               .stats = {.slots_promoted = IS(2)}});
+}
+
 Test(tracer_small, small_segments_are_issued_eagerly)
 {
     run_scenario(&(scenario_t){.name = "small", .fn = small_step, .steps = 20, .nbufs = 2,
