@@ -160,8 +160,8 @@ Test(tracer_cost, an_anchor_at_two_places_of_a_loop_is_judged_place_by_place)
     compare_bufs("twice", steps, &b);
     cgj_trace_info_t i = info_of("twice");
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
-    cr_assert_eq(stats_now().anchors_off, 0);
-    cr_assert_geq(i.replays, 250);
+    cr_assert_neq(i.reason_code, CGJ_REASON_OFF_COST, "%s", i.reason);
+    cr_assert_geq(i.replays, 250, "%llu replays: it was turned off for a while", (unsigned long long)i.replays);
 }
 
 /* Warm-up figures: recording time per call, plan and graph build times, the first replayed run. */
