@@ -186,6 +186,11 @@ typedef struct cgj_libop {
                                               * its kernels' live values follow (see clone) */
     uint32_t live_nargs;
     cgj_reason_code_t live_never;
+    bool live_absorbed;  /* the call in progress was absorbed whole: the group's live values
+                          * are cgjit's (cgj_libop_fill), not the library's */
+    bool synthetic;      /* a recording's LIB op cloned from a replay that absorbed the call: its
+                          * group's values are cgjit's own, no sample of the library to learn
+                          * from (learning from it would confirm what was learned, right or not) */
     bool live_other_key; /* the call in progress has another key than the recorded one ... */
     uint8_t *live_key;   /* ... this one (live_keylen bytes, buffer of live_cap) */
     uint32_t live_keylen, live_cap;

@@ -30,6 +30,8 @@ cgj_libop_t *cgj_libop_clone(const cgj_libop_t *src)
     if (src->live_other_key) l->keylen = src->live_keylen;
     l->key = cgj_xmemdup(src->live_other_key ? src->live_key : src->key, l->keylen ? l->keylen : 1);
     l->live_key = NULL, l->live_keylen = l->live_cap = 0;
+    l->synthetic = src->live_absorbed;
+    l->live_absorbed = false;
     if (src->live_other_key) { /* what was learned belongs to the recorded call */
         l->live_other_key = l->absorbable = false;
         l->fix = NULL, l->nfix = 0, l->seen = NULL, l->free_args = 0;

@@ -116,7 +116,8 @@
     X(LIB_ARG_COUNT, "its pointer arguments differ in number", "")                                \
     X(LIB_ISSUES, "the call issues work that cannot be replayed without the library", "")         \
     X(LIB_UNEXPLAINED, "a kernel parameter changes with none of the call's arguments",            \
-      "the library keeps state of its own; it runs on every call")
+      "the library keeps state of its own; it runs on every call")                                 \
+    X(LIB_OWN_SAMPLE, "a sample's values were cgjit's own (the call was absorbed in the replay the recording continued); it is learned again from the library's runs", "")
 
 typedef enum cgj_reason_code {
 #define CGJ_REASON_ENUM(code, msg, hint) CGJ_REASON_##code,

@@ -36,6 +36,7 @@ typedef struct sample {
     uint32_t at;             /* index of the LIB op */
     const cgj_blocks_t *bl;  /* in-step allocations (NULL: none to match) */
     bool live;               /* read kp->live, not kp->rec */
+    bool own;                /* the values are cgjit's, not the library's (cgj_libop_t.synthetic) */
     const cgj_opvals_t *seen; /* the group's other values (NULL: its ops' calls) */
 } sample_t;
 
@@ -191,6 +192,8 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
     if (!L.ok) cgj_reason_set(&L.why, lib->failed ? CGJ_REASON_LIB_FAILED : lib->never, CGJ_REASON_NO_OP, NULL);
     if (L.ok && n->nargs != o->nargs)
         L.ok = false, cgj_reason_set(&L.why, CGJ_REASON_LIB_ARG_COUNT, CGJ_REASON_NO_OP, "%u, then %u", o->nargs, n->nargs);
+    if (L.ok && (n->own || o->own))
+        L.ok = false, cgj_reason_set(&L.why, CGJ_REASON_LIB_OWN_SAMPLE, CGJ_REASON_NO_OP, NULL);
     if (L.ok && n->live && !o->seen) /* a group recorded before its copies were learned */
         L.ok = false, cgj_reason_set(&L.why, CGJ_REASON_LIB_UNEXPLAINED, CGJ_REASON_NO_OP, "no earlier sample");
     L.keydiff = n->keylen != o->keylen || memcmp(n->key, o->key, n->keylen) != 0;
@@ -233,6 +236,7 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
     cgj_free(lib->seen);
     lib->seen = seen;
     lib->free_args |= L.changed;
+    lib->synthetic = n->own; /* what `seen` now holds */
     lib->absorbable = L.ok;
     lib->why_not = L.why;
     cgj_anchors_unlock();
@@ -245,8 +249,8 @@ void cgj_libop_learn(cgj_oplist_t *a, uint32_t at, const cgj_oplist_t *b, const 
     const cgj_libop_t *lb = b->ops[at].lib;
     la->failed |= lb->failed;
     if (!la->never && lb->never) la->never = lb->never;
-    sample_t n = {la, la->args, la->key, la->keylen, la->nargs, a, at, ta, false, NULL};
-    sample_t o = {lb, lb->args, lb->key, lb->keylen, lb->nargs, b, at, tb, false, NULL};
+    sample_t n = {la, la->args, la->key, la->keylen, la->nargs, a, at, ta, false, la->synthetic, NULL};
+    sample_t o = {lb, lb->args, lb->key, lb->keylen, lb->nargs, b, at, tb, false, lb->synthetic, NULL};
     learn(la, &n, &o);
     char text[280];
     if (!la->absorbable) {
@@ -269,8 +273,8 @@ void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc)
     cgj_libop_t *l = lib_op->lib;
     /* The trace's op list is only read through the group: a one-group view of it. */
     cgj_oplist_t view = {lib_op, l->nops + 1, l->nops + 1};
-    sample_t n = {l, lc->args, lc->key, lc->keylen, lc->nargs, &view, 0, NULL, true, NULL};
-    sample_t o = {l, l->args, l->key, l->keylen, l->nargs, &view, 0, NULL, false, l->seen};
+    sample_t n = {l, lc->args, lc->key, lc->keylen, lc->nargs, &view, 0, NULL, true, false, NULL};
+    sample_t o = {l, l->args, l->key, l->keylen, l->nargs, &view, 0, NULL, false, l->synthetic, l->seen};
     l->never = lc->never;
     learn(l, &n, &o);
     cgj_free(l->key);
