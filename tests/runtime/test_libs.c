@@ -840,3 +840,38 @@ Test(runtime_libs_off, absorb, .init = setup_libs_off)
                  (unsigned long long)TRACED(o, lib_absorbed));
     cr_assert_gt(calls_between(o, STEPS - 20, STEPS), 0, "the library did not run in the last steps");
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * own_samples: variants learned from recordings that continue replays
+ * ------------------------------------------------------------------------------------------- */
+
+/* y += 2x (absorbed once learned); from the middle on, a driver kernel after it: replays of the
+ * first variant leave their trace past its end, and the recordings that continue them hold the
+ * Saxpy's group as replay filled it in, not as the library issued it. The variant built from
+ * them must not take that for a sample of the library: its group is learned from the library's
+ * own runs, never from cgjit's (the first variant, learned from the library, absorbs the call). */
+static void own_samples_step(int s, bset_t *b, float *hv)
+{
+    (void)hv;
+    const float two = 2.0f;
+    BL(cublasSaxpy_v2(g_h, NV, &two, F(b, B_X), 1, F(b, B_Y), 1));
+    if (s >= STEPS / 2) OK(fk_axpb_launch(&fk, g_stream, b->p[B_Y], 0.5f, 1.0f, NV, 1));
+}
+
+Test(runtime_libs, continued_recordings_are_no_sample_of_the_library)
+{
+    const outcome_t *o = run_absorbing("own_samples", 1, before_first_stream, own_samples_step);
+    if (!o) return;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cgj_report(f);
+    fclose(f);
+    const char *v2 = strstr(buf, "    variant 2: ");
+    cr_assert(v2, "no second variant:\n%s", buf);
+    const char *calls = strstr(v2, "library calls: ");
+    cr_assert(calls && strncmp(calls, "library calls: 1, 0 absorbed", 28) == 0,
+              "the variant learned from continued recordings absorbs its call:\n%s", buf);
+    cr_assert(strstr(buf, "LIB_OWN_SAMPLE"), "the report does not say why:\n%s", buf);
+    free(buf);
+}
