@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <cuda.h>
 #include "fakecuda.h"
+#include <cgjit.h>
+#include <stdio.h>
 
 typedef struct fk {
     void *handle;
@@ -77,5 +79,17 @@ CUresult fk_copyscale_launch(fk_t *fk, CUstream s, CUdeviceptr dst, CUdeviceptr 
  * the plain or per-thread launch function. */
 CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdeviceptr x, float a,
                           float b, int n, unsigned grid);
+
+/* cgjit's report (cgj_report) as text, for a test to search; free() it. */
+static inline char *fk_report_text(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    cgj_report(f);
+    fclose(f);
+    return buf;
+}
 
 #endif

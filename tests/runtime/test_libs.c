@@ -862,11 +862,8 @@ Test(runtime_libs, continued_recordings_are_no_sample_of_the_library)
 {
     const outcome_t *o = run_absorbing("own_samples", 1, before_first_stream, own_samples_step);
     if (!o) return;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    cgj_report(f);
-    fclose(f);
+    char *buf = fk_report_text();
+    cr_assert(buf);
     const char *v2 = strstr(buf, "    variant 2: ");
     cr_assert(v2, "no second variant:\n%s", buf);
     const char *calls = strstr(v2, "library calls: ");

@@ -85,11 +85,8 @@ Test(tracer_implicit_sync, two_syncs_per_iteration_make_two_traces)
         iteration(y, it, 7, true, ry, seen);
         cr_assert(!memcmp(ry, seen, sizeof ry), "y at iteration %d", it);
     }
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    cgj_report(f);
-    fclose(f);
+    char *buf = fk_report_text();
+    cr_assert(buf);
     int anchors = 0;
     for (char *p = buf; (p = strstr(p, "'sync:")); p++) anchors++; /* listed, or folded (ran once) */
     cr_assert_geq(anchors, 2, "%s", buf);
@@ -223,11 +220,8 @@ Test(tracer_implicit_sync, a_producer_that_hands_its_work_over_finds_cycles_earl
     pthread_join(th, NULL);
     cr_assert_eq(c.mismatches, 0, "the consumer read work missing or doubled %d times", c.mismatches);
     /* The producer's steps are the cycle's: its anchor is the one named auto:. */
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    cgj_report(f);
-    fclose(f);
+    char *buf = fk_report_text();
+    cr_assert(buf);
     const char *a = strstr(buf, "anchor 'auto:");
     unsigned runs = 0, replayed = 0;
     cr_assert(a && sscanf(strstr(a, "': ") + 3, "%*[A-Z], %u runs, %u replayed", &runs, &replayed) == 2,
@@ -277,11 +271,8 @@ Test(tracer_implicit_sync, one_handoff_in_a_long_step_keeps_its_sync_steps)
     pthread_join(th, NULL);
     cgj_stats_t st = stats();
     cr_assert_geq(st.steps_replayed, w.iters - 4, "%llu replayed", (unsigned long long)st.steps_replayed);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    cgj_report(f);
-    fclose(f);
+    char *buf = fk_report_text();
+    cr_assert(buf);
     cr_assert(!strstr(buf, "anchor 'auto:"), "the main thread went looking for cycles:\n%s", buf);
     free(buf);
 }

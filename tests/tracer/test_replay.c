@@ -849,11 +849,8 @@ Test(tracer_replay_chunks, host_work_between_calls_ends_a_chunk, .init = gap_set
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18),
                  .segments = IS(4)}, /* 3 chunks of 3 kernels, one at each stretch of host work; 3 after */
         .fake = {.graph_launches = IS(18 * 4)}});
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    cgj_report(f);
-    fclose(f);
+    char *buf = fk_report_text();
+    cr_assert(buf);
     cr_assert(strstr(buf, "segment 1 ends at op 3: cuLaunchKernel (the program works on the host before its next call"),
               "the report does not say why the chunks end:\n%s", buf);
     free(buf);
