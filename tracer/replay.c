@@ -144,6 +144,11 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
             memcpy(o->stage, t->trace->list.ops[i].stage, o->call.u.m.bytes);
         }
         t->staged_waited = waited;
+        /* v's ops before t->pos hold no library call's values of this run (the earlier
+         * segments ran another variant's; the pending ones took values replay filled in): a
+         * recording that continues v after a side exit must not learn library groups from them. */
+        for (uint32_t i = 0; i < t->pos; i++)
+            if (v->list.ops[i].lib) v->list.ops[i].lib->live_absorbed = true;
         t->trace = v;
         t->seg = s;
         __atomic_store_n(&a->current, k, __ATOMIC_RELAXED); /* the report reads it */
