@@ -333,9 +333,9 @@ cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc);
 /* A copy for a recording that continues a replay (side exit): the call it describes is the
  * replay's (its pointers, its key), not the recorded one. */
 cgj_libop_t *cgj_libop_clone(const cgj_libop_t *l);
-/* Replay reached the op with call lc (absorbed or not): note its pointers and key (same_key:
- * the caller found it equal to the recorded key already). */
-void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc, bool same_key);
+/* Replay reached the op with call lc: note its pointers and key, and whether it is absorbed
+ * whole (its key then is the recorded one, and the group's live values are cgjit's). */
+void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc, bool absorbed);
 void cgj_libop_free(cgj_libop_t *l);
 /* Does call lc have the key and fixed arguments LIB op l recorded? */
 bool cgj_libop_matches(const cgj_libop_t *l, const cgj_libcall_t *lc);

@@ -42,13 +42,14 @@ cgj_libop_t *cgj_libop_clone(const cgj_libop_t *src)
     return l;
 }
 
-void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc, bool same_key)
+void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc, bool absorbed)
 {
     uint32_t n = lc->nargs < CGJ_LIB_MAX_ARGS ? lc->nargs : CGJ_LIB_MAX_ARGS;
     memcpy(l->live_args, lc->args, n * sizeof lc->args[0]);
     l->live_nargs = n;
     l->live_never = lc->never;
-    l->live_other_key = !same_key && (lc->keylen != l->keylen || memcmp(lc->key, l->key, lc->keylen) != 0);
+    l->live_absorbed = absorbed;
+    l->live_other_key = !absorbed && (lc->keylen != l->keylen || memcmp(lc->key, l->key, lc->keylen) != 0);
     if (!l->live_other_key) return;
     if (lc->keylen > l->live_cap) {
         cgj_free(l->live_key);

@@ -15,16 +15,17 @@
  * learning their library calls next to this one), and a verdict taken there was seen to turn
  * off a PyTorch step that replays 1.3x faster once settled.
  * Figures are judged in pairs: each eager period against the median of the last replay periods
- * (up to 4 of the last CGJ_COST_RECENT) at the same place in the program's loop: begun after a
- * step of the same anchor, and ended by a begin that came after a step of the same anchor. A program's pace drifts (a Python interpreter on a shared
- * machine ran the same step at 0.9 ms and at 1.4 ms within seconds), and an eager period taken in
- * one stretch compared with replay periods of another would judge the machine, not replay; and
- * an anchor that begins several steps of one iteration (a PyTorch step after each of its
- * synchronizations) has periods of very different lengths, one per place. When the median of the pairs' ratios (replay / eager) exceeds 1 + MARGIN at STRIKES
- * judgements in a row (one window of pairs is no verdict), the anchor goes OFF (reason OFF_COST,
- * with both medians): its steps run eagerly for OFF_RUNS runs the first time (a verdict can still
- * be wrong: it is looked at again soon), then 4, 8, 16 ... times as many (up to 256 times), then
- * replay is tried again with a fresh window of pairs.
+ * (up to PACE_REPLAYS of the last CGJ_COST_RECENT) at the same place in the program's loop: begun
+ * after a step of the same anchor, and ended by a begin that came after a step of the same
+ * anchor. A program's pace drifts (a Python interpreter on a shared machine ran the same step at
+ * 0.9 ms and at 1.4 ms within seconds), and an eager period taken in one stretch compared with
+ * replay periods of another would judge the machine, not replay; and an anchor that begins
+ * several steps of one iteration (a PyTorch step after each of its synchronizations) has periods
+ * of very different lengths, one per place. When the median of the pairs' ratios (replay /
+ * eager) exceeds 1 + MARGIN at STRIKES judgements in a row (one window of pairs is no verdict),
+ * the anchor goes OFF (reason OFF_COST, with both medians): its steps run eagerly for OFF_RUNS
+ * runs the first time (a verdict can still be wrong: it is looked at again soon), then 4, 8, 16
+ * ... times as many (up to 256 times), then replay is tried again with a fresh window of pairs.
  */
 #include "tracer/tracer.h"
 #include "base/log.h"
@@ -34,6 +35,7 @@
 #define PROBE_FIRST 3    /* while the eager window fills: one run in 3 is an eager probe */
 #define PROBE_STEADY 64  /* then one in 64 */
 #define MIN_PAIRS 5      /* pairs needed before a decision */
+#define PACE_REPLAYS 4   /* replay periods an eager one is paired with (their median) */
 #define MARGIN_PCT 2     /* replay may be this much slower than eager before it is turned off
                           * (the periods' own noise) */
 #define STRIKES 2
@@ -97,7 +99,7 @@ bool cgj_cost_eager(cgj_anchor_t *a)
     uint64_t runs = __atomic_load_n(&a->runs, __ATOMIC_RELAXED);
     if (a->state == CGJ_STATE_OFF) {
         if (runs < c->retry_at) return true;
-        c->neager = c->nreplay = 0; /* a fresh look at replay */
+        c->neager = 0; /* a fresh look at replay */
         c->nrecent = 0;
         c->since_probe = 0;
         cgj_anchor_go(a, CGJ_STATE_REPLAY);
@@ -112,12 +114,12 @@ bool cgj_cost_eager(cgj_anchor_t *a)
     return true;
 }
 
-/* The median of the last (up to 4) replay periods at the place from..to; 0: none. */
+/* The median of the last (up to PACE_REPLAYS) replay periods at the place from..to; 0: none. */
 static uint64_t replay_pace(const cgj_cost_t *c, const void *from, const void *to)
 {
-    uint64_t v[4];
+    uint64_t v[PACE_REPLAYS];
     uint32_t n = 0, have = c->nrecent < CGJ_COST_RECENT ? c->nrecent : CGJ_COST_RECENT;
-    for (uint32_t i = 0; i < have && n < 4; i++) {
+    for (uint32_t i = 0; i < have && n < PACE_REPLAYS; i++) {
         uint32_t k = (c->nrecent - 1 - i) % CGJ_COST_RECENT; /* newest first */
         if (c->recent[k].from == from && c->recent[k].to == to) v[n++] = c->recent[k].ns;
     }
@@ -135,7 +137,6 @@ void cgj_cost_begin(cgj_anchor_t *a, const void *thread, const void *pred, uint6
             c->recent[k].ns = ns;
             c->recent[k].from = c->last_pred;
             c->recent[k].to = pred;
-            c->nreplay++;
         } else if ((pace = replay_pace(c, c->last_pred, pred))) { /* an eager period, and its pair */
             uint32_t k = c->neager % CGJ_COST_EAGER_WINDOW;
             c->eager[k] = ns;

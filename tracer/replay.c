@@ -244,7 +244,6 @@ static bool replay_lib(cgj_thread_t *t, const cgj_call_t *c)
     cgj_trace_t *tr = t->trace;
     cgj_libop_t *l = m->lib;
     cgj_libop_note_call(l, lc, absorbed);
-    l->live_absorbed = absorbed;
     if (!absorbed) {
         t->lib_open = t->pos + 1;
         t->lib_serial = t->serial;

@@ -44,8 +44,7 @@ typedef struct cgj_cost {
                                  * begins that start and end each (its place in the loop) */
     uint32_t nrecent;
     const void *last_pred;      /* the anchor whose step came before its last step */
-    uint64_t neager, nreplay;   /* pairs and replay periods measured (the window holds the
-                                 * last pairs) */
+    uint64_t neager;            /* pairs measured (the window holds the last ones) */
     uint64_t eager_med_ns, replay_med_ns; /* the medians at the last judgement (the report):
                                  * eager periods, and the replay ones paired with them */
     uint64_t since_probe;       /* replay runs since the last eager probe */
@@ -149,8 +148,8 @@ void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);
 /* Replay guard: does call c match op o? The topology must be equal; on success, varying slots
  * and the values of a listed op are taken into o (the run in progress). On failure *r names the
  * difference (its op is left for the caller) and o is unchanged. With `promote` (the caller
- * knows the op takes new values: a graph node, or an op its segment issues eagerly), a constant slot or value that differs
- * becomes varying instead of failing; o->promoted is then set. */
+ * knows the op takes new values: a graph node, or an op its segment issues eagerly), a constant
+ * slot or value that differs becomes varying instead of failing; o->promoted is then set. */
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r);
 
 /* ---- libop.c ---- */

@@ -34,23 +34,28 @@ static void two_kernel_step(int s, CUdeviceptr *b, void *ctx)
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
 }
 
-/* Steps run traced only (the scenario helper runs an eager twin of each step, which would be
- * timed into the periods): compare with a host model of the buffer at the end. */
-static cgj_trace_info_t run_traced(const char *name, int steps)
+/* Steps of `fn` run traced only (the scenario helper runs an eager twin of each step, which
+ * would be timed into the periods): compare with a host model of the buffer at the end. */
+static cgj_trace_info_t run_traced_fn(const char *name, int steps, step_fn fn)
 {
     bufs_t b;
     bufs_alloc(&b, 1);
     for (int s = 0; s < steps; s++) {
         g_traced = false;
-        two_kernel_step(s, b.e, NULL);
+        fn(s, b.e, NULL);
         cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
         g_traced = true;
-        two_kernel_step(s, b.t, NULL);
+        fn(s, b.t, NULL);
         g_traced = false;
         cr_assert_eq(cgj_trace_end(), CGJ_OK);
     }
     compare_bufs(name, steps, &b);
     return info_of(name);
+}
+
+static cgj_trace_info_t run_traced(const char *name, int steps)
+{
+    return run_traced_fn(name, steps, two_kernel_step);
 }
 
 Test(tracer_cost, replay_that_costs_more_than_eager_turns_itself_off)
@@ -105,21 +110,9 @@ static void slower_from_60(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_cost, a_program_that_slows_down_is_no_verdict_on_replay)
 {
     fk.set_delays(100, 0); /* replay saves 200 us per step */
-    bufs_t b;
-    bufs_alloc(&b, 1);
-    for (int s = 0; s < 260; s++) {
-        g_traced = false;
-        slower_from_60(s, b.e, NULL);
-        cr_assert_eq(cgj_trace_begin("drift"), CGJ_OK);
-        g_traced = true;
-        slower_from_60(s, b.t, NULL);
-        g_traced = false;
-        cr_assert_eq(cgj_trace_end(), CGJ_OK);
-    }
+    cgj_trace_info_t i = run_traced_fn("drift", 260, slower_from_60);
     g_host_us = 0;
     fk.set_delays(0, 0);
-    compare_bufs("drift", 260, &b);
-    cgj_trace_info_t i = info_of("drift");
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
     cr_assert_eq(stats_now().anchors_off, 0);
     cr_assert_geq(i.replays, 230);
