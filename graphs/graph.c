@@ -32,7 +32,10 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
  *    Gaps inside a library call's group do not count (absorbed whole, the library does not run)
  *    and no chunk ends inside one;
  *  - at a handoff op (another thread takes over the stream there), even right before a boundary
- *    or at the step's end: the other thread comes before the step's next call. */
+ *    or at the step's end: the other thread comes before the step's next call;
+ *  - after a collective's group (NCCL), likewise: its kernels wait for peers, which may wait
+ *    for this process's host before their own next call; launched before the call returns, as
+ *    eager launches them, no peer waits for work cgjit holds back. */
 static void split_segments(cgj_trace_t *t)
 {
     uint32_t n = t->list.n, cap = 0, chunk = (uint32_t)cgj_cfg.CHUNK_OPS;
@@ -43,17 +46,22 @@ static void split_segments(cgj_trace_t *t)
         uint32_t j = i;
         while (j < n && cgj_op_class[t->list.ops[j].call.kind] != CGJ_CLASS_BOUNDARY) j++;
         uint32_t first = i, captured = 0, group_end = 0; /* ops before group_end are a group's */
+        uint32_t coll_end = 0; /* a collective's group ends before op coll_end */
         uint64_t gaps = 0;
         for (uint32_t k = i; k < j; k++) {
-            const cgj_op_t *o = &t->list.ops[k];
+            cgj_op_t *o = &t->list.ops[k];
+            o->chunk_end = CGJ_REASON_NONE;
             if (o->lib) group_end = k + 1 + o->lib->nops;
+            if (o->lib && o->lib->collective) coll_end = group_end;
             if (cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE) captured++;
             bool grouped = k + 1 < group_end;
             if (k + 1 < j && !grouped) gaps += t->list.ops[k + 1].gap_ns;
             bool full = chunk && captured >= chunk;
             bool idle = chunk_ns && captured && gaps >= chunk_ns;
-            if (((full || idle) && k + 1 < j && !grouped) || o->handoff) {
-                t->list.ops[k].idle_end = idle && !full;
+            bool coll = k + 1 == coll_end;
+            if (((full || idle) && k + 1 < j && !grouped) || o->handoff || coll) {
+                o->chunk_end = coll ? CGJ_REASON_BREAK_COLLECTIVE
+                             : idle && !full ? CGJ_REASON_BREAK_IDLE : CGJ_REASON_NONE;
                 push_segment(t, &cap, first, k + 1, true);
                 first = k + 1, captured = 0, gaps = 0;
             }

@@ -77,6 +77,8 @@ typedef struct cgj_libcall {
     uint32_t keylen, nargs;
     cgj_reason_code_t never; /* why the call is never absorbed (the key is incomplete, it returns a
                               * value to the host), or CGJ_REASON_NONE */
+    bool collective;         /* its kernels wait for other processes or devices (NCCL): replay
+                              * launches them before the call returns, as eager does */
     CUdeviceptr args[CGJ_LIB_MAX_ARGS];
     uint8_t key[CGJ_LIB_KEY_MAX];
 } cgj_libcall_t;
@@ -195,6 +197,8 @@ typedef struct cgj_libop {
     uint8_t *live_key;   /* ... this one (live_keylen bytes, buffer of live_cap) */
     uint32_t live_keylen, live_cap;
     bool failed;         /* the library returned an error: it is always called */
+    bool collective;     /* the call's kernels wait for peers (cgj_libcall_t): a chunk ends with
+                          * its group */
     cgj_reason_code_t never; /* the wrapper's reason never to absorb it, or CGJ_REASON_NONE */
     bool absorbable;     /* the group can be replayed without calling the library */
     bool for_good;       /* not absorbable whatever the samples: its driver calls' kinds */
@@ -235,8 +239,10 @@ typedef struct cgj_op {
     bool listed;       /* in its segment's patch list: its values are compared at each launch */
     bool promoted;     /* a value became varying during replay; not yet in the patch list */
     bool fixed;        /* the executable graph refused a new value: its values are guarded */
-    bool idle_end;     /* in a trace: a chunk ends here, as the program works on the host before
-                        * its next call (CGJIT_CHUNK_US) */
+    cgj_reason_code_t chunk_end; /* in a trace: why a chunk ends after this op (graphs/graph.c):
+                        * BREAK_IDLE, the program works on the host before its next call
+                        * (CGJIT_CHUNK_US); BREAK_COLLECTIVE, a collective's last op; else
+                        * CGJ_REASON_NONE */
     bool handoff;      /* another thread issued work that could observe this op's stream right
                         * after it, in every recording (a PyTorch autograd worker taking over
                         * the main thread's stream): its segment launches as soon as it is

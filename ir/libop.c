@@ -16,6 +16,7 @@ cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc)
     memcpy(l->live_args, lc->args, lc->nargs * sizeof lc->args[0]);
     l->live_nargs = lc->nargs;
     l->never = l->live_never = lc->never;
+    l->collective = lc->collective;
     return l;
 }
 

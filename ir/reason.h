@@ -100,6 +100,8 @@
       "nothing to do: the GPU runs the chunk while the host works")                               \
     X(BREAK_HANDOFF, "another thread issues work on the step's stream here (it waited for this thread)", \
       "nothing to do: the work is launched before the other thread needs it")                     \
+    X(BREAK_COLLECTIVE, "a collective (NCCL) waits for its peers: launched before its call returns, as eager", \
+      "nothing to do: no peer waits for work cgjit holds back")                                   \
     /* library calls never absorbed whole */                                                       \
     X(LIB_FAILED, "the library returned an error", "")                                            \
     X(LIB_UNGUARDED, "the call's arguments cannot all be guarded", "")                            \
@@ -117,6 +119,8 @@
     X(LIB_ISSUES, "the call issues work that cannot be replayed without the library", "")         \
     X(LIB_UNEXPLAINED, "a kernel parameter changes with none of the call's arguments",            \
       "the library keeps state of its own; it runs on every call")                                 \
+    X(LIB_NCCL_GROUP, "NCCL calls grouped by ncclGroupStart/End run as the program makes them",   \
+      "nothing to do: the group's kernels are still replayed from graphs")                        \
     X(LIB_OWN_SAMPLE, "a sample's values were cgjit's own (the call was absorbed in the replay the recording continued); it is learned again from the library's runs", "")
 
 typedef enum cgj_reason_code {

@@ -29,6 +29,8 @@ static const char *const *library_of(const char *name)
 #else
     static const char *const dnn[] = {"libcudnn.so", NULL};
 #endif
+    static const char *const nccl[] = {"libnccl.so.2", "libnccl.so", NULL};
+    if (!strncmp(name, "nccl", 4)) return nccl;
     if (!strncmp(name, "cublasLt", 8)) return lt;
     if (!strncmp(name, "cublas", 6)) return blas;
     return dnn;

@@ -87,6 +87,7 @@ static inline void lib_init(cgj_libcall_t *lc)
 {
     lc->keylen = lc->nargs = 0;
     lc->never = CGJ_REASON_NONE;
+    lc->collective = false;
 }
 
 /* Keys are compared byte for byte: a struct put whole must have no padding (stack bytes). */
