@@ -69,8 +69,17 @@ static cgj_step_policy_t step_policy(void)
     return def;
 }
 
-/* fork(): the child passes every call through and never waits for a lock a thread of the parent
- * held (that thread does not exist in the child). */
+/* fork(): the child never waits for a lock a thread of the parent held (that thread does not
+ * exist in the child). Where the parent had initialized CUDA, the child cannot use it and cgjit
+ * passes its calls through; else the child is traced as any process (tracer/step.h). */
+static bool cuda_before_fork;
+
+static void fork_prepare(void)
+{
+    CUcontext c;
+    cuda_before_fork = !cgj_drv.r_cuCtxGetCurrent || cgj_drv.r_cuCtxGetCurrent(&c) != CUDA_ERROR_NOT_INITIALIZED;
+}
+
 static void fork_child(void)
 {
     cgj_log_forked();
@@ -80,7 +89,8 @@ static void fork_child(void)
 #ifdef CGJ_HAVE_CUDNN
     cgj_lib_dnn_forked();
 #endif
-    cgj_step_forked();
+    cgj_step_forked(cuda_before_fork);
+    if (!cuda_before_fork) cgj_report_forked();
 }
 
 static int init_locked(void)
@@ -99,7 +109,7 @@ static int init_locked(void)
     if (cgj_cfg.DISABLE) return CGJ_ERR_DISABLED;
     cgj_wrappers_init();
     cgj_step_implicit_enable(step_policy());
-    pthread_atfork(NULL, NULL, fork_child);
+    pthread_atfork(fork_prepare, NULL, fork_child);
     CGJ_LOG(interpose, "driver '%s' loaded", cgj_cfg.DRIVER);
     return CGJ_OK;
 }

@@ -60,5 +60,8 @@ void cgj_report_json(FILE *f);
 /* At start-up, once the configuration is read: when CGJIT_REPORT or CGJIT_TRACE_FILE ask for
  * output, start the timeline and write the output at exit. */
 void cgj_report_setup(void);
+/* In a child after fork() that cgjit traces (tracer/step.h, cgj_step_forked): the child writes
+ * its own report and timeline at exit, as the parent does. */
+void cgj_report_forked(void);
 
 #endif /* CGJ_REPORT_H */

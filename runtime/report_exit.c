@@ -59,6 +59,11 @@ static void at_exit(void)
     write_trace();
 }
 
+void cgj_report_forked(void)
+{
+    if (setup_pid) setup_pid = getpid();
+}
+
 void cgj_report_setup(void)
 {
     const char *file;

@@ -28,10 +28,12 @@ static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 static int forked; /* this process is a child of fork(): everything passes through */
 
-void cgj_step_forked(void)
+void cgj_step_forked(bool cuda_before)
 {
-    forked = 1;
-    cgj_implicit_disable_silently();
+    if (cuda_before) {
+        forked = 1;
+        cgj_implicit_disable_silently();
+    }
     cgj_threads_forked();
     cgj_anchors_forked();
 }

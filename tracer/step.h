@@ -94,9 +94,12 @@ void cgj_step_begin_eager(void);
 void cgj_step_implicit_enable(cgj_step_policy_t policy);
 void cgj_step_markers_seen(void);
 
-/* In a child after fork(): cgjit passes every call through (the parent's steps, threads and
- * locks are not the child's; CUDA cannot be used across fork anyway), and never blocks. */
-void cgj_step_forked(void);
+/* In a child after fork(): the parent's steps, threads and locks are not the child's, and it
+ * never blocks on them. A parent that had initialized CUDA (cuda_before) leaves a child that
+ * cannot use CUDA: cgjit passes every call through. A parent that had not (a launcher forking
+ * one worker per GPU, as torchrun or mpirun do) leaves a child that starts CUDA afresh: cgjit
+ * traces it as any process. */
+void cgj_step_forked(bool cuda_before);
 
 /* Another thread's host-observing call (synchronize, query, read back) must never overtake
  * work a replaying thread absorbed but has not launched. cgj_step_observe() flushes, eagerly and

@@ -132,7 +132,7 @@ int main(void)
         if (pids[i] < 0) return 1;
         if (pids[i] == 0) {
             run_rank(&args[i]);
-            _exit(0);
+            exit(0); /* as a rank of torchrun or mpirun ends: exit handlers run */
         }
     }
     int failed = 0;

@@ -187,6 +187,54 @@ Test(tracer_correct, fork_during_a_replay_never_hangs)
     cr_assert_geq(info_of("forked").replays, 8);
 }
 
+/* ---- a launcher that forks a worker before it initialized CUDA ---- */
+
+/* A worker forked from a parent that never initialized CUDA (a launcher starting one process per
+ * GPU, as torchrun or mpirun do) starts CUDA afresh: its steps are traced and replayed, and it
+ * writes its own report. Its exit status says what it saw. */
+static void fresh_worker(CUdeviceptr x)
+{
+    alarm(10);
+    float want[N];
+    if (fk.dtoh(want, x, sizeof want) != CUDA_SUCCESS) _exit(2);
+    for (int s = 0; s < 6; s++) {
+        if (cgj_trace_begin("worker") != CGJ_OK) _exit(3);
+        if (fk_addk_launch(&fk, NULL, x, 1, N) != CUDA_SUCCESS) _exit(4);
+        if (cgj_trace_end() != CGJ_OK) _exit(5);
+    }
+    float h[N];
+    if (fk.ctx_sync() != CUDA_SUCCESS || fk.dtoh(h, x, sizeof h) != CUDA_SUCCESS) _exit(6);
+    for (int i = 0; i < N; i++) {
+        for (int s = 0; s < 6; s++) want[i] += 1.0f; /* as the kernel adds, step by step */
+        if (h[i] != want[i]) _exit(7);
+    }
+    cgj_trace_info_t i = {.size = sizeof i};
+    _exit(cgj_trace_info_read("worker", &i) == CGJ_OK && i.replays >= 3 ? 0 : 9); /* 9: not replayed */
+}
+
+static int fork_worker(CUdeviceptr x, bool parent_without_cuda)
+{
+    /* cgjit asks the driver at fork() whether CUDA was initialized; the fake always says yes
+     * unless told otherwise once. */
+    if (parent_without_cuda) fk.fail_next("cuCtxGetCurrent", CUDA_ERROR_NOT_INITIALIZED);
+    pid_t pid = fork();
+    if (pid == 0) fresh_worker(x);
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the worker was killed by signal %d", WTERMSIG(status));
+    return WEXITSTATUS(status);
+}
+
+Test(tracer_correct, a_worker_forked_before_cuda_started_is_traced)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 9);
+    int st = fork_worker(x, true);
+    cr_assert_eq(st, 0, "the fresh worker's steps were not replayed, or were wrong (exit status %d)", st);
+    /* A child of a parent that used CUDA runs every call through: its steps never replay. */
+    st = fork_worker(x, false);
+    cr_assert_eq(st, 9, "the worker's exit status: %d", st);
+}
+
 /* ---- a failure while absorbed work is re-issued at a side exit ---- */
 
 static const char *g_fail_api; /* the driver function failed once in step 6 of each half */
