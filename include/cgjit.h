@@ -118,13 +118,14 @@ CGJ_API int cgj_trace_end(void);
     X(pool_frees, "in-step frees absorbed by replay (no driver call, no synchronization)")    \
     X(escape_exits, "side exits because a block an earlier replay returned is still held")   \
     X(pool_bytes, "device bytes mapped for the replay memory pool (a level, not a count)")  \
-    X(lib_calls, "cuBLAS, cuBLASLt and cuDNN calls made inside traced steps")                \
+    X(lib_calls, "cuBLAS, cuBLASLt, cuDNN and NCCL calls made inside traced steps")          \
     X(lib_absorbed, "library calls replay absorbed whole: the library was not called")       \
     X(lib_relearned, "library calls whose arguments changed in replay: the library ran and the trace learned them") \
     X(anchors_evicted, "anchors whose traces and pool memory were given back to stay within CGJIT_POOL_MAX_GB") \
     X(values_promoted, "ops whose grid, block, copy or memset operands (or parameters) were found to vary in replay, patched from then on") \
     X(steps_probed, "steps of replaying anchors run eagerly on purpose, to measure whether replay pays (CGJIT_COST)") \
-    X(anchors_off, "times an anchor turned replay off because it cost more than eager execution")
+    X(anchors_off, "times an anchor turned replay off because it cost more than eager execution") \
+    X(collectives_absorbed, "NCCL collective and point-to-point calls replay absorbed whole: their kernels replayed, launched before the call returned")
 
 /*
  * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields

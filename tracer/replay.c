@@ -262,6 +262,7 @@ static bool replay_lib(cgj_thread_t *t, const cgj_call_t *c)
     for (uint32_t i = t->pos; i < end; i++) cgj_op_issue(&tr->list.ops[i], tr->list.ops[i].call.stream, false, false);
     l->absorbed++;
     CGJ_STAT_ADD(lib_absorbed, 1);
+    if (l->collective) CGJ_STAT_ADD(collectives_absorbed, 1);
     return true;
 }
 
