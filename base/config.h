@@ -60,7 +60,9 @@
     X(COST, BOOL, 1, 0, 1, "cost", BOOL, "0|1", NULL,                                                   \
       "measure each anchor's replayed and eager steps (1 in 64 runs eagerly) and turn replay off where it does not pay") \
     X(LIBS, BOOL, 1, 0, 1, "libs", BOOL, "0|1", NULL,                                                   \
-      "0: never absorb cuBLAS/cuDNN calls whole (the libraries run; their kernels still replay)") \
+      "0: never absorb cuBLAS/cuDNN/NCCL calls whole (the libraries run; their kernels still replay)") \
+    X(COLLECTIVE_TIMEOUT_S, INT, 60, 0, 86400, "collective-timeout-s", INT, "S", NULL,                \
+      "a replayed NCCL collective that has not completed after S seconds is reported on stderr: a peer never made the same call (0: not watched)") \
     X(DRIVER, STR, "libcuda.so.1", 0, 0, NULL, NONE, NULL, NULL,                                      \
       "the CUDA driver library cgjit forwards to (tests point it at a fake)")
 

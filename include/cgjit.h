@@ -125,7 +125,8 @@ CGJ_API int cgj_trace_end(void);
     X(values_promoted, "ops whose grid, block, copy or memset operands (or parameters) were found to vary in replay, patched from then on") \
     X(steps_probed, "steps of replaying anchors run eagerly on purpose, to measure whether replay pays (CGJIT_COST)") \
     X(anchors_off, "times an anchor turned replay off because it cost more than eager execution") \
-    X(collectives_absorbed, "NCCL collective and point-to-point calls replay absorbed whole: their kernels replayed, launched before the call returned")
+    X(collectives_absorbed, "NCCL collective and point-to-point calls replay absorbed whole: their kernels replayed, launched before the call returned") \
+    X(collectives_stuck, "replayed collectives reported as not completed after CGJIT_COLLECTIVE_TIMEOUT_S (a peer never made the same call)")
 
 /*
  * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields

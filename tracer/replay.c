@@ -58,7 +58,15 @@ static void launch_segment(cgj_thread_t *t)
 /* The chunk in flight is complete: launch it and go on with the next segment. */
 static void chunk_done(cgj_thread_t *t)
 {
+    const cgj_trace_t *tr = t->trace;
+    const cgj_segment_t *seg = &tr->segs[t->seg];
     launch_segment(t);
+    if (t->mode == CGJ_MODE_REPLAY && seg->ncapture && seg->end > seg->first &&
+        tr->list.ops[seg->end - 1].chunk_end == CGJ_REASON_BREAK_COLLECTIVE) {
+        uint32_t i = seg->end - 1;
+        while (i > seg->first && !tr->list.ops[i].lib) i--;
+        cgj_watch_collective(t->ctx, seg->home, t->anchor->name, tr->list.ops[i].call.api);
+    }
     t->seg++;
     t->staged_waited = false;
 }

@@ -36,6 +36,7 @@ void cgj_step_forked(bool cuda_before)
     }
     cgj_threads_forked();
     cgj_anchors_forked();
+    cgj_watch_forked();
 }
 
 /* The CUDA runtime may have unbound an exiting thread's context already (its own TLS destructor

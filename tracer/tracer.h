@@ -9,6 +9,7 @@
  *     build.c     a trace from a recording: memory plan, staging, graphs
  *     replay.c    guard, absorb, patch, launch; variant switches
  *     exits.c     leaving a replay: flush, side exit, abort; other threads' observations
+ *     watch.c     replayed collectives in flight: the ones that never complete are reported
  *     cost.c      does replay pay? eager probes, periods, turning replay off and on
  *     shape.c     comparing calls with ops and recordings with each other; the guard
  *     libop.c     learning how a library call's kernels follow its arguments
@@ -27,6 +28,11 @@
 /* An anchor: the named point where a step starts, and what cgjit knows of it. It moves along
  * CGJ_ANCHOR_TRANSITION_LIST (machine.h). One thread at a time runs a step of a given anchor
  * (`busy`); a second thread beginning the same anchor meanwhile runs its step eagerly. */
+/* ---- watch.c: replayed collectives that never complete ---- */
+/* A chunk ending with a collective (named by `call`) was launched on s in ctx by anchor's step. */
+void cgj_watch_collective(CUcontext ctx, CUstream s, const char *anchor, const char *call);
+void cgj_watch_forked(void);
+
 /* ---- cost.c: does replay pay? ---- */
 #define CGJ_COST_EAGER_WINDOW 8
 #define CGJ_COST_RECENT 8

@@ -12,6 +12,7 @@
 #include <cgjit.h>
 #include <nccl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fakeapp.h"
 #include "fakenccl.h"
@@ -32,6 +33,7 @@ static ncclComm_t g_comm;
 
 static void setup(void)
 {
+    setenv("CGJIT_COLLECTIVE_TIMEOUT_S", "1", 1);
     fk_open(&fk);
     OK(fk.stream_create(&g_s, 0));
     NC(ncclCommInitAll(&g_comm, 1, NULL));
@@ -183,4 +185,35 @@ Test(runtime_nccl, work_that_changes_with_no_argument_keeps_the_library_running)
     outcome_t o = run("fifo", fifo_step, NULL);
     cr_assert_eq(o.calls_late, 10);
     cr_assert_geq(info("fifo").replays, STEPS - 3);
+}
+
+static uint64_t stuck_now(void)
+{
+    cgj_stats_t st = {.size = sizeof st};
+    cr_assert_eq(cgj_stats_read(&st), CGJ_OK);
+    return st.collectives_stuck;
+}
+
+/* A replayed all-reduce whose kernels never complete (the driver says "not ready" for 3 s, as
+ * when a peer never makes the call) is reported after CGJIT_COLLECTIVE_TIMEOUT_S (1 s here);
+ * the program's work is left alone. */
+Test(runtime_nccl, a_replayed_collective_that_never_completes_is_reported)
+{
+    bufs_t b = {fk_alloc_floats(&fk, N, 1), fk_alloc_floats(&fk, N, 2), fk_alloc_floats(&fk, N, 3)};
+    for (int s = 0; s < 8; s++) {
+        cr_assert_eq(cgj_trace_begin("stuck"), CGJ_OK);
+        allreduce_step(s, &b);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        OK(fk.stream_sync(g_s));
+    }
+    cr_assert_geq(info("stuck").replays, 4);
+    usleep(300000); /* the watchdog has seen the earlier ones complete */
+    cr_assert_eq(stuck_now(), 0);
+    for (int i = 0; i < 30; i++) fk.fail_next("cuEventQuery", CUDA_ERROR_NOT_READY);
+    cr_assert_eq(cgj_trace_begin("stuck"), CGJ_OK);
+    allreduce_step(8, &b);
+    cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    for (int i = 0; i < 40 && !stuck_now(); i++) usleep(100000);
+    cr_assert_eq(stuck_now(), 1, "the stuck collective was reported once");
+    fk.fail_clear();
 }
