@@ -161,6 +161,7 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
 /* D(exported, prototype): functions cgjit calls for its own work. */
 #define CGJ_DRIVER_CALLED(D)                                                  \
     D(cuInit, cuInit)                                                         \
+    D(cuDeviceGetCount, cuDeviceGetCount)                                     \
     D(cuGetErrorString, cuGetErrorString)                                     \
     D(cuCtxGetCurrent, cuCtxGetCurrent)                                       \
     D(cuCtxGetApiVersion, cuCtxGetApiVersion)                                 \

@@ -5,7 +5,7 @@
  *
  * One process, a thread per GPU, communicators from ncclCommInitAll. Each thread holds two
  * replicas of its rank from the same initial weights: one trained eagerly, one trained with each
- * step between cgj_trace_begin("ddp") and cgj_trace_end(). Rounds alternate a block of eager
+ * step between cgj_trace_begin("ddp<rank>") and cgj_trace_end(). Rounds alternate a block of eager
  * steps and a block of replayed steps; all ranks run the same sequence, so every collective
  * meets its peers. The figures are the medians over rounds of the mean step time of a block, per
  * rank; at the end each rank's replayed weights must equal its eager weights bit for bit, and
@@ -50,9 +50,13 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Each rank's step is an anchor of its own ("ddp0", "ddp1", ...): one thread at a time runs a
+ * given anchor's step, and ranks run theirs at the same time. */
 static void replayed_step(ddp_rank_t *r, int step)
 {
-    if (cgj_trace_begin("ddp") != CGJ_OK) {
+    char name[16];
+    snprintf(name, sizeof name, "ddp%d", r->rank);
+    if (cgj_trace_begin(name) != CGJ_OK) {
         fprintf(stderr, "cgjit-bench-ddp: cgj_trace_begin failed\n");
         exit(1);
     }
@@ -91,7 +95,9 @@ static void *run_rank(void *p)
     cgj_trace_info_t info;
     memset(&info, 0, sizeof info);
     info.size = sizeof info;
-    if (cgj_trace_info_read("ddp", &info) == CGJ_OK) a->replays = info.replays;
+    char name[16];
+    snprintf(name, sizeof name, "ddp%d", a->rank);
+    if (cgj_trace_info_read(name, &info) == CGJ_OK) a->replays = info.replays;
     ddp_destroy(&e);
     ddp_destroy(&t);
     return NULL;

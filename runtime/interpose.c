@@ -74,10 +74,11 @@ static cgj_step_policy_t step_policy(void)
  * passes its calls through; else the child is traced as any process (tracer/step.h). */
 static bool cuda_before_fork;
 
+/* cuDeviceGetCount answers CUDA_ERROR_NOT_INITIALIZED before cuInit (cuCtxGetCurrent may not). */
 static void fork_prepare(void)
 {
-    CUcontext c;
-    cuda_before_fork = !cgj_drv.r_cuCtxGetCurrent || cgj_drv.r_cuCtxGetCurrent(&c) != CUDA_ERROR_NOT_INITIALIZED;
+    int n;
+    cuda_before_fork = !cgj_drv.r_cuDeviceGetCount || cgj_drv.r_cuDeviceGetCount(&n) != CUDA_ERROR_NOT_INITIALIZED;
 }
 
 static void fork_child(void)

@@ -216,7 +216,7 @@ static int fork_worker(CUdeviceptr x, bool parent_without_cuda)
 {
     /* cgjit asks the driver at fork() whether CUDA was initialized; the fake always says yes
      * unless told otherwise once. */
-    if (parent_without_cuda) fk.fail_next("cuCtxGetCurrent", CUDA_ERROR_NOT_INITIALIZED);
+    if (parent_without_cuda) fk.fail_next("cuDeviceGetCount", CUDA_ERROR_NOT_INITIALIZED);
     pid_t pid = fork();
     if (pid == 0) fresh_worker(x);
     int status = 0;
