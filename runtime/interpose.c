@@ -75,10 +75,13 @@ static cgj_step_policy_t step_policy(void)
 static bool cuda_before_fork;
 
 /* cuDeviceGetCount answers CUDA_ERROR_NOT_INITIALIZED before cuInit (cuCtxGetCurrent may not). */
+static CUresult fork_probe;
+
 static void fork_prepare(void)
 {
     int n;
-    cuda_before_fork = !cgj_drv.r_cuDeviceGetCount || cgj_drv.r_cuDeviceGetCount(&n) != CUDA_ERROR_NOT_INITIALIZED;
+    fork_probe = cgj_drv.r_cuDeviceGetCount ? cgj_drv.r_cuDeviceGetCount(&n) : CUDA_ERROR_NOT_FOUND;
+    cuda_before_fork = fork_probe != CUDA_ERROR_NOT_INITIALIZED;
 }
 
 static void fork_child(void)
@@ -91,6 +94,10 @@ static void fork_child(void)
     cgj_lib_dnn_forked();
 #endif
     cgj_step_forked(cuda_before_fork);
+    CGJ_LOG(interpose, "fork: %s (cuDeviceGetCount: %d)",
+            cuda_before_fork ? "the parent had initialized CUDA: every call passes through"
+                             : "the parent had not initialized CUDA: the child is traced",
+            (int)fork_probe);
     if (!cuda_before_fork) cgj_report_forked();
 }
 

@@ -13,6 +13,8 @@
 #include "fakeapp.h"
 
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define N 64
 #define OK(x) cr_assert_eq((x), CUDA_SUCCESS, "%s", #x)
@@ -71,6 +73,29 @@ Test(tracer_implicit_sync, a_loop_with_one_sync_replays)
     cgj_stats_t s = synced_loop(50, 10);
     cr_assert_geq(s.steps_replayed, 47, "replayed %llu", (unsigned long long)s.steps_replayed);
     cr_assert_eq(s.side_exits, 0);
+}
+
+/* A worker forked by a launcher that never initialized CUDA (one process per GPU) finds its
+ * steps as any process does. */
+Test(tracer_implicit_sync, a_worker_forked_before_cuda_started_finds_its_steps)
+{
+    fk.fail_next("cuDeviceGetCount", CUDA_ERROR_NOT_INITIALIZED); /* cgjit's question at fork() */
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10);
+        CUdeviceptr x = fk_alloc_floats(&fk, N, 4);
+        float ref[N], seen[N];
+        if (fk.dtoh(ref, x, sizeof ref) != CUDA_SUCCESS) _exit(2);
+        for (int it = 0; it < 30; it++) {
+            iteration(x, it, 5, true, ref, seen);
+            if (memcmp(ref, seen, sizeof ref)) _exit(3);
+        }
+        _exit(stats().steps_replayed >= 20 ? 0 : 4);
+    }
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the worker: %s %d", WIFEXITED(st) ? "exit status" : "signal",
+              WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 }
 
 Test(tracer_implicit_sync, two_syncs_per_iteration_make_two_traces)
