@@ -6,6 +6,7 @@
  *   ddp_threads   one process driving every GPU: ncclCommInitAll, then a thread per device.
  * The step is ddp_model.h's (cuBLAS MLP, gradients all-reduced in two buckets, AdamW, a loss
  * read back every step). Ranks: $DDP_RANKS, else every GPU (at most 8); one GPU runs one rank.
+ * Steps: $DDP_STEPS (default 400).
  *
  * Output (stdout, exact): rank 0's summed loss every step as a hex float; at the end every
  * rank's weight checksum and whether all ranks hold the same weights. Timing (stderr): rank 0's
@@ -19,7 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { STEPS = 400, TIMED_LAST = 200, MAX_RANKS = 8 };
+enum { STEPS = 400, MAX_RANKS = 8 };
+static int g_steps = STEPS; /* $DDP_STEPS */
 
 #ifdef DDP_THREADS_LAYOUT
 #define APP_NAME "ddp_threads"
@@ -56,8 +58,9 @@ static void *run_rank(void *p)
     }
     ddp_rank_t r;
     ddp_create(&r, a->rank, a->nranks, comm);
-    static double t_us[STEPS];
-    for (int step = 0; step < STEPS; step++) {
+    double *t_us = (double *)calloc(g_steps, sizeof(double));
+    if (!t_us) exit(1);
+    for (int step = 0; step < g_steps; step++) {
         double t0 = app_now_us();
         float loss = ddp_step(&r, step);
         if (a->rank == 0) {
@@ -69,7 +72,8 @@ static void *run_rank(void *p)
     a->sh->done[a->rank] = 1;
     ddp_destroy(&r);
     DDP_CKN(ncclCommDestroy(comm));
-    if (a->rank == 0) app_report_time(APP_NAME, t_us, STEPS, TIMED_LAST);
+    if (a->rank == 0) app_report_time(APP_NAME, t_us, g_steps, g_steps / 2);
+    free(t_us);
     fflush(stdout);
     return NULL;
 }
@@ -109,6 +113,11 @@ static int rank_count(void)
 
 int main(void)
 {
+    const char *st = getenv("DDP_STEPS");
+    if (st && *st && (g_steps = atoi(st)) < 2) {
+        fprintf(stderr, APP_NAME ": DDP_STEPS must be 2 or more\n");
+        return 2;
+    }
     int n = rank_count();
     shared_t *sh = (shared_t *)mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED) return 1;
