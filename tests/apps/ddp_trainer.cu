@@ -8,6 +8,10 @@
  * read back every step). Ranks: $DDP_RANKS, else every GPU (at most 8); one GPU runs one rank.
  * Steps: $DDP_STEPS (default 400).
  *
+ * Started by another launcher (ddp_trainer only): with $DDP_RANK set, the process is that one
+ * rank of $DDP_RANKS, and the ranks meet through the NCCL id rank 0 writes to $DDP_ID_FILE (as
+ * torchrun hands its workers their rank in the environment); it prints its own rank's line.
+ *
  * Output (stdout, exact): rank 0's summed loss every step as a hex float; at the end every
  * rank's weight checksum and whether all ranks hold the same weights. Timing (stderr): rank 0's
  * median step time, as apps_common.h reports it.
@@ -36,6 +40,36 @@ typedef struct shared {
     uint64_t checksum[MAX_RANKS];
     int done[MAX_RANKS];
 } shared_t;
+
+#ifndef DDP_THREADS_LAYOUT
+/* Rank 0 writes the id to `path` (whole, by rename); the others wait for it. */
+static void share_id_by_file(shared_t *sh, int rank, const char *path)
+{
+    if (rank == 0) {
+        DDP_CKN(ncclGetUniqueId(&sh->id));
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *f = fopen(tmp, "wb");
+        if (!f || fwrite(&sh->id, sizeof sh->id, 1, f) != 1 || fclose(f) || rename(tmp, path)) {
+            fprintf(stderr, APP_NAME ": cannot write %s\n", path);
+            exit(1);
+        }
+    } else {
+        for (int tries = 0;; tries++) {
+            FILE *f = fopen(path, "rb");
+            size_t got = f ? fread(&sh->id, sizeof sh->id, 1, f) : 0;
+            if (f) fclose(f);
+            if (got == 1) break;
+            if (tries > 60000) {
+                fprintf(stderr, APP_NAME ": no NCCL id in %s\n", path);
+                exit(1);
+            }
+            usleep(1000);
+        }
+    }
+    sh->id_ready = 1;
+}
+#endif
 
 typedef struct rank_arg {
     int rank, nranks;
@@ -118,6 +152,23 @@ int main(void)
         fprintf(stderr, APP_NAME ": DDP_STEPS must be 2 or more\n");
         return 2;
     }
+#ifndef DDP_THREADS_LAYOUT
+    const char *er = getenv("DDP_RANK");
+    if (er && *er) { /* one rank, started by another launcher */
+        const char *en = getenv("DDP_RANKS"), *idf = getenv("DDP_ID_FILE");
+        int rank = atoi(er), n = en ? atoi(en) : 0;
+        if (n < 1 || n > MAX_RANKS || rank < 0 || rank >= n || !idf || !*idf) {
+            fprintf(stderr, APP_NAME ": DDP_RANK needs DDP_RANKS (1 to %d) and DDP_ID_FILE\n", MAX_RANKS);
+            return 2;
+        }
+        static shared_t one;
+        share_id_by_file(&one, rank, idf);
+        rank_arg_t a = {rank, n, NULL, &one};
+        run_rank(&a);
+        printf("rank %d weights %016llx\n", rank, (unsigned long long)one.checksum[rank]);
+        return 0;
+    }
+#endif
     int n = rank_count();
     shared_t *sh = (shared_t *)mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED) return 1;
