@@ -52,10 +52,15 @@ static double median(double *v, int n)
 
 /* Each rank's step is an anchor of its own ("ddp0", "ddp1", ...): one thread at a time runs a
  * given anchor's step, and ranks run theirs at the same time. */
+static void anchor_name(char *name, size_t len, int rank)
+{
+    snprintf(name, len, "ddp%d", rank);
+}
+
 static void replayed_step(ddp_rank_t *r, int step)
 {
     char name[16];
-    snprintf(name, sizeof name, "ddp%d", r->rank);
+    anchor_name(name, sizeof name, r->rank);
     if (cgj_trace_begin(name) != CGJ_OK) {
         fprintf(stderr, "cgjit-bench-ddp: cgj_trace_begin failed\n");
         exit(1);
@@ -96,7 +101,7 @@ static void *run_rank(void *p)
     memset(&info, 0, sizeof info);
     info.size = sizeof info;
     char name[16];
-    snprintf(name, sizeof name, "ddp%d", a->rank);
+    anchor_name(name, sizeof name, a->rank);
     if (cgj_trace_info_read(name, &info) == CGJ_OK) a->replays = info.replays;
     ddp_destroy(&e);
     ddp_destroy(&t);

@@ -72,20 +72,19 @@ static cgj_step_policy_t step_policy(void)
 /* fork(): the child never waits for a lock a thread of the parent held (that thread does not
  * exist in the child). Where the parent had initialized CUDA, the child cannot use it and cgjit
  * passes its calls through; else the child is traced as any process (tracer/step.h). */
-static bool cuda_before_fork;
-
-/* cuDeviceGetCount answers CUDA_ERROR_NOT_INITIALIZED before cuInit (cuCtxGetCurrent may not). */
+/* The parent's cuDeviceGetCount at fork(): CUDA_ERROR_NOT_INITIALIZED before cuInit
+ * (cuCtxGetCurrent may not say so). */
 static CUresult fork_probe;
 
 static void fork_prepare(void)
 {
     int n;
     fork_probe = cgj_drv.r_cuDeviceGetCount ? cgj_drv.r_cuDeviceGetCount(&n) : CUDA_ERROR_NOT_FOUND;
-    cuda_before_fork = fork_probe != CUDA_ERROR_NOT_INITIALIZED;
 }
 
 static void fork_child(void)
 {
+    bool cuda_before_fork = fork_probe != CUDA_ERROR_NOT_INITIALIZED;
     cgj_log_forked();
     cgj_pointers_forked();
     cgj_pool_forked();

@@ -28,11 +28,6 @@
 /* An anchor: the named point where a step starts, and what cgjit knows of it. It moves along
  * CGJ_ANCHOR_TRANSITION_LIST (machine.h). One thread at a time runs a step of a given anchor
  * (`busy`); a second thread beginning the same anchor meanwhile runs its step eagerly. */
-/* ---- watch.c: replayed collectives that never complete ---- */
-/* A chunk ending with a collective (named by `call`) was launched on s in ctx by anchor's step. */
-void cgj_watch_collective(CUcontext ctx, CUstream s, const char *anchor, const char *call);
-void cgj_watch_forked(void);
-
 /* ---- cost.c: does replay pay? ---- */
 #define CGJ_COST_EAGER_WINDOW 8
 #define CGJ_COST_RECENT 8
@@ -112,6 +107,11 @@ bool cgj_cost_eager(cgj_anchor_t *a);
  * none): the period since its last begin there is a figure of the last run's kind; may turn the
  * anchor OFF. */
 void cgj_cost_begin(cgj_anchor_t *a, const void *thread, const void *pred, uint64_t now, cgj_cost_kind_t kind);
+
+/* ---- watch.c: replayed collectives that never complete ---- */
+/* A chunk ending with a collective (named by `call`) was launched on s in ctx by anchor's step. */
+void cgj_watch_collective(CUcontext ctx, CUstream s, const char *anchor, const char *call);
+void cgj_watch_forked(void);
 
 /* ---- threads.c ---- */
 /* Put t in the registry other threads flush through; true the first time. */

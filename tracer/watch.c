@@ -23,7 +23,7 @@
 #define WATCH_POLL_MS 100
 
 typedef struct slot {
-    int state;          /* 0 free, 1 armed (the watchdog reads it), 2 owned by no thread yet */
+    int state;          /* 0 free, 1 armed: an event in flight (the watchdog reads it) */
     bool told;
     CUevent ev;
     CUcontext ctx;
