@@ -291,6 +291,7 @@ typedef struct cgj_trace {
     CUdeviceptr region;                     /* pool region of the in-step allocations */
     uint64_t pool_bytes, naive_bytes, lower_bound;
     uint32_t nblocks;
+    uint32_t *allocs;                       /* the nblocks ALLOC ops, served from the region */
     cgj_segment_t *segs;
     uint32_t nsegs;
     uint32_t kernels, varying_slots;

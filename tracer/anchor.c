@@ -198,6 +198,16 @@ static cgj_anchor_t *coldest(const cgj_anchor_t *except)
     return best;
 }
 
+void cgj_anchor_trace_free(cgj_trace_t *tr)
+{
+    cgj_graph_destroy(tr);
+    if (tr->allocs) cgj_pool_region_free(tr->region, tr->pool_bytes);
+    for (uint32_t i = 0; i < tr->list.n; i++) cgj_staging_free(tr->list.ops[i].stage);
+    cgj_oplist_free(&tr->list);
+    cgj_free(tr->allocs);
+    cgj_free(tr);
+}
+
 /* Give a's traces, graphs and pool regions back; it starts over from WARMUP. */
 static bool evict(cgj_anchor_t *a)
 {
@@ -213,14 +223,7 @@ static bool evict(cgj_anchor_t *a)
         go_locked(a, CGJ_STATE_WARMUP);
     }
     pthread_mutex_unlock(&table_lock);
-    for (uint32_t k = 0; k < n; k++) {
-        cgj_trace_t *tr = gone[k];
-        cgj_graph_destroy(tr);
-        if (tr->nblocks) cgj_pool_region_free(tr->region, tr->pool_bytes);
-        for (uint32_t i = 0; i < tr->list.n; i++) cgj_staging_free(tr->list.ops[i].stage);
-        cgj_oplist_free(&tr->list);
-        cgj_free(tr);
-    }
+    for (uint32_t k = 0; k < n; k++) cgj_anchor_trace_free(gone[k]);
     while (a->ndrafts) cgj_oplist_free(&a->drafts[--a->ndrafts]);
     __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
     if (n) {

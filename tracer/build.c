@@ -58,7 +58,8 @@ static bool plan_memory(const cgj_anchor_t *a, cgj_trace_t *tr, cgj_reason_t *wh
     if (!ok) why->code = CGJ_REASON_BUILD_POOL;
     if (ok) {
         CUdeviceptr *planned = cgj_xcalloc(bl.n, sizeof *planned);
-        for (uint32_t j = 0; j < bl.n; j++) planned[j] = tr->region + pb[j].offset;
+        tr->allocs = cgj_xcalloc(bl.n, sizeof *tr->allocs);
+        for (uint32_t j = 0; j < bl.n; j++) planned[j] = tr->region + pb[j].offset, tr->allocs[j] = bl.b[j].start;
         cgj_shape_relocate(&tr->list, planned);
         cgj_free(planned);
         tr->pool_bytes = res.pool_bytes, tr->naive_bytes = res.naive_bytes;
@@ -108,9 +109,7 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     tr->build_ns = cgj_now_ns() - t1;
     if (!ok) {
         CGJ_STAT_ADD(build_failures, 1);
-        cgj_graph_destroy(tr);
-        cgj_oplist_free(&tr->list);
-        cgj_free(tr);
+        cgj_anchor_trace_free(tr);
         if (why.code == CGJ_REASON_BUILD_POOL) { /* memory may come back: try again later */
             uint32_t shift = a->pool_failures < 8 ? a->pool_failures : 8;
             a->pool_failures++;

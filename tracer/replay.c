@@ -368,10 +368,36 @@ void cgj_replay_lib_leave(cgj_thread_t *t, uint32_t at, const cgj_libcall_t *lc,
                 m->lib->absorbable ? "absorbed from now on" : "not absorbed: ", text);
 }
 
+/* Are all of v's in-step allocations free (none still held by the program since an earlier
+ * replay of v)? */
+static bool blocks_free(const cgj_trace_t *v)
+{
+    for (uint32_t j = 0; j < v->nblocks && v->allocs; j++)
+        if (__atomic_load_n(&v->list.ops[v->allocs[j]].held, __ATOMIC_ACQUIRE)) return false;
+    return true;
+}
+
+/* The variant a step begins in: the current one, or where the program still holds a block it
+ * returned (an output freed only in a later step, perhaps after the step has allocated others),
+ * a twin whose blocks are all free. Switching at the held allocation itself is too late once
+ * the step was served other blocks of the current variant. */
+static uint32_t begin_variant(cgj_anchor_t *a)
+{
+    uint32_t cur = __atomic_load_n(&a->current, __ATOMIC_RELAXED);
+    if (blocks_free(a->variants[cur])) return cur;
+    for (uint32_t k = 0; k < a->nvariants; k++)
+        if (k != cur && blocks_free(a->variants[k])) {
+            __atomic_store_n(&a->current, k, __ATOMIC_RELAXED);
+            CGJ_STAT_ADD(variant_switches, 1);
+            return k;
+        }
+    return cur;
+}
+
 void cgj_replay_begin(cgj_thread_t *t, cgj_anchor_t *a)
 {
     cgj_thread_set_pending(t, false);
-    t->trace = a->variants[a->current];
+    t->trace = a->variants[begin_variant(a)];
     t->pos = t->seg = 0;
     t->launched = t->staged_waited = t->allocs_served = t->exited = false;
     t->absorbed = 0;

@@ -87,6 +87,8 @@ void cgj_anchors_forked(void);
 /* Before a region of `bytes` is mapped for `a`: evict the coldest other anchors until the pool
  * stays within CGJIT_POOL_MAX_GB, or none is left that can go (every block given back). */
 void cgj_anchor_make_room(const cgj_anchor_t *a, size_t bytes);
+/* Give back all a trace holds: its graphs, pool region, staging and ops. */
+void cgj_anchor_trace_free(cgj_trace_t *tr);
 void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to);
 /* A new variant of a, built: published to the API and the report, and the current one. */
 void cgj_anchor_publish(cgj_anchor_t *a, cgj_trace_t *tr);

@@ -292,3 +292,47 @@ Test(tracer_pool, outputs_freed_two_steps_later_inside_the_step)
                 (unsigned long long)st.escape_exits, (unsigned long long)st.variant_switches);
     cr_assert_geq(i.replays, 70, "%s", i.reason);
 }
+
+/* As a naive program writes it (tests/apps/alloc_in_loop): temporaries first, then the step's
+ * output, the previous step's output freed inside the step. The output is held when the next
+ * step allocates, after the temporaries were already served: the variant has to be chosen
+ * where the step begins, from the twins whose blocks the program does not hold. */
+static CUdeviceptr g_prev[2];
+static void output_after_temps_step(int s, CUdeviceptr x, int pass)
+{
+    CUdeviceptr t1 = 0, out = 0;
+    OK(fk.mem_alloc(&t1, N * sizeof(float)));
+    OK(fk.memset32_async(t1, 0, N, NULL));
+    OK(fk_copyscale_launch(&fk, NULL, t1, x, 0.5f, N));
+    OK(fk_axpb_launch(&fk, NULL, x, 0.75f, (float)(s % 3), N, 1));
+    OK(fk.mem_alloc(&out, N * sizeof(float)));
+    OK(fk.memset32_async(out, 0, N, NULL));
+    OK(fk_copyscale_launch(&fk, NULL, out, t1, 2.0f, N));
+    OK(fk.mem_free(t1));
+    if (g_prev[pass]) {
+        OK(fk_copyscale_launch(&fk, NULL, x, g_prev[pass], 0.125f, N));
+        OK(fk.mem_free(g_prev[pass]));
+    }
+    g_prev[pass] = out;
+}
+
+Test(tracer_pool, an_output_allocated_after_temporaries_is_double_buffered)
+{
+    CUdeviceptr e = fk_alloc_floats(&fk, N, 7), t = fk_alloc_floats(&fk, N, 7);
+    for (int s = 0; s < 90; s++) {
+        output_after_temps_step(s, e, 0);
+        cr_assert_eq(cgj_trace_begin("late_out"), CGJ_OK);
+        output_after_temps_step(s, t, 1);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        compare(e, t, "x", s);
+        compare(g_prev[0], g_prev[1], "output", s);
+    }
+    cgj_trace_info_t i = info_of("late_out");
+    cgj_stats_t st;
+    cgj_stats(&st);
+    cr_log_info("late_out: %u variants, %llu replays, %llu side exits, %llu escape exits", i.variants,
+                (unsigned long long)i.replays, (unsigned long long)i.side_exits,
+                (unsigned long long)st.escape_exits);
+    cr_assert_geq(i.variants, 2, "a twin variant double-buffers the held output");
+    cr_assert_geq(i.replays, 80, "once twins exist, each step begins in the one whose output is free: %s", i.reason);
+}
