@@ -187,6 +187,7 @@ static void sync_step_name(const cgj_call_t *c, char *name, size_t len)
  * calls (a short-lived thread that launches a few kernels and exits pays nothing), and gives it
  * back at its exit to a small pool the next thread takes it from. */
 #define CGJ_AUTO_QUIET_CALLS 64
+#define CGJ_AUTO_MIN_STEP 32 /* calls a step of a short cycle holds at least */
 #define CGJ_CYCLE_POOL 16
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -225,12 +226,25 @@ static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
         t->cycle = take_detector();
     }
     if (cgj_cycle_feed(t->cycle, signature(c))) {
+        /* A short cycle (a kernel launched over and over): a step of one or two calls gains
+         * nothing from a graph and pays a step's bookkeeping, so a step holds as many turns
+         * of it as make CGJ_AUTO_MIN_STEP calls; unless a turn synchronizes, which ends the
+         * graph's segment there anyway. */
+        uint32_t p = cgj_cycle_period(t->cycle), turns = (CGJ_AUTO_MIN_STEP + p - 1) / p;
+        bool synced = t->turn_synced; /* the turn that ends here */
+        t->turn_synced = delimits_step(c);
+        if (t->mode != CGJ_MODE_OFF && !synced && ++t->heads < turns) {
+            d->route = CGJ_ROUTE_STAY;
+            return;
+        }
+        t->heads = 0;
         char words[120];
         call_words(c, words, sizeof words);
         d->route = CGJ_ROUTE_BEGIN;
         snprintf(d->name, sizeof d->name, "auto:%s:%016llx", words, (unsigned long long)cgj_cycle_id(t->cycle));
         return;
     }
+    t->turn_synced |= delimits_step(c);
     if (t->mode != CGJ_MODE_OFF && cgj_cycle_period(t->cycle) == 0) {
         CGJ_LOG(breaks, "the loop broke at %s: the implicit step ends here", c->api);
         d->route = CGJ_ROUTE_OUTSIDE;

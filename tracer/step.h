@@ -46,6 +46,8 @@ typedef struct cgj_thread {
     CUcontext ctx;           /* the context current when the step began */
     struct cgj_cycle *cycle; /* CGJIT_STEP=auto: this thread's cycle detector */
     uint32_t quiet_calls;    /* CGJIT_STEP=auto: calls made before it had one */
+    uint32_t heads;          /* CGJIT_STEP=auto: cycle heads passed inside the step in progress */
+    bool turn_synced;        /* CGJIT_STEP=auto: the cycle's turn in progress synchronized */
     uint32_t sync_calls;     /* CGJIT_STEP=sync: calls of the implicit step in progress */
     uint32_t sync_long;      /* CGJIT_STEP=sync: calls without a synchronization after which
                               * the thread finds cycles (CGJ_SYNC_LONG; a worker thread's is
