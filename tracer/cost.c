@@ -22,10 +22,10 @@
  * replay periods of another would judge the machine, not replay; and an anchor that begins
  * several steps of one iteration (a PyTorch step after each of its synchronizations) has periods
  * of very different lengths, one per place. When the median of the pairs' ratios (replay /
- * eager) exceeds 1 + MARGIN, with replay slower in at least SLOWER_PAIRS of 4 pairs (a median
- * pulled up by pairs that scatter both ways is the machine's noise: on a shared machine it turned
- * off PyTorch steps whose replay was as fast as eager), at STRIKES judgements in a row (one
- * window of pairs is no verdict),
+ * eager) exceeds 1 + MARGIN, and so does the ratio of the pairs' sums (the program spends the
+ * sum of its periods: where eager periods scatter, a median can call replay slower while the
+ * program runs faster with it), at STRIKES judgements in a row (one window of pairs is no
+ * verdict),
  * the anchor goes OFF (reason OFF_COST, with both medians): its steps run eagerly for OFF_RUNS
  * runs the first time (a verdict can still be wrong: it is looked at again soon), then 4, 8, 16
  * ... times as many (up to 256 times), then replay is tried again with a fresh window of pairs.
@@ -42,7 +42,6 @@
 #define MARGIN_PCT 2     /* replay may be this much slower than eager before it is turned off
                           * (the periods' own noise) */
 #define STRIKES 2
-#define SLOWER_PAIRS 3   /* in 4: the share of pairs where replay was slower, for a strike */
 #define SETTLE_RUNS 16
 #define OFF_RUNS 64
 #define OFF_DOUBLINGS 7
@@ -68,13 +67,15 @@ static void judge(cgj_anchor_t *a)
     uint64_t ratio[CGJ_COST_EAGER_WINDOW]; /* replay / eager, per mille */
     for (uint32_t i = 0; i < n; i++) ratio[i] = c->eager[i] ? c->paired[i] * 1000 / c->eager[i] : 1000;
     uint64_t e = median(c->eager, n), r = median(c->paired, n), q = median(ratio, n);
-    uint32_t slower = 0;
-    for (uint32_t i = 0; i < n; i++) slower += ratio[i] > 1000;
+    uint64_t sum_e = 0, sum_r = 0;
+    for (uint32_t i = 0; i < n; i++) sum_e += c->eager[i], sum_r += c->paired[i];
     __atomic_store_n(&c->eager_med_ns, e, __ATOMIC_RELAXED);
     __atomic_store_n(&c->replay_med_ns, r, __ATOMIC_RELAXED);
-    /* A strike needs the median past the margin and replay slower in most pairs (SLOWER_PAIRS
-     * in 4): pairs that scatter both ways are noise, and noise is no verdict. */
-    if (q <= 1000 + 10 * MARGIN_PCT || 4 * slower < SLOWER_PAIRS * n || a->state != CGJ_STATE_REPLAY) {
+    /* A strike needs the median ratio past the margin, and the pairs' sums too: what the program
+     * spends is the sum of its periods, and a median pulled up by pairs that scatter both ways
+     * says nothing of it. */
+    if (q <= 1000 + 10 * MARGIN_PCT || sum_r * 1000 <= sum_e * (1000 + 10 * MARGIN_PCT) ||
+        a->state != CGJ_STATE_REPLAY) {
         c->strikes = 0;
         return;
     }

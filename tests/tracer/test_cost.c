@@ -159,9 +159,9 @@ Test(tracer_cost, an_anchor_at_two_places_of_a_loop_is_judged_place_by_place)
 
 /* Replay as fast as eager, on a machine whose noise lands on the eager probes unevenly: after
  * 3 probes in 5 the program happens to be 15% quicker, after the other 2 it is 40% slower. The
- * median of the pairs says replay is 1.18x slower, yet in 2 pairs of 5 it is much faster:
- * scattered pairs are noise, and replay keeps replaying. */
-Test(tracer_cost, pairs_that_scatter_both_ways_are_no_verdict)
+ * median of the pairs says replay is 1.18x slower, yet the program spends less time replaying
+ * (the sum of the periods): replay keeps replaying. */
+Test(tracer_cost, a_median_that_the_sums_contradict_is_no_verdict)
 {
     bufs_t b;
     bufs_alloc(&b, 1);
