@@ -38,6 +38,7 @@
 #define PROBE_FIRST 3    /* while the eager window fills: one run in 3 is an eager probe */
 #define PROBE_STEADY 64  /* then one in 64 */
 #define MIN_PAIRS 5      /* pairs needed before a decision */
+#define UNPAIRED_MAX 8   /* probes in a row with no pair, after which probing slows down */
 #define PACE_REPLAYS 4   /* replay periods an eager one is paired with (their median) */
 #define MARGIN_PCT 2     /* replay may be this much slower than eager before it is turned off
                           * (the periods' own noise) */
@@ -110,13 +111,17 @@ bool cgj_cost_eager(cgj_anchor_t *a)
         if (runs < c->retry_at) return true;
         c->neager = 0; /* a fresh look at replay */
         c->nrecent = 0;
+        c->unpaired = 0;
         c->since_probe = 0;
         cgj_anchor_go(a, CGJ_STATE_REPLAY);
         CGJ_LOG(trace, "anchor '%s': replay tried again", a->name);
     }
     if (!cgj_cfg.COST || !settled(a, runs)) return false;
-    /* A quick second look after a judgement found replay slower. */
-    uint32_t every = c->neager < MIN_PAIRS || c->strikes ? PROBE_FIRST : PROBE_STEADY;
+    /* A quick second look after a judgement found replay slower. Probes that find no replay at
+     * their place to pair with (the program takes another path after an eager step) go on at
+     * the steady rate: probing one run in 3 for good would cost a third of the replays. */
+    bool quick = (c->neager < MIN_PAIRS || c->strikes) && c->unpaired < UNPAIRED_MAX;
+    uint32_t every = quick ? PROBE_FIRST : PROBE_STEADY;
     if (++c->since_probe < every) return false;
     c->since_probe = 0;
     CGJ_STAT_ADD(steps_probed, 1);
@@ -146,7 +151,10 @@ void cgj_cost_begin(cgj_anchor_t *a, const void *thread, const void *pred, uint6
             c->recent[k].ns = ns;
             c->recent[k].from = c->last_pred;
             c->recent[k].to = pred;
-        } else if ((pace = replay_pace(c, c->last_pred, pred))) { /* an eager period, and its pair */
+        } else if (!(pace = replay_pace(c, c->last_pred, pred))) {
+            c->unpaired++;
+        } else { /* an eager period, and its pair */
+            c->unpaired = 0;
             uint32_t k = c->neager % CGJ_COST_EAGER_WINDOW;
             c->eager[k] = ns;
             c->paired[k] = pace;

@@ -49,6 +49,7 @@ typedef struct cgj_cost {
     uint64_t eager_med_ns, replay_med_ns; /* the medians at the last judgement (the report):
                                  * eager periods, and the replay ones paired with them */
     uint64_t since_probe;       /* replay runs since the last eager probe */
+    uint32_t unpaired;          /* eager probes in a row that found no replay at their place */
     uint64_t retry_at;          /* OFF: the run from which replay is tried again */
     uint32_t offs;              /* times turned off */
     uint32_t strikes;           /* judgements in a row that found replay slower */

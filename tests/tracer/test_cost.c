@@ -193,6 +193,41 @@ Test(tracer_cost, a_median_that_the_sums_contradict_is_no_verdict)
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
 }
 
+/* Run `name` on t (traced) and on e (its eager twin); true if the traced step ran eagerly. */
+static bool traced_step(const char *name, int s, CUdeviceptr e, CUdeviceptr t)
+{
+    two_kernel_step(s, &e, NULL);
+    fakecuda_counts_t before, after;
+    fk.get_counts(&before);
+    cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
+    g_traced = true;
+    two_kernel_step(s, &t, NULL);
+    g_traced = false;
+    cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    fk.get_counts(&after);
+    return after.graph_launches == before.graph_launches;
+}
+
+/* After an eager step of 'path' the program takes another path ('detour'), so no eager period
+ * of 'path' ever meets a replay at its place: its probes find nothing to pair with. They must
+ * not go on at one run in 3 for good (a third of the replays lost): after a few, probing slows
+ * to the steady rate. */
+Test(tracer_cost, probes_that_never_pair_slow_down)
+{
+    bufs_t b;
+    bufs_alloc(&b, 3);
+    bool eager = false;
+    for (int s = 0; s < 300; s++) {
+        traced_step("before", s, b.e[1], b.t[1]);
+        if (eager) traced_step("detour", s, b.e[2], b.t[2]); /* the step before 'path' differs */
+        eager = traced_step("path", s, b.e[0], b.t[0]);
+    }
+    compare_bufs("path", 300, &b);
+    cgj_trace_info_t i = info_of("path");
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_geq(i.replays, 270, "%llu of 300 steps replayed: probing never slowed down", (unsigned long long)i.replays);
+}
+
 /* Warm-up figures: recording time per call, plan and graph build times, the first replayed run. */
 Test(tracer_cost, warm_up_is_measured)
 {
