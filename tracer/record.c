@@ -98,7 +98,7 @@ static void drop_long_first_run(cgj_thread_t *t)
     uint32_t handoffs = 0;
     for (uint32_t i = 0; i < t->rec.n; i++) handoffs += t->rec.ops[i].handoff;
     bool handed = handoffs >= PRODUCER_HANDOFFS;
-    if (handed) t->sync_long = CGJ_SYNC_LONG_WORKER;
+    if (handed) t->sync_long = t->sync_calls; /* from its next call on: right here */
     cgj_oplist_free(&t->rec);
     CGJ_LOG(trace, "anchor '%s': %u calls without a synchronization in its first run: not recorded further%s",
             a->name, t->sync_calls, handed ? "; other threads take its work over: its cycle is looked for" : "");
