@@ -441,9 +441,9 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, uin
 }
 
 /* A segment too small for a graph: its ops, in order, on their own streams. */
-static CUresult issue_eagerly(cgj_trace_t *t, cgj_segment_t *seg)
+static CUresult issue_eagerly(cgj_trace_t *t, cgj_segment_t *seg, uint32_t issued)
 {
-    for (uint32_t i = seg->first; i < seg->end; i++) {
+    for (uint32_t i = seg->first + issued; i < seg->end; i++) {
         const cgj_op_t *o = &t->list.ops[i];
         if (cgj_op_class[o->call.kind] != CGJ_CLASS_CAPTURE) continue;
         CUresult r = cgj_op_issue(o, o->call.stream, false, false);
@@ -452,12 +452,14 @@ static CUresult issue_eagerly(cgj_trace_t *t, cgj_segment_t *seg)
     return CUDA_SUCCESS;
 }
 
-CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_t *patched, uint32_t *refused)
+CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_t *patched, uint32_t *refused,
+                          uint32_t issued)
 {
     cgj_segment_t *seg = &t->segs[s];
     *refused = UINT32_MAX;
     if (!seg->ncapture) return CUDA_SUCCESS;
-    if (seg->eager) return issue_eagerly(t, seg);
+    if (seg->eager) return issue_eagerly(t, seg, issued);
+    CGJ_ASSERT(!issued, "ops of a graph segment ran before its launch");
     CUresult r = patch(seg, t, host_gen, patched, refused);
     if (r != CUDA_SUCCESS) return r;
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++) {

@@ -28,9 +28,11 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why);
  * UINT32_MAX) and nothing is launched; the nodes patched before it keep their new values.
  * host_gen: the host memory generation now; a copy node naming host memory is set again when it
  * was set in an older one (the driver crashes on a node whose host allocation was freed). */
-CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_t *patched, uint32_t *refused);
+CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_t *patched, uint32_t *refused,
+                          uint32_t issued);
 /* (A segment of fewer than CGJIT_GRAPH_MIN_OPS ops has no graph: launching it issues its ops
- * eagerly with the run's values; there is nothing to patch or refuse.) */
+ * eagerly with the run's values, but for its first `issued` ops, which ran already as the
+ * program made them; there is nothing to patch or refuse. A graph segment has issued 0.) */
 /* Op i's values vary from now on: its node joins its segment's patch list (once), compared with
  * what the executable graph holds at each launch. */
 void cgj_graph_list(cgj_trace_t *t, uint32_t i);

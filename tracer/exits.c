@@ -29,7 +29,7 @@ static void reissue_failed(cgj_thread_t *t, uint32_t op, CUresult err)
 bool cgj_exit_flush(cgj_thread_t *t)
 {
     cgj_trace_t *tr = t->trace;
-    uint32_t first = tr->segs[t->seg].first;
+    uint32_t first = tr->segs[t->seg].first + t->passed; /* the ops that ran are not held */
     bool ok = true;
     if (t->anchor && t->pos > first) __atomic_fetch_add(&t->anchor->cost.reissued, t->pos - first, __ATOMIC_RELAXED);
     for (uint32_t i = first; i < t->pos; i++) {
@@ -116,7 +116,7 @@ static bool observes(const cgj_thread_t *t, CUstream s, CUevent ev, bool everyth
     const cgj_trace_t *tr = t->trace;
     bool waits_legacy = s && cgj_stream_blocking(s);
     CUstream non_blocking = NULL; /* the last stream found non-blocking: ops come in runs */
-    for (uint32_t i = tr->segs[t->seg].first; i < t->pos; i++) {
+    for (uint32_t i = tr->segs[t->seg].first + t->passed; i < t->pos; i++) {
         const cgj_call_t *c = &tr->list.ops[i].call;
         if (ev && c->kind == CGJ_OP_EVENT_RECORD && c->u.e.ev == ev) return true;
         if (!s || cgj_op_class[c->kind] != CGJ_CLASS_CAPTURE) continue;

@@ -40,7 +40,7 @@ static void launch_segment(cgj_thread_t *t)
     if (!seg->ncapture) return;
     uint64_t patched = 0;
     uint32_t refused;
-    CUresult r = cgj_graph_launch(tr, t->seg, cgj_pointer_host_generation(), &patched, &refused);
+    CUresult r = cgj_graph_launch(tr, t->seg, cgj_pointer_host_generation(), &patched, &refused, t->passed);
     CGJ_STAT_ADD(params_patched, patched);
     if (r != CUDA_SUCCESS && refused != UINT32_MAX) {
         patch_refused(t, refused, r);
@@ -68,6 +68,7 @@ static void chunk_done(cgj_thread_t *t)
         cgj_watch_collective(t->ctx, seg->home, t->anchor->name, tr->list.ops[i].call.api);
     }
     t->seg++;
+    t->passed = 0;
     t->staged_waited = false;
 }
 
@@ -138,6 +139,7 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
         cgj_trace_t *v = a->variants[k];
         uint32_t s = v == t->trace ? UINT32_MAX : segment_at(v, first);
         if (s == UINT32_MAX || (c && (v->list.n <= t->pos || __atomic_load_n(&v->list.ops[t->pos].held, __ATOMIC_ACQUIRE)))) continue;
+        if (t->passed && !v->segs[s].eager) continue; /* ops that ran would run again in its graph */
         uint32_t before = c && v->list.ops[t->pos].kp ? v->list.ops[t->pos].kp->nvarying : 0;
         if ((lc && !absorbs(v, t->pos, lc)) || !variant_matches(t, v, first, c, promote)) continue;
         bool waited = false, fits = true;
@@ -306,6 +308,17 @@ static bool pool_op(cgj_thread_t *t, const cgj_call_t *c)
     return true;
 }
 
+/* Op o (at t->pos, its guard held) is in a segment too small for a graph, which replay would
+ * issue eagerly at the segment's end anyway, and nothing of the segment is held before it: the
+ * program's call runs now, as eager runs it, and the segment's launch skips it. Holding it back
+ * would only start it later, and make other threads that wait for it flush it. */
+static bool passes(const cgj_thread_t *t, const cgj_op_t *o)
+{
+    const cgj_segment_t *seg = &t->trace->segs[t->seg];
+    return seg->eager && t->pos == seg->first + t->passed && cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE &&
+           !o->lib && !o->stage && !t->lib_open;
+}
+
 int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
 {
     cgj_trace_t *tr = t->trace;
@@ -331,6 +344,7 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         launch_segment(t);
         t->pos++;
         t->seg++;
+        t->passed = 0;
         t->staged_waited = false;
         return CGJ_EXECUTE;
     }
@@ -341,6 +355,12 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         return guard_exit(t, &why);
     }
     tr = t->trace;
+    if (passes(t, o)) {
+        t->pos++;
+        t->passed++;
+        if (tr->segs[t->seg].chained && t->pos == tr->segs[t->seg].end) chunk_done(t);
+        return CGJ_EXECUTE;
+    }
     cgj_thread_absorbed(t, o->call.stream);
     t->pos++;
     t->absorbed++;
@@ -398,7 +418,7 @@ void cgj_replay_begin(cgj_thread_t *t, cgj_anchor_t *a)
 {
     cgj_thread_set_pending(t, false);
     t->trace = a->variants[begin_variant(a)];
-    t->pos = t->seg = 0;
+    t->pos = t->seg = t->passed = 0;
     t->launched = t->staged_waited = t->allocs_served = t->exited = false;
     t->absorbed = 0;
     cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_REPLAY);

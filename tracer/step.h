@@ -36,6 +36,8 @@ typedef struct cgj_thread {
                               * notes where they come (RECORD: a handoff, exits.c) */
     uint64_t pending_mask;   /* stream buckets (cgj_stream_bucket) of those calls */
     bool allocs_served;      /* pool blocks were handed out in this step */
+    uint32_t passed;         /* REPLAY: ops at the head of the current segment (one too small
+                              * for a graph) that ran as the program made them, not absorbed */
     bool exited;             /* this step left its trace */
     bool replaying;          /* this step began as a replay (it may have left the trace since) */
     uint64_t absorbed;       /* calls absorbed in this step */

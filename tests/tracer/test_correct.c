@@ -694,3 +694,52 @@ Test(tracer_small, small_segments_are_issued_eagerly)
                                         .segments = IS(2)},
                                .fake = {.graph_launches = IS(0), .captures = IS(0)}});
 }
+
+/* The ops of a segment too small for a graph run when the program makes them, as eager runs
+ * them: holding them back to the segment's end would only start them later. */
+Test(tracer_small, ops_of_a_small_segment_run_when_the_program_makes_them)
+{
+    CUdeviceptr e = fk_alloc_floats(&fk, N, 4), t = fk_alloc_floats(&fk, N, 4);
+    for (int s = 0; s < 30; s++) {
+        float h[N];
+        for (int pass = 0; pass < 2; pass++) {
+            CUdeviceptr x = pass ? t : e;
+            if (pass) cr_assert_eq(cgj_trace_begin("runs_now"), CGJ_OK);
+            fakecuda_counts_t c0, c1;
+            fk.get_counts(&c0);
+            OK(fk_axpb_launch(&fk, NULL, x, 0.5f, (float)s, N, 1));
+            fk.get_counts(&c1);
+            if (pass && s >= 2)
+                cr_assert_eq(c1.eager_launches - c0.eager_launches, 1, "step %d: the launch was held back", s);
+            OK(fk_addk_launch(&fk, NULL, x, s % 3, N));
+            OK(fk.dtoh(h, x, sizeof h));
+            if (pass) cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        }
+        float he[N], ht[N];
+        OK(fk.dtoh(he, e, sizeof he));
+        OK(fk.dtoh(ht, t, sizeof ht));
+        cr_assert(!memcmp(he, ht, sizeof he), "step %d differs", s);
+    }
+    cgj_trace_info_t i;
+    cr_assert_eq(cgj_trace_info("runs_now", &i), CGJ_OK);
+    cr_assert_eq(i.replays, 28, "%s", i.reason);
+}
+
+/* A step that sometimes launches another kernel second: its first op ran already when the
+ * second differs, and must not run again, whether the step switches to the variant that
+ * launches the other kernel or leaves the trace. */
+static void small_fork_step(int s, CUdeviceptr *b, void *ctx)
+{
+    float h[N];
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)s, N, 1));
+    if (s % 5 == 3) OK(fk_addk_launch(&fk, NULL, b[0], 7, N));
+    else OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 2.0f, N));
+    OK(fk.dtoh(h, b[0], sizeof h));
+}
+
+Test(tracer_small, an_op_that_ran_is_never_issued_again)
+{
+    run_scenario(&(scenario_t){.name = "small_fork", .fn = small_fork_step, .steps = 60, .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = AT_LEAST(45), .variants = IS(2)},
+                               .fake = {.graph_launches = IS(0)}});
+}
