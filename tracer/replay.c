@@ -140,6 +140,10 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
         uint32_t s = v == t->trace ? UINT32_MAX : segment_at(v, first);
         if (s == UINT32_MAX || (c && (v->list.n <= t->pos || __atomic_load_n(&v->list.ops[t->pos].held, __ATOMIC_ACQUIRE)))) continue;
         if (t->passed && !v->segs[s].eager) continue; /* ops that ran would run again in its graph */
+        /* The pending work must lie in v's segment s: where v ends a chunk earlier than the
+         * current trace (chunks follow each recording's host time), v's next segment would hold
+         * absorbed work that is never launched. */
+        if (t->pos > v->segs[s].end || (t->pos == v->segs[s].end && v->segs[s].chained && c)) continue;
         uint32_t before = c && v->list.ops[t->pos].kp ? v->list.ops[t->pos].kp->nvarying : 0;
         if ((lc && !absorbs(v, t->pos, lc)) || !variant_matches(t, v, first, c, promote)) continue;
         bool waited = false, fits = true;

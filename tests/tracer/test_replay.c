@@ -864,3 +864,23 @@ Test(tracer_replay_chunks, calls_in_a_row_stay_in_one_chunk, .init = gap_setup)
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(2)},
         .fake = {.graph_launches = IS(18 * 2)}});
 }
+
+/* Two variants whose chunks end at different ops: the short step (4 launches) works on the
+ * host after its second launch, so its variant ends a chunk there; the long one (8 launches) does
+ * not. A short run that begins in the long variant and ends after 4 ops switches to the short
+ * variant: the work absorbed past the end of the short variant's first chunk must still be
+ * launched (it was dropped: the switch took that chunk for the one in progress). */
+static void two_chunkings_step(int s, CUdeviceptr *b, void *ctx)
+{
+    bool is_long = s == 0 || (s >= 3 && s % 2 == 1); /* long, short, short, long, short, ... */
+    for (int k = 0; k < (is_long ? 8 : 4); k++) {
+        if (!is_long && k == 2) host_work(1000);
+        OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)(k + 1), N, 1));
+    }
+}
+
+Test(tracer_replay_chunks, a_switch_to_a_variant_chunked_elsewhere_launches_all_it_absorbed, .init = gap_setup)
+{
+    run_scenario(&(scenario_t){.name = "two_chunkings", .fn = two_chunkings_step, .steps = 40, .nbufs = 1,
+                               .info = {.variants = AT_LEAST(2)}});
+}
