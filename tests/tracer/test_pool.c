@@ -241,18 +241,26 @@ Test(tracer_pool_dump, dump_writes_the_allocation_trace, .init = dump_setup)
     cr_assert_eq(frees, 3);
 }
 
+/* The anchor `name` double-buffers its held outputs with twin variants: at least two, and at
+ * least `replays` replays once they exist. The stats, for further checks. */
+static cgj_stats_t assert_double_buffered(const char *name, uint64_t replays)
+{
+    cgj_trace_info_t i = info_of(name);
+    cgj_stats_t st;
+    cgj_stats(&st);
+    cr_log_info("%s: %u variants, %llu replays, %llu side exits, %llu escape exits, %llu switches", name, i.variants,
+                (unsigned long long)i.replays, (unsigned long long)i.side_exits, (unsigned long long)st.escape_exits,
+                (unsigned long long)st.variant_switches);
+    cr_assert_geq(i.variants, 2, "a twin variant double-buffers the held output");
+    cr_assert_geq(i.replays, replays, "once twins exist, held outputs no longer stop replay: %s", i.reason);
+    return st;
+}
+
 Test(tracer_pool, held_outputs_are_double_buffered_by_twin_variants)
 {
     escape_run("escape2", 2, 80);
-    cgj_trace_info_t i = info_of("escape2");
-    cgj_stats_t st;
-    cgj_stats(&st);
-    cr_log_info("escape2: %u variants, %llu replays, %llu escape exits, %llu switches", i.variants,
-                (unsigned long long)i.replays, (unsigned long long)st.escape_exits,
-                (unsigned long long)st.variant_switches);
-    cr_assert_geq(i.variants, 2, "a twin variant double-buffers the held output");
+    cgj_stats_t st = assert_double_buffered("escape2", 60);
     cr_assert_gt(st.variant_switches, 0);
-    cr_assert_geq(i.replays, 60, "once twins exist, held outputs no longer stop replay");
 }
 
 /* The output of step s is read by step s+1 and freed inside step s+2: frees of memory an
@@ -327,12 +335,5 @@ Test(tracer_pool, an_output_allocated_after_temporaries_is_double_buffered)
         compare(e, t, "x", s);
         compare(g_prev[0], g_prev[1], "output", s);
     }
-    cgj_trace_info_t i = info_of("late_out");
-    cgj_stats_t st;
-    cgj_stats(&st);
-    cr_log_info("late_out: %u variants, %llu replays, %llu side exits, %llu escape exits", i.variants,
-                (unsigned long long)i.replays, (unsigned long long)i.side_exits,
-                (unsigned long long)st.escape_exits);
-    cr_assert_geq(i.variants, 2, "a twin variant double-buffers the held output");
-    cr_assert_geq(i.replays, 80, "once twins exist, each step begins in the one whose output is free: %s", i.reason);
+    assert_double_buffered("late_out", 80); /* each step begins in the twin whose output is free */
 }
