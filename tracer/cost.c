@@ -65,11 +65,12 @@ static void judge(cgj_anchor_t *a)
     cgj_cost_t *c = &a->cost;
     uint32_t n = c->neager < CGJ_COST_EAGER_WINDOW ? (uint32_t)c->neager : CGJ_COST_EAGER_WINDOW;
     if (n < MIN_PAIRS) return;
-    uint64_t ratio[CGJ_COST_EAGER_WINDOW]; /* replay / eager, per mille */
-    for (uint32_t i = 0; i < n; i++) ratio[i] = c->eager[i] ? c->paired[i] * 1000 / c->eager[i] : 1000;
+    uint64_t ratio[CGJ_COST_EAGER_WINDOW], sum_e = 0, sum_r = 0; /* replay / eager, per mille */
+    for (uint32_t i = 0; i < n; i++) {
+        ratio[i] = c->eager[i] ? c->paired[i] * 1000 / c->eager[i] : 1000;
+        sum_e += c->eager[i], sum_r += c->paired[i];
+    }
     uint64_t e = median(c->eager, n), r = median(c->paired, n), q = median(ratio, n);
-    uint64_t sum_e = 0, sum_r = 0;
-    for (uint32_t i = 0; i < n; i++) sum_e += c->eager[i], sum_r += c->paired[i];
     __atomic_store_n(&c->eager_med_ns, e, __ATOMIC_RELAXED);
     __atomic_store_n(&c->replay_med_ns, r, __ATOMIC_RELAXED);
     /* A strike needs the median ratio past the margin, and the pairs' sums too: what the program
