@@ -53,6 +53,15 @@ static cgj_stats_t stats(void)
     return s;
 }
 
+/* The ops of the first variant the report lists from `from` on (within report text `buf`). */
+static unsigned first_variant_ops(const char *from, const char *buf)
+{
+    unsigned ops = 0;
+    const char *v = strstr(from, "variant 1: ");
+    cr_assert(v && sscanf(v, "variant 1: %u ops", &ops) == 1, "no trace: %s", buf);
+    return ops;
+}
+
 TestSuite(tracer_implicit_sync, .init = sync_setup);
 
 /* `iters` iterations of k kernels, each followed by a readback checked against eager arithmetic. */
@@ -255,9 +264,7 @@ Test(tracer_implicit_sync, a_producer_that_hands_its_work_over_finds_cycles_earl
     /* Its steps hold several turns of the cycle (CGJ_AUTO_MIN_STEP): count the calls. At 256
      * calls its first step saw the consumer take its work over, and looks for its cycle from
      * the next call on (not after a worker's 1024 calls, 114 of the 300 iterations). */
-    unsigned ops = 0;
-    const char *v = strstr(a, "variant 1: ");
-    cr_assert(v && sscanf(v, "variant 1: %u ops", &ops) == 1, "no trace: %s", buf);
+    unsigned ops = first_variant_ops(a, buf);
     cr_assert_geq(replayed * ops, 2000, "the producer replayed %u of %u steps of %u calls (of its 2700):\n%s", replayed,
                   runs, ops, buf);
     free(buf);
@@ -351,9 +358,7 @@ Test(tracer_implicit_auto, a_kernel_launched_over_and_over_is_replayed_many_laun
     cr_assert(!memcmp(ref, seen, sizeof ref), "the loop's result differs from eager arithmetic");
     char *buf = fk_report_text();
     cr_assert(buf);
-    const char *v = strstr(buf, "variant 1: ");
-    unsigned ops = 0;
-    cr_assert(v && sscanf(v, "variant 1: %u ops", &ops) == 1, "no trace: %s", buf);
+    unsigned ops = first_variant_ops(buf, buf);
     cr_assert_eq(ops, 32, "a step holds %u launches:\n%s", ops, buf);
     cgj_stats_t s = stats();
     cr_assert_geq(s.ops_absorbed, 1800, "replay absorbed %llu of 2000 calls:\n%s", (unsigned long long)s.ops_absorbed, buf);
