@@ -24,8 +24,8 @@
  * of very different lengths, one per place. When the median of the pairs' ratios (replay /
  * eager) exceeds 1 + MARGIN, and so does the ratio of the pairs' sums (the program spends the
  * sum of its periods: where eager periods scatter, a median can call replay slower while the
- * program runs faster with it), at STRIKES judgements in a row (one window of pairs is no
- * verdict),
+ * program runs faster with it), at STRIKES judgements in a row, each on a window of pairs of
+ * its own (one window is no verdict, and two that share most of their pairs are hardly two),
  * the anchor goes OFF (reason OFF_COST, with both medians): its steps run eagerly for OFF_RUNS
  * runs the first time (a verdict can still be wrong: it is looked at again soon), then 4, 8, 16
  * ... times as many (up to 256 times), then replay is tried again with a fresh window of pairs.
@@ -81,7 +81,13 @@ static void judge(cgj_anchor_t *a)
         c->strikes = 0;
         return;
     }
-    if (++c->strikes < STRIKES) return;
+    if (++c->strikes < STRIKES) {
+        /* The next judgement is taken on pairs of its own: two windows that share most of
+         * their pairs are little more evidence than one, and where eager periods scatter
+         * (a grid that follows the data) one unlucky window would count twice. */
+        c->neager = 0;
+        return;
+    }
     c->strikes = 0;
     uint32_t k = c->offs < OFF_DOUBLINGS ? c->offs : OFF_DOUBLINGS;
     uint64_t off_runs = (uint64_t)OFF_RUNS << (k ? k + 1 : 0);

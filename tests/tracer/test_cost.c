@@ -193,6 +193,39 @@ Test(tracer_cost, a_median_that_the_sums_contradict_is_no_verdict)
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
 }
 
+/* The first eager probes fall in a slow stretch of the program, the later ones do not: the
+ * first window of pairs calls replay slower, the next pairs call it faster. The second judgement
+ * must be taken on pairs of its own: one on the first window plus a pair would turn replay off
+ * on the same evidence twice. */
+Test(tracer_cost, a_strike_is_confirmed_on_pairs_of_its_own)
+{
+    bufs_t b;
+    bufs_alloc(&b, 1);
+    unsigned probes = 0;
+    for (int s = 0; s < 300; s++) {
+        g_traced = false;
+        two_kernel_step(s, b.e, NULL);
+        fakecuda_counts_t before, after;
+        fk.get_counts(&before);
+        cr_assert_eq(cgj_trace_begin("stretch"), CGJ_OK);
+        g_traced = true;
+        two_kernel_step(s, b.t, NULL);
+        g_traced = false;
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        fk.get_counts(&after);
+        bool eager = after.eager_launches - before.eager_launches == 2 && after.graph_launches == before.graph_launches;
+        double host = 400;
+        if (eager && s > 20) host = probes++ < 5 ? 320 : 440;
+        for (double end = now_us() + host; now_us() < end;) {
+        }
+    }
+    compare_bufs("stretch", 300, &b);
+    cgj_trace_info_t i = info_of("stretch");
+    cr_assert_geq(probes, 10, "%u eager probes (%s: %s)", probes, cgj_state_name(i.state), i.reason);
+    cr_assert_eq(stats_now().anchors_off, 0, "turned off on one window twice: %s", i.reason);
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+}
+
 /* Run `name` on t (traced) and on e (its eager twin); true if the traced step ran eagerly. */
 static bool traced_step(const char *name, int s, CUdeviceptr e, CUdeviceptr t)
 {
