@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# test_apps_check.sh OUTDIR — scripts/apps-check.sh on stand-in programs (shell scripts that
+# print an output, a time and a cgjit-like report; libcgjit.so is an empty shared library):
+#  - steady: faster with the preload: PASS after APPS_CHECK_PAIRS rounds, no more;
+#  - drifting: its first rounds put it below 0.98, later ones do not: rounds are added until the
+#    medians say otherwise, and the check passes, saying how many rounds it took;
+#  - slow: 10% slower in every round: rounds go up to APPS_CHECK_MAX_PAIRS, and the check fails.
+# Exit 77 (skipped, with the reason) where no C compiler is found for the stand-in library.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+check="$here/../../scripts/apps-check.sh"
+out=${1:?usage: test_apps_check.sh OUTDIR}
+cc=${CC:-cc}
+if ! command -v "$cc" >/dev/null; then
+  echo "SKIP: no C compiler ($cc) for the stand-in libcgjit.so"
+  exit 77
+fi
+rm -rf "$out" && mkdir -p "$out/build/tests/apps" "$out/state"
+echo 'int cgj_stand_in;' >"$out/lib.c"
+"$cc" -shared -fPIC -o "$out/build/libcgjit.so" "$out/lib.c"
+
+# stand_in NAME EAGER_US... / PRELOAD_US...: the n-th run of each kind prints the n-th time of
+# its list (the last one once the list runs out).
+stand_in() {
+  local name=$1 eager=$2 with=$3
+  cat >"$out/build/tests/apps/${name}_static" <<EOS
+#!/usr/bin/env bash
+kind=eager; list="$eager"
+if [ -n "\${LD_PRELOAD:-}" ]; then kind=cgjit; list="$with"; fi
+f="$out/state/$name.\$kind"; n=\$(cat "\$f" 2>/dev/null || echo 0); echo \$((n + 1)) >"\$f"
+set -- \$list; shift \$(( n < \$# ? n : \$# - 1 ))
+echo "result 42"
+echo "$name: median_us=\$1" >&2
+if [ "\$kind" = cgjit ]; then
+  echo "cgjit report" >&2
+  echo "  anchor 'step': REPLAY, 100 runs, 97 replayed, 0 side exits, 1 variant(s)" >&2
+fi
+EOS
+  chmod +x "$out/build/tests/apps/${name}_static"
+}
+stand_in steady "100" "80"
+stand_in drifting "100 100 150" "110"
+stand_in slow "100" "110"
+
+run() { # NAME: run the check on one program; sets status and log
+  status=0
+  APPS_CHECK_ONLY=$1 APPS_CHECK_PAIRS=2 APPS_CHECK_MAX_PAIRS=6 bash "$check" "$out/build" "$out/$1" \
+    >"$out/$1.log" 2>&1 || status=$?
+  log=$(cat "$out/$1.log")
+}
+fail() { echo "FAIL: $*"; echo "$log" | tail -n 12; exit 1; }
+rounds() { find "$out/$1" -name "$1_static.eager.*.out" | wc -l; }
+
+run steady
+[ "$status" -eq 0 ] || fail "steady: status $status, expected 0"
+[ "$(rounds steady)" -eq 2 ] || fail "steady ran $(rounds steady) rounds, expected 2"
+
+run drifting
+[ "$status" -eq 0 ] || fail "drifting: status $status, expected 0"
+r=$(rounds drifting)
+[ "$r" -gt 2 ] && [ "$r" -lt 6 ] || fail "drifting ran $r rounds, expected more than 2 and fewer than 6"
+echo "$log" | grep -q "$r rounds" || fail "drifting: the table does not say it took $r rounds"
+
+run slow
+[ "$status" -eq 1 ] || fail "slow: status $status, expected 1"
+[ "$(rounds slow)" -eq 6 ] || fail "slow ran $(rounds slow) rounds, expected 6 (APPS_CHECK_MAX_PAIRS)"
+echo "$log" | grep -q "slower than eager" || fail "slow: the table does not say it is slower"
+echo "PASS: apps-check adds rounds to a verdict near the line (drifting: $r rounds) and fails a slow program"
