@@ -198,6 +198,10 @@ typedef struct cgj_trace_info {
     uint64_t build_ns;      /* capturing, instantiating and uploading its graphs ... */
     uint64_t instantiate_ns; /* ... of which instantiating them */
     uint64_t first_replay_run; /* the run (1 = first) that first replayed; 0: none yet */
+    /* Runs made eager on purpose, besides warm-up, recording, side exits and blacklisting: */
+    uint64_t probes;        /* eager probes that measure whether replay pays (CGJIT_COST) */
+    uint64_t off_runs;      /* runs while the cost model had replay off */
+    uint64_t busy_runs;     /* runs begun while another thread ran a step of this anchor */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */

@@ -159,6 +159,9 @@ static void anchor(FILE *f, const cgj_report_anchor_t *r)
     num(f, "side_exits", i->side_exits);
     num(f, "record_failures", i->record_failures);
     num(f, "reissued_ops", i->reissued_ops);
+    num(f, "probes", i->probes);
+    num(f, "off_runs", i->off_runs);
+    num(f, "busy_runs", i->busy_runs);
     times(f, r);
     kept_reason(f, "reason", i->reason_code, i->reason_op, i->reason);
     cgj_json_key(f, "variants", 0);

@@ -265,6 +265,9 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->record_ns = __atomic_load_n(&a->cost.record_ns, __ATOMIC_RELAXED);
     out->recorded_ops = __atomic_load_n(&a->cost.recorded_ops, __ATOMIC_RELAXED);
     out->first_replay_run = __atomic_load_n(&a->cost.first_replay_run, __ATOMIC_RELAXED);
+    out->probes = __atomic_load_n(&a->cost.probes, __ATOMIC_RELAXED);
+    out->off_runs = __atomic_load_n(&a->cost.off_runs, __ATOMIC_RELAXED);
+    out->busy_runs = __atomic_load_n(&a->busy_runs, __ATOMIC_RELAXED);
     if (!a->nvariants) return;
     out->plan_ns = a->variants[0]->plan_ns;
     out->build_ns = a->variants[0]->build_ns;

@@ -115,7 +115,10 @@ bool cgj_cost_eager(cgj_anchor_t *a)
     cgj_cost_t *c = &a->cost;
     uint64_t runs = __atomic_load_n(&a->runs, __ATOMIC_RELAXED);
     if (a->state == CGJ_STATE_OFF) {
-        if (runs < c->retry_at) return true;
+        if (runs < c->retry_at) {
+            __atomic_fetch_add(&c->off_runs, 1, __ATOMIC_RELAXED);
+            return true;
+        }
         c->neager = 0; /* a fresh look at replay */
         c->nrecent = 0;
         c->unpaired = 0;
@@ -132,6 +135,7 @@ bool cgj_cost_eager(cgj_anchor_t *a)
     if (++c->since_probe < every) return false;
     c->since_probe = 0;
     CGJ_STAT_ADD(steps_probed, 1);
+    __atomic_fetch_add(&c->probes, 1, __ATOMIC_RELAXED);
     return true;
 }
 

@@ -245,6 +245,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
     __atomic_store_n(&a->last_used, __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
     if (__atomic_exchange_n(&a->busy, 1, __ATOMIC_ACQUIRE)) {
         t->anchor = NULL; /* another thread runs this anchor now: this step runs eagerly */
+        __atomic_fetch_add(&a->busy_runs, 1, __ATOMIC_RELAXED);
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
         return CGJ_OK;
     }

@@ -54,6 +54,7 @@ typedef struct cgj_cost {
     uint32_t offs;              /* times turned off */
     uint32_t strikes;           /* judgements in a row that found replay slower */
     uint64_t reissued;          /* absorbed ops re-issued at side exits and aborts */
+    uint64_t probes, off_runs;  /* runs made eager: probes, and runs while replay was off */
     uint64_t record_ns, recorded_ops; /* warm-up: time spent recording calls, and how many */
     uint64_t first_replay_run;  /* the run that first replayed (0: none yet) */
 } cgj_cost_t;
@@ -67,6 +68,7 @@ struct cgj_anchor {
     cgj_trace_t *variants[CGJ_MAX_VARIANTS_HARD];
     uint32_t nvariants, current;
     uint64_t runs, replays, side_exits;
+    uint64_t busy_runs;      /* runs begun while another thread ran a step of it (eager) */
     uint64_t eager_ns, eager_runs, replay_ns; /* host time from begin to end, for the report */
     uint32_t record_failures;
     uint32_t exit_history;  /* one bit per replayed run, newest lowest: 1 if it left the trace */

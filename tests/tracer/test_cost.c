@@ -76,6 +76,8 @@ Test(tracer_cost, an_anchor_turned_off_tries_again_later)
     fk.set_delays(0, 300);
     cgj_trace_info_t i = run_traced("again", 60);
     cr_assert_eq(i.state, CGJ_STATE_OFF, "%s", i.reason);
+    cr_assert_gt(i.off_runs, 0, "no run counted as run while replay was off");
+    cr_assert_leq(i.off_runs + i.probes + i.replays, i.runs);
     uint64_t replays = i.replays;
     fk.set_delays(300, 0); /* now eager launches are the dear ones */
     i = run_traced("again", 400);
@@ -93,6 +95,9 @@ Test(tracer_cost, replay_that_pays_keeps_replaying_with_probes)
     cgj_stats_t st = stats_now();
     cr_assert_geq(st.steps_probed, 5, "%llu eager probes", (unsigned long long)st.steps_probed);
     cr_assert_leq(st.steps_probed, 15, "%llu eager probes in 200 runs", (unsigned long long)st.steps_probed);
+    cr_assert_eq(i.probes, st.steps_probed, "the anchor counts %llu probes", (unsigned long long)i.probes);
+    cr_assert_eq(i.off_runs, 0);
+    cr_assert_eq(i.busy_runs, 0);
     cr_assert_geq(i.replays, 180);
     cr_assert_lt(i.replay_step_ns, i.eager_step_ns);
     cr_assert_eq(st.anchors_off, 0);

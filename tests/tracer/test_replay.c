@@ -565,6 +565,8 @@ Test(tracer_replay, two_threads_one_anchor)
     run_threads("shared", "shared");
     cgj_trace_info_t i = info_of("shared");
     cr_assert_eq(i.runs, 400);
+    cr_assert_leq(i.busy_runs + i.replays, i.runs, "%llu runs while the other thread ran the step, %llu replays",
+                  (unsigned long long)i.busy_runs, (unsigned long long)i.replays);
     if (i.state == CGJ_STATE_BLACKLISTED)
         cr_assert_eq(i.reason_code, CGJ_REASON_BLACKLIST_EXITS, "reason: %s", i.reason);
 }
