@@ -51,6 +51,22 @@ cgj_anchor_t *cgj_anchor_get(const char *name)
     return a;
 }
 
+cgj_anchor_t *cgj_anchor_sibling(cgj_anchor_t *a)
+{
+    cgj_anchor_t *s = __atomic_load_n(&a->sibling, __ATOMIC_ACQUIRE);
+    if (s || a->order >= CGJ_MAX_SIBLINGS) return s;
+    size_t len = strlen(a->name);
+    const char *hash = a->order ? strrchr(a->name, '#') : NULL;
+    if (hash) len = (size_t)(hash - a->name);
+    char *name = cgj_xmalloc(len + 16);
+    snprintf(name, len + 16, "%.*s#%u", (int)len, a->name, a->order + 2);
+    s = cgj_anchor_get(name);
+    cgj_free(name);
+    s->order = a->order + 1; /* the same value by every thread that gets here */
+    __atomic_store_n(&a->sibling, s, __ATOMIC_RELEASE);
+    return s;
+}
+
 void cgj_anchors_forked(void)
 {
     pthread_mutex_init(&table_lock, NULL);

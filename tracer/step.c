@@ -221,6 +221,24 @@ static bool same_context(const cgj_thread_t *t, cgj_anchor_t *a)
 
 /* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
  * their calls keep passing through cgj_step_enter so that their end is seen. */
+/* Where another thread runs a's step now, this one takes a sibling anchor (a trace of its own):
+ * the one it took last if that is free (threads whose steps begin alike each keep to their own
+ * trace, whichever begins first), else the first free one. NULL: all are taken (eager). */
+static cgj_anchor_t *take(const cgj_thread_t *t, cgj_anchor_t *a)
+{
+    for (cgj_anchor_t *s = a; s; s = __atomic_load_n(&s->sibling, __ATOMIC_ACQUIRE))
+        if (__atomic_load_n(&s->taker, __ATOMIC_RELAXED) == t) {
+            if (!__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE)) return s;
+            break;
+        }
+    for (cgj_anchor_t *s = a; s; s = cgj_anchor_sibling(s))
+        if (!__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&s->taker, t, __ATOMIC_RELAXED);
+            return s;
+        }
+    return NULL;
+}
+
 static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
 {
     if (t->mode != CGJ_MODE_OFF) {
@@ -234,21 +252,25 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
     t->serial++;
     cgj_anchor_t *pred = t->last; /* the step before this one on the thread */
     cgj_anchor_t *a = pred && strcmp(pred->name, name) == 0 ? pred : cgj_anchor_get(name);
-    t->last = a;
     t->implicit = implicit;
     t->sync_calls = 0;
     t->begun_ns = cgj_now_ns();
     t->ctx = NULL;
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&t->ctx);
-    __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
+    cgj_anchor_t *own = take(t, a);
     static uint64_t serial;
-    __atomic_store_n(&a->last_used, __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-    if (__atomic_exchange_n(&a->busy, 1, __ATOMIC_ACQUIRE)) {
-        t->anchor = NULL; /* another thread runs this anchor now: this step runs eagerly */
+    if (!own) {
+        t->last = a;
+        t->anchor = NULL;
+        __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&a->busy_runs, 1, __ATOMIC_RELAXED);
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
         return CGJ_OK;
     }
+    a = own;
+    t->last = a;
+    __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&a->last_used, __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
     t->anchor = a;
     exit_marked = false;
     cgj_cost_kind_t kind = CGJ_COST_NONE;

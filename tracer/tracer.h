@@ -68,7 +68,10 @@ struct cgj_anchor {
     cgj_trace_t *variants[CGJ_MAX_VARIANTS_HARD];
     uint32_t nvariants, current;
     uint64_t runs, replays, side_exits;
-    uint64_t busy_runs;      /* runs begun while another thread ran a step of it (eager) */
+    uint64_t busy_runs;      /* runs begun while other threads ran it and all its siblings (eager) */
+    struct cgj_anchor *sibling; /* the anchor a thread takes while another runs this one ... */
+    uint32_t order;          /* ... "NAME#2" (order 1), "NAME#3" ...; 0: the anchor NAME */
+    const void *taker;       /* the thread that took it last (each thread keeps to its own) */
     uint64_t eager_ns, eager_runs, replay_ns; /* host time from begin to end, for the report */
     uint32_t record_failures;
     uint32_t exit_history;  /* one bit per replayed run, newest lowest: 1 if it left the trace */
@@ -84,7 +87,12 @@ struct cgj_anchor {
 };
 
 /* ---- anchor.c ---- */
+#define CGJ_MAX_SIBLINGS 3 /* threads beyond 1 + this many that run one step at once run it eagerly */
 cgj_anchor_t *cgj_anchor_get(const char *name);
+/* The anchor a thread takes where a's step runs on another thread now (two threads whose steps
+ * begin with the same call: PyTorch's autograd thread and the main thread, a thread pool):
+ * "NAME#2", then "NAME#3" ... for a's sibling; NULL past CGJ_MAX_SIBLINGS. */
+cgj_anchor_t *cgj_anchor_sibling(cgj_anchor_t *a);
 /* In a child after fork(): the table's lock as if unlocked. */
 void cgj_anchors_forked(void);
 /* Before a region of `bytes` is mapped for `a`: evict the coldest other anchors until the pool
