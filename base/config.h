@@ -41,7 +41,7 @@
       "1: trace nothing; forward every driver call as it is") \
     X(MAX_RECORDS, INT, 4, 1, 1000000, "max-records", INT, "N", NULL,                                       \
       "eager runs that may disagree with the draft before the anchor is blacklisted") \
-    X(MAX_VARIANTS, INT, 4, 1, 16, "max-variants", INT, "N", NULL,                                     \
+    X(MAX_VARIANTS, INT, 8, 1, 16, "max-variants", INT, "N", NULL,                                     \
       "traces (variants) kept per anchor; at most 16 are used") \
     X(MAX_OPS, INT, 100000, 16, 4294967295, "max-ops", INT, "N", NULL,                                         \
       "calls one step may hold; a longer step runs eagerly") \

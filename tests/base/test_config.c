@@ -102,7 +102,7 @@ static const tunable_t tunables[] = {
     {"CGJIT_LOG_FILE", NULL, &cgj_cfg.LOG_FILE, ""},
     {"CGJIT_DRIVER", NULL, &cgj_cfg.DRIVER, "libcuda.so.1"},
     {"CGJIT_MAX_RECORDS", &cgj_cfg.MAX_RECORDS, NULL, "4"},
-    {"CGJIT_MAX_VARIANTS", &cgj_cfg.MAX_VARIANTS, NULL, "4"},
+    {"CGJIT_MAX_VARIANTS", &cgj_cfg.MAX_VARIANTS, NULL, "8"},
     {"CGJIT_MAX_OPS", &cgj_cfg.MAX_OPS, NULL, "100000"},
     {"CGJIT_REPORT", NULL, &cgj_cfg.REPORT, "0"},
     {"CGJIT_LIBS", &cgj_cfg.LIBS, NULL, "1"},

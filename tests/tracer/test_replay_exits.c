@@ -116,7 +116,7 @@ static void diverge_after_sync_step(int s, CUdeviceptr *b, void *ctx)
  * already exists should not be built again.
  * The cr_expect lines FAIL with the current library: each side exit's recording matches the
  * draft left by the previous exit of the same shape, so finish_record() builds the same two
- * shapes again and again until CGJIT_MAX_VARIANTS (4 variants, 4 traces built). */
+ * shapes again and again until CGJIT_MAX_VARIANTS (8 variants, 8 traces built). */
 Test(tracer_replay, divergence_after_a_boundary)
 {
     cgj_trace_info_t i = run_scenario(&(scenario_t){
