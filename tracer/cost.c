@@ -7,7 +7,8 @@
  * exits that re-issue a chunk and record the rest). Such periods are kept per kind of run:
  * replays, and *eager probes* — runs of an anchor that has a trace, run eagerly on purpose:
  * every PROBE_FIRST-th run while the first figures come in (or a verdict is pending), every
- * PROBE_STEADY-th after that.
+ * PROBE_STEADY-th after that, every second PROBE_STEADY-th once CLEAR_RUNS judgements in a row
+ * found replay clearly faster.
  * (Warm-up runs are no eager figure: they also record.)
  *
  * Figures are taken from SETTLE_RUNS runs after the first replay on: a program's first steps
@@ -36,7 +37,10 @@
 #include <string.h>
 
 #define PROBE_FIRST 3    /* while the eager window fills: one run in 3 is an eager probe */
-#define PROBE_STEADY 64  /* then one in 64 */
+#define PROBE_STEADY 64  /* then one in 64 ... */
+#define CLEAR_RUNS 4     /* ... and one in 128 once this many judgements in a row found replay
+                          * faster by more than the margin (probes are eager runs: each costs
+                          * what replay saves) */
 #define MIN_PAIRS 5      /* pairs needed before a decision */
 #define UNPAIRED_MAX 8   /* probes in a row with no pair, after which probing slows down */
 #define PACE_REPLAYS 4   /* replay periods an eager one is paired with (their median) */
@@ -76,6 +80,8 @@ static void judge(cgj_anchor_t *a)
     /* A strike needs the median ratio past the margin, and the pairs' sums too: what the program
      * spends is the sum of its periods, and a median pulled up by pairs that scatter both ways
      * says nothing of it. */
+    bool clear = q < 1000 - 10 * MARGIN_PCT && sum_r * 1000 < sum_e * (1000 - 10 * MARGIN_PCT);
+    c->clear = clear ? c->clear + (c->clear < CLEAR_RUNS) : 0;
     if (q <= 1000 + 10 * MARGIN_PCT || sum_r * 1000 <= sum_e * (1000 + 10 * MARGIN_PCT) ||
         a->state != CGJ_STATE_REPLAY) {
         c->strikes = 0;
@@ -122,6 +128,7 @@ bool cgj_cost_eager(cgj_anchor_t *a)
         c->neager = 0; /* a fresh look at replay */
         c->nrecent = 0;
         c->unpaired = 0;
+        c->clear = 0;
         c->since_probe = 0;
         cgj_anchor_go(a, CGJ_STATE_REPLAY);
         CGJ_LOG(trace, "anchor '%s': replay tried again", a->name);
@@ -131,7 +138,7 @@ bool cgj_cost_eager(cgj_anchor_t *a)
      * their place to pair with (the program takes another path after an eager step) go on at
      * the steady rate: probing one run in 3 for good would cost a third of the replays. */
     bool quick = (c->neager < MIN_PAIRS || c->strikes) && c->unpaired < UNPAIRED_MAX;
-    uint32_t every = quick ? PROBE_FIRST : PROBE_STEADY;
+    uint32_t every = quick ? PROBE_FIRST : c->clear >= CLEAR_RUNS ? 2 * PROBE_STEADY : PROBE_STEADY;
     if (++c->since_probe < every) return false;
     c->since_probe = 0;
     CGJ_STAT_ADD(steps_probed, 1);

@@ -53,6 +53,7 @@ typedef struct cgj_cost {
     uint64_t retry_at;          /* OFF: the run from which replay is tried again */
     uint32_t offs;              /* times turned off */
     uint32_t strikes;           /* judgements in a row that found replay slower */
+    uint32_t clear;             /* judgements in a row that found replay clearly faster */
     uint64_t reissued;          /* absorbed ops re-issued at side exits and aborts */
     uint64_t probes, off_runs;  /* runs made eager: probes, and runs while replay was off */
     uint64_t record_ns, recorded_ops; /* warm-up: time spent recording calls, and how many */

@@ -103,6 +103,21 @@ Test(tracer_cost, replay_that_pays_keeps_replaying_with_probes)
     cr_assert_eq(st.anchors_off, 0);
 }
 
+/* Replay that keeps paying clearly is probed less often: one run in 128 once four judgements
+ * in a row found it faster (one in 64 before). */
+Test(tracer_cost, replay_that_clearly_pays_is_probed_less)
+{
+    fk.set_delays(200, 0);
+    cgj_trace_info_t i = run_traced("clear", 1200);
+    fk.set_delays(0, 0);
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    /* First figures: 5 probes; then one in 64 until 4 clear judgements (4 probes); then one in
+     * 128: 5 + 4 + about 7. One in 64 throughout would make 5 + 18. */
+    cr_assert_geq(i.probes, 9, "%llu probes", (unsigned long long)i.probes);
+    cr_assert_leq(i.probes, 18, "%llu probes in 1200 runs", (unsigned long long)i.probes);
+    cr_assert_geq(i.replays, 1170);
+}
+
 /* The program's pace changes (a shared machine, a Python interpreter): from run 60 on each
  * step does 3 ms more host work. Eager figures taken before the change must not be weighed
  * against replay figures taken after it: replay still pays and keeps replaying. */
