@@ -63,6 +63,36 @@ static uint64_t median(const uint64_t *v, uint32_t n)
     return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+/* Does the anchor's current variant launch a graph? Where none of its segments does (each too
+ * small for one), replay issues the step's calls as eager execution does, when the program makes
+ * them: what it changes is cgjit's own host time inside the step, measured directly there. */
+static bool launches_graphs(const cgj_anchor_t *a)
+{
+    const cgj_trace_t *t = a->variants[__atomic_load_n(&a->current, __ATOMIC_RELAXED)];
+    for (uint32_t s = 0; s < t->nsegs; s++)
+        if (!t->segs[s].eager && t->segs[s].ncapture) return true;
+    return false;
+}
+
+/* Does replay spend more host time inside the step than eager probes do, by more than the
+ * margin of the eager period `period_ns` (all a step without graphs can add to the period)? */
+static bool host_time_slower(const cgj_anchor_t *a, uint64_t period_ns)
+{
+    const cgj_cost_t *c = &a->cost;
+    uint64_t rr = __atomic_load_n(&a->replays, __ATOMIC_RELAXED), pr = c->probe_runs;
+    if (!rr || !pr) return false;
+    double r = (double)__atomic_load_n(&a->replay_ns, __ATOMIC_RELAXED) / (double)rr;
+    return (r - (double)c->probe_ns / (double)pr) * 1000 > (double)period_ns * (10 * MARGIN_PCT);
+}
+
+void cgj_cost_end_eager(cgj_anchor_t *a, uint64_t host_ns)
+{
+    cgj_cost_t *c = &a->cost;
+    if (c->last_kind != CGJ_COST_EAGER) return; /* warm-up, recording, a side exit */
+    __atomic_fetch_add(&c->probe_ns, host_ns, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->probe_runs, 1, __ATOMIC_RELAXED);
+}
+
 /* Enough pairs: compare, and turn replay off where it does not pay. */
 static void judge(cgj_anchor_t *a)
 {
@@ -82,8 +112,11 @@ static void judge(cgj_anchor_t *a)
      * says nothing of it. */
     bool clear = q < 1000 - 10 * MARGIN_PCT && sum_r * 1000 < sum_e * (1000 - 10 * MARGIN_PCT);
     c->clear = clear ? c->clear + (c->clear < CLEAR_RUNS) : 0;
+    /* A step that launches no graph runs the same calls at the same moments replayed or eager:
+     * its periods can differ only by cgjit's host time in the step, and where that is not
+     * slower a slower period is the program's noise (a 2-op step in a 2 ms Python iteration). */
     if (q <= 1000 + 10 * MARGIN_PCT || sum_r * 1000 <= sum_e * (1000 + 10 * MARGIN_PCT) ||
-        a->state != CGJ_STATE_REPLAY) {
+        a->state != CGJ_STATE_REPLAY || (!launches_graphs(a) && !host_time_slower(a, e))) {
         c->strikes = 0;
         return;
     }

@@ -327,7 +327,11 @@ static int end_locked(cgj_thread_t *t)
     if (CGJ_UNLIKELY(cgj_timeline_on)) timeline_step(t, mode, replayed, exited, now);
     if (t->mode != CGJ_MODE_REPLAY) {
         CGJ_STAT_ADD(steps_eager, 1);
-        if (a) __atomic_fetch_add(&a->eager_ns, host_ns, __ATOMIC_RELAXED), __atomic_fetch_add(&a->eager_runs, 1, __ATOMIC_RELAXED);
+        if (a) {
+            __atomic_fetch_add(&a->eager_ns, host_ns, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&a->eager_runs, 1, __ATOMIC_RELAXED);
+            cgj_cost_end_eager(a, host_ns);
+        }
     } else if (a) {
         __atomic_fetch_add(&a->replay_ns, host_ns, __ATOMIC_RELAXED);
     }

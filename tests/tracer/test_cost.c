@@ -246,6 +246,45 @@ Test(tracer_cost, a_strike_is_confirmed_on_pairs_of_its_own)
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
 }
 
+/* A step too small for a graph (2 ops, CGJIT_GRAPH_MIN_OPS 3): replayed, its calls run as the
+ * program makes them, as eagerly. Its eager probes fall in fast stretches of the program, so
+ * the periods call replay 25% slower; but replay adds nothing to the step's own host time worth
+ * 2% of a period, so the periods are the program's noise and replay stays on. */
+static void cost_small_setup(void)
+{
+    setenv("CGJIT_GRAPH_MIN_OPS", "3", 1);
+    cost_setup();
+}
+
+TestSuite(tracer_cost_small, .init = cost_small_setup);
+
+Test(tracer_cost_small, a_step_without_graphs_is_judged_by_its_own_host_time)
+{
+    bufs_t b;
+    bufs_alloc(&b, 1);
+    unsigned probes = 0;
+    for (int s = 0; s < 300; s++) {
+        g_traced = false;
+        two_kernel_step(s, b.e, NULL);
+        cgj_stats_t before = stats_now();
+        cr_assert_eq(cgj_trace_begin("small"), CGJ_OK);
+        g_traced = true;
+        two_kernel_step(s, b.t, NULL);
+        g_traced = false;
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        bool eager = stats_now().steps_probed > before.steps_probed;
+        double host = eager ? (probes++, 320) : 400;
+        for (double end = now_us() + host; now_us() < end;) {
+        }
+    }
+    compare_bufs("small", 300, &b);
+    cgj_trace_info_t i = info_of("small");
+    cr_assert_eq(i.segments, 1);
+    cr_assert_geq(probes, 6, "%u eager probes", probes);
+    cr_assert_eq(stats_now().anchors_off, 0, "turned off on the program's noise: %s", i.reason);
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+}
+
 /* Run `name` on t (traced) and on e (its eager twin); true if the traced step ran eagerly. */
 static bool traced_step(const char *name, int s, CUdeviceptr e, CUdeviceptr t)
 {
