@@ -177,37 +177,45 @@ Test(tracer_cost, an_anchor_at_two_places_of_a_loop_is_judged_place_by_place)
     cr_assert_geq(i.replays, 250, "%llu replays: it was turned off for a while", (unsigned long long)i.replays);
 }
 
+/* 300 steps of `name` (traced only) in a program whose host work after each step is 400 us,
+ * except after an eager probe from step 20 on: probe_host(k) for the k-th such probe. Returns
+ * the anchor's figures once the results are checked; *probes: how many there were. */
+static cgj_trace_info_t run_noisy(const char *name, double (*probe_host)(unsigned k), unsigned *probes)
+{
+    bufs_t b;
+    bufs_alloc(&b, 1);
+    *probes = 0;
+    for (int s = 0; s < 300; s++) {
+        g_traced = false;
+        two_kernel_step(s, b.e, NULL);
+        uint64_t before = stats_now().steps_probed;
+        cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
+        g_traced = true;
+        two_kernel_step(s, b.t, NULL);
+        g_traced = false;
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        double host = 400;
+        if (stats_now().steps_probed > before && s > 20) host = probe_host((*probes)++);
+        for (double end = now_us() + host; now_us() < end;) {
+        }
+    }
+    compare_bufs(name, 300, &b);
+    return info_of(name);
+}
+
+static double scatter_host(unsigned k)
+{
+    return k % 5 == 0 || k % 5 == 2 || k % 5 == 3 ? 340 : 560;
+}
+
 /* Replay as fast as eager, on a machine whose noise lands on the eager probes unevenly: after
  * 3 probes in 5 the program happens to be 15% quicker, after the other 2 it is 40% slower. The
  * median of the pairs says replay is 1.18x slower, yet the program spends less time replaying
  * (the sum of the periods): replay keeps replaying. */
 Test(tracer_cost, a_median_that_the_sums_contradict_is_no_verdict)
 {
-    bufs_t b;
-    bufs_alloc(&b, 1);
-    unsigned probes = 0;
-    for (int s = 0; s < 300; s++) {
-        g_traced = false;
-        two_kernel_step(s, b.e, NULL);
-        fakecuda_counts_t before, after;
-        fk.get_counts(&before);
-        cr_assert_eq(cgj_trace_begin("scatter"), CGJ_OK);
-        g_traced = true;
-        two_kernel_step(s, b.t, NULL);
-        g_traced = false;
-        cr_assert_eq(cgj_trace_end(), CGJ_OK);
-        fk.get_counts(&after);
-        bool eager = after.eager_launches - before.eager_launches == 2 && after.graph_launches == before.graph_launches;
-        double host = 400;
-        if (eager && s > 20) {
-            unsigned k = probes++ % 5;
-            host = k == 0 || k == 2 || k == 3 ? 340 : 560;
-        }
-        for (double end = now_us() + host; now_us() < end;) {
-        }
-    }
-    compare_bufs("scatter", 300, &b);
-    cgj_trace_info_t i = info_of("scatter");
+    unsigned probes;
+    cgj_trace_info_t i = run_noisy("scatter", scatter_host, &probes);
     cr_assert_geq(probes, 8, "%u eager probes", probes);
     cr_assert_eq(stats_now().anchors_off, 0, "turned off on noise: %s", i.reason);
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
@@ -217,30 +225,15 @@ Test(tracer_cost, a_median_that_the_sums_contradict_is_no_verdict)
  * first window of pairs calls replay slower, the next pairs call it faster. The second judgement
  * must be taken on pairs of its own: one on the first window plus a pair would turn replay off
  * on the same evidence twice. */
+static double stretch_host(unsigned k)
+{
+    return k < 5 ? 320 : 440;
+}
+
 Test(tracer_cost, a_strike_is_confirmed_on_pairs_of_its_own)
 {
-    bufs_t b;
-    bufs_alloc(&b, 1);
-    unsigned probes = 0;
-    for (int s = 0; s < 300; s++) {
-        g_traced = false;
-        two_kernel_step(s, b.e, NULL);
-        fakecuda_counts_t before, after;
-        fk.get_counts(&before);
-        cr_assert_eq(cgj_trace_begin("stretch"), CGJ_OK);
-        g_traced = true;
-        two_kernel_step(s, b.t, NULL);
-        g_traced = false;
-        cr_assert_eq(cgj_trace_end(), CGJ_OK);
-        fk.get_counts(&after);
-        bool eager = after.eager_launches - before.eager_launches == 2 && after.graph_launches == before.graph_launches;
-        double host = 400;
-        if (eager && s > 20) host = probes++ < 5 ? 320 : 440;
-        for (double end = now_us() + host; now_us() < end;) {
-        }
-    }
-    compare_bufs("stretch", 300, &b);
-    cgj_trace_info_t i = info_of("stretch");
+    unsigned probes;
+    cgj_trace_info_t i = run_noisy("stretch", stretch_host, &probes);
     cr_assert_geq(probes, 10, "%u eager probes (%s: %s)", probes, cgj_state_name(i.state), i.reason);
     cr_assert_eq(stats_now().anchors_off, 0, "turned off on one window twice: %s", i.reason);
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
@@ -258,27 +251,16 @@ static void cost_small_setup(void)
 
 TestSuite(tracer_cost_small, .init = cost_small_setup);
 
+static double fast_probe_host(unsigned k)
+{
+    (void)k;
+    return 320;
+}
+
 Test(tracer_cost_small, a_step_without_graphs_is_judged_by_its_own_host_time)
 {
-    bufs_t b;
-    bufs_alloc(&b, 1);
-    unsigned probes = 0;
-    for (int s = 0; s < 300; s++) {
-        g_traced = false;
-        two_kernel_step(s, b.e, NULL);
-        cgj_stats_t before = stats_now();
-        cr_assert_eq(cgj_trace_begin("small"), CGJ_OK);
-        g_traced = true;
-        two_kernel_step(s, b.t, NULL);
-        g_traced = false;
-        cr_assert_eq(cgj_trace_end(), CGJ_OK);
-        bool eager = stats_now().steps_probed > before.steps_probed;
-        double host = eager ? (probes++, 320) : 400;
-        for (double end = now_us() + host; now_us() < end;) {
-        }
-    }
-    compare_bufs("small", 300, &b);
-    cgj_trace_info_t i = info_of("small");
+    unsigned probes;
+    cgj_trace_info_t i = run_noisy("small", fast_probe_host, &probes);
     cr_assert_eq(i.segments, 1);
     cr_assert_geq(probes, 6, "%u eager probes", probes);
     cr_assert_eq(stats_now().anchors_off, 0, "turned off on the program's noise: %s", i.reason);

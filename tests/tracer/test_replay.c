@@ -513,6 +513,20 @@ Test(tracer_replay, two_threads_two_anchors)
     cr_assert_gt(info_of("thread_b").replays, 0);
 }
 
+/* Four x = 0.5 x + (k + b) launches on j's buffer t in st, and the same on the host model ref. */
+static void axpb4(thread_job_t *j, CUstream st, float *ref, float b0)
+{
+    for (int k = 0; k < 4; k++) {
+        float b = (float)k + b0;
+        CUdeviceptr x = j->t;
+        float a = 0.5f;
+        int n = N;
+        void *p[] = {&x, &a, &b, &n};
+        if (fk.launch(fk_axpb, 1, 1, 1, 32, 1, 1, 0, st, p, NULL) != CUDA_SUCCESS) j->api_errors++;
+        for (int i = 0; i < N; i++) ref[i] = 0.5f * ref[i] + b;
+    }
+}
+
 /* Each thread on its own stream, synchronizing only that stream: neither disturbs the other. */
 static void *own_stream_main(void *arg)
 {
@@ -523,15 +537,7 @@ static void *own_stream_main(void *arg)
     memcpy(ref, (float *)(uintptr_t)j->t, sizeof ref); /* fake device memory is host memory */
     for (int s = 0; s < j->steps; s++) {
         if (cgj_trace_begin(j->name) != CGJ_OK) j->api_errors++;
-        for (int k = 0; k < 4; k++) {
-            float b = (float)(k + s % 3);
-            CUdeviceptr x = j->t;
-            float a = 0.5f;
-            int n = N;
-            void *p[] = {&x, &a, &b, &n};
-            if (fk.launch(fk_axpb, 1, 1, 1, 32, 1, 1, 0, st, p, NULL) != CUDA_SUCCESS) j->api_errors++;
-            for (int i = 0; i < N; i++) ref[i] = 0.5f * ref[i] + b;
-        }
+        axpb4(j, st, ref, (float)(s % 3));
         if (cgj_trace_end() != CGJ_OK) j->api_errors++;
         if (fk.stream_sync(st) != CUDA_SUCCESS) j->api_errors++;
         if (memcmp(ref, (float *)(uintptr_t)j->t, sizeof ref)) j->mismatches++;
@@ -573,15 +579,7 @@ static void *overlap_main(void *arg)
     for (int s = 0; s < j->steps; s++) {
         if (cgj_trace_begin(j->name) != CGJ_OK) j->api_errors++;
         pthread_barrier_wait(&overlap); /* both steps are open here */
-        for (int k = 0; k < 4; k++) {
-            float b = (float)(k + s % 3) + (float)j->e; /* e: the thread's own offset */
-            CUdeviceptr x = j->t;
-            float a = 0.5f;
-            int n = N;
-            void *p[] = {&x, &a, &b, &n};
-            if (fk.launch(fk_axpb, 1, 1, 1, 32, 1, 1, 0, st, p, NULL) != CUDA_SUCCESS) j->api_errors++;
-            for (int i = 0; i < N; i++) ref[i] = 0.5f * ref[i] + b;
-        }
+        axpb4(j, st, ref, (float)(s % 3) + (float)j->e); /* e: the thread's own offset */
         pthread_barrier_wait(&overlap);
         if (cgj_trace_end() != CGJ_OK) j->api_errors++;
         if (fk.stream_sync(st) != CUDA_SUCCESS) j->api_errors++;
