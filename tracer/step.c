@@ -219,8 +219,6 @@ static bool same_context(const cgj_thread_t *t, cgj_anchor_t *a)
     return false;
 }
 
-/* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
- * their calls keep passing through cgj_step_enter so that their end is seen. */
 /* Where another thread runs a's step now, this one takes a sibling anchor (a trace of its own):
  * the one it took last if that is free (threads whose steps begin alike each keep to their own
  * trace, whichever begins first), else the first free one. NULL: all are taken (eager). */
@@ -239,6 +237,8 @@ static cgj_anchor_t *take(const cgj_thread_t *t, cgj_anchor_t *a)
     return NULL;
 }
 
+/* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
+ * their calls keep passing through cgj_step_enter so that their end is seen. */
 static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
 {
     if (t->mode != CGJ_MODE_OFF) {
