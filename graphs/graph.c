@@ -342,7 +342,7 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
         find_streams(t, seg);
         /* A graph of one or two nodes costs as much host time to launch as its ops do eagerly,
          * and starts later on the GPU: a program waiting for it right away would be slower. */
-        seg->eager = seg->ncapture && seg->ncapture < (uint32_t)cgj_cfg.GRAPH_MIN_OPS && !seg->has_staging;
+        seg->eager = seg->ncapture && seg->ncapture < (uint32_t)cgj_cfg.GRAPH_MIN_OPS;
         if (seg->ncapture && !seg->eager) ok = build_segment(t, seg, cap, why);
     }
     if (ok) cgj_drv.r_cuStreamSynchronize(cap); /* uploads done before the stream goes */
@@ -447,6 +447,10 @@ static CUresult issue_eagerly(cgj_trace_t *t, cgj_segment_t *seg, uint32_t issue
         const cgj_op_t *o = &t->list.ops[i];
         if (cgj_op_class[o->call.kind] != CGJ_CLASS_CAPTURE) continue;
         CUresult r = cgj_op_issue(o, o->call.stream, false, false);
+        /* A staged copy held this far (made inside a library call, or carried over from another
+         * variant) reads a staging buffer the next run rewrites: it is waited for. Replay runs
+         * the others as the program makes them. */
+        if (r == CUDA_SUCCESS && o->stage) r = cgj_drv.r_cuStreamSynchronize(o->call.stream);
         if (r != CUDA_SUCCESS) return r;
     }
     return CUDA_SUCCESS;

@@ -147,10 +147,10 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
         uint32_t before = c && v->list.ops[t->pos].kp ? v->list.ops[t->pos].kp->nvarying : 0;
         if ((lc && !absorbs(v, t->pos, lc)) || !variant_matches(t, v, first, c, promote)) continue;
         bool waited = false, fits = true;
-        for (uint32_t i = first; i < t->pos && fits; i++)
+        for (uint32_t i = first + t->passed; i < t->pos && fits; i++)
             fits = !v->list.ops[i].stage || v->list.ops[i].stage_cap >= v->list.ops[i].call.u.m.bytes;
         if (!fits) continue;
-        for (uint32_t i = first; i < t->pos; i++) { /* carry the staged bytes over */
+        for (uint32_t i = first + t->passed; i < t->pos; i++) { /* carry the staged bytes over */
             cgj_op_t *o = &v->list.ops[i];
             if (!o->stage) continue;
             if (!waited && cgj_graph_staging_wait(&v->segs[s])) CGJ_STAT_ADD(staging_waits, 1);
@@ -320,7 +320,30 @@ static bool passes(const cgj_thread_t *t, const cgj_op_t *o)
 {
     const cgj_segment_t *seg = &t->trace->segs[t->seg];
     return seg->eager && t->pos == seg->first + t->passed && cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE &&
-           !o->lib && !o->stage && !t->lib_open;
+           !o->lib && !t->lib_open;
+}
+
+/* A copy from pageable memory (staged) in a segment too small for a graph runs as the program
+ * makes it, like any op of such a segment, once the ops held before it (pool ops, a library call
+ * absorbed whole) are issued, in order: held to the segment's end, it would go out of a staging
+ * buffer that the next run rewrites while the copy may still be pending, and cost a copy of its
+ * bytes besides. False where the thread left replay (an op failed to issue). */
+static bool issue_held(cgj_thread_t *t)
+{
+    const cgj_trace_t *tr = t->trace;
+    uint32_t first = tr->segs[t->seg].first;
+    while (first + t->passed < t->pos) {
+        const cgj_op_t *h = &tr->list.ops[first + t->passed];
+        CUresult r = cgj_op_class[h->call.kind] == CGJ_CLASS_CAPTURE ? cgj_op_issue(h, h->call.stream, false, false)
+                                                                      : CUDA_SUCCESS;
+        if (r != CUDA_SUCCESS) {
+            cgj_exit_launch_failed(t, r);
+            return false;
+        }
+        t->passed++;
+    }
+    cgj_thread_set_pending(t, false);
+    return true;
 }
 
 int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
@@ -355,6 +378,8 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     if (cgj_op_class[o->call.kind] == CGJ_CLASS_POOL) {
         if (!pool_op(t, c)) return CGJ_EXECUTE;
         o = &t->trace->list.ops[t->pos];
+    } else if (o->stage && tr->segs[t->seg].eager && !o->lib && !t->lib_open) {
+        if (!issue_held(t)) return CGJ_EXECUTE;
     } else if (o->stage && !stage_bytes(t, o, c, &why)) {
         return guard_exit(t, &why);
     }

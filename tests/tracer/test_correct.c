@@ -743,3 +743,48 @@ Test(tracer_small, an_op_that_ran_is_never_issued_again)
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = AT_LEAST(45), .variants = IS(2)},
                                .fake = {.graph_launches = IS(0)}});
 }
+
+/* A copy from a fresh malloc'd host buffer and the kernel that reads it: a segment too small
+ * for a graph, whose copy runs as the program makes it (nothing staged, no graph), with the
+ * bytes of this run, wherever the program put them. */
+static void small_staged_step(int s, CUdeviceptr *b, void *ctx)
+{
+    float *host = malloc(N * sizeof *host);
+    cr_assert(host);
+    for (int i = 0; i < N; i++) host[i] = (float)(s * N + i);
+    OK(fk.htod_async(b[0], host, N * sizeof *host, NULL));
+    free(host); /* an eager copy from pageable memory has its bytes when the call returns */
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)s, N, 1));
+}
+
+Test(tracer_small, a_small_segment_with_a_staged_copy_launches_no_graph)
+{
+    run_scenario(&(scenario_t){.name = "small_staged", .fn = small_staged_step, .steps = 20, .nbufs = 1,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .side_exits = IS(0)},
+                               .stats = {.bytes_staged = IS(0)},
+                               .fake = {.graph_launches = IS(0), .captures = IS(0)}});
+}
+
+/* The same copy after an in-step allocation the pool serves (held, not run): the held op goes
+ * first, then the copy runs as the program makes it. */
+static void small_staged_alloc_step(int s, CUdeviceptr *b, void *ctx)
+{
+    float host[N];
+    CUdeviceptr tmp;
+    for (int i = 0; i < N; i++) host[i] = (float)(s - i);
+    OK(fk.mem_alloc(&tmp, N * sizeof(float)));
+    OK(fk.htod_async(tmp, host, sizeof host, NULL));
+    for (int i = 0; i < N; i++) host[i] = -1.0f; /* what a copy held back would read */
+    OK(fk_copyscale_launch(&fk, NULL, b[0], tmp, 2.0f, N));
+    OK(fk.mem_free(tmp));
+}
+
+Test(tracer_small, a_staged_copy_after_a_pool_op_runs_as_made)
+{
+    run_scenario(&(scenario_t){.name = "small_staged_alloc", .fn = small_staged_alloc_step, .steps = 20,
+                               .nbufs = 1,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .side_exits = IS(0),
+                                        .allocations = IS(1)},
+                               .stats = {.bytes_staged = IS(0), .pool_allocs = IS(18)},
+                               .fake = {.graph_launches = IS(0), .captures = IS(0)}});
+}
