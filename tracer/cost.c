@@ -169,8 +169,11 @@ bool cgj_cost_eager(cgj_anchor_t *a)
     if (!cgj_cfg.COST || !settled(a, runs)) return false;
     /* A quick second look after a judgement found replay slower. Probes that find no replay at
      * their place to pair with (the program takes another path after an eager step) go on at
-     * the steady rate: probing one run in 3 for good would cost a third of the replays. */
-    bool quick = (c->neager < MIN_PAIRS || c->strikes) && c->unpaired < UNPAIRED_MAX;
+     * the steady rate: probing one run in 3 for good would cost a third of the replays. A step
+     * that launches no graph is probed at the steady rate from the start: replayed, it makes the
+     * same calls at the same moments, and a short program would lose a few percent of its steps
+     * to probes that can hardly find it slower. */
+    bool quick = (c->neager < MIN_PAIRS || c->strikes) && c->unpaired < UNPAIRED_MAX && launches_graphs(a);
     uint32_t every = quick ? PROBE_FIRST : c->clear >= CLEAR_RUNS ? 2 * PROBE_STEADY : PROBE_STEADY;
     if (++c->since_probe < every) return false;
     c->since_probe = 0;
