@@ -6,7 +6,8 @@
  * the program does between steps, and everything cgjit adds (guards, staging, patches, side
  * exits that re-issue a chunk and record the rest). Such periods are kept per kind of run:
  * replays, and *eager probes* — runs of an anchor that has a trace, run eagerly on purpose:
- * every PROBE_FIRST-th run while the first figures come in (or a verdict is pending), every
+ * every PROBE_FIRST-th run while the first figures come in (or a verdict is pending) unless the
+ * first EARLY_PAIRS already find replay clearly faster, every
  * PROBE_STEADY-th after that, every second PROBE_STEADY-th once CLEAR_RUNS judgements in a row
  * found replay clearly faster.
  * (Warm-up runs are no eager figure: they also record.)
@@ -42,6 +43,8 @@
                           * faster by more than the margin (probes are eager runs: each costs
                           * what replay saves) */
 #define MIN_PAIRS 5      /* pairs needed before a decision */
+#define EARLY_PAIRS 3    /* ... but this many that each find replay EARLY_PCT faster end the */
+#define EARLY_PCT 10     /* quick probing: replay that does not pay hardly looks like that */
 #define UNPAIRED_MAX 8   /* probes in a row with no pair, after which probing slows down */
 #define PACE_REPLAYS 4   /* replay periods an eager one is paired with (their median) */
 #define MARGIN_PCT 2     /* replay may be this much slower than eager before it is turned off
@@ -149,6 +152,17 @@ static bool settled(const cgj_anchor_t *a, uint64_t runs)
     return first && runs >= first + SETTLE_RUNS;
 }
 
+/* Do the first pairs (EARLY_PAIRS of them, fewer than a decision needs) each find replay
+ * faster by EARLY_PCT? Then the rest of the first figures come at the steady rate: in a short
+ * program (50 runs of a step that spans 8 iterations) each quick probe costs 2% of its steps. */
+static bool clear_early(const cgj_cost_t *c)
+{
+    if (c->neager < EARLY_PAIRS || c->neager >= MIN_PAIRS) return false;
+    for (uint32_t i = 0; i < c->neager; i++)
+        if (c->paired[i] * 100 >= c->eager[i] * (100 - EARLY_PCT)) return false;
+    return true;
+}
+
 bool cgj_cost_eager(cgj_anchor_t *a)
 {
     cgj_cost_t *c = &a->cost;
@@ -173,7 +187,8 @@ bool cgj_cost_eager(cgj_anchor_t *a)
      * that launches no graph is probed at the steady rate from the start: replayed, it makes the
      * same calls at the same moments, and a short program would lose a few percent of its steps
      * to probes that can hardly find it slower. */
-    bool quick = (c->neager < MIN_PAIRS || c->strikes) && c->unpaired < UNPAIRED_MAX && launches_graphs(a);
+    bool quick = ((c->neager < MIN_PAIRS && !clear_early(c)) || c->strikes) && c->unpaired < UNPAIRED_MAX &&
+                 launches_graphs(a);
     uint32_t every = quick ? PROBE_FIRST : c->clear >= CLEAR_RUNS ? 2 * PROBE_STEADY : PROBE_STEADY;
     if (++c->since_probe < every) return false;
     c->since_probe = 0;

@@ -103,6 +103,17 @@ Test(tracer_cost, replay_that_pays_keeps_replaying_with_probes)
     cr_assert_eq(st.anchors_off, 0);
 }
 
+/* Replay whose first three pairs each find it clearly faster gets the rest of its first figures
+ * at the steady rate: 3 quick probes, not 5. */
+Test(tracer_cost, replay_that_pays_clearly_at_once_ends_quick_probing)
+{
+    fk.set_delays(200, 0);
+    cgj_trace_info_t i = run_traced("early", 90);
+    fk.set_delays(0, 0);
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_eq(i.probes, 3, "%llu probes in 90 runs", (unsigned long long)i.probes);
+}
+
 /* Replay that keeps paying clearly is probed less often: one run in 128 once four judgements
  * in a row found it faster (one in 64 before). */
 Test(tracer_cost, replay_that_clearly_pays_is_probed_less)
@@ -111,26 +122,28 @@ Test(tracer_cost, replay_that_clearly_pays_is_probed_less)
     cgj_trace_info_t i = run_traced("clear", 1200);
     fk.set_delays(0, 0);
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
-    /* First figures: 5 probes; then one in 64 until 4 clear judgements (4 probes); then one in
-     * 128: 5 + 4 + about 7. One in 64 throughout would make 5 + 18. */
+    /* First figures: 3 probes (clearly faster at once), then one in 64 until 4 clear judgements
+     * (2 more probes make the first, 3 more the others); then one in 128: 3 + 5 + about 7. One in
+     * 64 throughout would make 3 + 18. */
     cr_assert_geq(i.probes, 9, "%llu probes", (unsigned long long)i.probes);
     cr_assert_leq(i.probes, 18, "%llu probes in 1200 runs", (unsigned long long)i.probes);
     cr_assert_geq(i.replays, 1170);
 }
 
-/* The program's pace changes (a shared machine, a Python interpreter): from run 60 on each
- * step does 3 ms more host work. Eager figures taken before the change must not be weighed
- * against replay figures taken after it: replay still pays and keeps replaying. */
-static void slower_from_60(int s, CUdeviceptr *b, void *ctx)
+/* The program's pace changes (a shared machine, a Python interpreter): from run 120 on each
+ * step does 3 ms more host work (after 4 eager probes: 3 quick ones, one at the steady rate).
+ * Eager figures taken before the change must not be weighed against replay figures taken after
+ * it: replay still pays and keeps replaying. */
+static void slower_from_120(int s, CUdeviceptr *b, void *ctx)
 {
-    g_host_us = s >= 60 ? 3000 : 0;
+    g_host_us = s >= 120 ? 3000 : 0;
     two_kernel_step(s, b, ctx);
 }
 
 Test(tracer_cost, a_program_that_slows_down_is_no_verdict_on_replay)
 {
     fk.set_delays(100, 0); /* replay saves 200 us per step */
-    cgj_trace_info_t i = run_traced_fn("drift", 260, slower_from_60);
+    cgj_trace_info_t i = run_traced_fn("drift", 260, slower_from_120);
     g_host_us = 0;
     fk.set_delays(0, 0);
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
@@ -227,7 +240,7 @@ Test(tracer_cost, a_median_that_the_sums_contradict_is_no_verdict)
  * on the same evidence twice. */
 static double stretch_host(unsigned k)
 {
-    return k < 5 ? 320 : 440;
+    return k < 5 ? 250 : 500;
 }
 
 Test(tracer_cost, a_strike_is_confirmed_on_pairs_of_its_own)
