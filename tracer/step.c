@@ -327,11 +327,15 @@ static int end_locked(cgj_thread_t *t)
     if (CGJ_UNLIKELY(cgj_timeline_on)) timeline_step(t, mode, replayed, exited, now);
     if (t->mode != CGJ_MODE_REPLAY) {
         CGJ_STAT_ADD(steps_eager, 1);
-        if (a) {
+        /* The eager figure is taken from runs that record nothing (probes, runs while replay is
+         * off or the anchor blacklisted): a recording run holds the program's first-time costs
+         * (module loading, library set-up) and cgjit's, and would make replay look as if it
+         * saved seconds. */
+        if (a && t->mode != CGJ_MODE_RECORD) {
             __atomic_fetch_add(&a->eager_ns, host_ns, __ATOMIC_RELAXED);
             __atomic_fetch_add(&a->eager_runs, 1, __ATOMIC_RELAXED);
-            cgj_cost_end_eager(a, host_ns);
         }
+        if (a) cgj_cost_end_eager(a, host_ns);
     } else if (a) {
         __atomic_fetch_add(&a->replay_ns, host_ns, __ATOMIC_RELAXED);
     }

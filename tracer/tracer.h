@@ -74,7 +74,8 @@ struct cgj_anchor {
     struct cgj_anchor *sibling; /* the anchor a thread takes while another runs this one ... */
     uint32_t order;          /* ... "NAME#2" (order 1), "NAME#3" ...; 0: the anchor NAME */
     const void *taker;       /* the thread that took it last (each thread keeps to its own) */
-    uint64_t eager_ns, eager_runs, replay_ns; /* host time from begin to end, for the report */
+    uint64_t eager_ns, eager_runs, replay_ns; /* host time from begin to end, for the report (eager:
+                                               * runs that record nothing) */
     uint32_t record_failures;
     uint32_t exit_history;  /* one bit per replayed run, newest lowest: 1 if it left the trace */
     uint32_t history_len;

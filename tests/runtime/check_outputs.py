@@ -105,11 +105,20 @@ def check_json_implicit(tmp):
     assert loop and loop[0] is doc["anchors"][0], [a["name"] for a in doc["anchors"]]
     a = loop[0]
     assert a["state"] == "REPLAY" and a["replays"] > 0 and a["side_exits"] > 0 and a["variants"], a
-    assert a["eager_host_ns_per_run"] > 0 and a["replay_host_ns_per_run"] > 0, a
+    # No run of this anchor ran eagerly without recording (no probes: CGJIT_COST is 0 here), so
+    # there is no eager figure, and no host time saved is claimed from the recording runs.
+    assert a["eager_host_ns_per_run"] == 0 and a["host_ns_saved"] == 0 and a["replay_host_ns_per_run"] > 0, a
     exits = [e for v in a["variants"] for e in v["exits"]]
     assert exits and exits[0]["reason"]["code"], a["variants"]
     assert s["top_reasons"] and all(r["hint"] for r in s["top_reasons"]), s["top_reasons"]
     assert doc["counters"]["steps"] == s["steps"] and doc["counters"]["side_exits"] > 0, doc["counters"]
+
+
+def check_json_eager_figure(tmp):
+    # With the cost model's probes, the eager figure comes from them (runs that record nothing).
+    doc = json_report(tmp, ["implicit", 60], {"CGJIT_STEP": "sync", "CGJIT_COST": "1"})
+    a = [a for a in doc["anchors"] if a["name"].startswith("sync:cuLaunchKernel:axpb:")][0]
+    assert a["probes"] + a["off_runs"] > 0 and a["eager_host_ns_per_run"] > 0, a
 
 
 def check_json_marked(tmp):
@@ -239,7 +248,7 @@ def check_shared_log(tmp):
     assert seen == pids, "pids %s in the log, processes %s" % (seen, pids)
 
 
-CHECKS = [check_json_implicit, check_json_marked, check_json_without_driver, check_text_report,
+CHECKS = [check_json_implicit, check_json_eager_figure, check_json_marked, check_json_without_driver, check_text_report,
           check_text_report_to_a_file, check_text_report_when_not_tracing, check_chrome_trace,
           check_chrome_trace_capped, check_stable_names, check_shared_log]
 
