@@ -44,7 +44,7 @@
                           * what replay saves) */
 #define MIN_PAIRS 5      /* pairs needed before a decision */
 #define EARLY_PAIRS 3    /* ... but this many that each find replay EARLY_PCT faster end the */
-#define EARLY_PCT 10     /* quick probing: replay that does not pay hardly looks like that */
+#define EARLY_PCT 5      /* quick probing: replay that does not pay hardly looks like that */
 #define UNPAIRED_MAX 8   /* probes in a row with no pair, after which probing slows down */
 #define PACE_REPLAYS 4   /* replay periods an eager one is paired with (their median) */
 #define MARGIN_PCT 2     /* replay may be this much slower than eager before it is turned off
