@@ -202,6 +202,11 @@ typedef struct cgj_trace_info {
     uint64_t probes;        /* eager probes that measure whether replay pays (CGJIT_COST) */
     uint64_t off_runs;      /* runs while the cost model had replay off */
     uint64_t busy_runs;     /* runs begun while another thread ran a step of this anchor */
+    /* Where an eager run's host time goes: inside the driver and library calls replay absorbs
+     * (what replay can save on the host at most; the rest is the program's own work). */
+    uint64_t eager_calls_ns; /* per eager probe of a step found without markers (CGJIT_STEP),
+                              * mean; 0: none measured (a marked step's probes run straight
+                              * through, untimed) */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */

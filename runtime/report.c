@@ -82,6 +82,13 @@ static void report_verdict(FILE *f, const cgj_anchor_t *a, const cgj_trace_info_
     if (i->replays && e > 0)
         fprintf(f, "    host time per step: eager %.1f us, replay %.1f us: about %.3f s of host time %s\n",
                 e / 1e3, r / 1e3, (e > r ? e - r : r - e) * (double)i->replays / 1e9, e >= r ? "saved" : "lost");
+    if (i->eager_calls_ns && e > 0) {
+        fprintf(f, "    an eager probe spends %.1f us of its %.1f us in the driver and library calls replay absorbs (the most replay can save on the host)",
+                (double)i->eager_calls_ns / 1e3, e / 1e3);
+        if (i->eager_step_ns)
+            fprintf(f, ": %.0f%% of the step's period", 100.0 * (double)i->eager_calls_ns / (double)i->eager_step_ns);
+        fputc('\n', f);
+    }
     if (i->side_exits > i->replays / 4)
         fprintf(f, "    many runs left the trace (%llu side exits for %llu replays): see the side exits above\n",
                 (unsigned long long)i->side_exits, (unsigned long long)i->replays);

@@ -88,12 +88,15 @@ static bool host_time_slower(const cgj_anchor_t *a, uint64_t period_ns)
     return (r - (double)c->probe_ns / (double)pr) * 1000 > (double)period_ns * (10 * MARGIN_PCT);
 }
 
-void cgj_cost_end_eager(cgj_anchor_t *a, uint64_t host_ns)
+void cgj_cost_end_eager(cgj_anchor_t *a, uint64_t host_ns, uint64_t calls_ns)
 {
     cgj_cost_t *c = &a->cost;
     if (c->last_kind != CGJ_COST_EAGER) return; /* warm-up, recording, a side exit */
     __atomic_fetch_add(&c->probe_ns, host_ns, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->probe_runs, 1, __ATOMIC_RELAXED);
+    if (!calls_ns) return;
+    __atomic_fetch_add(&c->probe_calls_ns, calls_ns, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->timed_probes, 1, __ATOMIC_RELAXED);
 }
 
 /* Enough pairs: compare, and turn replay off where it does not pay. */

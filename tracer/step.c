@@ -156,6 +156,10 @@ int cgj_step_enter(const cgj_call_t *c)
         d = cgj_replay_enter(t, c);
         if (CGJ_UNLIKELY(cgj_timeline_on) && t->exited && !exit_marked) timeline_exit(t);
     }
+    /* An eager probe times the calls replay would absorb (the outermost: a library's own
+     * driver calls are inside its call), not the synchronizations that wait for the GPU. */
+    if (CGJ_UNLIKELY(t->probing) && !t->lib_depth && cgj_op_class[c->kind] != CGJ_CLASS_BOUNDARY)
+        t->call_in_ns = cgj_now_ns();
     if (c->kind == CGJ_OP_LIB && t->mode == CGJ_MODE_RECORD) cgj_record_lib(t, c);
     if (c->kind == CGJ_OP_LIB && t->mode >= CGJ_MODE_RECORD) CGJ_STAT_ADD(lib_calls, 1);
     if (c->kind == CGJ_OP_LIB && d == CGJ_EXECUTE) t->lib_depth++; /* the library runs now */
@@ -179,6 +183,10 @@ CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
     cgj_thread_t *t = &cgj_tls;
     cgj_thread_lock(t);
     if (c->kind == CGJ_OP_LIB && t->lib_depth) t->lib_depth--;
+    if (CGJ_UNLIKELY(t->call_in_ns) && !t->lib_depth) {
+        t->calls_ns += cgj_now_ns() - t->call_in_ns;
+        t->call_in_ns = 0;
+    }
     if (c->kind == CGJ_OP_LIB) lib_leave(t, c->u.l.lc, r == CUDA_SUCCESS);
     else if (t->mode == CGJ_MODE_RECORD) cgj_record_leave(t, c, r);
     if (t->mode == CGJ_MODE_RECORD) t->rec_out_ns = cgj_now_ns();
@@ -286,6 +294,8 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_RECORD);
     }
     t->replaying = kind == CGJ_COST_REPLAY;
+    t->probing = kind == CGJ_COST_EAGER;
+    t->calls_ns = t->call_in_ns = 0;
     cgj_cost_begin(a, t, pred, t->begun_ns, kind);
     return CGJ_OK;
 }
@@ -335,7 +345,8 @@ static int end_locked(cgj_thread_t *t)
             __atomic_fetch_add(&a->eager_ns, host_ns, __ATOMIC_RELAXED);
             __atomic_fetch_add(&a->eager_runs, 1, __ATOMIC_RELAXED);
         }
-        if (a) cgj_cost_end_eager(a, host_ns);
+        if (a) cgj_cost_end_eager(a, host_ns, t->probing ? t->calls_ns : 0);
+        t->probing = false;
     } else if (a) {
         __atomic_fetch_add(&a->replay_ns, host_ns, __ATOMIC_RELAXED);
     }

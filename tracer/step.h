@@ -43,6 +43,9 @@ typedef struct cgj_thread {
     uint64_t absorbed;       /* calls absorbed in this step */
     uint64_t rec_in_ns;      /* RECORD: when the call in progress came in (0: not in RECORD) */
     uint64_t rec_out_ns;     /* RECORD: when the last recorded call returned to the program */
+    bool probing;            /* this step is an eager probe of its anchor (CGJIT_COST) ... */
+    uint64_t call_in_ns;     /* ... when its outermost call in progress came in (0: none) */
+    uint64_t calls_ns;       /* ... its host time inside driver and library calls so far */
     /* the thread */
     uint64_t begun_ns;       /* when the step began (host time, for the report) */
     CUcontext ctx;           /* the context current when the step began */

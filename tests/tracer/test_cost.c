@@ -101,6 +101,8 @@ Test(tracer_cost, replay_that_pays_keeps_replaying_with_probes)
     cr_assert_geq(i.replays, 180);
     cr_assert_lt(i.replay_step_ns, i.eager_step_ns);
     cr_assert_eq(st.anchors_off, 0);
+    /* Marked steps run eagerly straight through (no cgjit code in their calls): not timed. */
+    cr_assert_eq(i.eager_calls_ns, 0, "%llu ns in calls", (unsigned long long)i.eager_calls_ns);
 }
 
 /* Replay whose first three pairs each find it clearly faster gets the rest of its first figures

@@ -399,3 +399,30 @@ Test(tracer_implicit_bad, unknown_policy_warns_and_records_nothing, .init = bad_
     fflush(stderr);
     cr_assert_stderr_neq_str("", "no warning");
 }
+
+/* ---- where an eager probe's time goes (CGJIT_COST on) ---- */
+
+static void cost_setup(void)
+{
+    setenv("CGJIT_COST", "1", 1);
+    open_with("sync");
+}
+
+/* A loop of 4 launches of 100 us each (the fake driver's delay) and a readback: its eager probes
+ * spend at least 400 us in the calls replay absorbs, of the time from the probe's begin to its
+ * end, and the report says so. */
+Test(tracer_implicit_cost, an_eager_probe_times_the_calls_replay_absorbs, .init = cost_setup)
+{
+    fk.set_delays(100, 0);
+    cgj_stats_t s = synced_loop(120, 4);
+    fk.set_delays(0, 0);
+    cr_assert_geq(s.steps_probed, 2, "%llu probes", (unsigned long long)s.steps_probed);
+    char *buf = fk_report_text();
+    cr_assert(buf);
+    const char *line = strstr(buf, "an eager probe spends ");
+    double us = 0, run_us = 0;
+    cr_assert(line && sscanf(line, "an eager probe spends %lf us of its %lf us", &us, &run_us) == 2, "%s", buf);
+    cr_assert_geq(us, 400.0, "%s", line);
+    cr_assert_leq(us, run_us, "%s", line);
+    free(buf);
+}
