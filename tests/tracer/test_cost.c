@@ -86,12 +86,20 @@ Test(tracer_cost, an_anchor_turned_off_tries_again_later)
     cr_assert_gt(i.replays, replays + 50, "replay was not tried again (%llu replays)", (unsigned long long)i.replays);
 }
 
-Test(tracer_cost, replay_that_pays_keeps_replaying_with_probes)
+/* `steps` steps of `name` where each eager kernel launch costs 200 us, so replay pays: it must
+ * keep replaying. Its figures. */
+static cgj_trace_info_t run_paying(const char *name, int steps)
 {
-    fk.set_delays(200, 0); /* each eager kernel launch costs 200 us */
-    cgj_trace_info_t i = run_traced("cheap", 200);
+    fk.set_delays(200, 0);
+    cgj_trace_info_t i = run_traced(name, steps);
     fk.set_delays(0, 0);
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    return i;
+}
+
+Test(tracer_cost, replay_that_pays_keeps_replaying_with_probes)
+{
+    cgj_trace_info_t i = run_paying("cheap", 200);
     cgj_stats_t st = stats_now();
     cr_assert_geq(st.steps_probed, 5, "%llu eager probes", (unsigned long long)st.steps_probed);
     cr_assert_leq(st.steps_probed, 15, "%llu eager probes in 200 runs", (unsigned long long)st.steps_probed);
@@ -109,10 +117,7 @@ Test(tracer_cost, replay_that_pays_keeps_replaying_with_probes)
  * at the steady rate: 3 quick probes, not 5. */
 Test(tracer_cost, replay_that_pays_clearly_at_once_ends_quick_probing)
 {
-    fk.set_delays(200, 0);
-    cgj_trace_info_t i = run_traced("early", 90);
-    fk.set_delays(0, 0);
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cgj_trace_info_t i = run_paying("early", 90);
     cr_assert_eq(i.probes, 3, "%llu probes in 90 runs", (unsigned long long)i.probes);
 }
 
@@ -120,10 +125,7 @@ Test(tracer_cost, replay_that_pays_clearly_at_once_ends_quick_probing)
  * in a row found it faster (one in 64 before). */
 Test(tracer_cost, replay_that_clearly_pays_is_probed_less)
 {
-    fk.set_delays(200, 0);
-    cgj_trace_info_t i = run_traced("clear", 1200);
-    fk.set_delays(0, 0);
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cgj_trace_info_t i = run_paying("clear", 1200);
     /* First figures: 3 probes (clearly faster at once), then one in 64 until 4 clear judgements
      * (2 more probes make the first, 3 more the others); then one in 128: 3 + 5 + about 7. One in
      * 64 throughout would make 3 + 18. */
