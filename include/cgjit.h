@@ -204,8 +204,9 @@ typedef struct cgj_trace_info {
     uint64_t busy_runs;     /* runs begun while another thread ran a step of this anchor */
     /* Where an eager run's host time goes: inside the driver and library calls replay absorbs
      * (what replay can save on the host at most; the rest is the program's own work). */
-    uint64_t eager_calls_ns; /* per eager probe of a step found without markers (CGJIT_STEP),
-                              * mean; 0: none measured (a marked step's probes run straight
+    uint64_t eager_calls_ns; /* per eager run of the cost model (a probe, or a run while replay
+                              * is off) of a step found without markers (CGJIT_STEP), mean;
+                              * 0: none measured (a marked step's eager runs go straight
                               * through, untimed) */
 } cgj_trace_info_t;
 
