@@ -463,6 +463,8 @@ typedef struct thread_job {
     const char *name;
     int steps, mismatches, api_errors;
     CUdeviceptr e, t;
+    float offset;             /* own_stream_main: added to each step's constants */
+    pthread_barrier_t *meet;  /* own_stream_main: met twice inside each step (NULL: never) */
 } thread_job_t;
 
 static void thread_chain(CUdeviceptr x, int s)
@@ -527,7 +529,8 @@ static void axpb4(thread_job_t *j, CUstream st, float *ref, float b0)
     }
 }
 
-/* Each thread on its own stream, synchronizing only that stream: neither disturbs the other. */
+/* Each thread on its own stream, synchronizing only that stream: neither disturbs the other.
+ * With j->meet, the threads meet twice inside each step, so that their steps overlap. */
 static void *own_stream_main(void *arg)
 {
     thread_job_t *j = arg;
@@ -537,7 +540,9 @@ static void *own_stream_main(void *arg)
     memcpy(ref, (float *)(uintptr_t)j->t, sizeof ref); /* fake device memory is host memory */
     for (int s = 0; s < j->steps; s++) {
         if (cgj_trace_begin(j->name) != CGJ_OK) j->api_errors++;
-        axpb4(j, st, ref, (float)(s % 3));
+        if (j->meet) pthread_barrier_wait(j->meet); /* both steps are open here */
+        axpb4(j, st, ref, (float)(s % 3) + j->offset);
+        if (j->meet) pthread_barrier_wait(j->meet);
         if (cgj_trace_end() != CGJ_OK) j->api_errors++;
         if (fk.stream_sync(st) != CUDA_SUCCESS) j->api_errors++;
         if (memcmp(ref, (float *)(uintptr_t)j->t, sizeof ref)) j->mismatches++;
@@ -567,34 +572,16 @@ Test(tracer_replay, threads_on_their_own_streams_replay_independently)
  * its step open while its autograd thread runs one; a thread pool): the second to begin takes a
  * sibling anchor, "same#2", and each thread keeps to its own anchor whichever begins first, so
  * both replay. Each works on its own stream and buffer. */
-static pthread_barrier_t overlap;
-
-static void *overlap_main(void *arg)
-{
-    thread_job_t *j = arg;
-    CUstream st;
-    if (fk.stream_create(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) j->api_errors++;
-    float ref[N];
-    memcpy(ref, (float *)(uintptr_t)j->t, sizeof ref);
-    for (int s = 0; s < j->steps; s++) {
-        if (cgj_trace_begin(j->name) != CGJ_OK) j->api_errors++;
-        pthread_barrier_wait(&overlap); /* both steps are open here */
-        axpb4(j, st, ref, (float)(s % 3) + (float)j->e); /* e: the thread's own offset */
-        pthread_barrier_wait(&overlap);
-        if (cgj_trace_end() != CGJ_OK) j->api_errors++;
-        if (fk.stream_sync(st) != CUDA_SUCCESS) j->api_errors++;
-        if (memcmp(ref, (float *)(uintptr_t)j->t, sizeof ref)) j->mismatches++;
-    }
-    return NULL;
-}
-
 Test(tracer_replay, threads_whose_steps_begin_alike_and_overlap_each_replay)
 {
     thread_job_t j[2];
     pthread_t th[2];
+    pthread_barrier_t overlap;
     pthread_barrier_init(&overlap, NULL, 2);
-    for (int k = 0; k < 2; k++) j[k] = (thread_job_t){.name = "same", .steps = 100, .e = (CUdeviceptr)k, .t = fk_alloc_floats(&fk, N, 31 + k)};
-    for (int k = 0; k < 2; k++) cr_assert_eq(pthread_create(&th[k], NULL, overlap_main, &j[k]), 0);
+    for (int k = 0; k < 2; k++)
+        j[k] = (thread_job_t){.name = "same", .steps = 100, .offset = (float)k, .meet = &overlap,
+                              .t = fk_alloc_floats(&fk, N, 31 + k)};
+    for (int k = 0; k < 2; k++) cr_assert_eq(pthread_create(&th[k], NULL, own_stream_main, &j[k]), 0);
     for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
     pthread_barrier_destroy(&overlap);
     for (int k = 0; k < 2; k++) {
