@@ -440,11 +440,10 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, uin
     return CUDA_SUCCESS;
 }
 
-/* A segment too small for a graph: its ops, in order, on their own streams. */
-static CUresult issue_eagerly(cgj_trace_t *t, cgj_segment_t *seg, uint32_t issued)
+CUresult cgj_graph_issue_ops(cgj_trace_t *t, uint32_t from, uint32_t to, uint32_t *done)
 {
-    for (uint32_t i = seg->first + issued; i < seg->end; i++) {
-        const cgj_op_t *o = &t->list.ops[i];
+    for (*done = 0; from + *done < to; ++*done) {
+        const cgj_op_t *o = &t->list.ops[from + *done];
         if (cgj_op_class[o->call.kind] != CGJ_CLASS_CAPTURE) continue;
         CUresult r = cgj_op_issue(o, o->call.stream, false, false);
         /* A staged copy held this far (made inside a library call, or carried over from another
@@ -462,7 +461,8 @@ CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_
     cgj_segment_t *seg = &t->segs[s];
     *refused = UINT32_MAX;
     if (!seg->ncapture) return CUDA_SUCCESS;
-    if (seg->eager) return issue_eagerly(t, seg, issued);
+    uint32_t done;
+    if (seg->eager) return cgj_graph_issue_ops(t, seg->first + issued, seg->end, &done);
     CGJ_ASSERT(!issued, "ops of a graph segment ran before its launch");
     CUresult r = patch(seg, t, host_gen, patched, refused);
     if (r != CUDA_SUCCESS) return r;

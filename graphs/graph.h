@@ -33,6 +33,9 @@ CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_
 /* (A segment of fewer than CGJIT_GRAPH_MIN_OPS ops has no graph: launching it issues its ops
  * eagerly with the run's values, but for its first `issued` ops, which ran already as the
  * program made them; there is nothing to patch or refuse. A graph segment has issued 0.) */
+/* Issue ops from..to-1 of t (of a segment too small for a graph) eagerly, in order, on their own
+ * streams; *done: how many were issued (on an error, the failing op is from + *done). */
+CUresult cgj_graph_issue_ops(cgj_trace_t *t, uint32_t from, uint32_t to, uint32_t *done);
 /* Op i's values vary from now on: its node joins its segment's patch list (once), compared with
  * what the executable graph holds at each launch. */
 void cgj_graph_list(cgj_trace_t *t, uint32_t i);

@@ -330,17 +330,12 @@ static bool passes(const cgj_thread_t *t, const cgj_op_t *o)
  * bytes besides. False where the thread left replay (an op failed to issue). */
 static bool issue_held(cgj_thread_t *t)
 {
-    const cgj_trace_t *tr = t->trace;
-    uint32_t first = tr->segs[t->seg].first;
-    while (first + t->passed < t->pos) {
-        const cgj_op_t *h = &tr->list.ops[first + t->passed];
-        CUresult r = cgj_op_class[h->call.kind] == CGJ_CLASS_CAPTURE ? cgj_op_issue(h, h->call.stream, false, false)
-                                                                      : CUDA_SUCCESS;
-        if (r != CUDA_SUCCESS) {
-            cgj_exit_launch_failed(t, r);
-            return false;
-        }
-        t->passed++;
+    uint32_t done, first = t->trace->segs[t->seg].first + t->passed;
+    CUresult r = cgj_graph_issue_ops(t->trace, first, t->pos, &done);
+    t->passed += done;
+    if (r != CUDA_SUCCESS) {
+        cgj_exit_launch_failed(t, r);
+        return false;
     }
     cgj_thread_set_pending(t, false);
     return true;
