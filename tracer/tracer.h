@@ -125,7 +125,8 @@ bool cgj_cost_eager(cgj_anchor_t *a);
  * none): the period since its last begin there is a figure of the last run's kind; may turn the
  * anchor OFF. */
 void cgj_cost_begin(cgj_anchor_t *a, const void *thread, const void *pred, uint64_t now, cgj_cost_kind_t kind);
-/* The step of a that began last ended, eagerly, after host_ns from its begin. */
+/* The step of a that began last ended, eagerly, after host_ns from its begin, calls_ns of them
+ * inside the driver and library calls replay absorbs (0: not timed). */
 void cgj_cost_end_eager(cgj_anchor_t *a, uint64_t host_ns, uint64_t calls_ns);
 
 /* ---- watch.c: replayed collectives that never complete ---- */
