@@ -67,6 +67,11 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     W(cuMemFreeHost, cuMemFreeHost) W(cuMemHostUnregister, cuMemHostUnregister)            \
     W(cuCtxSetCurrent, cuCtxSetCurrent) W(cuCtxPushCurrent_v2, cuCtxPushCurrent)           \
     W(cuCtxPopCurrent_v2, cuCtxPopCurrent)                                                 \
+    W(cuStreamBeginCapture_v2, cuStreamBeginCapture)                                       \
+    W(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture)                                  \
+    W(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph)                            \
+    W(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph)                       \
+    W(cuStreamEndCapture, cuStreamEndCapture) W(cuStreamEndCapture_ptsz, cuStreamEndCapture) \
     CGJ_DRIVER_UNTRACEABLE(W)
 
 /* U(exported, prototype, (parameters), (arguments)): calls that issue GPU work cgjit cannot
@@ -101,8 +106,6 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     U(cuMemsetD2D32Async_ptsz, cuMemsetD2D32Async, (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s), (d, pitch, v, w, h, s)) \
     U(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream s, void **params), (f, gx, gy, gz, bx, by, bz, smem, s, params)) \
     U(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream s, void **params), (f, gx, gy, gz, bx, by, bz, smem, s, params)) \
-    U(cuStreamBeginCapture_v2, cuStreamBeginCapture, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
-    U(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, (CUstream s, CUstreamCaptureMode mode), (s, mode)) \
     U(cuStreamAddCallback, cuStreamAddCallback, (CUstream s, CUstreamCallback cb, void *ud, unsigned flags), (s, cb, ud, flags)) \
     U(cuStreamAddCallback_ptsz, cuStreamAddCallback, (CUstream s, CUstreamCallback cb, void *ud, unsigned flags), (s, cb, ud, flags)) \
     U(cuStreamWriteValue32_v2, cuStreamWriteValue32, (CUstream s, CUdeviceptr a, cuuint32_t v, unsigned flags), (s, a, v, flags)) \
@@ -174,7 +177,6 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuStreamCreate, cuStreamCreate)                                         \
     D(cuStreamGetFlags, cuStreamGetFlags)                                     \
     D(cuStreamDestroy_v2, cuStreamDestroy)                                    \
-    D(cuStreamEndCapture, cuStreamEndCapture)                                 \
     D(cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo)                      \
     D(cuEventCreate, cuEventCreate)                                           \
     D(cuEventDestroy_v2, cuEventDestroy)                                      \

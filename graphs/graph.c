@@ -35,7 +35,9 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
  *    or at the step's end: the other thread comes before the step's next call;
  *  - after a collective's group (NCCL), likewise: its kernels wait for peers, which may wait
  *    for this process's host before their own next call; launched before the call returns, as
- *    eager launches them, no peer waits for work cgjit holds back. */
+ *    eager launches them, no peer waits for work cgjit holds back;
+ *  - after a kernel that reaches mapped pinned host memory (host_visible), likewise: the host
+ *    may wait for what it writes there with no CUDA call at all (a flag it spins on). */
 static void split_segments(cgj_trace_t *t)
 {
     uint32_t n = t->list.n, cap = 0, chunk = (uint32_t)cgj_cfg.CHUNK_OPS;
@@ -58,9 +60,10 @@ static void split_segments(cgj_trace_t *t)
             if (k + 1 < j && !grouped) gaps += t->list.ops[k + 1].gap_ns;
             bool full = chunk && captured >= chunk;
             bool idle = chunk_ns && captured && gaps >= chunk_ns;
-            bool coll = k + 1 == coll_end;
-            if (((full || idle) && k + 1 < j && !grouped) || o->handoff || coll) {
+            bool coll = k + 1 == coll_end, seen = o->host_visible && !grouped;
+            if (((full || idle) && k + 1 < j && !grouped) || o->handoff || coll || seen) {
                 o->chunk_end = coll ? CGJ_REASON_BREAK_COLLECTIVE
+                             : seen ? CGJ_REASON_BREAK_HOST_VISIBLE
                              : idle && !full ? CGJ_REASON_BREAK_IDLE : CGJ_REASON_NONE;
                 push_segment(t, &cap, first, k + 1, true);
                 first = k + 1, captured = 0, gaps = 0;

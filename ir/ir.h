@@ -241,8 +241,12 @@ typedef struct cgj_op {
     bool fixed;        /* the executable graph refused a new value: its values are guarded */
     cgj_reason_code_t chunk_end; /* in a trace: why a chunk ends after this op (graphs/graph.c):
                         * BREAK_IDLE, the program works on the host before its next call
-                        * (CGJIT_CHUNK_US); BREAK_COLLECTIVE, a collective's last op; else
+                        * (CGJIT_CHUNK_US); BREAK_COLLECTIVE, a collective's last op;
+                        * BREAK_HOST_VISIBLE, a host_visible kernel; else
                         * CGJ_REASON_NONE */
+    bool host_visible; /* KERNEL in a trace: an argument word points into page-locked host
+                        * memory (mapped: the kernel may write what the host reads with no CUDA
+                        * call, such as a flag it spins on): its chunk ends here (graphs/graph.c) */
     bool handoff;      /* another thread issued work that could observe this op's stream right
                         * after it, in every recording (a PyTorch autograd worker taking over
                         * the main thread's stream): its segment launches as soon as it is

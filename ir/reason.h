@@ -31,6 +31,8 @@
       "the kernel cannot be replayed; a newer driver reports layouts of more kernels")            \
     X(ABORT_UNTRACEABLE, "a call cgjit cannot trace was made inside the step",                    \
       "move the call out of the step (before cgj_trace_begin or after cgj_trace_end)")            \
+    X(ABORT_CAPTURE, "the program captures a CUDA graph of its own",                              \
+      "nothing to do: its capture runs as it would without cgjit, and steps resume after cuStreamEndCapture") \
     X(ABORT_NESTED, "cgj_trace_begin inside a step (steps do not nest)",                          \
       "end the outer step first, or give the inner work no markers of its own")                   \
     X(ABORT_CONTEXT, "the step runs in another CUDA context than its trace was built in",         \
@@ -102,6 +104,8 @@
       "nothing to do: the work is launched before the other thread needs it")                     \
     X(BREAK_COLLECTIVE, "a collective (NCCL) waits for its peers: launched before its call returns, as eager", \
       "nothing to do: no peer waits for work cgjit holds back")                                   \
+    X(BREAK_HOST_VISIBLE, "a kernel that reaches mapped pinned host memory: the host may read it without a CUDA call, so it is launched when the program launches it", \
+      "nothing to do: a host that spins on a flag the kernel sets sees it as without cgjit")      \
     /* library calls never absorbed whole */                                                       \
     X(LIB_FAILED, "the library returned an error", "")                                            \
     X(LIB_UNGUARDED, "the call's arguments cannot all be guarded", "")                            \

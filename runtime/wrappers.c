@@ -491,6 +491,49 @@ static inline CUresult graph_launch(bool pt, const char *api, __typeof__(cuGraph
 }
 TWO_WRAPPERS(cuGraphLaunch, cuGraphLaunch_ptsz, graph_launch, (CUgraphExec g, CUstream s), g, s)
 
+/* ---- a program's own stream capture ----
+ * Its step (if any) ends first, issuing what it absorbed, so that nothing cgjit holds back is
+ * issued later into the program's graph; while any capture of the program runs, no step begins
+ * and nothing is built (tracer/step.h), so cgjit neither absorbs what the program means to
+ * capture nor makes calls a capture in global mode forbids. */
+
+static inline CUresult capture_began(const char *api, CUstream s, CUresult r)
+{
+    if (r == CUDA_SUCCESS) cgj_step_capture_began(s, api);
+    return r;
+}
+
+#define CAPTURE_BEGIN(exported, stream_pt, params, ...)                              \
+    CUresult cgj_w_##exported params                                                  \
+    {                                                                                 \
+        CUstream s_ = norm(s, stream_pt);                                             \
+        ORDER(s_);                                                                    \
+        cgj_step_capture_begin(#exported);                                            \
+        if (!cgj_drv.r_##exported) return CUDA_ERROR_NOT_SUPPORTED;                   \
+        return capture_began(#exported, s_, cgj_drv.r_##exported(__VA_ARGS__));       \
+    }
+CAPTURE_BEGIN(cuStreamBeginCapture_v2, false, (CUstream s, CUstreamCaptureMode mode), s, mode)
+CAPTURE_BEGIN(cuStreamBeginCapture_v2_ptsz, true, (CUstream s, CUstreamCaptureMode mode), s, mode)
+CAPTURE_BEGIN(cuStreamBeginCaptureToGraph, false,
+              (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges, size_t n,
+               CUstreamCaptureMode mode),
+              s, g, deps, edges, n, mode)
+CAPTURE_BEGIN(cuStreamBeginCaptureToGraph_ptsz, true,
+              (CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges, size_t n,
+               CUstreamCaptureMode mode),
+              s, g, deps, edges, n, mode)
+#undef CAPTURE_BEGIN
+
+static inline CUresult capture_end(bool pt, const char *api, __typeof__(cuStreamEndCapture) *real, CUstream s,
+                                   CUgraph *g)
+{
+    (void)api;
+    CUresult r = real(s, g);
+    cgj_step_capture_ended(norm(s, pt), r); /* ended, whether or not it made a graph */
+    return r;
+}
+TWO_WRAPPERS(cuStreamEndCapture, cuStreamEndCapture_ptsz, capture_end, (CUstream s, CUgraph *g), s, g)
+
 /* ---- calls that issue work cgjit cannot trace yet: inside a step they abort it ---- */
 
 #define UNTRACEABLE(exported, proto, params, args)                \

@@ -88,6 +88,32 @@ static bool stage_copies(cgj_trace_t *t, cgj_reason_t *why)
     return true;
 }
 
+/* Could v be a pointer? Device and host addresses are at least a page in and below 2^57;
+ * smaller values (counts, sizes, scalars' bit patterns) are never asked of the driver. */
+static bool may_point(uint64_t v)
+{
+    return v >= 4096 && v < (1ull << 57) && !(v & 3);
+}
+
+/* Mark the kernels that reach mapped pinned host memory: any 8-byte word of their recorded
+ * arguments (a pointer argument, or one inside a struct argument) that points there. Such a
+ * kernel may write what the host reads with no CUDA call in between (a completion flag the host
+ * spins on, zero-copy output): its chunk is launched as soon as it is absorbed. Managed memory
+ * is left out: a program that uses it for everything would lose its graphs, and the host must
+ * synchronize before it reads what a kernel wrote there (only system-scope atomics may not). */
+static void mark_host_visible(cgj_trace_t *tr)
+{
+    for (uint32_t i = 0; i < tr->list.n; i++) {
+        cgj_op_t *o = &tr->list.ops[i];
+        if (o->call.kind != CGJ_OP_KERNEL || !o->kp) continue;
+        for (uint32_t at = 0; at + 8 <= o->kp->size && !o->host_visible; at += 8) {
+            uint64_t v;
+            memcpy(&v, o->kp->rec + at, sizeof v);
+            o->host_visible = may_point(v) && cgj_pointer_kind((CUdeviceptr)v) == CGJ_MEM_PINNED;
+        }
+    }
+}
+
 void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
 {
     cgj_trace_t *tr = cgj_xcalloc(1, sizeof *tr);
@@ -104,6 +130,7 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     uint64_t t0 = cgj_now_ns();
     bool ok = plan_memory(a, tr, &why);
     uint64_t t1 = cgj_now_ns();
+    mark_host_visible(tr);
     ok = ok && stage_copies(tr, &why) && cgj_graph_build(tr, &why);
     tr->plan_ns = t1 - t0;
     tr->build_ns = cgj_now_ns() - t1;
@@ -137,7 +164,7 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
 
 bool cgj_build_may_try(const cgj_anchor_t *a)
 {
-    return __atomic_load_n(&a->runs, __ATOMIC_RELAXED) >= a->pool_retry_at;
+    return !cgj_program_capturing() && __atomic_load_n(&a->runs, __ATOMIC_RELAXED) >= a->pool_retry_at;
 }
 
 uint32_t cgj_build_max_variants(void)

@@ -2,7 +2,8 @@
  * implicit.c — finding the step of a program that has no markers (CGJIT_STEP).
  *
  *  - sync: a step is the work between two host synchronizations (stream, context or event
- *    synchronization, or a device-to-host copy the host reads at once). The step ends just
+ *    synchronization, a device-to-host copy the host reads at once, or a stream or event query:
+ *    a host that polls has synchronized when the answer is yes). The step ends just
  *    before the synchronization, which then runs outside any step: the host only ever waits on
  *    work that has been launched. Each step is anchored at its first call, so the segments of
  *    one loop iteration that are separated by synchronizations become traces of their own.
@@ -154,11 +155,6 @@ static uint64_t signature(const cgj_call_t *c)
     }
 }
 
-static bool delimits_step(const cgj_call_t *c)
-{
-    return c->kind == CGJ_OP_SYNC || c->kind == CGJ_OP_READBACK;
-}
-
 /* What a call is, for a reader: "cuLaunchKernel:KERNEL" or the driver function alone (a long
  * kernel name is cut: the hash that follows it in a name keeps names apart). */
 static void call_words(const cgj_call_t *c, char *out, size_t len)
@@ -232,7 +228,7 @@ static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
          * graph's segment there anyway. */
         uint32_t p = cgj_cycle_period(t->cycle), turns = (CGJ_AUTO_MIN_STEP + p - 1) / p;
         bool synced = t->turn_synced; /* the turn that ends here */
-        t->turn_synced = delimits_step(c);
+        t->turn_synced = cgj_implicit_delimits(c);
         if (t->mode != CGJ_MODE_OFF && !synced && ++t->heads < turns) {
             d->route = CGJ_ROUTE_STAY;
             return;
@@ -244,7 +240,7 @@ static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
         snprintf(d->name, sizeof d->name, "auto:%s:%016llx", words, (unsigned long long)cgj_cycle_id(t->cycle));
         return;
     }
-    t->turn_synced |= delimits_step(c);
+    t->turn_synced |= cgj_implicit_delimits(c);
     if (t->mode != CGJ_MODE_OFF && cgj_cycle_period(t->cycle) == 0) {
         CGJ_LOG(breaks, "the loop broke at %s: the implicit step ends here", c->api);
         d->route = CGJ_ROUTE_OUTSIDE;
@@ -267,7 +263,7 @@ void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d
     }
     if (policy == CGJ_STEP_AUTO || (policy == CGJ_STEP_SYNC && t->finds_cycles)) {
         decide_auto(t, c, d);
-    } else if (policy == CGJ_STEP_OFF || delimits_step(c)) {
+    } else if (policy == CGJ_STEP_OFF || cgj_implicit_delimits(c)) {
         d->route = CGJ_ROUTE_OUTSIDE;
     } else if (t->mode == CGJ_MODE_OFF) {
         d->route = CGJ_ROUTE_BEGIN;

@@ -60,7 +60,8 @@ static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
 {
     cgj_reason_code_t why = CGJ_REASON_NONE;
     cgj_call_t tmp;
-    if (r != CUDA_SUCCESS) {
+    /* A query's "not ready" is an answer, not a failure. */
+    if (r != CUDA_SUCCESS && !(c->kind == CGJ_OP_QUERY && r == CUDA_ERROR_NOT_READY)) {
         abort_with(t, CGJ_REASON_ABORT_CALL_FAILED, c->api, cgj_driver_errstr(r));
         return;
     }

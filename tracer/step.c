@@ -35,6 +35,7 @@ void cgj_step_forked(bool cuda_before)
         cgj_implicit_disable_silently();
     }
     cgj_threads_forked();
+    cgj_captures_forked();
     cgj_anchors_forked();
     cgj_watch_forked();
     /* The threads' count started afresh: implicit steps look at every call again. */
@@ -133,7 +134,7 @@ static void timeline_step(const cgj_thread_t *t, cgj_mode_t mode, bool replayed,
  * cycle detector sees the library call alone, as it does when replay absorbs the call whole. */
 static bool route(cgj_thread_t *t, const cgj_call_t *c)
 {
-    if (t->lib_depth) return t->mode != CGJ_MODE_OFF;
+    if (t->lib_depth || CGJ_UNLIKELY(cgj_program_capturing())) return t->mode != CGJ_MODE_OFF;
     cgj_decision_t d;
     cgj_implicit_decide(t, c, &d);
     if (d.route == CGJ_ROUTE_STAY) return true;
@@ -143,11 +144,27 @@ static bool route(cgj_thread_t *t, const cgj_call_t *c)
     return true;
 }
 
+/* A query right after a query of the same step (a host polling: while (cuStreamQuery(s) ==
+ * CUDA_ERROR_NOT_READY) ...): the first issued whatever the step held, and nothing came since,
+ * so the others pass straight through: not recorded, not guarded, not counted toward a step's
+ * length nor seen by the cycle detector. A poll is one op however long the host waits. */
+static bool repeats_query(cgj_thread_t *t, const cgj_call_t *c)
+{
+    bool query = c->kind == CGJ_OP_QUERY && !t->lib_depth;
+    t->repeat = query && t->polled;
+    t->polled = query;
+    return t->repeat;
+}
+
 int cgj_step_enter(const cgj_call_t *c)
 {
     cgj_thread_t *t = &cgj_tls;
     enter_thread(t);
     cgj_thread_lock(t);
+    if (repeats_query(t, c)) {
+        cgj_thread_unlock(t);
+        return CGJ_EXECUTE;
+    }
     t->rec_in_ns = t->mode == CGJ_MODE_RECORD ? cgj_now_ns() : 0;
     int d = CGJ_EXECUTE;
     if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_stays(t, c) && !route(t, c))
@@ -182,6 +199,12 @@ CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
 {
     cgj_thread_t *t = &cgj_tls;
     cgj_thread_lock(t);
+    if (t->repeat) {
+        t->repeat = false;
+        if (r == CUDA_SUCCESS) r = cgj_thread_take_deferred(t);
+        cgj_thread_unlock(t);
+        return r;
+    }
     if (c->kind == CGJ_OP_LIB && t->lib_depth) t->lib_depth--;
     if (CGJ_UNLIKELY(t->call_in_ns) && !t->lib_depth) {
         t->calls_ns += cgj_now_ns() - t->call_in_ns;
@@ -199,12 +222,36 @@ void cgj_step_untraceable(const char *api)
 {
     cgj_thread_t *t = &cgj_tls;
     cgj_thread_lock(t);
+    t->polled = false;
     if (t->mode >= CGJ_MODE_RECORD) { /* else: no step, or one already running eagerly */
         cgj_reason_t r;
         cgj_reason_set(&r, CGJ_REASON_ABORT_UNTRACEABLE, CGJ_REASON_NO_OP, "%s", api);
         cgj_exit_abort(t, &r);
     }
     cgj_thread_unlock(t);
+}
+
+void cgj_step_capture_begin(const char *api)
+{
+    cgj_thread_t *t = &cgj_tls;
+    if (!cgj_tracing()) return;
+    cgj_thread_lock(t);
+    if (t->mode >= CGJ_MODE_RECORD) {
+        cgj_reason_t r;
+        cgj_reason_set(&r, CGJ_REASON_ABORT_CAPTURE, CGJ_REASON_NO_OP, "%s", api);
+        cgj_exit_abort(t, &r);
+    }
+    cgj_thread_unlock(t);
+}
+
+void cgj_step_capture_began(CUstream s, const char *api)
+{
+    cgj_captures_add(s, api);
+}
+
+void cgj_step_capture_ended(CUstream s, CUresult r)
+{
+    if (r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) cgj_captures_remove(s); /* else it goes on */
 }
 
 void cgj_step_observe(CUstream s, CUevent ev, bool everything)
@@ -258,6 +305,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         return CGJ_ERR_NESTED;
     }
     t->serial++;
+    t->polled = false;
     cgj_anchor_t *pred = t->last; /* the step before this one on the thread */
     cgj_anchor_t *a = pred && strcmp(pred->name, name) == 0 ? pred : cgj_anchor_get(name);
     t->implicit = implicit;
@@ -282,7 +330,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
     t->anchor = a;
     exit_marked = false;
     cgj_cost_kind_t kind = CGJ_COST_NONE;
-    if (a->state == CGJ_STATE_BLACKLISTED || (a->nvariants && !same_context(t, a))) {
+    if (a->state == CGJ_STATE_BLACKLISTED || cgj_program_capturing() || (a->nvariants && !same_context(t, a))) {
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
     } else if (a->nvariants && cgj_cost_eager(a)) { /* an eager probe, or replay is off */
         kind = CGJ_COST_EAGER;
@@ -322,6 +370,7 @@ void cgj_step_begin_eager(void)
 
 static int end_locked(cgj_thread_t *t)
 {
+    t->polled = false;
     if (t->mode == CGJ_MODE_OFF) return CGJ_ERR_NOT_ACTIVE;
     cgj_anchor_t *a = t->anchor;
     cgj_mode_t mode = t->mode;

@@ -46,6 +46,8 @@ typedef struct cgj_thread {
     bool probing;            /* this step is an eager probe of its anchor (CGJIT_COST) ... */
     uint64_t call_in_ns;     /* ... when its outermost call in progress came in (0: none) */
     uint64_t calls_ns;       /* ... its host time inside driver and library calls so far */
+    bool polled;             /* the thread's last call in this step was a query ... */
+    bool repeat;             /* ... and the call in progress is one more (passed through) */
     /* the thread */
     uint64_t begun_ns;       /* when the step began (host time, for the report) */
     CUcontext ctx;           /* the context current when the step began */
@@ -92,6 +94,13 @@ int cgj_step_enter(const cgj_call_t *c);
 CUresult cgj_step_leave(const cgj_call_t *c, CUresult r);
 /* A call cgjit cannot trace, inside a step: abort the step to eager (pending work first). */
 void cgj_step_untraceable(const char *api);
+/* The program's own stream capture (tracer/captures.c): before cuStreamBeginCapture*, the step
+ * is aborted (its absorbed work issued, so none of it lands in the program's graph); after it
+ * succeeded on stream s, and after cuStreamEndCapture on s returned r, the capture is counted
+ * and forgotten. */
+void cgj_step_capture_begin(const char *api);
+void cgj_step_capture_began(CUstream s, const char *api);
+void cgj_step_capture_ended(CUstream s, CUresult r);
 
 int cgj_step_begin(const char *name);
 int cgj_step_end(void);

@@ -156,6 +156,17 @@ void cgj_thread_defer(cgj_thread_t *t, CUresult err);
 CUresult cgj_thread_take_deferred(cgj_thread_t *t);
 /* In a child after fork(): no registry, no counters, this thread in no step, locks free. */
 void cgj_threads_forked(void);
+
+/* The program's own stream captures in progress (captures.c): while any runs, no step begins
+ * and nothing is built. */
+extern int cgj_program_captures;
+static inline bool cgj_program_capturing(void)
+{
+    return __atomic_load_n(&cgj_program_captures, __ATOMIC_RELAXED) != 0;
+}
+void cgj_captures_add(CUstream s, const char *api);
+void cgj_captures_remove(CUstream s);
+void cgj_captures_forked(void);
 /* The registry, for visiting other threads: lock, count, get, unlock. */
 void cgj_registry_lock(void);
 void cgj_registry_unlock(void);
@@ -249,10 +260,17 @@ void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d
 #define CGJ_SYNC_LONG 8192 /* calls without a synchronization: implicit.c ... */
 #define CGJ_SYNC_LONG_WORKER 1024 /* ... on a thread other than the process's first */
 #define CGJ_SYNC_FIRST_RECORD 256 /* ... of which an anchor's first run records (record.c) */
+/* Does call c end a CGJIT_STEP=sync step (it runs outside any step)? The host waits for the GPU
+ * there, or asks whether it is done (a query: a host polling the GPU has synchronized once it
+ * is told so). */
+static inline bool cgj_implicit_delimits(const cgj_call_t *c)
+{
+    return c->kind == CGJ_OP_SYNC || c->kind == CGJ_OP_READBACK || c->kind == CGJ_OP_QUERY;
+}
 static inline bool cgj_implicit_stays(cgj_thread_t *t, const cgj_call_t *c)
 {
-    return t->mode != CGJ_MODE_OFF && t->implicit && c->kind != CGJ_OP_SYNC &&
-           c->kind != CGJ_OP_READBACK && ++t->sync_calls < t->sync_long && !t->finds_cycles &&
+    return t->mode != CGJ_MODE_OFF && t->implicit && !cgj_implicit_delimits(c) && ++t->sync_calls < t->sync_long &&
+           !t->finds_cycles &&
            __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
 }
 void cgj_implicit_enable(cgj_step_policy_t policy);

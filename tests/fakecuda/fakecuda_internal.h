@@ -255,6 +255,7 @@ typedef struct fc_stream {
     pthread_t owner; /* thread that began the capture */
     cuuint64_t capture_id;
     fc_graph *graph;  /* the capture's graph while status != NONE */
+    int into;         /* the graph is the caller's (cuStreamBeginCaptureToGraph): never freed here */
     CUgraphNode last; /* last node appended; what cuStreamGetCaptureInfo reports */
 } fc_stream;
 

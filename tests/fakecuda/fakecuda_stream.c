@@ -581,7 +581,9 @@ FC_PTSZ(cuStreamBatchMemOp_v2, (CUstream stream, unsigned int count, CUstreamBat
  * Stream capture
  * ------------------------------------------------------------------------------------------- */
 
-static CUresult begin_capture(CUstream h, int ptds, CUstreamCaptureMode mode)
+/* into: the caller's graph to capture into (cuStreamBeginCaptureToGraph, no dependencies), or
+ * NULL for a new one. */
+static CUresult begin_capture(CUstream h, int ptds, CUstreamCaptureMode mode, CUgraph into)
 {
     fc_stream *s;
     int legacy;
@@ -592,7 +594,8 @@ static CUresult begin_capture(CUstream h, int ptds, CUstreamCaptureMode mode)
     CUresult err = stream_get(h, ptds, &s, &legacy);
     if (err == CUDA_SUCCESS && !s) err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* default streams */
     if (err == CUDA_SUCCESS && s->status != CU_STREAM_CAPTURE_STATUS_NONE) err = CUDA_ERROR_ILLEGAL_STATE;
-    if (err == CUDA_SUCCESS && !(s->graph = graph_new())) err = CUDA_ERROR_OUT_OF_MEMORY;
+    if (err == CUDA_SUCCESS && !(s->graph = into ? (fc_graph *)into : graph_new())) err = CUDA_ERROR_OUT_OF_MEMORY;
+    if (err == CUDA_SUCCESS) s->into = into != NULL;
     if (err == CUDA_SUCCESS) {
         s->status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
         s->mode = mode;
@@ -607,7 +610,15 @@ static CUresult begin_capture(CUstream h, int ptds, CUstreamCaptureMode mode)
 }
 
 FC_PTSZ(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
-        begin_capture(hStream, ptds, mode))
+        begin_capture(hStream, ptds, mode, NULL))
+
+/* Capturing into a graph after given dependencies is not modelled: none may be given. */
+FC_PTSZ(cuStreamBeginCaptureToGraph, (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+                                      const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                      CUstreamCaptureMode mode),
+        !hGraph ? CUDA_ERROR_INVALID_VALUE
+        : numDependencies || dependencies || dependencyData ? CUDA_ERROR_NOT_SUPPORTED
+                                                            : begin_capture(hStream, ptds, mode, hGraph))
 
 /* Under the lock; s is capturing (active or invalidated). */
 static CUresult end_capture_locked(fc_stream *s, CUgraph *phGraph)
@@ -622,7 +633,7 @@ static CUresult end_capture_locked(fc_stream *s, CUgraph *phGraph)
     s->graph = NULL;
     s->last = NULL;
     if (!valid) {
-        graph_free(g);
+        if (!s->into) graph_free(g);
         *phGraph = NULL;
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }

@@ -55,6 +55,7 @@ typedef struct env {
     unsigned char host[SCRATCH];
     CUarray arr, arr2;
     CUgraphExec exec;
+    CUgraph graph; /* what cuStreamBeginCaptureToGraph names */
     CUmemoryPool pool;
     /* the kernel's parameters: axpb(a, 1, 0, 16) */
     CUdeviceptr kx;
@@ -97,6 +98,7 @@ static void env_init(env_t *e)
     CUgraph g;
     OK(((__typeof__(cuGraphCreate) *)gpa("cuGraphCreate", 0))(&g, 0));
     OK(fk.graph_instantiate(&e->exec, g, 0));
+    OK(((__typeof__(cuGraphCreate) *)gpa("cuGraphCreate", 0))(&e->graph, 0));
     OK(((__typeof__(cuDeviceGetDefaultMemPool) *)gpa("cuDeviceGetDefaultMemPool", 0))(&e->pool, 0));
     e->kx = e->a, e->ka = 1.0f, e->kb = 0.0f, e->kn = 16;
     e->kparams[0] = &e->kx, e->kparams[1] = &e->ka, e->kparams[2] = &e->kb, e->kparams[3] = &e->kn;
@@ -166,6 +168,12 @@ CALL(cuMemsetD2D32, e->a, 64, 1, 8, 4)
 CALL(cuMemsetD2D32Async, e->a, 64, 1, 8, 4, e->s)
 CALL(cuLaunchCooperativeKernel, fk_axpb, 1, 1, 1, 32, 1, 1, 0, e->s, e->kparams)
 CALL(cuStreamBeginCapture, e->cap, CU_STREAM_CAPTURE_MODE_GLOBAL)
+CALL(cuStreamBeginCaptureToGraph, e->cap, e->graph, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL)
+static CUresult caller_cuStreamEndCapture(void *fn, env_t *e)
+{
+    CUgraph g = NULL;
+    return ((__typeof__(cuStreamEndCapture) *)fn)(e->cap, &g);
+}
 CALL(cuStreamAddCallback, e->s, callback_noop, NULL, 0)
 CALL(cuStreamWriteValue32, e->s, e->val, 1, 0)
 CALL(cuStreamWaitValue32, e->s, e->val, 0, CU_STREAM_WAIT_VALUE_GEQ)

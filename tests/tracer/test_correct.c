@@ -30,6 +30,36 @@ Test(tracer_correct, device_pointer_as_host_source_is_a_device_copy)
                                .stats = {.bytes_staged = IS(0)}});
 }
 
+/* ---- a kernel that writes mapped pinned memory, read by the host with no CUDA call ---- */
+
+/* The host spins on a flag a kernel sets in mapped memory (here: reads it right after the
+ * launch, which the fake driver runs at once): a replay must launch that kernel when the program
+ * does, not at the step's end, or the host would wait forever for work cgjit holds back. */
+Test(tracer_correct, a_kernel_on_mapped_memory_runs_when_the_program_launches_it)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
+    float *flag;
+    OK(fk.host_alloc((void **)&flag, N * sizeof(float), CU_MEMHOSTALLOC_DEVICEMAP));
+    memset(flag, 0, N * sizeof(float));
+    for (int s = 0; s < 12; s++) {
+        cr_assert_eq(cgj_trace_begin("host_visible"), CGJ_OK);
+        OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 1.0f, N, 1));
+        OK(fk_addk_launch(&fk, NULL, (CUdeviceptr)(uintptr_t)flag, 1, N));
+        cr_assert_eq(flag[0], (float)(s + 1), "step %d: the kernel's write to mapped memory is not there", s);
+        OK(fk_axpb_launch(&fk, NULL, x, 2.0f, 0.0f, N, 1));
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        OK(fk.stream_sync(NULL));
+    }
+    cgj_trace_info_t i;
+    cr_assert_eq(cgj_trace_info("host_visible", &i), CGJ_OK);
+    cr_assert_eq(i.replays, 10, "replays: %llu", (unsigned long long)i.replays);
+    char *buf = fk_report_text();
+    cr_assert(buf && strstr(buf, "ends at op 2: cuLaunchKernel (a kernel that reaches mapped pinned host memory"),
+              "the chunk does not end at the kernel:\n%s", buf ? buf : "");
+    free(buf);
+    OK(fk.free_host(flag));
+}
+
 /* ---- another thread's stream waits on an event a replayed step recorded ---- */
 
 typedef struct handoff {

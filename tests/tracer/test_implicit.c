@@ -365,6 +365,92 @@ Test(tracer_implicit_auto, a_kernel_launched_over_and_over_is_replayed_many_laun
     free(buf);
 }
 
+/* ---- a program's own stream capture (tracer/captures.c) ---- */
+
+/* `iters` iterations of a loop that captures a graph of its own every time (as llama.cpp's
+ * decoder does) with 200 launches inside, a short cycle a detector would step on, then
+ * instantiates and launches it and synchronizes its stream. */
+static void own_graph_loop(CUstream cs, CUstreamCaptureMode mode, CUdeviceptr x, float *ref, int iters)
+{
+    for (int it = 0; it < iters; it++) {
+        CUgraph g = NULL;
+        CUgraphExec e = NULL;
+        OK(fk.begin_capture(cs, mode));
+        for (int j = 0; j < 200; j++) {
+            float b = 0.01f * (float)(j % 3);
+            OK(fk_axpb_launch(&fk, cs, x, 0.5f, b, N, 1));
+            host_axpb(ref, 0.5f, b);
+        }
+        OK(fk.end_capture(cs, &g));
+        OK(fk.graph_instantiate(&e, g, 0));
+        OK(fk.graph_launch(e, cs));
+        OK(fk.stream_sync(cs));
+        OK(fk.graph_exec_destroy(e));
+        OK(fk.graph_destroy(g));
+    }
+}
+
+/* While the program captures, no step begins: nothing it means to capture is absorbed, and
+ * cgjit builds nothing (a capture in global mode forbids that to every thread). Its graphs hold
+ * every launch, in both capture modes. */
+static void own_graphs_are_left_alone(void)
+{
+    CUstream cs;
+    OK(fk.stream_create(&cs, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 6);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    own_graph_loop(cs, CU_STREAM_CAPTURE_MODE_GLOBAL, x, ref, 20);
+    own_graph_loop(cs, CU_STREAM_CAPTURE_MODE_RELAXED, x, ref, 20);
+    OK(fk.dtoh(seen, x, sizeof seen));
+    cr_assert(!memcmp(ref, seen, sizeof ref), "the program's graphs lost work: x[0] = %g, want %g", seen[0], ref[0]);
+    cgj_stats_t s = stats();
+    cr_assert_eq(s.ops_absorbed, 0, "%llu launches meant for the program's graphs were absorbed",
+                 (unsigned long long)s.ops_absorbed);
+    cr_assert_eq(s.build_failures, 0);
+    OK(fk.stream_destroy(cs));
+}
+
+Test(tracer_implicit_auto, a_graph_the_program_captures_holds_every_launch) { own_graphs_are_left_alone(); }
+Test(tracer_implicit_sync, a_graph_the_program_captures_holds_every_launch) { own_graphs_are_left_alone(); }
+
+/* ---- a host that polls (cuStreamQuery) instead of synchronizing ---- */
+
+/* `iters` iterations of 6 kernels and an async copy of x into pinned memory; the host then asks
+ * cuStreamQuery until it says done (the fake driver answers "not ready" it % 4 times first) and
+ * reads the pinned copy. */
+static void polling_loop(int iters)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 9);
+    float ref[N], *pinned;
+    OK(fk.dtoh(ref, x, sizeof ref));
+    OK(fk.host_alloc((void **)&pinned, sizeof ref, 0));
+    for (int it = 0; it < iters; it++) {
+        iteration(x, it, 6, false, ref, NULL);
+        OK(fk.dtoh_async(pinned, x, sizeof ref, NULL));
+        for (int p = 0; p < it % 4; p++) {
+            fk.fail_next("cuStreamQuery", CUDA_ERROR_NOT_READY);
+            cr_assert_eq(fk.stream_query(NULL), CUDA_ERROR_NOT_READY);
+        }
+        OK(fk.stream_query(NULL));
+        cr_assert(!memcmp(ref, pinned, sizeof ref), "iteration %d: the host read what eager would not hold", it);
+    }
+    OK(fk.free_host(pinned));
+}
+
+/* Each poll is one op however long it waits, and "not ready" is an answer, not a failure: the
+ * loop replays (sync: a query that says done has synchronized, so it ends the step). */
+static void polls_replay(void)
+{
+    polling_loop(80);
+    cgj_stats_t s = stats();
+    cr_assert_eq(s.aborts, 0, "%llu steps aborted", (unsigned long long)s.aborts);
+    cr_assert_geq(s.ops_absorbed, 60 * 7, "replay absorbed %llu calls", (unsigned long long)s.ops_absorbed);
+}
+
+Test(tracer_implicit_sync, a_host_that_polls_with_queries_replays) { polls_replay(); }
+Test(tracer_implicit_auto, a_host_that_polls_with_queries_replays) { polls_replay(); }
+
 TestSuite(tracer_implicit_off, .init = off_setup);
 
 Test(tracer_implicit_off, off_records_nothing)

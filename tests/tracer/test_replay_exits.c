@@ -300,7 +300,45 @@ Test(tracer_replay, stream_capture_inside_a_step_aborts)
         .name = "capture", .fn = capture_step, .steps = 20, .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_BLACKLISTED), .replays = IS(0)},
         .stats = {.aborts = MORE_THAN(0)}});
-    cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_UNTRACEABLE, "reason: %s", i.reason);
+    cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_CAPTURE, "reason: %s", i.reason);
+}
+
+/* A step marked inside the program's own capture runs eagerly: were it replayed, its launches
+ * would be absorbed and go to cgjit's graph, not to the one the program captures. */
+Test(tracer_replay, a_step_begun_while_the_program_captures_runs_eagerly)
+{
+    CUstream cs;
+    OK(fk.stream_create(&cs, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 2);
+    float want[N], got[N];
+    OK(fk.dtoh(want, x, sizeof want));
+    for (int s = 0; s < 12; s++) {
+        CUgraph g = NULL;
+        CUgraphExec e = NULL;
+        OK(fk.begin_capture(cs, s % 2 ? CU_STREAM_CAPTURE_MODE_RELAXED : CU_STREAM_CAPTURE_MODE_GLOBAL));
+        cr_assert_eq(cgj_trace_begin("in_capture"), CGJ_OK);
+        for (int k = 0; k < 3; k++) OK(fk_axpb_launch(&fk, cs, x, 0.5f, (float)k, N, 1));
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        OK(fk.end_capture(cs, &g));
+        OK(fk.graph_instantiate(&e, g, 0));
+        OK(fk.graph_launch(e, cs));
+        OK(fk.stream_sync(cs));
+        OK(fk.graph_exec_destroy(e));
+        OK(fk.graph_destroy(g));
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < N; i++) want[i] = 0.5f * want[i] + (float)k;
+    }
+    OK(fk.dtoh(got, x, sizeof got));
+    cr_assert(!memcmp(want, got, sizeof want), "the program's graphs lost work: x[0] = %g, want %g", got[0], want[0]);
+    cgj_trace_info_t i;
+    cr_assert_eq(cgj_trace_info("in_capture", &i), CGJ_OK);
+    cr_assert_eq(i.replays, 0, "replays: %llu", (unsigned long long)i.replays);
+    cgj_stats_t st;
+    cgj_stats(&st);
+    cr_assert_eq(st.ops_absorbed + st.build_failures + st.traces_built, 0,
+                 "absorbed %llu, builds failed %llu, built %llu", (unsigned long long)st.ops_absorbed,
+                 (unsigned long long)st.build_failures, (unsigned long long)st.traces_built);
+    OK(fk.stream_destroy(cs));
 }
 
 /* The app's own graphs, built outside any step (one per buffer set), launched inside one. */
