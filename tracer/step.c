@@ -241,6 +241,9 @@ void cgj_step_capture_begin(const char *api)
         cgj_reason_set(&r, CGJ_REASON_ABORT_CAPTURE, CGJ_REASON_NO_OP, "%s", api);
         cgj_exit_abort(t, &r);
     }
+    /* An implicit step ends here: the capture's calls then run outside any step, forwarded at
+     * once (a marked step still pairs with its end). */
+    if (t->mode != CGJ_MODE_OFF && t->implicit) end_locked(t);
     cgj_thread_unlock(t);
 }
 

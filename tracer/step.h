@@ -79,12 +79,21 @@ extern __thread cgj_thread_t cgj_tls;
 extern int cgj_tracing_threads;
 extern int cgj_implicit_policy; /* a cgj_step_policy_t; CGJ_STEP_OFF once markers are used */
 
+/* The program's own stream captures in progress (tracer/captures.c): while any runs, no step
+ * begins and nothing is built, and a thread outside any step forwards its calls at once. */
+extern int cgj_program_captures;
+static inline bool cgj_program_capturing(void)
+{
+    return __atomic_load_n(&cgj_program_captures, __ATOMIC_RELAXED) != 0;
+}
+
 static inline bool cgj_tracing(void)
 {
     if (CGJ_LIKELY(__atomic_load_n(&cgj_tracing_threads, __ATOMIC_RELAXED) == 0)) return false;
     cgj_mode_t m = __atomic_load_n(&cgj_tls.mode, __ATOMIC_RELAXED);
     return m >= CGJ_MODE_EAGER ||
-           (m == CGJ_MODE_OFF && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF) ||
+           (m == CGJ_MODE_OFF && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF &&
+            !cgj_program_capturing()) ||
            __atomic_load_n(&cgj_tls.deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS;
 }
 

@@ -157,13 +157,7 @@ CUresult cgj_thread_take_deferred(cgj_thread_t *t);
 /* In a child after fork(): no registry, no counters, this thread in no step, locks free. */
 void cgj_threads_forked(void);
 
-/* The program's own stream captures in progress (captures.c): while any runs, no step begins
- * and nothing is built. */
-extern int cgj_program_captures;
-static inline bool cgj_program_capturing(void)
-{
-    return __atomic_load_n(&cgj_program_captures, __ATOMIC_RELAXED) != 0;
-}
+/* The program's own stream captures in progress (captures.c; cgj_program_capturing in step.h). */
 void cgj_captures_add(CUstream s, const char *api);
 void cgj_captures_remove(CUstream s);
 void cgj_captures_forked(void);

@@ -75,7 +75,7 @@ int main(void)
     CHECK(cudaStreamCreate(&s));
     float *h_in, *h_out, *d_in, *d_out, *d_x, *m;
     int *h_flag, *d_flag;
-    CHECK(cudaHostAlloc(&h_in, N * sizeof(float), cudaHostAllocMapped | cudaHostAllocWriteCombined));
+    CHECK(cudaHostAlloc(&h_in, N * sizeof(float), cudaHostAllocMapped));
     CHECK(cudaHostAlloc(&h_out, N * sizeof(float), cudaHostAllocMapped));
     CHECK(cudaHostAlloc(&h_flag, sizeof(int), cudaHostAllocMapped));
     CHECK(cudaHostGetDevicePointer(&d_in, h_in, 0));
