@@ -155,3 +155,16 @@ CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdevic
     void *p[] = {&x, &a, &b, &n};
     return (ptsz ? fk->launch_ptsz : fk->launch)(f, grid, 1, 1, 32, 1, 1, 0, s, p, NULL);
 }
+
+CUresult fk_capture_end_and_run(fk_t *fk, CUstream s)
+{
+    CUgraph g = NULL;
+    CUgraphExec e = NULL;
+    CUresult r = fk->end_capture(s, &g);
+    if (r == CUDA_SUCCESS) r = fk->graph_instantiate(&e, g, 0);
+    if (r == CUDA_SUCCESS) r = fk->graph_launch(e, s);
+    if (r == CUDA_SUCCESS) r = fk->stream_sync(s);
+    if (e) fk->graph_exec_destroy(e);
+    if (g) fk->graph_destroy(g);
+    return r;
+}

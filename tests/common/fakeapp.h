@@ -80,6 +80,10 @@ CUresult fk_copyscale_launch(fk_t *fk, CUstream s, CUdeviceptr dst, CUdeviceptr 
 CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdeviceptr x, float a,
                           float b, int n, unsigned grid);
 
+/* The program's side of its own graph: end the capture on stream s, instantiate the graph,
+ * launch it on s, synchronize s, destroy both; the first error. */
+CUresult fk_capture_end_and_run(fk_t *fk, CUstream s);
+
 /* cgjit's report (cgj_report) as text, for a test to search; free() it. */
 static inline char *fk_report_text(void)
 {

@@ -373,20 +373,13 @@ Test(tracer_implicit_auto, a_kernel_launched_over_and_over_is_replayed_many_laun
 static void own_graph_loop(CUstream cs, CUstreamCaptureMode mode, CUdeviceptr x, float *ref, int iters)
 {
     for (int it = 0; it < iters; it++) {
-        CUgraph g = NULL;
-        CUgraphExec e = NULL;
         OK(fk.begin_capture(cs, mode));
         for (int j = 0; j < 200; j++) {
             float b = 0.01f * (float)(j % 3);
             OK(fk_axpb_launch(&fk, cs, x, 0.5f, b, N, 1));
             host_axpb(ref, 0.5f, b);
         }
-        OK(fk.end_capture(cs, &g));
-        OK(fk.graph_instantiate(&e, g, 0));
-        OK(fk.graph_launch(e, cs));
-        OK(fk.stream_sync(cs));
-        OK(fk.graph_exec_destroy(e));
-        OK(fk.graph_destroy(g));
+        OK(fk_capture_end_and_run(&fk, cs));
     }
 }
 

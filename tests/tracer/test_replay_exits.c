@@ -313,18 +313,11 @@ Test(tracer_replay, a_step_begun_while_the_program_captures_runs_eagerly)
     float want[N], got[N];
     OK(fk.dtoh(want, x, sizeof want));
     for (int s = 0; s < 12; s++) {
-        CUgraph g = NULL;
-        CUgraphExec e = NULL;
         OK(fk.begin_capture(cs, s % 2 ? CU_STREAM_CAPTURE_MODE_RELAXED : CU_STREAM_CAPTURE_MODE_GLOBAL));
         cr_assert_eq(cgj_trace_begin("in_capture"), CGJ_OK);
         for (int k = 0; k < 3; k++) OK(fk_axpb_launch(&fk, cs, x, 0.5f, (float)k, N, 1));
         cr_assert_eq(cgj_trace_end(), CGJ_OK);
-        OK(fk.end_capture(cs, &g));
-        OK(fk.graph_instantiate(&e, g, 0));
-        OK(fk.graph_launch(e, cs));
-        OK(fk.stream_sync(cs));
-        OK(fk.graph_exec_destroy(e));
-        OK(fk.graph_destroy(g));
+        OK(fk_capture_end_and_run(&fk, cs));
         for (int k = 0; k < 3; k++)
             for (int i = 0; i < N; i++) want[i] = 0.5f * want[i] + (float)k;
     }
