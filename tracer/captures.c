@@ -8,7 +8,8 @@
  * forbids to every thread: the driver fails them and invalidates the program's capture. Steps
  * resume on the first call after the last capture ends. The streams are kept (not only their
  * number) so that an end the driver refused, or one of a capture cgjit never saw begin, changes
- * nothing.
+ * nothing. This file implements step.h's cgj_step_capture_began and cgj_step_capture_ended;
+ * cgj_step_capture_begin, which aborts the thread's step, is step.c's.
  */
 #include "tracer/tracer.h"
 #include "base/log.h"
@@ -22,7 +23,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static CUstream *streams;
 static size_t nstreams, capstreams;
 
-void cgj_captures_add(CUstream s, const char *api)
+void cgj_step_capture_began(CUstream s, const char *api)
 {
     pthread_mutex_lock(&lock);
     CGJ_VEC_PUSH(streams, nstreams, capstreams, s);
@@ -31,8 +32,9 @@ void cgj_captures_add(CUstream s, const char *api)
     CGJ_LOG(trace, "%s: the program captures a graph of its own: no step begins until it ends", api);
 }
 
-void cgj_captures_remove(CUstream s)
+void cgj_step_capture_ended(CUstream s, CUresult r)
 {
+    if (r == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) return; /* the capture goes on */
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < nstreams; i++)
         if (streams[i] == s) {

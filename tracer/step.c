@@ -247,16 +247,6 @@ void cgj_step_capture_begin(const char *api)
     cgj_thread_unlock(t);
 }
 
-void cgj_step_capture_began(CUstream s, const char *api)
-{
-    cgj_captures_add(s, api);
-}
-
-void cgj_step_capture_ended(CUstream s, CUresult r)
-{
-    if (r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) cgj_captures_remove(s); /* else it goes on */
-}
-
 void cgj_step_observe(CUstream s, CUevent ev, bool everything)
 {
     cgj_exit_observe(s, ev, everything);

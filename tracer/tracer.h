@@ -157,9 +157,8 @@ CUresult cgj_thread_take_deferred(cgj_thread_t *t);
 /* In a child after fork(): no registry, no counters, this thread in no step, locks free. */
 void cgj_threads_forked(void);
 
-/* The program's own stream captures in progress (captures.c; cgj_program_capturing in step.h). */
-void cgj_captures_add(CUstream s, const char *api);
-void cgj_captures_remove(CUstream s);
+/* The program's own stream captures in progress (captures.c; cgj_program_capturing in step.h):
+ * in a child after fork(), none. */
 void cgj_captures_forked(void);
 /* The registry, for visiting other threads: lock, count, get, unlock. */
 void cgj_registry_lock(void);
