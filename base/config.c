@@ -31,6 +31,44 @@ const char *cgj_step_policy_name(int policy)
     return policy >= 0 && policy < CGJ_STEP_POLICY_COUNT ? policy_names[policy] : "?";
 }
 
+static const char *const jit_mode_names[] = {
+#define CGJ_JIT_MODE_NAME(name, value, doc) value,
+    CGJ_JIT_MODE_LIST(CGJ_JIT_MODE_NAME)
+#undef CGJ_JIT_MODE_NAME
+};
+
+int cgj_jit_mode_parse(const char *s)
+{
+    for (int i = 0; i < CGJ_JIT_MODE_COUNT; i++)
+        if (!strcmp(s, jit_mode_names[i])) return i;
+    return -1;
+}
+
+const char *cgj_jit_mode_name(int mode)
+{
+    return mode >= 0 && mode < CGJ_JIT_MODE_COUNT ? jit_mode_names[mode] : "?";
+}
+
+cgj_jit_mode_t cgj_jit_mode(void)
+{
+    int m = cgj_jit_mode_parse(__atomic_load_n(&cgj_cfg.MODE, __ATOMIC_ACQUIRE));
+    return m < 0 ? CGJ_JIT_REDUCE_OVERHEAD : (cgj_jit_mode_t)m;
+}
+
+void cgj_jit_mode_set(cgj_jit_mode_t m)
+{
+    __atomic_store_n(&cgj_cfg.MODE, jit_mode_names[m], __ATOMIC_RELEASE);
+}
+
+/* CGJIT_MODE: a name of CGJ_JIT_MODE_LIST, else the default with a warning. */
+static void check_mode(void)
+{
+    if (cgj_jit_mode_parse(cgj_cfg.MODE) >= 0) return;
+    fprintf(stderr, "cgjit: warning: CGJIT_MODE='%s' is not reduce-overhead, default or max-autotune; using reduce-overhead\n",
+            cgj_cfg.MODE);
+    cgj_cfg.MODE = "reduce-overhead";
+}
+
 int cgj_config_bool(const char *s)
 {
     static const char *const words[][2] = {{"0", "1"}, {"false", "true"}, {"no", "yes"}, {"off", "on"}};
@@ -108,6 +146,7 @@ void cgj_config_load(void)
     CGJ_CONFIG_LIST(CGJ_CFG_PARSE)
 #undef CGJ_CFG_PARSE
     check_report();
+    check_mode();
 }
 
 #define CGJ_CFG_STR_INT(def) #def

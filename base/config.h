@@ -15,7 +15,7 @@
  *    checked by cgj_config_report (a boolean word, json:FILE or text:FILE);
  *  - OPTION the cgjit-run option (--OPTION), NULL for none; OPTKIND how it takes its value:
  *    FLAG (none; sets 1), INT, BOOL, TEXT (a non-empty name), STEP (a policy of
- *    CGJ_STEP_POLICY_LIST), LOG (categories of base/log.h), NONE;
+ *    CGJ_STEP_POLICY_LIST), MODE (a mode of CGJ_JIT_MODE_LIST), LOG (categories of base/log.h), NONE;
  *  - METAVAR the value's name in --help; SHOWN the default as a user reads it where the raw
  *    default says nothing ("" → "none"), NULL to show the default itself; DOC one sentence.
  */
@@ -63,6 +63,14 @@
       "0: never absorb cuBLAS/cuDNN/NCCL calls whole (the libraries run; their kernels still replay)") \
     X(COLLECTIVE_TIMEOUT_S, INT, 60, 0, 86400, "collective-timeout-s", INT, "S", NULL,                \
       "a replayed NCCL collective that has not completed after S seconds is reported on stderr: a peer never made the same call (0: not watched)") \
+    X(MODE, STR, "reduce-overhead", 0, 0, "mode", MODE, "MODE", NULL,                               \
+      "what replay may change: reduce-overhead (graphs only, bitwise equal), default (also fuses elementwise chains, within a stated tolerance), max-autotune (default, and more build-time work)") \
+    X(OPS, STR, "", 0, 0, "ops", TEXT, "FILE", "none",                                                 \
+      "a registry of elementwise kernels (one 'KERNEL (PARAMS): OUT = EXPR' per line) that fusion may fuse") \
+    X(CACHE_DIR, STR, "", 0, 0, "cache-dir", TEXT, "DIR", "$XDG_CACHE_HOME/cgjit",                  \
+      "where compiled fused kernels are kept between runs ('off': in memory only)") \
+    X(NVRTC, STR, "", 0, 0, NULL, NONE, NULL, "libnvrtc.so.13, .12, the toolkit's",                    \
+      "the NVRTC library fusion compiles with") \
     X(DRIVER, STR, "libcuda.so.1", 0, 0, NULL, NONE, NULL, NULL,                                      \
       "the CUDA driver library cgjit forwards to (tests point it at a fake)")
 
@@ -71,6 +79,29 @@
     X(OFF, "off", "record nothing; every call runs eagerly")                                       \
     X(SYNC, "sync", "a step is the work between two host synchronizations (stream, context or event synchronize, blocking device-to-host copy)")                        \
     X(AUTO, "auto", "detect the repeating cycle of driver calls (finds a loop that never synchronizes)")
+
+/* X(NAME, "value", doc): what replay may change (CGJIT_MODE), torch.compile's modes. */
+#define CGJ_JIT_MODE_LIST(X)                                                                           \
+    X(REDUCE_OVERHEAD, "reduce-overhead", "graphs only: the same kernels run, results bitwise equal to eager") \
+    X(DEFAULT, "default", "also fuse elementwise chains into generated kernels, validated at build within 1e-5 relative")  \
+    X(MAX_AUTOTUNE, "max-autotune", "as default; build-time tuning where cgjit has any")
+
+typedef enum cgj_jit_mode {
+#define CGJ_JIT_MODE_ENUM(name, value, doc) CGJ_JIT_##name,
+    CGJ_JIT_MODE_LIST(CGJ_JIT_MODE_ENUM)
+#undef CGJ_JIT_MODE_ENUM
+        CGJ_JIT_MODE_COUNT
+} cgj_jit_mode_t;
+
+/* The mode named `s`, or -1. */
+int cgj_jit_mode_parse(const char *s);
+/* "reduce-overhead", "default", "max-autotune"; "?" out of range. */
+const char *cgj_jit_mode_name(int mode);
+/* The mode traces are built in: CGJIT_MODE as loaded (a malformed value was warned about and is
+ * reduce-overhead), or as cgj_mode_set made it since. */
+cgj_jit_mode_t cgj_jit_mode(void);
+/* Set the mode for the traces built from now on (cgj_mode_set); thread-safe. */
+void cgj_jit_mode_set(cgj_jit_mode_t m);
 
 typedef enum cgj_step_policy {
 #define CGJ_STEP_POLICY_ENUM(name, value, doc) CGJ_STEP_##name,

@@ -8,8 +8,11 @@
 
 cgj_driver_t cgj_drv;
 
+void *(*cgj_driver_dlsym)(void *, const char *);
+
 bool cgj_driver_load(void *(*real_dlsym)(void *, const char *), void **handle_out)
 {
+    cgj_driver_dlsym = real_dlsym;
     void *h = dlopen(cgj_cfg.DRIVER, RTLD_LAZY | RTLD_LOCAL);
     if (!h) {
         CGJ_LOG(interpose, "cannot load the driver '%s': %s", cgj_cfg.DRIVER, dlerror());

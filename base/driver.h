@@ -197,7 +197,10 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuMemRelease, cuMemRelease)                                             \
     D(cuMemMap, cuMemMap)                                                     \
     D(cuMemUnmap, cuMemUnmap)                                                 \
-    D(cuMemSetAccess, cuMemSetAccess)
+    D(cuMemSetAccess, cuMemSetAccess)                                         \
+    D(cuDeviceGetAttribute, cuDeviceGetAttribute)                             \
+    D(cuModuleLoadData, cuModuleLoadData)                                     \
+    D(cuModuleGetFunction, cuModuleGetFunction)
 
 typedef struct cgj_driver {
 #define CGJ_DRV_FIELD(exported, proto, ...) __typeof__(proto) *r_##exported;
@@ -208,6 +211,9 @@ typedef struct cgj_driver {
 
 extern cgj_driver_t cgj_drv;
 
+/* The real dlsym the driver was loaded with (libcgjit defines dlsym itself): what cgjit resolves
+ * the other libraries it loads (NVRTC) with. NULL before cgj_driver_load. */
+extern void *(*cgj_driver_dlsym)(void *, const char *);
 /* dlopen the driver and fill cgj_drv with the real dlsym `real_dlsym`. False if it is absent. */
 bool cgj_driver_load(void *(*real_dlsym)(void *, const char *), void **handle_out);
 

@@ -37,7 +37,9 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
  *    for this process's host before their own next call; launched before the call returns, as
  *    eager launches them, no peer waits for work cgjit holds back;
  *  - after a kernel that reaches mapped pinned host memory (host_visible), likewise: the host
- *    may wait for what it writes there with no CUDA call at all (a flag it spins on). */
+ *    may wait for what it writes there with no CUDA call at all (a flag it spins on).
+ * Nor does a chunk end inside a fused chain (fusion/): its kernel stands at the chain's last op,
+ * and a side exit must find the whole chain in the chunk it re-issues. */
 static void split_segments(cgj_trace_t *t)
 {
     uint32_t n = t->list.n, cap = 0, chunk = (uint32_t)cgj_cfg.CHUNK_OPS;
@@ -56,7 +58,7 @@ static void split_segments(cgj_trace_t *t)
             if (o->lib) group_end = k + 1 + o->lib->nops;
             if (o->lib && o->lib->collective) coll_end = group_end;
             if (cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE) captured++;
-            bool grouped = k + 1 < group_end;
+            bool grouped = k + 1 < group_end || (o->fused && t->fused[o->fused - 1].last > k);
             if (k + 1 < j && !grouped) gaps += t->list.ops[k + 1].gap_ns;
             bool full = chunk && captured >= chunk;
             bool idle = chunk_ns && captured && gaps >= chunk_ns;
@@ -197,6 +199,21 @@ static CUresult lane_issue(lanes_t *ls, const cgj_op_t *o, bool ordered, CUstrea
     return r;
 }
 
+/* The fused kernel of the chain op o ends, on o's lane (ls NULL: on the origin `cap`). */
+static CUresult fused_issue(cgj_trace_t *t, const cgj_op_t *o, lanes_t *ls, CUstream cap)
+{
+    const cgj_fused_t *fu = &t->fused[o->fused - 1];
+    CUresult r = CUDA_SUCCESS;
+    if (ls) {
+        lane_t *l = lane_of(ls, o->call.stream, &r);
+        if (!l) return r;
+        cap = l->cap;
+        r = legacy_edges(ls, l);
+    }
+    if (r != CUDA_SUCCESS) return r;
+    return cgj_drv.r_cuLaunchKernel(fu->f, fu->grid, 1, 1, fu->block, 1, 1, 0, cap, fu->ptrs, NULL);
+}
+
 /* Every lane joined back into the origin (a capture ends only with its lanes joined). */
 static CUresult lanes_join(lanes_t *ls)
 {
@@ -240,6 +257,11 @@ static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, lanes_
     for (uint32_t i = seg->first; i < seg->end; i++) {
         cgj_op_t *o = &t->list.ops[i];
         CUstream on = cap;
+        if (o->fused) { /* the chain's kernel at its last op; no node for its ops */
+            CUresult r = t->fused[o->fused - 1].last == i ? fused_issue(t, o, multi ? ls : NULL, cap) : CUDA_SUCCESS;
+            if (r != CUDA_SUCCESS) FAIL(CAPTURE, i, "fused kernel: %s", cgj_driver_errstr(r));
+            continue;
+        }
         bool ordered = wait_is_ordered(t, seg, i);
         CUresult r = cgj_op_class[o->call.kind] != CGJ_CLASS_CAPTURE || !multi ? cgj_op_issue(o, cap, true, ordered)
                                                                                : lane_issue(ls, o, ordered, &on);

@@ -65,7 +65,8 @@ CGJ_API const char *cgj_version(void);
     X(ERR_INVALID_ARG, 3, "invalid argument (NULL or empty name, NULL output pointer)")          \
     X(ERR_NO_DRIVER, 4, "the CUDA driver could not be loaded; the step runs eagerly")            \
     X(ERR_DISABLED, 5, "cgjit is disabled (CGJIT_DISABLE=1); the step runs eagerly")             \
-    X(ERR_NOT_FOUND, 6, "no trace anchor of that name")
+    X(ERR_NOT_FOUND, 6, "no trace anchor of that name")                                         \
+    X(ERR_SPEC, 7, "the elementwise spec does not parse (stderr says where)")
 
 typedef enum cgj_status {
 #define CGJ_STATUS_ENUM(name, value, msg) CGJ_##name = value,
@@ -126,7 +127,10 @@ CGJ_API int cgj_trace_end(void);
     X(steps_probed, "steps of replaying anchors run eagerly on purpose, to measure whether replay pays (CGJIT_COST)") \
     X(anchors_off, "times an anchor turned replay off because it cost more than eager execution") \
     X(collectives_absorbed, "NCCL collective and point-to-point calls replay absorbed whole: their kernels replayed, launched before the call returned") \
-    X(collectives_stuck, "replayed collectives reported as not completed after CGJIT_COLLECTIVE_TIMEOUT_S (a peer never made the same call)")
+    X(collectives_stuck, "replayed collectives reported as not completed after CGJIT_COLLECTIVE_TIMEOUT_S (a peer never made the same call)") \
+    X(fusions, "elementwise chains fused into one generated kernel (CGJIT_MODE=default)")     \
+    X(ops_fused, "kernel launches those chains hold: each replays as part of its chain's kernel") \
+    X(fusions_dropped, "chains (or registered kernels) left unfused, with a FUSE_* reason")
 
 /*
  * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields
@@ -208,6 +212,14 @@ typedef struct cgj_trace_info {
                               * is off) of a step found without markers (CGJIT_STEP), mean;
                               * 0: none measured (a marked step's eager runs go straight
                               * through, untimed) */
+    /* Fusion (mode default): the current variant's fused chains, the kernel launches they hold,
+     * the chains or kernels left unfused and the last one's reason code (FUSE_*, 0: none), and
+     * the host time compiling and validating fused kernels cost when it was built. */
+    uint32_t fused_chains;
+    uint32_t fused_ops;
+    uint32_t fuse_drops;
+    int fuse_reason_code;
+    uint64_t fuse_ns;
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */
@@ -226,6 +238,41 @@ static inline int cgj_trace_info(const char *name, cgj_trace_info_t *out)
  * "?" and "" for a number that is no code. */
 CGJ_API const char *cgj_reason_name(int code);
 CGJ_API const char *cgj_reason_hint(int code);
+
+/*
+ * Modes, as torch.compile's: what replay may change. "reduce-overhead" (the default) replays the
+ * kernels eager ran, results bitwise equal; "default" also fuses chains of elementwise kernels
+ * registered below into generated kernels (NVRTC), each validated once against the kernels it
+ * replaces, results within 1e-5 relative (1e-6 absolute) of eager per element; "max-autotune"
+ * is "default" plus build-time tuning where cgjit has any. CGJIT_MODE sets it at start;
+ * cgj_mode_set changes it for the traces built from then on (a trace keeps the mode it was
+ * built in). Returns CGJ_OK, or CGJ_ERR_INVALID_ARG for NULL or another name.
+ */
+CGJ_API int cgj_mode_set(const char *mode);
+/* The mode traces are built in now; never NULL. */
+CGJ_API const char *cgj_mode_get(void);
+
+/*
+ * Register kernel `kernel` as elementwise, with what it computes, so that mode "default" may fuse
+ * it with its neighbours. `kernel` is the kernel's name as the driver knows it: the plain name of
+ * an extern "C" kernel, the mangled name of a C++ one, or a C++ kernel's plain name (it then
+ * names every overload; the spec's layout picks the one it fits). `spec` lists the kernel's
+ * parameters in order, each with its role, then the outputs' values per element:
+ *
+ *     cgj_op_register_elementwise("bias_gelu",
+ *         "(out float y, in float x, in float b, count int n): y = gelu(x + b)");
+ *
+ * Roles: in, out, inout (pointers to float or double elements), count (the element count: int,
+ * unsigned, long or size_t) and none for a scalar (float, double, int, unsigned, long, size_t).
+ * Expressions: numbers, parameter names, + - * /, unary -, c ? a : b with < <= > >= == !=, and
+ * exp log sqrt rsqrt tanh erf abs sigmoid relu gelu gelu_tanh min max pow. The kernel must
+ * compute element i of its outputs from element i of its inputs for every i below the count;
+ * what it claims is checked against the kernel on real data before any fusion is used.
+ * The same lines, "KERNEL (PARAMS): OUT = EXPR", make a registry file (CGJIT_OPS=FILE).
+ * Returns CGJ_OK, CGJ_ERR_INVALID_ARG (NULL or empty), or CGJ_ERR_SPEC (the spec does not parse:
+ * a message naming the column is printed on stderr; the kernel stays opaque). Thread-safe.
+ */
+CGJ_API int cgj_op_register_elementwise(const char *kernel, const char *spec);
 
 /* Write a human-readable report to f (stderr if NULL): a summary (share of steps replayed, host
  * time saved, the top reasons steps ran eagerly with what to do), then every anchor, most host

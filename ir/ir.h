@@ -247,6 +247,8 @@ typedef struct cgj_op {
     bool host_visible; /* KERNEL in a trace: an argument word points into page-locked host
                         * memory (mapped: the kernel may write what the host reads with no CUDA
                         * call, such as a flag it spins on): its chunk ends here (graphs/graph.c) */
+    uint32_t fused;    /* in a trace: 1 + the index of the fused chain (cgj_trace_t.fused) this op
+                        * belongs to, 0 for none; graphs/ emits the chain's kernel at its last op */
     bool handoff;      /* another thread issued work that could observe this op's stream right
                         * after it, in every recording (a PyTorch autograd worker taking over
                         * the main thread's stream): its segment launches as soon as it is
@@ -278,6 +280,18 @@ typedef struct cgj_segment {
     uint32_t npatch;
 } cgj_segment_t;
 
+/* A chain of elementwise ops [first, last] replayed as one generated kernel (fusion/). Its
+ * arguments (the chain's buffers, then the element count) are fixed: the chain's ops are guarded
+ * like constants, never patched. */
+typedef struct cgj_fused {
+    uint32_t first, last;
+    CUfunction f;
+    unsigned grid, block;
+    uint32_t nargs;
+    uint64_t *args;   /* each argument's value (pointers, then the count as a long long) */
+    void **ptrs;      /* kernelParams: &args[k] */
+} cgj_fused_t;
+
 #define CGJ_EXIT_KINDS 8
 /* Side exits of a trace, grouped by op and reason code (for the report); the detail is the
  * first such exit's. */
@@ -299,8 +313,13 @@ typedef struct cgj_trace {
     cgj_segment_t *segs;
     uint32_t nsegs;
     uint32_t kernels, varying_slots;
+    cgj_fused_t *fused;                     /* fused chains (fusion/), in op order */
+    uint32_t nfused, fused_ops;             /* chains, and the ops they replace */
+    uint32_t fuse_drops;                    /* chains (or kernels) the fusion pass dropped ... */
+    cgj_reason_t fuse_dropped;              /* ... and the last one's reason */
     uint64_t replays, side_exits;
     uint64_t plan_ns, build_ns, instantiate_ns; /* what building it cost on the host */
+    uint64_t fuse_ns;                       /* of build_ns: fused kernels compiled and validated */
 } cgj_trace_t;
 
 /* ---- op.c: ops from calls, op lists ---- */

@@ -11,7 +11,8 @@
  * from the trace or from the previous run: a side exit in replay, a disagreement in recording),
  * EXIT (a replay leaves its trace for a reason other than a difference), BLACKLIST (the anchor
  * runs eagerly for good), BUILD (a trace could not be made into graphs), BREAK (what ends a
- * segment: a graph launch before the call), LIB (why a library call is never absorbed whole).
+ * segment: a graph launch before the call), LIB (why a library call is never absorbed whole),
+ * FUSE (why an elementwise chain replays unfused: the chain's kernels then run as recorded).
  */
 #ifndef CGJ_REASON_H
 #define CGJ_REASON_H
@@ -125,7 +126,21 @@
       "the library keeps state of its own; it runs on every call")                                 \
     X(LIB_NCCL_GROUP, "NCCL calls grouped by ncclGroupStart/End run as the program makes them",   \
       "nothing to do: the group's kernels are still replayed from graphs")                        \
-    X(LIB_OWN_SAMPLE, "a sample's values were cgjit's own (the call was absorbed in the replay the recording continued); it is learned again from the library's runs", "")
+    X(LIB_OWN_SAMPLE, "a sample's values were cgjit's own (the call was absorbed in the replay the recording continued); it is learned again from the library's runs", "") \
+    X(FUSE_LAYOUT, "an elementwise registration disagrees with the kernel's parameters (count or sizes)", \
+      "fix the spec: one parameter per kernel parameter, in order, with its type") \
+    X(FUSE_VARYING, "an elementwise chain has values that change from run to run", \
+      "its kernels replay unfused (fused kernels hold their arguments)") \
+    X(FUSE_ALIAS, "an elementwise chain's buffers overlap without being the same", \
+      "elementwise kernels fuse over whole, distinct buffers") \
+    X(FUSE_SIZE, "an elementwise chain uses more buffers than one fused kernel takes (64)", \
+      "the chain is fused up to that point") \
+    X(FUSE_COMPILE, "a fused kernel could not be compiled or loaded (NVRTC)", \
+      "install NVRTC (CGJIT_NVRTC names the library) or see the detail") \
+    X(FUSE_MISMATCH, "a fused kernel's results differ from the kernels it replaces beyond the mode's tolerance", \
+      "check the registration's expression against the kernel") \
+    X(FUSE_VALIDATE, "a fused kernel could not be validated (scratch memory or a launch failed)", \
+      "the device may be short of memory")
 
 typedef enum cgj_reason_code {
 #define CGJ_REASON_ENUM(code, msg, hint) CGJ_REASON_##code,

@@ -3,8 +3,11 @@
 #include "runtime/runtime.h"
 #include "base/log.h"
 #include "tracer/step.h"
+#include "fusion/fusion.h"
+#include "base/config.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const status_msgs[] = {
@@ -25,6 +28,38 @@ CGJ_API const char *cgj_strerror(int status)
 CGJ_API const char *cgj_version(void)
 {
     return CGJ_VERSION_STRING;
+}
+
+CGJ_API int cgj_mode_set(const char *mode)
+{
+    int m = mode ? cgj_jit_mode_parse(mode) : -1;
+    if (m < 0) {
+        CGJ_LOG(api, "cgj_mode_set(\"%s\"): %s", mode ? mode : "(null)", cgj_strerror(CGJ_ERR_INVALID_ARG));
+        return CGJ_ERR_INVALID_ARG;
+    }
+    cgj_runtime_init(); /* CGJIT_MODE is read first, so that it does not undo this */
+    cgj_jit_mode_set((cgj_jit_mode_t)m);
+    return CGJ_OK;
+}
+
+CGJ_API const char *cgj_mode_get(void)
+{
+    cgj_runtime_init();
+    return cgj_jit_mode_name(cgj_jit_mode());
+}
+
+CGJ_API int cgj_op_register_elementwise(const char *kernel, const char *spec)
+{
+    if (!kernel || !*kernel || !spec) {
+        CGJ_LOG(api, "cgj_op_register_elementwise: %s", cgj_strerror(CGJ_ERR_INVALID_ARG));
+        return CGJ_ERR_INVALID_ARG;
+    }
+    char err[200];
+    if (!cgj_fusion_register(kernel, spec, err, sizeof err)) {
+        fprintf(stderr, "cgjit: cgj_op_register_elementwise(\"%s\"): %s; the kernel stays opaque\n", kernel, err);
+        return CGJ_ERR_SPEC;
+    }
+    return CGJ_OK;
 }
 
 CGJ_API int cgj_trace_begin(const char *name)

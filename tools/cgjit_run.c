@@ -63,6 +63,7 @@ static const char *const log_categories[] = {
 typedef enum {
     OPT_NONE,        /* a tunable with no option */
     OPT_STEP,        /* a policy of CGJ_STEP_POLICY_LIST */
+    OPT_MODE,        /* a mode of CGJ_JIT_MODE_LIST */
     OPT_LOG,         /* comma-separated categories of base/log.h, or all */
     OPT_TEXT,        /* any non-empty text (a file or directory name) */
     OPT_INT,         /* a decimal integer within the tunable's bounds */
@@ -117,6 +118,12 @@ static const char *const policy_docs[] = {
 #undef CGJ_RUN_POLICY_DOC
 };
 
+static const char *const jit_mode_docs[] = {
+#define CGJ_RUN_MODE_DOC(name, value, doc) doc,
+    CGJ_JIT_MODE_LIST(CGJ_RUN_MODE_DOC)
+#undef CGJ_RUN_MODE_DOC
+};
+
 /* Print `doc` wrapped at 52 columns, every line after the first indented by `indent`. */
 static void print_wrapped(FILE *f, const char *doc, int indent)
 {
@@ -163,6 +170,10 @@ static void print_help(FILE *f)
         for (int p = 0; o->kind == OPT_STEP && p < CGJ_STEP_POLICY_COUNT; p++) {
             fprintf(f, "%24s  %-4s  ", "", cgj_step_policy_name(p));
             print_wrapped(f, policy_docs[p], 32);
+        }
+        for (int m = 0; o->kind == OPT_MODE && m < CGJ_JIT_MODE_COUNT; m++) {
+            fprintf(f, "%24s  %s\n%30s", "", cgj_jit_mode_name(m), "");
+            print_wrapped(f, jit_mode_docs[m], 30);
         }
         if (o->var)
             fprintf(f, "                        [%s%s, default %s]\n", o->var,
@@ -231,6 +242,15 @@ static void print_man_options(FILE *f)
             for (int p = 0; p < CGJ_STEP_POLICY_COUNT; p++) {
                 fprintf(f, ".TP\n.B %s\n", cgj_step_policy_name(p));
                 roff_text(f, policy_docs[p]);
+                fputc('\n', f);
+            }
+            fputs(".RE\n", f);
+        }
+        if (o->kind == OPT_MODE) {
+            fputs(".RS\n", f);
+            for (int m = 0; m < CGJ_JIT_MODE_COUNT; m++) {
+                fprintf(f, ".TP\n.B %s\n", cgj_jit_mode_name(m));
+                roff_text(f, jit_mode_docs[m]);
                 fputc('\n', f);
             }
             fputs(".RE\n", f);
@@ -317,6 +337,10 @@ static const char *check_value(const option_t *o, const char *val)
     switch (o->kind) {
     case OPT_STEP:
         if (cgj_step_policy_parse(val) < 0) usage_error("--%s: '%s' is not sync, auto or off", o->name, val);
+        return val;
+    case OPT_MODE:
+        if (cgj_jit_mode_parse(val) < 0)
+            usage_error("--%s: '%s' is not reduce-overhead, default or max-autotune", o->name, val);
         return val;
     case OPT_LOG:
         for (const char *s = val; *s;) {

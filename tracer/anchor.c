@@ -4,6 +4,7 @@
  * keep leaving the trace after.
  */
 #include "tracer/tracer.h"
+#include "fusion/fusion.h"
 #include "allocator/hostmem.h"
 #include "allocator/pool.h"
 #include "graphs/graph.h"
@@ -217,6 +218,7 @@ static cgj_anchor_t *coldest(const cgj_anchor_t *except)
 void cgj_anchor_trace_free(cgj_trace_t *tr)
 {
     cgj_graph_destroy(tr);
+    cgj_fusion_free(tr);
     if (tr->allocs) cgj_pool_region_free(tr->region, tr->pool_bytes);
     for (uint32_t i = 0; i < tr->list.n; i++) cgj_staging_free(tr->list.ops[i].stage);
     cgj_oplist_free(&tr->list);
@@ -299,6 +301,11 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->pool_bytes = t->pool_bytes;
     out->naive_bytes = t->naive_bytes;
     out->lower_bound = t->lower_bound;
+    out->fused_chains = t->nfused;
+    out->fused_ops = t->fused_ops;
+    out->fuse_drops = t->fuse_drops;
+    out->fuse_reason_code = t->fuse_drops ? (int)t->fuse_dropped.code : 0;
+    out->fuse_ns = t->fuse_ns;
     for (uint32_t i = 0; i < t->list.n; i++)
         if (t->list.ops[i].lib) out->lib_calls++, out->lib_absorbable += t->list.ops[i].lib->absorbable;
     out->ops -= out->lib_calls; /* driver calls: the library ops group them */

@@ -1,11 +1,12 @@
 /*
  * build.c — a trace from a classified recording: its in-step allocations planned into a pool
- * region and relocated there, pinned staging for its host-to-device copies, its segments
- * captured into graphs. A failure leaves the anchor without the variant (blacklisted if it has
+ * region and relocated there, its elementwise chains fused (mode default), pinned staging for
+ * its host-to-device copies, its segments captured into graphs. A failure leaves the anchor without the variant (blacklisted if it has
  * none), with the reason.
  */
 #include "tracer/tracer.h"
 #include "graphs/graph.h"
+#include "fusion/fusion.h"
 #include "allocator/hostmem.h"
 #include "allocator/plan.h"
 #include "allocator/pointers.h"
@@ -131,6 +132,12 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     bool ok = plan_memory(a, tr, &why);
     uint64_t t1 = cgj_now_ns();
     mark_host_visible(tr);
+    cgj_fusion_stats_t fs = {0};
+    if (ok) cgj_fusion_pass(tr, a->name, &fs);
+    CGJ_STAT_ADD(fusions, fs.chains);
+    CGJ_STAT_ADD(ops_fused, fs.ops);
+    CGJ_STAT_ADD(fusions_dropped, fs.dropped);
+    tr->fuse_ns = fs.compile_ns + fs.validate_ns;
     ok = ok && stage_copies(tr, &why) && cgj_graph_build(tr, &why);
     tr->plan_ns = t1 - t0;
     tr->build_ns = cgj_now_ns() - t1;

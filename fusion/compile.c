@@ -1,0 +1,176 @@
+/*
+ * compile.c — fused kernels compiled by NVRTC for the running GPU, cached in memory and on disk.
+ *
+ * NVRTC is loaded on first use (CGJIT_NVRTC, else libnvrtc.so.13, .12, the unversioned name,
+ * then the toolkit's under $CUDA_HOME or /usr/local/cuda): a program that never fuses never
+ * loads it, and one without it replays unfused (FUSE_COMPILE). A kernel is looked up by its key
+ * (cache.c) in memory, then on disk; only a miss runs NVRTC, whose CUBIN then goes to both.
+ */
+#include "fusion/fusion.h"
+#include "base/config.h"
+#include "base/driver.h"
+#include "base/mem.h"
+
+#include <dlfcn.h>
+#include <nvrtc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NVRTC_FUNCS(X)                                                                                \
+    X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize)          \
+    X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcDestroyProgram) X(nvrtcGetErrorString)
+
+static struct {
+#define NVRTC_FIELD(name) __typeof__(name) *name;
+    NVRTC_FUNCS(NVRTC_FIELD)
+#undef NVRTC_FIELD
+    int version;
+    char why[200];
+} nv;
+
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct entry {
+    char key[17];
+    void *data;
+    size_t size;
+} entry_t;
+static entry_t *mem;
+static uint32_t nmem, memcap;
+
+static void *open_nvrtc(void)
+{
+    const char *cuda = getenv("CUDA_HOME");
+    char home[512], fixed[] = "/usr/local/cuda/lib64/libnvrtc.so";
+    snprintf(home, sizeof home, "%s/lib64/libnvrtc.so", cuda && cuda[0] ? cuda : "/usr/local/cuda");
+    const char *names[] = {cgj_cfg.NVRTC, "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", home, fixed};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        if (!names[k] || !names[k][0]) continue;
+        void *h = dlopen(names[k], RTLD_LAZY | RTLD_LOCAL);
+        if (h || k == 0) return h; /* a library named by CGJIT_NVRTC is the one or none */
+    }
+    return NULL;
+}
+
+static void load_nvrtc(void)
+{
+    void *(*sym)(void *, const char *) = cgj_driver_dlsym ? cgj_driver_dlsym : dlsym;
+    void *h = open_nvrtc();
+    if (!h) {
+        snprintf(nv.why, sizeof nv.why, "NVRTC not found (%s%s)", cgj_cfg.NVRTC[0] ? "CGJIT_NVRTC=" : "libnvrtc.so",
+                 cgj_cfg.NVRTC);
+        return;
+    }
+#define NVRTC_RESOLVE(name) nv.name = (__typeof__(nv.name))sym(h, #name);
+    NVRTC_FUNCS(NVRTC_RESOLVE)
+#undef NVRTC_RESOLVE
+    int major = 0, minor = 0;
+    if (!nv.nvrtcVersion || !nv.nvrtcCompileProgram || !nv.nvrtcGetCUBIN || !nv.nvrtcGetErrorString ||
+        nv.nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) {
+        snprintf(nv.why, sizeof nv.why, "the NVRTC library found lacks its functions");
+        return;
+    }
+    nv.version = major * 1000 + minor * 10;
+}
+
+int cgj_fusion_nvrtc_version(char *err, size_t errlen)
+{
+    pthread_once(&nv_once, load_nvrtc);
+    if (!nv.version) snprintf(err, errlen, "%s", nv.why);
+    return nv.version;
+}
+
+bool cgj_fusion_arch(char *arch, size_t len)
+{
+    CUdevice dev;
+    int major = 0, minor = 0;
+    if (!cgj_drv.r_cuCtxGetDevice || !cgj_drv.r_cuDeviceGetAttribute || cgj_drv.r_cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
+        cgj_drv.r_cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
+        cgj_drv.r_cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
+        return false;
+    snprintf(arch, len, "sm_%d%d", major, minor);
+    return true;
+}
+
+/* NVRTC: source -> CUBIN (a new buffer), or NULL with the compiler's first words in err. */
+static void *nvrtc_compile(const char *source, const char *arch, size_t *size, char *err, size_t errlen)
+{
+    nvrtcProgram prog;
+    nvrtcResult r = nv.nvrtcCreateProgram(&prog, source, "cgj_fused.cu", 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS) {
+        snprintf(err, errlen, "nvrtcCreateProgram: %s", nv.nvrtcGetErrorString(r));
+        return NULL;
+    }
+    char opt[64];
+    snprintf(opt, sizeof opt, "--gpu-architecture=%s", arch);
+    const char *opts[] = {opt};
+    void *data = NULL;
+    r = nv.nvrtcCompileProgram(prog, 1, opts);
+    if (r != NVRTC_SUCCESS) {
+        size_t n = 0;
+        char log[4096] = "";
+        if (nv.nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS && n <= sizeof log) nv.nvrtcGetProgramLog(prog, log);
+        log[sizeof log - 1] = 0;
+        snprintf(err, errlen, "%s for %s: %.150s", nv.nvrtcGetErrorString(r), arch, log);
+    } else if (nv.nvrtcGetCUBINSize(prog, size) == NVRTC_SUCCESS && *size) {
+        data = cgj_xmalloc(*size);
+        if (nv.nvrtcGetCUBIN(prog, data) != NVRTC_SUCCESS) cgj_free(data), data = NULL;
+    }
+    if (!data && !err[0]) snprintf(err, errlen, "NVRTC gave no CUBIN for %s", arch);
+    nv.nvrtcDestroyProgram(&prog);
+    return data;
+}
+
+static const entry_t *mem_find(const char *key)
+{
+    for (uint32_t k = 0; k < nmem; k++)
+        if (!strcmp(mem[k].key, key)) return &mem[k];
+    return NULL;
+}
+
+/* Keep an entry in memory (for the process's life); returns its bytes. */
+static const void *mem_add(const char *key, void *data, size_t size)
+{
+    pthread_mutex_lock(&mem_lock);
+    const entry_t *e = mem_find(key);
+    if (!e) {
+        if (nmem == memcap) memcap = memcap ? 2 * memcap : 16, mem = cgj_xrealloc(mem, memcap * sizeof *mem);
+        mem[nmem] = (entry_t){.data = data, .size = size};
+        memcpy(mem[nmem].key, key, 17);
+        e = &mem[nmem++];
+        data = NULL;
+    }
+    const void *out = e->data;
+    pthread_mutex_unlock(&mem_lock);
+    cgj_free(data); /* another thread stored it first */
+    return out;
+}
+
+const void *cgj_fusion_compile(const char *source, const char *arch, size_t *size, bool *cold, char *err,
+                               size_t errlen)
+{
+    *cold = false;
+    err[0] = 0;
+    int version = cgj_fusion_nvrtc_version(err, errlen);
+    if (!version) return NULL;
+    char key[17], dir[1024];
+    cgj_fusion_cache_key(source, arch, version, key);
+    pthread_mutex_lock(&mem_lock);
+    const entry_t *e = mem_find(key);
+    const void *hit = e ? e->data : NULL;
+    if (e) *size = e->size;
+    pthread_mutex_unlock(&mem_lock);
+    if (hit) return hit;
+    cgj_fusion_cache_dir(dir, sizeof dir);
+    void *data = dir[0] ? cgj_fusion_cache_read(dir, key, size) : NULL;
+    if (!data) {
+        data = nvrtc_compile(source, arch, size, err, errlen);
+        if (!data) return NULL;
+        *cold = true;
+        if (dir[0]) cgj_fusion_cache_write(dir, key, data, *size);
+    }
+    return mem_add(key, data, *size);
+}

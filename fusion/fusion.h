@@ -1,0 +1,136 @@
+/*
+ * fusion.h — passes over a built trace, between recording and graph emission (DESIGN.md, Fusion).
+ *
+ * In mode `default` (and `max-autotune`), a run of elementwise kernels on one stream, each
+ * registered with what it computes (spec.h), becomes one generated kernel: producer and consumer
+ * through the same buffer, values kept in registers, and a buffer's last value stored only where
+ * something may read it later (an in-step allocation freed within the step and not touched after
+ * the chain is never written). The generated CUDA C is compiled by NVRTC for the running GPU,
+ * cached in memory and on disk (cache.c), and validated once against the kernels it replaces on
+ * the step's real inputs (validate.c); a fusion that fails any of this is dropped with its
+ * reason, and its ops replay unfused, as recorded.
+ *
+ * The pass returns its decision in the trace (cgj_trace_t.fused, cgj_op_t.fused): graphs/ emits
+ * the fused kernel in place of the chain's last op and no node for the others, and keeps a chunk
+ * from ending inside a chain. The chain's original ops stay in the trace: replay guards every
+ * call against them as before, a side exit re-issues them eagerly, and a value that changes
+ * (a fused op has no node to patch) is a side exit.
+ */
+#ifndef CGJ_FUSION_H
+#define CGJ_FUSION_H
+
+#include "fusion/spec.h"
+#include "ir/ir.h"
+
+/* ---- registry.c: the kernels registered as elementwise ---- */
+
+/* Register kernel `kernel` (the driver's name, or a C++ kernel's plain name) as computing
+ * `spec`. False with a message in err if the spec does not parse. Thread-safe. */
+bool cgj_fusion_register(const char *kernel, const char *spec, char *err, size_t errlen);
+/* Register every line of registry file `path` ('KERNEL (PARAMS): OUT = EXPR', '#' comments);
+ * each bad line is reported on stderr with its number. Returns the bad lines, -1 if the file
+ * cannot be read. */
+int cgj_fusion_load_file(const char *path);
+/* The spec registered for the kernel the driver names `kernel`, or NULL. Reads CGJIT_OPS the
+ * first time. */
+const cgj_ew_spec_t *cgj_fusion_lookup(const char *kernel);
+
+/* ---- chain.c, codegen.c: a chain and its kernel's source ---- */
+
+#define CGJ_FUSE_BLOCK 256        /* threads per block of a fused kernel */
+#define CGJ_FUSE_MAX_BUFS 64     /* distinct buffers of one chain (the kernel's pointers) */
+#define CGJ_FUSE_MAX_STAGES 4096 /* kernels of one chain */
+
+typedef struct cgj_fuse_buf {
+    CUdeviceptr addr;
+    uint8_t type;      /* cgj_ew_type_t of its elements */
+    bool load, store;  /* read before the chain writes it; its last value is stored */
+} cgj_fuse_buf_t;
+
+typedef struct cgj_fuse_stage {
+    const cgj_ew_spec_t *spec;
+    uint32_t op;                          /* the trace op it stands for */
+    uint8_t buf[CGJ_EW_MAX_PARAMS];       /* pointer parameters: their buffer */
+    uint64_t scalar[CGJ_EW_MAX_PARAMS];   /* scalar parameters: their bits, zero-extended */
+} cgj_fuse_stage_t;
+
+typedef struct cgj_fuse_chain {
+    uint32_t nstages, nbufs;
+    uint64_t n; /* elements */
+    cgj_fuse_stage_t *st;
+    cgj_fuse_buf_t buf[CGJ_FUSE_MAX_BUFS];
+} cgj_fuse_chain_t;
+
+/* Blocks of a fused kernel over n elements (a grid-stride loop covers the rest). */
+static inline unsigned cgj_fusion_grid(uint64_t n)
+{
+    uint64_t g = (n + CGJ_FUSE_BLOCK - 1) / CGJ_FUSE_BLOCK;
+    return g < 1 ? 1u : g > (1u << 20) ? (1u << 20) : (unsigned)g;
+}
+
+/* The CUDA C of chain ch's kernel, `extern "C" __global__ void cgj_fused(T0 *b0, ..., long long
+ * n)`, into a new string (release with cgj_free). Scalars are literals of their exact bits;
+ * pointers and the count are parameters, so chains that differ only in addresses share a kernel. */
+char *cgj_fusion_codegen(const cgj_fuse_chain_t *ch);
+
+/* The stages of op list l, ops [first, last], as one chain (pointers, scalars, count read from
+ * the recorded parameters; the ops are registered elementwise kernels with layouts checked).
+ * False with *why (FUSE_*) if they cannot be one kernel. Release ch->st with cgj_free. */
+bool cgj_fusion_chain_of(const cgj_oplist_t *l, const cgj_ew_spec_t *const *specs, uint32_t first, uint32_t last,
+                         cgj_fuse_chain_t *ch, cgj_reason_t *why);
+/* The element count op o (of spec sp) was launched with, UINT64_MAX if negative. */
+uint64_t cgj_fusion_count(const cgj_op_t *o, const cgj_ew_spec_t *sp);
+/* Mark which buffers' last values must be stored: all but those inside an in-step allocation
+ * of l that is freed within the step and that no op after the chain mentions. */
+void cgj_fusion_mark_stores(const cgj_oplist_t *l, uint32_t last, cgj_fuse_chain_t *ch);
+/* The spec of op o if it is a registered elementwise kernel whose layout agrees; NULL if not
+ * registered; with *why FUSE_LAYOUT (and NULL) if the layout disagrees. */
+const cgj_ew_spec_t *cgj_fusion_spec_of(const cgj_op_t *o, cgj_reason_t *why);
+
+/* ---- compile.c, cache.c: NVRTC and the kernel cache ---- */
+
+/* The compute capability of the current context's device as NVRTC names it ("sm_90"), or
+ * false. */
+bool cgj_fusion_arch(char *arch, size_t len);
+/* CUBIN for `source` on `arch`: from the memory cache, the disk cache, or NVRTC (then stored in
+ * both). NULL with a message in err. The bytes belong to the cache. *cold: NVRTC ran. */
+const void *cgj_fusion_compile(const char *source, const char *arch, size_t *size, bool *cold, char *err,
+                               size_t errlen);
+/* The NVRTC version as major*1000 + minor*10, 0 where NVRTC cannot be loaded (err says why). */
+int cgj_fusion_nvrtc_version(char *err, size_t errlen);
+
+/* The cache key of a kernel: source, arch and NVRTC version, as 16 hex digits. */
+void cgj_fusion_cache_key(const char *source, const char *arch, int nvrtc_version, char key[17]);
+/* The cache folder: CGJIT_CACHE_DIR, else $XDG_CACHE_HOME/cgjit, else ~/.cache/cgjit; "" if
+ * off ('off') or there is no home. */
+const char *cgj_fusion_cache_dir(char *buf, size_t len);
+/* The entry `key` of folder dir, checked (magic, length, checksum): a new buffer (cgj_free) and
+ * its size, or NULL where it is absent, truncated or corrupt. */
+void *cgj_fusion_cache_read(const char *dir, const char *key, size_t *size);
+/* Store an entry: written to a temporary file of its own and renamed into place, so concurrent
+ * writers and readers never see a partial entry. False if it could not be written. */
+bool cgj_fusion_cache_write(const char *dir, const char *key, const void *data, size_t size);
+
+/* ---- validate.c ---- */
+
+/* Run ops [first, last] of l and fused kernel f on copies of the chain's buffers (their
+ * contents now), and compare what each stores: within the tolerance of the mode. False with *why
+ * FUSE_MISMATCH (the worst element) or FUSE_VALIDATE (the check itself failed). */
+bool cgj_fusion_validate(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, CUfunction f, cgj_reason_t *why);
+
+/* ---- pass.c ---- */
+
+typedef struct cgj_fusion_stats {
+    uint32_t chains, ops, dropped;  /* chains fused and the ops they hold; chains dropped */
+    uint32_t compiled_cold;         /* kernels NVRTC compiled (not found in a cache) */
+    uint64_t compile_ns, validate_ns;
+} cgj_fusion_stats_t;
+
+/* The fusion pass over trace t (relocated, pool memory mapped): finds chains, builds, compiles,
+ * validates and records them in t. Each dropped chain's reason is tallied and logged under
+ * `anchor`. Does nothing in mode reduce-overhead. */
+void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st);
+/* Release what the pass put into t. */
+void cgj_fusion_free(cgj_trace_t *t);
+
+#endif /* CGJ_FUSION_H */

@@ -1,0 +1,185 @@
+/*
+ * pass.c — the fusion pass over a built trace (fusion.h): chains found, each compiled,
+ * validated and recorded in the trace, or dropped with its reason.
+ *
+ * A chain is a run of registered elementwise kernels on one stream with one element count, with
+ * nothing between them but the step's own allocations and frees (which issue nothing in replay):
+ * any other op (a boundary, a copy, an opaque kernel, a library call) ends it, so a chain lies
+ * within one segment and nothing outside it can observe its intermediates. Its ops must hold
+ * their values from run to run (a fused kernel's arguments are fixed) and reach no mapped host
+ * memory. A chain of one kernel is left alone: fusing it saves nothing.
+ */
+#include "fusion/fusion.h"
+#include "base/config.h"
+#include "base/driver.h"
+#include "base/log.h"
+#include "base/mem.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* Loaded modules: one per CUBIN and context, for the process's life. */
+typedef struct loaded {
+    const void *cubin;
+    CUcontext ctx;
+    CUfunction f;
+} loaded_t;
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static loaded_t *loaded;
+static uint32_t nloaded, loadcap;
+
+static CUresult load(const void *cubin, CUfunction *f)
+{
+    CUcontext ctx = NULL;
+    if (!cgj_drv.r_cuModuleLoadData || !cgj_drv.r_cuModuleGetFunction) return CUDA_ERROR_NOT_SUPPORTED;
+    if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&ctx);
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&load_lock);
+    *f = NULL;
+    for (uint32_t k = 0; k < nloaded && !*f; k++)
+        if (loaded[k].cubin == cubin && loaded[k].ctx == ctx) *f = loaded[k].f;
+    if (!*f) {
+        CUmodule m;
+        r = cgj_drv.r_cuModuleLoadData(&m, cubin);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuModuleGetFunction(f, m, "cgj_fused");
+        if (r == CUDA_SUCCESS) {
+            if (nloaded == loadcap) loadcap = loadcap ? 2 * loadcap : 16, loaded = cgj_xrealloc(loaded, loadcap * sizeof *loaded);
+            loaded[nloaded++] = (loaded_t){.cubin = cubin, .ctx = ctx, .f = *f};
+        }
+    }
+    pthread_mutex_unlock(&load_lock);
+    return r;
+}
+
+/* The fused kernel of chain ch: generated, compiled (or found in a cache), loaded. */
+static bool make_kernel(const cgj_fuse_chain_t *ch, CUfunction *f, cgj_fusion_stats_t *st, cgj_reason_t *why)
+{
+    char arch[32], err[200];
+    if (!cgj_fusion_arch(arch, sizeof arch)) {
+        cgj_reason_set(why, CGJ_REASON_FUSE_COMPILE, CGJ_REASON_NO_OP, "the device's architecture is unknown");
+        return false;
+    }
+    char *src = cgj_fusion_codegen(ch);
+    size_t size = 0;
+    bool cold = false;
+    uint64_t t0 = cgj_now_ns();
+    const void *cubin = cgj_fusion_compile(src, arch, &size, &cold, err, sizeof err);
+    st->compile_ns += cgj_now_ns() - t0;
+    st->compiled_cold += cold;
+    cgj_free(src);
+    if (!cubin) {
+        cgj_reason_set(why, CGJ_REASON_FUSE_COMPILE, CGJ_REASON_NO_OP, "%s", err);
+        return false;
+    }
+    CUresult r = load(cubin, f);
+    if (r != CUDA_SUCCESS) cgj_reason_set(why, CGJ_REASON_FUSE_COMPILE, CGJ_REASON_NO_OP, "loading: %s", cgj_driver_errstr(r));
+    return r == CUDA_SUCCESS;
+}
+
+static void record(cgj_trace_t *t, const cgj_fuse_chain_t *ch, uint32_t first, uint32_t last, CUfunction f)
+{
+    t->fused = cgj_xrealloc(t->fused, (t->nfused + 1) * sizeof *t->fused);
+    cgj_fused_t *fu = &t->fused[t->nfused++];
+    *fu = (cgj_fused_t){.first = first, .last = last, .f = f, .grid = cgj_fusion_grid(ch->n),
+                        .block = CGJ_FUSE_BLOCK, .nargs = ch->nbufs + 1};
+    fu->args = cgj_xcalloc(fu->nargs, sizeof *fu->args);
+    fu->ptrs = cgj_xcalloc(fu->nargs, sizeof *fu->ptrs);
+    for (uint32_t k = 0; k < fu->nargs; k++) {
+        fu->args[k] = k < ch->nbufs ? ch->buf[k].addr : ch->n;
+        fu->ptrs[k] = &fu->args[k];
+    }
+    for (uint32_t i = first; i <= last; i++) t->list.ops[i].fused = t->nfused;
+    t->fused_ops += ch->nstages;
+}
+
+static void drop(cgj_trace_t *t, const char *anchor, uint32_t first, const cgj_reason_t *why, cgj_fusion_stats_t *st)
+{
+    char text[320];
+    cgj_reason_t r = *why;
+    if (r.op == CGJ_REASON_NO_OP) r.op = first;
+    cgj_reason_tally(&r);
+    t->fuse_dropped = r;
+    t->fuse_drops++;
+    st->dropped++;
+    CGJ_LOG(trace, "anchor '%s': chain at op %u not fused: %s", anchor, first, cgj_reason_format(&r, text, sizeof text));
+}
+
+static void fuse(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t *const *specs, uint32_t first, uint32_t last,
+                 cgj_fusion_stats_t *st)
+{
+    cgj_fuse_chain_t ch;
+    cgj_reason_t why = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP};
+    CUfunction f = NULL;
+    bool ok = cgj_fusion_chain_of(&t->list, specs, first, last, &ch, &why);
+    if (ok) cgj_fusion_mark_stores(&t->list, last, &ch);
+    ok = ok && make_kernel(&ch, &f, st, &why);
+    uint64_t t0 = cgj_now_ns();
+    ok = ok && cgj_fusion_validate(&t->list, &ch, f, &why);
+    st->validate_ns += cgj_now_ns() - t0;
+    if (ok) {
+        uint32_t stored = 0;
+        for (uint32_t k = 0; k < ch.nbufs; k++) stored += ch.buf[k].store;
+        record(t, &ch, first, last, f);
+        st->chains++, st->ops += ch.nstages;
+        CGJ_LOG(trace, "anchor '%s': ops %u-%u: %u kernels fused into one (%u buffers, %u stored)", anchor, first, last,
+                ch.nstages, ch.nbufs, stored);
+    } else {
+        drop(t, anchor, first, &why, st);
+    }
+    cgj_free(ch.st);
+}
+
+/* The spec of op i if it may be part of a chain, else NULL (a reason tallied where a registered
+ * kernel cannot be). `grouped`: it is one of a library call's ops. */
+static const cgj_ew_spec_t *eligible(cgj_trace_t *t, const char *anchor, uint32_t i, bool grouped, cgj_fusion_stats_t *st)
+{
+    const cgj_op_t *o = &t->list.ops[i];
+    if (o->call.kind != CGJ_OP_KERNEL || grouped || o->host_visible || o->call.u.k.nattrs) return NULL;
+    cgj_reason_t why;
+    const cgj_ew_spec_t *sp = cgj_fusion_spec_of(o, &why);
+    if (!sp && why.code != CGJ_REASON_NONE) drop(t, anchor, i, &why, st);
+    if (sp && (o->kp->nvarying || o->listed)) {
+        cgj_reason_set(&why, CGJ_REASON_FUSE_VARYING, i, "%u varying parameter slot(s)", o->kp->nvarying);
+        drop(t, anchor, i, &why, st);
+        return NULL;
+    }
+    return sp;
+}
+
+void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st)
+{
+    memset(st, 0, sizeof *st);
+    if (cgj_jit_mode() == CGJ_JIT_REDUCE_OVERHEAD || !t->list.n) return;
+    uint32_t n = t->list.n, group_end = 0;
+    const cgj_ew_spec_t **specs = cgj_xcalloc(n, sizeof *specs);
+    for (uint32_t i = 0; i < n; i++) {
+        const cgj_op_t *o = &t->list.ops[i];
+        if (o->lib) group_end = i + 1 + o->lib->nops;
+        specs[i] = eligible(t, anchor, i, i < group_end && !o->lib, st);
+    }
+    for (uint32_t i = 0; i < n;) {
+        if (!specs[i]) {
+            i++;
+            continue;
+        }
+        uint32_t last = i, stages = 1;
+        uint64_t count = cgj_fusion_count(&t->list.ops[i], specs[i]);
+        for (uint32_t j = i + 1; j < n && stages < CGJ_FUSE_MAX_STAGES && !t->list.ops[last].handoff; j++) {
+            const cgj_op_t *o = &t->list.ops[j];
+            if (cgj_op_class[o->call.kind] == CGJ_CLASS_POOL) continue;
+            if (!specs[j] || o->call.stream != t->list.ops[i].call.stream || cgj_fusion_count(o, specs[j]) != count) break;
+            last = j, stages++;
+        }
+        if (stages >= 2 && count && count != UINT64_MAX) fuse(t, anchor, specs, i, last, st);
+        i = last + 1;
+    }
+    cgj_free(specs);
+}
+
+void cgj_fusion_free(cgj_trace_t *t)
+{
+    for (uint32_t k = 0; k < t->nfused; k++) cgj_free(t->fused[k].args), cgj_free(t->fused[k].ptrs);
+    cgj_free(t->fused);
+    t->fused = NULL;
+    t->nfused = t->fused_ops = 0;
+}

@@ -1,0 +1,115 @@
+/*
+ * registry.c — the kernels registered as elementwise: by the program (cgj_op_register_elementwise)
+ * and by the registry file CGJIT_OPS, read once, the first time fusion looks a kernel up.
+ *
+ * A kernel is named as the driver names it: the mangled name of a C++ kernel, the plain name of
+ * an extern "C" one. A registration's plain name also finds a C++ kernel of that name
+ * (`scale` finds `_Z5scalePfPKfi`): overloads are told apart by the layout check (spec.h).
+ * Entries are never removed, so a spec found stays valid; a later registration of the same
+ * name wins.
+ */
+#include "fusion/fusion.h"
+#include "base/config.h"
+#include "base/mem.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct entry {
+    char *name;
+    cgj_ew_spec_t spec;
+} entry_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static entry_t **entries;
+static uint32_t nentries, cap;
+static pthread_once_t file_once = PTHREAD_ONCE_INIT;
+
+bool cgj_fusion_register(const char *kernel, const char *spec, char *err, size_t errlen)
+{
+    if (!kernel || !*kernel) {
+        snprintf(err, errlen, "no kernel name");
+        return false;
+    }
+    entry_t *e = cgj_xcalloc(1, sizeof *e);
+    if (!cgj_ew_parse(spec, &e->spec, err, errlen)) {
+        cgj_free(e);
+        return false;
+    }
+    e->name = cgj_xstrdup(kernel);
+    pthread_mutex_lock(&lock);
+    if (nentries == cap) {
+        cap = cap ? 2 * cap : 16;
+        entries = cgj_xrealloc(entries, cap * sizeof *entries);
+    }
+    entries[nentries++] = e;
+    pthread_mutex_unlock(&lock);
+    return true;
+}
+
+/* Does the driver's name `kernel` name registration `reg`: equal, or the C++ mangling of a
+ * function of that plain name (_Z<length><name>...)? */
+static bool names(const char *reg, const char *kernel)
+{
+    if (!strcmp(reg, kernel)) return true;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "_Z%zu%s", strlen(reg), reg);
+    return !strncmp(kernel, prefix, strlen(prefix)) && strlen(prefix) < sizeof prefix - 1;
+}
+
+/* Split a registry line into the kernel's name (into name[len]) and its spec, which starts at
+ * the first '(' or blank after the name; false for a blank or comment line. */
+static bool split_line(char *line, char *name, size_t len, const char **spec)
+{
+    line[strcspn(line, "\r\n")] = 0;
+    const char *p = line + strspn(line, " \t");
+    if (!*p || *p == '#') return false;
+    size_t n = strcspn(p, " \t(");
+    snprintf(name, len, "%.*s", (int)n, p);
+    *spec = p + n + strspn(p + n, " \t");
+    return true;
+}
+
+int cgj_fusion_load_file(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "cgjit: CGJIT_OPS=%s: %s; no kernel is registered from it\n", path, strerror(errno));
+        return -1;
+    }
+    char line[4096], name[256], err[200];
+    int bad = 0;
+    for (unsigned no = 1; fgets(line, sizeof line, f); no++) {
+        const char *spec;
+        if (!split_line(line, name, sizeof name, &spec)) continue;
+        if (!*spec) {
+            fprintf(stderr, "cgjit: %s:%u: '%s' has no spec ('KERNEL (PARAMS): OUT = EXPR'); the kernel stays opaque\n",
+                    path, no, name);
+            bad++;
+        } else if (!cgj_fusion_register(name, spec, err, sizeof err)) {
+            fprintf(stderr, "cgjit: %s:%u: kernel '%s': %s; the kernel stays opaque\n", path, no, name, err);
+            bad++;
+        }
+    }
+    fclose(f);
+    return bad;
+}
+
+static void load_configured_file(void)
+{
+    if (cgj_cfg.OPS && cgj_cfg.OPS[0]) cgj_fusion_load_file(cgj_cfg.OPS);
+}
+
+const cgj_ew_spec_t *cgj_fusion_lookup(const char *kernel)
+{
+    if (!kernel) return NULL;
+    pthread_once(&file_once, load_configured_file);
+    const cgj_ew_spec_t *found = NULL;
+    pthread_mutex_lock(&lock);
+    for (uint32_t k = nentries; k-- > 0 && !found;)
+        if (names(entries[k]->name, kernel)) found = &entries[k]->spec;
+    pthread_mutex_unlock(&lock);
+    return found;
+}

@@ -1,0 +1,142 @@
+/*
+ * validate.c — a fused kernel checked once, at build, against the kernels it replaces.
+ *
+ * What a registration claims is never trusted. Each buffer of the chain is copied twice into
+ * scratch memory, as it holds now (the step's real data, once the device is idle); the chain's
+ * own kernels run on the first copies with their recorded arguments, the fused kernel on the
+ * second; every buffer the fused kernel stores is compared element by element. Within the
+ * tolerance of mode `default` (|fused - eager| <= 1e-6 + 1e-5 |eager|; NaN where eager has NaN;
+ * infinities equal) the fusion stands, else it is dropped with the worst element as detail.
+ * Nothing of the program's memory is written.
+ */
+#include "fusion/fusion.h"
+#include "base/driver.h"
+#include "base/mem.h"
+
+#include <math.h>
+#include <string.h>
+
+#define REL_TOL 1e-5
+#define ABS_TOL 1e-6
+
+typedef struct scratch {
+    CUdeviceptr eager[CGJ_FUSE_MAX_BUFS], fused[CGJ_FUSE_MAX_BUFS];
+    CUstream s;
+} scratch_t;
+
+static CUresult make_scratch(const cgj_fuse_chain_t *ch, scratch_t *sc)
+{
+    CUresult r = cgj_drv.r_cuStreamCreate(&sc->s, CU_STREAM_NON_BLOCKING);
+    for (uint32_t k = 0; k < ch->nbufs && r == CUDA_SUCCESS; k++) {
+        size_t bytes = ch->n * cgj_ew_type_bytes[ch->buf[k].type];
+        r = cgj_drv.r_cuMemAlloc_v2(&sc->eager[k], bytes);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuMemAlloc_v2(&sc->fused[k], bytes);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuMemcpyDtoDAsync_v2(sc->eager[k], ch->buf[k].addr, bytes, sc->s);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuMemcpyDtoDAsync_v2(sc->fused[k], ch->buf[k].addr, bytes, sc->s);
+    }
+    return r;
+}
+
+static void free_scratch(const cgj_fuse_chain_t *ch, scratch_t *sc)
+{
+    if (sc->s) cgj_drv.r_cuStreamSynchronize(sc->s), cgj_drv.r_cuStreamDestroy_v2(sc->s);
+    for (uint32_t k = 0; k < ch->nbufs; k++) {
+        if (sc->eager[k]) cgj_drv.r_cuMemFree_v2(sc->eager[k]);
+        if (sc->fused[k]) cgj_drv.r_cuMemFree_v2(sc->fused[k]);
+    }
+}
+
+/* The chain's kernels, as recorded, with their buffers moved to the eager copies. */
+static CUresult run_eager(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, const scratch_t *sc)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (uint32_t s = 0; s < ch->nstages && r == CUDA_SUCCESS; s++) {
+        const cgj_fuse_stage_t *st = &ch->st[s];
+        const cgj_op_t *o = &l->ops[st->op];
+        const cgj_kparams_t *kp = o->kp;
+        uint8_t *blob = cgj_xmalloc(kp->size ? kp->size : 1);
+        void **ptrs = cgj_xcalloc(kp->n ? kp->n : 1, sizeof *ptrs);
+        memcpy(blob, kp->rec, kp->size);
+        for (uint32_t k = 0; k < kp->n; k++) {
+            ptrs[k] = blob + kp->off[k];
+            if (cgj_ew_is_pointer(st->spec, k)) memcpy(blob + kp->off[k], &sc->eager[st->buf[k]], sizeof(CUdeviceptr));
+        }
+        const __typeof__(o->call.u.k) *k = &o->call.u.k;
+        r = cgj_drv.r_cuLaunchKernel(k->f, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
+                                     k->smem, sc->s, ptrs, NULL);
+        cgj_free(blob), cgj_free(ptrs);
+    }
+    return r;
+}
+
+static CUresult run_fused(const cgj_fuse_chain_t *ch, CUfunction f, unsigned grid, const scratch_t *sc)
+{
+    uint64_t args[CGJ_FUSE_MAX_BUFS + 1];
+    void *ptrs[CGJ_FUSE_MAX_BUFS + 1];
+    for (uint32_t k = 0; k < ch->nbufs; k++) args[k] = sc->fused[k], ptrs[k] = &args[k];
+    args[ch->nbufs] = ch->n, ptrs[ch->nbufs] = &args[ch->nbufs];
+    return cgj_drv.r_cuLaunchKernel(f, grid, 1, 1, CGJ_FUSE_BLOCK, 1, 1, 0, sc->s, ptrs, NULL);
+}
+
+/* Element i of a buffer of `type` as a double. */
+static double element(const void *p, uint8_t type, uint64_t i)
+{
+    if (type == CGJ_EW_F32) return ((const float *)p)[i];
+    return ((const double *)p)[i];
+}
+
+/* Compare buffer k's two copies; false with *why at the worst element. */
+static bool compare(const cgj_fuse_chain_t *ch, uint32_t k, const void *e, const void *f, cgj_reason_t *why)
+{
+    uint8_t type = ch->buf[k].type;
+    double worst = 0;
+    uint64_t at = 0;
+    for (uint64_t i = 0; i < ch->n; i++) {
+        double a = element(e, type, i), b = element(f, type, i);
+        if (a == b || (isnan(a) && isnan(b))) continue;
+        double over = isfinite(a) && isfinite(b) ? fabs(a - b) - (ABS_TOL + REL_TOL * fabs(a)) : INFINITY;
+        if (over > worst || isnan(over)) worst = over, at = i;
+    }
+    if (worst <= 0) return true;
+    cgj_reason_set(why, CGJ_REASON_FUSE_MISMATCH, CGJ_REASON_NO_OP, "buffer 0x%llx, element %llu: eager %.9g, fused %.9g",
+                   (unsigned long long)ch->buf[k].addr, (unsigned long long)at, element(e, type, at),
+                   element(f, type, at));
+    return false;
+}
+
+static bool compare_all(const cgj_fuse_chain_t *ch, const scratch_t *sc, cgj_reason_t *why)
+{
+    bool ok = true;
+    for (uint32_t k = 0; k < ch->nbufs && ok; k++) {
+        if (!ch->buf[k].store) continue;
+        size_t bytes = ch->n * cgj_ew_type_bytes[ch->buf[k].type];
+        void *e = cgj_xmalloc(bytes), *f = cgj_xmalloc(bytes);
+        CUresult r = cgj_drv.r_cuMemcpyDtoH_v2(e, sc->eager[k], bytes);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuMemcpyDtoH_v2(f, sc->fused[k], bytes);
+        if (r != CUDA_SUCCESS) {
+            cgj_reason_set(why, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "reading back: %s", cgj_driver_errstr(r));
+            ok = false;
+        } else {
+            ok = compare(ch, k, e, f, why);
+        }
+        cgj_free(e), cgj_free(f);
+    }
+    return ok;
+}
+
+bool cgj_fusion_validate(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, CUfunction f, cgj_reason_t *why)
+{
+    unsigned grid = cgj_fusion_grid(ch->n);
+    scratch_t sc = {.s = NULL};
+    /* the step's last kernels may still be writing the buffers: the device settles first */
+    CUresult r = cgj_drv.r_cuCtxSynchronize();
+    if (r == CUDA_SUCCESS) r = make_scratch(ch, &sc);
+    if (r == CUDA_SUCCESS) r = run_eager(l, ch, &sc);
+    if (r == CUDA_SUCCESS) r = run_fused(ch, f, grid, &sc);
+    if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamSynchronize(sc.s);
+    bool ok = r == CUDA_SUCCESS;
+    if (!ok) cgj_reason_set(why, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "%s", cgj_driver_errstr(r));
+    else ok = compare_all(ch, &sc, why);
+    free_scratch(ch, &sc);
+    return ok;
+}
