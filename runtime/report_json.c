@@ -119,6 +119,13 @@ static void variant(FILE *f, const cgj_trace_t *t)
     num(f, "replays", __atomic_load_n(&t->replays, __ATOMIC_RELAXED));
     num(f, "side_exits", __atomic_load_n(&t->side_exits, __ATOMIC_RELAXED));
     num(f, "other_exits", t->other_exits);
+    num(f, "fused_chains", t->nfused);
+    num(f, "fused_ops", t->fused_ops);
+    num(f, "fuse_drops", t->fuse_drops);
+    num(f, "fuse_ns", t->fuse_ns);
+    if (t->fuse_drops)
+        kept_reason(f, "fuse_dropped", t->fuse_dropped.code, t->fuse_dropped.op,
+                    cgj_reason_format(&t->fuse_dropped, text, sizeof text));
     cgj_json_key(f, "exits", 0);
     fputc('[', f);
     for (uint32_t e = 0; e < t->nexits; e++) {

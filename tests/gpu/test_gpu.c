@@ -3,7 +3,8 @@
  *
  * Each test runs `<dir of this executable>/gpu/gpu_scenarios_<flavour> <scenario>` (see
  * gpu_scenarios.cu) in a child process and passes when it exits 0 with a line `PASS <scenario>`.
- * The library wrappers' tests run `<dir>/gpu/gpu_libs <scenario>` (see gpu_libs.cu) the same way;
+ * The library wrappers' tests run `<dir>/gpu/gpu_libs <scenario>` (see gpu_libs.cu), and fusion's
+ * `<dir>/gpu/gpu_fusion <scenario>` (gpu_fusion.cu), the same way;
  * one that prints `SKIP <scenario> <reason>` (a cuDNN scenario where cuDNN was not found at build
  * time) skips with that reason.
  * Where the machine has no usable CUDA GPU the whole program says so on one line,
@@ -215,6 +216,18 @@ GPU_TESTS(temporaries)
 GPU_TESTS(async_temporaries)
 GPU_TESTS(escape)
 GPU_TESTS(alloc_sizes)
+
+/* Fusion (mode default): one test per gpu_fusion scenario. */
+#define FUSION_TEST(scenario) \
+    Test(gpu_fusion, scenario, .timeout = 300) { run_program("gpu_fusion", #scenario, "gpu_fusion"); }
+FUSION_TEST(chain)
+FUSION_TEST(split)
+FUSION_TEST(long_chain)
+FUSION_TEST(wrong_registration)
+FUSION_TEST(layout_mismatch)
+FUSION_TEST(reduce_overhead)
+FUSION_TEST(registry_file)
+FUSION_TEST(changing_scalar)
 
 /* The library wrappers: one test per gpu_libs scenario (`gpu_libs --list`). */
 #define LIB_TEST(scenario) \

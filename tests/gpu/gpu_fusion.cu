@@ -1,0 +1,228 @@
+/*
+ * gpu_fusion.cu — fusion (mode default) against eager on a GPU: `gpu_fusion SCENARIO` prints
+ * `PASS SCENARIO` when every traced step's results are within the mode's tolerance of the same
+ * step run eagerly (bitwise where nothing may be fused), and cgjit fused, or declined to fuse,
+ * what the scenario expects.
+ *
+ * Each scenario registers elementwise kernels, runs STEPS steps eagerly on one set of buffers
+ * (untraced: a linked program traces only between markers) and between cgj_trace_begin/end on
+ * another, and compares both after every step. Steps change their state (x is updated in place),
+ * so a replay that did nothing would differ.
+ */
+#include "gpu_common.h"
+
+#include <math.h>
+#include <unistd.h>
+
+enum { N = 1 << 16, STEPS = 1000, BLOCK = 256, GRID = 64 };
+#define REL_TOL 1e-5
+#define ABS_TOL 1e-6
+
+__global__ void axpb(float *x, float a, float b, int n) { FOR_EACH(i, n) x[i] = a * x[i] + b; }
+__global__ void scale_shift(float *y, const float *x, float a, float b, int n) { FOR_EACH(i, n) y[i] = a * x[i] + b; }
+__global__ void add_k(float *y, const float *a, const float *b, int n) { FOR_EACH(i, n) y[i] = a[i] + b[i]; }
+__global__ void gelu_k(float *x, int n) { FOR_EACH(i, n) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f)); }
+__global__ void relu_k(float *y, const float *x, int n) { FOR_EACH(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+__global__ void times2(float *x, int n) { FOR_EACH(i, n) x[i] = 2.0f * x[i]; }
+/* Opaque: not registered, and not elementwise (reads a neighbour). */
+__global__ void smooth(float *y, const float *x, int n) { FOR_EACH(i, n) y[i] = 0.5f * (x[i] + x[(i + 1) % n]); }
+
+static const char *const SPECS[][2] = {
+    {"axpb", "(inout float x, float a, float b, count int n): x = a * x + b"},
+    {"scale_shift", "(out float y, in float x, float a, float b, count int n): y = a * x + b"},
+    {"add_k", "(out float y, in float a, in float b, count int n): y = a + b"},
+    {"gelu_k", "(inout float x, count int n): x = gelu(x)"},
+    {"relu_k", "(out float y, in float x, count int n): y = x > 0 ? x : 0"},
+};
+
+typedef struct bufs {
+    float *x, *bias, *out, *side;
+} bufs_t;
+
+typedef struct scenario {
+    const char *name;
+    void (*step)(const bufs_t *b, int k, cudaStream_t s);
+    const char *mode;
+    int min_fusions, max_fusions; /* cgj_stats fusions over the run */
+    int min_dropped;              /* fusions_dropped at least */
+    const char *reason;           /* the anchor's fuse_reason_code by name, NULL: any */
+    int bitwise;                  /* every step bitwise equal to eager */
+} scenario_t;
+
+/* x = 0.999 x + 0.001; out = relu(gelu(0.5 x + 0.25 + bias)), through two in-step temporaries
+ * the step frees: one chain of five kernels, whose temporaries need never be written. */
+static void step_chain(const bufs_t *b, int, cudaStream_t s) {
+    float *t1, *t2;
+    CHECK(cudaMallocAsync((void **)&t1, N * sizeof(float), s));
+    CHECK(cudaMallocAsync((void **)&t2, N * sizeof(float), s));
+    axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.999f, 0.001f, N);
+    scale_shift<<<GRID, BLOCK, 0, s>>>(t1, b->x, 0.5f, 0.25f, N);
+    add_k<<<GRID, BLOCK, 0, s>>>(t2, t1, b->bias, N);
+    gelu_k<<<GRID, BLOCK, 0, s>>>(t2, N);
+    relu_k<<<GRID, BLOCK, 0, s>>>(b->out, t2, N);
+    CHECK(cudaFreeAsync(t1, s));
+    CHECK(cudaFreeAsync(t2, s));
+}
+
+/* The same with an opaque kernel reading t1 after the first chain: t1 must reach memory. */
+static void step_split(const bufs_t *b, int, cudaStream_t s) {
+    float *t1, *t2;
+    CHECK(cudaMallocAsync((void **)&t1, N * sizeof(float), s));
+    CHECK(cudaMallocAsync((void **)&t2, N * sizeof(float), s));
+    axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.999f, 0.001f, N);
+    scale_shift<<<GRID, BLOCK, 0, s>>>(t1, b->x, 0.5f, 0.25f, N);
+    add_k<<<GRID, BLOCK, 0, s>>>(t2, t1, b->bias, N);
+    smooth<<<GRID, BLOCK, 0, s>>>(b->side, t1, N);
+    gelu_k<<<GRID, BLOCK, 0, s>>>(t2, N);
+    relu_k<<<GRID, BLOCK, 0, s>>>(b->out, t2, N);
+    CHECK(cudaFreeAsync(t1, s));
+    CHECK(cudaFreeAsync(t2, s));
+}
+
+/* 1000 dependent in-place kernels: one chain, one kernel. */
+static void step_long(const bufs_t *b, int, cudaStream_t s) {
+    for (int j = 0; j < 1000; j++) axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.9999f, 0.001f, N);
+    relu_k<<<GRID, BLOCK, 0, s>>>(b->out, b->x, N);
+}
+
+/* times2 registered as x * 3 (wrong_registration): validation must drop the fusion. */
+static void step_wrong(const bufs_t *b, int, cudaStream_t s) {
+    axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.5f, 0.001f, N);
+    times2<<<GRID, BLOCK, 0, s>>>(b->x, N);
+    relu_k<<<GRID, BLOCK, 0, s>>>(b->out, b->x, N);
+}
+
+/* A scalar that changes every 7th step: the fused chain's ops are guarded like constants. */
+static void step_changing(const bufs_t *b, int k, cudaStream_t s) {
+    axpb<<<GRID, BLOCK, 0, s>>>(b->x, k % 7 == 6 ? 0.998f : 0.999f, 0.001f, N);
+    scale_shift<<<GRID, BLOCK, 0, s>>>(b->out, b->x, 0.5f, 0.25f, N);
+    gelu_k<<<GRID, BLOCK, 0, s>>>(b->out, N);
+}
+
+static const scenario_t SCENARIOS[] = {
+    {"chain", step_chain, "default", 1, 1000, 0, "NONE", 0},
+    {"split", step_split, "default", 2, 1000, 0, "NONE", 0},
+    {"long_chain", step_long, "default", 1, 1000, 0, "NONE", 0},
+    {"wrong_registration", step_wrong, "default", 0, 0, 1, "FUSE_MISMATCH", 1},
+    /* scale_shift's registration disagrees: the chain is fused around it */
+    {"layout_mismatch", step_chain, "default", 1, 1000, 1, "FUSE_LAYOUT", 0},
+    {"reduce_overhead", step_chain, "reduce-overhead", 0, 0, 0, "NONE", 1},
+    {"registry_file", step_chain, NULL, 1, 1000, 0, "NONE", 0},
+    {"changing_scalar", step_changing, "default", 1, 1000, 0, NULL, 0},
+};
+enum { NSCENARIOS = sizeof SCENARIOS / sizeof SCENARIOS[0] };
+static const char *scenario_at(int i) { return SCENARIOS[i].name; }
+
+/* The registrations of scenario sc: through the API, or (registry_file) a file in CGJIT_OPS. */
+static void register_kernels(const scenario_t *sc) {
+    if (!strcmp(sc->name, "registry_file")) {
+        char path[] = "/tmp/cgjit-ops-XXXXXX";
+        int fd = mkstemp(path);
+        if (fd < 0) fail_exit("mkstemp failed", NULL);
+        FILE *f = fdopen(fd, "w");
+        fprintf(f, "# elementwise kernels of gpu_fusion\n\n");
+        for (size_t k = 0; k < sizeof SPECS / sizeof SPECS[0]; k++) fprintf(f, "%s %s\n", SPECS[k][0], SPECS[k][1]);
+        fprintf(f, "smooth (out float y, in float x, count int n): y = x +\n"); /* a bad line: reported, skipped */
+        fclose(f);
+        setenv("CGJIT_OPS", path, 1);
+        setenv("CGJIT_MODE", "default", 1);
+        return;
+    }
+    for (size_t k = 0; k < sizeof SPECS / sizeof SPECS[0]; k++) {
+        const char *spec = SPECS[k][1];
+        if (!strcmp(sc->name, "layout_mismatch") && !strcmp(SPECS[k][0], "scale_shift"))
+            spec = "(out float y, in float x, float a, count int n): y = a * x"; /* one scalar short */
+        if (cgj_op_register_elementwise(SPECS[k][0], spec) != CGJ_OK) fail_exit("a registration was refused", NULL);
+    }
+    if (!strcmp(sc->name, "wrong_registration") &&
+        cgj_op_register_elementwise("times2", "(inout float x, count int n): x = x * 3") != CGJ_OK)
+        fail_exit("times2's registration was refused", NULL);
+    if (cgj_op_register_elementwise("smooth", "(out float y, in float x, count int n): y = ") != CGJ_ERR_SPEC)
+        problem("a spec that does not parse was not refused with CGJ_ERR_SPEC");
+    if (cgj_mode_set(sc->mode) != CGJ_OK) fail_exit("cgj_mode_set refused the mode", NULL);
+    if (cgj_mode_set("fast") != CGJ_ERR_INVALID_ARG) problem("cgj_mode_set accepted an unknown mode");
+}
+
+static void alloc_bufs(bufs_t *b, const float *init) {
+    float **all[] = {&b->x, &b->bias, &b->out, &b->side};
+    for (int k = 0; k < 4; k++) {
+        CHECK(cudaMalloc((void **)all[k], N * sizeof(float)));
+        CHECK(cudaMemcpy(*all[k], init + (size_t)k * 997, N * sizeof(float), cudaMemcpyHostToDevice));
+    }
+}
+
+/* Worst excess of got over eager's tolerance (<= 0: within), and whether they are bitwise equal. */
+static double excess(const float *want, const float *got, size_t n, int *bitwise) {
+    double worst = -1;
+    *bitwise = !memcmp(want, got, n * sizeof(float));
+    for (size_t i = 0; i < n && !*bitwise; i++) {
+        double d = fabs((double)want[i] - (double)got[i]) - (ABS_TOL + REL_TOL * fabs((double)want[i]));
+        if (d > worst || d != d) worst = d != d ? INFINITY : d;
+    }
+    return *bitwise ? -1 : worst;
+}
+
+int main(int argc, char **argv) {
+    int idx = scenario_arg(argc, argv, "SCENARIO", scenario_at, NSCENARIOS);
+    if (idx < 0) return 2;
+    const scenario_t *sc = &SCENARIOS[idx];
+    register_kernels(sc); /* before the first CUDA call: CGJIT_OPS and CGJIT_MODE are read then */
+    char gpu[512];
+    describe_gpu(gpu, sizeof gpu);
+    printf("%s, scenario %s, mode %s\n", gpu, sc->name, cgj_mode_get());
+    float *init = (float *)malloc((N + 4 * 997) * sizeof(float));
+    random_init(init, N + 4 * 997);
+    bufs_t e, r;
+    alloc_bufs(&e, init);
+    alloc_bufs(&r, init);
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float *he = (float *)malloc(3 * N * sizeof(float)), *hr = (float *)malloc(3 * N * sizeof(float));
+    int off = 0, unequal = 0;
+    double worst = -1;
+    for (int k = 0; k < STEPS; k++) {
+        sc->step(&e, k, s);
+        CHECK(cgj_trace_begin(sc->name) == CGJ_OK ? cudaSuccess : cudaErrorUnknown);
+        sc->step(&r, k, s);
+        CHECK(cgj_trace_end() == CGJ_OK ? cudaSuccess : cudaErrorUnknown);
+        const bufs_t *b[2] = {&e, &r};
+        float *h[2] = {he, hr};
+        for (int j = 0; j < 2; j++) {
+            CHECK(cudaMemcpyAsync(h[j], b[j]->x, N * sizeof(float), cudaMemcpyDeviceToHost, s));
+            CHECK(cudaMemcpyAsync(h[j] + N, b[j]->out, N * sizeof(float), cudaMemcpyDeviceToHost, s));
+            CHECK(cudaMemcpyAsync(h[j] + 2 * N, b[j]->side, N * sizeof(float), cudaMemcpyDeviceToHost, s));
+        }
+        CHECK(cudaStreamSynchronize(s));
+        int bitwise;
+        double ex = excess(he, hr, 3 * N, &bitwise);
+        unequal += !bitwise;
+        if (ex > worst) worst = ex;
+        if (ex > 0 && off++ == 0) problem("step %d: traced results beyond the tolerance of eager (excess %g)", k, ex);
+    }
+    cgj_stats_t st;
+    cgj_trace_info_t info;
+    cgj_stats(&st);
+    if (cgj_trace_info(sc->name, &info) != CGJ_OK) fail_exit("no trace info", NULL);
+    print_stats(&st);
+    printf("info %s: %u fused chain(s) of %u kernels, %u dropped (%s), %llu replays, %d of %d steps not bitwise equal, "
+           "fusion build %.2f ms\n",
+           sc->name, info.fused_chains, info.fused_ops, info.fuse_drops, cgj_reason_name(info.fuse_reason_code),
+           (unsigned long long)info.replays, unequal, STEPS, (double)info.fuse_ns / 1e6);
+    if (off) problem("%d of %d steps beyond tolerance", off, STEPS);
+    if (sc->bitwise && unequal) problem("%d of %d steps not bitwise equal to eager", unequal, STEPS);
+    if (st.fusions < (uint64_t)sc->min_fusions || st.fusions > (uint64_t)sc->max_fusions)
+        problem("%llu fusions, expected %d to %d", (unsigned long long)st.fusions, sc->min_fusions, sc->max_fusions);
+    if (st.fusions_dropped < (uint64_t)sc->min_dropped)
+        problem("%llu fusions dropped, expected at least %d", (unsigned long long)st.fusions_dropped, sc->min_dropped);
+    if (sc->reason && strcmp(cgj_reason_name(info.fuse_reason_code), sc->reason))
+        problem("the anchor's fusion reason is %s, expected %s", cgj_reason_name(info.fuse_reason_code), sc->reason);
+    if (info.replays < STEPS / 2) problem("only %llu of %d steps replayed", (unsigned long long)info.replays, STEPS);
+    if (!strcmp(sc->name, "long_chain") && info.fused_ops < 1001)
+        problem("the 1001 kernels were not fused as one chain (%u fused)", info.fused_ops);
+    if (problems) {
+        printf("FAIL %s %s\n", sc->name, first_problem);
+        return 1;
+    }
+    printf("PASS %s\n", sc->name);
+    return 0;
+}
