@@ -41,35 +41,66 @@ static uint64_t param_bits(const cgj_op_t *o, uint32_t k)
     return v;
 }
 
-uint64_t cgj_fusion_count(const cgj_op_t *o, const cgj_ew_spec_t *sp)
+/* Integer parameter k of op o as a non-negative number, UINT64_MAX for a negative one. */
+static uint64_t integer_of(const cgj_op_t *o, const cgj_ew_spec_t *sp, uint32_t k)
 {
-    uint64_t bits = param_bits(o, (uint32_t)sp->count);
-    switch (sp->p[sp->count].type) {
+    uint64_t bits = param_bits(o, k);
+    switch (sp->p[k].type) {
     case CGJ_EW_I32: return (int32_t)bits < 0 ? UINT64_MAX : (uint64_t)(int32_t)bits;
     case CGJ_EW_I64: return (int64_t)bits < 0 ? UINT64_MAX : bits;
     default: return bits;
     }
 }
 
-/* The buffer of chain ch at address a with elements of `type` (added if new), or -1 with *why. */
-static int buffer(cgj_fuse_chain_t *ch, CUdeviceptr a, uint8_t type, cgj_reason_t *why)
+uint64_t cgj_fusion_count(const cgj_op_t *o, const cgj_ew_spec_t *sp)
 {
-    uint64_t bytes = ch->n * cgj_ew_type_bytes[type];
+    uint64_t n = 1;
+    for (uint32_t k = 0; k < sp->nparams; k++) {
+        if (!(sp->counts >> k & 1)) continue;
+        uint64_t v = integer_of(o, sp, k);
+        if (v == UINT64_MAX || (v && n > UINT64_MAX / v)) return UINT64_MAX;
+        n *= v;
+    }
+    return n;
+}
+
+/* Elements a broadcast index (i / d) % m reaches for i < n. */
+static uint64_t broadcast_extent(const cgj_op_t *o, const cgj_ew_spec_t *sp, uint32_t k, uint64_t n)
+{
+    const cgj_ew_param_t *p = &sp->p[k];
+    uint64_t d = p->div ? integer_of(o, sp, p->div - 1u) : 1, m = p->mod ? integer_of(o, sp, p->mod - 1u) : 0;
+    if (!d || d == UINT64_MAX || m == UINT64_MAX) return UINT64_MAX;
+    uint64_t reach = (n + d - 1) / d;
+    return m && m < reach ? m : reach;
+}
+
+/* The buffer of chain ch at address a with elements of `type`, reaching `extent` of them (added
+ * if new, grown if it reaches further), or -1 with *why. */
+static int buffer(cgj_fuse_chain_t *ch, CUdeviceptr a, uint8_t type, uint64_t extent, cgj_reason_t *why)
+{
+    int found = -1;
+    for (uint32_t k = 0; k < ch->nbufs; k++)
+        if (ch->buf[k].addr == a && ch->buf[k].type == type) found = (int)k;
+    if (found >= 0 && ch->buf[found].extent >= extent) return found;
+    uint64_t bytes = extent * cgj_ew_type_bytes[type];
     for (uint32_t k = 0; k < ch->nbufs; k++) {
         const cgj_fuse_buf_t *b = &ch->buf[k];
-        if (b->addr == a && b->type == type) return (int)k;
-        uint64_t bbytes = ch->n * cgj_ew_type_bytes[b->type];
-        if (a < b->addr + bbytes && b->addr < a + bytes) {
+        if ((int)k == found) continue;
+        if (a < b->addr + b->extent * cgj_ew_type_bytes[b->type] && b->addr < a + bytes) {
             cgj_reason_set(why, CGJ_REASON_FUSE_ALIAS, CGJ_REASON_NO_OP, "0x%llx and 0x%llx, %llu elements",
-                           (unsigned long long)a, (unsigned long long)b->addr, (unsigned long long)ch->n);
+                           (unsigned long long)a, (unsigned long long)b->addr, (unsigned long long)extent);
             return -1;
         }
+    }
+    if (found >= 0) {
+        ch->buf[found].extent = extent;
+        return found;
     }
     if (ch->nbufs == CGJ_FUSE_MAX_BUFS) {
         cgj_reason_set(why, CGJ_REASON_FUSE_SIZE, CGJ_REASON_NO_OP, "more than %d buffers", CGJ_FUSE_MAX_BUFS);
         return -1;
     }
-    ch->buf[ch->nbufs] = (cgj_fuse_buf_t){.addr = a, .type = type};
+    ch->buf[ch->nbufs] = (cgj_fuse_buf_t){.addr = a, .type = type, .extent = extent};
     return (int)ch->nbufs++;
 }
 
@@ -85,10 +116,17 @@ static bool add_stage(cgj_fuse_chain_t *ch, const cgj_op_t *o, uint32_t i, const
             st->scalar[k] = v;
             continue;
         }
-        int b = buffer(ch, (CUdeviceptr)v, sp->elem, why);
+        bool bcast = sp->p[k].div || sp->p[k].mod;
+        uint64_t extent = bcast ? broadcast_extent(o, sp, k, ch->n) : ch->n;
+        if (extent == UINT64_MAX) {
+            cgj_reason_set(why, CGJ_REASON_FUSE_ALIAS, i, "a broadcast index of a negative or zero size");
+            return false;
+        }
+        int b = buffer(ch, (CUdeviceptr)v, sp->elem, extent, why);
         if (b < 0) return false;
         st->buf[k] = (uint8_t)b;
-        if (sp->p[k].role != CGJ_EW_OUT && !written[b]) ch->buf[b].load = true;
+        if (bcast) ch->buf[b].bcast = true;
+        else if (sp->p[k].role != CGJ_EW_OUT && !written[b]) ch->buf[b].load = true;
     }
     for (uint32_t j = 0; j < sp->nassign; j++) written[st->buf[sp->assign[j].param]] = true;
     ch->nstages++;
@@ -117,7 +155,14 @@ bool cgj_fusion_chain_of(const cgj_oplist_t *l, const cgj_ew_spec_t *const *spec
             return false;
         }
     }
-    for (uint32_t k = 0; k < ch->nbufs; k++) ch->buf[k].store = written[k];
+    for (uint32_t k = 0; k < ch->nbufs; k++) {
+        ch->buf[k].store = written[k];
+        if (written[k] && ch->buf[k].bcast) {
+            cgj_reason_set(why, CGJ_REASON_FUSE_ALIAS, first, "buffer 0x%llx is written and read broadcast",
+                           (unsigned long long)ch->buf[k].addr);
+            return false;
+        }
+    }
     return true;
 }
 

@@ -97,6 +97,24 @@ static void binary_op(sbuf_t *b, unsigned s, const cgj_ew_node_t *n, const char 
     put(b, "s%u_%u %c s%u_%u", s, n->a, (char)n->op, s, n->b);
 }
 
+/* Parameter k of stage st as an expression: a buffer's current value, a broadcast element read
+ * where it is used, or a scalar's literal. */
+static void param_value(sbuf_t *b, const cgj_fuse_stage_t *st, uint32_t k, const char *et)
+{
+    const cgj_ew_spec_t *sp = st->spec;
+    const cgj_ew_param_t *p = &sp->p[k];
+    if (!cgj_ew_is_pointer(sp, k)) {
+        scalar_literal(b, p->type, st->scalar[k], et);
+    } else if (p->div || p->mod) {
+        put(b, "b%u[(i", st->buf[k]);
+        if (p->div) put(b, " / %lldll", (long long)st->scalar[p->div - 1]);
+        if (p->mod) put(b, " %% %lldll", (long long)st->scalar[p->mod - 1]);
+        put(b, ")]");
+    } else {
+        put(b, "v%u", st->buf[k]);
+    }
+}
+
 /* Stage s: one temporary per expression node, then the assigned buffers' new values. */
 static void stage(sbuf_t *b, const cgj_fuse_chain_t *ch, unsigned s, uint8_t elem)
 {
@@ -109,10 +127,7 @@ static void stage(sbuf_t *b, const cgj_fuse_chain_t *ch, unsigned s, uint8_t ele
         put(b, "      const %s s%u_%u = ", et, s, k);
         switch (n->kind) {
         case CGJ_EW_NUM: number_literal(b, elem, n->num); break;
-        case CGJ_EW_PARAM:
-            if (cgj_ew_is_pointer(sp, n->param)) put(b, "v%u", st->buf[n->param]);
-            else scalar_literal(b, sp->p[n->param].type, st->scalar[n->param], et);
-            break;
+        case CGJ_EW_PARAM: param_value(b, st, n->param, et); break;
         case CGJ_EW_NEG: put(b, "-s%u_%u", s, n->a); break;
         case CGJ_EW_BINARY: binary_op(b, s, n, et); break;
         case CGJ_EW_SELECT: put(b, "s%u_%u != (%s)0 ? s%u_%u : s%u_%u", s, n->a, et, s, n->b, s, n->c); break;

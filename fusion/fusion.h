@@ -43,8 +43,10 @@ const cgj_ew_spec_t *cgj_fusion_lookup(const char *kernel);
 
 typedef struct cgj_fuse_buf {
     CUdeviceptr addr;
+    uint64_t extent;   /* elements the chain may touch: n, or fewer for one only broadcast */
     uint8_t type;      /* cgj_ew_type_t of its elements */
     bool load, store;  /* read before the chain writes it; its last value is stored */
+    bool bcast;        /* read at a broadcast index somewhere (then never written) */
 } cgj_fuse_buf_t;
 
 typedef struct cgj_fuse_stage {
@@ -78,7 +80,8 @@ char *cgj_fusion_codegen(const cgj_fuse_chain_t *ch);
  * False with *why (FUSE_*) if they cannot be one kernel. Release ch->st with cgj_free. */
 bool cgj_fusion_chain_of(const cgj_oplist_t *l, const cgj_ew_spec_t *const *specs, uint32_t first, uint32_t last,
                          cgj_fuse_chain_t *ch, cgj_reason_t *why);
-/* The element count op o (of spec sp) was launched with, UINT64_MAX if negative. */
+/* The element count op o (of spec sp) was launched with (the product of its count parameters),
+ * UINT64_MAX if one is negative or the product overflows. */
 uint64_t cgj_fusion_count(const cgj_op_t *o, const cgj_ew_spec_t *sp);
 /* Mark which buffers' last values must be stored: all but those inside an in-step allocation
  * of l that is freed within the step and that no op after the chain mentions. */

@@ -54,9 +54,9 @@ bool cgj_fusion_register(const char *kernel, const char *spec, char *err, size_t
 static bool names(const char *reg, const char *kernel)
 {
     if (!strcmp(reg, kernel)) return true;
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "_Z%zu%s", strlen(reg), reg);
-    return !strncmp(kernel, prefix, strlen(prefix)) && strlen(prefix) < sizeof prefix - 1;
+    char len[32]; /* "_Z<length>", then the name: a long name is compared whole, not cut short */
+    int n = snprintf(len, sizeof len, "_Z%zu", strlen(reg));
+    return !strncmp(kernel, len, (size_t)n) && !strncmp(kernel + n, reg, strlen(reg));
 }
 
 /* Split a registry line into the kernel's name (into name[len]) and its spec, which starts at

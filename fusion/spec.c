@@ -41,8 +41,14 @@ const char *const cgj_ew_func_forms[CGJ_EW_FUNC_COUNT][2] = {
 #undef CGJ_EW_FUNC_FORMS
 };
 
+/* The names of a broadcast index, resolved once every parameter is known. */
+typedef struct pending {
+    char div[CGJ_EW_NAME_MAX], mod[CGJ_EW_NAME_MAX];
+} pending_t;
+
 typedef struct parser {
     const char *text, *at;
+    pending_t pend[CGJ_EW_MAX_PARAMS];
     cgj_ew_spec_t *s;
     char *err;
     size_t errlen;
@@ -207,6 +213,44 @@ static int expr(parser_t *P)
     return node(P, (cgj_ew_node_t){.kind = CGJ_EW_SELECT, .a = (uint16_t)c, .b = (uint16_t)a, .c = (uint16_t)b});
 }
 
+/* After `[`: `i % M]`, `i / D]` or `(i / D) % M]`. */
+static bool broadcast(parser_t *P, uint32_t k)
+{
+    char w[CGJ_EW_NAME_MAX];
+    bool paren = eat(P, '(');
+    if (!word(P, w, sizeof w) || strcmp(w, "i")) return fail(P, "an index is i %% M, i / D or (i / D) %% M");
+    char op = (skip(P), *P->at);
+    if (op != '%' && op != '/') return fail(P, "an index is i %% M, i / D or (i / D) %% M");
+    P->at++;
+    if (!word(P, op == '%' ? P->pend[k].mod : P->pend[k].div, CGJ_EW_NAME_MAX)) return fail(P, "expected a parameter's name");
+    if (paren) {
+        if (op != '/' || !expect(P, ')') || !expect(P, '%') || !word(P, P->pend[k].mod, CGJ_EW_NAME_MAX))
+            return fail(P, "an index is i %% M, i / D or (i / D) %% M");
+    }
+    return expect(P, ']');
+}
+
+/* The parameter a broadcast index names: 1 + its index, or 0 with the error. */
+static uint8_t index_param(parser_t *P, const char *name)
+{
+    if (!name[0]) return 0;
+    int k = param_named(P->s, name);
+    if (k < 0 || (P->s->p[k].role != CGJ_EW_SCALAR && P->s->p[k].role != CGJ_EW_COUNT) || P->s->p[k].type < CGJ_EW_I32)
+        return fail(P, "index '%s' is no integer parameter", name), 0;
+    return (uint8_t)(k + 1);
+}
+
+static bool resolve_indices(parser_t *P)
+{
+    for (uint32_t k = 0; k < P->s->nparams; k++) {
+        cgj_ew_param_t *p = &P->s->p[k];
+        p->div = index_param(P, P->pend[k].div);
+        p->mod = index_param(P, P->pend[k].mod);
+        if (P->failed) return false;
+    }
+    return true;
+}
+
 static bool param(parser_t *P)
 {
     cgj_ew_spec_t *s = P->s;
@@ -233,9 +277,11 @@ static bool param(parser_t *P)
         return fail(P, "pointers of one kernel have one element type");
     if (ptr) s->elem = (uint8_t)t;
     if (p->role == CGJ_EW_COUNT) {
-        if (s->count >= 0) return fail(P, "two count parameters");
-        s->count = (int)s->nparams;
+        if (s->count < 0) s->count = (int)s->nparams;
+        s->counts |= (uint16_t)(1u << s->nparams);
     }
+    if (eat(P, '[') && !(p->role == CGJ_EW_IN ? broadcast(P, s->nparams) : fail(P, "only an `in` pointer may be indexed")))
+        return false;
     s->nparams++;
     return true;
 }
@@ -284,7 +330,7 @@ bool cgj_ew_parse(const char *text, cgj_ew_spec_t *out, char *err, size_t errlen
     do {
         if (!param(&P)) return false;
     } while (eat(&P, ','));
-    if (!expect(&P, ')') || !expect(&P, ':')) return false;
+    if (!expect(&P, ')') || !resolve_indices(&P) || !expect(&P, ':')) return false;
     do {
         skip(&P);
         if (!*P.at) break; /* a trailing ';' */

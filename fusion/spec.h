@@ -9,8 +9,12 @@
  *     (out float y, in float x, float a, float b, count int n): y = a * x + b
  *
  * Roles: `in` (a pointer the kernel reads), `out` (a pointer it writes), `inout` (both: an
- * in-place update), `count` (the element count, an integer), and no role for a scalar passed by
- * value (float, double, int, unsigned, long, size_t), which the expression may use. Every
+ * in-place update), `count` (the element count, an integer; where several parameters are counts,
+ * the element count is their product: `count int rows, count int cols`), and no role for a
+ * scalar passed by value (float, double, int, unsigned, long, size_t), which the expression may
+ * use. An `in` pointer may be broadcast, read at another index than i: `in float b[i % cols]`,
+ * `[i / d]` or `[(i / d) % m]`, with d, m, cols integer parameters (a bias over the rows of a
+ * matrix, a per-channel scale of an NCHW tensor). Every
  * pointer of one spec has the same element type, float or double. Each `out` is assigned once,
  * an `inout` at most once; every expression reads the values the kernel was given (an output
  * cannot be read). Expressions: numbers, names, + - * /, unary -, comparisons (< <= > >= == !=)
@@ -103,13 +107,16 @@ typedef struct cgj_ew_node {
 
 typedef struct cgj_ew_param {
     uint8_t role, type; /* cgj_ew_role_t, cgj_ew_type_t */
+    uint8_t div, mod;   /* a broadcast `in` pointer's index (i / div) % mod: 1 + the parameter
+                         * holding each, 0 for none */
     char name[CGJ_EW_NAME_MAX];
 } cgj_ew_param_t;
 
 typedef struct cgj_ew_spec {
     uint32_t nparams, nnodes, nassign;
     uint8_t elem;  /* the element type of every pointer (CGJ_EW_F32 or CGJ_EW_F64) */
-    int count;     /* index of the count parameter */
+    int count;     /* index of the (first) count parameter */
+    uint16_t counts; /* bit k: parameter k is a count (the element count is their product) */
     cgj_ew_param_t p[CGJ_EW_MAX_PARAMS];
     cgj_ew_node_t n[CGJ_EW_MAX_NODES];
     struct {

@@ -28,7 +28,7 @@ static CUresult make_scratch(const cgj_fuse_chain_t *ch, scratch_t *sc)
 {
     CUresult r = cgj_drv.r_cuStreamCreate(&sc->s, CU_STREAM_NON_BLOCKING);
     for (uint32_t k = 0; k < ch->nbufs && r == CUDA_SUCCESS; k++) {
-        size_t bytes = ch->n * cgj_ew_type_bytes[ch->buf[k].type];
+        size_t bytes = ch->buf[k].extent * cgj_ew_type_bytes[ch->buf[k].type];
         r = cgj_drv.r_cuMemAlloc_v2(&sc->eager[k], bytes);
         if (r == CUDA_SUCCESS) r = cgj_drv.r_cuMemAlloc_v2(&sc->fused[k], bytes);
         if (r == CUDA_SUCCESS) r = cgj_drv.r_cuMemcpyDtoDAsync_v2(sc->eager[k], ch->buf[k].addr, bytes, sc->s);
