@@ -33,9 +33,16 @@ const cgj_ew_spec_t *cgj_fusion_spec_of(const cgj_op_t *o, cgj_reason_t *why)
     return NULL;
 }
 
-/* The value of parameter k of op o as recorded, zero-extended. */
+/* The value of parameter k of op o as recorded, zero-extended: a kernel's from its parameter
+ * buffer; a library call's from its description, where a pointer is the argument it names. */
 static uint64_t param_bits(const cgj_op_t *o, uint32_t k)
 {
+    if (o->lib) {
+        uint64_t v = o->lib->ew.vals[k];
+        const cgj_ew_spec_t *sp = cgj_fusion_lib_spec(o->lib);
+        if (!sp || !cgj_ew_is_pointer(sp, k)) return v;
+        return v < o->lib->nargs ? o->lib->args[v] : 0;
+    }
     uint64_t v = 0;
     memcpy(&v, o->kp->rec + o->kp->off[k], o->kp->sz[k] < 8 ? o->kp->sz[k] : 8);
     return v;
@@ -69,7 +76,7 @@ static uint64_t broadcast_extent(const cgj_op_t *o, const cgj_ew_spec_t *sp, uin
 {
     const cgj_ew_param_t *p = &sp->p[k];
     uint64_t d = p->div ? integer_of(o, sp, p->div - 1u) : 1, m = p->mod ? integer_of(o, sp, p->mod - 1u) : 0;
-    if (!d || d == UINT64_MAX || m == UINT64_MAX) return UINT64_MAX;
+    if (!d || d == UINT64_MAX || m == UINT64_MAX || (p->mod && !m)) return UINT64_MAX; /* i % 0: no index */
     uint64_t reach = (n + d - 1) / d;
     return m && m < reach ? m : reach;
 }
@@ -142,7 +149,7 @@ bool cgj_fusion_chain_of(const cgj_oplist_t *l, const cgj_ew_spec_t *const *spec
     bool counted = false;
     for (uint32_t i = first; i <= last; i++) {
         const cgj_ew_spec_t *sp = specs[i];
-        if (!sp) continue; /* an allocation or a free between the chain's kernels */
+        if (!sp) continue; /* an allocation or a free between the chain's kernels, a library call's ops */
         uint64_t n = cgj_fusion_count(&l->ops[i], sp);
         if (counted && n != ch->n) {
             cgj_reason_set(why, CGJ_REASON_FUSE_ALIAS, i, "element counts %llu and %llu", (unsigned long long)ch->n,

@@ -57,8 +57,8 @@ static void *open_nvrtc(void)
 
 static void load_nvrtc(void)
 {
-    void *(*sym)(void *, const char *) = cgj_driver_dlsym ? cgj_driver_dlsym : dlsym;
-    void *h = open_nvrtc();
+    void *(*sym)(void *, const char *) = cgj_driver_dlsym;
+    void *h = sym ? open_nvrtc() : NULL;
     if (!h) {
         snprintf(nv.why, sizeof nv.why, "NVRTC not found (%s%s)", cgj_cfg.NVRTC[0] ? "CGJIT_NVRTC=" : "libnvrtc.so",
                  cgj_cfg.NVRTC);

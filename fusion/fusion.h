@@ -86,6 +86,9 @@ uint64_t cgj_fusion_count(const cgj_op_t *o, const cgj_ew_spec_t *sp);
 /* Mark which buffers' last values must be stored: all but those inside an in-step allocation
  * of l that is freed within the step and that no op after the chain mentions. */
 void cgj_fusion_mark_stores(const cgj_oplist_t *l, uint32_t last, cgj_fuse_chain_t *ch);
+/* The spec of a library call's elementwise description (cgj_libop_t.ew), parsed once per text;
+ * NULL where it has none (or it does not parse: a defect, logged). */
+const cgj_ew_spec_t *cgj_fusion_lib_spec(const cgj_libop_t *l);
 /* The spec of op o if it is a registered elementwise kernel whose layout agrees; NULL if not
  * registered; with *why FUSE_LAYOUT (and NULL) if the layout disagrees. */
 const cgj_ew_spec_t *cgj_fusion_spec_of(const cgj_op_t *o, cgj_reason_t *why);

@@ -2,8 +2,11 @@
  * pass.c — the fusion pass over a built trace (fusion.h): chains found, each compiled,
  * validated and recorded in the trace, or dropped with its reason.
  *
- * A chain is a run of registered elementwise kernels on one stream with one element count, with
- * nothing between them but the step's own allocations and frees (which issue nothing in replay):
+ * A chain is a run of elementwise stages on one stream with one element count — registered
+ * kernels, and library calls that replay absorbs whole and that the runtime described
+ * (cudnnAddTensor, cudnnOpTensor, cudnnActivationForward, cudnnScaleTensor, cuBLAS axpy and
+ * scal: cgj_libop_t.ew), each with the ops it issued — with nothing between them but the step's
+ * own allocations and frees (which issue nothing in replay):
  * any other op (a boundary, a copy, an opaque kernel, a library call) ends it, so a chain lies
  * within one segment and nothing outside it can observe its intermediates. Its ops must hold
  * their values from run to run (a fused kernel's arguments are fixed) and reach no mapped host
@@ -129,11 +132,33 @@ static void fuse(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t *const 
     cgj_free(ch.st);
 }
 
+/* The spec of library call op i if its group may be part of a chain: described, absorbed whole
+ * by replay with arguments that do not vary, and issuing only kernels, memsets and device
+ * copies on one stream, none of them varying. */
+static const cgj_ew_spec_t *lib_eligible(const cgj_trace_t *t, uint32_t i)
+{
+    const cgj_libop_t *l = t->list.ops[i].lib;
+    const cgj_ew_spec_t *sp = cgj_fusion_lib_spec(l);
+    if (!sp || !l->absorbable || l->free_args || l->never || l->collective || !l->nops || i + l->nops >= t->list.n)
+        return NULL;
+    CUstream s = t->list.ops[i + 1].call.stream;
+    for (uint32_t j = i + 1; j <= i + l->nops; j++) {
+        const cgj_op_t *g = &t->list.ops[j];
+        const cgj_call_t *c = &g->call;
+        bool issues = c->kind == CGJ_OP_KERNEL || c->kind == CGJ_OP_MEMSET ||
+                      (c->kind == CGJ_OP_MEMCPY && c->u.m.dir == CGJ_DIR_D2D);
+        if (!issues || c->stream != s || g->host_visible || g->listed || g->handoff || (g->kp && g->kp->nvarying))
+            return NULL;
+    }
+    return sp;
+}
+
 /* The spec of op i if it may be part of a chain, else NULL (a reason tallied where a registered
  * kernel cannot be). `grouped`: it is one of a library call's ops. */
 static const cgj_ew_spec_t *eligible(cgj_trace_t *t, const char *anchor, uint32_t i, bool grouped, cgj_fusion_stats_t *st)
 {
     const cgj_op_t *o = &t->list.ops[i];
+    if (o->lib) return lib_eligible(t, i);
     if (o->call.kind != CGJ_OP_KERNEL || grouped || o->host_visible || o->call.u.k.nattrs) return NULL;
     cgj_reason_t why;
     const cgj_ew_spec_t *sp = cgj_fusion_spec_of(o, &why);
@@ -144,6 +169,19 @@ static const cgj_ew_spec_t *eligible(cgj_trace_t *t, const char *anchor, uint32_
         return NULL;
     }
     return sp;
+}
+
+/* The last op of the chain element at op i: the op, or the last op its library call issued. */
+static uint32_t element_end(const cgj_trace_t *t, uint32_t i)
+{
+    const cgj_op_t *o = &t->list.ops[i];
+    return o->lib ? i + o->lib->nops : i;
+}
+
+/* The stream an element's work runs on. */
+static CUstream element_stream(const cgj_trace_t *t, uint32_t i)
+{
+    return t->list.ops[t->list.ops[i].lib ? i + 1 : i].call.stream;
 }
 
 void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st)
@@ -162,13 +200,17 @@ void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st)
             i++;
             continue;
         }
-        uint32_t last = i, stages = 1;
+        uint32_t last = element_end(t, i), stages = 1;
+        CUstream s = element_stream(t, i);
         uint64_t count = cgj_fusion_count(&t->list.ops[i], specs[i]);
-        for (uint32_t j = i + 1; j < n && stages < CGJ_FUSE_MAX_STAGES && !t->list.ops[last].handoff; j++) {
-            const cgj_op_t *o = &t->list.ops[j];
-            if (cgj_op_class[o->call.kind] == CGJ_CLASS_POOL) continue;
-            if (!specs[j] || o->call.stream != t->list.ops[i].call.stream || cgj_fusion_count(o, specs[j]) != count) break;
-            last = j, stages++;
+        for (uint32_t j = last + 1; j < n && stages < CGJ_FUSE_MAX_STAGES && !t->list.ops[last].handoff;) {
+            if (cgj_op_class[t->list.ops[j].call.kind] == CGJ_CLASS_POOL) {
+                j++;
+                continue;
+            }
+            if (!specs[j] || element_stream(t, j) != s || cgj_fusion_count(&t->list.ops[j], specs[j]) != count) break;
+            last = element_end(t, j), stages++;
+            j = last + 1;
         }
         if (stages >= 2 && count && count != UINT64_MAX) fuse(t, anchor, specs, i, last, st);
         i = last + 1;

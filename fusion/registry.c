@@ -6,11 +6,14 @@
  * an extern "C" one. A registration's plain name also finds a C++ kernel of that name
  * (`scale` finds `_Z5scalePfPKfi`): overloads are told apart by the layout check (spec.h).
  * Entries are never removed, so a spec found stays valid; a later registration of the same
- * name wins.
+ * name wins. The descriptions of library calls (runtime/libs_*.c) are specs of static text,
+ * parsed once each and kept likewise.
  */
 #include "fusion/fusion.h"
 #include "base/config.h"
 #include "base/mem.h"
+
+#include "base/log.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -112,4 +115,35 @@ const cgj_ew_spec_t *cgj_fusion_lookup(const char *kernel)
         if (names(entries[k]->name, kernel)) found = &entries[k]->spec;
     pthread_mutex_unlock(&lock);
     return found;
+}
+
+/* Parsed library descriptions, by the address of their (static) text. */
+typedef struct lib_entry {
+    const char *text;
+    cgj_ew_spec_t *spec; /* NULL: it does not parse */
+} lib_entry_t;
+static lib_entry_t *lib_specs;
+static uint32_t nlib, libcap;
+
+const cgj_ew_spec_t *cgj_fusion_lib_spec(const cgj_libop_t *l)
+{
+    if (!l->ew.spec) return NULL;
+    pthread_mutex_lock(&lock);
+    for (uint32_t k = 0; k < nlib; k++)
+        if (lib_specs[k].text == l->ew.spec) {
+            const cgj_ew_spec_t *sp = lib_specs[k].spec;
+            pthread_mutex_unlock(&lock);
+            return sp;
+        }
+    cgj_ew_spec_t *sp = cgj_xcalloc(1, sizeof *sp);
+    char err[200];
+    if (!cgj_ew_parse(l->ew.spec, sp, err, sizeof err)) {
+        CGJ_LOG(trace, "a library call's elementwise description does not parse: %s: %s", err, l->ew.spec);
+        cgj_free(sp);
+        sp = NULL;
+    }
+    if (nlib == libcap) libcap = libcap ? 2 * libcap : 16, lib_specs = cgj_xrealloc(lib_specs, libcap * sizeof *lib_specs);
+    lib_specs[nlib++] = (lib_entry_t){.text = l->ew.spec, .spec = sp};
+    pthread_mutex_unlock(&lock);
+    return sp;
 }

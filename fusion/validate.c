@@ -3,8 +3,10 @@
  *
  * What a registration claims is never trusted. Each buffer of the chain is copied twice into
  * scratch memory, as it holds now (the step's real data, once the device is idle); the chain's
- * own kernels run on the first copies with their recorded arguments, the fused kernel on the
- * second; every buffer the fused kernel stores is compared element by element. Within the
+ * own kernels (and the kernels, memsets and copies a library call issued) run on the first copies
+ * with their recorded arguments, every parameter word that points into a chain buffer moved to
+ * its copy; the fused kernel runs on the second; every buffer the fused kernel stores is
+ * compared element by element. Within the
  * tolerance of mode `default` (|fused - eager| <= 1e-6 + 1e-5 |eager|; NaN where eager has NaN;
  * infinities equal) the fusion stands, else it is dropped with the worst element as detail.
  * Nothing of the program's memory is written.
@@ -46,25 +48,78 @@ static void free_scratch(const cgj_fuse_chain_t *ch, scratch_t *sc)
     }
 }
 
-/* The chain's kernels, as recorded, with their buffers moved to the eager copies. */
+/* v moved into the eager copies where it points into one of the chain's buffers. */
+static uint64_t remap(const cgj_fuse_chain_t *ch, const scratch_t *sc, uint64_t v)
+{
+    for (uint32_t k = 0; k < ch->nbufs; k++) {
+        const cgj_fuse_buf_t *b = &ch->buf[k];
+        if (v >= b->addr && v < b->addr + b->extent * cgj_ew_type_bytes[b->type]) return sc->eager[k] + (v - b->addr);
+    }
+    return v;
+}
+
+/* Kernel op o with every parameter word that points into the chain's buffers moved to the eager
+ * copies (pointers sit at 8-byte offsets of a parameter buffer). */
+static CUresult launch_remapped(const cgj_op_t *o, const cgj_fuse_chain_t *ch, const scratch_t *sc)
+{
+    const cgj_kparams_t *kp = o->kp;
+    const __typeof__(o->call.u.k) *k = &o->call.u.k;
+    size_t size = kp->size;
+    uint8_t *blob = cgj_xmalloc(size ? size : 1);
+    void **ptrs = cgj_xcalloc(kp->n ? kp->n : 1, sizeof *ptrs);
+    memcpy(blob, kp->rec, size);
+    for (size_t at = 0; at + 8 <= size; at += 8) {
+        uint64_t v;
+        memcpy(&v, blob + at, sizeof v);
+        v = remap(ch, sc, v);
+        memcpy(blob + at, &v, sizeof v);
+    }
+    for (uint32_t j = 0; j < kp->n; j++) ptrs[j] = blob + kp->off[j];
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, blob, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    void **params = kp->extra_form ? NULL : ptrs, **ex = kp->extra_form ? extra : NULL;
+    CUresult r;
+    if (k->nattrs) {
+        CUlaunchConfig cfg = {.gridDimX = k->grid[0], .gridDimY = k->grid[1], .gridDimZ = k->grid[2],
+                              .blockDimX = k->block[0], .blockDimY = k->block[1], .blockDimZ = k->block[2],
+                              .sharedMemBytes = k->smem, .hStream = sc->s, .attrs = (CUlaunchAttribute *)k->attrs,
+                              .numAttrs = k->nattrs};
+        r = cgj_drv.r_cuLaunchKernelEx(&cfg, k->f, params, ex);
+    } else {
+        r = cgj_drv.r_cuLaunchKernel(k->f, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
+                                     k->smem, sc->s, params, ex);
+    }
+    cgj_free(blob), cgj_free(ptrs);
+    return r;
+}
+
+/* Op o as recorded, on the eager copies. */
+static CUresult issue_remapped(const cgj_op_t *o, const cgj_fuse_chain_t *ch, const scratch_t *sc)
+{
+    const cgj_call_t *c = &o->call;
+    switch (c->kind) {
+    case CGJ_OP_KERNEL: return o->kp ? launch_remapped(o, ch, sc) : CUDA_ERROR_NOT_SUPPORTED;
+    case CGJ_OP_MEMSET: {
+        CUdeviceptr d = remap(ch, sc, c->u.s.dst);
+        if (c->u.s.elem == 1) return cgj_drv.r_cuMemsetD8Async(d, (unsigned char)c->u.s.value, c->u.s.count, sc->s);
+        if (c->u.s.elem == 2) return cgj_drv.r_cuMemsetD16Async(d, (unsigned short)c->u.s.value, c->u.s.count, sc->s);
+        return cgj_drv.r_cuMemsetD32Async(d, c->u.s.value, c->u.s.count, sc->s);
+    }
+    case CGJ_OP_MEMCPY:
+        if (c->u.m.dir != CGJ_DIR_D2D) return CUDA_ERROR_NOT_SUPPORTED;
+        return cgj_drv.r_cuMemcpyDtoDAsync_v2(remap(ch, sc, c->u.m.dst), remap(ch, sc, c->u.m.src), c->u.m.bytes, sc->s);
+    default: return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+/* The chain's stages as recorded (a kernel, or the ops a library call issued) on the eager
+ * copies. */
 static CUresult run_eager(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, const scratch_t *sc)
 {
     CUresult r = CUDA_SUCCESS;
     for (uint32_t s = 0; s < ch->nstages && r == CUDA_SUCCESS; s++) {
-        const cgj_fuse_stage_t *st = &ch->st[s];
-        const cgj_op_t *o = &l->ops[st->op];
-        const cgj_kparams_t *kp = o->kp;
-        uint8_t *blob = cgj_xmalloc(kp->size ? kp->size : 1);
-        void **ptrs = cgj_xcalloc(kp->n ? kp->n : 1, sizeof *ptrs);
-        memcpy(blob, kp->rec, kp->size);
-        for (uint32_t k = 0; k < kp->n; k++) {
-            ptrs[k] = blob + kp->off[k];
-            if (cgj_ew_is_pointer(st->spec, k)) memcpy(blob + kp->off[k], &sc->eager[st->buf[k]], sizeof(CUdeviceptr));
-        }
-        const __typeof__(o->call.u.k) *k = &o->call.u.k;
-        r = cgj_drv.r_cuLaunchKernel(k->f, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
-                                     k->smem, sc->s, ptrs, NULL);
-        cgj_free(blob), cgj_free(ptrs);
+        const cgj_op_t *o = &l->ops[ch->st[s].op];
+        uint32_t from = o->lib ? ch->st[s].op + 1 : ch->st[s].op, to = o->lib ? from + o->lib->nops : from + 1;
+        for (uint32_t i = from; i < to && r == CUDA_SUCCESS; i++) r = issue_remapped(&l->ops[i], ch, sc);
     }
     return r;
 }

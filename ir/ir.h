@@ -73,12 +73,24 @@ enum { CGJ_DIR_H2D, CGJ_DIR_D2H, CGJ_DIR_D2D };
  * device pointer); its args are the device pointers it was given. */
 #define CGJ_LIB_MAX_ARGS 16
 #define CGJ_LIB_KEY_MAX 1536
+
+/* A library call that is elementwise (cudnnAddTensor, cudnnActivationForward, cuBLAS axpy...),
+ * as fusion/ fuses it: a spec in the language of fusion/spec.h (static text) and one value per
+ * parameter, where a pointer's value is the index of the call's argument it is (so that the
+ * trace's relocation of arguments applies). Described in mode default only. */
+#define CGJ_LIBEW_MAX 16
+typedef struct cgj_libew {
+    const char *spec; /* NULL: not described */
+    uint64_t vals[CGJ_LIBEW_MAX];
+} cgj_libew_t;
+
 typedef struct cgj_libcall {
     uint32_t keylen, nargs;
     cgj_reason_code_t never; /* why the call is never absorbed (the key is incomplete, it returns a
                               * value to the host), or CGJ_REASON_NONE */
     bool collective;         /* its kernels wait for other processes or devices (NCCL): replay
                               * launches them before the call returns, as eager does */
+    cgj_libew_t ew;          /* what it computes per element, where it is elementwise */
     CUdeviceptr args[CGJ_LIB_MAX_ARGS];
     uint8_t key[CGJ_LIB_KEY_MAX];
 } cgj_libcall_t;
@@ -200,6 +212,7 @@ typedef struct cgj_libop {
     bool collective;     /* the call's kernels wait for peers (cgj_libcall_t): a chunk ends with
                           * its group */
     cgj_reason_code_t never; /* the wrapper's reason never to absorb it, or CGJ_REASON_NONE */
+    cgj_libew_t ew;      /* what the call computes per element (fusion/), where described */
     bool absorbable;     /* the group can be replayed without calling the library */
     bool for_good;       /* not absorbable whatever the samples: its driver calls' kinds */
     cgj_reason_t why_not; /* why not */

@@ -88,6 +88,21 @@ static inline void lib_init(cgj_libcall_t *lc)
     lc->keylen = lc->nargs = 0;
     lc->never = CGJ_REASON_NONE;
     lc->collective = false;
+    lc->ew.spec = NULL;
+}
+
+/* Elementwise descriptions (fusion/, mode default): worth building only where they may be used. */
+static inline bool lib_ew_wanted(const cgj_libcall_t *lc)
+{
+    return !lc->never && cgj_jit_mode() != CGJ_JIT_REDUCE_OVERHEAD;
+}
+
+/* A float's bits as an elementwise parameter's value. */
+static inline uint64_t lib_ew_float(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
 }
 
 /* Keys are compared byte for byte: a struct put whole must have no padding (stack bytes). */

@@ -202,6 +202,9 @@ cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float *alpha, const
     INTS(&lc, n, incx, incy);
     scalar(&lc, host, alpha, 4);
     arg_put(&lc, x), arg_put(&lc, y);
+    if (host && incx == 1 && incy == 1 && n > 0 && lib_ew_wanted(&lc))
+        lc.ew = (cgj_libew_t){"(inout float y, in float x, float alpha, count int n): y = alpha * x + y",
+                              {1, 0, lib_ew_float(*alpha), (uint64_t)n}};
     BLAS_RUN(cublasSaxpy_v2, h, n, alpha, x, incx, y, incy);
 }
 
@@ -212,6 +215,8 @@ cublasStatus_t cublasSscal_v2(cublasHandle_t h, int n, const float *alpha, float
     INTS(&lc, n, incx);
     scalar(&lc, host, alpha, 4);
     arg_put(&lc, x);
+    if (host && incx == 1 && n > 0 && lib_ew_wanted(&lc))
+        lc.ew = (cgj_libew_t){"(inout float x, float alpha, count int n): x = alpha * x", {0, lib_ew_float(*alpha), (uint64_t)n}};
     BLAS_RUN(cublasSscal_v2, h, n, alpha, x, incx);
 }
 

@@ -48,12 +48,16 @@ static void dnn_handle(cgj_libcall_t *lc, cudnnHandle_t h)
     key_put(lc, &k, sizeof k);
 }
 
-/* A tensor descriptor's content; returns its data type (CUDNN_DATA_FLOAT when unreadable). */
-static cudnnDataType_t key_tensor(cgj_libcall_t *lc, cudnnTensorDescriptor_t d)
+/* A tensor descriptor's content as read. */
+typedef struct tensor {
+    int32_t dt, nb, dims[CUDNN_DIM_MAX], strides[CUDNN_DIM_MAX];
+} tensor_t;
+
+/* A tensor descriptor's content, into the key and *out (NULL: not wanted); returns its data type
+ * (CUDNN_DATA_FLOAT when unreadable). */
+static cudnnDataType_t key_tensor_shape(cgj_libcall_t *lc, cudnnTensorDescriptor_t d, tensor_t *out)
 {
-    struct {
-        int32_t dt, nb, dims[CUDNN_DIM_MAX], strides[CUDNN_DIM_MAX];
-    } k = {-1, 0, {0}, {0}};
+    tensor_t k = {-1, 0, {0}, {0}};
     cudnnDataType_t dt = CUDNN_DATA_FLOAT;
     int nb = 0;
     if (d && !lc->never) {
@@ -62,7 +66,13 @@ static cudnnDataType_t key_tensor(cgj_libcall_t *lc, cudnnTensorDescriptor_t d)
         k.dt = dt, k.nb = nb;
     }
     key_put(lc, &k, sizeof k);
+    if (out) *out = k;
     return dt;
+}
+
+static cudnnDataType_t key_tensor(cgj_libcall_t *lc, cudnnTensorDescriptor_t d)
+{
+    return key_tensor_shape(lc, d, NULL);
 }
 
 static void key_filter(cgj_libcall_t *lc, cudnnFilterDescriptor_t d)
@@ -180,16 +190,140 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
             bd, bias, ad, yd, y);
 }
 
+/* ---- elementwise descriptions (fusion/, mode default) ----
+ * Float tensors, packed (each stride the product of the dimensions after it): element i is the
+ * i-th in memory. A broadcast operand (a bias over channels) is read at (i / d) % m. */
+
+/* Elements of packed float tensor t, or 0 if it is not one. */
+static uint64_t packed_elements(const tensor_t *t)
+{
+    uint64_t n = 1;
+    if (t->dt != CUDNN_DATA_FLOAT || t->nb < 1) return 0;
+    for (int k = t->nb - 1; k >= 0; k--) {
+        if (t->dims[k] < 1 || (uint64_t)t->strides[k] != n) return 0;
+        n *= (uint64_t)t->dims[k];
+    }
+    return n;
+}
+
+/* How operand a is read against output c: 0 whole (same dimensions), 1 broadcast at (i / *d) % *m
+ * (a's dimensions are c's on one contiguous run and 1 elsewhere), -1 neither. */
+static int broadcast_of(const tensor_t *a, const tensor_t *c, uint64_t *d, uint64_t *m)
+{
+    if (!packed_elements(a) || a->nb != c->nb) return -1;
+    int first = -1, last = -1;
+    for (int k = 0; k < c->nb; k++) {
+        if (a->dims[k] != c->dims[k] && a->dims[k] != 1) return -1;
+        if (a->dims[k] == c->dims[k] && c->dims[k] != 1) {
+            if (last >= 0 && last != k - 1) return -1;
+            if (first < 0) first = k;
+            last = k;
+        }
+    }
+    if (!memcmp(a->dims, c->dims, sizeof(int32_t) * (size_t)c->nb)) return 0;
+    *d = 1, *m = 1;
+    for (int k = c->nb - 1; k > last; k--) *d *= (uint64_t)c->dims[k];
+    for (int k = first; first >= 0 && k <= last; k++) *m *= (uint64_t)c->dims[k];
+    if (first < 0) *d = packed_elements(c); /* a single value */
+    return 1;
+}
+
+/* A host scale factor's bits (float tensors). */
+static uint64_t scale_bits(const void *p)
+{
+    return lib_ew_float(*(const float *)p);
+}
+
+#define EW_BLEND(out, expr) out " = alpha * (" expr ")"
+#define EW_BLEND_BETA(out, expr) out " = alpha * (" expr ") + beta * " out
+
+/* y = alpha * f(x) + beta * y, for each activation mode cuDNN has (f over x, coef, swish). */
+#define ACT_MODES(X)                                                                  \
+    X(CUDNN_ACTIVATION_SIGMOID, "sigmoid(x)")                                         \
+    X(CUDNN_ACTIVATION_RELU, "x > 0 ? x : 0")                                         \
+    X(CUDNN_ACTIVATION_TANH, "tanh(x)")                                               \
+    X(CUDNN_ACTIVATION_CLIPPED_RELU, "min(max(x, 0), coef)")                          \
+    X(CUDNN_ACTIVATION_ELU, "x > 0 ? x : coef * (exp(x) - 1)")                        \
+    X(CUDNN_ACTIVATION_IDENTITY, "x")                                                 \
+    X(CUDNN_ACTIVATION_SWISH, "x * sigmoid(swish * x)")
+#define ACT_PARAMS "float alpha, float coef, float swish, count long n): "
+
+static void ew_activation(cgj_libcall_t *lc, cudnnActivationDescriptor_t ad, const tensor_t *xt, const tensor_t *yt,
+                          const void *alpha, const void *beta)
+{
+    cudnnActivationMode_t mode;
+    cudnnNanPropagation_t nan;
+    double coef = 0, swish = 0;
+    uint64_t n = packed_elements(yt);
+    if (!n || memcmp(xt, yt, sizeof *xt) || !OK(g_cudnnGetActivationDescriptor(ad, &mode, &nan, &coef)) ||
+        nan != CUDNN_NOT_PROPAGATE_NAN ||
+        (mode == CUDNN_ACTIVATION_SWISH && !OK(g_cudnnGetActivationDescriptorSwishBeta(ad, &swish))))
+        return;
+    bool b0 = *(const float *)beta == 0.0f;
+#define ACT_CASE(m, f)                                                                                        \
+    case m:                                                                                                   \
+        lc->ew.spec = b0 ? "(out float y, in float x, " ACT_PARAMS EW_BLEND("y", f)                          \
+                         : "(inout float y, in float x, float beta, " ACT_PARAMS EW_BLEND_BETA("y", f);      \
+        break;
+    switch (mode) {
+        ACT_MODES(ACT_CASE)
+    default: return;
+    }
+#undef ACT_CASE
+    uint64_t *v = lc->ew.vals; /* in the spec's order; pointers by argument: x 0, y 1 */
+    int k = 0;
+    v[k++] = 1, v[k++] = 0;
+    if (!b0) v[k++] = scale_bits(beta);
+    v[k++] = scale_bits(alpha), v[k++] = lib_ew_float((float)coef), v[k++] = lib_ew_float((float)swish), v[k++] = n;
+}
+
+/* C = alpha * A + beta * C, A whole or broadcast. */
+static void ew_add(cgj_libcall_t *lc, const tensor_t *at, const tensor_t *ct, const void *alpha, const void *beta)
+{
+    uint64_t n = packed_elements(ct), d = 1, m = 1;
+    int bc = n ? broadcast_of(at, ct, &d, &m) : -1;
+    if (bc < 0) return;
+    bool b0 = *(const float *)beta == 0.0f;
+    static const char *const specs[2][2] = {
+        {"(inout float c, in float a, float beta, float alpha, long d, long m, count long n): c = alpha * a + beta * c",
+         "(inout float c, in float a[(i / d) % m], float beta, float alpha, long d, long m, count long n): c = alpha * a + beta * c"},
+        {"(out float c, in float a, float beta, float alpha, long d, long m, count long n): c = alpha * a",
+         "(out float c, in float a[(i / d) % m], float beta, float alpha, long d, long m, count long n): c = alpha * a"}};
+    lc->ew = (cgj_libew_t){specs[b0][bc], {1, 0, scale_bits(beta), scale_bits(alpha), d, m, n}};
+}
+
+/* C = op(alpha1 * A, alpha2 * B) + beta * C for the binary ops, B whole or broadcast. */
+#define OPT_SPEC(c, b, expr) "(" c " float c, in float a, in float " b ", float alpha1, float alpha2, float beta, long d, long m, count long n): c = " expr
+#define OPT_SPECS(expr)                                                                       \
+    {{OPT_SPEC("inout", "b", expr " + beta * c"), OPT_SPEC("inout", "b[(i / d) % m]", expr " + beta * c")}, \
+     {OPT_SPEC("out", "b", expr), OPT_SPEC("out", "b[(i / d) % m]", expr)}}
+static void ew_op_tensor(cgj_libcall_t *lc, cudnnOpTensorOp_t op, const tensor_t *at, const tensor_t *bt,
+                         const tensor_t *ct, const void *a1, const void *a2, const void *beta)
+{
+    static const char *const specs[4][2][2] = {
+        OPT_SPECS("alpha1 * a + alpha2 * b"), OPT_SPECS("(alpha1 * a) * (alpha2 * b)"),
+        OPT_SPECS("min(alpha1 * a, alpha2 * b)"), OPT_SPECS("max(alpha1 * a, alpha2 * b)")};
+    int which = op == CUDNN_OP_TENSOR_ADD ? 0 : op == CUDNN_OP_TENSOR_MUL ? 1 : op == CUDNN_OP_TENSOR_MIN ? 2
+              : op == CUDNN_OP_TENSOR_MAX ? 3 : -1;
+    uint64_t n = packed_elements(ct), d = 1, m = 1;
+    int bc = n && which >= 0 && broadcast_of(at, ct, &d, &m) == 0 ? broadcast_of(bt, ct, &d, &m) : -1;
+    if (bc < 0) return;
+    bool b0 = *(const float *)beta == 0.0f; /* args: A 0, B 1, C 2 */
+    lc->ew = (cgj_libew_t){specs[which][b0][bc], {2, 0, 1, scale_bits(a1), scale_bits(a2), scale_bits(beta), d, m, n}};
+}
+
 cudnnStatus_t cudnnActivationForward(cudnnHandle_t h, cudnnActivationDescriptor_t ad, const void *alpha,
                                      const cudnnTensorDescriptor_t xd, const void *x, const void *beta,
                                      const cudnnTensorDescriptor_t yd, void *y)
 {
     DNN_PROLOGUE(cudnnActivationForward, h, ad, alpha, xd, x, beta, yd, y);
     key_activation(&lc, ad);
-    key_tensor(&lc, xd);
-    cudnnDataType_t dt = key_tensor(&lc, yd);
+    tensor_t xt, yt;
+    key_tensor_shape(&lc, xd, &xt);
+    cudnnDataType_t dt = key_tensor_shape(&lc, yd, &yt);
     key_scale(&lc, alpha, dt), key_scale(&lc, beta, dt);
     arg_put(&lc, x), arg_put(&lc, y);
+    if (lib_ew_wanted(&lc)) ew_activation(&lc, ad, &xt, &yt, alpha, beta);
     DNN_RUN(cudnnActivationForward, h, ad, alpha, xd, x, beta, yd, y);
 }
 
@@ -210,11 +344,14 @@ cudnnStatus_t cudnnOpTensor(cudnnHandle_t h, const cudnnOpTensorDescriptor_t od,
         else k.op = op, k.ct = ct, k.nan = nan;
     }
     key_put(&lc, &k, sizeof k);
-    key_tensor(&lc, ad);
-    key_tensor(&lc, bd);
-    cudnnDataType_t dt = key_tensor(&lc, cd);
+    tensor_t at, bt, ct;
+    key_tensor_shape(&lc, ad, &at);
+    key_tensor_shape(&lc, bd, &bt);
+    cudnnDataType_t dt = key_tensor_shape(&lc, cd, &ct);
     key_scale(&lc, alpha1, dt), key_scale(&lc, alpha2, dt), key_scale(&lc, beta, dt);
     arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
+    if (lib_ew_wanted(&lc) && k.ct == CUDNN_DATA_FLOAT && k.nan == CUDNN_NOT_PROPAGATE_NAN)
+        ew_op_tensor(&lc, (cudnnOpTensorOp_t)k.op, &at, &bt, &ct, alpha1, alpha2, beta);
     DNN_RUN(cudnnOpTensor, h, od, alpha1, ad, A, alpha2, bd, B, beta, cd, C);
 }
 
@@ -222,19 +359,24 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t h, const void *alpha, const cudnnTens
                              const void *beta, const cudnnTensorDescriptor_t cd, void *C)
 {
     DNN_PROLOGUE(cudnnAddTensor, h, alpha, ad, A, beta, cd, C);
-    key_tensor(&lc, ad);
-    cudnnDataType_t dt = key_tensor(&lc, cd);
+    tensor_t at, ct;
+    key_tensor_shape(&lc, ad, &at);
+    cudnnDataType_t dt = key_tensor_shape(&lc, cd, &ct);
     key_scale(&lc, alpha, dt), key_scale(&lc, beta, dt);
     arg_put(&lc, A), arg_put(&lc, C);
+    if (lib_ew_wanted(&lc)) ew_add(&lc, &at, &ct, alpha, beta);
     DNN_RUN(cudnnAddTensor, h, alpha, ad, A, beta, cd, C);
 }
 
 cudnnStatus_t cudnnScaleTensor(cudnnHandle_t h, const cudnnTensorDescriptor_t yd, void *y, const void *alpha)
 {
     DNN_PROLOGUE(cudnnScaleTensor, h, yd, y, alpha);
-    cudnnDataType_t dt = key_tensor(&lc, yd);
+    tensor_t yt;
+    cudnnDataType_t dt = key_tensor_shape(&lc, yd, &yt);
     key_scale(&lc, alpha, dt);
     arg_put(&lc, y);
+    uint64_t n = lib_ew_wanted(&lc) ? packed_elements(&yt) : 0;
+    if (n) lc.ew = (cgj_libew_t){"(inout float y, float alpha, count long n): y = alpha * y", {0, scale_bits(alpha), n}};
     DNN_RUN(cudnnScaleTensor, h, yd, y, alpha);
 }
 

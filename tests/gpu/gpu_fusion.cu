@@ -9,6 +9,10 @@
  * another, and compares both after every step. Steps change their state (x is updated in place),
  * so a replay that did nothing would differ.
  */
+#include <cublas_v2.h>
+#ifndef GPU_FUSION_NO_CUDNN
+#include <cudnn.h>
+#endif
 #include "gpu_common.h"
 
 #include <math.h>
@@ -99,6 +103,48 @@ static void step_changing(const bufs_t *b, int k, cudaStream_t s) {
     gelu_k<<<GRID, BLOCK, 0, s>>>(b->out, N);
 }
 
+/* Library calls cgjit describes as elementwise, one chain: a per-channel bias (cudnnAddTensor,
+ * broadcast), ReLU (cudnnActivationForward), a residual add (cudnnOpTensor), a scale
+ * (cudnnScaleTensor), then cuBLAS axpy and scal; the handles on the step's stream. */
+enum { LC = 16, LHW = N / LC };
+static cublasHandle_t blas;
+#ifndef GPU_FUSION_NO_CUDNN
+static cudnnHandle_t dnn;
+static cudnnTensorDescriptor_t t_full, t_bias;
+static cudnnActivationDescriptor_t act;
+static cudnnOpTensorDescriptor_t opt;
+
+static void libs_setup(cudaStream_t s) {
+    CHECK_CUDNN(cudnnCreate(&dnn));
+    CHECK_CUDNN(cudnnSetStream(dnn, s));
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&t_full));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(t_full, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, LC, LHW / 256, 256));
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&t_bias));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(t_bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, LC, 1, 1));
+    CHECK_CUDNN(cudnnCreateActivationDescriptor(&act));
+    CHECK_CUDNN(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    CHECK_CUDNN(cudnnCreateOpTensorDescriptor(&opt));
+    CHECK_CUDNN(cudnnSetOpTensorDescriptor(opt, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT, CUDNN_NOT_PROPAGATE_NAN));
+    CHECK_CUBLAS(cublasCreate(&blas));
+    CHECK_CUBLAS(cublasSetStream(blas, s));
+}
+
+static void step_libs(const bufs_t *b, int, cudaStream_t s) {
+    const float one = 1.0f, zero = 0.0f, half = 0.5f, decay = 0.999f, small = 0.001f;
+    axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.999f, 0.001f, N); /* the state moves, and heads the chain */
+    CHECK_CUDNN(cudnnAddTensor(dnn, &one, t_bias, b->bias, &zero, t_full, b->out)); /* out = bias, broadcast */
+    CHECK_CUDNN(cudnnAddTensor(dnn, &half, t_full, b->x, &one, t_full, b->out));    /* out += 0.5 x */
+    CHECK_CUDNN(cudnnActivationForward(dnn, act, &one, t_full, b->out, &zero, t_full, b->side));
+    CHECK_CUDNN(cudnnOpTensor(dnn, opt, &one, t_full, b->side, &half, t_full, b->x, &zero, t_full, b->out));
+    CHECK_CUDNN(cudnnScaleTensor(dnn, t_full, b->out, &decay));
+    CHECK_CUBLAS(cublasSaxpy(blas, N, &small, b->x, 1, b->out, 1));
+    CHECK_CUBLAS(cublasSscal(blas, N, &decay, b->side, 1));
+}
+#else
+static void libs_setup(cudaStream_t) {}
+static void step_libs(const bufs_t *, int, cudaStream_t) {}
+#endif
+
 static const scenario_t SCENARIOS[] = {
     {"chain", step_chain, "default", 1, 1000, 0, "NONE", 0},
     {"split", step_split, "default", 2, 1000, 0, "NONE", 0},
@@ -109,6 +155,7 @@ static const scenario_t SCENARIOS[] = {
     {"reduce_overhead", step_chain, "reduce-overhead", 0, 0, 0, "NONE", 1},
     {"registry_file", step_chain, NULL, 1, 1000, 0, "NONE", 0},
     {"changing_scalar", step_changing, "default", 1, 1000, 0, NULL, 0},
+    {"library_calls", step_libs, "default", 1, 1000, 0, NULL, 0},
 };
 enum { NSCENARIOS = sizeof SCENARIOS / sizeof SCENARIOS[0] };
 static const char *scenario_at(int i) { return SCENARIOS[i].name; }
@@ -177,6 +224,13 @@ int main(int argc, char **argv) {
     alloc_bufs(&r, init);
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (!strcmp(sc->name, "library_calls")) {
+#ifdef GPU_FUSION_NO_CUDNN
+        printf("SKIP %s cuDNN was not found when gpu_fusion was built\n", sc->name);
+        return 0;
+#endif
+        libs_setup(s);
+    }
     float *he = (float *)malloc(3 * N * sizeof(float)), *hr = (float *)malloc(3 * N * sizeof(float));
     int off = 0, unequal = 0;
     double worst = -1;
@@ -217,6 +271,9 @@ int main(int argc, char **argv) {
     if (sc->reason && strcmp(cgj_reason_name(info.fuse_reason_code), sc->reason))
         problem("the anchor's fusion reason is %s, expected %s", cgj_reason_name(info.fuse_reason_code), sc->reason);
     if (info.replays < STEPS / 2) problem("only %llu of %d steps replayed", (unsigned long long)info.replays, STEPS);
+    if (!strcmp(sc->name, "library_calls") && info.fused_ops < 8)
+        problem("the library calls were not fused into the chain (%u kernels, %s)", info.fused_ops,
+                cgj_reason_name(info.fuse_reason_code));
     if (!strcmp(sc->name, "long_chain") && info.fused_ops < 1001)
         problem("the 1001 kernels were not fused as one chain (%u fused)", info.fused_ops);
     if (problems) {

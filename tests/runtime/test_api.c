@@ -153,15 +153,15 @@ Test(runtime_api, strerror_of_every_code)
     cr_assert_str_not_empty(cgj_strerror(value));
     CGJ_STATUS_LIST(CHECK_MSG)
 #undef CHECK_MSG
-    static const int bad[] = {999, -1, 7, 1 << 30};
+    static const int bad[] = {999, -1, CGJ_ERR_SPEC + 1, 1 << 30};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         const char *m = cgj_strerror(bad[k]);
         cr_assert(m != NULL);
         cr_assert(strncmp(m, "unknown", 7) == 0, "cgj_strerror(%d) = '%s'", bad[k], m);
     }
     /* all messages distinct */
-    for (int a = 0; a <= CGJ_ERR_NOT_FOUND; a++)
-        for (int b = a + 1; b <= CGJ_ERR_NOT_FOUND; b++)
+    for (int a = 0; a <= CGJ_ERR_SPEC; a++)
+        for (int b = a + 1; b <= CGJ_ERR_SPEC; b++)
             cr_assert_str_neq(cgj_strerror(a), cgj_strerror(b));
 }
 
