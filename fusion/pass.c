@@ -79,11 +79,13 @@ static bool make_kernel(const cgj_fuse_chain_t *ch, CUfunction *f, cgj_fusion_st
     return r == CUDA_SUCCESS;
 }
 
-static void record(cgj_trace_t *t, const cgj_fuse_chain_t *ch, uint32_t first, uint32_t last, CUfunction f)
+/* Kernel f of chain ch over ops [first, last], appended to *list (n entries). */
+static void add_fused(cgj_fused_t **list, uint32_t *n, const cgj_fuse_chain_t *ch, uint32_t first, uint32_t last,
+                      CUfunction f)
 {
-    t->fused = cgj_xrealloc(t->fused, (t->nfused + 1) * sizeof *t->fused);
-    cgj_fused_t *fu = &t->fused[t->nfused++];
-    *fu = (cgj_fused_t){.first = first, .last = last, .f = f, .grid = cgj_fusion_grid(ch->n),
+    *list = cgj_xrealloc(*list, (*n + 1) * sizeof **list);
+    cgj_fused_t *fu = &(*list)[(*n)++];
+    *fu = (cgj_fused_t){.first = first, .last = last, .nstages = ch->nstages, .f = f, .grid = cgj_fusion_grid(ch->n),
                         .block = CGJ_FUSE_BLOCK, .nargs = ch->nbufs + 1};
     fu->args = cgj_xcalloc(fu->nargs, sizeof *fu->args);
     fu->ptrs = cgj_xcalloc(fu->nargs, sizeof *fu->ptrs);
@@ -91,8 +93,41 @@ static void record(cgj_trace_t *t, const cgj_fuse_chain_t *ch, uint32_t first, u
         fu->args[k] = k < ch->nbufs ? ch->buf[k].addr : ch->n;
         fu->ptrs[k] = &fu->args[k];
     }
+}
+
+static void record(cgj_trace_t *t, const cgj_fuse_chain_t *ch, uint32_t first, uint32_t last, CUfunction f)
+{
+    add_fused(&t->fused, &t->nfused, ch, first, last, f);
     for (uint32_t i = first; i <= last; i++) t->list.ops[i].fused = t->nfused;
+    t->fused_chains++;
     t->fused_ops += ch->nstages;
+}
+
+/* Solo kernels for the chain's library calls that replay cannot reproduce from their own ops
+ * (not absorbable): each stage alone, every output stored, validated like the chain. They go to
+ * `solo` (n entries) until the chain stands. */
+static bool make_solos(cgj_trace_t *t, const cgj_ew_spec_t *const *specs, const cgj_fuse_chain_t *ch,
+                       cgj_fused_t **solo, uint32_t *n, cgj_fusion_stats_t *st, cgj_reason_t *why)
+{
+    for (uint32_t s = 0; s < ch->nstages; s++) {
+        uint32_t at = ch->st[s].op;
+        const cgj_libop_t *l = t->list.ops[at].lib;
+        if (!l || l->absorbable) continue;
+        cgj_fuse_chain_t one;
+        CUfunction f = NULL;
+        bool ok = cgj_fusion_chain_of(&t->list, specs, at, at + l->nops, &one, why) && make_kernel(&one, &f, st, why) &&
+                  cgj_fusion_validate(&t->list, &one, f, why);
+        if (ok) add_fused(solo, n, &one, at, at + l->nops, f);
+        cgj_free(one.st);
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static void free_fused(cgj_fused_t *list, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++) cgj_free(list[k].args), cgj_free(list[k].ptrs);
+    cgj_free(list);
 }
 
 static void drop(cgj_trace_t *t, const char *anchor, uint32_t first, const cgj_reason_t *why, cgj_fusion_stats_t *st)
@@ -119,27 +154,37 @@ static void fuse(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t *const 
     uint64_t t0 = cgj_now_ns();
     ok = ok && cgj_fusion_validate(&t->list, &ch, f, &why);
     st->validate_ns += cgj_now_ns() - t0;
+    cgj_fused_t *solo = NULL;
+    uint32_t nsolo = 0;
+    ok = ok && make_solos(t, specs, &ch, &solo, &nsolo, st, &why);
     if (ok) {
         uint32_t stored = 0;
         for (uint32_t k = 0; k < ch.nbufs; k++) stored += ch.buf[k].store;
         record(t, &ch, first, last, f);
+        t->solo = cgj_xrealloc(t->solo, (t->nsolo + nsolo) * sizeof *t->solo);
+        memcpy(t->solo + t->nsolo, solo, nsolo * sizeof *solo);
+        t->nsolo += nsolo;
+        cgj_free(solo);
         st->chains++, st->ops += ch.nstages;
         CGJ_LOG(trace, "anchor '%s': ops %u-%u: %u kernels fused into one (%u buffers, %u stored)", anchor, first, last,
                 ch.nstages, ch.nbufs, stored);
     } else {
+        free_fused(solo, nsolo);
         drop(t, anchor, first, &why, st);
     }
     cgj_free(ch.st);
 }
 
-/* The spec of library call op i if its group may be part of a chain: described, absorbed whole
- * by replay with arguments that do not vary, and issuing only kernels, memsets and device
- * copies on one stream, none of them varying. */
+/* The spec of library call op i if its group may be part of a chain: described, with arguments
+ * that do not vary (guarded with its key), issuing only kernels, memsets and device copies on
+ * one stream. Replay absorbs a fused call whole whenever its key and arguments match, whether or
+ * not it could reproduce the call's own ops (absorbable): the chain's kernel computes what the
+ * call computes, and a solo kernel re-issues it where the chain is left half-way. */
 static const cgj_ew_spec_t *lib_eligible(const cgj_trace_t *t, uint32_t i)
 {
     const cgj_libop_t *l = t->list.ops[i].lib;
     const cgj_ew_spec_t *sp = cgj_fusion_lib_spec(l);
-    if (!sp || !l->absorbable || l->free_args || l->never || l->collective || !l->nops || i + l->nops >= t->list.n)
+    if (!sp || l->free_args || l->never || l->failed || l->collective || !l->nops || i + l->nops >= t->list.n)
         return NULL;
     CUstream s = t->list.ops[i + 1].call.stream;
     for (uint32_t j = i + 1; j <= i + l->nops; j++) {
@@ -147,8 +192,7 @@ static const cgj_ew_spec_t *lib_eligible(const cgj_trace_t *t, uint32_t i)
         const cgj_call_t *c = &g->call;
         bool issues = c->kind == CGJ_OP_KERNEL || c->kind == CGJ_OP_MEMSET ||
                       (c->kind == CGJ_OP_MEMCPY && c->u.m.dir == CGJ_DIR_D2D);
-        if (!issues || c->stream != s || g->host_visible || g->listed || g->handoff || (g->kp && g->kp->nvarying))
-            return NULL;
+        if (!issues || c->stream != s || g->host_visible || g->handoff) return NULL;
     }
     return sp;
 }
@@ -220,8 +264,8 @@ void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st)
 
 void cgj_fusion_free(cgj_trace_t *t)
 {
-    for (uint32_t k = 0; k < t->nfused; k++) cgj_free(t->fused[k].args), cgj_free(t->fused[k].ptrs);
-    cgj_free(t->fused);
-    t->fused = NULL;
-    t->nfused = t->fused_ops = 0;
+    free_fused(t->fused, t->nfused);
+    free_fused(t->solo, t->nsolo);
+    t->fused = t->solo = NULL;
+    t->nfused = t->fused_chains = t->fused_ops = t->nsolo = 0;
 }

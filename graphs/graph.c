@@ -210,8 +210,7 @@ static CUresult fused_issue(cgj_trace_t *t, const cgj_op_t *o, lanes_t *ls, CUst
         cap = l->cap;
         r = legacy_edges(ls, l);
     }
-    if (r != CUDA_SUCCESS) return r;
-    return cgj_drv.r_cuLaunchKernel(fu->f, fu->grid, 1, 1, fu->block, 1, 1, 0, cap, fu->ptrs, NULL);
+    return r == CUDA_SUCCESS ? cgj_graph_issue_fused(fu, cap) : r;
 }
 
 /* Every lane joined back into the origin (a capture ends only with its lanes joined). */
@@ -301,7 +300,7 @@ static void find_streams(cgj_trace_t *t, cgj_segment_t *seg)
         if (o->stage) seg->has_staging = true;
         bool varies = o->listed || (o->kp && o->kp->nvarying) || names_host_memory(o);
         o->listed = false; /* classification marked the ops that vary: their list is made here */
-        if (varies) cgj_graph_list(t, i);
+        if (varies && !o->fused) cgj_graph_list(t, i); /* a fused op has no node */
     }
 }
 
@@ -354,6 +353,19 @@ static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_
     return true;
 }
 
+/* A segment issued eagerly runs its ops as the program makes them: its fused chains are undone
+ * (their library calls are absorbed only where replay can reproduce their ops). */
+static void unfuse(cgj_trace_t *t, const cgj_segment_t *seg)
+{
+    for (uint32_t i = seg->first; i < seg->end; i++) {
+        cgj_op_t *o = &t->list.ops[i];
+        if (!o->fused) continue;
+        cgj_fused_t *fu = &t->fused[o->fused - 1];
+        if (fu->first == i) t->fused_chains--, t->fused_ops -= fu->nstages;
+        o->fused = 0;
+    }
+}
+
 bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
 {
     split_segments(t);
@@ -368,6 +380,7 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
         /* A graph of one or two nodes costs as much host time to launch as its ops do eagerly,
          * and starts later on the GPU: a program waiting for it right away would be slower. */
         seg->eager = seg->ncapture && seg->ncapture < (uint32_t)cgj_cfg.GRAPH_MIN_OPS;
+        if (seg->eager) unfuse(t, seg);
         if (seg->ncapture && !seg->eager) ok = build_segment(t, seg, cap, why);
     }
     if (ok) cgj_drv.r_cuStreamSynchronize(cap); /* uploads done before the stream goes */

@@ -45,6 +45,15 @@ bool cgj_graph_staging_wait(cgj_segment_t *seg);
 /* Destroy the graphs and events of t (not its ops). */
 void cgj_graph_destroy(cgj_trace_t *t);
 
+/* Launch fused kernel fu (fusion/) on stream s, eagerly or into a capture: its arguments are fixed. */
+CUresult cgj_graph_issue_fused(const cgj_fused_t *fu, CUstream s);
+/* The solo kernel of t's library call at op i (cgj_trace_t.solo), or NULL. */
+const cgj_fused_t *cgj_graph_solo_at(const cgj_trace_t *t, uint32_t i);
+/* Re-issue ops from..to-1 of t eagerly with their live values, in order: a fused chain held whole
+ * as its kernel, a library call of a chain that has a solo kernel as that; *done as
+ * cgj_graph_issue_ops. */
+CUresult cgj_graph_reissue(const cgj_trace_t *t, uint32_t from, uint32_t to, uint32_t *done);
+
 /* issue.c: issue op o on `stream` with its live values, eagerly or into a capture. `capturing`:
  * use the external event-record and event-wait nodes; `skip_wait`: the wait is ordered by the
  * capture already. */

@@ -2,7 +2,9 @@
  * issue.c — issue one recorded op through the real driver, with its live values.
  *
  * Used twice: to re-issue a segment's ops inside a capture when a trace is built, and to
- * re-issue absorbed ops eagerly when a replay leaves its trace (a side exit). Ops are always
+ * re-issue absorbed ops eagerly when a replay leaves its trace (a side exit): there a fused chain
+ * held whole runs as its kernel, and a fused library call whose own ops replay cannot reproduce
+ * as its solo kernel (cgj_graph_reissue). Ops are always
  * issued with the asynchronous form of their call and an explicit stream; a synchronous copy
  * or memset was absorbed at call time, and its graph node is the asynchronous equivalent.
  */
@@ -79,4 +81,40 @@ CUresult cgj_op_issue(const cgj_op_t *o, CUstream s, bool capturing, bool skip_w
     default:
         return CUDA_ERROR_NOT_SUPPORTED; /* boundary ops are never re-issued */
     }
+}
+
+CUresult cgj_graph_issue_fused(const cgj_fused_t *fu, CUstream s)
+{
+    return cgj_drv.r_cuLaunchKernel(fu->f, fu->grid, 1, 1, fu->block, 1, 1, 0, s, fu->ptrs, NULL);
+}
+
+const cgj_fused_t *cgj_graph_solo_at(const cgj_trace_t *t, uint32_t i)
+{
+    for (uint32_t k = 0; k < t->nsolo; k++)
+        if (t->solo[k].first == i) return &t->solo[k];
+    return NULL;
+}
+
+CUresult cgj_graph_reissue(const cgj_trace_t *t, uint32_t from, uint32_t to, uint32_t *done)
+{
+    for (uint32_t i = from; i < to; i++) {
+        const cgj_op_t *o = &t->list.ops[i];
+        const cgj_fused_t *fu = o->fused ? &t->fused[o->fused - 1] : NULL, *solo = NULL;
+        CUresult r;
+        if (fu && fu->first == i && fu->last < to) { /* the whole chain is held: its kernel */
+            r = cgj_graph_issue_fused(fu, t->list.ops[fu->last].call.stream);
+            i = fu->last;
+        } else if (fu && o->lib && (solo = cgj_graph_solo_at(t, i)) && solo->last < to) {
+            r = cgj_graph_issue_fused(solo, t->list.ops[solo->last].call.stream);
+            i = solo->last;
+        } else {
+            r = cgj_op_issue(o, o->call.stream, false, false);
+        }
+        if (r != CUDA_SUCCESS) {
+            *done = i - from;
+            return r;
+        }
+    }
+    *done = to - from;
+    return CUDA_SUCCESS;
 }

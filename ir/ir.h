@@ -295,9 +295,11 @@ typedef struct cgj_segment {
 
 /* A chain of elementwise ops [first, last] replayed as one generated kernel (fusion/). Its
  * arguments (the chain's buffers, then the element count) are fixed: the chain's ops are guarded
- * like constants, never patched. */
+ * like constants, never patched, and its library calls are absorbed whole when their keys and
+ * arguments match (cgj_trace_t.solo re-issues those the library's own ops cannot). */
 typedef struct cgj_fused {
     uint32_t first, last;
+    uint32_t nstages;  /* kernels and library calls it stands for */
     CUfunction f;
     unsigned grid, block;
     uint32_t nargs;
@@ -327,7 +329,13 @@ typedef struct cgj_trace {
     uint32_t nsegs;
     uint32_t kernels, varying_slots;
     cgj_fused_t *fused;                     /* fused chains (fusion/), in op order */
-    uint32_t nfused, fused_ops;             /* chains, and the ops they replace */
+    uint32_t nfused;                        /* entries of fused */
+    uint32_t fused_chains, fused_ops;       /* those in use (a segment issued eagerly has none),
+                                             * and the kernels and library calls they replace */
+    cgj_fused_t *solo;                      /* a generated kernel for each library call of a chain
+                                             * whose own ops replay cannot reproduce (not
+                                             * absorbable): what re-issues it on a side exit */
+    uint32_t nsolo;
     uint32_t fuse_drops;                    /* chains (or kernels) the fusion pass dropped ... */
     cgj_reason_t fuse_dropped;              /* ... and the last one's reason */
     uint64_t replays, side_exits;

@@ -139,6 +139,8 @@
       "install NVRTC (CGJIT_NVRTC names the library) or see the detail") \
     X(FUSE_MISMATCH, "a fused kernel's results differ from the kernels it replaces beyond the mode's tolerance", \
       "check the registration's expression against the kernel") \
+    X(EXIT_FUSED_CALL, "a library call of a fused chain has other arguments than recorded", \
+      "the chain's kernel holds the recorded call; such runs replay up to it and a variant may follow") \
     X(FUSE_VALIDATE, "a fused kernel could not be validated (scratch memory or a launch failed)", \
       "the device may be short of memory")
 

@@ -34,9 +34,9 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
                 cgj_reason_format(&t->exits[e].reason, text, sizeof text));
     if (t->other_exits)
         fprintf(f, "      %llu further side exit(s) of other kinds\n", (unsigned long long)t->other_exits);
-    if (t->nfused || t->fuse_drops)
+    if (t->fused_chains || t->fuse_drops)
         fprintf(f, "      fusion: %u chain(s) of %u kernels replay as %u generated kernel(s) (%.2f ms to compile and validate)%s%s\n",
-                t->nfused, t->fused_ops, t->nfused, (double)t->fuse_ns / 1e6, t->fuse_drops ? "; last left unfused: " : "",
+                t->fused_chains, t->fused_ops, t->fused_chains, (double)t->fuse_ns / 1e6, t->fuse_drops ? "; last left unfused: " : "",
                 t->fuse_drops ? cgj_reason_format(&t->fuse_dropped, text, sizeof text) : "");
     /* Library calls: how many replay absorbs whole, and why the others run the library. */
     uint32_t calls = 0, absorbable = 0, shown = 0;

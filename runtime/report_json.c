@@ -119,7 +119,7 @@ static void variant(FILE *f, const cgj_trace_t *t)
     num(f, "replays", __atomic_load_n(&t->replays, __ATOMIC_RELAXED));
     num(f, "side_exits", __atomic_load_n(&t->side_exits, __ATOMIC_RELAXED));
     num(f, "other_exits", t->other_exits);
-    num(f, "fused_chains", t->nfused);
+    num(f, "fused_chains", t->fused_chains);
     num(f, "fused_ops", t->fused_ops);
     num(f, "fuse_drops", t->fuse_drops);
     num(f, "fuse_ns", t->fuse_ns);

@@ -301,7 +301,7 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->pool_bytes = t->pool_bytes;
     out->naive_bytes = t->naive_bytes;
     out->lower_bound = t->lower_bound;
-    out->fused_chains = t->nfused;
+    out->fused_chains = t->fused_chains;
     out->fused_ops = t->fused_ops;
     out->fuse_drops = t->fuse_drops;
     out->fuse_reason_code = t->fuse_drops ? (int)t->fuse_dropped.code : 0;

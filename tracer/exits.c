@@ -32,14 +32,13 @@ bool cgj_exit_flush(cgj_thread_t *t)
     uint32_t first = tr->segs[t->seg].first + t->passed; /* the ops that ran are not held */
     bool ok = true;
     if (t->anchor && t->pos > first) __atomic_fetch_add(&t->anchor->cost.reissued, t->pos - first, __ATOMIC_RELAXED);
-    for (uint32_t i = first; i < t->pos; i++) {
-        cgj_op_t *o = &tr->list.ops[i];
-        CUresult r = cgj_op_issue(o, o->call.stream, false, false);
-        if (r != CUDA_SUCCESS) {
-            CGJ_LOG(guards, "re-issuing op %u (%s) failed: %s", i, o->call.api, cgj_driver_errstr(r));
-            if (ok) reissue_failed(t, i, r);
-            ok = false;
-        }
+    for (uint32_t i = first, done; i < t->pos; i += done + 1) {
+        CUresult r = cgj_graph_reissue(tr, i, t->pos, &done);
+        if (r == CUDA_SUCCESS) break;
+        CGJ_LOG(guards, "re-issuing op %u (%s) failed: %s", i + done, tr->list.ops[i + done].call.api,
+                cgj_driver_errstr(r));
+        if (ok) reissue_failed(t, i + done, r);
+        ok = false;
     }
     /* The staging buffers are rewritten by the next replay: let these copies finish first. */
     for (uint32_t i = first; i < t->pos; i++)

@@ -118,11 +118,13 @@ static void note_promoted(cgj_thread_t *t, uint32_t before)
             t->pos, o->call.api, slots);
 }
 
-/* Can variant v absorb library call lc whole at op `at`? */
+/* Can variant v absorb library call lc whole at op `at`? A call of a fused chain needs no ops of
+ * its own replayed: it is absorbed whenever its key and arguments match. */
 static bool absorbs(const cgj_trace_t *v, uint32_t at, const cgj_libcall_t *lc)
 {
     const cgj_libop_t *l = v->list.ops[at].lib;
-    return l && l->absorbable && !lc->never && at + 1 + l->nops <= v->list.n && cgj_libop_matches(l, lc);
+    return l && (l->absorbable || v->list.ops[at].fused) && !lc->never && at + 1 + l->nops <= v->list.n &&
+           cgj_libop_matches(l, lc);
 }
 
 /* Continue in another variant that matches what was absorbed since the pending work began and
@@ -360,6 +362,11 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     if (o->lib && replay_lib(t, c)) return CGJ_ABSORB;
     o = &t->trace->list.ops[t->pos]; /* replay_lib may have switched variants */
     tr = t->trace;
+    if (o->lib && o->fused) { /* the library runs, but the chain's kernel holds the recorded call */
+        cgj_reason_set(&why, CGJ_REASON_EXIT_FUSED_CALL, CGJ_REASON_NO_OP, NULL);
+        t->lib_open = 0;
+        return guard_exit(t, &why);
+    }
     if (cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY) {
         CGJ_LOG(breaks, "anchor '%s': segment %u ends at op %u (%s): %s", t->anchor->name, t->seg, t->pos, c->api,
                 cgj_reason_message(cgj_op_break_reason(o)));

@@ -229,6 +229,7 @@ FUSION_TEST(reduce_overhead)
 FUSION_TEST(registry_file)
 FUSION_TEST(changing_scalar)
 FUSION_TEST(library_calls)
+FUSION_TEST(library_exit)
 
 /* The library wrappers: one test per gpu_libs scenario (`gpu_libs --list`). */
 #define LIB_TEST(scenario) \
