@@ -220,6 +220,9 @@ typedef struct cgj_trace_info {
     uint32_t fuse_drops;
     int fuse_reason_code;
     uint64_t fuse_ns;
+    uint64_t fuse_compile_ns; /* of fuse_ns: generating, compiling (or finding in a cache) and
+                               * loading the fused kernels ... */
+    uint32_t fuse_cold;       /* ... of which this many NVRTC compiled (in no cache yet) */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */

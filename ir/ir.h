@@ -340,7 +340,9 @@ typedef struct cgj_trace {
     cgj_reason_t fuse_dropped;              /* ... and the last one's reason */
     uint64_t replays, side_exits;
     uint64_t plan_ns, build_ns, instantiate_ns; /* what building it cost on the host */
-    uint64_t fuse_ns;                       /* of build_ns: fused kernels compiled and validated */
+    uint64_t fuse_ns;                       /* of build_ns: fused kernels compiled and validated ... */
+    uint64_t fuse_compile_ns;               /* ... of which compiled (NVRTC or a cache) and loaded */
+    uint32_t fuse_cold;                     /* kernels NVRTC compiled (found in no cache) */
 } cgj_trace_t;
 
 /* ---- op.c: ops from calls, op lists ---- */

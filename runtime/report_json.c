@@ -123,6 +123,8 @@ static void variant(FILE *f, const cgj_trace_t *t)
     num(f, "fused_ops", t->fused_ops);
     num(f, "fuse_drops", t->fuse_drops);
     num(f, "fuse_ns", t->fuse_ns);
+    num(f, "fuse_compile_ns", t->fuse_compile_ns);
+    num(f, "fuse_cold", t->fuse_cold);
     if (t->fuse_drops)
         kept_reason(f, "fuse_dropped", t->fuse_dropped.code, t->fuse_dropped.op,
                     cgj_reason_format(&t->fuse_dropped, text, sizeof text));

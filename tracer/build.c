@@ -138,6 +138,8 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     CGJ_STAT_ADD(ops_fused, fs.ops);
     CGJ_STAT_ADD(fusions_dropped, fs.dropped);
     tr->fuse_ns = fs.compile_ns + fs.validate_ns;
+    tr->fuse_compile_ns = fs.compile_ns;
+    tr->fuse_cold = fs.compiled_cold;
     ok = ok && stage_copies(tr, &why) && cgj_graph_build(tr, &why);
     tr->plan_ns = t1 - t0;
     tr->build_ns = cgj_now_ns() - t1;
