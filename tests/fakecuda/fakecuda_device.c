@@ -27,6 +27,18 @@ FC_DEFINE(cuDriverGetVersion, (int *version))
     return CUDA_SUCCESS;
 }
 
+/* The driver's private tables, which the fake has none of. NVRTC (13.0) dlopens libcuda.so.1 —
+ * in a host test, this library, found by its soname — calls cuInit, then calls cuGetExportTable
+ * without checking that dlsym found it: without this export nvrtcCompileProgram crashes in any
+ * host test that compiles a fused kernel (mode default). An error makes NVRTC do without. */
+FC_DEFINE(cuGetExportTable, (const void **ppExportTable, const CUuuid *pExportTableId))
+{
+    FAIL_POINT();
+    if (!ppExportTable || !pExportTableId) return CUDA_ERROR_INVALID_VALUE;
+    *ppExportTable = NULL;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 FC_DEFINE(cuDeviceGet, (CUdevice * device, int ordinal))
 {
     FAIL_POINT();

@@ -17,7 +17,7 @@
 #define FC_EXPORTS(X)                                                                                          \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)                      \
     X(cuDeviceGetAttribute) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxSetCurrent)                            \
-    X(cuDevicePrimaryCtxRetain) X(cuCtxSynchronize) X(cuGetErrorString) X(cuGetErrorName)                      \
+    X(cuDevicePrimaryCtxRetain) X(cuCtxSynchronize) X(cuGetErrorString) X(cuGetErrorName) X(cuGetExportTable) \
     X(cuGetProcAddress) X(cuGetProcAddress_v2)                                                                  \
     X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)                      \
     X(cuLaunchHostFunc) X(cuLaunchHostFunc_ptsz)                                                               \
