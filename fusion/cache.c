@@ -33,20 +33,11 @@ typedef struct header {
     uint64_t size, sum;
 } header_t;
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-#define FNV_BASIS 0xcbf29ce484222325ull
-
 void cgj_fusion_cache_key(const char *source, const char *arch, int nvrtc_version, char key[17])
 {
-    uint64_t h = fnv1a(FNV_BASIS, source, strlen(source) + 1);
-    h = fnv1a(h, arch, strlen(arch) + 1);
-    h = fnv1a(h, &nvrtc_version, sizeof nvrtc_version);
-    h = fnv1a(h, &(uint32_t){FORMAT}, sizeof(uint32_t));
+    uint64_t h = cgj_hash_bytes(source, strlen(source) + 1, FORMAT);
+    h = cgj_hash_bytes(arch, strlen(arch) + 1, h);
+    h = cgj_hash_bytes(&nvrtc_version, sizeof nvrtc_version, h);
     snprintf(key, 17, "%016llx", (unsigned long long)h);
 }
 
@@ -87,7 +78,7 @@ void *cgj_fusion_cache_read(const char *dir, const char *key, size_t *size)
     if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && read(fd, &h, sizeof h) == (ssize_t)sizeof h && h.magic == MAGIC &&
         h.format == FORMAT && h.size && h.size <= MAX_ENTRY && (uint64_t)sb.st_size == sizeof h + h.size) {
         data = cgj_xmalloc(h.size);
-        if (read(fd, data, h.size) != (ssize_t)h.size || fnv1a(FNV_BASIS, data, h.size) != h.sum) {
+        if (read(fd, data, h.size) != (ssize_t)h.size || cgj_hash_bytes(data, h.size, 0) != h.sum) {
             cgj_free(data);
             data = NULL;
         }
@@ -118,7 +109,7 @@ bool cgj_fusion_cache_write(const char *dir, const char *key, const void *data, 
     snprintf(path, sizeof path, "%s/%s.cubin", dir, key);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return false;
-    header_t h = {.magic = MAGIC, .format = FORMAT, .size = size, .sum = fnv1a(FNV_BASIS, data, size)};
+    header_t h = {.magic = MAGIC, .format = FORMAT, .size = size, .sum = cgj_hash_bytes(data, size, 0)};
     bool ok = write_all(fd, &h, sizeof h) && write_all(fd, data, size);
     ok = close(fd) == 0 && ok;
     if (ok) ok = rename(tmp, path) == 0;
