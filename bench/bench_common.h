@@ -1,7 +1,8 @@
 /*
  * bench_common.h — what cgjit-bench's sources share: error checking, the fixed-seed random
- * generator, and the interface of the model workloads (mlp, cnn, gpt2) that
- * workloads_*.cu implement and cgjit_bench.cu runs.
+ * generator, the registration of elementwise kernels, and the interface of the model workloads
+ * (mlp, cnn, gpt2) and the elementwise ones (ew16M, ew10) that workloads_*.cu implement and
+ * cgjit_bench.cu runs.
  *
  * The set-up checks (CHECK, CHECK_LAST, CHECK_CUBLAS, CHECK_CUDNN: a failing call prints
  * `file:line: call: what (detail)` and ends the program) and the generator come from
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "../tests/common/cuda_check.h"
+#include "cgjit.h"
 
 /* Inside a step function `int f(..., char *err, size_t errlen)`: the first failing call writes
  * its reason to err and returns -1, so that a stream capture of the step (the floor) can fail
@@ -81,19 +83,49 @@ static inline void *bench_host_calloc(size_t bytes) {
 /* 256-byte aligned offsets for carving one allocation into buffers. */
 static inline size_t bench_align(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
+/* Register kernel `fn` as elementwise (cgj_op_register_elementwise), so that modes default and
+ * max-autotune may fuse it, under the name the driver knows it by: cudaFuncGetName gives the
+ * mangled name of a C++ kernel, which a kernel in an anonymous namespace needs (its mangled name
+ * carries the namespace's, which nvcc makes unique per file, so its plain name would not find
+ * it). Where cudaFuncGetName is missing or fails, the plain name (found for a kernel at namespace
+ * scope). Call before the first step. Returns 0, or -1 when cgjit refused the spec (it printed
+ * why; the kernel stays opaque and the bench counts a failure). */
+static inline int bench_register_elementwise(const void *fn, const char *plain, const char *spec) {
+    const char *name = NULL;
+#if CUDART_VERSION >= 12040
+    if (cudaFuncGetName(&name, fn) != cudaSuccess || !name || !name[0]) {
+        (void)cudaGetLastError();
+        name = NULL;
+    }
+#else
+    (void)fn;
+#endif
+    int st = cgj_op_register_elementwise(name ? name : plain, spec);
+    if (st == CGJ_OK)
+        return 0;
+    fprintf(stderr, "cgjit-bench: registering kernel %s (%s) as elementwise: %s\n", plain, name ? name : plain,
+            cgj_strerror(st));
+    return -1;
+}
+
 /* ---- model workloads ---------------------------------------------------------------------
  *
  * A model holds its handles (created once, bound to the bench's stream), its weights and input
- * (read-only, shared by every mode), a library workspace allocated once, and MODEL_SETS sets of
- * activations: every buffer its step writes, one set per mode (eager, replay, floor), each one
- * cudaMalloc'd block, so that the three modes' outputs are computed independently and a mode
- * that skipped work cannot borrow another's results. Nothing is allocated inside a step. */
+ * (read-only, shared by eager, replay and floor), a library workspace allocated once, and
+ * MODEL_SETS sets of activations: every buffer its step writes, one set per way of running it
+ * (eager, replay, floor), each one cudaMalloc'd block, so that the three ways' outputs are
+ * computed independently and one that skipped work cannot borrow another's results. Nothing is
+ * allocated inside a model's step
+ * (the elementwise workloads, which share this interface, allocate their temporaries inside
+ * the eager and replayed steps on purpose; their floor uses temporaries of its set). Each
+ * cgjit mode (bench_modes.h) runs the workload afresh: create, the three sets, destroy. */
 enum { MODEL_SET_EAGER, MODEL_SET_REPLAY, MODEL_SET_FLOOR, MODEL_SETS };
 
 typedef struct model_desc {
-    const char *name;    /* --workload name and trace anchor */
+    const char *name;    /* --workload name; the trace anchor is "name@mode" */
     const char *summary; /* one line: the net, its shapes and the calls per step */
-    int calls;           /* library calls and kernel launches the program makes per step */
+    int calls;           /* library calls and kernel launches the program makes per step (the
+                          * elementwise workloads: kernel launches, allocations and frees) */
     /* Handles bound to s, weights, input, workspace and the activation sets. keep_host keeps a
      * host copy of the weights and input for reference(). Exits on failure. */
     void *(*create)(cudaStream_t s, int keep_host);
@@ -108,6 +140,10 @@ typedef struct model_desc {
      * keep_host); ref has the output's count. */
     void (*reference)(void *ctx, double *ref);
     void (*destroy)(void *ctx);
+    /* Register the workload's elementwise kernels (bench_register_elementwise), once, before any
+     * step; NULL where it has none (mlp and cnn: their bias and activation are cuDNN calls, which
+     * cgjit describes as elementwise itself). Returns the registrations cgjit refused. */
+    int (*register_ops)(void);
 } model_desc_t;
 
 /* What every model holds besides its handles and shapes; a model's context begins with it. */
@@ -181,6 +217,8 @@ static inline void model_blas_destroy(model_blas_t *b) {
 }
 
 extern const model_desc_t model_gpt2;
+extern const model_desc_t model_ew16M; /* workloads_elementwise.cu */
+extern const model_desc_t model_ew10;
 #ifdef CGJ_BENCH_CUDNN
 extern const model_desc_t model_mlp;
 extern const model_desc_t model_cnn;

@@ -1,11 +1,15 @@
 /*
  * cgjit_bench.cu — the harness that runs each workload eager, replayed by cgjit, and as a
- * hand-built CUDA graph, in one process, and reports per-step times.
+ * hand-built CUDA graph, in one process, once per cgjit mode, and reports per-step times.
+ * (Here: the options, chain and temps, main. A model's or elementwise workload's row is run by
+ * bench_models.cu; the tables and the JSON are written by bench_output.cu; the modes and their
+ * check are bench_modes.c; the rows' types are bench_run.h.)
  *
  * Workload `chain` (--workload chain|all; sizes default 10,100,1000): N small dependent kernels
  * per step, x[i] = a*x[i] + b over 4096 floats. Each kernel costs the GPU about as much as its
  * launch costs the host, so the step time is launch overhead: exactly what replaying a step as
- * one graph is meant to remove.
+ * one graph is meant to remove. In modes default and max-autotune cgjit fuses the N kernels into
+ * one generated kernel (axpb is registered as elementwise), so replay can go below the floor.
  *
  * Workload `temps` (--workload temps|all; sizes default 10,100): a naive program's step with
  * temporaries, N "layers" over the same 4096 floats x. Layer k (0..N-1): cudaMalloc a
@@ -14,7 +18,9 @@
  * the temporary of layer k-2 (so three temporaries are live when t_k is allocated, two after
  * the free). After the loop the last two are freed. cudaMalloc/cudaFree are the synchronous
  * ones, as a naive program uses them: eager, every cudaFree waits for the device. In replay,
- * cgjit serves them from its planned pool (no driver call, no synchronization).
+ * cgjit serves them from its planned pool (no driver call, no synchronization). Its kernels are
+ * registered as elementwise, but cgjit leaves them unfused (see register_kernels): the rows of
+ * the fusing modes say why in a note line.
  *
  * Workloads `mlp`, `cnn`, `gpt2` (--workload mlp|cnn|gpt2|all; the models, run after chain and
  * temps): real forward passes written in plain CUDA C++ with cuBLAS and cuDNN, fp32 without
@@ -28,77 +34,133 @@
  *    output 128x4x4; 16 calls.
  *  - gpt2 (workloads_gpt2.cu): 12 GPT-2-small-shaped layers, d 768, 12 heads, T 64, batch 1:
  *    own layernorm, bias, causal softmax, GELU and residual kernels, cuBLAS SGEMM and strided
- *    batched SGEMM; 193 calls.
+ *    batched SGEMM; 193 calls. Its bias, GELU and residual kernels are registered as
+ *    elementwise: in modes default and max-autotune cgjit fuses 3 chains of 2 per layer.
  * Needs cuDNN for mlp and cnn: where CMake did not find it they are not built, and the bench
  * says so when asked to run them (gpt2 needs cuBLAS only); --workload all skips them, and
- * --workload mlp or cnn exits with status 1.
+ * --workload mlp or cnn exits with status 1. mlp and cnn register nothing: their bias
+ * (cudnnAddTensor) and activation (cudnnActivationForward) are library calls cgjit describes as
+ * elementwise itself, so the fusing modes may fuse each bias + ReLU pair into one generated
+ * kernel (mlp: 2 pairs, cnn: 4).
  *
- * Modes, all on one created non-blocking stream:
+ * Workload `elementwise` (--workload elementwise|ew16M|ew10|all; run after the models;
+ * workloads_elementwise.cu gives the exact math): steps of registered elementwise kernels only,
+ * through temporaries the step allocates and frees itself (cudaMallocAsync / cudaFreeAsync):
+ *  - ew16M: relu(2x + 1) over 16M floats, 2 kernels through one temporary; fused, the temporary
+ *    is never written (128 MB of traffic per step instead of 256 MB).
+ *  - ew10: a chain of 10 different kernels (scale, bias, multiply, tanh, sigmoid, GELU, add,
+ *    ReLU, residual, scale-shift) over 1M floats through 3 temporaries.
+ * They run through the models' machinery (model_desc_t): their floor is a stream capture of the
+ * unfused kernels on temporaries preallocated in the floor's set.
+ *
+ * cgjit modes (--modes LIST, default reduce-overhead,default,max-autotune; bench_modes.h): every
+ * workload (and size) runs once per mode, side by side in this process: a row per mode. Before a
+ * row's first step the bench calls cgj_mode_set(mode), and the row's anchor carries the mode
+ * ("chain1000@default", "gpt2@reduce-overhead"), so each mode's traces are built in that mode.
+ * Each row measures its own eager and floor times alongside its replay, round by round, as
+ * below: the modes do not share a row. The elementwise kernels of the workloads that run are
+ * registered (cgj_op_register_elementwise, under the names cudaFuncGetName gives) once at start,
+ * before any step; reduce-overhead ignores them. Three modes make the default run about three
+ * times as long as one (the rounds per row are not reduced; each row is as it was), plus
+ * compiling the fused kernels (NVRTC, cached in memory and on disk) once per distinct chain.
+ *
+ * Ways of running a step, all on one created non-blocking stream:
  *  - eager:  the step's calls, plain.
- *  - replay: the same calls between cgj_trace_begin("chain<N>" / "temps<N>") and
- *            cgj_trace_end().
- *  - floor:  a CUDA graph of the same kernels, captured by hand: what replay can at best reach.
+ *  - replay: the same calls between cgj_trace_begin("chain<N>@<mode>" / "temps<N>@<mode>" /
+ *            "<workload>@<mode>") and cgj_trace_end().
+ *  - floor:  a CUDA graph of the same kernels, captured by hand: what replay can at best reach
+ *            without fusion (in a fusing mode replay may go below it).
  *            For temps, the kernels run on three preallocated temporaries of the largest size
  *            (layer k uses buffer k%3, the same rotation of live blocks): no allocations.
  *            For the models, a stream capture of the eager step itself, library calls included,
  *            taken after one eager step (the libraries' lazy set-up is done by then); where the
  *            capture fails, the floor columns say n/a and a note gives the reason.
- * Each model computes each mode into its own set of activations (weights, input and library
- * workspaces are shared), so no mode can borrow another's results.
+ * Each model (and elementwise workload) computes each way into its own set of activations
+ * (weights, input and library workspaces are shared), so that none can borrow another's results;
+ * it is created afresh for each cgjit mode.
  *
- * Timing: R rounds of S steps per mode; a round is timed on the host from its first launch to a
- * cudaStreamSynchronize after its S-th step; per-step time = round time / S; the median over
- * rounds is reported. Modes are interleaved round by round so that clock and thermal drift
- * affect all of them alike. Replay rounds also time the host from just before cgj_trace_begin
- * to just before cgj_trace_end, divided by the step's CUDA calls: cgjit's host cost per absorbed
- * call (chain: N launches, "host_ns/launch"; temps: 2N launches + N cudaMalloc + N cudaFree,
- * "host_ns/call"). For the models, the divisor is the driver calls in the replayed trace, the
- * `ops` of cgj_trace_info after the timed rounds ("host_ns/op": what the library's host work and
- * cgjit together cost per absorbed driver call), and also the calls the program makes
- * (library calls and kernel launches, "host_ns/call").
+ * Timing: R rounds of S steps per way of running; a round is timed on the host from its first
+ * launch to a cudaStreamSynchronize after its S-th step; per-step time = round time / S; the
+ * median over rounds is reported. Eager, replay and floor are interleaved round by round so that
+ * clock and thermal drift affect all of them alike. Replay rounds also time the host from just
+ * before cgj_trace_begin to just before cgj_trace_end, divided by the step's CUDA calls: cgjit's
+ * host cost per absorbed call (chain: N launches, "host_ns/launch"; temps: 2N launches + N
+ * cudaMalloc + N cudaFree, "host_ns/call"). For the models, the divisor is the driver calls in the
+ * replayed trace, the `ops` of cgj_trace_info after the timed rounds ("host_ns/op": what the
+ * library's host work and cgjit together cost per absorbed driver call), and also the calls the
+ * program makes (library calls and kernel launches, "host_ns/call"). For the elementwise
+ * workloads, "host_ns/call" divides by the kernel launches, allocations and frees of a step.
  *
- * GPU-busy floor (busy.c, cupti_busy.c): after a workload's timed rounds and checks, 3 windows
+ * GPU-busy floor (busy.c, cupti_busy.c): after a row's timed rounds and checks, 3 windows
  * of S replayed steps each run with CUPTI's activity API recording every kernel, copy and
  * memset; the union of their intervals over S is the time the GPU was busy per step, the
  * physical floor below which no way of launching the step can go (the hand-built graph's floor
  * still pays the GPU's scheduling of each node). "busy_us" is the median over the windows and
  * "replay/busy" sits beside replay/floor. CUPTI is attached only for those windows and detached
- * again (cuptiFinalize) before the next workload's timed rounds; a window counts only if every
+ * again (cuptiFinalize) before the next row's timed rounds; a window counts only if every
  * step in it was replayed. Where CUPTI cannot be used (missing, or refused under
  * compute-sanitizer or another profiler) one line says so and the tables leave the two columns
- * out; the JSON has null there.
+ * out; the JSON has null there. In a fusing mode it is the busy time of the fused kernels.
  *
  * No GPU: one line on stderr, `cgjit-bench: no CUDA GPU found: <why>`, and exit status 77.
  *
- * Correctness: from the same random initial x, K steps eager into one buffer and K steps
- * replayed into another must give bitwise equal results (memcmp), and the K replayed steps must
- * actually have been replayed. Exit status 1 on any mismatch or where replay never happened.
+ * Correctness (bench_modes.h): from the same random initial x, K steps eager into one buffer
+ * and K steps replayed into another must agree as the row's mode promises: in reduce-overhead
+ * bitwise (memcmp); in default and max-autotune every element within 1e-6 + 1e-5 |eager|, and
+ * bitwise where the trace fused no chain (cgj_trace_info's fused_chains). The column `vs_eager`
+ * says "bitwise", or "tol X" where X (<= 1 to pass) is the share of that tolerance the worst
+ * element used; the column `fused` gives the trace's fused chains / the kernels and library calls
+ * they hold ("-" in reduce-overhead), and a note line follows a table for each row whose trace left
+ * chains or registered kernels unfused (how many, the last one's FUSE_* reason and its hint).
+ * The K replayed steps must actually have been replayed. Exit status 1 on any failed check,
+ * where replay never happened, or where cgjit refused a registration of the bench's own.
  * For temps the table also gives the pool figures of cgj_trace_info after the run: in-step
  * allocations, planned pool bytes, naive bytes (sum of sizes), lower bound (most bytes live at
- * once) and planned/lower. For the models: every set's activations are poisoned (bytes 0xff,
- * NaN), then K steps eager, K replayed and K floor launches each into its own set; the replayed
- * and the floor outputs must be bitwise equal to the eager one (the same kernels run), the
- * eager output must be finite, and the K replayed steps must have been replayed. --reference
- * also computes each model on the host in double from the same weights and input and requires
+ * once) and planned/lower. For the models and the elementwise workloads: every set's activations
+ * are poisoned (bytes 0xff, NaN), then K steps eager, K replayed and K floor launches each into
+ * its own set; the replayed output must agree with the eager one as above, the floor's must be
+ * bitwise equal to it in every mode (the same kernels run), the eager output must be finite, and
+ * the K replayed steps must have been replayed. --reference also computes each model (and
+ * elementwise workload) on the host in double from the same weights and input and requires
  * max |eager - reference| <= 1e-3 * max |reference|.
  *
- * --compare FILE adds PyTorch's times to the models' table: FILE is what bench/torch_compare.py
- * writes, {"gpu": "...", "torch": "2.x", "results": {"mlp": {"eager_us": x, "compile_us": y,
- * "reduce_overhead_us": z}, "cnn": {...}, "gpt2": {...}}}, any value possibly null (read by
- * torch_compare.c). The columns torch_eager_us, torch_compile_us, torch_reduce_overhead_us and
- * replay/reduce_overhead (replay_us / torch_reduce_overhead_us) say n/a where FILE is missing,
- * unreadable or has no such value; a note line says why, another one shows FILE's own top-level
- * "note" where it has one, and another one when FILE's "gpu" is not this GPU's name.
+ * --compare FILE adds PyTorch's times to the models' and the elementwise tables: FILE is what
+ * bench/torch_compare.py writes, {"gpu": "...", "torch": "2.x", "results": {"mlp": {"eager_us": x,
+ * "compile_us": y, "reduce_overhead_us": z}, "cnn": {...}, "gpt2": {...}, "ew16M": {...},
+ * "ew10": {...}}}, any value possibly null (read by torch_compare.c). The columns torch_eager_us,
+ * torch_compile_us, torch_reduce_overhead_us and replay/reduce_overhead (replay_us /
+ * torch_reduce_overhead_us), and in the elementwise table also replay/compile (replay_us /
+ * torch_compile_us), say n/a where FILE is missing, unreadable or has no such value; every mode's
+ * row of a workload shows the same torch figures. Under each table a note line says why where
+ * they are n/a, another one shows FILE's own top-level "note" where it has one, and another one
+ * when FILE's "gpu" is not this GPU's name.
+ *
+ * Output: per row one "warm-up" line as it runs (in a fusing mode ending with what fusion cost
+ * and did), then the tables. Every table has one row per workload (and N) and mode, the modes of
+ * one workload together, with `mode` as its second column and `fused`, `vs_eager` before
+ * `check`; the elementwise table's columns are workload, mode, eager_us, replay_us, floor_us,
+ * eager/replay, replay/floor, [busy_us, replay/busy,] host_ns/call, calls, [torch_eager_us,
+ * torch_compile_us, torch_reduce_overhead_us, replay/reduce_overhead, replay/compile,] fused,
+ * vs_eager, check. A line "fusion: ..." (cgj_stats' fusions, ops_fused, fusions_dropped over the
+ * run) follows where a fusing mode ran, then "bench: PASS" or "bench: FAIL".
  *
  * JSON (--json FILE). The top-level keys of the chain-only bench are kept, with the same
  * meaning: "workload" is "chain" and "floats" / "results" are chain's ("results" is [] when
- * chain was not run). temps has the parallel object "temps", always present:
+ * chain was not run). Every result row (chain, temps, models, elementwise) has, besides the keys
+ * below, "mode", "anchor" (the row's trace anchor), "bitwise" (replay equal to eager byte for
+ * byte), "tolerance_used" (0 when bitwise, null for a NaN or infinity mismatch), "fused_chains",
+ * "fused_ops", "fuse_drops", "fuse_reason" (the FUSE_* code of the last chain left unfused, null
+ * when none), "fuse_ms" (compiling and validating the fused kernels at build), "fuse_compile_ms"
+ * (of which generating, compiling or finding in a cache, and loading) and "fuse_cold" (kernels
+ * NVRTC compiled, in no cache yet), from cgj_trace_info after the row's checked steps. Rows come in the order of --modes for each size.
+ * temps has the parallel object "temps", always present:
  *   {
  *     "gpu": "...", "compute_capability": "9.0", "driver_version": 13000, "runtime_version": 13000,
  *     "workload": "chain", "floats": 4096, "rounds": 31, "steps": 20, "check_steps": 50,
+ *     "modes": ["reduce-overhead", "default", "max-autotune"], "tolerance": {"rel": 1e-05, "abs": 1e-06},
  *     "results": [ {"n", "eager_us", "replay_us", "floor_us", "eager_over_replay",
  *                   "replay_over_floor", "host_ns_per_launch", "state", "replays_checked",
- *                   "check", "gpu_busy_us", "replay_over_gpu_busy"}, ... ],
+ *                   "check", "gpu_busy_us", "replay_over_gpu_busy", <mode keys>}, ... ],
  *     "workloads_run": ["chain", "temps"],
  *     "temps": {
  *       "workload": "temps", "floats": 4096, "temp_floats": "4096 + 1024*(k%4)",
@@ -106,43 +168,52 @@
  *                     "replay_over_floor", "host_ns_per_call", "state", "replays_checked",
  *                     "check", "ops", "allocations", "pool_bytes", "naive_bytes",
  *                     "lower_bound", "planned_over_lower", "pool_allocs_checked",
- *                     "pool_frees_checked", "gpu_busy_us", "replay_over_gpu_busy"}, ... ]
- *                                                        ([] when temps was not run)
+ *                     "pool_frees_checked", "gpu_busy_us", "replay_over_gpu_busy",
+ *                     <mode keys>}, ... ]    ([] when temps was not run)
  *     },
  *     "pass": true
  *   }
  * "ops" and the pool figures are cgj_trace_info's after the run; "pool_allocs_checked" /
  * "pool_frees_checked" are the growth of cgj_stats' pool_allocs / pool_frees over the K checked
  * replayed steps (N each per replayed step when every in-step allocation came from the pool).
- * "workloads_run" also names the models that ran. Each model has a parallel object, always
- * present, between "temps" and "pass" (here mlp; cnn and gpt2 alike), and the compare file's
- * summary follows them:
+ * "workloads_run" also names the models that ran, and "elementwise" where one of its workloads
+ * ran. Each model has a parallel object, always present, between "temps" and "pass" (here mlp;
+ * cnn and gpt2 alike), then the elementwise object, and the compare file's summary follows them:
  *     "mlp": {
  *       "workload": "mlp", "built": true, "description": "...",
- *       "results": [ {"eager_us", "replay_us", "floor_us", "eager_over_replay",
+ *       "results": [ {"workload", "eager_us", "replay_us", "floor_us", "eager_over_replay",
  *                     "replay_over_floor", "host_ns_per_op", "ops", "host_ns_per_call",
  *                     "eager_host_ns_per_call", "saved_host_ns_per_call", "lib_absorbed_per_step", "calls",
  *                     "kernels", "segments", "varying_slots", "state", "timed_replays",
  *                     "replays_checked", "check", "floor", "floor_check", "reference_rel_err",
  *                     "torch_eager_us", "torch_compile_us", "torch_reduce_overhead_us",
- *                     "replay_over_reduce_overhead", "gpu_busy_us", "replay_over_gpu_busy"} ]
- *                                                        (one row; [] when not run)
+ *                     "replay_over_reduce_overhead", "replay_over_compile", "gpu_busy_us",
+ *                     "replay_over_gpu_busy", <mode keys>}, ... ]
+ *                                                        (one row per mode; [] when not run)
  *     },
  *     "cnn": {...}, "gpt2": {...},
- *     "torch_compare": {"file", "loaded", "torch", "gpu", "note"},
+ *     "elementwise": {
+ *       "workload": "elementwise", "description": {"ew16M": "...", "ew10": "..."},
+ *       "results": [ {"workload": "ew16M", <the models' row keys>}, ..., {"workload": "ew10", ...} ]
+ *                                                        (one row per workload and mode; [] when not run)
+ *     },
+ *     "torch_compare": {"file", "loaded", "torch", "gpu", "note", "elementwise_note"},
  *     "gpu_busy": {"method", "available", "note"},
+ *     "fusion": {"fusions", "ops_fused", "fusions_dropped", "registrations_refused"},
  * "built" is false where the model was not compiled in (no cuDNN). "floor_us",
  * "replay_over_floor" and "floor_check" ("equal" / "differs") are null when the floor is n/a,
  * and "floor" is then "n/a: <reason>" instead of "captured"; "host_ns_per_op" is null when the
- * trace has no ops; "reference_rel_err" is null without --reference; the torch values and
- * "replay_over_reduce_overhead" are null where the compare file gave none. "ops", "kernels",
- * "segments", "varying_slots" are cgj_trace_info's of the replayed trace; "timed_replays" counts
- * the timed steps (rounds x steps) that were replayed from start to end. "torch_compare": the
- * --compare path (null without it), whether it was read, its "torch" and "gpu" strings, and
- * why columns are n/a (null when none are). "gpu_busy_us" and "replay_over_gpu_busy" are null
- * where the busy figure is n/a; "gpu_busy" says how it is measured, whether CUPTI could be used,
- * and why not (its "note", null when it could).
- * "pass" covers every workload run.
+ * trace has no ops; "reference_rel_err" is null without --reference; the torch values,
+ * "replay_over_reduce_overhead" and "replay_over_compile" are null where the compare file gave
+ * none. "ops", "kernels", "segments", "varying_slots" are cgj_trace_info's of the replayed trace
+ * ("kernels" counts a fused chain's kernels one by one); "timed_replays" counts the timed steps
+ * (rounds x steps) that were replayed from start to end. "torch_compare": the --compare path
+ * (null without it), whether it was read, its "torch" and "gpu" strings, and why columns are n/a
+ * (null when none are; "elementwise_note" for the elementwise workloads' columns). "gpu_busy_us"
+ * and "replay_over_gpu_busy" are null where the busy figure is n/a; "gpu_busy" says how it is
+ * measured, whether CUPTI could be used, and why not (its "note", null when it could).
+ * "fusion": cgj_stats' counters at the end of the run, and the registrations cgjit refused.
+ * "pass" covers every workload and mode run.
  */
 #include <cuda_runtime.h>
 
@@ -158,22 +229,11 @@
 #include <time.h>
 
 #include "bench_common.h"
+#include "bench_run.h"
 #include "busy.h"
 #include "cgjit.h"
 #include "torch_compare.h"
 
-#define CGJ_CHECK(call)                                                                  \
-    do {                                                                                 \
-        int st_ = (call);                                                                \
-        if (st_ != CGJ_OK) {                                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                \
-                    cgj_strerror(st_));                                                  \
-            exit(1);                                                                     \
-        }                                                                                \
-    } while (0)
-
-enum { NFLOAT = 4096, BLOCK = 256, GRID = NFLOAT / BLOCK };
-enum { WARMUP_STEPS = 5, CHECK_STEPS = 50, MAX_SIZES = 16, MAX_KERNELS = 1000000 };
 
 /* Contracting slowly towards b / (1 - a) = 10: values stay finite for any number of steps,
  * and 50 checked steps of 1000 kernels (0.9999^50000 ~ 0.007) still carry the initial data. */
@@ -190,7 +250,6 @@ __global__ void axpb(float *x, float a, float b, int n) {
 static const float TEMPS_HALF = 0.5f;
 static const float TEMPS_KEEP = 0.999f;
 static const float TEMPS_MIX = 0.001f;
-enum { TEMPS_LIVE = 3, TEMPS_MAX_FLOATS = NFLOAT + 1024 * 3 };
 
 /* t[i] = 0.5*x[i % n] + c for every i < m: the whole temporary is written before it is read. */
 __global__ void temps_fill(float *t, const float *x, float half, float c, int m, int n) {
@@ -204,37 +263,35 @@ __global__ void temps_update(float *x, const float *t, float keep, float mix, in
         x[i] = keep * x[i] + mix * t[i];
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of v[0..n-1]; sorts v in place. */
-static double median(double *v, size_t n) {
-    if (n == 0)
-        return 0.0;
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+/* chain's and temps' kernels as elementwise (bench_common.h), for modes default and max-autotune:
+ * chain's N axpb launches on one x become one generated kernel. temps_fill reads x at a broadcast
+ * index (t[i] = half * x[i % n] + c for i < m, m >= n), which the spec language expresses
+ * (`in float x[i % n]`), so both temps kernels are registered. They stay unfused all the same, as
+ * fusion/ stands: a chain has one element count, so a temps_fill of m != n elements stands alone
+ * between temps_updates of n, and where m == n (every fourth layer) the chain around it both
+ * writes x (temps_update) and reads it broadcast (temps_fill), which fusion declines
+ * (FUSE_ALIAS). temps replays the kernels eager ran in every mode; the rows of the fusing modes
+ * say why (a note line, the JSON's fuse_drops and fuse_reason). Returns the registrations cgjit
+ * refused. */
+static int register_kernels(void) {
+    int refused = 0;
+    refused += bench_register_elementwise((const void *)axpb, "axpb",
+                                          "(inout float x, float a, float b, count int n): x = a * x + b") != 0;
+    refused += bench_register_elementwise((const void *)temps_fill, "temps_fill",
+                                          "(out float t, in float x[i % n], float half, float c, count int m, int n): "
+                                          "t = half * x + c") != 0;
+    refused += bench_register_elementwise(
+                   (const void *)temps_update, "temps_update",
+                   "(inout float x, in float t, float keep, float mix, count int n): x = keep * x + mix * t") != 0;
+    return refused;
 }
 
 /* ---- options ---------------------------------------------------------------------------- */
 
-enum { WL_CHAIN, WL_TEMPS, WL_COUNT };
-static const char *const WL_NAMES[WL_COUNT] = {"chain", "temps"};
+const char *const WL_NAMES[WL_COUNT] = {"chain", "temps"};
+const char *const MD_NAMES[MD_COUNT] = {"mlp", "cnn", "gpt2", "ew16M", "ew10"};
 
-/* The model workloads (workloads_*.cu), run after chain and temps, in this order. mlp and cnn
- * need cuDNN: they are built only where CMake found it. */
-enum { MD_MLP, MD_CNN, MD_GPT2, MD_COUNT };
-static const char *const MD_NAMES[MD_COUNT] = {"mlp", "cnn", "gpt2"};
-
-/* The model's description, or NULL where it was not built. */
-static const model_desc_t *model_of(int m) {
+const model_desc_t *model_of(int m) {
     switch (m) {
 #ifdef CGJ_BENCH_CUDNN
     case MD_MLP:
@@ -244,22 +301,13 @@ static const model_desc_t *model_of(int m) {
 #endif
     case MD_GPT2:
         return &model_gpt2;
+    case MD_EW16M:
+        return &model_ew16M;
+    case MD_EW10:
+        return &model_ew10;
     }
     return NULL;
 }
-
-typedef struct options {
-    int rounds, steps;
-    int sizes[MAX_SIZES]; /* --sizes, for every workload; defaults per workload when not given */
-    int nsizes;
-    int sizes_given;
-    int run[WL_COUNT]; /* --workload */
-    int run_model[MD_COUNT];
-    int named;           /* --workload named one workload (not all) */
-    const char *json;
-    const char *compare; /* --compare FILE, or NULL */
-    int reference;       /* --reference */
-} options_t;
 
 /* The sizes a workload runs: --sizes where given, else its defaults. */
 static int workload_sizes(const options_t *o, int wl, const int **sizes) {
@@ -279,11 +327,11 @@ static int workload_sizes(const options_t *o, int wl, const int **sizes) {
 
 static void usage(FILE *f, const char *argv0) {
     fprintf(f,
-            "usage: %s [--workload chain|temps|mlp|cnn|gpt2|all] [--rounds R] [--steps S]\n"
-            "          [--sizes N1,N2,...] [--json FILE] [--compare FILE] [--reference]\n"
-            "          [--help] [--version]\n"
+            "usage: %s [--workload chain|temps|mlp|cnn|gpt2|elementwise|all] [--modes LIST]\n"
+            "          [--rounds R] [--steps S] [--sizes N1,N2,...] [--json FILE] [--compare FILE]\n"
+            "          [--reference] [--help] [--version]\n"
             "Runs each workload eager, replayed by cgjit, and as a hand-built CUDA graph (floor),\n"
-            "and reports the median per-step time over R rounds of S steps.\n"
+            "once per cgjit mode, and reports the median per-step time over R rounds of S steps.\n"
             "  chain: N dependent kernels x = a*x + b over %d floats per step.\n"
             "  temps: N layers per step over %d floats; layer k cudaMallocs a temporary of\n"
             "         %d + 1024*(k%%4) floats, runs 2 kernels, and cudaFrees the temporary of layer k-2.\n"
@@ -295,14 +343,24 @@ static void usage(FILE *f, const char *argv0) {
             "         (cuBLAS GEMMs, own layernorm/softmax/GELU/bias/residual kernels).\n"
             "         The models are fp32 without TF32; their floor is a stream capture of the\n"
             "         eager step (n/a where the capture fails).\n"
-            "  --workload W    chain, temps, mlp, cnn, gpt2 or all (default all)\n"
-            "  --rounds R      rounds per mode (default 31)\n"
+            "  elementwise: ew16M: relu(2x + 1) over 16M floats through an in-step temporary;\n"
+            "         ew10: 10 different elementwise kernels over 1M floats through 3 in-step\n"
+            "         temporaries (cudaMallocAsync/cudaFreeAsync); cgjit fuses each in mode default.\n"
+            "  --workload W    chain, temps, mlp, cnn, gpt2, elementwise (ew16M and ew10; or one of\n"
+            "                  them) or all (default all)\n"
+            "  --modes LIST    cgjit modes, comma-separated, each workload run once per mode under\n"
+            "                  anchors of its own (default reduce-overhead,default,max-autotune):\n"
+            "                  reduce-overhead replays the same kernels (bitwise equal to eager);\n"
+            "                  default and max-autotune also fuse registered elementwise kernels\n"
+            "                  (within 1e-6 + 1e-5 |eager| per element; bitwise where none fused)\n"
+            "  --rounds R      rounds of eager, replay and floor per row (default 31)\n"
             "  --steps S       steps per round (default 20)\n"
             "  --sizes LIST    N per step, comma-separated, for chain and temps (default:\n"
             "                  chain 10,100,1000; temps 10,100; at most %d)\n"
             "  --json FILE     also write the results as JSON to FILE\n"
             "  --compare FILE  add PyTorch's times from FILE (written by bench/torch_compare.py)\n"
-            "                  to the mlp/cnn/gpt2 table; n/a where FILE is missing or unreadable\n"
+            "                  to the mlp/cnn/gpt2 and elementwise tables; n/a where FILE is\n"
+            "                  missing or unreadable\n"
             "  --reference     also check each model's eager output against a host computation\n"
             "                  in double (relative error <= 1e-3 of the largest output; gpt2 takes\n"
             "                  some seconds)\n"
@@ -347,6 +405,9 @@ static void parse_options(int argc, char **argv, options_t *o) {
     for (int m = 0; m < MD_COUNT; m++)
         o->run_model[m] = 1;
     o->named = 0;
+    o->nmodes = BM_COUNT;
+    for (int m = 0; m < BM_COUNT; m++)
+        o->modes[m] = m;
     o->json = NULL;
     o->compare = NULL;
     o->reference = 0;
@@ -381,10 +442,12 @@ static void parse_options(int argc, char **argv, options_t *o) {
                 ok |= o->run[w];
             }
             for (int m = 0; m < MD_COUNT; m++) {
-                o->run_model[m] = all || !strcmp(v, MD_NAMES[m]);
+                o->run_model[m] = all || !strcmp(v, MD_NAMES[m]) || (m >= MD_MODELS && !strcmp(v, "elementwise"));
                 ok |= o->run_model[m];
             }
         }
+        else if (ok && !strcmp(a, "--modes"))
+            ok = bench_modes_parse(v, o->modes, &o->nmodes) == 0;
         else if (ok && !strcmp(a, "--json"))
             ok = (o->json = v)[0] != '\0';
         else if (ok && !strcmp(a, "--compare"))
@@ -435,27 +498,6 @@ static void temps_prealloc(float *x, float *const *tf, int n, cudaStream_t s) {
     for (int k = 0; k < n; k++)
         temps_layer(x, tf[k % TEMPS_LIVE], k, s);
 }
-
-typedef struct size_run {
-    int wl;                /* WL_CHAIN or WL_TEMPS */
-    int n;
-    int calls;             /* CUDA calls per step: the host time divisor */
-    char name[32];         /* trace anchor: "chain<N>" or "temps<N>" */
-    float *xe, *xr, *xf;   /* eager, replay, floor buffers */
-    float *tf[TEMPS_LIVE]; /* temps: the floor's preallocated temporaries */
-    cudaGraphExec_t floor; /* hand-built graph of the step's kernels on xf */
-    double *t_eager, *t_replay, *t_floor; /* per-step seconds, one per round */
-    double *host;                          /* replay host seconds per call, one per step */
-    size_t nhost;
-    int replay_reached;   /* state was REPLAY after warmup */
-    uint64_t replays_checked; /* replays counted during the K checked steps */
-    uint64_t pool_allocs_checked, pool_frees_checked; /* cgj_stats growth over them */
-    int equal;            /* eager and replayed results bitwise equal */
-    cgj_trace_info_t info;
-    /* results */
-    double eager_us, replay_us, floor_us, host_ns;
-    double busy_us; /* GPU-busy time of a replayed step (CUPTI); < 0: n/a */
-} size_run_t;
 
 /* The step's work on x, as the program issues it. */
 static void step_work(const size_run_t *r, float *x, cudaStream_t s) {
@@ -511,19 +553,31 @@ static void warm_up_cost(size_run_t *r, cudaStream_t s) {
     CGJ_CHECK(cgj_trace_info(r->name, &i));
     printf("warm-up %s: eager step %.2f ms; traced runs 1-3: %.2f, %.2f, %.2f ms; JIT cost %.2f ms over eager "
            "(%.2f ms per 1000 calls); recording %.2f us per call, plan %.3f ms, graphs %.2f ms (instantiate %.2f ms); "
-           "first replay at run %llu\n",
+           "first replay at run %llu",
            r->name, eager * 1e3, run[0] * 1e3, run[1] * 1e3, run[2] * 1e3, extra * 1e3, extra * 1e6 / r->calls,
            i.recorded_ops ? (double)i.record_ns / (double)i.recorded_ops / 1e3 : 0.0, (double)i.plan_ns / 1e6,
            (double)i.build_ns / 1e6, (double)i.instantiate_ns / 1e6, (unsigned long long)i.first_replay_run);
+    if (bench_mode_fuses(r->mode)) /* compiling (NVRTC or the cache) and validating the fused kernels */
+        printf("; fusion %.2f ms (compiling %.2f ms, %u NVRTC compiles; %u chains of %u kernels fused, %u left "
+               "unfused)",
+               (double)i.fuse_ns / 1e6, (double)i.fuse_compile_ns / 1e6, i.fuse_cold, i.fused_chains, i.fused_ops,
+               i.fuse_drops);
+    printf("\n");
     fflush(stdout);
 }
 
-static void setup(size_run_t *r, int wl, int n, const options_t *o, const float *init, cudaStream_t s) {
+/* Row (wl, n) in cgjit mode `mode`: the mode is set here, before the row's first traced step, and
+ * stays set until the row is done (bench_modes.h). */
+static void setup(size_run_t *r, int wl, int n, int mode, const options_t *o, const float *init, cudaStream_t s) {
     memset(r, 0, sizeof *r);
     r->wl = wl;
     r->n = n;
+    r->mode = mode;
     r->calls = wl == WL_CHAIN ? n : 4 * n;
-    snprintf(r->name, sizeof r->name, "%s%d", WL_NAMES[wl], n);
+    char base[32];
+    snprintf(base, sizeof base, "%s%d", WL_NAMES[wl], n);
+    bench_anchor_name(r->name, sizeof r->name, base, mode);
+    bench_mode_enter(mode);
     size_t bytes = NFLOAT * sizeof(float);
     CHECK(cudaMalloc((void **)&r->xe, bytes));
     CHECK(cudaMalloc((void **)&r->xr, bytes));
@@ -545,7 +599,7 @@ static void setup(size_run_t *r, int wl, int n, const options_t *o, const float 
     build_floor(r, s);
     warm_up_cost(r, s);
 
-    /* Warm up every mode: module loading, cgjit's two eager runs and its graph build. */
+    /* Warm up eager, replay and floor: module loading, cgjit's two eager runs and its graph build. */
     for (int i = 0; i < WARMUP_STEPS; i++) {
         step_eager(r, r->xe, s);
         step_replay(r, r->xr, s);
@@ -561,7 +615,7 @@ static void setup(size_run_t *r, int wl, int n, const options_t *o, const float 
                 r->name, cgj_state_name(info.state), WARMUP_STEPS, info.reason[0] ? info.reason : "no reason given");
 }
 
-/* One timed round of S steps of one mode; returns seconds per step. */
+/* One timed round of S steps eager, replayed or of the floor; returns seconds per step. */
 static double round_eager(size_run_t *r, int steps, cudaStream_t s) {
     double t0 = now_s();
     for (int i = 0; i < steps; i++)
@@ -605,7 +659,8 @@ static void measure(size_run_t *r, const options_t *o, cudaStream_t s) {
     r->host_ns = median(r->host, r->nhost) * 1e9;
 }
 
-/* K steps eager into xe and K steps replayed into xr, both from `init`; compare bitwise. */
+/* K steps eager into xe and K steps replayed into xr, both from `init`; compare as the mode
+ * promises (bench_modes.h): bitwise, or within the tolerance where the trace fused a chain. */
 static void check(size_run_t *r, const float *init, cudaStream_t s) {
     size_t bytes = NFLOAT * sizeof(float);
     float *he = (float *)malloc(bytes), *hr = (float *)malloc(bytes);
@@ -641,15 +696,10 @@ static void check(size_run_t *r, const float *init, cudaStream_t s) {
                 (unsigned long long)r->pool_frees_checked, (unsigned long long)r->replays_checked, r->n);
     CHECK(cudaMemcpy(he, r->xe, bytes, cudaMemcpyDeviceToHost));
     CHECK(cudaMemcpy(hr, r->xr, bytes, cudaMemcpyDeviceToHost));
-    r->equal = memcmp(he, hr, bytes) == 0;
-    if (!r->equal) {
-        for (int i = 0; i < NFLOAT; i++)
-            if (memcmp(&he[i], &hr[i], sizeof(float))) {
-                fprintf(stderr, "cgjit-bench: %s: results differ first at x[%d]: eager %.9g, replay %.9g\n",
-                        r->name, i, he[i], hr[i]);
-                break;
-            }
-    }
+    bench_compare(he, hr, NFLOAT, &r->cmp);
+    r->equal = bench_cmp_ok(&r->cmp, r->mode, r->info.fused_chains);
+    if (!r->equal)
+        bench_cmp_complain(r->name, "replay", r->mode, r->info.fused_chains, &r->cmp, he, hr);
     if (r->replays_checked < CHECK_STEPS)
         fprintf(stderr, "cgjit-bench: %s: only %llu of %d checked steps were replayed (%s)\n", r->name,
                 (unsigned long long)r->replays_checked, CHECK_STEPS,
@@ -658,7 +708,7 @@ static void check(size_run_t *r, const float *init, cudaStream_t s) {
     free(hr);
 }
 
-static const char *verdict(const size_run_t *r) {
+const char *verdict(const size_run_t *r) {
     if (!r->equal)
         return "FAIL(mismatch)";
     if (!r->replay_reached || r->replays_checked == 0)
@@ -680,301 +730,6 @@ static void release(size_run_t *r) {
     free(r->host);
 }
 
-/* ---- the model workloads (mlp, cnn, gpt2) ------------------------------------------------ */
-
-/* Relative error allowed between the eager output and the host reference (--reference). */
-static const double REF_TOL = 1e-3;
-
-typedef struct model_run {
-    const model_desc_t *md;
-    void *ctx;
-    cudaGraphExec_t floor;   /* stream capture of one eager step on the floor set */
-    int has_floor;           /* the capture worked; else floor_note says why */
-    char floor_note[320];
-    double *t_eager, *t_replay, *t_floor; /* per-step seconds, one per round */
-    double *host;                          /* replay host seconds per step (begin to before end) */
-    double *ehost;                         /* eager host seconds per step (issuing it, no wait) */
-    size_t nhost;
-    int replay_reached;       /* state was REPLAY after warmup */
-    uint64_t timed_replays;   /* steps replayed from start to end in the timed rounds */
-    uint64_t replays_checked; /* replays counted during the K checked steps */
-    int equal;                /* eager and replayed outputs bitwise equal */
-    int floor_equal;          /* eager and floor outputs bitwise equal (has_floor) */
-    int finite;               /* the eager output has no NaN or infinity */
-    int ref_done, ref_ok;     /* --reference: computed, and within REF_TOL */
-    double ref_err;           /* max |eager - ref| / max |ref| */
-    cgj_trace_info_t info;    /* after the checked steps */
-    uint32_t ops;             /* driver calls in the replayed trace after the timed rounds */
-    double eager_us, replay_us, floor_us, host_ns_op, host_ns_call;
-    double eager_ns_call;     /* eager host time per call: what the program and libraries cost */
-    double lib_absorbed;      /* library calls absorbed whole per timed replayed step */
-    double busy_us;           /* GPU-busy time of a replayed step (CUPTI); < 0: n/a */
-} model_run_t;
-
-static void model_step_eager(model_run_t *r, cudaStream_t s) {
-    char err[256];
-    if (r->md->step(r->ctx, MODEL_SET_EAGER, s, err, sizeof err)) {
-        fprintf(stderr, "cgjit-bench: %s: eager step: %s\n", r->md->name, err);
-        exit(1);
-    }
-}
-
-/* One replayed step; returns the host seconds from before begin to before end. */
-static double model_step_replay(model_run_t *r, cudaStream_t s) {
-    char err[256];
-    double t0 = now_s();
-    CGJ_CHECK(cgj_trace_begin(r->md->name));
-    if (r->md->step(r->ctx, MODEL_SET_REPLAY, s, err, sizeof err)) {
-        fprintf(stderr, "cgjit-bench: %s: replayed step: %s\n", r->md->name, err);
-        exit(1);
-    }
-    double t1 = now_s();
-    CGJ_CHECK(cgj_trace_end());
-    return t1 - t0;
-}
-
-/* The floor: one eager step on the floor set, captured on s (the stream the handles are bound
- * to) and instantiated. A failing capture (a library call that cannot be captured) leaves
- * has_floor 0 and the reason in floor_note; the bench goes on without the floor. */
-static void model_build_floor(model_run_t *r, cudaStream_t s) {
-    char err[256] = "";
-    cudaGraph_t g = NULL;
-    cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) {
-        snprintf(r->floor_note, sizeof r->floor_note, "cudaStreamBeginCapture: %s", cudaGetErrorName(e));
-        (void)cudaGetLastError();
-        return;
-    }
-    int rc = r->md->step(r->ctx, MODEL_SET_FLOOR, s, err, sizeof err);
-    e = cudaStreamEndCapture(s, &g);
-    if (rc == 0 && e != cudaSuccess)
-        snprintf(err, sizeof err, "cudaStreamEndCapture: %s", cudaGetErrorName(e));
-    if (rc == 0 && e == cudaSuccess) {
-        e = cudaGraphInstantiate(&r->floor, g, 0);
-        if (e != cudaSuccess)
-            snprintf(err, sizeof err, "cudaGraphInstantiate: %s", cudaGetErrorName(e));
-    }
-    if (g)
-        CHECK(cudaGraphDestroy(g));
-    if (err[0]) {
-        snprintf(r->floor_note, sizeof r->floor_note, "the stream capture failed: %s", err);
-        (void)cudaGetLastError(); /* capture errors are not sticky: the context goes on */
-        CHECK(cudaStreamSynchronize(s));
-        return;
-    }
-    CHECK(cudaGraphUpload(r->floor, s));
-    r->has_floor = 1;
-}
-
-static void model_setup(model_run_t *r, const model_desc_t *md, const options_t *o, cudaStream_t s) {
-    memset(r, 0, sizeof *r);
-    r->md = md;
-    r->ctx = md->create(s, o->reference);
-    r->t_eager = (double *)calloc(o->rounds, sizeof(double));
-    r->t_replay = (double *)calloc(o->rounds, sizeof(double));
-    r->t_floor = (double *)calloc(o->rounds, sizeof(double));
-    r->host = (double *)calloc((size_t)o->rounds * o->steps, sizeof(double));
-    r->ehost = (double *)calloc((size_t)o->rounds * o->steps, sizeof(double));
-    if (!r->t_eager || !r->t_replay || !r->t_floor || !r->host || !r->ehost) {
-        fprintf(stderr, "out of host memory\n");
-        exit(1);
-    }
-    /* One eager step first: the libraries' lazy initialization (modules, kernel attributes)
-     * happens there, not inside the floor's capture. */
-    model_step_eager(r, s);
-    CHECK(cudaStreamSynchronize(s));
-    CHECK_LAST();
-    model_build_floor(r, s);
-    if (!r->has_floor)
-        fprintf(stderr, "cgjit-bench: %s: no floor: %s\n", md->name, r->floor_note);
-
-    /* Warm up every mode: cgjit's two eager runs and its graph build. */
-    for (int i = 0; i < WARMUP_STEPS; i++) {
-        model_step_eager(r, s);
-        model_step_replay(r, s);
-        if (r->has_floor)
-            CHECK(cudaGraphLaunch(r->floor, s));
-    }
-    CHECK(cudaStreamSynchronize(s));
-    CHECK_LAST();
-    cgj_trace_info_t info;
-    CGJ_CHECK(cgj_trace_info(md->name, &info));
-    r->replay_reached = info.state == CGJ_STATE_REPLAY;
-    if (!r->replay_reached)
-        fprintf(stderr, "cgjit-bench: %s is in state %s after %d warmup steps, not REPLAY (%s)\n", md->name,
-                cgj_state_name(info.state), WARMUP_STEPS, info.reason[0] ? info.reason : "no reason given");
-}
-
-static void model_measure(model_run_t *r, const options_t *o, cudaStream_t s) {
-    cgj_trace_info_t before, after;
-    cgj_stats_t st0, st1;
-    CGJ_CHECK(cgj_trace_info(r->md->name, &before));
-    CGJ_CHECK(cgj_stats(&st0));
-    size_t nehost = 0;
-    for (int k = 0; k < o->rounds; k++) {
-        CHECK(cudaStreamSynchronize(s));
-        double t0 = now_s();
-        for (int i = 0; i < o->steps; i++) {
-            double t1 = now_s();
-            model_step_eager(r, s);
-            r->ehost[nehost++] = now_s() - t1;
-        }
-        CHECK(cudaStreamSynchronize(s));
-        r->t_eager[k] = (now_s() - t0) / o->steps;
-        CHECK_LAST();
-
-        t0 = now_s();
-        for (int i = 0; i < o->steps; i++)
-            r->host[r->nhost++] = model_step_replay(r, s);
-        CHECK(cudaStreamSynchronize(s));
-        r->t_replay[k] = (now_s() - t0) / o->steps;
-        CHECK_LAST();
-
-        if (r->has_floor) {
-            t0 = now_s();
-            for (int i = 0; i < o->steps; i++)
-                CHECK(cudaGraphLaunch(r->floor, s));
-            CHECK(cudaStreamSynchronize(s));
-            r->t_floor[k] = (now_s() - t0) / o->steps;
-            CHECK_LAST();
-        }
-    }
-    CGJ_CHECK(cgj_trace_info(r->md->name, &after));
-    CGJ_CHECK(cgj_stats(&st1));
-    r->timed_replays = after.replays - before.replays;
-    r->lib_absorbed = r->timed_replays ? (double)(st1.lib_absorbed - st0.lib_absorbed) / (double)r->timed_replays : 0.0;
-    r->eager_ns_call = median(r->ehost, nehost) * 1e9 / r->md->calls;
-    r->ops = after.ops;
-    r->eager_us = median(r->t_eager, o->rounds) * 1e6;
-    r->replay_us = median(r->t_replay, o->rounds) * 1e6;
-    r->floor_us = r->has_floor ? median(r->t_floor, o->rounds) * 1e6 : 0.0;
-    double host_s = median(r->host, r->nhost);
-    r->host_ns_op = r->ops ? host_s * 1e9 / r->ops : 0.0;
-    r->host_ns_call = host_s * 1e9 / r->md->calls;
-    if (r->timed_replays < (uint64_t)o->rounds * o->steps)
-        fprintf(stderr, "cgjit-bench: %s: only %llu of %d timed steps were replayed (%s)\n", r->md->name,
-                (unsigned long long)r->timed_replays, o->rounds * o->steps,
-                after.reason[0] ? after.reason : "no reason given");
-}
-
-/* The set's output, copied to the host. */
-static float *model_output_host(model_run_t *r, int set, size_t *count) {
-    const float *d;
-    r->md->output(r->ctx, set, &d, count);
-    float *h = (float *)bench_host_alloc(*count * sizeof(float));
-    CHECK(cudaMemcpy(h, d, *count * sizeof(float), cudaMemcpyDeviceToHost));
-    return h;
-}
-
-static void report_first_difference(const char *name, const char *what, const float *a, const float *b,
-                                    size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&a[i], &b[i], sizeof(float))) {
-            fprintf(stderr,
-                    "cgjit-bench: %s: eager and %s outputs differ first at [%zu]: eager %.9g, %s %.9g\n", name,
-                    what, i, a[i], what, b[i]);
-            return;
-        }
-}
-
-/* Every set's activations poisoned (all bytes 0xff: NaN), then K steps of each mode into its own
- * set; the replayed and floor outputs must be bitwise equal to the eager one. */
-static void model_check(model_run_t *r, const options_t *o, cudaStream_t s) {
-    CHECK(cudaStreamSynchronize(s));
-    for (int set = 0; set < MODEL_SETS; set++) {
-        void *base;
-        size_t bytes;
-        r->md->arena(r->ctx, set, &base, &bytes);
-        CHECK(cudaMemset(base, 0xff, bytes));
-    }
-    CHECK(cudaDeviceSynchronize());
-    cgj_trace_info_t before;
-    CGJ_CHECK(cgj_trace_info(r->md->name, &before));
-    for (int i = 0; i < CHECK_STEPS; i++)
-        model_step_eager(r, s);
-    for (int i = 0; i < CHECK_STEPS; i++)
-        model_step_replay(r, s);
-    if (r->has_floor)
-        for (int i = 0; i < CHECK_STEPS; i++)
-            CHECK(cudaGraphLaunch(r->floor, s));
-    CHECK(cudaStreamSynchronize(s));
-    CHECK_LAST();
-    CGJ_CHECK(cgj_trace_info(r->md->name, &r->info));
-    r->replays_checked = r->info.replays - before.replays;
-
-    size_t n;
-    float *he = model_output_host(r, MODEL_SET_EAGER, &n);
-    float *hr = model_output_host(r, MODEL_SET_REPLAY, &n);
-    r->equal = memcmp(he, hr, n * sizeof(float)) == 0;
-    if (!r->equal)
-        report_first_difference(r->md->name, "replay", he, hr, n);
-    if (r->has_floor) {
-        float *hf = model_output_host(r, MODEL_SET_FLOOR, &n);
-        r->floor_equal = memcmp(he, hf, n * sizeof(float)) == 0;
-        if (!r->floor_equal)
-            report_first_difference(r->md->name, "floor", he, hf, n);
-        free(hf);
-    }
-    r->finite = 1;
-    for (size_t i = 0; i < n && r->finite; i++)
-        if (!isfinite(he[i])) {
-            r->finite = 0;
-            fprintf(stderr, "cgjit-bench: %s: the eager output is not finite at [%zu]: %g\n", r->md->name, i,
-                    he[i]);
-        }
-    if (r->replays_checked < CHECK_STEPS)
-        fprintf(stderr, "cgjit-bench: %s: only %llu of %d checked steps were replayed (%s)\n", r->md->name,
-                (unsigned long long)r->replays_checked, CHECK_STEPS,
-                r->info.reason[0] ? r->info.reason : "no reason given");
-    if (o->reference) {
-        double *ref = (double *)bench_host_alloc(n * sizeof(double));
-        r->md->reference(r->ctx, ref);
-        double err = 0.0, scale = 0.0;
-        for (size_t i = 0; i < n; i++) {
-            double d = fabs((double)he[i] - ref[i]);
-            err = d > err || d != d ? d : err; /* NaN wins */
-            scale = fabs(ref[i]) > scale ? fabs(ref[i]) : scale;
-        }
-        r->ref_done = 1;
-        r->ref_err = scale > 0.0 ? err / scale : err;
-        r->ref_ok = r->ref_err <= REF_TOL;
-        if (!r->ref_ok)
-            fprintf(stderr, "cgjit-bench: %s: the eager output is %.3g (relative to its largest value) away "
-                            "from the host reference, more than %g\n",
-                    r->md->name, r->ref_err, REF_TOL);
-        free(ref);
-    }
-    free(he);
-    free(hr);
-}
-
-static const char *model_verdict(const model_run_t *r) {
-    if (!r->equal)
-        return "FAIL(mismatch)";
-    if (!r->replay_reached || r->replays_checked == 0)
-        return "FAIL(no replay)";
-    if (r->has_floor && !r->floor_equal)
-        return "FAIL(floor mismatch)";
-    if (!r->finite)
-        return "FAIL(non-finite)";
-    if (r->ref_done && !r->ref_ok)
-        return "FAIL(reference)";
-    return "PASS";
-}
-
-static void model_release(model_run_t *r) {
-    if (r->has_floor)
-        CHECK(cudaGraphExecDestroy(r->floor));
-    CHECK(cudaDeviceSynchronize());
-    r->md->destroy(r->ctx);
-    r->ctx = NULL;
-    free(r->t_eager);
-    free(r->t_replay);
-    free(r->t_floor);
-    free(r->host);
-    free(r->ehost);
-}
-
 /* ---- the GPU-busy floor (busy.c) ---------------------------------------------------------- */
 
 static void busy_step_size(void *arg, cudaStream_t s) {
@@ -982,7 +737,6 @@ static void busy_step_size(void *arg, cudaStream_t s) {
     step_replay(r, r->xr, s);
 }
 
-static void busy_step_model(void *arg, cudaStream_t s) { model_step_replay((model_run_t *)arg, s); }
 
 /* ---- no GPU ------------------------------------------------------------------------------ */
 
@@ -1008,370 +762,12 @@ static void require_gpu(void) {
     exit(EXIT_NO_GPU);
 }
 
-/* ---- output ----------------------------------------------------------------------------- */
-
-static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
-
-/* v formatted with fmt into buf, or "n/a". */
-static const char *cell(char *buf, size_t cap, int has, double v, const char *fmt) {
-    if (has)
-        snprintf(buf, cap, fmt, v);
-    else
-        snprintf(buf, cap, "n/a");
-    return buf;
-}
-
-/* "null" or v with fmt. */
-static void json_num(FILE *f, int has, double v, const char *fmt) {
-    if (has && isfinite(v))
-        fprintf(f, fmt, v);
-    else
-        fputs("null", f);
-}
-
-/* Whether any GPU-busy figure was measured: the tables have the busy columns only then. */
-static int busy_shown;
-
-/* The GPU-busy cells of a row (busy_us, replay/busy), when the table has them. */
-static void print_busy_cells(double replay_us, double busy_us) {
-    char a[32], b[32];
-    if (busy_shown)
-        printf(" %11s %12s", cell(a, sizeof a, busy_us >= 0, busy_us, "%.2f"),
-               cell(b, sizeof b, busy_us > 0, ratio(replay_us, busy_us), "%.2f"));
-}
-
-static void print_busy_heads(void) {
-    if (busy_shown)
-        printf(" %11s %12s", "busy_us", "replay/busy");
-}
-
-/* A result row's GPU-busy keys: the figure and replay over it, null where n/a. */
-static void json_busy(FILE *f, double replay_us, double busy_us) {
-    fprintf(f, ", \"gpu_busy_us\": ");
-    json_num(f, busy_us >= 0, busy_us, "%.3f");
-    fprintf(f, ", \"replay_over_gpu_busy\": ");
-    json_num(f, busy_us > 0, ratio(replay_us, busy_us), "%.4f");
-}
-
-static void print_chain_table(const size_run_t *runs, int n, const options_t *o) {
-    printf("workload chain: x = a*x + b over %d floats, N dependent kernels per step; "
-           "median of %d rounds x %d steps\n",
-           NFLOAT, o->rounds, o->steps);
-    printf("%7s %11s %11s %11s %13s %13s", "N", "eager_us", "replay_us", "floor_us", "eager/replay",
-           "replay/floor");
-    print_busy_heads();
-    printf(" %15s  %s\n", "host_ns/launch", "check");
-    for (int i = 0; i < n; i++) {
-        const size_run_t *r = &runs[i];
-        printf("%7d %11.2f %11.2f %11.2f %13.2f %13.2f", r->n, r->eager_us, r->replay_us, r->floor_us,
-               ratio(r->eager_us, r->replay_us), ratio(r->replay_us, r->floor_us));
-        print_busy_cells(r->replay_us, r->busy_us);
-        printf(" %15.1f  %s\n", r->host_ns, verdict(r));
-    }
-    fflush(stdout);
-}
-
-static void print_temps_table(const size_run_t *runs, int n, const options_t *o) {
-    printf("workload temps: N layers over %d floats per step, layer k: cudaMalloc %d + 1024*(k%%4) "
-           "floats, 2 kernels, cudaFree layer k-2's; median of %d rounds x %d steps\n",
-           NFLOAT, NFLOAT, o->rounds, o->steps);
-    printf("%7s %11s %11s %11s %13s %13s", "N", "eager_us", "replay_us", "floor_us", "eager/replay",
-           "replay/floor");
-    print_busy_heads();
-    printf(" %13s %7s %11s %11s %11s %13s  %s\n", "host_ns/call", "allocs", "pool_bytes", "naive_bytes",
-           "lower_bound", "planned/lower", "check");
-    for (int i = 0; i < n; i++) {
-        const size_run_t *r = &runs[i];
-        printf("%7d %11.2f %11.2f %11.2f %13.2f %13.2f", r->n, r->eager_us, r->replay_us, r->floor_us,
-               ratio(r->eager_us, r->replay_us), ratio(r->replay_us, r->floor_us));
-        print_busy_cells(r->replay_us, r->busy_us);
-        printf(" %13.1f %7u %11llu %11llu %11llu %13.3f  %s\n", r->host_ns, r->info.allocations,
-               (unsigned long long)r->info.pool_bytes, (unsigned long long)r->info.naive_bytes,
-               (unsigned long long)r->info.lower_bound,
-               ratio((double)r->info.pool_bytes, (double)r->info.lower_bound), verdict(r));
-    }
-    fflush(stdout);
-}
-
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-/* ---- the model workloads' output ---------------------------------------------------------- */
-
-/* The torch column c of model m, if the compare file has it. */
-static int torch_has(const torch_compare_t *tc, int m, int c) { return tc && tc->loaded && tc->has[m][c]; }
-
-static void print_models_table(const model_run_t *runs, const int *ran, const options_t *o,
-                               const torch_compare_t *tc, const char *gpu) {
-    for (int m = 0; m < MD_COUNT; m++) {
-        if (!o->run_model[m])
-            continue;
-        if (model_of(m))
-            printf("workload %s: %s\n", MD_NAMES[m], model_of(m)->summary);
-        else
-            printf("workload %s: not built: cuDNN (cudnn.h, libcudnn) was not found when cgjit-bench was "
-                   "built, and mlp and cnn need it\n",
-                   MD_NAMES[m]);
-    }
-    int any = 0;
-    for (int m = 0; m < MD_COUNT; m++)
-        any |= ran[m];
-    if (!any) {
-        fflush(stdout);
-        return;
-    }
-    printf("models: fp32 without TF32, one non-blocking stream; median of %d rounds x %d steps; ops: driver "
-           "calls in the replayed trace (cgj_trace_info), host_ns/op: replay host time from before "
-           "cgj_trace_begin to before cgj_trace_end / ops; calls: library calls and kernel launches per "
-           "step, host_ns/call: the same host time / calls; eager_ns/call: the host time of issuing an "
-           "eager step / calls; saved_ns/call: their difference; lib/step: library calls replay absorbed "
-           "whole per step\n",
-           o->rounds, o->steps);
-    printf("%8s %11s %11s %11s %13s %13s", "workload", "eager_us", "replay_us", "floor_us", "eager/replay",
-           "replay/floor");
-    print_busy_heads();
-    printf(" %11s %6s %13s %6s %14s %14s %9s", "host_ns/op", "ops", "host_ns/call", "calls", "eager_ns/call",
-           "saved_ns/call", "lib/step");
-    if (o->compare)
-        printf(" %15s %17s %25s %23s", "torch_eager_us", "torch_compile_us", "torch_reduce_overhead_us",
-               "replay/reduce_overhead");
-    printf("  %s\n", "check");
-    char b[8][32];
-    for (int m = 0; m < MD_COUNT; m++) {
-        if (!ran[m])
-            continue;
-        const model_run_t *r = &runs[m];
-        printf("%8s %11.2f %11.2f %11s %13.2f %13s", MD_NAMES[m], r->eager_us, r->replay_us,
-               cell(b[0], sizeof b[0], r->has_floor, r->floor_us, "%.2f"), ratio(r->eager_us, r->replay_us),
-               cell(b[1], sizeof b[1], r->has_floor, ratio(r->replay_us, r->floor_us), "%.2f"));
-        print_busy_cells(r->replay_us, r->busy_us);
-        printf(" %11s %6u %13.1f %6d %14.1f %14.1f %9.1f", cell(b[2], sizeof b[2], r->ops > 0, r->host_ns_op, "%.1f"),
-               r->ops, r->host_ns_call, r->md->calls, r->eager_ns_call, r->eager_ns_call - r->host_ns_call,
-               r->lib_absorbed);
-        if (o->compare) {
-            int ro = torch_has(tc, m, TORCH_REDUCE_OVERHEAD) && tc->us[m][TORCH_REDUCE_OVERHEAD] > 0;
-            printf(" %15s %17s %25s %23s",
-                   cell(b[3], sizeof b[3], torch_has(tc, m, TORCH_EAGER), tc->us[m][TORCH_EAGER], "%.2f"),
-                   cell(b[4], sizeof b[4], torch_has(tc, m, TORCH_COMPILE), tc->us[m][TORCH_COMPILE], "%.2f"),
-                   cell(b[5], sizeof b[5], torch_has(tc, m, TORCH_REDUCE_OVERHEAD),
-                        tc->us[m][TORCH_REDUCE_OVERHEAD], "%.2f"),
-                   cell(b[6], sizeof b[6], ro, ro ? r->replay_us / tc->us[m][TORCH_REDUCE_OVERHEAD] : 0.0,
-                        "%.2f"));
-        }
-        printf("  %s\n", model_verdict(r));
-    }
-    for (int m = 0; m < MD_COUNT; m++)
-        if (ran[m] && !runs[m].has_floor)
-            printf("note: %s floor n/a: %s\n", MD_NAMES[m], runs[m].floor_note);
-    if (o->compare) {
-        if (!tc->loaded)
-            printf("note: torch columns n/a: %s\n", tc->note);
-        else {
-            printf("note: torch columns from %s (torch %s, GPU %s)\n", o->compare,
-                   tc->torch[0] ? tc->torch : "?", tc->gpu[0] ? tc->gpu : "?");
-            if (tc->note[0])
-                printf("note: torch columns n/a where missing: %s\n", tc->note);
-            if (tc->file_note[0])
-                printf("note: %s says: %s\n", o->compare, tc->file_note);
-            if (tc->gpu[0] && strcmp(tc->gpu, gpu) != 0)
-                printf("note: the torch times were measured on %s, this run is on %s\n", tc->gpu, gpu);
-        }
-    }
-    if (o->reference)
-        for (int m = 0; m < MD_COUNT; m++)
-            if (ran[m])
-                printf("reference %s: max |eager - host double| / max |host| = %.3g (tolerance %g): %s\n",
-                       MD_NAMES[m], runs[m].ref_err, REF_TOL, runs[m].ref_ok ? "ok" : "FAIL");
-    fflush(stdout);
-}
-
-static void json_models(FILE *f, const model_run_t *runs, const int *ran, const options_t *o,
-                        const torch_compare_t *tc) {
-    for (int m = 0; m < MD_COUNT; m++) {
-        const model_desc_t *md = model_of(m);
-        fprintf(f, "  \"%s\": {\n    \"workload\": \"%s\",\n    \"built\": %s,\n    \"description\": ",
-                MD_NAMES[m], MD_NAMES[m], md ? "true" : "false");
-        if (md)
-            json_string(f, md->summary);
-        else
-            json_string(f, "not built: cuDNN was not found when cgjit-bench was built");
-        fprintf(f, ",\n    \"results\": [");
-        if (ran[m]) {
-            const model_run_t *r = &runs[m];
-            int ro = torch_has(tc, m, TORCH_REDUCE_OVERHEAD) && tc->us[m][TORCH_REDUCE_OVERHEAD] > 0;
-            fprintf(f, "\n      {\"eager_us\": %.3f, \"replay_us\": %.3f, \"floor_us\": ", r->eager_us,
-                    r->replay_us);
-            json_num(f, r->has_floor, r->floor_us, "%.3f");
-            fprintf(f, ", \"eager_over_replay\": %.4f, \"replay_over_floor\": ",
-                    ratio(r->eager_us, r->replay_us));
-            json_num(f, r->has_floor, ratio(r->replay_us, r->floor_us), "%.4f");
-            fprintf(f, ", \"host_ns_per_op\": ");
-            json_num(f, r->ops > 0, r->host_ns_op, "%.2f");
-            fprintf(f,
-                    ", \"ops\": %u, \"host_ns_per_call\": %.2f, \"eager_host_ns_per_call\": %.2f, "
-                    "\"saved_host_ns_per_call\": %.2f, \"lib_absorbed_per_step\": %.2f, \"calls\": %d, \"kernels\": %u, "
-                    "\"segments\": %u, \"varying_slots\": %u, \"state\": \"%s\", \"timed_replays\": %llu, "
-                    "\"replays_checked\": %llu, \"check\": \"%s\", \"floor\": ",
-                    r->ops, r->host_ns_call, r->eager_ns_call, r->eager_ns_call - r->host_ns_call, r->lib_absorbed,
-                    r->md->calls, r->info.kernels, r->info.segments,
-                    r->info.varying_slots, cgj_state_name(r->info.state), (unsigned long long)r->timed_replays,
-                    (unsigned long long)r->replays_checked, model_verdict(r));
-            if (r->has_floor)
-                fprintf(f, "\"captured\", \"floor_check\": \"%s\"", r->floor_equal ? "equal" : "differs");
-            else {
-                char note[400];
-                snprintf(note, sizeof note, "n/a: %s", r->floor_note);
-                json_string(f, note);
-                fprintf(f, ", \"floor_check\": null");
-            }
-            fprintf(f, ", \"reference_rel_err\": ");
-            json_num(f, r->ref_done, r->ref_err, "%.3e");
-            fprintf(f, ", \"torch_eager_us\": ");
-            json_num(f, torch_has(tc, m, TORCH_EAGER), tc ? tc->us[m][TORCH_EAGER] : 0.0, "%.3f");
-            fprintf(f, ", \"torch_compile_us\": ");
-            json_num(f, torch_has(tc, m, TORCH_COMPILE), tc ? tc->us[m][TORCH_COMPILE] : 0.0, "%.3f");
-            fprintf(f, ", \"torch_reduce_overhead_us\": ");
-            json_num(f, torch_has(tc, m, TORCH_REDUCE_OVERHEAD), tc ? tc->us[m][TORCH_REDUCE_OVERHEAD] : 0.0,
-                     "%.3f");
-            fprintf(f, ", \"replay_over_reduce_overhead\": ");
-            json_num(f, ro, ro ? r->replay_us / tc->us[m][TORCH_REDUCE_OVERHEAD] : 0.0, "%.4f");
-            json_busy(f, r->replay_us, r->busy_us);
-            fprintf(f, "}\n    ");
-        }
-        fprintf(f, "]\n  },\n");
-    }
-    fprintf(f, "  \"torch_compare\": {\"file\": ");
-    if (o->compare)
-        json_string(f, o->compare);
-    else
-        fputs("null", f);
-    fprintf(f, ", \"loaded\": %s, \"torch\": ", tc && tc->loaded ? "true" : "false");
-    if (tc && tc->loaded && tc->torch[0])
-        json_string(f, tc->torch);
-    else
-        fputs("null", f);
-    fprintf(f, ", \"gpu\": ");
-    if (tc && tc->loaded && tc->gpu[0])
-        json_string(f, tc->gpu);
-    else
-        fputs("null", f);
-    fprintf(f, ", \"note\": ");
-    if (!o->compare)
-        json_string(f, "no --compare FILE given");
-    else if (tc->note[0])
-        json_string(f, tc->note);
-    else
-        fputs("null", f);
-    fprintf(f, "},\n");
-}
-
-/* "gpu_busy": how the busy figures were measured, and why there are none where CUPTI failed. */
-static void json_busy_summary(FILE *f) {
-    const char *why;
-    int ok = bench_busy_available(&why);
-    fprintf(f, "  \"gpu_busy\": {\"method\": ");
-    json_string(f, "CUPTI activity records (kernels, copies, memsets), union of their intervals, per replayed "
-                   "step, in runs apart from the timed ones");
-    fprintf(f, ", \"available\": %s, \"note\": ", ok ? "true" : "false");
-    if (ok)
-        fputs("null", f);
-    else
-        json_string(f, why);
-    fprintf(f, "},\n");
-}
-
-static int write_json(const char *path, const cudaDeviceProp *prop, int driver, int runtime,
-                      const size_run_t *const *runs, const int *nruns, const model_run_t *mruns,
-                      const int *mran, const torch_compare_t *tc, const options_t *o, int pass) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "cgjit-bench: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    fprintf(f, "{\n  \"gpu\": ");
-    json_string(f, prop->name);
-    fprintf(f,
-            ",\n  \"compute_capability\": \"%d.%d\",\n  \"driver_version\": %d,\n"
-            "  \"runtime_version\": %d,\n  \"workload\": \"chain\",\n  \"floats\": %d,\n"
-            "  \"rounds\": %d,\n  \"steps\": %d,\n  \"check_steps\": %d,\n  \"results\": [\n",
-            prop->major, prop->minor, driver, runtime, NFLOAT, o->rounds, o->steps, CHECK_STEPS);
-    int n = nruns[WL_CHAIN];
-    for (int i = 0; i < n; i++) {
-        const size_run_t *r = &runs[WL_CHAIN][i];
-        fprintf(f,
-                "    {\"n\": %d, \"eager_us\": %.3f, \"replay_us\": %.3f, \"floor_us\": %.3f, "
-                "\"eager_over_replay\": %.4f, \"replay_over_floor\": %.4f, \"host_ns_per_launch\": %.2f, "
-                "\"state\": \"%s\", \"replays_checked\": %llu, \"check\": \"%s\"",
-                r->n, r->eager_us, r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us),
-                ratio(r->replay_us, r->floor_us), r->host_ns, cgj_state_name(r->info.state),
-                (unsigned long long)r->replays_checked, verdict(r));
-        json_busy(f, r->replay_us, r->busy_us);
-        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
-    }
-    fprintf(f, "  ],\n  \"workloads_run\": [");
-    for (int w = 0, first = 1; w < WL_COUNT; w++)
-        if (o->run[w]) {
-            fprintf(f, "%s\"%s\"", first ? "" : ", ", WL_NAMES[w]);
-            first = 0;
-        }
-    for (int m = 0, first = !o->run[WL_CHAIN] && !o->run[WL_TEMPS]; m < MD_COUNT; m++)
-        if (mran[m]) {
-            fprintf(f, "%s\"%s\"", first ? "" : ", ", MD_NAMES[m]);
-            first = 0;
-        }
-    fprintf(f,
-            "],\n  \"temps\": {\n    \"workload\": \"temps\",\n    \"floats\": %d,\n"
-            "    \"temp_floats\": \"%d + 1024*(k%%4)\",\n    \"results\": [\n",
-            NFLOAT, NFLOAT);
-    n = nruns[WL_TEMPS];
-    for (int i = 0; i < n; i++) {
-        const size_run_t *r = &runs[WL_TEMPS][i];
-        fprintf(f,
-                "      {\"n\": %d, \"eager_us\": %.3f, \"replay_us\": %.3f, \"floor_us\": %.3f, "
-                "\"eager_over_replay\": %.4f, \"replay_over_floor\": %.4f, \"host_ns_per_call\": %.2f, "
-                "\"state\": \"%s\", \"replays_checked\": %llu, \"check\": \"%s\", \"ops\": %u, "
-                "\"allocations\": %u, \"pool_bytes\": %llu, \"naive_bytes\": %llu, "
-                "\"lower_bound\": %llu, \"planned_over_lower\": %.4f, \"pool_allocs_checked\": %llu, "
-                "\"pool_frees_checked\": %llu",
-                r->n, r->eager_us, r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us),
-                ratio(r->replay_us, r->floor_us), r->host_ns, cgj_state_name(r->info.state),
-                (unsigned long long)r->replays_checked, verdict(r), r->info.ops, r->info.allocations,
-                (unsigned long long)r->info.pool_bytes, (unsigned long long)r->info.naive_bytes,
-                (unsigned long long)r->info.lower_bound,
-                ratio((double)r->info.pool_bytes, (double)r->info.lower_bound),
-                (unsigned long long)r->pool_allocs_checked, (unsigned long long)r->pool_frees_checked);
-        json_busy(f, r->replay_us, r->busy_us);
-        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
-    }
-    fprintf(f, "    ]\n  },\n");
-    json_models(f, mruns, mran, o, tc);
-    json_busy_summary(f);
-    fprintf(f, "  \"pass\": %s\n}\n", pass ? "true" : "false");
-    if (fclose(f) != 0) {
-        fprintf(stderr, "cgjit-bench: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv) {
     /* The bench times replay itself: no eager probes among its timed steps (CGJIT_COST). cgjit
-     * reads its settings when the driver is loaded, before main: start again with it set. */
-    if (!getenv("CGJIT_COST")) {
-        setenv("CGJIT_COST", "0", 1);
+     * reads its settings when the driver is loaded, before main: start again with it set,
+     * unless the environment sets it already. */
+    if (!getenv("CGJIT_COST") && setenv("CGJIT_COST", "0", 1) == 0)
         execv("/proc/self/exe", argv);
-    }
     options_t o;
     parse_options(argc, argv, &o);
 
@@ -1393,30 +789,43 @@ int main(int argc, char **argv) {
         init[i] = (float)((seed * 0x2545f4914f6cdd1dull) >> 40) / (float)(1u << 23) - 1.0f;
     }
 
+    /* The elementwise kernels of the workloads that run, registered before any step (a mode that
+     * fuses needs them; reduce-overhead ignores them). */
+    static bench_results_t res;
+    if (o.run[WL_CHAIN] || o.run[WL_TEMPS])
+        res.registrations_refused += register_kernels();
+    for (int m = 0; m < MD_COUNT; m++)
+        if (o.run_model[m] && model_of(m) && model_of(m)->register_ops)
+            res.registrations_refused += model_of(m)->register_ops();
+    printf("cgjit-bench: modes");
+    for (int k = 0; k < o.nmodes; k++)
+        printf("%s %s", k ? "," : "", bench_mode_names[o.modes[k]]);
+    printf(" (each workload once per mode, anchors NAME@MODE); CGJIT_COST=%s%s\n",
+           getenv("CGJIT_COST") ? getenv("CGJIT_COST") : "?", res.registrations_refused ? "; some elementwise registrations were refused (FAIL)" : "");
+    fflush(stdout);
+    int pass = res.registrations_refused == 0;
+
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    static size_run_t runs[WL_COUNT][MAX_SIZES];
-    int nruns[WL_COUNT] = {0};
-    int pass = 1;
     for (int w = 0; w < WL_COUNT; w++) {
         if (!o.run[w])
             continue;
         const int *sizes;
         int nsizes = workload_sizes(&o, w, &sizes);
-        for (int i = 0; i < nsizes; i++) {
-            size_run_t *r = &runs[w][nruns[w]++];
-            setup(r, w, sizes[i], &o, init, s);
-            measure(r, &o, s);
-            check(r, init, s);
-            r->busy_us = bench_busy_floor(r->name, busy_step_size, r, o.steps, s);
-            busy_shown |= r->busy_us >= 0;
-            pass &= strcmp(verdict(r), "PASS") == 0;
-            release(r);
-        }
+        for (int i = 0; i < nsizes; i++)
+            for (int k = 0; k < o.nmodes; k++) {
+                size_run_t *r = &res.runs[w][res.nruns[w]++];
+                setup(r, w, sizes[i], o.modes[k], &o, init, s);
+                measure(r, &o, s);
+                check(r, init, s);
+                r->busy_us = bench_busy_floor(r->name, busy_step_size, r, o.steps, s);
+                res.busy_shown |= r->busy_us >= 0;
+                pass &= strcmp(verdict(r), "PASS") == 0;
+                release(r);
+            }
     }
-    /* The models, after chain and temps (so that theirs run as they always did). */
-    static model_run_t mruns[MD_COUNT];
-    int mran[MD_COUNT] = {0};
+    /* The models and then the elementwise workloads, after chain and temps (so that theirs run as
+     * they always did). */
     for (int m = 0; m < MD_COUNT; m++) {
         if (!o.run_model[m])
             continue;
@@ -1428,31 +837,33 @@ int main(int argc, char **argv) {
                 pass = 0;
             continue;
         }
-        model_run_t *r = &mruns[m];
-        model_setup(r, md, &o, s);
-        model_measure(r, &o, s);
-        model_check(r, &o, s);
-        r->busy_us = bench_busy_floor(md->name, busy_step_model, r, o.steps, s);
-        busy_shown |= r->busy_us >= 0;
-        pass &= strcmp(model_verdict(r), "PASS") == 0;
-        model_release(r);
-        mran[m] = 1;
+        for (int k = 0; k < o.nmodes; k++) {
+            model_run_t *r = &res.mruns[m][res.nmruns[m]++];
+            model_setup(r, md, o.modes[k], &o, s);
+            model_measure(r, &o, s);
+            model_check(r, &o, s);
+            r->busy_us = bench_busy_floor(r->name, busy_step_model, r, o.steps, s);
+            res.busy_shown |= r->busy_us >= 0;
+            pass &= strcmp(model_verdict(r), "PASS") == 0;
+            model_release(r);
+        }
     }
     CHECK(cudaStreamDestroy(s));
+    CGJ_CHECK(cgj_stats(&res.stats));
 
-    torch_compare_t tc;
-    memset(&tc, 0, sizeof tc);
-    if (o.compare)
-        torch_compare_load(o.compare, MD_NAMES, MD_COUNT, &tc);
+    if (o.compare) { /* each table its own torch figures, and its own notes on what is missing */
+        torch_compare_load(o.compare, MD_NAMES, MD_MODELS, &res.tc);
+        torch_compare_load(o.compare, MD_NAMES + MD_MODELS, MD_EW_COUNT, &res.tc_ew);
+    }
 
     if (o.run[WL_CHAIN])
-        print_chain_table(runs[WL_CHAIN], nruns[WL_CHAIN], &o);
+        print_chain_table(&res, &o);
     if (o.run[WL_TEMPS])
-        print_temps_table(runs[WL_TEMPS], nruns[WL_TEMPS], &o);
-    print_models_table(mruns, mran, &o, &tc, prop.name);
-    const size_run_t *const json_runs[WL_COUNT] = {runs[WL_CHAIN], runs[WL_TEMPS]};
-    if (o.json &&
-        write_json(o.json, &prop, driver, runtime, json_runs, nruns, mruns, mran, &tc, &o, pass) != 0)
+        print_temps_table(&res, &o);
+    print_models_table(&res, &o, prop.name);
+    print_elementwise_table(&res, &o, prop.name);
+    print_fusion_summary(&res, &o);
+    if (o.json && write_json(o.json, &prop, driver, runtime, &res, &o, pass) != 0)
         return 1;
     printf("bench: %s\n", pass ? "PASS" : "FAIL");
     return pass ? 0 : 1;

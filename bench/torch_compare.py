@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""PyTorch reference timings for cgjit-bench's library workloads (issue 4, point 5).
+"""PyTorch reference timings for cgjit-bench's library and elementwise workloads (issue 4, point 5).
 
-Builds the three models of cgjit-bench's C workloads with the same shapes and math, in PyTorch,
-fp32 without TF32, inference only (torch.no_grad()), and times each one three ways:
+Builds the three models and the two elementwise workloads of cgjit-bench's C workloads with the
+same shapes and math, in PyTorch, fp32 without TF32, inference only (torch.no_grad()), and times
+each one three ways:
 
     eager                 the nn.Module called directly
     compile               torch.compile(model)
@@ -22,6 +23,15 @@ Models (weights from PyTorch's default initialisation, seed 0; inputs random nor
           The attention is written out (no scaled_dot_product_attention), so no flash or
           memory-efficient kernel is used: the math is that of the C workload's strided-batched
           GEMMs and softmax.
+    ew16M torch.relu(x * 2 + 1) over x of 16M floats (1 << 24), U(-1, 1).  Eager PyTorch runs
+          3 kernels (mul, add, relu; the C workload 2: scale-shift, relu); torch.compile fuses
+          them into one.
+    ew10  the C workload's chain of 10 elementwise ops over x and a bias vector b of 1M floats
+          each (1 << 20), U(-1, 1) and U(-0.5, 0.5):
+              t1 = 2 x + b;  t2 = tanh(t1 * x);  t3 = gelu(sigmoid(t1))  (erf form);
+              t2 = relu(t2 + t3) + x;  out = 0.5 t2 - 0.25
+          (eager PyTorch: 11 kernels, the last scale-shift being a mul and a sub).
+    --models elementwise names both.
 
 Timing, the method of cgjit-bench: per model, every mode is built (compiled) and warmed up
 first: its first call (which compiles) and W more steps (--warmup, default 20).  Then R rounds
@@ -41,11 +51,11 @@ Output: a table on stdout and a JSON file (--json, default torch_compare.json):
 
     {"gpu": NAME, "torch": VERSION,
      "results": {"mlp":  {"eager_us": X, "compile_us": Y, "reduce_overhead_us": Z},
-                 "cnn":  {...}, "gpt2": {...}},
+                 "cnn":  {...}, "gpt2": {...}, "ew16M": {...}, "ew10": {...}},
      "note": "..."}
 
-All three models are always present in "results"; a value is null where the model or mode was
-not run or failed (the note says which and why).  Without PyTorch or without a CUDA GPU every
+All five workloads are always present in "results"; a value is null where the workload or mode
+was not run or failed (the note says which and why).  Without PyTorch or without a CUDA GPU every
 value is null, the note says why, and the exit status is 0.  The only dependency is torch.
 """
 
@@ -56,7 +66,8 @@ import statistics
 import sys
 import traceback
 
-MODELS = ("mlp", "cnn", "gpt2")
+MODELS = ("mlp", "cnn", "gpt2", "ew16M", "ew10")
+ELEMENTWISE = ("ew16M", "ew10")      # --models elementwise
 MODES = ("eager", "compile", "reduce_overhead")
 MODE_KEYS = {"eager": "eager_us", "compile": "compile_us", "reduce_overhead": "reduce_overhead_us"}
 MODE_ALIASES = {"eager": "eager", "compile": "compile", "default": "compile",
@@ -100,6 +111,14 @@ def parse_list(value, allowed, what, aliases=None):
     return out
 
 
+def parse_models(value):
+    """--models: names of MODELS, "elementwise" standing for ew16M,ew10."""
+    items = []
+    for item in value.split(","):
+        items.extend(ELEMENTWISE if item.strip() == "elementwise" else [item])
+    return parse_list(",".join(items), MODELS, "model")
+
+
 def positive_int(value):
     try:
         n = int(value)
@@ -122,15 +141,16 @@ def nonneg_int(value):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        description="Time cgjit-bench's mlp/cnn/gpt2 workloads in PyTorch (fp32, no TF32, "
-                    "inference): eager, torch.compile, torch.compile(mode='reduce-overhead').")
+        description="Time cgjit-bench's mlp/cnn/gpt2 and elementwise (ew16M, ew10) workloads in "
+                    "PyTorch (fp32, no TF32, inference): eager, torch.compile, "
+                    "torch.compile(mode='reduce-overhead').")
     p.add_argument("--rounds", type=positive_int, default=31, help="rounds per mode (default 31)")
     p.add_argument("--steps", type=positive_int, default=20, help="steps per round (default 20)")
     p.add_argument("--warmup", type=nonneg_int, default=20,
                    help="warm-up steps after the first (compiling) call (default 20)")
-    p.add_argument("--models", default=",".join(MODELS),
-                   type=lambda v: parse_list(v, MODELS, "model"),
-                   help="comma-separated subset of mlp,cnn,gpt2 (default all)")
+    p.add_argument("--models", default=",".join(MODELS), type=parse_models,
+                   help="comma-separated subset of mlp,cnn,gpt2,ew16M,ew10; elementwise names "
+                        "ew16M and ew10 (default all)")
     p.add_argument("--modes", default=",".join(MODES),
                    type=lambda v: parse_list(v, MODES, "mode", MODE_ALIASES),
                    help="comma-separated subset of eager,compile,reduce-overhead (default all)")
@@ -222,16 +242,49 @@ def define_models(torch):
                 x = blk(x)
             return self.ln_f(x)
 
+    class EW16M(nn.Module):
+        """relu(2 x + 1): cgjit-bench's ew16M."""
+
+        def forward(self, x):
+            return torch.relu(x * 2.0 + 1.0)
+
+    class EW10(nn.Module):
+        """cgjit-bench's ew10: ten elementwise ops (workloads_elementwise.cu), b a bias vector."""
+
+        def __init__(self, n):
+            super().__init__()
+            self.register_buffer("b", torch.rand(n) - 0.5, persistent=False)    # U(-0.5, 0.5)
+
+        def forward(self, x):
+            t1 = x * 2.0                      # 1 scale
+            t1 = t1 + self.b                  # 2 add bias
+            t2 = t1 * x                       # 3 multiply
+            t2 = torch.tanh(t2)               # 4 tanh
+            t3 = torch.sigmoid(t1)            # 5 sigmoid
+            t3 = F.gelu(t3)                   # 6 GELU (erf form)
+            t1 = t2 + t3                      # 7 add
+            t2 = torch.relu(t1)               # 8 ReLU
+            t2 = t2 + x                       # 9 residual
+            return t2 * 0.5 - 0.25            # 10 scale-shift
+
     def build(name, device):
         torch.manual_seed(0)
+        uniform = False                       # the elementwise inputs are U(-1, 1), as in C
         if name == "mlp":
             model, shape = MLP(), (128, 1024)
         elif name == "cnn":
             model, shape = CNN(), (1, 3, 64, 64)
-        else:
+        elif name == "gpt2":
             model, shape = GPT2(), (1, 64, 768)
+        elif name == "ew16M":
+            model, shape, uniform = EW16M(), (1 << 24,), True
+        else:
+            model, shape, uniform = EW10(1 << 20), (1 << 20,), True
         model = model.to(device=device, dtype=torch.float32).eval()
-        x = torch.randn(*shape, device=device, dtype=torch.float32)
+        if uniform:
+            x = torch.rand(*shape, device=device, dtype=torch.float32) * 2.0 - 1.0
+        else:
+            x = torch.randn(*shape, device=device, dtype=torch.float32)
         return model, x
 
     return build
@@ -449,8 +502,9 @@ def main(argv=None):
     log("torch_compare: torch %s, %s; %s" % (torch_version, gpu, tf32_line))
     notes.append("fp32, %s; torch.no_grad(); median of %d rounds x %d steps (after %d warm-up "
                  "steps), CUDA events, modes %s; attention as explicit matmul + causal masked "
-                 "softmax" % (tf32_line, args.rounds, args.steps, args.warmup,
-                              "one after the other" if args.sequential else "interleaved by round"))
+                 "softmax; ew16M = relu(2x+1) over 16M floats, ew10 = 10 elementwise ops over 1M "
+                 "floats" % (tf32_line, args.rounds, args.steps, args.warmup,
+                             "one after the other" if args.sequential else "interleaved by round"))
     if "compile" in args.modes or "reduce_overhead" in args.modes:
         if not hasattr(torch, "compile"):
             notes.append("torch.compile is not available in this PyTorch")

@@ -245,4 +245,6 @@ const model_desc_t model_cnn = {
     cnn_output,
     cnn_reference,
     cnn_destroy,
+    NULL, /* no kernels of its own to register: cgjit itself describes cudnnAddTensor and
+           * cudnnActivationForward as elementwise (fused in modes default and max-autotune) */
 };

@@ -33,6 +33,9 @@
  *
  * Data: fixed seed; weights uniform with standard deviation 0.02 (GPT-2's init scale), biases
  * uniform in +-0.02, layernorm gains 1 + U(-0.1, 0.1) and shifts U(-0.1, 0.1), input U(-1, 1).
+ *
+ * The bias, GELU and residual-add kernels are registered as elementwise (gpt2_register, near the
+ * end), so that modes default and max-autotune may fuse them.
  */
 #include "bench_common.h"
 
@@ -350,6 +353,27 @@ void gpt2_reference(void *ctx, double *ref) {
     free(f);
 }
 
+/* The elementwise kernels, registered for modes default and max-autotune (bench_common.h).
+ * Where one follows another with the same element count, cgjit may fuse them: per layer the
+ * projection's bias with the residual add after it, the MLP's first bias with the GELU, and its
+ * second bias with the residual add: 3 chains of 2 kernels (36 chains of 72 kernels per step).
+ * The QKV bias is followed by a GEMM and stays alone. Each spec says what its kernel computes,
+ * in the kernel's parameter order; gelu_tanh is the kernel's expression with the same float
+ * constants (sqrt(2/pi): 0.7978845608028654f here and the spec language's 0.79788456080286536f
+ * are both 0x3f4c422a). layernorm and the causal softmax read whole rows: not elementwise, left
+ * opaque. */
+int gpt2_register(void) {
+    int refused = 0;
+    refused += bench_register_elementwise((const void *)bias_kernel, "bias_kernel",
+                                          "(inout float x, in float b[i % cols], count int rows, count int cols): "
+                                          "x = x + b") != 0;
+    refused += bench_register_elementwise((const void *)add_kernel, "add_kernel",
+                                          "(out float y, in float a, in float b, count int n): y = a + b") != 0;
+    refused += bench_register_elementwise((const void *)gelu_kernel, "gelu_kernel",
+                                          "(inout float x, count int n): x = gelu_tanh(x)") != 0;
+    return refused;
+}
+
 void gpt2_destroy(void *ctx) {
     gpt2 *m = (gpt2 *)ctx;
     model_data_free(&m->d);
@@ -372,4 +396,5 @@ const model_desc_t model_gpt2 = {
     gpt2_output,
     gpt2_reference,
     gpt2_destroy,
+    gpt2_register,
 };

@@ -175,4 +175,6 @@ const model_desc_t model_mlp = {
     mlp_output,
     mlp_reference,
     mlp_destroy,
+    NULL, /* no kernels of its own to register: cgjit itself describes cudnnAddTensor and
+           * cudnnActivationForward as elementwise (fused in modes default and max-autotune) */
 };

@@ -123,7 +123,12 @@ echo "tests:"
 printf '%s' "$lines"
 echo "  total: Tested: $t_tested | Passing: $t_passing | Failing: $t_failing | Crashing: $t_crashing | Skipped: $t_skipped"
 echo "bench (exit status $bench_rc, $out/bench.log):"
-grep -a -E '^(cgjit-bench:|workload |bench: |warm-up | +N |\s*[0-9]+ +[0-9.]+ |\s*(mlp|cnn|gpt2) )' "$out/bench.log" | sed 's/^/  /'
+# The bench's lines: its own, the workloads' descriptions and table headers, the warm-up lines,
+# the table rows (chain and temps: N then the cgjit mode; the models and the elementwise
+# workloads: the name then the mode), the notes on chains left unfused, the fusion summary.
+modes='(reduce-overhead|default|max-autotune)'
+grep -a -E "^(cgjit-bench:|workload |bench: |warm-up |fusion: | +N |\s*[0-9]+ +$modes |\s*(mlp|cnn|gpt2|ew16M|ew10) +$modes |note: .* left unfused)" \
+  "$out/bench.log" | sed 's/^/  /'
 grep -a -q -E '^cgjit-bench:' "$out/bench.log" || tail -n 5 "$out/bench.log" | sed 's/^/  /'
 if [ "$bench_rc" -ne 0 ]; then failed=1; fi
 echo "sample programs under preload (exit status $apps_rc, $out/apps.log):"
