@@ -1,8 +1,10 @@
 /*
  * codegen.c — the CUDA C of a fused elementwise chain (fusion.h).
  *
- * One thread per element (a grid-stride loop): the buffers the chain reads before writing are
- * loaded once, each stage computes its outputs from the current values into registers, and the
+ * One thread per element, or four where every buffer the kernel loads or stores is float and
+ * 16-byte aligned (16-byte loads and stores; the addresses are the trace's, known here), in a
+ * grid-stride loop: the buffers the chain reads before writing are loaded once, each stage
+ * computes its outputs from the current values into registers (cgj_elem, element i), and the
  * buffers whose last values are needed are stored once at the end. Every stage's result passes
  * through an opaque register move (cgj_keep), so the compiler cannot contract one stage's
  * multiply with the next stage's add into an FMA that the separate kernels never computed: within
@@ -140,25 +142,97 @@ static void stage(sbuf_t *b, const cgj_fuse_chain_t *ch, unsigned s, uint8_t ele
     put(b, "    }\n");
 }
 
+bool cgj_fusion_vectorized(const cgj_fuse_chain_t *ch)
+{
+    for (unsigned k = 0; k < ch->nbufs; k++) {
+        const cgj_fuse_buf_t *b = &ch->buf[k];
+        if (b->type != CGJ_EW_F32 || ((b->load || b->store) && (b->addr & 15))) return false;
+    }
+    return true;
+}
+
+/* cgj_elem: the chain for element i, on the buffers' current values (references). */
+static void element_function(sbuf_t *b, const cgj_fuse_chain_t *ch)
+{
+    put(b, "__device__ __forceinline__ void cgj_elem(long long i");
+    for (unsigned k = 0; k < ch->nbufs; k++)
+        put(b, ", const %s *__restrict__ b%u", cgj_ew_type_ctypes[ch->buf[k].type], k);
+    for (unsigned k = 0; k < ch->nbufs; k++) put(b, ", %s &v%u", cgj_ew_type_ctypes[ch->buf[k].type], k);
+    put(b, ")\n{\n");
+    for (unsigned s = 0; s < ch->nstages; s++) stage(b, ch, s, ch->st[s].spec->elem);
+    put(b, "}\n");
+}
+
+/* A call of cgj_elem for element `index` on values named `fmt` (per buffer k). */
+static void elem_call(sbuf_t *b, const cgj_fuse_chain_t *ch, const char *index, const char *fmt)
+{
+    put(b, "cgj_elem(%s", index);
+    for (unsigned k = 0; k < ch->nbufs; k++) put(b, ", b%u", k);
+    for (unsigned k = 0; k < ch->nbufs; k++) {
+        put(b, ", ");
+        put(b, fmt, k);
+    }
+    put(b, ");\n");
+}
+
+/* The scalar loop over elements [from, n). */
+static void scalar_loop(sbuf_t *b, const cgj_fuse_chain_t *ch, const char *from)
+{
+    put(b, "  for (long long i = %s + t; i < n; i += stride) {\n", from);
+    for (unsigned k = 0; k < ch->nbufs; k++) {
+        const char *et = cgj_ew_type_ctypes[ch->buf[k].type];
+        if (ch->buf[k].load) put(b, "    %s v%u = b%u[i];\n", et, k, k);
+        else put(b, "    %s v%u;\n", et, k);
+    }
+    put(b, "    ");
+    elem_call(b, ch, "i", "v%u");
+    for (unsigned k = 0; k < ch->nbufs; k++)
+        if (ch->buf[k].store) put(b, "    b%u[i] = v%u;\n", k, k);
+    put(b, "  }\n");
+}
+
+/* Four elements a thread, with 16-byte loads and stores, then the scalar tail. */
+static void vector_loop(sbuf_t *b, const cgj_fuse_chain_t *ch)
+{
+    static const char lanes[] = "xyzw";
+    put(b, "  const long long nv = n / 4;\n");
+    put(b, "  for (long long q = t; q < nv; q += stride) {\n");
+    for (unsigned k = 0; k < ch->nbufs; k++) {
+        if (ch->buf[k].load) put(b, "    float4 w%u = reinterpret_cast<const float4 *>(b%u)[q];\n", k, k);
+        else put(b, "    float4 w%u;\n", k);
+    }
+    for (int j = 0; j < 4; j++) {
+        char index[16], fmt[16];
+        snprintf(index, sizeof index, "4 * q + %d", j);
+        snprintf(fmt, sizeof fmt, "w%%u.%c", lanes[j]);
+        put(b, "    ");
+        elem_call(b, ch, index, fmt);
+    }
+    for (unsigned k = 0; k < ch->nbufs; k++)
+        if (ch->buf[k].store) put(b, "    reinterpret_cast<float4 *>(b%u)[q] = w%u;\n", k, k);
+    put(b, "  }\n");
+    scalar_loop(b, ch, "4 * nv");
+}
+
 char *cgj_fusion_codegen(const cgj_fuse_chain_t *ch)
 {
     sbuf_t b = {.s = cgj_xmalloc(4096), .cap = 4096};
     b.s[0] = 0;
     put(&b, "%s", PRELUDE);
+    element_function(&b, ch);
     put(&b, "extern \"C\" __global__ void __launch_bounds__(%d) cgj_fused(", CGJ_FUSE_BLOCK);
     for (unsigned k = 0; k < ch->nbufs; k++)
         put(&b, "%s *__restrict__ b%u, ", cgj_ew_type_ctypes[ch->buf[k].type], k);
     put(&b, "long long n)\n{\n");
     put(&b, "  const long long stride = (long long)gridDim.x * blockDim.x;\n");
-    put(&b, "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {\n");
-    for (unsigned k = 0; k < ch->nbufs; k++) {
-        const char *et = cgj_ew_type_ctypes[ch->buf[k].type];
-        if (ch->buf[k].load) put(&b, "    %s v%u = b%u[i];\n", et, k, k);
-        else put(&b, "    %s v%u;\n", et, k);
-    }
-    for (unsigned s = 0; s < ch->nstages; s++) stage(&b, ch, s, ch->st[s].spec->elem);
-    for (unsigned k = 0; k < ch->nbufs; k++)
-        if (ch->buf[k].store) put(&b, "    b%u[i] = v%u;\n", k, k);
-    put(&b, "  }\n}\n");
+    put(&b, "  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n");
+    if (cgj_fusion_vectorized(ch)) vector_loop(&b, ch);
+    else scalar_loop(&b, ch, "0");
+    put(&b, "}\n");
     return b.s;
+}
+
+unsigned cgj_fusion_launch_grid(const cgj_fuse_chain_t *ch)
+{
+    return cgj_fusion_grid(cgj_fusion_vectorized(ch) ? (ch->n + 3) / 4 : ch->n);
 }

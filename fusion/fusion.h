@@ -70,6 +70,11 @@ static inline unsigned cgj_fusion_grid(uint64_t n)
     return g < 1 ? 1u : g > (1u << 20) ? (1u << 20) : (unsigned)g;
 }
 
+/* Does chain ch's kernel take four elements a thread (float buffers, 16-byte aligned)? */
+bool cgj_fusion_vectorized(const cgj_fuse_chain_t *ch);
+/* The blocks chain ch's kernel is launched with. */
+unsigned cgj_fusion_launch_grid(const cgj_fuse_chain_t *ch);
+
 /* The CUDA C of chain ch's kernel, `extern "C" __global__ void cgj_fused(T0 *b0, ..., long long
  * n)`, into a new string (release with cgj_free). Scalars are literals of their exact bits;
  * pointers and the count are parameters, so chains that differ only in addresses share a kernel. */

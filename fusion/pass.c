@@ -85,7 +85,7 @@ static void add_fused(cgj_fused_t **list, uint32_t *n, const cgj_fuse_chain_t *c
 {
     *list = cgj_xrealloc(*list, (*n + 1) * sizeof **list);
     cgj_fused_t *fu = &(*list)[(*n)++];
-    *fu = (cgj_fused_t){.first = first, .last = last, .nstages = ch->nstages, .f = f, .grid = cgj_fusion_grid(ch->n),
+    *fu = (cgj_fused_t){.first = first, .last = last, .nstages = ch->nstages, .f = f, .grid = cgj_fusion_launch_grid(ch),
                         .block = CGJ_FUSE_BLOCK, .nargs = ch->nbufs + 1};
     fu->args = cgj_xcalloc(fu->nargs, sizeof *fu->args);
     fu->ptrs = cgj_xcalloc(fu->nargs, sizeof *fu->ptrs);

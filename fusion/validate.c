@@ -181,7 +181,7 @@ static bool compare_all(const cgj_fuse_chain_t *ch, const scratch_t *sc, cgj_rea
 
 bool cgj_fusion_validate(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, CUfunction f, cgj_reason_t *why)
 {
-    unsigned grid = cgj_fusion_grid(ch->n);
+    unsigned grid = cgj_fusion_launch_grid(ch);
     scratch_t sc = {.s = NULL};
     /* the step's last kernels may still be writing the buffers: the device settles first */
     CUresult r = cgj_drv.r_cuCtxSynchronize();

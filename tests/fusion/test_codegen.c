@@ -605,3 +605,43 @@ Test(fusion_codegen, a_missing_nvrtc_is_reported)
     cr_assert_not(cold);
     assert_has(err, "NVRTC not found");
 }
+
+/* Float buffers on 16-byte boundaries: four elements a thread with 16-byte loads and stores,
+ * then a scalar tail; the grid covers a quarter of the elements. */
+Test(fusion_codegen, aligned_float_chains_take_four_elements_a_thread)
+{
+    const cgj_ew_spec_t *sp = spec("(out float y, in float x, float a, float b, count int n): y = a * x + b");
+    chain(1003, 1);
+    unsigned x = buf(CGJ_EW_F32, true, false), y = buf(CGJ_EW_F32, false, true);
+    stage(sp, (unsigned[]){y, x}, (uint64_t[]){f32(0.5f), f32(2.0f), 1003});
+    cr_assert(cgj_fusion_vectorized(&ch));
+    const char *s = gen();
+    assert_has(s, "float4 w0 = reinterpret_cast<const float4 *>(b0)[q];");
+    assert_has(s, "reinterpret_cast<float4 *>(b1)[q] = w1;");
+    assert_lacks(s, "= reinterpret_cast<const float4 *>(b1)");
+    cr_assert_eq(occurrences(s, "cgj_elem(4 * q + "), 4);
+    assert_has(s, "for (long long i = 4 * nv + t; i < n; i += stride)");
+    cr_assert_eq(cgj_fusion_launch_grid(&ch), cgj_fusion_grid((1003 + 3) / 4));
+    size_t size;
+    compile_cold(s, &size);
+}
+
+/* One buffer off a 16-byte boundary, or a double buffer: one element a thread. */
+Test(fusion_codegen, unaligned_or_double_chains_take_one_element_a_thread)
+{
+    const cgj_ew_spec_t *sp = spec("(out float y, in float x, float a, float b, count int n): y = a * x + b");
+    chain(1000, 1);
+    unsigned x = buf(CGJ_EW_F32, true, false), y = buf(CGJ_EW_F32, false, true);
+    ch.buf[x].addr += 4;
+    stage(sp, (unsigned[]){y, x}, (uint64_t[]){f32(0.5f), f32(2.0f), 1000});
+    cr_assert_not(cgj_fusion_vectorized(&ch));
+    cr_assert_eq(cgj_fusion_launch_grid(&ch), cgj_fusion_grid(1000));
+    const char *s = gen();
+    assert_lacks(s, "float4");
+    assert_has(s, "for (long long i = 0 + t; i < n; i += stride)");
+    const cgj_ew_spec_t *dp = spec("(out double y, in double x, count int n): y = 2 * x");
+    chain(1000, 1);
+    x = buf(CGJ_EW_F64, true, false), y = buf(CGJ_EW_F64, false, true);
+    stage(dp, (unsigned[]){y, x}, NULL);
+    cr_assert_not(cgj_fusion_vectorized(&ch));
+}
