@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+__thread unsigned cgj_internal_calls;
+
 void cgj_panic(const char *file, int line, const char *msg)
 {
     fprintf(stderr, "cgjit: internal error at %s:%d: %s\n", file, line, msg);

@@ -35,4 +35,9 @@ uint64_t cgj_now_ns(void);
 /* FNV-1a over bytes, for anchor names and signatures. */
 uint64_t cgj_hash_bytes(const void *p, size_t n, uint64_t seed);
 
+/* Calls cgjit itself is making on this thread into a library (fusion/'s cuBLASLt matmuls, at
+ * build and when a side exit re-issues one): while nonzero, the driver and library wrappers
+ * forward everything at once, so that nothing the library does is taken for the program's. */
+extern __thread unsigned cgj_internal_calls;
+
 #endif /* CGJ_BASE_H */

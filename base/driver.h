@@ -200,7 +200,8 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuMemSetAccess, cuMemSetAccess)                                         \
     D(cuDeviceGetAttribute, cuDeviceGetAttribute)                             \
     D(cuModuleLoadData, cuModuleLoadData)                                     \
-    D(cuModuleGetFunction, cuModuleGetFunction)
+    D(cuModuleGetFunction, cuModuleGetFunction)                               \
+    D(cuEventElapsedTime_v2, cuEventElapsedTime)
 
 typedef struct cgj_driver {
 #define CGJ_DRV_FIELD(exported, proto, ...) __typeof__(proto) *r_##exported;

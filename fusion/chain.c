@@ -35,7 +35,7 @@ const cgj_ew_spec_t *cgj_fusion_spec_of(const cgj_op_t *o, cgj_reason_t *why)
 
 /* The value of parameter k of op o as recorded, zero-extended: a kernel's from its parameter
  * buffer; a library call's from its description, where a pointer is the argument it names. */
-static uint64_t param_bits(const cgj_op_t *o, uint32_t k)
+uint64_t cgj_fusion_param(const cgj_op_t *o, uint32_t k)
 {
     if (o->lib) {
         uint64_t v = o->lib->ew.vals[k];
@@ -51,7 +51,7 @@ static uint64_t param_bits(const cgj_op_t *o, uint32_t k)
 /* Integer parameter k of op o as a non-negative number, UINT64_MAX for a negative one. */
 static uint64_t integer_of(const cgj_op_t *o, const cgj_ew_spec_t *sp, uint32_t k)
 {
-    uint64_t bits = param_bits(o, k);
+    uint64_t bits = cgj_fusion_param(o, k);
     switch (sp->p[k].type) {
     case CGJ_EW_I32: return (int32_t)bits < 0 ? UINT64_MAX : (uint64_t)(int32_t)bits;
     case CGJ_EW_I64: return (int64_t)bits < 0 ? UINT64_MAX : bits;
@@ -118,7 +118,7 @@ static bool add_stage(cgj_fuse_chain_t *ch, const cgj_op_t *o, uint32_t i, const
     cgj_fuse_stage_t *st = &ch->st[ch->nstages];
     *st = (cgj_fuse_stage_t){.spec = sp, .op = i};
     for (uint32_t k = 0; k < sp->nparams; k++) {
-        uint64_t v = param_bits(o, k);
+        uint64_t v = cgj_fusion_param(o, k);
         if (!cgj_ew_is_pointer(sp, k)) {
             st->scalar[k] = v;
             continue;
@@ -214,4 +214,21 @@ void cgj_fusion_mark_stores(const cgj_oplist_t *l, uint32_t last, cgj_fuse_chain
         b->store = read;
     }
     cgj_blocks_free(&bl);
+}
+
+uint32_t cgj_fusion_element_end(const cgj_oplist_t *l, uint32_t i)
+{
+    const cgj_op_t *o = &l->ops[i];
+    return o->lib ? i + o->lib->nops : i;
+}
+
+CUstream cgj_fusion_element_stream(const cgj_oplist_t *l, uint32_t i)
+{
+    return l->ops[l->ops[i].lib ? i + 1 : i].call.stream;
+}
+
+uint32_t cgj_fusion_next_element(const cgj_oplist_t *l, uint32_t from)
+{
+    while (from < l->n && cgj_op_class[l->ops[from].call.kind] == CGJ_CLASS_POOL) from++;
+    return from;
 }

@@ -85,6 +85,15 @@ char *cgj_fusion_codegen(const cgj_fuse_chain_t *ch);
  * False with *why (FUSE_*) if they cannot be one kernel. Release ch->st with cgj_free. */
 bool cgj_fusion_chain_of(const cgj_oplist_t *l, const cgj_ew_spec_t *const *specs, uint32_t first, uint32_t last,
                          cgj_fuse_chain_t *ch, cgj_reason_t *why);
+/* Parameter k of op o (a chain stage) as recorded, zero-extended; a pointer as its address. */
+uint64_t cgj_fusion_param(const cgj_op_t *o, uint32_t k);
+/* The last op of the stage at op i: the op, or the last op its library call issued. */
+uint32_t cgj_fusion_element_end(const cgj_oplist_t *l, uint32_t i);
+/* The stream a stage's work runs on. */
+CUstream cgj_fusion_element_stream(const cgj_oplist_t *l, uint32_t i);
+/* The first op from `from` on that is not one of the step's own allocations or frees (which
+ * issue nothing in replay): where the next stage may begin. l->n where none. */
+uint32_t cgj_fusion_next_element(const cgj_oplist_t *l, uint32_t from);
 /* The element count op o (of spec sp) was launched with (the product of its count parameters),
  * UINT64_MAX if one is negative or the product overflows. */
 uint64_t cgj_fusion_count(const cgj_op_t *o, const cgj_ew_spec_t *sp);
@@ -122,7 +131,44 @@ void *cgj_fusion_cache_read(const char *dir, const char *key, size_t *size);
  * writers and readers never see a partial entry. False if it could not be written. */
 bool cgj_fusion_cache_write(const char *dir, const char *key, const void *data, size_t size);
 
+/* ---- gemm.c: a GEMM and its bias and activation as one cuBLASLt matmul ---- */
+
+typedef struct cgj_gemm_fold {
+    uint32_t first, last;        /* the GEMM's LIB op .. the last op folded into the matmul */
+    uint32_t stages[3], nstages; /* the GEMM's LIB op, then the bias's and activation's ops */
+    void *ctx;                   /* the matmul: cgj_fusion_gemm_issue, cgj_fusion_gemm_release */
+} cgj_gemm_fold_t;
+
+/* The matmul for the GEMM at LIB op i of t and the stages after it that it can take (specs as
+ * the pass found them): in mode default only where a bias follows; in max-autotune also alone,
+ * where a cuBLASLt algorithm is faster than the program's calls. Checked and timed on copies of
+ * the real operands. False with why.code NONE where there is nothing to fold, else the reason. */
+bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, uint32_t i, cgj_gemm_fold_t *out,
+                     cgj_reason_t *why);
+CUresult cgj_fusion_gemm_issue(void *ctx, CUstream s);
+void cgj_fusion_gemm_release(void *ctx);
+
 /* ---- validate.c ---- */
+
+/* What may run in place of a chain's ops: run(ctx, ch, bufs, stream) on copies of the chain's
+ * buffers (bufs[k] for ch->buf[k]). */
+typedef struct cgj_fuse_candidate {
+    CUresult (*run)(void *ctx, const cgj_fuse_chain_t *ch, const CUdeviceptr *bufs, CUstream s);
+    void *ctx;
+    bool ok;   /* out: within the tolerance */
+    float us;  /* out: median time of a run where timed, else -1 */
+} cgj_fuse_candidate_t;
+
+/* Run ops [first, last] of l ... (see cgj_fusion_validate) once, then each of the nc candidates
+ * on fresh copies, and compare what each stores with what the ops stored: per element, or
+ * `normwise` (against the largest eager magnitude: a GEMM's rounding). With ops_us, each valid
+ * candidate and the ops themselves are timed too (median of 5 runs, microseconds). Returns how
+ * many candidates are valid; where none, *why says why the first failed (FUSE_MISMATCH,
+ * FUSE_VALIDATE). */
+int cgj_fusion_check(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, cgj_fuse_candidate_t *c, uint32_t nc,
+                     bool normwise, float *ops_us, cgj_reason_t *why);
+/* A candidate's run for a fused kernel (ctx: its CUfunction). */
+CUresult cgj_fusion_run_kernel(void *f, const cgj_fuse_chain_t *ch, const CUdeviceptr *bufs, CUstream s);
 
 /* Run ops [first, last] of l and fused kernel f on copies of the chain's buffers (their
  * contents now), and compare what each stores: within the tolerance of the mode. False with *why

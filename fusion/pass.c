@@ -103,14 +103,14 @@ static void record(cgj_trace_t *t, const cgj_fuse_chain_t *ch, uint32_t first, u
     t->fused_ops += ch->nstages;
 }
 
-/* Solo kernels for the chain's library calls that replay cannot reproduce from their own ops
- * (not absorbable): each stage alone, every output stored, validated like the chain. They go to
- * `solo` (n entries) until the chain stands. */
-static bool make_solos(cgj_trace_t *t, const cgj_ew_spec_t *const *specs, const cgj_fuse_chain_t *ch,
+/* Solo kernels for the library calls at ops[0..nops) that replay cannot reproduce from their own
+ * ops (not absorbable): each stage alone, every output stored, validated like the chain. They go
+ * to `solo` (n entries) until the chain stands. */
+static bool make_solos(cgj_trace_t *t, const cgj_ew_spec_t *const *specs, const uint32_t *ops, uint32_t nops,
                        cgj_fused_t **solo, uint32_t *n, cgj_fusion_stats_t *st, cgj_reason_t *why)
 {
-    for (uint32_t s = 0; s < ch->nstages; s++) {
-        uint32_t at = ch->st[s].op;
+    for (uint32_t s = 0; s < nops; s++) {
+        uint32_t at = ops[s];
         const cgj_libop_t *l = t->list.ops[at].lib;
         if (!l || l->absorbable) continue;
         cgj_fuse_chain_t one;
@@ -126,8 +126,19 @@ static bool make_solos(cgj_trace_t *t, const cgj_ew_spec_t *const *specs, const 
 
 static void free_fused(cgj_fused_t *list, uint32_t n)
 {
-    for (uint32_t k = 0; k < n; k++) cgj_free(list[k].args), cgj_free(list[k].ptrs);
+    for (uint32_t k = 0; k < n; k++) {
+        if (list[k].release) list[k].release(list[k].ctx);
+        cgj_free(list[k].args), cgj_free(list[k].ptrs);
+    }
     cgj_free(list);
+}
+
+static void keep_solos(cgj_trace_t *t, cgj_fused_t *solo, uint32_t nsolo)
+{
+    t->solo = cgj_xrealloc(t->solo, (t->nsolo + nsolo) * sizeof *t->solo);
+    memcpy(t->solo + t->nsolo, solo, nsolo * sizeof *solo);
+    t->nsolo += nsolo;
+    cgj_free(solo);
 }
 
 static void drop(cgj_trace_t *t, const char *anchor, uint32_t first, const cgj_reason_t *why, cgj_fusion_stats_t *st)
@@ -155,16 +166,15 @@ static void fuse(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t *const 
     ok = ok && cgj_fusion_validate(&t->list, &ch, f, &why);
     st->validate_ns += cgj_now_ns() - t0;
     cgj_fused_t *solo = NULL;
-    uint32_t nsolo = 0;
-    ok = ok && make_solos(t, specs, &ch, &solo, &nsolo, st, &why);
+    uint32_t nsolo = 0, *stage_ops = cgj_xcalloc(ch.nstages + 1, sizeof *stage_ops);
+    for (uint32_t k = 0; k < ch.nstages; k++) stage_ops[k] = ch.st[k].op;
+    ok = ok && make_solos(t, specs, stage_ops, ch.nstages, &solo, &nsolo, st, &why);
+    cgj_free(stage_ops);
     if (ok) {
         uint32_t stored = 0;
         for (uint32_t k = 0; k < ch.nbufs; k++) stored += ch.buf[k].store;
         record(t, &ch, first, last, f);
-        t->solo = cgj_xrealloc(t->solo, (t->nsolo + nsolo) * sizeof *t->solo);
-        memcpy(t->solo + t->nsolo, solo, nsolo * sizeof *solo);
-        t->nsolo += nsolo;
-        cgj_free(solo);
+        keep_solos(t, solo, nsolo);
         st->chains++, st->ops += ch.nstages;
         CGJ_LOG(trace, "anchor '%s': ops %u-%u: %u kernels fused into one (%u buffers, %u stored)", anchor, first, last,
                 ch.nstages, ch.nbufs, stored);
@@ -173,6 +183,39 @@ static void fuse(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t *const 
         drop(t, anchor, first, &why, st);
     }
     cgj_free(ch.st);
+}
+
+/* The GEMM at LIB op i with what follows it as one cuBLASLt matmul, where it can be: the ops it
+ * takes leave the elementwise chains (specs cleared). */
+static void fold_gemm(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t **specs, uint32_t i,
+                      cgj_fusion_stats_t *st)
+{
+    cgj_gemm_fold_t f = {.ctx = NULL};
+    cgj_reason_t why;
+    cgj_fused_t *solo = NULL;
+    uint32_t nsolo = 0;
+    uint64_t t0 = cgj_now_ns();
+    bool ok = cgj_fusion_gemm(t, specs, i, &f, &why) &&
+              make_solos(t, specs, f.stages + 1, f.nstages - 1, &solo, &nsolo, st, &why);
+    st->validate_ns += cgj_now_ns() - t0;
+    if (!ok) {
+        if (why.code != CGJ_REASON_NONE) {
+            if (f.ctx) cgj_fusion_gemm_release(f.ctx);
+            free_fused(solo, nsolo);
+            drop(t, anchor, i, &why, st);
+        }
+        return;
+    }
+    t->fused = cgj_xrealloc(t->fused, (t->nfused + 1) * sizeof *t->fused);
+    t->fused[t->nfused++] = (cgj_fused_t){.first = f.first, .last = f.last, .nstages = f.nstages,
+                                          .issue = cgj_fusion_gemm_issue, .release = cgj_fusion_gemm_release,
+                                          .ctx = f.ctx};
+    for (uint32_t k = f.first; k <= f.last; k++) t->list.ops[k].fused = t->nfused, specs[k] = NULL;
+    t->fused_chains++, t->fused_ops += f.nstages, t->fused_gemms++;
+    st->chains++, st->ops += f.nstages;
+    keep_solos(t, solo, nsolo);
+    CGJ_LOG(trace, "anchor '%s': ops %u-%u: a GEMM and %u stage(s) after it as one cuBLASLt matmul", anchor, f.first,
+            f.last, f.nstages - 1);
 }
 
 /* The spec of library call op i if its group may be part of a chain: described, with arguments
@@ -215,19 +258,6 @@ static const cgj_ew_spec_t *eligible(cgj_trace_t *t, const char *anchor, uint32_
     return sp;
 }
 
-/* The last op of the chain element at op i: the op, or the last op its library call issued. */
-static uint32_t element_end(const cgj_trace_t *t, uint32_t i)
-{
-    const cgj_op_t *o = &t->list.ops[i];
-    return o->lib ? i + o->lib->nops : i;
-}
-
-/* The stream an element's work runs on. */
-static CUstream element_stream(const cgj_trace_t *t, uint32_t i)
-{
-    return t->list.ops[t->list.ops[i].lib ? i + 1 : i].call.stream;
-}
-
 void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st)
 {
     memset(st, 0, sizeof *st);
@@ -239,21 +269,23 @@ void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st)
         if (o->lib) group_end = i + 1 + o->lib->nops;
         specs[i] = eligible(t, anchor, i, i < group_end && !o->lib, st);
     }
+    for (uint32_t i = 0; i < n; i++)
+        if (t->list.ops[i].lib && t->list.ops[i].lib->gemm.valid) fold_gemm(t, anchor, specs, i, st);
     for (uint32_t i = 0; i < n;) {
         if (!specs[i]) {
             i++;
             continue;
         }
-        uint32_t last = element_end(t, i), stages = 1;
-        CUstream s = element_stream(t, i);
+        uint32_t last = cgj_fusion_element_end(&t->list, i), stages = 1;
+        CUstream s = cgj_fusion_element_stream(&t->list, i);
         uint64_t count = cgj_fusion_count(&t->list.ops[i], specs[i]);
         for (uint32_t j = last + 1; j < n && stages < CGJ_FUSE_MAX_STAGES && !t->list.ops[last].handoff;) {
             if (cgj_op_class[t->list.ops[j].call.kind] == CGJ_CLASS_POOL) {
                 j++;
                 continue;
             }
-            if (!specs[j] || element_stream(t, j) != s || cgj_fusion_count(&t->list.ops[j], specs[j]) != count) break;
-            last = element_end(t, j), stages++;
+            if (!specs[j] || cgj_fusion_element_stream(&t->list, j) != s || cgj_fusion_count(&t->list.ops[j], specs[j]) != count) break;
+            last = cgj_fusion_element_end(&t->list, j), stages++;
             j = last + 1;
         }
         if (stages >= 2 && count && count != UINT64_MAX) fuse(t, anchor, specs, i, last, st);
@@ -267,5 +299,5 @@ void cgj_fusion_free(cgj_trace_t *t)
     free_fused(t->fused, t->nfused);
     free_fused(t->solo, t->nsolo);
     t->fused = t->solo = NULL;
-    t->nfused = t->fused_chains = t->fused_ops = t->nsolo = 0;
+    t->nfused = t->fused_chains = t->fused_ops = t->fused_gemms = t->nsolo = 0;
 }

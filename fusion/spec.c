@@ -5,6 +5,7 @@
 #include "fusion/spec.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,4 +346,57 @@ bool cgj_ew_parse(const char *text, cgj_ew_spec_t *out, char *err, size_t errlen
 unsigned cgj_ew_param_bytes(const cgj_ew_spec_t *s, uint32_t k)
 {
     return cgj_ew_is_pointer(s, k) ? 8u : cgj_ew_type_bytes[s->p[k].type];
+}
+
+static double eval_call(const cgj_ew_node_t *n, double a, double b)
+{
+    switch (n->fn) {
+    case CGJ_EW_FN_exp: return exp(a);
+    case CGJ_EW_FN_log: return log(a);
+    case CGJ_EW_FN_sqrt: return sqrt(a);
+    case CGJ_EW_FN_rsqrt: return 1.0 / sqrt(a);
+    case CGJ_EW_FN_tanh: return tanh(a);
+    case CGJ_EW_FN_erf: return erf(a);
+    case CGJ_EW_FN_abs: return fabs(a);
+    case CGJ_EW_FN_sigmoid: return 1.0 / (1.0 + exp(-a));
+    case CGJ_EW_FN_relu: return fmax(a, 0.0);
+    case CGJ_EW_FN_gelu: return 0.5 * a * (1.0 + erf(a * 0.70710678118654752));
+    case CGJ_EW_FN_gelu_tanh: return 0.5 * a * (1.0 + tanh(0.79788456080286536 * (a + 0.044715 * a * a * a)));
+    case CGJ_EW_FN_min: return fmin(a, b);
+    case CGJ_EW_FN_max: return fmax(a, b);
+    default: return pow(a, b);
+    }
+}
+
+static double eval_binary(char op, double a, double b)
+{
+    switch (op) {
+    case '+': return a + b;
+    case '-': return a - b;
+    case '*': return a * b;
+    case '/': return a / b;
+    case '<': return a < b;
+    case '>': return a > b;
+    case 'l': return a <= b;
+    case 'g': return a >= b;
+    case '=': return a == b;
+    default: return a != b;
+    }
+}
+
+double cgj_ew_eval(const cgj_ew_spec_t *s, unsigned root, const double *params)
+{
+    double v[CGJ_EW_MAX_NODES];
+    for (unsigned k = 0; k <= root && k < s->nnodes; k++) { /* children come first */
+        const cgj_ew_node_t *n = &s->n[k];
+        switch (n->kind) {
+        case CGJ_EW_NUM: v[k] = n->num; break;
+        case CGJ_EW_PARAM: v[k] = params[n->param]; break;
+        case CGJ_EW_NEG: v[k] = -v[n->a]; break;
+        case CGJ_EW_BINARY: v[k] = eval_binary((char)n->op, v[n->a], v[n->b]); break;
+        case CGJ_EW_SELECT: v[k] = v[n->a] != 0 ? v[n->b] : v[n->c]; break;
+        default: v[k] = eval_call(n, v[n->a], v[n->b]); break;
+        }
+    }
+    return root < s->nnodes ? v[root] : NAN;
 }

@@ -128,6 +128,10 @@ typedef struct cgj_ew_spec {
 /* Parse `text` into *out. False with a message in err ("column C: ...") if it does not parse or
  * breaks a rule above. */
 bool cgj_ew_parse(const char *text, cgj_ew_spec_t *out, char *err, size_t errlen);
+/* The value of expression node `root` of s in double precision, with params[k] the value of
+ * parameter k (a pointer's: its element). What fusion/ uses to recognize what a stage does (a
+ * bias add, an activation) by evaluating it at a few points. */
+double cgj_ew_eval(const cgj_ew_spec_t *s, unsigned root, const double *params);
 /* Bytes of parameter k as the kernel receives it (8 for a pointer). */
 unsigned cgj_ew_param_bytes(const cgj_ew_spec_t *s, uint32_t k);
 /* Is parameter k a pointer (in, out or inout)? */

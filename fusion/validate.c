@@ -34,8 +34,17 @@ static CUresult make_scratch(const cgj_fuse_chain_t *ch, scratch_t *sc)
         r = cgj_drv.r_cuMemAlloc_v2(&sc->eager[k], bytes);
         if (r == CUDA_SUCCESS) r = cgj_drv.r_cuMemAlloc_v2(&sc->fused[k], bytes);
         if (r == CUDA_SUCCESS) r = cgj_drv.r_cuMemcpyDtoDAsync_v2(sc->eager[k], ch->buf[k].addr, bytes, sc->s);
-        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuMemcpyDtoDAsync_v2(sc->fused[k], ch->buf[k].addr, bytes, sc->s);
     }
+    return r;
+}
+
+/* The candidates' copies as the chain's buffers hold now. */
+static CUresult reset_fused(const cgj_fuse_chain_t *ch, const scratch_t *sc)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (uint32_t k = 0; k < ch->nbufs && r == CUDA_SUCCESS; k++)
+        r = cgj_drv.r_cuMemcpyDtoDAsync_v2(sc->fused[k], ch->buf[k].addr,
+                                           ch->buf[k].extent * cgj_ew_type_bytes[ch->buf[k].type], sc->s);
     return r;
 }
 
@@ -124,13 +133,14 @@ static CUresult run_eager(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, con
     return r;
 }
 
-static CUresult run_fused(const cgj_fuse_chain_t *ch, CUfunction f, unsigned grid, const scratch_t *sc)
+CUresult cgj_fusion_run_kernel(void *f, const cgj_fuse_chain_t *ch, const CUdeviceptr *bufs, CUstream s)
 {
     uint64_t args[CGJ_FUSE_MAX_BUFS + 1];
     void *ptrs[CGJ_FUSE_MAX_BUFS + 1];
-    for (uint32_t k = 0; k < ch->nbufs; k++) args[k] = sc->fused[k], ptrs[k] = &args[k];
+    for (uint32_t k = 0; k < ch->nbufs; k++) args[k] = bufs[k], ptrs[k] = &args[k];
     args[ch->nbufs] = ch->n, ptrs[ch->nbufs] = &args[ch->nbufs];
-    return cgj_drv.r_cuLaunchKernel(f, grid, 1, 1, CGJ_FUSE_BLOCK, 1, 1, 0, sc->s, ptrs, NULL);
+    return cgj_drv.r_cuLaunchKernel((CUfunction)f, cgj_fusion_launch_grid(ch), 1, 1, CGJ_FUSE_BLOCK, 1, 1, 0, s, ptrs,
+                                    NULL);
 }
 
 /* Element i of a buffer of `type` as a double. */
@@ -140,16 +150,21 @@ static double element(const void *p, uint8_t type, uint64_t i)
     return ((const double *)p)[i];
 }
 
-/* Compare buffer k's two copies; false with *why at the worst element. */
-static bool compare(const cgj_fuse_chain_t *ch, uint32_t k, const void *e, const void *f, cgj_reason_t *why)
+/* Compare buffer k's two copies (normwise: against the largest eager magnitude, as a GEMM's
+ * rounding goes); false with *why at the worst element. */
+static bool compare(const cgj_fuse_chain_t *ch, uint32_t k, const void *e, const void *f, bool normwise,
+                    cgj_reason_t *why)
 {
     uint8_t type = ch->buf[k].type;
-    double worst = 0;
+    double worst = 0, scale = 0;
     uint64_t at = 0;
+    for (uint64_t i = 0; normwise && i < ch->n; i++)
+        if (isfinite(element(e, type, i))) scale = fmax(scale, fabs(element(e, type, i)));
     for (uint64_t i = 0; i < ch->n; i++) {
         double a = element(e, type, i), b = element(f, type, i);
         if (a == b || (isnan(a) && isnan(b))) continue;
-        double over = isfinite(a) && isfinite(b) ? fabs(a - b) - (ABS_TOL + REL_TOL * fabs(a)) : INFINITY;
+        double over = isfinite(a) && isfinite(b) ? fabs(a - b) - (ABS_TOL + REL_TOL * (normwise ? scale : fabs(a)))
+                                                 : INFINITY;
         if (over > worst || isnan(over)) worst = over, at = i;
     }
     if (worst <= 0) return true;
@@ -159,39 +174,111 @@ static bool compare(const cgj_fuse_chain_t *ch, uint32_t k, const void *e, const
     return false;
 }
 
-static bool compare_all(const cgj_fuse_chain_t *ch, const scratch_t *sc, cgj_reason_t *why)
+/* The eager results of the buffers the chain stores, read back (one block, buffer by buffer). */
+static void *read_stored(const cgj_fuse_chain_t *ch, const CUdeviceptr *bufs, CUresult *r)
 {
-    bool ok = true;
-    for (uint32_t k = 0; k < ch->nbufs && ok; k++) {
+    size_t total = 0;
+    for (uint32_t k = 0; k < ch->nbufs; k++)
+        if (ch->buf[k].store) total += ch->n * cgj_ew_type_bytes[ch->buf[k].type];
+    uint8_t *h = cgj_xmalloc(total ? total : 1), *p = h;
+    *r = CUDA_SUCCESS;
+    for (uint32_t k = 0; k < ch->nbufs && *r == CUDA_SUCCESS; k++) {
         if (!ch->buf[k].store) continue;
         size_t bytes = ch->n * cgj_ew_type_bytes[ch->buf[k].type];
-        void *e = cgj_xmalloc(bytes), *f = cgj_xmalloc(bytes);
-        CUresult r = cgj_drv.r_cuMemcpyDtoH_v2(e, sc->eager[k], bytes);
-        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuMemcpyDtoH_v2(f, sc->fused[k], bytes);
-        if (r != CUDA_SUCCESS) {
-            cgj_reason_set(why, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "reading back: %s", cgj_driver_errstr(r));
-            ok = false;
-        } else {
-            ok = compare(ch, k, e, f, why);
-        }
-        cgj_free(e), cgj_free(f);
+        *r = cgj_drv.r_cuMemcpyDtoH_v2(p, bufs[k], bytes);
+        p += bytes;
     }
-    return ok;
+    return h;
 }
 
-bool cgj_fusion_validate(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, CUfunction f, cgj_reason_t *why)
+static bool compare_all(const cgj_fuse_chain_t *ch, const uint8_t *e, const uint8_t *f, bool normwise,
+                        cgj_reason_t *why)
 {
-    unsigned grid = cgj_fusion_launch_grid(ch);
+    for (uint32_t k = 0; k < ch->nbufs; k++) {
+        if (!ch->buf[k].store) continue;
+        if (!compare(ch, k, e, f, normwise, why)) return false;
+        size_t bytes = ch->n * cgj_ew_type_bytes[ch->buf[k].type];
+        e += bytes, f += bytes;
+    }
+    return true;
+}
+
+#define TIMED_RUNS 5
+
+/* Median microseconds of TIMED_RUNS runs of c (ops: the chain's own ops on the eager copies). */
+static float time_runs(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, const scratch_t *sc,
+                       const cgj_fuse_candidate_t *c)
+{
+    CUevent ev[TIMED_RUNS + 1];
+    float t[TIMED_RUNS], us = -1;
+    uint32_t made = 0;
+    CUresult r = CUDA_SUCCESS;
+    while (made <= TIMED_RUNS && r == CUDA_SUCCESS) r = cgj_drv.r_cuEventCreate(&ev[made++], CU_EVENT_DEFAULT);
+    if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventRecord(ev[0], sc->s);
+    for (int k = 0; k < TIMED_RUNS && r == CUDA_SUCCESS; k++) {
+        r = c ? c->run(c->ctx, ch, sc->fused, sc->s) : run_eager(l, ch, sc);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventRecord(ev[k + 1], sc->s);
+    }
+    if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventSynchronize(ev[TIMED_RUNS]);
+    for (int k = 0; k < TIMED_RUNS && r == CUDA_SUCCESS; k++) r = cgj_drv.r_cuEventElapsedTime_v2(&t[k], ev[k], ev[k + 1]);
+    if (r == CUDA_SUCCESS) {
+        for (int a = 0; a < TIMED_RUNS; a++) /* insertion sort: five values */
+            for (int b = a; b > 0 && t[b] < t[b - 1]; b--) {
+                float x = t[b];
+                t[b] = t[b - 1], t[b - 1] = x;
+            }
+        us = t[TIMED_RUNS / 2] * 1000.0f;
+    }
+    while (made) cgj_drv.r_cuEventDestroy_v2(ev[--made]);
+    return us;
+}
+
+/* Candidate c on fresh copies, compared with the eager results e. */
+static bool check_one(const cgj_fuse_chain_t *ch, const scratch_t *sc, cgj_fuse_candidate_t *c, const uint8_t *e,
+                      bool normwise, cgj_reason_t *why)
+{
+    CUresult r = reset_fused(ch, sc);
+    if (r == CUDA_SUCCESS) r = c->run(c->ctx, ch, sc->fused, sc->s);
+    if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamSynchronize(sc->s);
+    uint8_t *f = r == CUDA_SUCCESS ? read_stored(ch, sc->fused, &r) : NULL;
+    if (r != CUDA_SUCCESS) cgj_reason_set(why, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "%s", cgj_driver_errstr(r));
+    c->ok = r == CUDA_SUCCESS && compare_all(ch, e, f, normwise, why);
+    cgj_free(f);
+    return c->ok;
+}
+
+int cgj_fusion_check(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, cgj_fuse_candidate_t *c, uint32_t nc,
+                     bool normwise, float *ops_us, cgj_reason_t *why)
+{
     scratch_t sc = {.s = NULL};
+    uint8_t *e = NULL;
+    int valid = 0;
+    cgj_reason_t first = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP};
     /* the step's last kernels may still be writing the buffers: the device settles first */
     CUresult r = cgj_drv.r_cuCtxSynchronize();
     if (r == CUDA_SUCCESS) r = make_scratch(ch, &sc);
     if (r == CUDA_SUCCESS) r = run_eager(l, ch, &sc);
-    if (r == CUDA_SUCCESS) r = run_fused(ch, f, grid, &sc);
     if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamSynchronize(sc.s);
-    bool ok = r == CUDA_SUCCESS;
-    if (!ok) cgj_reason_set(why, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "%s", cgj_driver_errstr(r));
-    else ok = compare_all(ch, &sc, why);
+    if (r == CUDA_SUCCESS) e = read_stored(ch, sc.eager, &r);
+    if (r != CUDA_SUCCESS) cgj_reason_set(&first, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "%s", cgj_driver_errstr(r));
+    for (uint32_t k = 0; k < nc && r == CUDA_SUCCESS; k++) {
+        c[k].us = -1;
+        if (!check_one(ch, &sc, &c[k], e, normwise, why)) {
+            if (first.code == CGJ_REASON_NONE) first = *why;
+            continue;
+        }
+        valid++;
+        if (ops_us) c[k].us = time_runs(l, ch, &sc, &c[k]);
+    }
+    if (ops_us && valid) *ops_us = time_runs(l, ch, &sc, NULL);
+    if (!valid) *why = first;
+    cgj_free(e);
     free_scratch(ch, &sc);
-    return ok;
+    return valid;
+}
+
+bool cgj_fusion_validate(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, CUfunction f, cgj_reason_t *why)
+{
+    cgj_fuse_candidate_t c = {.run = cgj_fusion_run_kernel, .ctx = (void *)f};
+    return cgj_fusion_check(l, ch, &c, 1, false, NULL, why) == 1;
 }

@@ -223,6 +223,9 @@ typedef struct cgj_trace_info {
     uint64_t fuse_compile_ns; /* of fuse_ns: generating, compiling (or finding in a cache) and
                                * loading the fused kernels ... */
     uint32_t fuse_cold;       /* ... of which this many NVRTC compiled (in no cache yet) */
+    uint32_t fused_gemms;     /* of fused_chains: GEMMs replayed as one cuBLASLt matmul with the
+                               * bias and activation after them (or alone, a faster algorithm
+                               * found in max-autotune) */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */

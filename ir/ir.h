@@ -84,6 +84,18 @@ typedef struct cgj_libew {
     uint64_t vals[CGJ_LIBEW_MAX];
 } cgj_libew_t;
 
+/* A library call that is a plain fp32 GEMM (cublasSgemm, cublasGemmEx in fp32 without TF32, host
+ * scalars): C = alpha op(A) op(B) + beta C, column-major, as fusion/ folds a bias and an
+ * activation after it into one cuBLASLt matmul. Arguments by index, as cgj_libew_t's. Described
+ * in mode default only. */
+typedef struct cgj_libgemm {
+    bool valid;
+    uint8_t transa, transb;    /* cublasOperation_t: 0 N, 1 T */
+    uint8_t a, b, c;           /* argument indices */
+    int32_t m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+} cgj_libgemm_t;
+
 typedef struct cgj_libcall {
     uint32_t keylen, nargs;
     cgj_reason_code_t never; /* why the call is never absorbed (the key is incomplete, it returns a
@@ -91,6 +103,7 @@ typedef struct cgj_libcall {
     bool collective;         /* its kernels wait for other processes or devices (NCCL): replay
                               * launches them before the call returns, as eager does */
     cgj_libew_t ew;          /* what it computes per element, where it is elementwise */
+    cgj_libgemm_t gemm;      /* the GEMM it is, where it is a plain one */
     CUdeviceptr args[CGJ_LIB_MAX_ARGS];
     uint8_t key[CGJ_LIB_KEY_MAX];
 } cgj_libcall_t;
@@ -213,6 +226,7 @@ typedef struct cgj_libop {
                           * its group */
     cgj_reason_code_t never; /* the wrapper's reason never to absorb it, or CGJ_REASON_NONE */
     cgj_libew_t ew;      /* what the call computes per element (fusion/), where described */
+    cgj_libgemm_t gemm;  /* the GEMM it is (fusion/), where described */
     bool absorbable;     /* the group can be replayed without calling the library */
     bool for_good;       /* not absorbable whatever the samples: its driver calls' kinds */
     cgj_reason_t why_not; /* why not */
@@ -300,6 +314,11 @@ typedef struct cgj_segment {
 typedef struct cgj_fused {
     uint32_t first, last;
     uint32_t nstages;  /* kernels and library calls it stands for */
+    /* A library call of cgjit's own in place of a kernel (a GEMM with its epilogue): issued by
+     * issue(ctx, stream), released with release(ctx) (fusion/ sets both). */
+    CUresult (*issue)(void *ctx, CUstream s);
+    void (*release)(void *ctx);
+    void *ctx;
     CUfunction f;
     unsigned grid, block;
     uint32_t nargs;
@@ -332,6 +351,8 @@ typedef struct cgj_trace {
     uint32_t nfused;                        /* entries of fused */
     uint32_t fused_chains, fused_ops;       /* those in use (a segment issued eagerly has none),
                                              * and the kernels and library calls they replace */
+    uint32_t fused_gemms;                   /* of the chains, GEMMs made cuBLASLt matmuls (with
+                                             * the bias and activation after them) */
     cgj_fused_t *solo;                      /* a generated kernel for each library call of a chain
                                              * whose own ops replay cannot reproduce (not
                                              * absorbable): what re-issues it on a side exit */

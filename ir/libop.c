@@ -18,6 +18,7 @@ cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc)
     l->never = l->live_never = lc->never;
     l->collective = lc->collective;
     l->ew = lc->ew;
+    l->gemm = lc->gemm;
     return l;
 }
 
@@ -37,7 +38,7 @@ cgj_libop_t *cgj_libop_clone(const cgj_libop_t *src)
     if (src->live_other_key) { /* what was learned belongs to the recorded call */
         l->live_other_key = l->absorbable = false;
         l->fix = NULL, l->nfix = 0, l->seen = NULL, l->free_args = 0;
-        l->ew.spec = NULL; /* it described the recorded call */
+        l->ew.spec = NULL, l->gemm.valid = false; /* they described the recorded call */
         return l;
     }
     l->fix = src->nfix ? cgj_xmemdup(src->fix, src->nfix * sizeof *src->fix) : NULL;

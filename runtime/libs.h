@@ -89,6 +89,7 @@ static inline void lib_init(cgj_libcall_t *lc)
     lc->never = CGJ_REASON_NONE;
     lc->collective = false;
     lc->ew.spec = NULL;
+    lc->gemm.valid = false;
 }
 
 /* Elementwise descriptions (fusion/, mode default): worth building only where they may be used. */

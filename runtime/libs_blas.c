@@ -29,8 +29,9 @@
 LIB_DEFINE_GETTERS(BLAS_GETTERS)
 static __typeof__(cublasLtMatmulDescGetAttribute) *g_cublasLtMatmulDescGetAttribute;
 
-/* The handle's part of the key. Returns whether alpha/beta are host values. */
-static bool blas_handle(cgj_libcall_t *lc, cublasHandle_t h)
+/* The handle's part of the key. Returns whether alpha/beta are host values; *plain: fp32 math
+ * as written (no TF32 or other reduced precision), where asked. */
+static bool blas_handle_math(cgj_libcall_t *lc, cublasHandle_t h, bool *plain)
 {
     cudaStream_t s = NULL;
     cublasPointerMode_t pm = CUBLAS_POINTER_MODE_HOST;
@@ -47,7 +48,25 @@ static bool blas_handle(cgj_libcall_t *lc, cublasHandle_t h)
         int32_t pm, mm, am, zero; /* no padding: every byte of a key is compared */
     } k = {h, s, cgj_lib_gen(h), pm, mm, am, 0};
     key_put(lc, &k, sizeof k);
+    if (plain) *plain = mm == CUBLAS_DEFAULT_MATH || mm == CUBLAS_PEDANTIC_MATH;
     return pm == CUBLAS_POINTER_MODE_HOST;
+}
+
+static bool blas_handle(cgj_libcall_t *lc, cublasHandle_t h)
+{
+    return blas_handle_math(lc, h, NULL);
+}
+
+/* The GEMM description of a plain fp32 call (mode default): arguments A 0, B 1, C 2. */
+static void describe_gemm(cgj_libcall_t *lc, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                          const float *alpha, int lda, int ldb, const float *beta, int ldc)
+{
+    if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T) || m <= 0 || n <= 0 ||
+        k <= 0 || !lib_ew_wanted(lc))
+        return;
+    lc->gemm = (cgj_libgemm_t){.valid = true, .transa = ta == CUBLAS_OP_T, .transb = tb == CUBLAS_OP_T, .a = 0, .b = 1,
+                               .c = 2, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc, .alpha = *alpha,
+                               .beta = *beta};
 }
 
 static void scalar(cgj_libcall_t *lc, bool host, const void *p, size_t bytes)
@@ -107,10 +126,11 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOper
                               const float *beta, float *C, int ldc)
 {
     BLAS_PROLOGUE(cublasSgemm_v2, h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    bool host = blas_handle(&lc, h);
+    bool plain, host = blas_handle_math(&lc, h, &plain);
     INTS(&lc, ta, tb, m, n, k, lda, ldb, ldc);
     scalar(&lc, host, alpha, 4), scalar(&lc, host, beta, 4);
     arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
+    if (host && plain) describe_gemm(&lc, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc);
     BLAS_RUN(cublasSgemm_v2, h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -120,11 +140,14 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             cublasComputeType_t comp, cublasGemmAlgo_t algo)
 {
     BLAS_PROLOGUE(cublasGemmEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp, algo);
-    bool host = blas_handle(&lc, h);
+    bool plain, host = blas_handle_math(&lc, h, &plain);
     INTS(&lc, ta, tb, m, n, k, at, lda, bt, ldb, ct, ldc, comp, algo);
     size_t sb = compute_scalar_bytes(comp, ct);
     scalar(&lc, host, alpha, sb), scalar(&lc, host, beta, sb);
     arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
+    if (host && plain && at == CUDA_R_32F && bt == CUDA_R_32F && ct == CUDA_R_32F &&
+        (comp == CUBLAS_COMPUTE_32F || comp == CUBLAS_COMPUTE_32F_PEDANTIC))
+        describe_gemm(&lc, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc);
     BLAS_RUN(cublasGemmEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp, algo);
 }
 

@@ -35,8 +35,9 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
     if (t->other_exits)
         fprintf(f, "      %llu further side exit(s) of other kinds\n", (unsigned long long)t->other_exits);
     if (t->fused_chains || t->fuse_drops)
-        fprintf(f, "      fusion: %u chain(s) of %u kernels and library calls replay as %u generated kernel(s) (%.2f ms to compile, %u by NVRTC, %.2f ms to validate)%s%s\n",
-                t->fused_chains, t->fused_ops, t->fused_chains, (double)t->fuse_compile_ns / 1e6, t->fuse_cold,
+        fprintf(f, "      fusion: %u chain(s) of %u kernels and library calls replay as %u generated kernel(s) and %u cuBLASLt matmul(s) (%.2f ms to compile, %u by NVRTC, %.2f ms to validate)%s%s\n",
+                t->fused_chains, t->fused_ops, t->fused_chains - t->fused_gemms, t->fused_gemms,
+                (double)t->fuse_compile_ns / 1e6, t->fuse_cold,
                 (double)(t->fuse_ns - t->fuse_compile_ns) / 1e6, t->fuse_drops ? "; last left unfused: " : "",
                 t->fuse_drops ? cgj_reason_format(&t->fuse_dropped, text, sizeof text) : "");
     /* Library calls: how many replay absorbs whole, and why the others run the library. */

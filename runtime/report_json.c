@@ -121,6 +121,7 @@ static void variant(FILE *f, const cgj_trace_t *t)
     num(f, "other_exits", t->other_exits);
     num(f, "fused_chains", t->fused_chains);
     num(f, "fused_ops", t->fused_ops);
+    num(f, "fused_gemms", t->fused_gemms);
     num(f, "fuse_drops", t->fuse_drops);
     num(f, "fuse_ns", t->fuse_ns);
     num(f, "fuse_compile_ns", t->fuse_compile_ns);

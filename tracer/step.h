@@ -89,7 +89,7 @@ static inline bool cgj_program_capturing(void)
 
 static inline bool cgj_tracing(void)
 {
-    if (CGJ_LIKELY(__atomic_load_n(&cgj_tracing_threads, __ATOMIC_RELAXED) == 0)) return false;
+    if (CGJ_LIKELY(__atomic_load_n(&cgj_tracing_threads, __ATOMIC_RELAXED) == 0) || cgj_internal_calls) return false;
     cgj_mode_t m = __atomic_load_n(&cgj_tls.mode, __ATOMIC_RELAXED);
     return m >= CGJ_MODE_EAGER ||
            (m == CGJ_MODE_OFF && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF &&

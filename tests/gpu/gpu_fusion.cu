@@ -33,6 +33,8 @@ __global__ void smooth(float *y, const float *x, int n) { FOR_EACH(i, n) y[i] = 
 
 static const char *const SPECS[][2] = {
     {"axpb", "(inout float x, float a, float b, count int n): x = a * x + b"},
+    {"bias_rows", "(inout float x, in float b[i % cols], count int rows, count int cols): x = x + b"},
+    {"gelu_t", "(inout float x, count int n): x = gelu_tanh(x)"},
     {"scale_shift", "(out float y, in float x, float a, float b, count int n): y = a * x + b"},
     {"add_k", "(out float y, in float a, in float b, count int n): y = a + b"},
     {"gelu_k", "(inout float x, count int n): x = gelu(x)"},
@@ -51,6 +53,8 @@ typedef struct scenario {
     int min_dropped;              /* fusions_dropped at least */
     const char *reason;           /* the anchor's fuse_reason_code by name, NULL: any */
     int bitwise;                  /* every step bitwise equal to eager */
+    int gemms;                    /* GEMMs made cuBLASLt matmuls at least; their results are
+                                   * compared normwise (against the largest eager magnitude) */
 } scenario_t;
 
 /* x = 0.999 x + 0.001; out = relu(gelu(0.5 x + 0.25 + bias)), through two in-step temporaries
@@ -107,9 +111,11 @@ static void step_changing(const bufs_t *b, int k, cudaStream_t s) {
  * broadcast), ReLU (cudnnActivationForward), a residual add (cudnnOpTensor), a scale
  * (cudnnScaleTensor), then cuBLAS axpy and scal; the handles on the step's stream. */
 enum { LC = 16, LHW = N / LC };
+enum { GM = 256, GN = N / GM, GK = 256 }; /* the GEMM scenarios' shapes */
 static cublasHandle_t blas;
 #ifndef GPU_FUSION_NO_CUDNN
 static cudnnHandle_t dnn;
+static cudnnTensorDescriptor_t t_gemm, t_gbias;
 static cudnnTensorDescriptor_t t_full, t_bias;
 static cudnnActivationDescriptor_t act;
 static cudnnOpTensorDescriptor_t opt;
@@ -125,6 +131,10 @@ static void libs_setup(cudaStream_t s) {
     CHECK_CUDNN(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
     CHECK_CUDNN(cudnnCreateOpTensorDescriptor(&opt));
     CHECK_CUDNN(cudnnSetOpTensorDescriptor(opt, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT, CUDNN_NOT_PROPAGATE_NAN));
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&t_gemm));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(t_gemm, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, GN, GM, 1, 1));
+    CHECK_CUDNN(cudnnCreateTensorDescriptor(&t_gbias));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(t_gbias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, GM, 1, 1));
     CHECK_CUBLAS(cublasCreate(&blas));
     CHECK_CUBLAS(cublasSetStream(blas, s));
 }
@@ -155,18 +165,58 @@ static void step_libs(const bufs_t *, int, cudaStream_t) {}
 static void step_libs_exit(const bufs_t *, int, cudaStream_t) {}
 #endif
 
+/* A GEMM with a bias over its rows and an activation after it: C = relu(x B / 16 + bias) with
+ * cudnnAddTensor and cudnnActivationForward (gemm_relu), or gelu_tanh(...) with registered
+ * kernels, as gpt2 writes them (gemm_gelu): each one cuBLASLt matmul with its epilogue. */
+__global__ void bias_rows(float *x, const float *b, int rows, int cols) { FOR_EACH(i, rows * cols) x[i] += b[i % cols]; }
+__global__ void gelu_t(float *x, int n) {
+    FOR_EACH(i, n) {
+        float v = x[i];
+        x[i] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    }
+}
+
+static void gemm(const bufs_t *b, cudaStream_t s) {
+    const float scale = 1.0f / 16, zero = 0.0f;
+    axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.999f, 0.001f, N);
+    CHECK_CUBLAS(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &scale, b->side, GM, b->x, GK, &zero, b->out, GM));
+}
+
+#ifndef GPU_FUSION_NO_CUDNN
+static void step_gemm_relu(const bufs_t *b, int, cudaStream_t s) {
+    const float one = 1.0f, zero = 0.0f;
+    gemm(b, s);
+    CHECK_CUDNN(cudnnAddTensor(dnn, &one, t_gbias, b->bias, &one, t_gemm, b->out));
+    CHECK_CUDNN(cudnnActivationForward(dnn, act, &one, t_gemm, b->out, &zero, t_gemm, b->out));
+}
+#else
+static void step_gemm_relu(const bufs_t *, int, cudaStream_t) {}
+#endif
+
+static void step_gemm_gelu(const bufs_t *b, int, cudaStream_t s) {
+    gemm(b, s);
+    bias_rows<<<GRID, BLOCK, 0, s>>>(b->out, b->bias, GN, GM);
+    gelu_t<<<GRID, BLOCK, 0, s>>>(b->out, N);
+}
+
+static void step_gemm_alone(const bufs_t *b, int, cudaStream_t s) { gemm(b, s); }
+
 static const scenario_t SCENARIOS[] = {
-    {"chain", step_chain, "default", 1, 1000, 0, "NONE", 0},
-    {"split", step_split, "default", 2, 1000, 0, "NONE", 0},
-    {"long_chain", step_long, "default", 1, 1000, 0, "NONE", 0},
-    {"wrong_registration", step_wrong, "default", 0, 0, 1, "FUSE_MISMATCH", 1},
+    {"chain", step_chain, "default", 1, 1000, 0, "NONE", 0, 0},
+    {"split", step_split, "default", 2, 1000, 0, "NONE", 0, 0},
+    {"long_chain", step_long, "default", 1, 1000, 0, "NONE", 0, 0},
+    {"wrong_registration", step_wrong, "default", 0, 0, 1, "FUSE_MISMATCH", 1, 0},
     /* scale_shift's registration disagrees: the chain is fused around it */
-    {"layout_mismatch", step_chain, "default", 1, 1000, 1, "FUSE_LAYOUT", 0},
-    {"reduce_overhead", step_chain, "reduce-overhead", 0, 0, 0, "NONE", 1},
-    {"registry_file", step_chain, NULL, 1, 1000, 0, "NONE", 0},
-    {"changing_scalar", step_changing, "default", 1, 1000, 0, NULL, 0},
-    {"library_calls", step_libs, "default", 1, 1000, 0, NULL, 0},
-    {"library_exit", step_libs_exit, "default", 1, 1000, 0, NULL, 0},
+    {"layout_mismatch", step_chain, "default", 1, 1000, 1, "FUSE_LAYOUT", 0, 0},
+    {"reduce_overhead", step_chain, "reduce-overhead", 0, 0, 0, "NONE", 1, 0},
+    {"registry_file", step_chain, NULL, 1, 1000, 0, "NONE", 0, 0},
+    {"changing_scalar", step_changing, "default", 1, 1000, 0, NULL, 0, 0},
+    {"library_calls", step_libs, "default", 1, 1000, 0, NULL, 0, 0},
+    {"library_exit", step_libs_exit, "default", 1, 1000, 0, NULL, 0, 0},
+    {"gemm_relu", step_gemm_relu, "default", 1, 1000, 0, "NONE", 0, 1},
+    {"gemm_gelu", step_gemm_gelu, "default", 1, 1000, 0, "NONE", 0, 1},
+    /* max-autotune: a cuBLASLt algorithm where one beats cuBLAS's own, else the program's calls */
+    {"gemm_autotune", step_gemm_alone, "max-autotune", 0, 1000, 0, "NONE", 0, 0},
 };
 enum { NSCENARIOS = sizeof SCENARIOS / sizeof SCENARIOS[0] };
 static const char *scenario_at(int i) { return SCENARIOS[i].name; }
@@ -213,12 +263,16 @@ static void alloc_bufs(bufs_t *b, const float *init) {
     }
 }
 
-/* Worst excess of got over eager's tolerance (<= 0: within), and whether they are bitwise equal. */
-static double excess(const float *want, const float *got, size_t n, int *bitwise) {
-    double worst = -1;
+/* Worst excess of got over eager's tolerance (<= 0: within; normwise: against the largest eager
+ * magnitude), and whether they are bitwise equal. */
+static double excess(const float *want, const float *got, size_t n, int normwise, int *bitwise) {
+    double worst = -1, scale = 0;
     *bitwise = !memcmp(want, got, n * sizeof(float));
+    for (size_t i = 0; i < n && normwise; i++)
+        scale = fmax(scale, fabs((double)want[i]));
     for (size_t i = 0; i < n && !*bitwise; i++) {
-        double d = fabs((double)want[i] - (double)got[i]) - (ABS_TOL + REL_TOL * fabs((double)want[i]));
+        double mag = normwise ? scale : fabs((double)want[i]);
+        double d = fabs((double)want[i] - (double)got[i]) - (ABS_TOL + REL_TOL * mag);
         if (d > worst || d != d) worst = d != d ? INFINITY : d;
     }
     return *bitwise ? -1 : worst;
@@ -239,7 +293,7 @@ int main(int argc, char **argv) {
     alloc_bufs(&r, init);
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    if (!strncmp(sc->name, "library_", 8)) {
+    if (!strncmp(sc->name, "library_", 8) || !strncmp(sc->name, "gemm_", 5)) {
 #ifdef GPU_FUSION_NO_CUDNN
         printf("SKIP %s cuDNN was not found when gpu_fusion was built\n", sc->name);
         return 0;
@@ -263,7 +317,7 @@ int main(int argc, char **argv) {
         }
         CHECK(cudaStreamSynchronize(s));
         int bitwise;
-        double ex = excess(he, hr, 3 * N, &bitwise);
+        double ex = excess(he, hr, 3 * N, sc->gemms || !strcmp(sc->name, "gemm_autotune"), &bitwise);
         unequal += !bitwise;
         if (ex > worst) worst = ex;
         if (ex > 0 && off++ == 0) problem("step %d: traced results beyond the tolerance of eager (excess %g)", k, ex);
@@ -274,10 +328,10 @@ int main(int argc, char **argv) {
     if (cgj_trace_info(sc->name, &info) != CGJ_OK) fail_exit("no trace info", NULL);
     print_stats(&st);
     printf("info %s: %u fused chain(s) of %u kernels, %u dropped (%s), %llu replays, %d of %d steps not bitwise equal, "
-           "fusion build %.2f ms (compile %.2f ms, %u by NVRTC)\n",
+           "fusion build %.2f ms (compile %.2f ms, %u by NVRTC), %u cuBLASLt matmul(s)\n",
            sc->name, info.fused_chains, info.fused_ops, info.fuse_drops, cgj_reason_name(info.fuse_reason_code),
            (unsigned long long)info.replays, unequal, STEPS, (double)info.fuse_ns / 1e6,
-           (double)info.fuse_compile_ns / 1e6, info.fuse_cold);
+           (double)info.fuse_compile_ns / 1e6, info.fuse_cold, info.fused_gemms);
     if (off) problem("%d of %d steps beyond tolerance", off, STEPS);
     if (sc->bitwise && unequal) problem("%d of %d steps not bitwise equal to eager", unequal, STEPS);
     if (st.fusions < (uint64_t)sc->min_fusions || st.fusions > (uint64_t)sc->max_fusions)
@@ -291,6 +345,9 @@ int main(int argc, char **argv) {
         problem("%llu side exits and %llu variant switches where the scale changed %d times",
                 (unsigned long long)st.side_exits, (unsigned long long)st.variant_switches, STEPS / 7);
     if (info.replays < STEPS / 2) problem("only %llu of %d steps replayed", (unsigned long long)info.replays, STEPS);
+    if (info.fused_gemms < (uint32_t)sc->gemms)
+        problem("%u GEMMs made cuBLASLt matmuls, expected at least %d (%s)", info.fused_gemms, sc->gemms,
+                cgj_reason_name(info.fuse_reason_code));
     if (!strncmp(sc->name, "library_", 8) && info.fused_ops < 8)
         problem("the library calls were not fused into the chain (%u kernels, %s)", info.fused_ops,
                 cgj_reason_name(info.fuse_reason_code));

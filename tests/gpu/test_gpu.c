@@ -230,6 +230,9 @@ FUSION_TEST(registry_file)
 FUSION_TEST(changing_scalar)
 FUSION_TEST(library_calls)
 FUSION_TEST(library_exit)
+FUSION_TEST(gemm_relu)
+FUSION_TEST(gemm_gelu)
+FUSION_TEST(gemm_autotune)
 
 /* The library wrappers: one test per gpu_libs scenario (`gpu_libs --list`). */
 #define LIB_TEST(scenario) \
