@@ -46,24 +46,28 @@ void bench_anchor_name(char *buf, size_t cap, const char *base, int mode) {
 }
 
 /* The share of the tolerance element (e, g) uses: 0 where equal (NaN and NaN, the same infinity). */
-static double used_by(float e, float g) {
+static double used_by(float e, float g, double scale) {
     if (isnan(e) || isnan(g))
         return isnan(e) && isnan(g) ? 0.0 : INFINITY;
     if (isinf(e) || isinf(g))
         return e == g ? 0.0 : INFINITY;
-    return fabs((double)g - (double)e) / (BENCH_ABS_TOL + BENCH_REL_TOL * fabs((double)e));
+    return fabs((double)g - (double)e) / (BENCH_ABS_TOL + (scale > 0 ? scale : BENCH_REL_TOL * fabs((double)e)));
 }
 
-void bench_compare(const float *eager, const float *got, size_t n, bench_cmp_t *c) {
+void bench_compare(const float *eager, const float *got, size_t n, double normwise, bench_cmp_t *c) {
     memset(c, 0, sizeof *c);
     c->first = n;
     c->bitwise = memcmp(eager, got, n * sizeof(float)) == 0;
     if (c->bitwise)
         return;
+    double scale = 0;
+    for (size_t i = 0; normwise > 0 && i < n; i++)
+        if (isfinite(eager[i]))
+            scale = fmax(scale, normwise * fabs((double)eager[i]));
     for (size_t i = 0; i < n; i++) {
         if (c->first == n && memcmp(&eager[i], &got[i], sizeof(float)))
             c->first = i;
-        double u = used_by(eager[i], got[i]);
+        double u = used_by(eager[i], got[i], scale);
         if (u > c->used) {
             c->used = u;
             c->worst = i;

@@ -11,7 +11,7 @@
  * bitwise equal. In default and max-autotune cgjit may fuse elementwise kernels into generated
  * ones, so each element must be within BENCH_ABS_TOL + BENCH_REL_TOL * |eager| of eager (NaN
  * where eager has NaN, the same infinity where eager has one), and bitwise equal where the trace
- * fused nothing. The comparison says whether it was bitwise and, where not, how much of the
+ * fused nothing; where it made GEMMs cuBLASLt matmuls, normwise (BENCH_GEMM_REL_TOL). The comparison says whether it was bitwise and, where not, how much of the
  * tolerance the worst element used.
  */
 #ifndef CGJ_BENCH_MODES_H
@@ -33,6 +33,9 @@ extern const char *const bench_mode_names[BM_COUNT];
 /* The tolerance of the fusing modes, per element (cgjit.h). */
 #define BENCH_REL_TOL 1e-5
 #define BENCH_ABS_TOL 1e-6
+/* Where the trace made GEMMs cuBLASLt matmuls (another summation order, through every later
+ * layer), normwise: |replay - eager| <= BENCH_ABS_TOL + BENCH_GEMM_REL_TOL max |eager|. */
+#define BENCH_GEMM_REL_TOL 1e-4
 
 /* Parse --modes: names of bench_mode_names, comma-separated, each at most once. 0, or -1 for an
  * unknown, repeated or empty item. */
@@ -52,8 +55,9 @@ typedef struct bench_cmp {
     size_t first;    /* the first element that differs (bitwise); n when none does */
 } bench_cmp_t;
 
-/* Compare got with eager, n floats. */
-void bench_compare(const float *eager, const float *got, size_t n, bench_cmp_t *c);
+/* Compare got with eager, n floats: per element, or (normwise > 0) against normwise times the
+ * largest eager magnitude. */
+void bench_compare(const float *eager, const float *got, size_t n, double normwise, bench_cmp_t *c);
 /* Does the comparison pass the mode's check: bitwise in reduce-overhead and where the trace fused
  * no chain, within the tolerance otherwise? */
 int bench_cmp_ok(const bench_cmp_t *c, int mode, uint32_t fused_chains);

@@ -4,7 +4,9 @@
  * A plain fp32 GEMM (cgj_libgemm_t: cublasSgemm, cublasGemmEx in fp32, C packed) followed on its
  * stream by a bias over C's rows and optionally a ReLU or GELU (tanh) of C becomes one
  * cublasLtMatmul with the epilogue BIAS, RELU_BIAS or GELU_BIAS: one kernel where there were
- * three, C written once. What the stages after the GEMM compute is not taken from their names:
+ * three, C written once, taken where it is faster than the program's calls on copies of the
+ * real operands (the heuristic's first algorithm in mode default, the fastest of up to 8 in
+ * max-autotune). What the stages after the GEMM compute is not taken from their names:
  * each is an elementwise stage (a registered kernel or a described library call, fusion/spec.h)
  * evaluated at a few points, and it is a bias add only if it computes c + b for them, an
  * activation only if it computes relu(x) or gelu_tanh(x). In max-autotune every such GEMM, with
@@ -208,6 +210,7 @@ static CUresult lt_run(lt_op_t *op, const cublasLtMatmulAlgo_t *algo, const CUde
                                op->lc, (void *)(uintptr_t)p[PD], op->lc, algo, (void *)(uintptr_t)op->ws, WORKSPACE,
                                (cudaStream_t)s);
     cgj_internal_calls--;
+    if (st != CUBLAS_STATUS_SUCCESS) CGJ_LOG(trace, "cublasLtMatmul: status %d", (int)st);
     return st == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
 }
 
@@ -324,10 +327,11 @@ static CUresult run_candidate(void *ctx, const cgj_fuse_chain_t *ch, const CUdev
     return lt_run(c->op, c->algo, p, s);
 }
 
-/* The fastest valid algorithm of res[0..n) (timed in max-autotune, the first valid one else),
- * or -1 where none is valid, or the program's own calls are faster. */
+/* The fastest valid algorithm of res[0..n), timed on the copies, or -1 where none is valid or
+ * the program's own calls are faster (never slower: a matmul that saves two kernels but runs a
+ * slower algorithm than cuBLAS chose is not taken). */
 static int choose(const cgj_trace_t *t, const cgj_fuse_chain_t *ch, lt_op_t *op, const cgj_libgemm_t *g,
-                  const cublasLtMatmulHeuristicResult_t *res, int n, bool tune, cgj_reason_t *why)
+                  const cublasLtMatmulHeuristicResult_t *res, int n, cgj_reason_t *why)
 {
     cgj_fuse_candidate_t c[MAX_ALGOS];
     candidate_ctx_t cc[MAX_ALGOS];
@@ -336,20 +340,31 @@ static int choose(const cgj_trace_t *t, const cgj_fuse_chain_t *ch, lt_op_t *op,
         c[k] = (cgj_fuse_candidate_t){.run = run_candidate, .ctx = &cc[k]};
     }
     float ops_us = -1;
-    if (!cgj_fusion_check(&t->list, ch, c, (uint32_t)n, true, tune ? &ops_us : NULL, why)) return -1;
+    if (!cgj_fusion_check(&t->list, ch, c, (uint32_t)n, true, &ops_us, why)) return -1;
     int best = -1;
     for (int k = 0; k < n; k++)
-        if (c[k].ok && (best < 0 || (tune && c[k].us >= 0 && c[k].us < c[best].us))) best = k;
-    if (tune && c[best].us >= 0 && ops_us >= 0 && ops_us <= c[best].us) {
-        CGJ_LOG(trace, "GEMM %dx%dx%d: the program's calls (%.1f us) beat every cuBLASLt algorithm (best %.1f us)",
-                g->m, g->n, g->k, ops_us, c[best].us);
+        if (c[k].ok && (best < 0 || (c[k].us >= 0 && c[k].us < c[best].us))) best = k;
+    if (c[best].us >= 0 && ops_us >= 0 && ops_us <= c[best].us) {
+        CGJ_LOG(trace, "GEMM %dx%dx%d: the program's calls (%.1f us) beat the cuBLASLt matmul (%.1f us, best of %d)",
+                g->m, g->n, g->k, ops_us, c[best].us, n);
         return -1;
     }
     return best;
 }
 
+/* Does an op after j wait for the event that op j records? (cuBLAS records one after a split-K
+ * GEMM; a matmul in the group's place records none.) */
+static bool waited_later(const cgj_trace_t *t, uint32_t j)
+{
+    for (uint32_t k = j + 1; k < t->list.n; k++)
+        if (t->list.ops[k].call.kind == CGJ_OP_STREAM_WAIT && t->list.ops[k].call.u.e.ev == t->list.ops[j].call.u.e.ev)
+            return true;
+    return false;
+}
+
 /* The GEMM of LIB op i where a matmul may stand for its group: described, absorbed whole by
- * replay with arguments that do not vary, C packed, its ops on one stream. */
+ * replay with arguments that do not vary, C packed, its ops on one stream (an event it records
+ * waited for by no later op). */
 static const cgj_libgemm_t *gemm_of(const cgj_trace_t *t, uint32_t i)
 {
     const cgj_libop_t *l = t->list.ops[i].lib;
@@ -359,7 +374,9 @@ static const cgj_libgemm_t *gemm_of(const cgj_trace_t *t, uint32_t i)
     CUstream s = t->list.ops[i + 1].call.stream;
     for (uint32_t j = i + 1; j <= i + l->nops; j++) {
         const cgj_op_t *o = &t->list.ops[j];
-        if (o->call.stream != s || o->host_visible || o->handoff || o->fused) return NULL;
+        if (o->call.stream != s || o->host_visible || o->handoff || o->fused || o->call.kind == CGJ_OP_STREAM_WAIT ||
+            (o->call.kind == CGJ_OP_EVENT_RECORD && waited_later(t, j)))
+            return NULL;
     }
     return &l->gemm;
 }
@@ -420,7 +437,7 @@ bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
     const cgj_libop_t *l = t->list.ops[i].lib;
     lt_op_t *op = cgj_xcalloc(1, sizeof *op);
     op->ptr[PA] = l->args[g->a], op->ptr[PB] = l->args[g->b], op->ptr[PC] = op->ptr[PD] = l->args[g->c];
-    op->alpha = g->alpha, op->beta = g->beta;
+    op->alpha = g->alpha, op->beta = g->beta, op->epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     *out = (cgj_gemm_fold_t){.first = i, .last = cgj_fusion_element_end(&t->list, i), .stages = {i}, .nstages = 1};
     find_epilogue(t, specs, g, op, out);
     bool tune = mode == CGJ_JIT_MAX_AUTOTUNE;
@@ -435,7 +452,7 @@ bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
     if (!ready)
         cgj_reason_set(why, CGJ_REASON_FUSE_COMPILE, i, "cuBLASLt %s for a %dx%dx%d GEMM",
                        !lt.ok ? "not found" : !op->h ? "handle" : "offers no algorithm", g->m, g->n, g->k);
-    bool ok = ready && check_chain(out, g, op, &ch) && (best = choose(t, &ch, op, g, res, nres, tune, why)) >= 0;
+    bool ok = ready && check_chain(out, g, op, &ch) && (best = choose(t, &ch, op, g, res, nres, why)) >= 0;
     cgj_free(ch.st);
     if (!ok) {
         cgj_fusion_gemm_release(op);

@@ -13,6 +13,7 @@
  */
 #include "fusion/fusion.h"
 #include "base/driver.h"
+#include "base/log.h"
 #include "base/mem.h"
 
 #include <math.h>
@@ -113,6 +114,8 @@ static CUresult issue_remapped(const cgj_op_t *o, const cgj_fuse_chain_t *ch, co
         if (c->u.s.elem == 2) return cgj_drv.r_cuMemsetD16Async(d, (unsigned short)c->u.s.value, c->u.s.count, sc->s);
         return cgj_drv.r_cuMemsetD32Async(d, c->u.s.value, c->u.s.count, sc->s);
     }
+    case CGJ_OP_EVENT_RECORD: /* orderings: the copies run on one stream */
+    case CGJ_OP_STREAM_WAIT: return CUDA_SUCCESS;
     case CGJ_OP_MEMCPY:
         if (c->u.m.dir != CGJ_DIR_D2D) return CUDA_ERROR_NOT_SUPPORTED;
         return cgj_drv.r_cuMemcpyDtoDAsync_v2(remap(ch, sc, c->u.m.dst), remap(ch, sc, c->u.m.src), c->u.m.bytes, sc->s);
@@ -128,7 +131,13 @@ static CUresult run_eager(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, con
     for (uint32_t s = 0; s < ch->nstages && r == CUDA_SUCCESS; s++) {
         const cgj_op_t *o = &l->ops[ch->st[s].op];
         uint32_t from = o->lib ? ch->st[s].op + 1 : ch->st[s].op, to = o->lib ? from + o->lib->nops : from + 1;
-        for (uint32_t i = from; i < to && r == CUDA_SUCCESS; i++) r = issue_remapped(&l->ops[i], ch, sc);
+        for (uint32_t i = from; i < to && r == CUDA_SUCCESS; i++) {
+            r = issue_remapped(&l->ops[i], ch, sc);
+            char desc[160];
+            if (r != CUDA_SUCCESS)
+                CGJ_LOG(trace, "validation: op %u (%s) on the copies: %s", i, cgj_op_describe(&l->ops[i], desc, sizeof desc),
+                        cgj_driver_errstr(r));
+        }
     }
     return r;
 }
@@ -237,11 +246,13 @@ static float time_runs(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, const 
 static bool check_one(const cgj_fuse_chain_t *ch, const scratch_t *sc, cgj_fuse_candidate_t *c, const uint8_t *e,
                       bool normwise, cgj_reason_t *why)
 {
+    const char *step = "copying the buffers";
     CUresult r = reset_fused(ch, sc);
-    if (r == CUDA_SUCCESS) r = c->run(c->ctx, ch, sc->fused, sc->s);
-    if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamSynchronize(sc->s);
-    uint8_t *f = r == CUDA_SUCCESS ? read_stored(ch, sc->fused, &r) : NULL;
-    if (r != CUDA_SUCCESS) cgj_reason_set(why, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "%s", cgj_driver_errstr(r));
+    if (r == CUDA_SUCCESS) step = "running it", r = c->run(c->ctx, ch, sc->fused, sc->s);
+    if (r == CUDA_SUCCESS) step = "waiting for it", r = cgj_drv.r_cuStreamSynchronize(sc->s);
+    uint8_t *f = r == CUDA_SUCCESS ? (step = "reading back", read_stored(ch, sc->fused, &r)) : NULL;
+    if (r != CUDA_SUCCESS)
+        cgj_reason_set(why, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "%s: %s", step, cgj_driver_errstr(r));
     c->ok = r == CUDA_SUCCESS && compare_all(ch, e, f, normwise, why);
     cgj_free(f);
     return c->ok;
@@ -260,7 +271,8 @@ int cgj_fusion_check(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, cgj_fuse
     if (r == CUDA_SUCCESS) r = run_eager(l, ch, &sc);
     if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamSynchronize(sc.s);
     if (r == CUDA_SUCCESS) e = read_stored(ch, sc.eager, &r);
-    if (r != CUDA_SUCCESS) cgj_reason_set(&first, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "%s", cgj_driver_errstr(r));
+    if (r != CUDA_SUCCESS)
+        cgj_reason_set(&first, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "the ops on the copies: %s", cgj_driver_errstr(r));
     for (uint32_t k = 0; k < nc && r == CUDA_SUCCESS; k++) {
         c[k].us = -1;
         if (!check_one(ch, &sc, &c[k], e, normwise, why)) {
