@@ -8,11 +8,9 @@
  * as in the timed rounds (cgj_trace_info's replays grew by the window's steps), and only if CUPTI
  * saw at least as many records as the replayed trace launches kernels (a graph whose kernels
  * CUPTI did not follow would make the floor look lower than it is). In modes that fuse, a fused
- * chain's stages stay in the trace but launch as one generated kernel: the trace launches
- * kernels - fused_ops + fused_chains, counting one kernel per fused stage (a registered kernel,
- * or a library call such as cudnnAddTensor, which launches one). A fused library call that
- * launched more would make this ask for too many records: the row's busy figure then says n/a
- * with this line's reason, never a figure too low.
+ * chain's kernels stay in the trace but launch as one generated kernel or cuBLASLt matmul (at
+ * least one kernel): the trace launches at least kernels - fused_ops + fused_chains (fused_ops:
+ * the kernel launches the chains replace).
  */
 #include "busy.h"
 #include "cupti_busy.h"

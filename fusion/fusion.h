@@ -162,7 +162,7 @@ typedef struct cgj_fuse_candidate {
 /* Run ops [first, last] of l ... (see cgj_fusion_validate) once, then each of the nc candidates
  * on fresh copies, and compare what each stores with what the ops stored: per element, or
  * `normwise` (against the largest eager magnitude: a GEMM's rounding). With ops_us, each valid
- * candidate and the ops themselves are timed too (median of 5 runs, microseconds). Returns how
+ * candidate and the ops themselves are timed too (microseconds a run, the GPU kept busy). Returns how
  * many candidates are valid; where none, *why says why the first failed (FUSE_MISMATCH,
  * FUSE_VALIDATE). */
 int cgj_fusion_check(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, cgj_fuse_candidate_t *c, uint32_t nc,

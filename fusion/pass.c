@@ -95,12 +95,22 @@ static void add_fused(cgj_fused_t **list, uint32_t *n, const cgj_fuse_chain_t *c
     }
 }
 
+/* Fused entry fu of t in use: its ops marked, the trace's counts. */
+static void mark_fused(cgj_trace_t *t, cgj_fused_t *fu)
+{
+    for (uint32_t i = fu->first; i <= fu->last; i++) {
+        t->list.ops[i].fused = (uint32_t)(fu - t->fused) + 1;
+        fu->nkernels += t->list.ops[i].call.kind == CGJ_OP_KERNEL;
+    }
+    t->fused_chains++;
+    t->fused_ops += fu->nkernels;
+    t->fused_gemms += fu->issue != NULL;
+}
+
 static void record(cgj_trace_t *t, const cgj_fuse_chain_t *ch, uint32_t first, uint32_t last, CUfunction f)
 {
     add_fused(&t->fused, &t->nfused, ch, first, last, f);
-    for (uint32_t i = first; i <= last; i++) t->list.ops[i].fused = t->nfused;
-    t->fused_chains++;
-    t->fused_ops += ch->nstages;
+    mark_fused(t, &t->fused[t->nfused - 1]);
 }
 
 /* Solo kernels for the library calls at ops[0..nops) that replay cannot reproduce from their own
@@ -175,7 +185,7 @@ static void fuse(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t *const 
         for (uint32_t k = 0; k < ch.nbufs; k++) stored += ch.buf[k].store;
         record(t, &ch, first, last, f);
         keep_solos(t, solo, nsolo);
-        st->chains++, st->ops += ch.nstages;
+        st->chains++, st->ops += t->fused[t->nfused - 1].nkernels;
         CGJ_LOG(trace, "anchor '%s': ops %u-%u: %u kernels fused into one (%u buffers, %u stored)", anchor, first, last,
                 ch.nstages, ch.nbufs, stored);
     } else {
@@ -210,9 +220,9 @@ static void fold_gemm(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t **
     t->fused[t->nfused++] = (cgj_fused_t){.first = f.first, .last = f.last, .nstages = f.nstages,
                                           .issue = cgj_fusion_gemm_issue, .release = cgj_fusion_gemm_release,
                                           .ctx = f.ctx};
-    for (uint32_t k = f.first; k <= f.last; k++) t->list.ops[k].fused = t->nfused, specs[k] = NULL;
-    t->fused_chains++, t->fused_ops += f.nstages, t->fused_gemms++;
-    st->chains++, st->ops += f.nstages;
+    mark_fused(t, &t->fused[t->nfused - 1]);
+    for (uint32_t k = f.first; k <= f.last; k++) specs[k] = NULL;
+    st->chains++, st->ops += t->fused[t->nfused - 1].nkernels;
     keep_solos(t, solo, nsolo);
     CGJ_LOG(trace, "anchor '%s': ops %u-%u: a GEMM and %u stage(s) after it as one cuBLASLt matmul", anchor, f.first,
             f.last, f.nstages - 1);

@@ -214,32 +214,54 @@ static bool compare_all(const cgj_fuse_chain_t *ch, const uint8_t *e, const uint
 
 #define TIMED_RUNS 5
 
-/* Median microseconds of TIMED_RUNS runs of c (ops: the chain's own ops on the eager copies). */
+/* c's ops (or the chain's own ops) captured into a graph on the scratch stream, as replay would
+ * launch them. */
+static CUresult graph_of(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, const scratch_t *sc,
+                         const cgj_fuse_candidate_t *c, CUgraphExec *exec)
+{
+    CUgraph g = NULL;
+    CUresult r = cgj_drv.r_cuStreamBeginCapture_v2(sc->s, CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (r != CUDA_SUCCESS) return r;
+    r = c ? c->run(c->ctx, ch, sc->fused, sc->s) : run_eager(l, ch, sc);
+    CUresult e = cgj_drv.r_cuStreamEndCapture(sc->s, &g);
+    if (r == CUDA_SUCCESS) r = e;
+    if (r == CUDA_SUCCESS) r = cgj_drv.r_cuGraphInstantiateWithFlags(exec, g, 0);
+    if (g) cgj_drv.r_cuGraphDestroy(g);
+    return r;
+}
+
+/* Microseconds a run of c takes (NULL: the chain's own ops on the eager copies), as replay runs
+ * it: captured into a graph, then the median of TIMED_RUNS launches, each timed alone (a kernel
+ * that overlaps its successor, as cuBLASLt's may, would look faster back to back than it is
+ * among the step's other work). -1 where it could not be timed. */
 static float time_runs(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, const scratch_t *sc,
                        const cgj_fuse_candidate_t *c)
 {
-    CUevent ev[TIMED_RUNS + 1];
-    float t[TIMED_RUNS], us = -1;
-    uint32_t made = 0;
-    CUresult r = CUDA_SUCCESS;
-    while (made <= TIMED_RUNS && r == CUDA_SUCCESS) r = cgj_drv.r_cuEventCreate(&ev[made++], CU_EVENT_DEFAULT);
-    if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventRecord(ev[0], sc->s);
+    CUevent ev[2] = {NULL, NULL};
+    CUgraphExec exec = NULL;
+    float t[TIMED_RUNS];
+    CUresult r = cgj_drv.r_cuEventCreate(&ev[0], CU_EVENT_DEFAULT);
+    if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventCreate(&ev[1], CU_EVENT_DEFAULT);
+    if (r == CUDA_SUCCESS) r = graph_of(l, ch, sc, c, &exec);
+    if (r == CUDA_SUCCESS) r = cgj_drv.r_cuGraphLaunch(exec, sc->s); /* warm-up */
     for (int k = 0; k < TIMED_RUNS && r == CUDA_SUCCESS; k++) {
-        r = c ? c->run(c->ctx, ch, sc->fused, sc->s) : run_eager(l, ch, sc);
-        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventRecord(ev[k + 1], sc->s);
+        r = cgj_drv.r_cuStreamSynchronize(sc->s);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventRecord(ev[0], sc->s);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuGraphLaunch(exec, sc->s);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventRecord(ev[1], sc->s);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventSynchronize(ev[1]);
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventElapsedTime_v2(&t[k], ev[0], ev[1]);
     }
-    if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventSynchronize(ev[TIMED_RUNS]);
-    for (int k = 0; k < TIMED_RUNS && r == CUDA_SUCCESS; k++) r = cgj_drv.r_cuEventElapsedTime_v2(&t[k], ev[k], ev[k + 1]);
-    if (r == CUDA_SUCCESS) {
-        for (int a = 0; a < TIMED_RUNS; a++) /* insertion sort: five values */
-            for (int b = a; b > 0 && t[b] < t[b - 1]; b--) {
-                float x = t[b];
-                t[b] = t[b - 1], t[b - 1] = x;
-            }
-        us = t[TIMED_RUNS / 2] * 1000.0f;
-    }
-    while (made) cgj_drv.r_cuEventDestroy_v2(ev[--made]);
-    return us;
+    if (exec) cgj_drv.r_cuGraphExecDestroy(exec);
+    for (int k = 0; k < 2; k++)
+        if (ev[k]) cgj_drv.r_cuEventDestroy_v2(ev[k]);
+    if (r != CUDA_SUCCESS) return -1;
+    for (int a = 1; a < TIMED_RUNS; a++) /* insertion sort: five values */
+        for (int b = a; b > 0 && t[b] < t[b - 1]; b--) {
+            float x = t[b];
+            t[b] = t[b - 1], t[b - 1] = x;
+        }
+    return t[TIMED_RUNS / 2] * 1000.0f;
 }
 
 /* Candidate c on fresh copies, compared with the eager results e. */

@@ -313,7 +313,8 @@ typedef struct cgj_segment {
  * arguments match (cgj_trace_t.solo re-issues those the library's own ops cannot). */
 typedef struct cgj_fused {
     uint32_t first, last;
-    uint32_t nstages;  /* kernels and library calls it stands for */
+    uint32_t nstages;  /* kernels and library calls it stands for ... */
+    uint32_t nkernels; /* ... and the kernel launches among their ops */
     /* A library call of cgjit's own in place of a kernel (a GEMM with its epilogue): issued by
      * issue(ctx, stream), released with release(ctx) (fusion/ sets both). */
     CUresult (*issue)(void *ctx, CUstream s);
@@ -350,7 +351,7 @@ typedef struct cgj_trace {
     cgj_fused_t *fused;                     /* fused chains (fusion/), in op order */
     uint32_t nfused;                        /* entries of fused */
     uint32_t fused_chains, fused_ops;       /* those in use (a segment issued eagerly has none),
-                                             * and the kernels and library calls they replace */
+                                             * and the kernel launches they replace */
     uint32_t fused_gemms;                   /* of the chains, GEMMs made cuBLASLt matmuls (with
                                              * the bias and activation after them) */
     cgj_fused_t *solo;                      /* a generated kernel for each library call of a chain

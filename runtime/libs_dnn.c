@@ -237,15 +237,16 @@ static uint64_t scale_bits(const void *p)
 #define EW_BLEND(out, expr) out " = alpha * (" expr ")"
 #define EW_BLEND_BETA(out, expr) out " = alpha * (" expr ") + beta * " out
 
-/* y = alpha * f(x) + beta * y, for each activation mode cuDNN has (f over x, coef, swish). */
-#define ACT_MODES(X)                                                                  \
-    X(CUDNN_ACTIVATION_SIGMOID, "sigmoid(x)")                                         \
-    X(CUDNN_ACTIVATION_RELU, "x > 0 ? x : 0")                                         \
-    X(CUDNN_ACTIVATION_TANH, "tanh(x)")                                               \
-    X(CUDNN_ACTIVATION_CLIPPED_RELU, "min(max(x, 0), coef)")                          \
-    X(CUDNN_ACTIVATION_ELU, "x > 0 ? x : coef * (exp(x) - 1)")                        \
-    X(CUDNN_ACTIVATION_IDENTITY, "x")                                                 \
-    X(CUDNN_ACTIVATION_SWISH, "x * sigmoid(swish * x)")
+/* y = alpha * f(x) + beta * y, for each activation mode cuDNN has (f over x, coef, swish): where
+ * NaN is not propagated, and where it is (the clamping modes then keep a NaN). */
+#define ACT_MODES(X)                                                                                        \
+    X(CUDNN_ACTIVATION_SIGMOID, "sigmoid(x)", "sigmoid(x)")                                                 \
+    X(CUDNN_ACTIVATION_RELU, "x > 0 ? x : 0", "x > 0 ? x : (x != x ? x : 0)")                               \
+    X(CUDNN_ACTIVATION_TANH, "tanh(x)", "tanh(x)")                                                          \
+    X(CUDNN_ACTIVATION_CLIPPED_RELU, "min(max(x, 0), coef)", "x != x ? x : min(max(x, 0), coef)")           \
+    X(CUDNN_ACTIVATION_ELU, "x > 0 ? x : coef * (exp(x) - 1)", "x > 0 ? x : coef * (exp(x) - 1)")           \
+    X(CUDNN_ACTIVATION_IDENTITY, "x", "x")                                                                  \
+    X(CUDNN_ACTIVATION_SWISH, "x * sigmoid(swish * x)", "x * sigmoid(swish * x)")
 #define ACT_PARAMS "float alpha, float coef, float swish, count long n): "
 
 static void ew_activation(cgj_libcall_t *lc, cudnnActivationDescriptor_t ad, const tensor_t *xt, const tensor_t *yt,
@@ -256,14 +257,15 @@ static void ew_activation(cgj_libcall_t *lc, cudnnActivationDescriptor_t ad, con
     double coef = 0, swish = 0;
     uint64_t n = packed_elements(yt);
     if (!n || memcmp(xt, yt, sizeof *xt) || !OK(g_cudnnGetActivationDescriptor(ad, &mode, &nan, &coef)) ||
-        nan != CUDNN_NOT_PROPAGATE_NAN ||
         (mode == CUDNN_ACTIVATION_SWISH && !OK(g_cudnnGetActivationDescriptorSwishBeta(ad, &swish))))
         return;
-    bool b0 = *(const float *)beta == 0.0f;
-#define ACT_CASE(m, f)                                                                                        \
+    bool b0 = *(const float *)beta == 0.0f, keep = nan == CUDNN_PROPAGATE_NAN;
+#define ACT_CASE(m, f, fnan)                                                                                  \
     case m:                                                                                                   \
-        lc->ew.spec = b0 ? "(out float y, in float x, " ACT_PARAMS EW_BLEND("y", f)                          \
-                         : "(inout float y, in float x, float beta, " ACT_PARAMS EW_BLEND_BETA("y", f);      \
+        lc->ew.spec = b0 ? (keep ? "(out float y, in float x, " ACT_PARAMS EW_BLEND("y", fnan)               \
+                                 : "(out float y, in float x, " ACT_PARAMS EW_BLEND("y", f))                 \
+                         : (keep ? "(inout float y, in float x, float beta, " ACT_PARAMS EW_BLEND_BETA("y", fnan) \
+                                 : "(inout float y, in float x, float beta, " ACT_PARAMS EW_BLEND_BETA("y", f)); \
         break;
     switch (mode) {
         ACT_MODES(ACT_CASE)
