@@ -20,34 +20,7 @@
 
 /* ---- capturing stderr ---- */
 
-static FILE *cap_file;
-static int cap_saved = -1;
-
-static void capture_begin(void)
-{
-    fflush(stderr);
-    cap_file = tmpfile();
-    cr_assert(cap_file, "tmpfile");
-    cap_saved = dup(2);
-    cr_assert(cap_saved >= 0);
-    cr_assert(dup2(fileno(cap_file), 2) == 2);
-}
-
-/* Stop capturing; returns what was written to stderr meanwhile (static buffer). */
-static const char *capture_end(void)
-{
-    static char buf[8192];
-    fflush(stderr);
-    dup2(cap_saved, 2);
-    close(cap_saved);
-    cap_saved = -1;
-    rewind(cap_file);
-    size_t n = fread(buf, 1, sizeof buf - 1, cap_file);
-    buf[n] = '\0';
-    fclose(cap_file);
-    cap_file = NULL;
-    return buf;
-}
+#include "../common/stderr_capture.h"
 
 /* Load the configuration with the current environment; returns stderr's output. */
 static const char *load_captured(void)

@@ -639,31 +639,7 @@ Test(fusion_spec, registration_is_thread_safe)
 
 /* ---- registry files ---- */
 
-static FILE *cap_file;
-static int cap_saved = -1;
-
-static void capture_begin(void)
-{
-    fflush(stderr);
-    cap_file = tmpfile();
-    cr_assert(cap_file);
-    cap_saved = dup(2);
-    cr_assert(cap_saved >= 0);
-    cr_assert(dup2(fileno(cap_file), 2) == 2);
-}
-
-static const char *capture_end(void)
-{
-    static char buf[8192];
-    fflush(stderr);
-    dup2(cap_saved, 2);
-    close(cap_saved);
-    rewind(cap_file);
-    size_t n = fread(buf, 1, sizeof buf - 1, cap_file);
-    buf[n] = 0;
-    fclose(cap_file);
-    return buf;
-}
+#include "../common/stderr_capture.h"
 
 static char file_path[64];
 
