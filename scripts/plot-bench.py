@@ -4,11 +4,12 @@
 usage: scripts/plot-bench.py BENCH.json [OUTDIR]
 
 Writes into OUTDIR (default: the JSON file's folder):
-  bench-workloads.png  per workload (chain and temps per N, mlp, cnn, gpt2): median µs per step
+  bench-workloads.png  per workload (chain and temps per N, mlp, cnn, gpt2, the elementwise ones),
+                       in each cgjit mode the bench ran (r-o, def, max): median µs per step
                        eager, replayed by cgjit, as a hand-built CUDA graph (floor), the GPU-busy
                        time (CUPTI) and PyTorch's eager, compile and reduce-overhead times where the
                        file has them (cgjit-bench --compare); log scale
-  bench-chain.png      the chain sweep: µs per kernel against N (run the bench with
+  bench-chain.png      the chain sweep in mode reduce-overhead: µs per kernel against N (run the bench with
                        --workload chain --sizes 1,2,5,10,20,50,100,200,500,1000 for a full curve)
 A series with no figure in the file is left out of the plot; a missing figure leaves a gap.
 A top-level "note" in the file (cgjit-bench writes none) is printed under the title: say there
@@ -58,12 +59,24 @@ def number(row, key):
     return float(v)
 
 
+MODE_TAGS = {"reduce-overhead": "r-o", "default": "def", "max-autotune": "max"}
+
+
+def tagged(label, r):
+    """A row's label with its cgjit mode where the bench ran several (cgjit-bench --modes)."""
+    mode = r.get("mode")
+    return f"{label} {MODE_TAGS.get(mode, mode)}" if mode else label
+
+
 def workload_rows(bench):
-    """(label, row) per workload run: chain and temps per N, then the models."""
-    rows = [(f"chain N={r['n']}", r) for r in bench.get("results") or []]
-    rows += [(f"temps N={r['n']}", r) for r in (bench.get("temps") or {}).get("results") or []]
+    """(label, row) per workload run: chain and temps per N, then the models and the elementwise
+    workloads, each in every mode the bench ran."""
+    rows = [(tagged(f"chain N={r['n']}", r), r) for r in bench.get("results") or []]
+    rows += [(tagged(f"temps N={r['n']}", r), r) for r in (bench.get("temps") or {}).get("results") or []]
     for m in MODELS:
-        rows += [(m, r) for r in (bench.get(m) or {}).get("results") or []]
+        rows += [(tagged(m, r), r) for r in (bench.get(m) or {}).get("results") or []]
+    rows += [(tagged(r.get("workload", "elementwise"), r), r)
+             for r in (bench.get("elementwise") or {}).get("results") or []]
     return rows
 
 
@@ -136,7 +149,9 @@ def main(argv):
 
         draw("workloads", [(label, r, 1.0) for label, r in workload_rows(bench)], SERIES,
              lambda label, r: f'"{label}"', f"cgjit-bench on {gpu}: median µs per step", 130)
-        draw("chain", [(str(r["n"]), r, float(r["n"])) for r in bench.get("results") or [] if number(r, "n")],
+        chain_mode = "reduce-overhead" if any(r.get("mode") for r in bench.get("results") or []) else None
+        draw("chain", [(str(r["n"]), r, float(r["n"])) for r in bench.get("results") or []
+                       if number(r, "n") and r.get("mode") == chain_mode],
              CHAIN_SERIES, lambda label, r: label, f"cgjit-bench chain on {gpu}: µs per kernel against N", 100)
     if not written:
         fail(f"{path} holds no figures to plot")
