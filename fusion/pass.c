@@ -1,16 +1,20 @@
 /*
- * pass.c — the fusion pass over a built trace (fusion.h): chains found, each compiled,
- * validated and recorded in the trace, or dropped with its reason.
+ * pass.c — the fusion pass over a built trace (fusion.h): GEMMs folded with what follows them
+ * into cuBLASLt matmuls first (gemm.c), then chains found, each compiled, validated and recorded
+ * in the trace, or dropped with its reason.
  *
  * A chain is a run of elementwise stages on one stream with one element count — registered
- * kernels, and library calls that replay absorbs whole and that the runtime described
- * (cudnnAddTensor, cudnnOpTensor, cudnnActivationForward, cudnnScaleTensor, cuBLAS axpy and
- * scal: cgj_libop_t.ew), each with the ops it issued — with nothing between them but the step's
- * own allocations and frees (which issue nothing in replay):
- * any other op (a boundary, a copy, an opaque kernel, a library call) ends it, so a chain lies
- * within one segment and nothing outside it can observe its intermediates. Its ops must hold
- * their values from run to run (a fused kernel's arguments are fixed) and reach no mapped host
- * memory. A chain of one kernel is left alone: fusing it saves nothing.
+ * kernels, and library calls the runtime described (cudnnAddTensor, cudnnOpTensor,
+ * cudnnActivationForward, cudnnScaleTensor, cuBLAS axpy and scal: cgj_libop_t.ew), each with the
+ * ops it issued — with nothing between them but the step's own allocations and frees (which
+ * issue nothing in replay): any other op (a boundary, a copy, an opaque kernel, another library
+ * call) ends it, so a chain lies within one segment and nothing outside it can observe its
+ * intermediates. Its kernels must hold their values from run to run (a fused kernel's arguments
+ * are fixed), its library calls their arguments (they are guarded with the key), and none may
+ * reach mapped host memory. A chain of one kernel is left alone: fusing it saves nothing. A
+ * library call whose own ops replay could not reproduce (cuDNN passes uninitialized bytes to some
+ * kernels) gets a solo kernel of its own besides, what a side exit half-way through the chain
+ * re-issues it with.
  */
 #include "fusion/fusion.h"
 #include "base/config.h"
