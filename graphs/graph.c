@@ -378,9 +378,9 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
         for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].seg = s;
         find_streams(t, seg);
         /* A graph of one or two nodes costs as much host time to launch as its ops do eagerly,
-         * and starts later on the GPU: a program waiting for it right away would be slower. */
-        /* A fused chain is worth its graph: one kernel in place of several, and its
-         * intermediates never written. */
+         * and starts later on the GPU: a program waiting for it right away would be slower.
+         * Unless it holds a fused chain: one kernel in place of several, its intermediates never
+         * written. */
         bool fused = false;
         for (uint32_t i = seg->first; i < seg->end && !fused; i++) fused = t->list.ops[i].fused != 0;
         seg->eager = seg->ncapture && seg->ncapture < (uint32_t)cgj_cfg.GRAPH_MIN_OPS && !fused;

@@ -35,7 +35,7 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
     if (t->other_exits)
         fprintf(f, "      %llu further side exit(s) of other kinds\n", (unsigned long long)t->other_exits);
     if (t->fused_chains || t->fuse_drops)
-        fprintf(f, "      fusion: %u chain(s) of %u kernels and library calls replay as %u generated kernel(s) and %u cuBLASLt matmul(s) (%.2f ms to compile, %u by NVRTC, %.2f ms to validate)%s%s\n",
+        fprintf(f, "      fusion: %u chain(s) holding %u kernel launches replay as %u generated kernel(s) and %u cuBLASLt matmul(s) (%.2f ms to compile, %u by NVRTC, %.2f ms to validate)%s%s\n",
                 t->fused_chains, t->fused_ops, t->fused_chains - t->fused_gemms, t->fused_gemms,
                 (double)t->fuse_compile_ns / 1e6, t->fuse_cold,
                 (double)(t->fuse_ns - t->fuse_compile_ns) / 1e6, t->fuse_drops ? "; last left unfused: " : "",
