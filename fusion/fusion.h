@@ -131,6 +131,24 @@ void *cgj_fusion_cache_read(const char *dir, const char *key, size_t *size);
  * writers and readers never see a partial entry. False if it could not be written. */
 bool cgj_fusion_cache_write(const char *dir, const char *key, const void *data, size_t size);
 
+/* ---- follow.c: a bias and an activation after a GEMM or a convolution ---- */
+
+typedef enum cgj_fuse_act { CGJ_ACT_NONE, CGJ_ACT_RELU, CGJ_ACT_GELU /* tanh form */ } cgj_fuse_act_t;
+
+typedef struct cgj_epilogue {
+    uint32_t stages[2], nstages; /* the bias's stage, then the activation's, where taken */
+    uint32_t last;               /* the last op they hold */
+    CUdeviceptr bias;            /* the bias vector */
+    CUdeviceptr out;             /* where the result goes: C, or the activation's output (C is
+                                  * then never read again) */
+    cgj_fuse_act_t act;
+} cgj_epilogue_t;
+
+/* The stages right after op `after` on stream s that make C (n floats at c) C + bias, the bias read
+ * at (i / d) % m, then optionally an activation of it. False where no bias follows. */
+bool cgj_fusion_epilogue(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, uint32_t after, CUstream s,
+                         CUdeviceptr c, uint64_t n, uint64_t d, uint64_t m, cgj_epilogue_t *e);
+
 /* ---- gemm.c: a GEMM and its bias and activation as one cuBLASLt matmul ---- */
 
 typedef struct cgj_gemm_fold {
