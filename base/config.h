@@ -65,6 +65,8 @@
       "a replayed NCCL collective that has not completed after S seconds is reported on stderr: a peer never made the same call (0: not watched)") \
     X(MODE, STR, "reduce-overhead", 0, 0, "mode", MODE, "MODE", NULL,                               \
       "what replay may change: reduce-overhead (graphs only, bitwise equal), default (also fuses elementwise chains, within a stated tolerance), max-autotune (default, and more build-time work)") \
+    X(FOLD_TIMING, BOOL, 1, 0, 1, "fold-timing", BOOL, "0|1", NULL,                                      \
+      "1: a GEMM or convolution is folded with its bias and activation into one library call only where that runs faster than the program's calls (timed at build); 0: wherever it is within tolerance") \
     X(OPS, STR, "", 0, 0, "ops", TEXT, "FILE", "none",                                                 \
       "a registry of elementwise kernels (one 'KERNEL (PARAMS): OUT = EXPR' per line) that fusion may fuse") \
     X(CACHE_DIR, STR, "", 0, 0, "cache-dir", TEXT, "DIR", "$XDG_CACHE_HOME/cgjit",                  \

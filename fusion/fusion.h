@@ -22,6 +22,8 @@
 #include "fusion/spec.h"
 #include "ir/ir.h"
 
+#include <pthread.h>
+
 /* ---- registry.c: the kernels registered as elementwise ---- */
 
 /* Register kernel `kernel` (the driver's name, or a C++ kernel's plain name) as computing
@@ -97,6 +99,9 @@ uint32_t cgj_fusion_next_element(const cgj_oplist_t *l, uint32_t from);
 /* The element count op o (of spec sp) was launched with (the product of its count parameters),
  * UINT64_MAX if one is negative or the product overflows. */
 uint64_t cgj_fusion_count(const cgj_op_t *o, const cgj_ew_spec_t *sp);
+/* Buffer of ch at [a, a + elems floats), for checking a library call of cgjit's own on copies: a
+ * new one, the same one (grown), or -1 where it overlaps another partly. */
+int cgj_fusion_add_buffer(cgj_fuse_chain_t *ch, CUdeviceptr a, uint64_t elems);
 /* Mark which buffers' last values must be stored: all but those inside an in-step allocation
  * of l that is freed within the step and that no op after the chain mentions. */
 void cgj_fusion_mark_stores(const cgj_oplist_t *l, uint32_t last, cgj_fuse_chain_t *ch);
@@ -149,22 +154,48 @@ typedef struct cgj_epilogue {
 bool cgj_fusion_epilogue(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, uint32_t after, CUstream s,
                          CUdeviceptr c, uint64_t n, uint64_t d, uint64_t m, cgj_epilogue_t *e);
 
-/* ---- gemm.c: a GEMM and its bias and activation as one cuBLASLt matmul ---- */
+/* ---- handles.c: the libraries fusion calls itself ---- */
 
-typedef struct cgj_gemm_fold {
-    uint32_t first, last;        /* the GEMM's LIB op .. the last op folded into the matmul */
-    uint32_t stages[3], nstages; /* the GEMM's LIB op, then the bias's and activation's ops */
-    void *ctx;                   /* the matmul: cgj_fusion_gemm_issue, cgj_fusion_gemm_release */
-} cgj_gemm_fold_t;
+/* The first of names[0..n) dlopen opens, or NULL (resolve its functions with cgj_driver_dlsym). */
+void *cgj_fusion_dlopen(const char *const *names, size_t n);
 
-/* The matmul for the GEMM at LIB op i of t and the stages after it that it can take (specs as
- * the pass found them): in mode default only where a bias follows; in max-autotune also alone,
- * where a cuBLASLt algorithm is faster than the program's calls. Checked and timed on copies of
- * the real operands. False with why.code NONE where there is nothing to fold, else the reason. */
-bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, uint32_t i, cgj_gemm_fold_t *out,
+/* cgjit's own handles of one library, one per CUDA context. */
+typedef struct cgj_handles {
+    pthread_mutex_t lock;
+    struct {
+        CUcontext ctx;
+        void *h;
+    } e[16];
+    uint32_t n;
+} cgj_handles_t;
+#define CGJ_HANDLES_INIT {.lock = PTHREAD_MUTEX_INITIALIZER}
+
+/* The handle for the current context: found, or made by create (false: it could not be), or
+ * NULL. */
+void *cgj_fusion_handle(cgj_handles_t *hs, bool (*create)(void **h));
+
+/* ---- gemm.c, conv.c: a GEMM or a convolution with its bias and activation, as one call ---- */
+
+/* A library call of cgjit's own in place of the GEMM or convolution at `first` and the stages
+ * after it it takes. */
+typedef struct cgj_fold {
+    uint32_t first, last;        /* the GEMM's or convolution's LIB op .. the last op folded */
+    uint32_t stages[3], nstages; /* that LIB op, then the bias's and activation's ops */
+    void *ctx;                   /* the call: issue(ctx, stream), release(ctx) */
+    CUresult (*issue)(void *ctx, CUstream s);
+    void (*release)(void *ctx);
+} cgj_fold_t;
+
+/* The matmul for the GEMM at LIB op i of t and the stages after it it can take (specs as the
+ * pass found them): in mode default only where a bias follows; in max-autotune also alone, where
+ * a cuBLASLt algorithm is faster than the program's calls. Checked and timed on copies of the
+ * real operands. False with why.code NONE where there is nothing to fold, else the reason. */
+bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, uint32_t i, cgj_fold_t *out,
                      cgj_reason_t *why);
-CUresult cgj_fusion_gemm_issue(void *ctx, CUstream s);
-void cgj_fusion_gemm_release(void *ctx);
+/* The same for the convolution at LIB op i: one cudnnConvolutionBiasActivationForward where a
+ * bias over its channels follows (and a ReLU, where one does). */
+bool cgj_fusion_conv(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, uint32_t i, cgj_fold_t *out,
+                     cgj_reason_t *why);
 
 /* ---- validate.c ---- */
 
@@ -185,6 +216,12 @@ typedef struct cgj_fuse_candidate {
  * FUSE_VALIDATE). */
 int cgj_fusion_check(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, cgj_fuse_candidate_t *c, uint32_t nc,
                      bool normwise, float *ops_us, cgj_reason_t *why);
+/* The fastest of the valid candidates c[0..n) (checked normwise, timed as replay runs them), -1
+ * where none is valid (*why says why) or the chain's own ops are faster (*why NONE; *ops_us and
+ * *best_us say by how much). Never slower: a call that saves kernels but runs slower than the
+ * program's is not taken (CGJIT_FOLD_TIMING=0 takes it wherever it is valid). */
+int cgj_fusion_fastest(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, cgj_fuse_candidate_t *c, uint32_t n,
+                       float *ops_us, float *best_us, cgj_reason_t *why);
 /* A candidate's run for a fused kernel (ctx: its CUfunction). */
 CUresult cgj_fusion_run_kernel(void *f, const cgj_fuse_chain_t *ch, const CUdeviceptr *bufs, CUstream s);
 

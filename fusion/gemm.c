@@ -42,22 +42,15 @@ static struct {
     bool ok;
 } lt;
 static pthread_once_t lt_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    CUcontext ctx;
-    cublasLtHandle_t h;
-} handles[16];
-static uint32_t nhandles;
+static cgj_handles_t handles = CGJ_HANDLES_INIT;
 
 #define WORKSPACE (4u << 20)
 #define MAX_ALGOS 8
 
 static void load_lt(void)
 {
-    const char *names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"};
-    void *h = NULL;
-    for (size_t k = 0; k < sizeof names / sizeof names[0] && !h && cgj_driver_dlsym; k++)
-        h = dlopen(names[k], RTLD_LAZY | RTLD_LOCAL);
+    static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"};
+    void *h = cgj_fusion_dlopen(names, CGJ_ARRAY_LEN(names));
     if (!h) return;
     lt.ok = true;
 #define LT_RESOLVE(name) lt.ok &= (lt.name = (__typeof__(lt.name))cgj_driver_dlsym(h, #name)) != NULL;
@@ -65,24 +58,16 @@ static void load_lt(void)
 #undef LT_RESOLVE
 }
 
+static bool create_lt(void **h)
+{
+    return lt.cublasLtCreate((cublasLtHandle_t *)h) == CUBLAS_STATUS_SUCCESS;
+}
+
 /* cgjit's cuBLASLt handle for the current context, or NULL. */
 static cublasLtHandle_t lt_handle(void)
 {
     pthread_once(&lt_once, load_lt);
-    CUcontext ctx = NULL;
-    if (!lt.ok || !cgj_drv.r_cuCtxGetCurrent || cgj_drv.r_cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) return NULL;
-    cublasLtHandle_t h = NULL;
-    pthread_mutex_lock(&handles_lock);
-    for (uint32_t k = 0; k < nhandles && !h; k++)
-        if (handles[k].ctx == ctx) h = handles[k].h;
-    if (!h && nhandles < CGJ_ARRAY_LEN(handles)) {
-        cgj_internal_calls++;
-        if (lt.cublasLtCreate(&h) == CUBLAS_STATUS_SUCCESS) handles[nhandles].ctx = ctx, handles[nhandles++].h = h;
-        else h = NULL;
-        cgj_internal_calls--;
-    }
-    pthread_mutex_unlock(&handles_lock);
-    return h;
+    return lt.ok ? (cublasLtHandle_t)cgj_fusion_handle(&handles, create_lt) : NULL;
 }
 
 /* ---- the matmul ---- */
@@ -118,13 +103,13 @@ static CUresult lt_run(lt_op_t *op, const cublasLtMatmulAlgo_t *algo, const CUde
     return st == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
 }
 
-CUresult cgj_fusion_gemm_issue(void *ctx, CUstream s)
+static CUresult gemm_issue(void *ctx, CUstream s)
 {
     lt_op_t *op = ctx;
     return lt_run(op, &op->algo, op->ptr, s);
 }
 
-void cgj_fusion_gemm_release(void *ctx)
+static void gemm_release(void *ctx)
 {
     lt_op_t *op = ctx;
     if (!op) return;
@@ -181,25 +166,9 @@ static int lt_algos(lt_op_t *op, cublasLtMatmulHeuristicResult_t *res, int want)
 
 /* ---- checking and choosing ---- */
 
-/* Buffer of the check chain at [a, a + elems floats): a new one, the same one, or -1 where it
- * overlaps another partly. */
-static int check_buffer(cgj_fuse_chain_t *ch, CUdeviceptr a, uint64_t elems)
-{
-    for (uint32_t k = 0; k < ch->nbufs; k++) {
-        cgj_fuse_buf_t *b = &ch->buf[k];
-        if (b->addr == a) {
-            if (elems > b->extent) b->extent = elems;
-            return (int)k;
-        }
-        if (a < b->addr + 4 * b->extent && b->addr < a + 4 * elems) return -1;
-    }
-    ch->buf[ch->nbufs] = (cgj_fuse_buf_t){.addr = a, .extent = elems, .type = CGJ_EW_F32};
-    return (int)ch->nbufs++;
-}
-
 /* The chain the matmul is checked on: the group's and stages' ops, A, B, C, bias and D as
  * buffers, D stored (and C, where it is D). */
-static bool check_chain(const cgj_gemm_fold_t *f, const cgj_libgemm_t *g, lt_op_t *op, cgj_fuse_chain_t *ch)
+static bool check_chain(const cgj_fold_t *f, const cgj_libgemm_t *g, lt_op_t *op, cgj_fuse_chain_t *ch)
 {
     uint64_t ea = (uint64_t)g->lda * ((g->transa ? g->m : g->k) - 1) + (g->transa ? g->k : g->m);
     uint64_t eb = (uint64_t)g->ldb * ((g->transb ? g->k : g->n) - 1) + (g->transb ? g->n : g->k);
@@ -210,7 +179,7 @@ static bool check_chain(const cgj_gemm_fold_t *f, const cgj_libgemm_t *g, lt_op_
     for (uint32_t s = 0; s < f->nstages; s++) ch->st[ch->nstages++].op = f->stages[s];
     for (int k = 0; k < 5; k++) {
         if (k == PBIAS && op->epilogue == CUBLASLT_EPILOGUE_DEFAULT) continue;
-        int b = check_buffer(ch, op->ptr[k], extents[k]);
+        int b = cgj_fusion_add_buffer(ch, op->ptr[k], extents[k]);
         if (b < 0) return false;
         op->buf[k] = (uint32_t)b;
     }
@@ -231,9 +200,7 @@ static CUresult run_candidate(void *ctx, const cgj_fuse_chain_t *ch, const CUdev
     return lt_run(c->op, c->algo, p, s);
 }
 
-/* The fastest valid algorithm of res[0..n), timed on the copies, or -1 where none is valid or
- * the program's own calls are faster (never slower: a matmul that saves two kernels but runs a
- * slower algorithm than cuBLAS chose is not taken). */
+/* The fastest valid algorithm of res[0..n), or -1 (cgj_fusion_fastest). */
 static int choose(const cgj_trace_t *t, const cgj_fuse_chain_t *ch, lt_op_t *op, const cgj_libgemm_t *g,
                   const cublasLtMatmulHeuristicResult_t *res, int n, cgj_reason_t *why)
 {
@@ -243,16 +210,11 @@ static int choose(const cgj_trace_t *t, const cgj_fuse_chain_t *ch, lt_op_t *op,
         cc[k] = (candidate_ctx_t){op, &res[k].algo};
         c[k] = (cgj_fuse_candidate_t){.run = run_candidate, .ctx = &cc[k]};
     }
-    float ops_us = -1;
-    if (!cgj_fusion_check(&t->list, ch, c, (uint32_t)n, true, &ops_us, why)) return -1;
-    int best = -1;
-    for (int k = 0; k < n; k++)
-        if (c[k].ok && (best < 0 || (c[k].us >= 0 && c[k].us < c[best].us))) best = k;
-    if (c[best].us >= 0 && ops_us >= 0 && ops_us <= c[best].us) {
+    float ops_us, best_us;
+    int best = cgj_fusion_fastest(&t->list, ch, c, (uint32_t)n, &ops_us, &best_us, why);
+    if (best < 0 && why->code == CGJ_REASON_NONE)
         CGJ_LOG(trace, "GEMM %dx%dx%d: the program's calls (%.1f us) beat the cuBLASLt matmul (%.1f us, best of %d)",
-                g->m, g->n, g->k, ops_us, c[best].us, n);
-        return -1;
-    }
+                g->m, g->n, g->k, ops_us, best_us, n);
     return best;
 }
 
@@ -287,7 +249,7 @@ static const cgj_libgemm_t *gemm_of(const cgj_trace_t *t, uint32_t i)
 
 /* The bias and activation after the GEMM that op can take (its epilogue, D, the stages). */
 static void find_epilogue(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, const cgj_libgemm_t *g,
-                          lt_op_t *op, cgj_gemm_fold_t *f)
+                          lt_op_t *op, cgj_fold_t *f)
 {
     cgj_epilogue_t e;
     CUstream s = cgj_fusion_element_stream(&t->list, f->first);
@@ -300,7 +262,7 @@ static void find_epilogue(const cgj_trace_t *t, const cgj_ew_spec_t *const *spec
     f->last = e.last;
 }
 
-bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, uint32_t i, cgj_gemm_fold_t *out,
+bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, uint32_t i, cgj_fold_t *out,
                      cgj_reason_t *why)
 {
     cgj_reason_set(why, CGJ_REASON_NONE, CGJ_REASON_NO_OP, NULL);
@@ -311,7 +273,7 @@ bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
     lt_op_t *op = cgj_xcalloc(1, sizeof *op);
     op->ptr[PA] = l->args[g->a], op->ptr[PB] = l->args[g->b], op->ptr[PC] = op->ptr[PD] = l->args[g->c];
     op->alpha = g->alpha, op->beta = g->beta, op->epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-    *out = (cgj_gemm_fold_t){.first = i, .last = cgj_fusion_element_end(&t->list, i), .stages = {i}, .nstages = 1};
+    *out = (cgj_fold_t){.first = i, .last = cgj_fusion_element_end(&t->list, i), .stages = {i}, .nstages = 1};
     find_epilogue(t, specs, g, op, out);
     bool tune = mode == CGJ_JIT_MAX_AUTOTUNE;
     if (op->epilogue == CUBLASLT_EPILOGUE_DEFAULT && !tune) {
@@ -328,11 +290,11 @@ bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
     bool ok = ready && check_chain(out, g, op, &ch) && (best = choose(t, &ch, op, g, res, nres, why)) >= 0;
     cgj_free(ch.st);
     if (!ok) {
-        cgj_fusion_gemm_release(op);
+        gemm_release(op);
         return false;
     }
     op->algo = res[best].algo;
-    out->ctx = op;
+    out->ctx = op, out->issue = gemm_issue, out->release = gemm_release;
     CGJ_LOG(trace, "GEMM %dx%dx%d at op %u: one cuBLASLt matmul with %u stage(s) after it, algorithm %d of %d", g->m, g->n,
             g->k, i, out->nstages - 1, best + 1, nres);
     return true;

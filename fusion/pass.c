@@ -199,37 +199,36 @@ static void fuse(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t *const 
     cgj_free(ch.st);
 }
 
-/* The GEMM at LIB op i with what follows it as one cuBLASLt matmul, where it can be: the ops it
- * takes leave the elementwise chains (specs cleared). */
-static void fold_gemm(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t **specs, uint32_t i,
-                      cgj_fusion_stats_t *st)
+/* The GEMM or convolution at LIB op i with what follows it as one library call of cgjit's own,
+ * where it can be: the ops it takes leave the elementwise chains (specs cleared). */
+static void fold(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t **specs, uint32_t i, cgj_fusion_stats_t *st)
 {
-    cgj_gemm_fold_t f = {.ctx = NULL};
+    cgj_fold_t f = {.ctx = NULL};
     cgj_reason_t why;
     cgj_fused_t *solo = NULL;
     uint32_t nsolo = 0;
+    const cgj_libop_t *l = t->list.ops[i].lib;
     uint64_t t0 = cgj_now_ns();
-    bool ok = cgj_fusion_gemm(t, specs, i, &f, &why) &&
+    bool ok = (l->gemm.valid ? cgj_fusion_gemm(t, specs, i, &f, &why) : cgj_fusion_conv(t, specs, i, &f, &why)) &&
               make_solos(t, specs, f.stages + 1, f.nstages - 1, &solo, &nsolo, st, &why);
     st->validate_ns += cgj_now_ns() - t0;
     if (!ok) {
         if (why.code != CGJ_REASON_NONE) {
-            if (f.ctx) cgj_fusion_gemm_release(f.ctx);
+            if (f.ctx) f.release(f.ctx);
             free_fused(solo, nsolo);
             drop(t, anchor, i, &why, st);
         }
         return;
     }
     t->fused = cgj_xrealloc(t->fused, (t->nfused + 1) * sizeof *t->fused);
-    t->fused[t->nfused++] = (cgj_fused_t){.first = f.first, .last = f.last, .nstages = f.nstages,
-                                          .issue = cgj_fusion_gemm_issue, .release = cgj_fusion_gemm_release,
-                                          .ctx = f.ctx};
+    t->fused[t->nfused++] = (cgj_fused_t){.first = f.first, .last = f.last, .nstages = f.nstages, .issue = f.issue,
+                                          .release = f.release, .ctx = f.ctx};
     mark_fused(t, &t->fused[t->nfused - 1]);
     for (uint32_t k = f.first; k <= f.last; k++) specs[k] = NULL;
     st->chains++, st->ops += t->fused[t->nfused - 1].nkernels;
     keep_solos(t, solo, nsolo);
-    CGJ_LOG(trace, "anchor '%s': ops %u-%u: a GEMM and %u stage(s) after it as one cuBLASLt matmul", anchor, f.first,
-            f.last, f.nstages - 1);
+    CGJ_LOG(trace, "anchor '%s': ops %u-%u: a %s and %u stage(s) after it as one library call", anchor, f.first, f.last,
+            l->gemm.valid ? "GEMM" : "convolution", f.nstages - 1);
 }
 
 /* The spec of library call op i if its group may be part of a chain: described, with arguments
@@ -284,7 +283,8 @@ void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st)
         specs[i] = eligible(t, anchor, i, i < group_end && !o->lib, st);
     }
     for (uint32_t i = 0; i < n; i++)
-        if (t->list.ops[i].lib && t->list.ops[i].lib->gemm.valid) fold_gemm(t, anchor, specs, i, st);
+        if (t->list.ops[i].lib && (t->list.ops[i].lib->gemm.valid || t->list.ops[i].lib->conv.valid))
+            fold(t, anchor, specs, i, st);
     for (uint32_t i = 0; i < n;) {
         if (!specs[i]) {
             i++;

@@ -12,6 +12,7 @@
  * Nothing of the program's memory is written.
  */
 #include "fusion/fusion.h"
+#include "base/config.h"
 #include "base/driver.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -315,4 +316,19 @@ bool cgj_fusion_validate(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, CUfu
 {
     cgj_fuse_candidate_t c = {.run = cgj_fusion_run_kernel, .ctx = (void *)f};
     return cgj_fusion_check(l, ch, &c, 1, false, NULL, why) == 1;
+}
+
+int cgj_fusion_fastest(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, cgj_fuse_candidate_t *c, uint32_t n,
+                       float *ops_us, float *best_us, cgj_reason_t *why)
+{
+    *ops_us = *best_us = -1;
+    bool timed = cgj_cfg.FOLD_TIMING || n > 1;
+    if (!cgj_fusion_check(l, ch, c, n, true, timed ? ops_us : NULL, why)) return -1;
+    int best = -1;
+    for (uint32_t k = 0; k < n; k++)
+        if (c[k].ok && (best < 0 || (c[k].us >= 0 && c[k].us < c[best].us))) best = (int)k;
+    *best_us = c[best].us;
+    cgj_reason_set(why, CGJ_REASON_NONE, CGJ_REASON_NO_OP, NULL);
+    bool slower = cgj_cfg.FOLD_TIMING && c[best].us >= 0 && *ops_us >= 0 && *ops_us <= c[best].us;
+    return slower ? -1 : best;
 }

@@ -96,6 +96,23 @@ typedef struct cgj_libgemm {
     float alpha, beta;
 } cgj_libgemm_t;
 
+/* A library call that is a plain fp32 convolution (cudnnConvolutionForward on float tensors with
+ * float compute), as fusion/ folds a bias over its channels and a ReLU after it into one
+ * cudnnConvolutionBiasActivationForward: y = alpha conv(x, w) + beta y. Descriptors by content,
+ * arguments by index. Described in mode default only. */
+#define CGJ_LIBCONV_DIMS 8
+typedef struct cgj_libconv {
+    bool valid;
+    uint8_t x, w, ws, y;                          /* argument indices */
+    int32_t nb, xdims[CGJ_LIBCONV_DIMS], xstrides[CGJ_LIBCONV_DIMS];
+    int32_t ydims[CGJ_LIBCONV_DIMS], ystrides[CGJ_LIBCONV_DIMS];
+    int32_t wformat, wdims[CGJ_LIBCONV_DIMS];
+    int32_t nconv, pad[CGJ_LIBCONV_DIMS], stride[CGJ_LIBCONV_DIMS], dil[CGJ_LIBCONV_DIMS];
+    int32_t mode, math, groups, algo;
+    uint64_t ws_bytes;
+    float alpha, beta;
+} cgj_libconv_t;
+
 typedef struct cgj_libcall {
     uint32_t keylen, nargs;
     cgj_reason_code_t never; /* why the call is never absorbed (the key is incomplete, it returns a
@@ -104,6 +121,7 @@ typedef struct cgj_libcall {
                               * launches them before the call returns, as eager does */
     cgj_libew_t ew;          /* what it computes per element, where it is elementwise */
     cgj_libgemm_t gemm;      /* the GEMM it is, where it is a plain one */
+    cgj_libconv_t conv;      /* the convolution it is, where it is a plain one */
     CUdeviceptr args[CGJ_LIB_MAX_ARGS];
     uint8_t key[CGJ_LIB_KEY_MAX];
 } cgj_libcall_t;
@@ -227,6 +245,7 @@ typedef struct cgj_libop {
     cgj_reason_code_t never; /* the wrapper's reason never to absorb it, or CGJ_REASON_NONE */
     cgj_libew_t ew;      /* what the call computes per element (fusion/), where described */
     cgj_libgemm_t gemm;  /* the GEMM it is (fusion/), where described */
+    cgj_libconv_t conv;  /* the convolution it is (fusion/), where described */
     bool absorbable;     /* the group can be replayed without calling the library */
     bool for_good;       /* not absorbable whatever the samples: its driver calls' kinds */
     cgj_reason_t why_not; /* why not */

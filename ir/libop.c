@@ -19,6 +19,7 @@ cgj_libop_t *cgj_libop_new(const cgj_libcall_t *lc)
     l->collective = lc->collective;
     l->ew = lc->ew;
     l->gemm = lc->gemm;
+    l->conv = lc->conv;
     return l;
 }
 
@@ -38,7 +39,7 @@ cgj_libop_t *cgj_libop_clone(const cgj_libop_t *src)
     if (src->live_other_key) { /* what was learned belongs to the recorded call */
         l->live_other_key = l->absorbable = false;
         l->fix = NULL, l->nfix = 0, l->seen = NULL, l->free_args = 0;
-        l->ew.spec = NULL, l->gemm.valid = false; /* they described the recorded call */
+        l->ew.spec = NULL, l->gemm.valid = l->conv.valid = false; /* they described the recorded call */
         return l;
     }
     l->fix = src->nfix ? cgj_xmemdup(src->fix, src->nfix * sizeof *src->fix) : NULL;

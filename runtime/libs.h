@@ -90,6 +90,7 @@ static inline void lib_init(cgj_libcall_t *lc)
     lc->collective = false;
     lc->ew.spec = NULL;
     lc->gemm.valid = false;
+    lc->conv.valid = false;
 }
 
 /* Elementwise descriptions (fusion/, mode default): worth building only where they may be used. */

@@ -156,6 +156,31 @@ static void key_scale(cgj_libcall_t *lc, const void *p, cudnnDataType_t dt)
 
 #define DNN_RUN(fn, ...) LIB_CALL(lc, #fn, CUDNN_STATUS_SUCCESS, real_(__VA_ARGS__))
 
+/* The convolution description of a float call (mode default): arguments x 0, w 1, ws 2, y 3. */
+static void describe_conv(cgj_libcall_t *lc, cudnnTensorDescriptor_t xd, cudnnFilterDescriptor_t wd,
+                          cudnnConvolutionDescriptor_t cd, cudnnConvolutionFwdAlgo_t algo, size_t wsbytes,
+                          const void *alpha, const void *beta, cudnnTensorDescriptor_t yd)
+{
+    cgj_libconv_t c = {.valid = true, .x = 0, .w = 1, .ws = 2, .y = 3, .algo = algo, .ws_bytes = wsbytes};
+    cudnnDataType_t xt, yt, wt, ct;
+    cudnnTensorFormat_t fmt;
+    cudnnConvolutionMode_t mode;
+    cudnnMathType_t math;
+    int ynb = 0, wnb = 0;
+    if (!OK(g_cudnnGetTensorNdDescriptor(xd, CGJ_LIBCONV_DIMS, &xt, &c.nb, c.xdims, c.xstrides)) ||
+        !OK(g_cudnnGetTensorNdDescriptor(yd, CGJ_LIBCONV_DIMS, &yt, &ynb, c.ydims, c.ystrides)) ||
+        !OK(g_cudnnGetFilterNdDescriptor(wd, CGJ_LIBCONV_DIMS, &wt, &fmt, &wnb, c.wdims)) ||
+        !OK(g_cudnnGetConvolutionNdDescriptor(cd, CGJ_LIBCONV_DIMS, &c.nconv, c.pad, c.stride, c.dil, &mode, &ct)) ||
+        !OK(g_cudnnGetConvolutionMathType(cd, &math)) || !OK(g_cudnnGetConvolutionGroupCount(cd, &c.groups)))
+        return;
+    if (xt != CUDNN_DATA_FLOAT || yt != CUDNN_DATA_FLOAT || wt != CUDNN_DATA_FLOAT || ct != CUDNN_DATA_FLOAT ||
+        c.nb != ynb || c.nb != wnb || c.nb > CGJ_LIBCONV_DIMS || c.nconv != c.nb - 2)
+        return;
+    c.wformat = fmt, c.mode = mode, c.math = math;
+    c.alpha = *(const float *)alpha, c.beta = *(const float *)beta;
+    lc->conv = c;
+}
+
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t xd,
                                       const void *x, const cudnnFilterDescriptor_t wd, const void *w,
                                       const cudnnConvolutionDescriptor_t cd, cudnnConvolutionFwdAlgo_t algo,
@@ -167,6 +192,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const 
     cudnnDataType_t dt = key_tensor(&lc, yd);
     key_scale(&lc, alpha, dt), key_scale(&lc, beta, dt);
     arg_put(&lc, x), arg_put(&lc, w), arg_put(&lc, ws), arg_put(&lc, y);
+    if (lib_ew_wanted(&lc)) describe_conv(&lc, xd, wd, cd, algo, wsbytes, alpha, beta, yd);
     DNN_RUN(cudnnConvolutionForward, h, alpha, xd, x, wd, w, cd, algo, ws, wsbytes, beta, yd, y);
 }
 

@@ -233,6 +233,8 @@ FUSION_TEST(library_exit)
 FUSION_TEST(gemm_relu)
 FUSION_TEST(gemm_gelu)
 FUSION_TEST(gemm_autotune)
+FUSION_TEST(conv_relu)
+FUSION_TEST(gemm_relu_timed)
 
 /* The library wrappers: one test per gpu_libs scenario (`gpu_libs --list`). */
 #define LIB_TEST(scenario) \
