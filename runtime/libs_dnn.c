@@ -170,7 +170,7 @@ static void describe_conv(cgj_libcall_t *lc, cudnnTensorDescriptor_t xd, cudnnFi
     if (!OK(g_cudnnGetTensorNdDescriptor(xd, CGJ_LIBCONV_DIMS, &xt, &c.nb, c.xdims, c.xstrides)) ||
         !OK(g_cudnnGetTensorNdDescriptor(yd, CGJ_LIBCONV_DIMS, &yt, &ynb, c.ydims, c.ystrides)) ||
         !OK(g_cudnnGetFilterNdDescriptor(wd, CGJ_LIBCONV_DIMS, &wt, &fmt, &wnb, c.wdims)) ||
-        !OK(g_cudnnGetConvolutionNdDescriptor(cd, CGJ_LIBCONV_DIMS, &c.nconv, c.pad, c.stride, c.dil, &mode, &ct)) ||
+        !OK(g_cudnnGetConvolutionNdDescriptor(cd, CUDNN_DIM_MAX - 2, &c.nconv, c.pad, c.stride, c.dil, &mode, &ct)) ||
         !OK(g_cudnnGetConvolutionMathType(cd, &math)) || !OK(g_cudnnGetConvolutionGroupCount(cd, &c.groups)))
         return;
     if (xt != CUDNN_DATA_FLOAT || yt != CUDNN_DATA_FLOAT || wt != CUDNN_DATA_FLOAT || ct != CUDNN_DATA_FLOAT ||

@@ -381,7 +381,7 @@ int main(int argc, char **argv) {
     if (cgj_trace_info(sc->name, &info) != CGJ_OK) fail_exit("no trace info", NULL);
     print_stats(&st);
     printf("info %s: %u fused chain(s) of %u kernels, %u dropped (%s), %llu replays, %d of %d steps not bitwise equal, "
-           "fusion build %.2f ms (compile %.2f ms, %u by NVRTC), %u cuBLASLt matmul(s)\n",
+           "fusion build %.2f ms (compile %.2f ms, %u by NVRTC), %u GEMM(s) or convolution(s) folded\n",
            sc->name, info.fused_chains, info.fused_ops, info.fuse_drops, cgj_reason_name(info.fuse_reason_code),
            (unsigned long long)info.replays, unequal, STEPS, (double)info.fuse_ns / 1e6,
            (double)info.fuse_compile_ns / 1e6, info.fuse_cold, info.fused_gemms);
