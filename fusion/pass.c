@@ -162,6 +162,7 @@ static void drop(cgj_trace_t *t, const char *anchor, uint32_t first, const cgj_r
     if (r.op == CGJ_REASON_NO_OP) r.op = first;
     cgj_reason_tally(&r);
     t->fuse_dropped = r;
+    if (t->fuse_drops < CGJ_FUSE_DROPS_KEPT) t->fuse_drop_list[t->fuse_drops] = r;
     t->fuse_drops++;
     st->dropped++;
     CGJ_LOG(trace, "anchor '%s': chain at op %u not fused: %s", anchor, first, cgj_reason_format(&r, text, sizeof text));

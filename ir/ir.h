@@ -347,6 +347,7 @@ typedef struct cgj_fused {
 } cgj_fused_t;
 
 #define CGJ_EXIT_KINDS 8
+#define CGJ_FUSE_DROPS_KEPT 8
 /* Side exits of a trace, grouped by op and reason code (for the report); the detail is the
  * first such exit's. */
 typedef struct cgj_exit_count {
@@ -378,7 +379,8 @@ typedef struct cgj_trace {
                                              * absorbable): what re-issues it on a side exit */
     uint32_t nsolo;
     uint32_t fuse_drops;                    /* chains (or kernels) the fusion pass dropped ... */
-    cgj_reason_t fuse_dropped;              /* ... and the last one's reason */
+    cgj_reason_t fuse_dropped;              /* ... the last one's reason ... */
+    cgj_reason_t fuse_drop_list[CGJ_FUSE_DROPS_KEPT]; /* ... and the first ones' (the report) */
     uint64_t replays, side_exits;
     uint64_t plan_ns, build_ns, instantiate_ns; /* what building it cost on the host */
     uint64_t fuse_ns;                       /* of build_ns: fused kernels compiled and validated ... */

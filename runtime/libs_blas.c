@@ -378,6 +378,61 @@ static void lt_desc_attr(cgj_libcall_t *lc, cublasLtMatmulDesc_t d, cublasLtMatm
         lib_never(lc, CGJ_REASON_LIB_DESCRIPTOR);
 }
 
+/* A layout of one float column-major matrix: its rows, columns and leading dimension; false for
+ * any other (another type or order, a batch). */
+static bool lt_plain_layout(cublasLtMatrixLayout_t l, uint64_t *rows, uint64_t *cols, int64_t *ld)
+{
+    static __typeof__(cublasLtMatrixLayoutGetAttribute) *get;
+    if (!get) get = (__typeof__(get))cgj_lib_resolve("cublasLtMatrixLayoutGetAttribute");
+    uint32_t type = 0;
+    int32_t order = CUBLASLT_ORDER_COL, batch = 1;
+    size_t w;
+    return l && get && !get(l, CUBLASLT_MATRIX_LAYOUT_TYPE, &type, sizeof type, &w) && type == CUDA_R_32F &&
+           !get(l, CUBLASLT_MATRIX_LAYOUT_ORDER, &order, sizeof order, &w) && order == CUBLASLT_ORDER_COL &&
+           !get(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch, &w) && batch == 1 &&
+           !get(l, CUBLASLT_MATRIX_LAYOUT_ROWS, rows, sizeof *rows, &w) &&
+           !get(l, CUBLASLT_MATRIX_LAYOUT_COLS, cols, sizeof *cols, &w) &&
+           !get(l, CUBLASLT_MATRIX_LAYOUT_LD, ld, sizeof *ld, &w);
+}
+
+/* The GEMM description of a plain cuBLASLt matmul (mode default): fp32 compute and scale, host
+ * alpha and beta, no epilogue and no scale pointers, column-major float matrices, C and D one
+ * matrix. Arguments: the descriptor's 7 pointers, then A 7, B 8, C 9, D 10. */
+static void describe_lt_gemm(cgj_libcall_t *lc, cublasLtMatmulDesc_t desc, const void *alpha, const void *beta,
+                             const void *C, cublasLtMatrixLayout_t ad, cublasLtMatrixLayout_t bd,
+                             cublasLtMatrixLayout_t cd, const void *D, cublasLtMatrixLayout_t dd)
+{
+    int32_t compute = 0, ta = 0, tb = 0, pm = -1;
+    uint32_t epilogue = 0;
+    uint32_t scale = 0;
+    uint64_t ar, ac, br, bc, cr, cc, dr, dc;
+    int64_t lda, ldb, ldc, ldd;
+    size_t w;
+    if (!g_cublasLtMatmulDescGetAttribute || C != D || lc->nargs != 12) return;
+    for (uint32_t k = 0; k < 7; k++)
+        if (lc->args[k]) return; /* a bias or scale pointer: not a plain GEMM */
+    if (g_cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute, sizeof compute, &w) ||
+        g_cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, &scale, sizeof scale, &w) ||
+        g_cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm, &w) ||
+        g_cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta, &w) ||
+        g_cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb, &w) ||
+        g_cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue, &w))
+        return;
+    if ((compute != CUBLAS_COMPUTE_32F && compute != CUBLAS_COMPUTE_32F_PEDANTIC) || scale != CUDA_R_32F ||
+        pm != CUBLASLT_POINTER_MODE_HOST || epilogue != CUBLASLT_EPILOGUE_DEFAULT ||
+        !lt_plain_layout(ad, &ar, &ac, &lda) || !lt_plain_layout(bd, &br, &bc, &ldb) ||
+        !lt_plain_layout(cd, &cr, &cc, &ldc) || !lt_plain_layout(dd, &dr, &dc, &ldd) || cr != dr || cc != dc ||
+        ldc != ldd || cr > INT32_MAX || cc > INT32_MAX || ar > INT32_MAX || ac > INT32_MAX)
+        return;
+    uint64_t k = ta == CUBLAS_OP_T ? ar : ac;
+    if ((ta == CUBLAS_OP_T ? ac : ar) != cr || (tb == CUBLAS_OP_T ? br : bc) != cc || (tb == CUBLAS_OP_T ? bc : br) != k)
+        return;
+    lc->gemm = (cgj_libgemm_t){.valid = true, .transa = ta == CUBLAS_OP_T, .transb = tb == CUBLAS_OP_T, .a = 7, .b = 8,
+                               .c = 9, .m = (int32_t)cr, .n = (int32_t)cc, .k = (int32_t)k, .lda = (int32_t)lda,
+                               .ldb = (int32_t)ldb, .ldc = (int32_t)ldc, .alpha = *(const float *)alpha,
+                               .beta = *(const float *)beta};
+}
+
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
                               cublasLtMatrixLayout_t ad, const void *B, cublasLtMatrixLayout_t bd,
                               const void *beta, const void *C, cublasLtMatrixLayout_t cd, void *D,
@@ -426,6 +481,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     scalar(&lc, alpha_host, alpha, sb);
     if (pm != CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO) scalar(&lc, beta_host, beta, sb);
     arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C), arg_put(&lc, D), arg_put(&lc, ws);
+    if (desc && alpha_host && beta_host && lib_ew_wanted(&lc)) describe_lt_gemm(&lc, desc, alpha, beta, C, ad, bd, cd, D, dd);
     BLAS_RUN(cublasLtMatmul, h, desc, alpha, A, ad, B, bd, beta, C, cd, D, dd, algo, ws, wsbytes, s);
 }
 

@@ -17,6 +17,32 @@
 #include <string.h>
 #include <unistd.h>
 
+/* What a fused entry replays as. */
+static const char *fused_as(const cgj_trace_t *t, const cgj_fused_t *fu)
+{
+    if (!fu->issue) return "one generated kernel";
+    return t->list.ops[fu->first].lib && t->list.ops[fu->first].lib->gemm.valid
+               ? "one cuBLASLt matmul with its epilogue"
+               : "one cudnnConvolutionBiasActivationForward";
+}
+
+/* Each chain fused (in use: a segment issued eagerly undid its own), each one dropped (the first
+ * CGJ_FUSE_DROPS_KEPT), with its reason. */
+static void report_fusions(FILE *f, const cgj_trace_t *t)
+{
+    char text[320];
+    for (uint32_t k = 0; k < t->nfused; k++) {
+        const cgj_fused_t *fu = &t->fused[k];
+        if (t->list.ops[fu->first].fused != k + 1) continue;
+        fprintf(f, "        fused: ops %u-%u, %u kernel launch(es), replay as %s\n", fu->first, fu->last, fu->nkernels,
+                fused_as(t, fu));
+    }
+    for (uint32_t k = 0; k < t->fuse_drops && k < CGJ_FUSE_DROPS_KEPT; k++)
+        fprintf(f, "        left unfused: %s\n", cgj_reason_format(&t->fuse_drop_list[k], text, sizeof text));
+    if (t->fuse_drops > CGJ_FUSE_DROPS_KEPT)
+        fprintf(f, "        ... and %u more left unfused\n", t->fuse_drops - CGJ_FUSE_DROPS_KEPT);
+}
+
 static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
 {
     char text[320];
@@ -40,6 +66,7 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
                 (double)t->fuse_compile_ns / 1e6, t->fuse_cold,
                 (double)(t->fuse_ns - t->fuse_compile_ns) / 1e6, t->fuse_drops ? "; last left unfused: " : "",
                 t->fuse_drops ? cgj_reason_format(&t->fuse_dropped, text, sizeof text) : "");
+    report_fusions(f, t);
     /* Library calls: how many replay absorbs whole, and why the others run the library. */
     uint32_t calls = 0, absorbable = 0, shown = 0;
     for (uint32_t i = 0; i < t->list.n; i++)

@@ -106,6 +106,37 @@ static void reasons(FILE *f)
     fputc(']', f);
 }
 
+/* Each chain fused (in use) and the first ones dropped, with their reasons. */
+static void fusions(FILE *f, const cgj_trace_t *t)
+{
+    char text[320];
+    cgj_json_key(f, "fusions", 0);
+    fputc('[', f);
+    for (uint32_t k = 0, n = 0; k < t->nfused; k++) {
+        const cgj_fused_t *fu = &t->fused[k];
+        if (t->list.ops[fu->first].fused != k + 1) continue;
+        fputs(n++ ? ",{" : "{", f);
+        cgj_json_key(f, "first", 1);
+        fprintf(f, "%u", fu->first);
+        num(f, "last", fu->last);
+        num(f, "kernels", fu->nkernels);
+        str(f, "as", !fu->issue ? "kernel" : t->list.ops[fu->first].lib->gemm.valid ? "cublaslt_matmul" : "cudnn_conv_bias_act");
+        fputc('}', f);
+    }
+    fputc(']', f);
+    cgj_json_key(f, "fuse_drop_list", 0);
+    fputc('[', f);
+    for (uint32_t k = 0; k < t->fuse_drops && k < CGJ_FUSE_DROPS_KEPT; k++) {
+        const cgj_reason_t *r = &t->fuse_drop_list[k];
+        fputs(k ? ",{" : "{", f);
+        cgj_json_key(f, "index", 1);
+        fprintf(f, "%u", k);
+        kept_reason(f, "reason", r->code, r->op, cgj_reason_format(r, text, sizeof text));
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
 /* One variant: its size, segments, replays and side exits by op and reason. */
 static void variant(FILE *f, const cgj_trace_t *t)
 {
@@ -129,6 +160,7 @@ static void variant(FILE *f, const cgj_trace_t *t)
     if (t->fuse_drops)
         kept_reason(f, "fuse_dropped", t->fuse_dropped.code, t->fuse_dropped.op,
                     cgj_reason_format(&t->fuse_dropped, text, sizeof text));
+    fusions(f, t);
     cgj_json_key(f, "exits", 0);
     fputc('[', f);
     for (uint32_t e = 0; e < t->nexits; e++) {

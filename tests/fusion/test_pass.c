@@ -356,6 +356,10 @@ Test(fusion_pass, text_report_names_the_dropped_chain, PLAIN)
     assert_has(line, "last left unfused");
     assert_has(line, reason_message(CGJ_REASON_FUSE_COMPILE));
     assert_has(text, "FUSE_COMPILE"); /* the reason's count, by name */
+    /* each chain dropped, with its reason: here the one chain */
+    cr_assert(line_starting(text, "left unfused:", line, sizeof line), "no drop listed in:\n%s", text);
+    assert_has(line, reason_message(CGJ_REASON_FUSE_COMPILE));
+    cr_assert_not(line_starting(text, "fused: ops", line, sizeof line), "a chain listed as fused: %s", line);
     free(text);
 }
 
@@ -433,6 +437,8 @@ Test(fusion_pass, json_report_counts_the_drop, .init = json_setup)
     assert_has(json, "\"fuse_drops\":1");
     assert_has(json, "\"fuse_dropped\":{\"code\":\"FUSE_COMPILE\"");
     assert_has(json, "\"fusions_dropped\":1");
+    assert_has(json, "\"fusions\":[]");
+    assert_has(json, "\"fuse_drop_list\":[{\"index\":0,\"reason\":{\"code\":\"FUSE_COMPILE\"");
 }
 
 /* ---- 7: a registry file (CGJIT_OPS) with bad lines ---- */

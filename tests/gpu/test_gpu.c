@@ -234,6 +234,7 @@ FUSION_TEST(gemm_relu)
 FUSION_TEST(gemm_gelu)
 FUSION_TEST(gemm_autotune)
 FUSION_TEST(conv_relu)
+FUSION_TEST(gemm_lt_relu)
 FUSION_TEST(gemm_relu_timed)
 
 /* The library wrappers: one test per gpu_libs scenario (`gpu_libs --list`). */
