@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cross-check.sh — does cgjit's host code build on aarch64 (GH200)? Compiles every C source of
-# the library (base/ ir/ graphs/ allocator/ tracer/ runtime/) and of tools/ with
+# the library (base/ ir/ graphs/ allocator/ fusion/ tracer/ runtime/) and of tools/ with
 # aarch64-linux-gnu-gcc, -Werror and the include paths of the CMake build; links the library
 # objects into libcgjit.so (with --no-undefined and cgjit.map) and the two tools into their
 # executables; and fails if an x86-only builtin (__builtin_ia32*, _mm_*, x86 intrinsic headers,
@@ -97,7 +97,7 @@ compile() { # compile SRC OBJ [EXTRA FLAGS...]
 # Library objects: as cgj_module() builds them (PIC, hidden, initial-exec TLS). A file that
 # fails only through -Werror is compiled again without it, so that the links still run.
 lib_objs=()
-for dir in base ir graphs allocator tracer runtime; do
+for dir in base ir graphs allocator fusion tracer runtime; do
   for src in "$root/$dir"/*.c; do
     [ -e "$src" ] || continue
     rel=${src#"$root"/}
@@ -111,6 +111,8 @@ for dir in base ir graphs allocator tracer runtime; do
       ;;
     esac
     case "$rel" in runtime/libs*.c) extra+=("${cudnn_inc[@]}") ;; esac
+    # fusion/conv.c folds convolutions where cuDNN's header is found, as the CMake build does
+    if [ "$rel" = fusion/conv.c ] && [ -n "$cudnn_dir" ]; then extra+=("${cudnn_inc[@]}" -DCGJ_HAVE_CUDNN); fi
     obj="$work/obj/${rel%.c}.o"
     compile "$rel" "$obj" "${extra[@]}" && lib_objs+=("$obj")
   done
@@ -135,7 +137,7 @@ link() { # link WHAT OUTPUT ARGS...
   fi
 }
 nlib=0
-for dir in base ir graphs allocator tracer runtime; do
+for dir in base ir graphs allocator fusion tracer runtime; do
   for src in "$root/$dir"/*.c; do [ -e "$src" ] && nlib=$((nlib + 1)); done
 done
 nlib=$((nlib - $(wc -w <<<"$skipped")))
@@ -143,7 +145,7 @@ if [ "${#lib_objs[@]}" -ne "$nlib" ]; then
   echo "cross-check: libcgjit.so not linked: some library sources did not compile at all" >&2
 else
   link libcgjit.so "$work/libcgjit.so" -shared -Wl,--no-undefined \
-    -Wl,--version-script="$root/cgjit.map" "${lib_objs[@]}" -ldl -lpthread
+    -Wl,--version-script="$root/cgjit.map" "${lib_objs[@]}" -ldl -lpthread -lm
   base_objs=("$work"/obj/base/*.o) alloc_objs=("$work"/obj/allocator/*.o)
   [ -f "$work/obj/tools/cgjit_plan.o" ] &&
     link cgjit-plan "$work/cgjit-plan" "$work/obj/tools/cgjit_plan.o" "${base_objs[@]}" \
@@ -161,7 +163,7 @@ fi
 # x86-only code outside base/: base/spin.h chooses per architecture; nothing else may.
 x86=$(cd "$root" && grep -rnE \
   '__builtin_ia32|(^|[^A-Za-z0-9_])_mm_|__x86_64__|[a-z]*mmintrin\.h|x86intrin\.h' \
-  --include='*.c' --include='*.h' ir graphs allocator tracer runtime tools include 2>/dev/null)
+  --include='*.c' --include='*.h' ir graphs allocator fusion tracer runtime tools include 2>/dev/null)
 if [ -n "$x86" ]; then
   echo "cross-check: FAIL: x86-specific code outside base/:" >&2
   echo "$x86" >&2
