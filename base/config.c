@@ -51,7 +51,12 @@ const char *cgj_jit_mode_name(int mode)
 
 cgj_jit_mode_t cgj_jit_mode(void)
 {
-    int m = cgj_jit_mode_parse(__atomic_load_n(&cgj_cfg.MODE, __ATOMIC_ACQUIRE));
+    /* Asked on every library call of a step: CGJIT_MODE is one of the names' own strings once
+     * loaded (check_mode), so a pointer comparison answers. */
+    const char *s = __atomic_load_n(&cgj_cfg.MODE, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < CGJ_JIT_MODE_COUNT; i++)
+        if (s == jit_mode_names[i]) return (cgj_jit_mode_t)i;
+    int m = cgj_jit_mode_parse(s);
     return m < 0 ? CGJ_JIT_REDUCE_OVERHEAD : (cgj_jit_mode_t)m;
 }
 
@@ -63,10 +68,11 @@ void cgj_jit_mode_set(cgj_jit_mode_t m)
 /* CGJIT_MODE: a name of CGJ_JIT_MODE_LIST, else the default with a warning. */
 static void check_mode(void)
 {
-    if (cgj_jit_mode_parse(cgj_cfg.MODE) >= 0) return;
-    fprintf(stderr, "cgjit: warning: CGJIT_MODE='%s' is not reduce-overhead, default or max-autotune; using reduce-overhead\n",
-            cgj_cfg.MODE);
-    cgj_cfg.MODE = "reduce-overhead";
+    int m = cgj_jit_mode_parse(cgj_cfg.MODE);
+    if (m < 0)
+        fprintf(stderr, "cgjit: warning: CGJIT_MODE='%s' is not reduce-overhead, default or max-autotune; using reduce-overhead\n",
+                cgj_cfg.MODE);
+    cgj_cfg.MODE = jit_mode_names[m < 0 ? CGJ_JIT_REDUCE_OVERHEAD : m];
 }
 
 int cgj_config_bool(const char *s)
