@@ -128,8 +128,8 @@ CGJ_API int cgj_trace_end(void);
     X(anchors_off, "times an anchor turned replay off because it cost more than eager execution") \
     X(collectives_absorbed, "NCCL collective and point-to-point calls replay absorbed whole: their kernels replayed, launched before the call returned") \
     X(collectives_stuck, "replayed collectives reported as not completed after CGJIT_COLLECTIVE_TIMEOUT_S (a peer never made the same call)") \
-    X(fusions, "elementwise chains fused into one generated kernel (CGJIT_MODE=default)")     \
-    X(ops_fused, "kernel launches those chains hold: each replays as part of its chain's kernel") \
+    X(fusions, "chains fused into one generated kernel, or a GEMM or convolution with its bias and activation into one library call (CGJIT_MODE=default)") \
+    X(ops_fused, "kernel launches those chains hold: each replays as part of its chain's kernel or call") \
     X(fusions_dropped, "chains (or registered kernels) left unfused, with a FUSE_* reason")
 
 /*
