@@ -41,6 +41,11 @@ typedef struct entry {
 static entry_t *mem;
 static uint32_t nmem, memcap;
 
+void cgj_fusion_compile_forked(void)
+{
+    pthread_mutex_init(&mem_lock, NULL);
+}
+
 static void *open_nvrtc(void)
 {
     const char *cuda = getenv("CUDA_HOME");

@@ -59,6 +59,11 @@ static bool create_dnn(void **h)
     return OK(dnn.cudnnCreate((cudnnHandle_t *)h));
 }
 
+void cgj_fusion_conv_forked(void)
+{
+    cgj_handles_forked(&handles);
+}
+
 typedef struct conv_op {
     cudnnHandle_t h;
     cudnnTensorDescriptor_t xd, yd, bd;
@@ -238,6 +243,8 @@ bool cgj_fusion_conv(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
 }
 
 #else /* built without cuDNN's headers: no convolution is folded */
+
+void cgj_fusion_conv_forked(void) {}
 
 bool cgj_fusion_conv(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, uint32_t i, cgj_fold_t *out,
                      cgj_reason_t *why)

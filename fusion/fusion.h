@@ -245,4 +245,17 @@ void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st)
 /* Release what the pass put into t. */
 void cgj_fusion_free(cgj_trace_t *t);
 
+/* In a child after fork(): fusion's locks as if unlocked (the threads that held them are gone);
+ * each file's part. */
+void cgj_fusion_forked(void);
+void cgj_fusion_registry_forked(void);
+void cgj_fusion_compile_forked(void);
+void cgj_fusion_gemm_forked(void);
+void cgj_fusion_conv_forked(void);
+/* A handle table's lock as if unlocked. */
+static inline void cgj_handles_forked(cgj_handles_t *hs)
+{
+    pthread_mutex_init(&hs->lock, NULL);
+}
+
 #endif /* CGJ_FUSION_H */

@@ -63,6 +63,11 @@ static bool create_lt(void **h)
     return lt.cublasLtCreate((cublasLtHandle_t *)h) == CUBLAS_STATUS_SUCCESS;
 }
 
+void cgj_fusion_gemm_forked(void)
+{
+    cgj_handles_forked(&handles);
+}
+
 /* cgjit's cuBLASLt handle for the current context, or NULL. */
 static cublasLtHandle_t lt_handle(void)
 {

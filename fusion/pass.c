@@ -309,6 +309,15 @@ void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st)
     cgj_free(specs);
 }
 
+void cgj_fusion_forked(void)
+{
+    pthread_mutex_init(&load_lock, NULL);
+    cgj_fusion_registry_forked();
+    cgj_fusion_compile_forked();
+    cgj_fusion_gemm_forked();
+    cgj_fusion_conv_forked();
+}
+
 void cgj_fusion_free(cgj_trace_t *t)
 {
     free_fused(t->fused, t->nfused);

@@ -30,6 +30,11 @@ static entry_t **entries;
 static uint32_t nentries, cap;
 static pthread_once_t file_once = PTHREAD_ONCE_INIT;
 
+void cgj_fusion_registry_forked(void)
+{
+    pthread_mutex_init(&lock, NULL);
+}
+
 bool cgj_fusion_register(const char *kernel, const char *spec, char *err, size_t errlen)
 {
     if (!kernel || !*kernel) {

@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "runtime/runtime.h"
+#include "fusion/fusion.h"
 #include "base/config.h"
 #include "base/driver.h"
 #include "allocator/pointers.h"
@@ -89,6 +90,7 @@ static void fork_child(void)
     cgj_pointers_forked();
     cgj_pool_forked();
     cgj_libs_forked();
+    cgj_fusion_forked();
 #ifdef CGJ_HAVE_CUDNN
     cgj_lib_dnn_forked();
 #endif
