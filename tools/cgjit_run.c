@@ -212,6 +212,18 @@ static void roff_text(FILE *f, const char *s)
     }
 }
 
+/* The values an option takes (its step policies, its modes), each with its documentation. */
+static void roff_values(FILE *f, const char *(*name)(int), const char *const *docs, int n)
+{
+    fputs(".RS\n", f);
+    for (int k = 0; k < n; k++) {
+        fprintf(f, ".TP\n.B %s\n", name(k));
+        roff_text(f, docs[k]);
+        fputc('\n', f);
+    }
+    fputs(".RE\n", f);
+}
+
 static void print_man_options(FILE *f)
 {
     for (size_t i = 0; i < N_OPTIONS; i++) {
@@ -237,24 +249,8 @@ static void print_man_options(FILE *f)
             roff_text(f, o->def);
             fputs(".\n", f);
         }
-        if (o->kind == OPT_STEP) {
-            fputs(".RS\n", f);
-            for (int p = 0; p < CGJ_STEP_POLICY_COUNT; p++) {
-                fprintf(f, ".TP\n.B %s\n", cgj_step_policy_name(p));
-                roff_text(f, policy_docs[p]);
-                fputc('\n', f);
-            }
-            fputs(".RE\n", f);
-        }
-        if (o->kind == OPT_MODE) {
-            fputs(".RS\n", f);
-            for (int m = 0; m < CGJ_JIT_MODE_COUNT; m++) {
-                fprintf(f, ".TP\n.B %s\n", cgj_jit_mode_name(m));
-                roff_text(f, jit_mode_docs[m]);
-                fputc('\n', f);
-            }
-            fputs(".RE\n", f);
-        }
+        if (o->kind == OPT_STEP) roff_values(f, cgj_step_policy_name, policy_docs, CGJ_STEP_POLICY_COUNT);
+        if (o->kind == OPT_MODE) roff_values(f, cgj_jit_mode_name, jit_mode_docs, CGJ_JIT_MODE_COUNT);
     }
 }
 
