@@ -235,15 +235,6 @@ uint32_t cgj_fusion_next_element(const cgj_oplist_t *l, uint32_t from)
 
 int cgj_fusion_add_buffer(cgj_fuse_chain_t *ch, CUdeviceptr a, uint64_t elems)
 {
-    for (uint32_t k = 0; k < ch->nbufs; k++) {
-        cgj_fuse_buf_t *b = &ch->buf[k];
-        if (b->addr == a) {
-            if (elems > b->extent) b->extent = elems;
-            return (int)k;
-        }
-        if (a < b->addr + 4 * b->extent && b->addr < a + 4 * elems) return -1;
-    }
-    if (ch->nbufs == CGJ_FUSE_MAX_BUFS) return -1;
-    ch->buf[ch->nbufs] = (cgj_fuse_buf_t){.addr = a, .extent = elems, .type = CGJ_EW_F32};
-    return (int)ch->nbufs++;
+    cgj_reason_t why;
+    return buffer(ch, a, CGJ_EW_F32, elems, &why);
 }

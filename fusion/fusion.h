@@ -239,7 +239,7 @@ typedef struct cgj_fusion_stats {
 } cgj_fusion_stats_t;
 
 /* The fusion pass over trace t (relocated, pool memory mapped): finds chains, builds, compiles,
- * validates and records them in t. Each dropped chain's reason is tallied and logged under
+ * validates and records them in t, with what that cost (t->fuse_ns ...). Each dropped chain's reason is tallied and logged under
  * `anchor`. Does nothing in mode reduce-overhead. */
 void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st);
 /* Release what the pass put into t. */

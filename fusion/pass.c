@@ -307,6 +307,9 @@ void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st)
         i = last + 1;
     }
     cgj_free(specs);
+    t->fuse_ns = st->compile_ns + st->validate_ns;
+    t->fuse_compile_ns = st->compile_ns;
+    t->fuse_cold = st->compiled_cold;
 }
 
 void cgj_fusion_forked(void)

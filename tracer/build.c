@@ -1,8 +1,8 @@
 /*
  * build.c — a trace from a classified recording: its in-step allocations planned into a pool
  * region and relocated there, its elementwise chains fused (mode default), pinned staging for
- * its host-to-device copies, its segments captured into graphs. A failure leaves the anchor without the variant (blacklisted if it has
- * none), with the reason.
+ * its host-to-device copies, its segments captured into graphs. A failure leaves the anchor
+ * without the variant (blacklisted if it has none), with the reason.
  */
 #include "tracer/tracer.h"
 #include "graphs/graph.h"
@@ -137,9 +137,6 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     CGJ_STAT_ADD(fusions, fs.chains);
     CGJ_STAT_ADD(ops_fused, fs.ops);
     CGJ_STAT_ADD(fusions_dropped, fs.dropped);
-    tr->fuse_ns = fs.compile_ns + fs.validate_ns;
-    tr->fuse_compile_ns = fs.compile_ns;
-    tr->fuse_cold = fs.compiled_cold;
     ok = ok && stage_copies(tr, &why) && cgj_graph_build(tr, &why);
     tr->plan_ns = t1 - t0;
     tr->build_ns = cgj_now_ns() - t1;

@@ -364,7 +364,6 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     tr = t->trace;
     if (o->lib && o->fused) { /* the library runs, but the chain's kernel holds the recorded call */
         cgj_reason_set(&why, CGJ_REASON_EXIT_FUSED_CALL, CGJ_REASON_NO_OP, NULL);
-        t->lib_open = 0;
         return guard_exit(t, &why);
     }
     if (cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY) {
