@@ -353,6 +353,23 @@ static bool guard_values(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_rea
     return true;
 }
 
+/* Are the n bytes at a and b equal? Kernel parameters are mostly 4 or 8 bytes: compared as
+ * words, without a call (this is every absorbed launch's guard). */
+static inline bool slot_eq(const void *a, const void *b, uint32_t n)
+{
+    if (n == 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8), memcpy(&y, b, 8);
+        return x == y;
+    }
+    if (n == 4) {
+        uint32_t x, y;
+        memcpy(&x, a, 4), memcpy(&y, b, 4);
+        return x == y;
+    }
+    return memcmp(a, b, n) == 0;
+}
+
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
 {
     const addr_ctx_t *ctx = &exact;
@@ -368,20 +385,25 @@ bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
         cgj_reason_set(r, CGJ_REASON_DIFF_NO_PARAMS, CGJ_REASON_NO_OP, "%s", c->api);
         return false;
     }
-    /* Parameters first: a failed guard leaves the op's values as they were. */
+    /* Parameters first: a failed guard leaves the op's values as they were. Slots that vary,
+     * or differ and are promoted, are taken after the other values held (`take`). */
+    bool take = kp && kp->nvarying;
     for (uint32_t i = 0; kp && i < kp->n; i++) {
         const void *v = cgj_call_slot(c, kp, i);
-        if (kp->varying[i] || !memcmp(kp->rec + kp->off[i], v, kp->sz[i])) continue;
-        if (promote && !o->fixed) continue; /* promoted below */
+        if (kp->varying[i] || slot_eq(kp->rec + kp->off[i], v, kp->sz[i])) continue;
+        if (promote && !o->fixed) { /* promoted below */
+            take = true;
+            continue;
+        }
         char e[72], g[72];
         cgj_reason_set(r, CGJ_REASON_DIFF_PARAM, CGJ_REASON_NO_OP, "slot %u (%u bytes): expected %s got %s", i,
                        kp->sz[i], cgj_log_hex(e, kp->rec + kp->off[i], kp->sz[i]), cgj_log_hex(g, v, kp->sz[i]));
         return false;
     }
     if (!guard_values(o, c, promote, r)) return false;
-    for (uint32_t i = 0; kp && i < kp->n; i++) {
+    for (uint32_t i = 0; take && i < kp->n; i++) {
         const void *v = cgj_call_slot(c, kp, i);
-        if (!kp->varying[i] && memcmp(kp->rec + kp->off[i], v, kp->sz[i]) != 0) {
+        if (!kp->varying[i] && !slot_eq(kp->rec + kp->off[i], v, kp->sz[i])) {
             /* A value the two recorded runs happened to share: patching it is as exact as
              * baking it in, so the slot becomes varying instead of failing every such run. */
             kp->varying[i] = 1;
@@ -390,5 +412,27 @@ bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
         }
         if (kp->varying[i]) memcpy(kp->live + kp->off[i], v, kp->sz[i]);
     }
+    return true;
+}
+
+/* The guard of the common absorbed call, without its generality: a kernel launched exactly as
+ * the op recorded it (same wrapper, stream, function, kernelParams form without attributes,
+ * launch dimensions and constant parameters). True when cgj_guard would hold without promoting;
+ * the varying slots are taken then, as cgj_guard takes them. False says nothing: the call gets
+ * the full guard. */
+bool cgj_guard_quick(cgj_op_t *o, const cgj_call_t *c)
+{
+    const __typeof__(c->u.k) *x = &o->call.u.k, *y = &c->u.k;
+    cgj_kparams_t *kp = o->kp;
+    if (c->kind != CGJ_OP_KERNEL || o->call.kind != CGJ_OP_KERNEL || !kp || kp->extra_form || !y->params ||
+        (o->listed && !o->fixed) || o->call.api != c->api || o->call.stream != c->stream || x->f != y->f ||
+        y->blob || x->blob || y->nattrs || x->nattrs || x->smem != y->smem || x->grid[0] != y->grid[0] ||
+        x->grid[1] != y->grid[1] || x->grid[2] != y->grid[2] || x->block[0] != y->block[0] ||
+        x->block[1] != y->block[1] || x->block[2] != y->block[2])
+        return false;
+    for (uint32_t i = 0; i < kp->n; i++)
+        if (!kp->varying[i] && !slot_eq(kp->rec + kp->off[i], y->params[i], kp->sz[i])) return false;
+    for (uint32_t i = 0; kp->nvarying && i < kp->n; i++)
+        if (kp->varying[i]) memcpy(kp->live + kp->off[i], y->params[i], kp->sz[i]);
     return true;
 }

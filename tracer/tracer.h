@@ -182,6 +182,8 @@ void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);
  * knows the op takes new values: a graph node, or an op its segment issues eagerly), a constant
  * slot or value that differs becomes varying instead of failing; o->promoted is then set. */
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r);
+/* cgj_guard's fast path for a kernel launched exactly as recorded (false: use cgj_guard). */
+bool cgj_guard_quick(cgj_op_t *o, const cgj_call_t *c);
 
 /* ---- libop.c ---- */
 /* Learn how the group of LIB op `at` in `a` derives its kernel parameters from the call's
