@@ -105,7 +105,7 @@ void print_chain_table(const bench_results_t *res, const options_t *o) {
     printf("%7s %15s %11s %11s %11s %13s %13s", "N", "mode", "eager_us", "replay_us", "floor_us", "eager/replay",
            "replay/floor");
     print_busy_heads(res);
-    printf(" %15s", "host_ns/launch");
+    printf(" %15s %14s", "host_ns/launch", "drv_ns/launch");
     print_mode_heads();
     printf("  %s\n", "check");
     for (int i = 0; i < res->nruns[WL_CHAIN]; i++) {
@@ -113,7 +113,8 @@ void print_chain_table(const bench_results_t *res, const options_t *o) {
         printf("%7d %15s %11.2f %11.2f %11.2f %13.2f %13.2f", r->n, bench_mode_names[r->mode], r->eager_us,
                r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us), ratio(r->replay_us, r->floor_us));
         print_busy_cells(res, r->replay_us, r->busy_us);
-        printf(" %15.1f", r->host_ns);
+        char drv[32];
+        printf(" %15.1f %14s", r->host_ns, cell(drv, sizeof drv, r->host_drv_ns >= 0, r->host_drv_ns, "%.1f"));
         print_mode_cells(r->mode, &r->info, &r->cmp);
         printf("  %s\n", verdict(r));
     }
@@ -478,9 +479,11 @@ static void json_chain_rows(FILE *f, const bench_results_t *res) {
         fprintf(f,
                 "    {\"n\": %d, \"eager_us\": %.3f, \"replay_us\": %.3f, \"floor_us\": %.3f, "
                 "\"eager_over_replay\": %.4f, \"replay_over_floor\": %.4f, \"host_ns_per_launch\": %.2f, "
-                "\"state\": \"%s\", \"replays_checked\": %llu, \"check\": \"%s\"",
+                "\"host_ns_per_launch_driver\": ",
                 r->n, r->eager_us, r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us),
-                ratio(r->replay_us, r->floor_us), r->host_ns, cgj_state_name(r->info.state),
+                ratio(r->replay_us, r->floor_us), r->host_ns);
+        json_num(f, r->host_drv_ns >= 0, r->host_drv_ns, "%.2f");
+        fprintf(f, ", \"state\": \"%s\", \"replays_checked\": %llu, \"check\": \"%s\"", cgj_state_name(r->info.state),
                 (unsigned long long)r->replays_checked, verdict(r));
         json_busy(f, r->replay_us, r->busy_us);
         json_mode(f, r->mode, r->name, &r->cmp, &r->info);

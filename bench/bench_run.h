@@ -104,6 +104,7 @@ typedef struct size_run {
     /* results */
     double eager_us, replay_us, floor_us, host_ns;
     double busy_us; /* GPU-busy time of a replayed step (CUPTI); < 0: n/a */
+    double host_drv_ns; /* chain: host_ns with the launches made by cuLaunchKernel; < 0: n/a */
 } size_run_t;
 
 typedef struct model_run {

@@ -84,7 +84,9 @@
  * median over rounds is reported. Eager, replay and floor are interleaved round by round so that
  * clock and thermal drift affect all of them alike. Replay rounds also time the host from just
  * before cgj_trace_begin to just before cgj_trace_end, divided by the step's CUDA calls: cgjit's
- * host cost per absorbed call (chain: N launches, "host_ns/launch"; temps: 2N launches + N
+ * host cost per absorbed call (chain: N launches, "host_ns/launch", and "drv_ns/launch": the
+ * same with each launch made by cuLaunchKernel rather than <<<>>>, R more rounds of S replayed
+ * steps, so what the CUDA runtime's launch adds is the difference; temps: 2N launches + N
  * cudaMalloc + N cudaFree, "host_ns/call"). For the models, the divisor is the driver calls in the
  * replayed trace, the `ops` of cgj_trace_info after the timed rounds ("host_ns/op": what the
  * library's host work and cgjit together cost per absorbed driver call), and also the calls the
@@ -160,7 +162,8 @@
  *     "workload": "chain", "floats": 4096, "rounds": 31, "steps": 20, "check_steps": 50,
  *     "modes": ["reduce-overhead", "default", "max-autotune"], "tolerance": {"rel": 1e-05, "abs": 1e-06},
  *     "results": [ {"n", "eager_us", "replay_us", "floor_us", "eager_over_replay",
- *                   "replay_over_floor", "host_ns_per_launch", "state", "replays_checked",
+ *                   "replay_over_floor", "host_ns_per_launch", "host_ns_per_launch_driver"
+ *                   (null where n/a), "state", "replays_checked",
  *                   "check", "gpu_busy_us", "replay_over_gpu_busy", <mode keys>}, ... ],
  *     "workloads_run": ["chain", "temps"],
  *     "temps": {
@@ -647,6 +650,50 @@ static double round_floor(size_run_t *r, int steps, cudaStream_t s) {
     return t;
 }
 
+/* chain's host cost per absorbed launch when the program calls the driver itself: the same
+ * steps with each axpb launched by cuLaunchKernel (the entry point the runtime hands out, so
+ * cgjit's wrapper), one round of S steps per timed round. What `host_ns/launch` has beyond it is
+ * the CUDA runtime's own work for a <<<>>> launch. Seconds per launch, or -1 where the steps did
+ * not all replay (the runtime launched another handle than cudaGetFuncBySymbol gives). */
+static double drv_host_per_launch(size_run_t *r, const options_t *o, cudaStream_t s) {
+    void *fp = NULL;
+    cudaDriverEntryPointQueryResult q;
+    cudaFunction_t fn;
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &fp, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || cudaGetFuncBySymbol(&fn, (const void *)axpb) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             cudaStream_t, void **, void **);
+    launch_fn launch = (launch_fn)fp;
+    float a = CHAIN_A, b = CHAIN_B;
+    int n = NFLOAT;
+    float *x = r->xr;
+    void *args[] = {&x, &a, &b, &n};
+    cgj_trace_info_t before, after;
+    CGJ_CHECK(cgj_trace_info(r->name, &before));
+    double *per = (double *)malloc(sizeof(double) * (size_t)o->rounds * (size_t)o->steps);
+    size_t m = 0;
+    int failed = 0;
+    for (int k = 0; k < o->rounds && per; k++) {
+        for (int i = 0; i < o->steps; i++) {
+            double t0 = now_s();
+            CGJ_CHECK(cgj_trace_begin(r->name));
+            for (int j = 0; j < r->n; j++)
+                failed |= launch((void *)fn, GRID, 1, 1, BLOCK, 1, 1, 0, s, args, NULL) != 0;
+            double t1 = now_s();
+            CGJ_CHECK(cgj_trace_end());
+            per[m++] = (t1 - t0) / r->calls;
+        }
+        CHECK(cudaStreamSynchronize(s));
+    }
+    CGJ_CHECK(cgj_trace_info(r->name, &after));
+    double v = per && !failed && after.replays - before.replays == m ? median(per, m) : -1;
+    free(per);
+    return v;
+}
+
 static void measure(size_run_t *r, const options_t *o, cudaStream_t s) {
     for (int k = 0; k < o->rounds; k++) {
         CHECK(cudaStreamSynchronize(s));
@@ -658,6 +705,8 @@ static void measure(size_run_t *r, const options_t *o, cudaStream_t s) {
     r->replay_us = median(r->t_replay, o->rounds) * 1e6;
     r->floor_us = median(r->t_floor, o->rounds) * 1e6;
     r->host_ns = median(r->host, r->nhost) * 1e9;
+    double drv = r->wl == WL_CHAIN ? drv_host_per_launch(r, o, s) : -1;
+    r->host_drv_ns = drv < 0 ? -1 : drv * 1e9;
 }
 
 /* K steps eager into xe and K steps replayed into xr, both from `init`; compare as the mode
