@@ -85,8 +85,9 @@
  * clock and thermal drift affect all of them alike. Replay rounds also time the host from just
  * before cgj_trace_begin to just before cgj_trace_end, divided by the step's CUDA calls: cgjit's
  * host cost per absorbed call (chain: N launches, "host_ns/launch", and "drv_ns/launch": the
- * same with each launch made by cuLaunchKernel rather than <<<>>>, R more rounds of S replayed
- * steps, so what the CUDA runtime's launch adds is the difference; temps: 2N launches + N
+ * same step with each launch made by cuLaunchKernel rather than <<<>>>, anchor
+ * "chain<N>-drv@<mode>", R more rounds of S replayed steps, so what the CUDA runtime's launch
+ * adds is the difference; temps: 2N launches + N
  * cudaMalloc + N cudaFree, "host_ns/call"). For the models, the divisor is the driver calls in the
  * replayed trace, the `ops` of cgj_trace_info after the timed rounds ("host_ns/op": what the
  * library's host work and cgjit together cost per absorbed driver call), and also the calls the
@@ -650,46 +651,60 @@ static double round_floor(size_run_t *r, int steps, cudaStream_t s) {
     return t;
 }
 
-/* chain's host cost per absorbed launch when the program calls the driver itself: the same
- * steps with each axpb launched by cuLaunchKernel (the entry point the runtime hands out, so
- * cgjit's wrapper), one round of S steps per timed round. What `host_ns/launch` has beyond it is
- * the CUDA runtime's own work for a <<<>>> launch. Seconds per launch, or -1 where the steps did
- * not all replay (the runtime launched another handle than cudaGetFuncBySymbol gives). */
+/* chain's host cost per absorbed launch when the program calls the driver itself: the same step
+ * with each axpb launched by cuLaunchKernel (the entry point the runtime hands out, so cgjit's
+ * wrapper) under an anchor of its own, "chain<N>-drv@<mode>" (the runtime launches another
+ * handle of axpb than cudaGetFuncBySymbol gives: another step to cgjit), warmed up, then R
+ * rounds of S steps. What `host_ns/launch` has beyond it is the CUDA runtime's own work for a
+ * <<<>>> launch. Seconds per launch, or -1 (and a line on stderr) where it cannot be measured. */
 static double drv_host_per_launch(size_run_t *r, const options_t *o, cudaStream_t s) {
     void *fp = NULL;
     cudaDriverEntryPointQueryResult q;
     cudaFunction_t fn;
-    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &fp, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess || cudaGetFuncBySymbol(&fn, (const void *)axpb) != cudaSuccess) {
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuLaunchKernel", &fp, 12000, cudaEnableDefault, &q);
+    if (e == cudaSuccess && q != cudaDriverEntryPointSuccess) e = cudaErrorSymbolNotFound;
+    if (e == cudaSuccess) e = cudaGetFuncBySymbol(&fn, (const void *)axpb);
+    if (e != cudaSuccess) {
         cudaGetLastError();
+        fprintf(stderr, "cgjit-bench: %s: drv_ns/launch n/a: no cuLaunchKernel or no handle of axpb (%s)\n", r->name,
+                cudaGetErrorString(e));
         return -1;
     }
     typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              cudaStream_t, void **, void **);
     launch_fn launch = (launch_fn)fp;
+    char name[64];
+    const char *at = strchr(r->name, '@');
+    snprintf(name, sizeof name, "%.*s-drv%s", at ? (int)(at - r->name) : (int)strlen(r->name), r->name, at ? at : "");
     float a = CHAIN_A, b = CHAIN_B;
     int n = NFLOAT;
     float *x = r->xr;
     void *args[] = {&x, &a, &b, &n};
-    cgj_trace_info_t before, after;
-    CGJ_CHECK(cgj_trace_info(r->name, &before));
-    double *per = (double *)malloc(sizeof(double) * (size_t)o->rounds * (size_t)o->steps);
-    size_t m = 0;
+    size_t m = 0, total = (size_t)o->rounds * (size_t)o->steps;
+    double *per = (double *)malloc(sizeof(double) * total);
     int failed = 0;
-    for (int k = 0; k < o->rounds && per; k++) {
-        for (int i = 0; i < o->steps; i++) {
+    cgj_trace_info_t before, after;
+    for (int w = -1; w < o->rounds && per; w++) { /* round -1: the warm-up, untimed */
+        if (w == 0)
+            CGJ_CHECK(cgj_trace_info(name, &before));
+        for (int i = 0; i < (w < 0 ? WARMUP_STEPS : o->steps); i++) {
             double t0 = now_s();
-            CGJ_CHECK(cgj_trace_begin(r->name));
+            CGJ_CHECK(cgj_trace_begin(name));
             for (int j = 0; j < r->n; j++)
                 failed |= launch((void *)fn, GRID, 1, 1, BLOCK, 1, 1, 0, s, args, NULL) != 0;
             double t1 = now_s();
             CGJ_CHECK(cgj_trace_end());
-            per[m++] = (t1 - t0) / r->calls;
+            if (w >= 0)
+                per[m++] = (t1 - t0) / r->calls;
         }
         CHECK(cudaStreamSynchronize(s));
     }
-    CGJ_CHECK(cgj_trace_info(r->name, &after));
-    double v = per && !failed && after.replays - before.replays == m ? median(per, m) : -1;
+    CGJ_CHECK(cgj_trace_info(name, &after));
+    double v = per && !failed && m == total && after.replays - before.replays == m ? median(per, m) : -1;
+    if (v < 0)
+        fprintf(stderr, "cgjit-bench: %s: drv_ns/launch n/a: %llu of %zu timed steps replayed%s (%s)\n", name,
+                (unsigned long long)(after.replays - before.replays), m, failed ? ", a launch failed" : "",
+                after.reason[0] ? after.reason : "no reason given");
     free(per);
     return v;
 }

@@ -32,10 +32,13 @@ __global__ void load(float *x, const float *in, int n)
     if (i < n) x[i] = in[i] * c_coef[i % NCOEF];
 }
 
-__global__ void relax(float *x, float a, int n)
+/* One Jacobi sweep from x into y (a sweep in place would race: thread i reads x[i + 1], which
+ * thread i + 1 of another warp or block may have overwritten, and the result would depend on
+ * the order the GPU happened to run them in). */
+__global__ void relax(float *y, const float *x, float a, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = x[i] + a * (x[(i + 1) % n] - x[i]);
+    if (i < n) y[i] = x[i] + a * (x[(i + 1) % n] - x[i]);
 }
 
 __global__ void store(float *out, const float *x, int n)
@@ -73,7 +76,7 @@ int main(void)
     CHECK(cudaSetDeviceFlags(cudaDeviceMapHost));
     cudaStream_t s;
     CHECK(cudaStreamCreate(&s));
-    float *h_in, *h_out, *d_in, *d_out, *d_x, *m;
+    float *h_in, *h_out, *d_in, *d_out, *d_x, *d_y, *m;
     int *h_flag, *d_flag;
     CHECK(cudaHostAlloc(&h_in, N * sizeof(float), cudaHostAllocMapped));
     CHECK(cudaHostAlloc(&h_out, N * sizeof(float), cudaHostAllocMapped));
@@ -82,6 +85,7 @@ int main(void)
     CHECK(cudaHostGetDevicePointer(&d_out, h_out, 0));
     CHECK(cudaHostGetDevicePointer(&d_flag, h_flag, 0));
     CHECK(cudaMalloc(&d_x, N * sizeof(float)));
+    CHECK(cudaMalloc(&d_y, N * sizeof(float)));
     CHECK(cudaMallocManaged(&m, N * sizeof(float)));
     *h_flag = 0;
 
@@ -98,7 +102,10 @@ int main(void)
         for (int k = 0; k < NCOEF; k++) coef[k] = 1.0f + 0.01f * (float)((it * 5 + k) % 13);
         CHECK(cudaMemcpyToSymbol(c_coef, coef, sizeof coef));
         load<<<GRID, BLOCK, 0, s>>>(d_x, d_in, N);
-        for (int k = 0; k < STEPS; k++) relax<<<GRID, BLOCK, 0, s>>>(d_x, 0.1f + 0.01f * (float)k, N);
+        for (int k = 0; k < STEPS; k++) { /* STEPS is even: the last sweep lands in d_x */
+            float *from = k % 2 ? d_y : d_x, *to = k % 2 ? d_x : d_y;
+            relax<<<GRID, BLOCK, 0, s>>>(to, from, 0.1f + 0.01f * (float)k, N);
+        }
         store<<<GRID, BLOCK, 0, s>>>(d_out, d_x, N);
         accumulate<<<GRID, BLOCK, 0, s>>>(m, d_x, N);
         CHECK_LAST();
@@ -128,6 +135,7 @@ int main(void)
 
     CHECK(cudaStreamDestroy(s));
     CHECK(cudaFree(d_x));
+    CHECK(cudaFree(d_y));
     CHECK(cudaFree(m));
     CHECK(cudaFreeHost(h_in));
     CHECK(cudaFreeHost(h_out));
