@@ -557,12 +557,15 @@ int main(int argc, char **argv)
 
     if (print_env) {
         printf("LD_PRELOAD=%s\n", preload);
+        free(preload);
         for (size_t j = 0; j < N_OPTIONS; j++)
             if (values[j]) printf("%s=%s\n", options[j].var, values[j]);
         return fflush(stdout) == 0 ? 0 : 2;
     }
 
-    if (setenv("LD_PRELOAD", preload, 1) != 0) {
+    int set = setenv("LD_PRELOAD", preload, 1); /* setenv copies it */
+    free(preload);
+    if (set != 0) {
         perror(prog_name);
         return 2;
     }
