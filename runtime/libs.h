@@ -191,6 +191,7 @@ static inline void key_aliases(cgj_libcall_t *lc)
 /* Run the library call lc as `expr` under the step; `ok` is the library's success status. */
 #define LIB_CALL(lc, name, ok, expr)                                                  \
     do {                                                                              \
+        cgj_probe_mark();                                                             \
         key_aliases(&(lc));                                                           \
         cgj_call_t c_ = {.kind = CGJ_OP_LIB, .api = (name)};                          \
         c_.u.l.lc = &(lc);                                                            \

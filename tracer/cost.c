@@ -88,10 +88,13 @@ static bool host_time_slower(const cgj_anchor_t *a, uint64_t period_ns)
     return (r - (double)c->probe_ns / (double)pr) * 1000 > (double)period_ns * (10 * MARGIN_PCT);
 }
 
-void cgj_cost_end_eager(cgj_anchor_t *a, uint64_t host_ns, uint64_t calls_ns)
+void cgj_cost_end_eager(cgj_anchor_t *a, uint64_t host_ns, uint64_t calls_ns, uint64_t own_ns)
 {
     cgj_cost_t *c = &a->cost;
+    c->last_own_ns = 0;
     if (c->last_kind != CGJ_COST_EAGER) return; /* warm-up, recording, a side exit */
+    c->last_own_ns = own_ns < host_ns ? own_ns : 0;
+    __atomic_fetch_add(&c->probe_own_ns, c->last_own_ns, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->probe_ns, host_ns, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->probe_runs, 1, __ATOMIC_RELAXED);
     if (!calls_ns) return;
@@ -228,7 +231,9 @@ void cgj_cost_begin(cgj_anchor_t *a, const void *thread, const void *pred, uint6
         } else { /* an eager period, and its pair */
             c->unpaired = 0;
             uint32_t k = c->neager % CGJ_COST_EAGER_WINDOW;
-            c->eager[k] = ns;
+            /* A probe stands for the program without cgjit: its calls' time in cgjit's own code
+             * (wrappers, the step's bookkeeping) is no part of eager execution. */
+            c->eager[k] = c->last_own_ns < ns ? ns - c->last_own_ns : ns;
             c->paired[k] = pace;
             c->neager++;
             judge(a);

@@ -175,8 +175,12 @@ int cgj_step_enter(const cgj_call_t *c)
     }
     /* An eager probe times the calls replay would absorb (the outermost: a library's own
      * driver calls are inside its call), not the synchronizations that wait for the GPU. */
-    if (CGJ_UNLIKELY(t->probing) && !t->lib_depth && cgj_op_class[c->kind] != CGJ_CLASS_BOUNDARY)
-        t->call_in_ns = cgj_now_ns();
+    if (CGJ_UNLIKELY(t->probing)) {
+        uint64_t now = cgj_now_ns();
+        if (t->wrap_in_ns && now > t->wrap_in_ns) t->own_ns += now - t->wrap_in_ns;
+        t->wrap_in_ns = 0;
+        if (!t->lib_depth && cgj_op_class[c->kind] != CGJ_CLASS_BOUNDARY) t->call_in_ns = now;
+    }
     if (c->kind == CGJ_OP_LIB && t->mode == CGJ_MODE_RECORD) cgj_record_lib(t, c);
     if (c->kind == CGJ_OP_LIB && t->mode >= CGJ_MODE_RECORD) CGJ_STAT_ADD(lib_calls, 1);
     if (c->kind == CGJ_OP_LIB && d == CGJ_EXECUTE) t->lib_depth++; /* the library runs now */
@@ -198,6 +202,7 @@ static void lib_leave(cgj_thread_t *t, const cgj_libcall_t *lc, bool ok)
 CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
 {
     cgj_thread_t *t = &cgj_tls;
+    uint64_t out_ns = CGJ_UNLIKELY(t->probing) ? cgj_now_ns() : 0; /* the real call returned */
     cgj_thread_lock(t);
     if (t->repeat) {
         t->repeat = false;
@@ -214,6 +219,7 @@ CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
     else if (t->mode == CGJ_MODE_RECORD) cgj_record_leave(t, c, r);
     if (t->mode == CGJ_MODE_RECORD) t->rec_out_ns = cgj_now_ns();
     if (r == CUDA_SUCCESS && c->kind != CGJ_OP_LIB) r = cgj_thread_take_deferred(t);
+    if (out_ns && t->probing) t->own_ns += cgj_now_ns() - out_ns;
     cgj_thread_unlock(t);
     return r;
 }
@@ -337,6 +343,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
     t->replaying = kind == CGJ_COST_REPLAY;
     t->probing = kind == CGJ_COST_EAGER;
     t->calls_ns = t->call_in_ns = 0;
+    t->own_ns = t->wrap_in_ns = 0;
     cgj_cost_begin(a, t, pred, t->begun_ns, kind);
     return CGJ_OK;
 }
@@ -387,7 +394,7 @@ static int end_locked(cgj_thread_t *t)
             __atomic_fetch_add(&a->eager_ns, host_ns, __ATOMIC_RELAXED);
             __atomic_fetch_add(&a->eager_runs, 1, __ATOMIC_RELAXED);
         }
-        if (a) cgj_cost_end_eager(a, host_ns, t->probing ? t->calls_ns : 0);
+        if (a) cgj_cost_end_eager(a, host_ns, t->probing ? t->calls_ns : 0, t->probing ? t->own_ns : 0);
         t->probing = false;
     } else if (a) {
         __atomic_fetch_add(&a->replay_ns, host_ns, __ATOMIC_RELAXED);

@@ -46,6 +46,10 @@ typedef struct cgj_thread {
     bool probing;            /* this step is an eager probe of its anchor (CGJIT_COST) ... */
     uint64_t call_in_ns;     /* ... when its outermost call in progress came in (0: none) */
     uint64_t calls_ns;       /* ... its host time inside driver and library calls so far */
+    uint64_t wrap_in_ns;     /* ... when the call in progress entered cgjit's wrapper (0: none) */
+    uint64_t own_ns;         /* ... cgjit's own host time in its calls so far (wrappers and
+                              * step code around each real call: what eager execution without
+                              * cgjit would not spend) */
     bool polled;             /* the thread's last call in this step was a query ... */
     bool repeat;             /* ... and the call in progress is one more (passed through) */
     /* the thread */
@@ -95,6 +99,13 @@ static inline bool cgj_tracing(void)
            (m == CGJ_MODE_OFF && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF &&
             !cgj_program_capturing()) ||
            __atomic_load_n(&cgj_tls.deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS;
+}
+
+/* A wrapper's first move once it knows the call is looked at: an eager probe times cgjit's own
+ * work in the call from here (cost.c takes it off the probe's period). */
+static inline void cgj_probe_mark(void)
+{
+    if (CGJ_UNLIKELY(cgj_tls.probing)) cgj_tls.wrap_in_ns = cgj_now_ns();
 }
 
 int cgj_step_enter(const cgj_call_t *c);

@@ -57,6 +57,8 @@ typedef struct cgj_cost {
     uint64_t probe_ns, probe_runs; /* host time of eager probes (and runs while off), begin to end */
     uint64_t probe_calls_ns;    /* ... of which inside driver and library calls (probes only) */
     uint64_t timed_probes;      /* ... over this many probes */
+    uint64_t probe_own_ns;      /* ... cgjit's own host time in the probes' calls */
+    uint64_t last_own_ns;       /* the last probe's, taken off its period at the next begin */
     uint64_t reissued;          /* absorbed ops re-issued at side exits and aborts */
     uint64_t probes, off_runs;  /* runs made eager: probes, and runs while replay was off */
     uint64_t record_ns, recorded_ops; /* warm-up: time spent recording calls, and how many */
@@ -126,8 +128,10 @@ bool cgj_cost_eager(cgj_anchor_t *a);
  * anchor OFF. */
 void cgj_cost_begin(cgj_anchor_t *a, const void *thread, const void *pred, uint64_t now, cgj_cost_kind_t kind);
 /* The step of a that began last ended, eagerly, after host_ns from its begin, calls_ns of them
- * inside the driver and library calls replay absorbs (0: not timed). */
-void cgj_cost_end_eager(cgj_anchor_t *a, uint64_t host_ns, uint64_t calls_ns);
+ * inside the driver and library calls replay absorbs (0: not timed), own_ns in cgjit's own code
+ * around its calls (a probe: taken off its period, which then stands for eager execution
+ * without cgjit). */
+void cgj_cost_end_eager(cgj_anchor_t *a, uint64_t host_ns, uint64_t calls_ns, uint64_t own_ns);
 
 /* ---- watch.c: replayed collectives that never complete ---- */
 /* A chunk ending with a collective (named by `call`) was launched on s in ctx by anchor's step. */
