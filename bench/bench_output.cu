@@ -98,21 +98,30 @@ static void json_mode(FILE *f, int mode, const char *anchor, const bench_cmp_t *
 
 /* ---- chain and temps ------------------------------------------------------------------------ */
 
+/* The columns the chain and temps tables share: N, mode, the times and their ratios, GPU busy. */
+static void print_size_heads(const bench_results_t *res) {
+    printf("%7s %15s %11s %11s %11s %13s %13s", "N", "mode", "eager_us", "replay_us", "floor_us", "eager/replay",
+           "replay/floor");
+    print_busy_heads(res);
+}
+
+static void print_size_cells(const bench_results_t *res, const size_run_t *r) {
+    printf("%7d %15s %11.2f %11.2f %11.2f %13.2f %13.2f", r->n, bench_mode_names[r->mode], r->eager_us,
+           r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us), ratio(r->replay_us, r->floor_us));
+    print_busy_cells(res, r->replay_us, r->busy_us);
+}
+
 void print_chain_table(const bench_results_t *res, const options_t *o) {
     printf("workload chain: x = a*x + b over %d floats, N dependent kernels per step; "
            "median of %d rounds x %d steps\n",
            NFLOAT, o->rounds, o->steps);
-    printf("%7s %15s %11s %11s %11s %13s %13s", "N", "mode", "eager_us", "replay_us", "floor_us", "eager/replay",
-           "replay/floor");
-    print_busy_heads(res);
+    print_size_heads(res);
     printf(" %15s %14s", "host_ns/launch", "drv_ns/launch");
     print_mode_heads();
     printf("  %s\n", "check");
     for (int i = 0; i < res->nruns[WL_CHAIN]; i++) {
         const size_run_t *r = &res->runs[WL_CHAIN][i];
-        printf("%7d %15s %11.2f %11.2f %11.2f %13.2f %13.2f", r->n, bench_mode_names[r->mode], r->eager_us,
-               r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us), ratio(r->replay_us, r->floor_us));
-        print_busy_cells(res, r->replay_us, r->busy_us);
+        print_size_cells(res, r);
         char drv[32];
         printf(" %15.1f %14s", r->host_ns, cell(drv, sizeof drv, r->host_drv_ns >= 0, r->host_drv_ns, "%.1f"));
         print_mode_cells(r->mode, &r->info, &r->cmp);
@@ -127,18 +136,14 @@ void print_temps_table(const bench_results_t *res, const options_t *o) {
     printf("workload temps: N layers over %d floats per step, layer k: cudaMalloc %d + 1024*(k%%4) "
            "floats, 2 kernels, cudaFree layer k-2's; median of %d rounds x %d steps\n",
            NFLOAT, NFLOAT, o->rounds, o->steps);
-    printf("%7s %15s %11s %11s %11s %13s %13s", "N", "mode", "eager_us", "replay_us", "floor_us", "eager/replay",
-           "replay/floor");
-    print_busy_heads(res);
+    print_size_heads(res);
     printf(" %13s %7s %11s %11s %11s %13s", "host_ns/call", "allocs", "pool_bytes", "naive_bytes", "lower_bound",
            "planned/lower");
     print_mode_heads();
     printf("  %s\n", "check");
     for (int i = 0; i < res->nruns[WL_TEMPS]; i++) {
         const size_run_t *r = &res->runs[WL_TEMPS][i];
-        printf("%7d %15s %11.2f %11.2f %11.2f %13.2f %13.2f", r->n, bench_mode_names[r->mode], r->eager_us,
-               r->replay_us, r->floor_us, ratio(r->eager_us, r->replay_us), ratio(r->replay_us, r->floor_us));
-        print_busy_cells(res, r->replay_us, r->busy_us);
+        print_size_cells(res, r);
         printf(" %13.1f %7u %11llu %11llu %11llu %13.3f", r->host_ns, r->info.allocations,
                (unsigned long long)r->info.pool_bytes, (unsigned long long)r->info.naive_bytes,
                (unsigned long long)r->info.lower_bound, ratio((double)r->info.pool_bytes, (double)r->info.lower_bound));

@@ -33,9 +33,11 @@ static inline CUstream norm(CUstream s, bool pt)
         return cgj_step_leave(&(c), r_);                             \
     } while (0)
 
-#define IDLE_FORWARD(expr)                          \
-    if (CGJ_LIKELY(!cgj_tracing())) return (expr); \
-    cgj_probe_mark()
+#define IDLE_FORWARD(expr)                               \
+    do {                                                 \
+        if (CGJ_LIKELY(!cgj_tracing())) return (expr);   \
+        cgj_probe_mark();                                \
+    } while (0)
 
 /* A call through which the host observes GPU work: first, the work other threads' replays
  * absorbed and could be observed here is issued (tracer/step.h). */

@@ -94,7 +94,6 @@ void cgj_cost_end_eager(cgj_anchor_t *a, uint64_t host_ns, uint64_t calls_ns, ui
     c->last_own_ns = 0;
     if (c->last_kind != CGJ_COST_EAGER) return; /* warm-up, recording, a side exit */
     c->last_own_ns = own_ns < host_ns ? own_ns : 0;
-    __atomic_fetch_add(&c->probe_own_ns, c->last_own_ns, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->probe_ns, host_ns, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->probe_runs, 1, __ATOMIC_RELAXED);
     if (!calls_ns) return;

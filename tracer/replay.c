@@ -354,8 +354,7 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
         return CGJ_EXECUTE;
     }
-    cgj_op_t *at = &t->trace->list.ops[t->pos];
-    if (!cgj_guard_quick(at, c) && !cgj_guard(at, c, false, &why) && !try_switch(t, c) && !promote_values(t, c) &&
+    if (!cgj_guard(&t->trace->list.ops[t->pos], c, false, &why) && !try_switch(t, c) && !promote_values(t, c) &&
         !(t->lib_open && try_switch_to(t, c, NULL, true)))
         return guard_exit(t, &why);
     tr = t->trace;

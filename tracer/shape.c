@@ -370,8 +370,31 @@ static inline bool slot_eq(const void *a, const void *b, uint32_t n)
     return memcmp(a, b, n) == 0;
 }
 
+/* The guard of the common absorbed call, without its generality: a kernel launched exactly as
+ * the op recorded it (same wrapper, stream, function, kernelParams form without attributes,
+ * launch dimensions and constant parameters). True when the full guard would hold without
+ * promoting anything; the varying slots are taken then, as it takes them. False says nothing:
+ * the call gets the full guard. */
+static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
+{
+    const __typeof__(c->u.k) *x = &o->call.u.k, *y = &c->u.k;
+    cgj_kparams_t *kp = o->kp;
+    if (c->kind != CGJ_OP_KERNEL || o->call.kind != CGJ_OP_KERNEL || !kp || kp->extra_form || !y->params ||
+        (o->listed && !o->fixed) || o->call.api != c->api || o->call.stream != c->stream || x->f != y->f ||
+        y->blob || x->blob || y->nattrs || x->nattrs || x->smem != y->smem || x->grid[0] != y->grid[0] ||
+        x->grid[1] != y->grid[1] || x->grid[2] != y->grid[2] || x->block[0] != y->block[0] ||
+        x->block[1] != y->block[1] || x->block[2] != y->block[2])
+        return false;
+    for (uint32_t i = 0; i < kp->n; i++)
+        if (!kp->varying[i] && !slot_eq(kp->rec + kp->off[i], y->params[i], kp->sz[i])) return false;
+    for (uint32_t i = 0; kp->nvarying && i < kp->n; i++)
+        if (kp->varying[i]) memcpy(kp->live + kp->off[i], y->params[i], kp->sz[i]);
+    return true;
+}
+
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
 {
+    if (kernel_as_recorded(o, c)) return true; /* every absorbed launch: checked first */
     const addr_ctx_t *ctx = &exact;
     if (!call_shape_equal(&o->call, c, ctx, r)) return false;
     if (cgj_op_class[c->kind] == CGJ_CLASS_BOUNDARY) return true;
@@ -412,27 +435,5 @@ bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
         }
         if (kp->varying[i]) memcpy(kp->live + kp->off[i], v, kp->sz[i]);
     }
-    return true;
-}
-
-/* The guard of the common absorbed call, without its generality: a kernel launched exactly as
- * the op recorded it (same wrapper, stream, function, kernelParams form without attributes,
- * launch dimensions and constant parameters). True when cgj_guard would hold without promoting;
- * the varying slots are taken then, as cgj_guard takes them. False says nothing: the call gets
- * the full guard. */
-bool cgj_guard_quick(cgj_op_t *o, const cgj_call_t *c)
-{
-    const __typeof__(c->u.k) *x = &o->call.u.k, *y = &c->u.k;
-    cgj_kparams_t *kp = o->kp;
-    if (c->kind != CGJ_OP_KERNEL || o->call.kind != CGJ_OP_KERNEL || !kp || kp->extra_form || !y->params ||
-        (o->listed && !o->fixed) || o->call.api != c->api || o->call.stream != c->stream || x->f != y->f ||
-        y->blob || x->blob || y->nattrs || x->nattrs || x->smem != y->smem || x->grid[0] != y->grid[0] ||
-        x->grid[1] != y->grid[1] || x->grid[2] != y->grid[2] || x->block[0] != y->block[0] ||
-        x->block[1] != y->block[1] || x->block[2] != y->block[2])
-        return false;
-    for (uint32_t i = 0; i < kp->n; i++)
-        if (!kp->varying[i] && !slot_eq(kp->rec + kp->off[i], y->params[i], kp->sz[i])) return false;
-    for (uint32_t i = 0; kp->nvarying && i < kp->n; i++)
-        if (kp->varying[i]) memcpy(kp->live + kp->off[i], y->params[i], kp->sz[i]);
     return true;
 }

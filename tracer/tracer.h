@@ -57,8 +57,8 @@ typedef struct cgj_cost {
     uint64_t probe_ns, probe_runs; /* host time of eager probes (and runs while off), begin to end */
     uint64_t probe_calls_ns;    /* ... of which inside driver and library calls (probes only) */
     uint64_t timed_probes;      /* ... over this many probes */
-    uint64_t probe_own_ns;      /* ... cgjit's own host time in the probes' calls */
-    uint64_t last_own_ns;       /* the last probe's, taken off its period at the next begin */
+    uint64_t last_own_ns;       /* the last probe's cgjit's own host time in its calls, taken
+                                 * off its period at the next begin */
     uint64_t reissued;          /* absorbed ops re-issued at side exits and aborts */
     uint64_t probes, off_runs;  /* runs made eager: probes, and runs while replay was off */
     uint64_t record_ns, recorded_ops; /* warm-up: time spent recording calls, and how many */
@@ -186,8 +186,6 @@ void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);
  * knows the op takes new values: a graph node, or an op its segment issues eagerly), a constant
  * slot or value that differs becomes varying instead of failing; o->promoted is then set. */
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r);
-/* cgj_guard's fast path for a kernel launched exactly as recorded (false: use cgj_guard). */
-bool cgj_guard_quick(cgj_op_t *o, const cgj_call_t *c);
 
 /* ---- libop.c ---- */
 /* Learn how the group of LIB op `at` in `a` derives its kernel parameters from the call's
