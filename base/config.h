@@ -60,7 +60,11 @@
     X(COST, BOOL, 1, 0, 1, "cost", BOOL, "0|1", NULL,                                                   \
       "measure each anchor's replayed and eager steps (1 in 64 runs eagerly) and turn replay off where it does not pay") \
     X(LIBS, BOOL, 1, 0, 1, "libs", BOOL, "0|1", NULL,                                                   \
-      "0: never absorb cuBLAS/cuDNN/NCCL calls whole (the libraries run; their kernels still replay)") \
+      "0: cuBLAS/cuDNN/NCCL calls are not looked at as calls (their driver calls replay like any other); 1: each is one op of its step, keyed by its arguments, and the library runs on every call") \
+    X(LIBS_LEARNED, BOOL, 0, 0, 1, "libs-learned", BOOL, "0|1", NULL,                               \
+      "1: UNSAFE, CAN COMPUTE WRONG RESULTS: skip a library call whose arguments match what two earlier runs saw and replay the kernels those runs suggest; the library keeps state cgjit cannot see") \
+    X(VERIFY, BOOL, 0, 0, 1, "verify", FLAG, NULL, NULL,                                              \
+      "1: check every replayed graph against the program's own calls run eagerly on the same data, report the first divergence on stderr, and keep the eager results (slow: a debugging mode)") \
     X(COLLECTIVE_TIMEOUT_S, INT, 60, 0, 86400, "collective-timeout-s", INT, "S", NULL,                \
       "a replayed NCCL collective that has not completed after S seconds is reported on stderr: a peer never made the same call (0: not watched)") \
     X(MODE, STR, "reduce-overhead", 0, 0, "mode", MODE, "MODE", NULL,                               \

@@ -130,7 +130,10 @@ CGJ_API int cgj_trace_end(void);
     X(collectives_stuck, "replayed collectives reported as not completed after CGJIT_COLLECTIVE_TIMEOUT_S (a peer never made the same call)") \
     X(fusions, "chains fused into one generated kernel, or a GEMM or convolution with its bias and activation into one library call (CGJIT_MODE=default)") \
     X(ops_fused, "kernel launches those chains hold: each replays as part of its chain's kernel or call") \
-    X(fusions_dropped, "chains (or registered kernels) left unfused, with a FUSE_* reason")
+    X(fusions_dropped, "chains (or registered kernels) left unfused, with a FUSE_* reason") \
+    X(verify_segments, "replayed graphs checked against the program's own calls run eagerly on the same data (CGJIT_VERIFY)") \
+    X(verify_divergences, "checked graphs whose results differed from eager execution (each reported on stderr)") \
+    X(verify_unchecked, "graphs CGJIT_VERIFY could not check (reported once per anchor with the reason)")
 
 /*
  * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields
@@ -187,7 +190,8 @@ typedef struct cgj_trace_info {
     uint64_t naive_bytes;   /* the sum of its allocation sizes (256-byte aligned) */
     uint64_t lower_bound;   /* the most bytes live at one time: no plan can use less */
     uint32_t lib_calls;     /* cuBLAS/cuBLASLt/cuDNN calls in the current variant's trace ... */
-    uint32_t lib_absorbable; /* ... and those replay absorbs whole when their guard holds */
+    uint32_t lib_absorbable; /* ... and those replay absorbs whole when their guard holds (only
+                              * under CGJIT_LIBS_LEARNED; by default the library always runs) */
     char reason[256];       /* why blacklisted, or the last divergence/abort; "" if none */
     int reason_code;        /* the same as a code of cgjit's reason table (0: none); see
                              * cgj_reason_name() and cgj_reason_hint() */

@@ -29,6 +29,7 @@
 #define CGJ_IR_H
 
 #include "base/cgj_base.h"
+#include "base/config.h"
 #include "ir/reason.h"
 #include <cuda.h>
 
@@ -433,6 +434,15 @@ cgj_libop_t *cgj_libop_clone(const cgj_libop_t *l);
  * whole (its key then is the recorded one, and the group's live values are cgjit's). */
 void cgj_libop_note_call(cgj_libop_t *l, const cgj_libcall_t *lc, bool absorbed);
 void cgj_libop_free(cgj_libop_t *l);
+/* May replay absorb a library call whole on what earlier runs of it suggested (tracer/libop.c
+ * learns it)? Only under CGJIT_LIBS_LEARNED, an option documented as unsafe: a library keeps
+ * state cgjit cannot see (algorithm caches and heuristics, workspace semaphores, what calls of
+ * other shapes left behind), so two runs that looked alike prove nothing about the third. By
+ * default the library runs on every call and its driver calls replay like any other. */
+static inline bool cgj_libop_learned(void)
+{
+    return cgj_cfg.LIBS_LEARNED != 0;
+}
 /* Does call lc have the key and fixed arguments LIB op l recorded? */
 bool cgj_libop_matches(const cgj_libop_t *l, const cgj_libcall_t *lc);
 /* Replay of a group without the library: write the kernel parameter values the library would

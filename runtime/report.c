@@ -67,12 +67,18 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
                 (double)(t->fuse_ns - t->fuse_compile_ns) / 1e6, t->fuse_drops ? "; last left unfused: " : "",
                 t->fuse_drops ? cgj_reason_format(&t->fuse_dropped, text, sizeof text) : "");
     report_fusions(f, t);
-    /* Library calls: how many replay absorbs whole, and why the others run the library. */
+    /* Library calls: by default each runs the library; under CGJIT_LIBS_LEARNED, how many replay
+     * absorbs whole, and why the others run it. */
     uint32_t calls = 0, absorbable = 0, shown = 0;
     for (uint32_t i = 0; i < t->list.n; i++)
         if (t->list.ops[i].lib) calls++, absorbable += t->list.ops[i].lib->absorbable;
+    if (calls && !cgj_libop_learned()) {
+        fprintf(f, "      library calls: %u; the library runs on every call, its kernels replay\n", calls);
+        return;
+    }
     if (calls)
-        fprintf(f, "      library calls: %u, %u absorbed whole when their guard holds\n", calls, absorbable);
+        fprintf(f, "      library calls: %u, %u absorbed whole when their guard holds (CGJIT_LIBS_LEARNED: unsafe)\n",
+                calls, absorbable);
     for (uint32_t i = 0; i < t->list.n && shown < 8; i++) {
         const cgj_libop_t *l = t->list.ops[i].lib;
         if (!l || l->absorbable) continue;

@@ -310,7 +310,7 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->fuse_cold = t->fuse_cold;
     out->fused_gemms = t->fused_gemms;
     for (uint32_t i = 0; i < t->list.n; i++)
-        if (t->list.ops[i].lib) out->lib_calls++, out->lib_absorbable += t->list.ops[i].lib->absorbable;
+        if (t->list.ops[i].lib) out->lib_calls++, out->lib_absorbable += t->list.ops[i].lib->absorbable && cgj_libop_learned();
     out->ops -= out->lib_calls; /* driver calls: the library ops group them */
 }
 

@@ -229,7 +229,7 @@ static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
     }
     for (uint32_t j = 0; j < lib->nops; j++) other_values(n, j, &seen[j]);
     if (L.ok) cgj_reason_set(&L.why, CGJ_REASON_NONE, CGJ_REASON_NO_OP, NULL);
-    else if (!lib->absorbable_told++) cgj_reason_tally(&L.why); /* once per op, not per sample */
+    else if (cgj_libop_learned() && !lib->absorbable_told++) cgj_reason_tally(&L.why); /* once per op */
     cgj_anchors_lock(); /* the report reads what was learned */
     cgj_free(lib->fix);
     lib->fix = L.fix, lib->nfix = L.nfix;

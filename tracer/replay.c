@@ -119,12 +119,15 @@ static void note_promoted(cgj_thread_t *t, uint32_t before)
 }
 
 /* Can variant v absorb library call lc whole at op `at`? A call of a fused chain needs no ops of
- * its own replayed: it is absorbed whenever its key and arguments match. */
+ * its own replayed: the chain's kernel computes what the call is documented to compute, and it
+ * is absorbed whenever its key and arguments match. Any other call is absorbed whole only under
+ * CGJIT_LIBS_LEARNED (cgj_libop_learned): nothing proves that the library, with state of its own
+ * that cgjit cannot see, would issue what two earlier runs suggested; by default it runs. */
 static bool absorbs(const cgj_trace_t *v, uint32_t at, const cgj_libcall_t *lc)
 {
     const cgj_libop_t *l = v->list.ops[at].lib;
-    return l && (l->absorbable || v->list.ops[at].fused) && !lc->never && at + 1 + l->nops <= v->list.n &&
-           cgj_libop_matches(l, lc);
+    return l && ((l->absorbable && cgj_libop_learned()) || v->list.ops[at].fused) && !lc->never &&
+           at + 1 + l->nops <= v->list.n && cgj_libop_matches(l, lc);
 }
 
 /* Continue in another variant that matches what was absorbed since the pending work began and
@@ -400,7 +403,7 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
 
 void cgj_replay_lib_leave(cgj_thread_t *t, uint32_t at, const cgj_libcall_t *lc, bool ok)
 {
-    if (!ok || lc->never) return;
+    if (!ok || lc->never || !cgj_libop_learned()) return; /* nothing to learn for: it runs anyway */
     cgj_trace_t *tr = t->trace;
     cgj_op_t *m = at < tr->list.n ? &tr->list.ops[at] : NULL;
     if (!m || !m->lib || m->lib->failed || t->pos != at + 1 + m->lib->nops) return;

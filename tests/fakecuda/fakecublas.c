@@ -45,6 +45,18 @@
  *    dimension, a NULL scalar pointer give CUBLAS_STATUS_INVALID_VALUE, before any driver call.
  *    n == 0 returns at once (Sdot then stores 0). Strides follow BLAS: a negative increment walks
  *    the vector backwards; Sscal with incx <= 0 does nothing.
+ *  - Hidden state, as the real library keeps it (fakecublas_set_heuristics(1); off by default so
+ *    that tests comparing two halves on one handle see one algorithm). Sgemm's last parameter
+ *    says how it runs, chosen from what earlier calls left behind, which no argument shows:
+ *     - the algorithm: once a handle has run GEMMs of two different shapes (m, n, k) it "tunes"
+ *       and sums the k products in the other order from then on, which rounds differently;
+ *     - a workspace semaphore: a GEMM with k > FAKECUBLAS_SPLIT_K leaves a word of the
+ *       workspace set, as a split-K GEMM leaves its semaphores; the next GEMM on that handle
+ *       clears it first (cuMemsetD32Async), and only then. A kernel that starts with the word set
+ *       reads stale partial sums: its result is off by one in every element.
+ *    A replay that skipped the library and launched what two earlier calls launched computes
+ *    wrong results here; one that lets the library run sees the new kernel parameter or the
+ *    extra memset.
  */
 #define _GNU_SOURCE
 #include "fakecublas.h"
@@ -55,6 +67,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +103,7 @@ typedef struct ws_layout {
     unsigned launches;    /* kernels of this library that ran with this workspace */
     unsigned last_kernel; /* K_* of the last one */
     float dot;            /* Sdot's reduction */
+    unsigned semaphore;   /* Sgemm under heuristics: set by a split-K GEMM, cleared by the library */
 } ws_layout;
 
 static unsigned long g_calls, g_ws_errors, g_kernels_run;
@@ -109,7 +123,13 @@ struct cublasContext {
     CUdeviceptr ws;   /* the workspace every kernel gets */
     size_t ws_bytes;
     bool ws_owned;    /* allocated by the handle (freed at destroy or when replaced) */
+    /* Hidden state (fakecublas_set_heuristics): the GEMM shapes seen, and whether a split-K
+     * GEMM left the workspace semaphore set. */
+    int shapes[2][3];
+    int nshapes;
+    bool semaphore_set;
 };
+static int g_heuristics;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cublasContext *g_live;
@@ -237,9 +257,19 @@ static float op_at(const float *a, int ld, int trans, int row, int col)
     return trans == CUBLAS_OP_N ? a[row + (long)col * ld] : a[col + (long)row * ld];
 }
 
+/* Sgemm's last parameter: how the kernel runs (hidden state, fakecublas_set_heuristics). */
+enum { GEMM_REVERSED = 1, GEMM_SEMAPHORE = 2 };
+
 /* C = alpha * op(A) op(B) + (overwrite ? 0 : beta * C) */
 static void gemm_body(void **params, float alpha, float beta, bool overwrite)
 {
+    int how = P(int, 14);
+    float stale = 0.0f; /* partial sums a semaphore left set adds */
+    if ((how & GEMM_SEMAPHORE) && workspace_live(P(CUdeviceptr, 0))) {
+        ws_layout *w = (ws_layout *)(uintptr_t)P(CUdeviceptr, 0);
+        stale = w->semaphore ? 1.0f : 0.0f;
+        w->semaphore = P(int, 5) > FAKECUBLAS_SPLIT_K;
+    }
     int ta = P(int, 1), tb = P(int, 2), m = P(int, 3), n = P(int, 4), k = P(int, 5);
     const float *a = P(const float *, 7), *b = P(const float *, 9);
     int lda = P(int, 8), ldb = P(int, 10);
@@ -248,9 +278,12 @@ static void gemm_body(void **params, float alpha, float beta, bool overwrite)
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
             float acc = 0.0f; /* alpha == 0: A and B are not read (BLAS) */
-            for (int l = 0; alpha != 0.0f && l < k; l++) acc += op_at(a, lda, ta, i, l) * op_at(b, ldb, tb, l, j);
+            for (int q = 0; alpha != 0.0f && q < k; q++) {
+                int l = how & GEMM_REVERSED ? k - 1 - q : q;
+                acc += op_at(a, lda, ta, i, l) * op_at(b, ldb, tb, l, j);
+            }
             float *cij = &c[i + (long)j * ldc];
-            *cij = overwrite ? alpha * acc : alpha * acc + beta * *cij;
+            *cij = (overwrite ? alpha * acc : alpha * acc + beta * *cij) + stale;
         }
 }
 
@@ -305,8 +338,8 @@ static void init(void)
     static const size_t axpy[] = {8, 4, 4, 8, 4, 8, 4}, axpy_d[] = {8, 4, 8, 8, 4, 8, 4};
     static const size_t scal[] = {8, 4, 4, 8, 4}, scal_d[] = {8, 4, 8, 8, 4};
     static const size_t copy[] = {8, 4, 8, 4, 8, 4}, store[] = {8, 8};
-    static const size_t gemm[] = {8, 4, 4, 4, 4, 4, 4, 8, 4, 8, 4, 4, 8, 4};
-    static const size_t gemm_d[] = {8, 4, 4, 4, 4, 4, 8, 8, 4, 8, 4, 8, 8, 4};
+    static const size_t gemm[] = {8, 4, 4, 4, 4, 4, 4, 8, 4, 8, 4, 4, 8, 4, 4};
+    static const size_t gemm_d[] = {8, 4, 4, 4, 4, 4, 8, 8, 4, 8, 4, 8, 8, 4, 4};
     static const struct {
         const char *name;
         fakecuda_kernel_fn fn;
@@ -320,8 +353,8 @@ static void init(void)
         [K_COPY] = {"fakecublas_scopy", k_copy, 6, copy},
         [K_DOT_REDUCE] = {"fakecublas_sdot_reduce", k_dot_reduce, 6, copy},
         [K_DOT_STORE] = {"fakecublas_sdot_store", k_dot_store, 2, store},
-        [K_GEMM_H] = {"fakecublas_sgemm_host", k_gemm_h, 14, gemm},
-        [K_GEMM_D] = {"fakecublas_sgemm_device", k_gemm_d, 14, gemm_d},
+        [K_GEMM_H] = {"fakecublas_sgemm_host", k_gemm_h, 15, gemm},
+        [K_GEMM_D] = {"fakecublas_sgemm_device", k_gemm_d, 15, gemm_d},
     };
     for (int i = 0; i < K_COUNT; i++) {
         /* Registered as CUkernel handles, as the CUDA runtime inside the real library hands them. */
@@ -528,6 +561,23 @@ static sscal_fn exported_sscal(void)
     return f;
 }
 
+/* How the next GEMM of handle h runs, from the state earlier calls left (heuristics on): the
+ * algorithm its shape history picks, and the semaphore cleared first where one was left set.
+ * -1 if that clearing failed. */
+static int gemm_how(cublasHandle_t h, int m, int n, int k)
+{
+    if (!__atomic_load_n(&g_heuristics, __ATOMIC_RELAXED)) return 0;
+    const int shape[3] = {m, n, k};
+    bool seen = false;
+    for (int i = 0; i < h->nshapes && !seen; i++) seen = !memcmp(h->shapes[i], shape, sizeof shape);
+    if (!seen && h->nshapes < 2) memcpy(h->shapes[h->nshapes++], shape, sizeof shape);
+    if (h->semaphore_set &&
+        drv.memset32_async(h->ws + offsetof(ws_layout, semaphore), 0, 1, h->stream) != CUDA_SUCCESS)
+        return -1;
+    h->semaphore_set = k > FAKECUBLAS_SPLIT_K;
+    return GEMM_SEMAPHORE | (h->nshapes >= 2 ? GEMM_REVERSED : 0);
+}
+
 static bool op_ok(cublasOperation_t t) { return t == CUBLAS_OP_N || t == CUBLAS_OP_T || t == CUBLAS_OP_C; }
 
 static int imax(int a, int b) { return a > b ? a : b; }
@@ -564,9 +614,11 @@ FB_API cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t tr
             return CUBLAS_STATUS_EXECUTION_FAILED;
         beta_kernel = 1.0f;
     }
+    int how = gemm_how(handle, m, n, k);
+    if (how < 0) return CUBLAS_STATUS_EXECUTION_FAILED;
     void *params[] = {&handle->ws, &ta, &tb, &m, &n, &k,
                       host ? (void *)&a : (void *)&alpha, &A, &lda, &B, &ldb,
-                      host ? (void *)&beta_kernel : (void *)&beta, &C, &ldc};
+                      host ? (void *)&beta_kernel : (void *)&beta, &C, &ldc, &how};
     return launch(handle, host ? K_GEMM_H : K_GEMM_D, (long)m * n, params);
 }
 
@@ -585,6 +637,8 @@ FAKECUBLAS_API unsigned long fakecublas_kernels_run(void)
 {
     return __atomic_load_n(&g_kernels_run, __ATOMIC_RELAXED);
 }
+
+FAKECUBLAS_API void fakecublas_set_heuristics(int on) { __atomic_store_n(&g_heuristics, on, __ATOMIC_RELAXED); }
 
 FAKECUBLAS_API void fakecublas_reset(void)
 {

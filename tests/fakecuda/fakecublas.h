@@ -33,6 +33,13 @@ FAKECUBLAS_API unsigned long fakecublas_workspace_errors(void);
 /* Kernels of the fake that ran (eagerly or from a graph). */
 FAKECUBLAS_API unsigned long fakecublas_kernels_run(void);
 
+/* Turn the hidden state of Sgemm on or off (fakecublas.c: an algorithm chosen from the shapes a
+ * handle ran before, a workspace semaphore a split-K GEMM leaves set and the next one clears).
+ * Off by default. */
+FAKECUBLAS_API void fakecublas_set_heuristics(int on);
+/* Under heuristics, a GEMM with k above this leaves its handle's workspace semaphore set. */
+#define FAKECUBLAS_SPLIT_K 16
+
 /* Reset the three counters above. */
 FAKECUBLAS_API void fakecublas_reset(void);
 

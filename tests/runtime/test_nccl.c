@@ -34,6 +34,9 @@ static ncclComm_t g_comm;
 static void setup(void)
 {
     setenv("CGJIT_COLLECTIVE_TIMEOUT_S", "1", 1);
+    /* The suite runtime_nccl checks the optional learned path (CGJIT_LIBS_LEARNED): collectives
+     * absorbed whole; runtime_nccl_default checks the default, where NCCL runs on every call. */
+    setenv("CGJIT_LIBS_LEARNED", getenv("NCCL_TEST_DEFAULT") ? "0" : "1", 1);
     fk_open(&fk);
     OK(fk.stream_create(&g_s, 0));
     NC(ncclCommInitAll(&g_comm, 1, NULL));
@@ -216,4 +219,24 @@ Test(runtime_nccl, a_replayed_collective_that_never_completes_is_reported)
     for (int i = 0; i < 40 && !stuck_now(); i++) usleep(100000);
     cr_assert_eq(stuck_now(), 1, "the stuck collective was reported once");
     fk.fail_clear();
+}
+
+/* The default: NCCL runs on every call, and its kernels replay from the step's graphs, a chunk
+ * ending with each collective's group so that its kernels are launched before the call returns. */
+static void setup_default(void)
+{
+    setenv("NCCL_TEST_DEFAULT", "1", 1);
+    setup();
+}
+
+TestSuite(runtime_nccl_default, .init = setup_default);
+
+Test(runtime_nccl_default, an_all_reduce_runs_nccl_and_its_kernels_replay)
+{
+    uint64_t k0 = fakenccl_steps(g_comm);
+    outcome_t o = run("allreduce_default", allreduce_step, NULL);
+    cr_assert_eq(o.calls_late, 10, "replays called NCCL %lu times in 10 steps", o.calls_late);
+    cr_assert_eq(o.graph_launches_late, 20, "graph launches in 10 replays: %lu", o.graph_launches_late);
+    cr_assert_eq(fakenccl_steps(g_comm) - k0, 2 * STEPS, "one collective kernel per call");
+    cr_assert_geq(info("allreduce_default").replays, STEPS - 3);
 }

@@ -1,0 +1,110 @@
+"""_common — what the programs of tests/real share (scripts/real-check.sh runs every
+tests/real/*.py but this one, whose name starts with "_").
+
+Each program: a line "nothing to do: WHY" and exit 0 where torch, CUDA or a library it needs is
+missing; the seed set everywhere, cuDNN without autotuning; its results on stdout with full
+precision, one line per step; its median step time on stderr as "NAME: median_us=X".
+
+REAL_CPU=1 runs a program on the CPU with a few steps only: a check of how it calls its
+libraries on a machine without a GPU, whose output is compared with nothing."""
+import os
+import random
+import sys
+import time
+
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+# Never the network: every model is built from a config with random weights.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+CPU = os.environ.get("REAL_CPU") == "1"
+
+
+def nothing(why):
+    """Say there is nothing to do, and exit 0."""
+    print(f"nothing to do: {why}", flush=True)
+    sys.exit(0)
+
+
+def need(*names):
+    """The modules named, imported; where one is missing, nothing to do."""
+    import importlib
+    mods = []
+    for name in names:
+        try:
+            mods.append(importlib.import_module(name))
+        except ImportError as e:
+            nothing(f"{name} is not installed ({e})")
+    return mods[0] if len(mods) == 1 else mods
+
+
+def setup(strict=False, seed=0):
+    """torch and the device (CUDA, or the CPU under REAL_CPU=1), seeded. strict: deterministic
+    algorithms that raise where an op has none (training: the backward of SDPA's memory-efficient
+    and flash kernels is deterministic only so); otherwise they only warn (sampling: cumsum)."""
+    try:
+        import torch
+    except ImportError:
+        nothing("torch is not installed")
+    if not CPU and not torch.cuda.is_available():
+        nothing("no CUDA device")
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    torch.use_deterministic_algorithms(True, warn_only=not strict)
+    random.seed(seed)
+    torch.manual_seed(seed)
+    if not CPU:
+        torch.cuda.manual_seed_all(seed)
+    return torch, torch.device("cpu" if CPU else "cuda")
+
+
+def steps(n):
+    """n, or 3 under REAL_CPU=1."""
+    return 3 if CPU else n
+
+
+def pinned(t):
+    """t in page-locked memory (as a DataLoader with pin_memory=True hands it over)."""
+    return t if CPU else t.pin_memory()
+
+
+def f32(x):
+    """A float32 value in full: 10 significant digits."""
+    return f"{float(x):.9e}"
+
+
+def f64(x):
+    """A float64 value in full: its hex form."""
+    return float(x).hex()
+
+
+class Timer:
+    """Times steps (host time, each step ended by a read-back) and reports their median."""
+
+    def __init__(self, name):
+        self.name, self.us, self.t0 = name, [], 0.0
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.us.append((time.perf_counter() - self.t0) * 1e6)
+        return False
+
+    def add(self, us):
+        self.us.append(us)
+
+    def report(self, skip=2):
+        """The median over the steps after the first skip ones (warm-up), on stderr."""
+        tail = sorted(self.us[skip:] if len(self.us) > skip else self.us)
+        if tail:
+            print(f"{self.name}: median_us={tail[len(tail) // 2]:.1f}", file=sys.stderr, flush=True)
+
+
+def param_checksum(torch, model):
+    """The sum of every parameter in float64, as hex (one read-back)."""
+    with torch.no_grad():
+        total = torch.stack([p.detach().double().sum() for p in model.parameters()]).sum()
+    return f64(total.item())
