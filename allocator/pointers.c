@@ -18,14 +18,22 @@ static range_t cache[SLOTS];
 static unsigned next_slot;
 static int lock;
 
-static bool cached(CUdeviceptr p, cgj_mem_kind_t *kind)
+static bool cached_range(CUdeviceptr p, cgj_mem_kind_t *kind, CUdeviceptr *start, size_t *size)
 {
     bool hit = false;
     cgj_spin_lock(&lock);
     for (unsigned i = 0; i < SLOTS && !hit; i++)
-        if (cache[i].size && p - cache[i].start < cache[i].size) hit = true, *kind = cache[i].kind;
+        if (cache[i].size && p - cache[i].start < cache[i].size)
+            hit = true, *kind = cache[i].kind, *start = cache[i].start, *size = cache[i].size;
     cgj_spin_unlock(&lock);
     return hit;
+}
+
+static bool cached(CUdeviceptr p, cgj_mem_kind_t *kind)
+{
+    CUdeviceptr start;
+    size_t size;
+    return cached_range(p, kind, &start, &size);
 }
 
 static void remember(CUdeviceptr start, size_t size, cgj_mem_kind_t kind)
@@ -70,6 +78,18 @@ cgj_mem_kind_t cgj_pointer_kind(CUdeviceptr p)
     size_t size = 0;
     kind = ask(p, &start, &size);
     if (kind != CGJ_MEM_PAGEABLE && size && p - start < size) remember(start, size, kind);
+    return kind;
+}
+
+cgj_mem_kind_t cgj_pointer_range(CUdeviceptr p, CUdeviceptr *start, size_t *size)
+{
+    cgj_mem_kind_t kind;
+    *start = 0, *size = 0;
+    if (!p) return CGJ_MEM_PAGEABLE;
+    if (cached_range(p, &kind, start, size)) return kind;
+    kind = ask(p, start, size);
+    if (kind == CGJ_MEM_PAGEABLE || !*size || p - *start >= *size) *start = 0, *size = 0;
+    else remember(*start, *size, kind);
     return kind;
 }
 

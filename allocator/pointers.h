@@ -23,6 +23,9 @@ typedef enum cgj_mem_kind {
 } cgj_mem_kind_t;
 
 cgj_mem_kind_t cgj_pointer_kind(CUdeviceptr p);
+/* What p is, and (device, pinned or managed memory) the allocation it falls in: *start and
+ * *size, both 0 where the driver does not say. */
+cgj_mem_kind_t cgj_pointer_range(CUdeviceptr p, CUdeviceptr *start, size_t *size);
 /* Memory at p is freed or unregistered: forget the cached range that holds it. */
 void cgj_pointer_forget(CUdeviceptr p);
 /* Page-locked host memory at p is freed or unregistered: forget it, and count a new host memory

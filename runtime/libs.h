@@ -188,14 +188,23 @@ static inline void key_aliases(cgj_libcall_t *lc)
     key_put(lc, first, lc->nargs);
 }
 
-/* Run the library call lc as `expr` under the step; `ok` is the library's success status. */
+/* Run the library call lc as `expr` under the step; `ok` is the library's success status.
+ * CGJ_RUN_ABSORBED (CGJIT_VERIFY): replay absorbed it whole, and it runs for real too, its driver
+ * calls passed straight through (the eager execution the graph is checked against). */
 #define LIB_CALL(lc, name, ok, expr)                                                  \
     do {                                                                              \
         cgj_probe_mark();                                                             \
         key_aliases(&(lc));                                                           \
         cgj_call_t c_ = {.kind = CGJ_OP_LIB, .api = (name)};                          \
         c_.u.l.lc = &(lc);                                                            \
-        if (cgj_step_enter(&c_) == CGJ_ABSORB) return (ok);                           \
+        int d_ = cgj_step_enter(&c_);                                                 \
+        if (d_ == CGJ_ABSORB) return (ok);                                            \
+        if (CGJ_UNLIKELY(d_ == CGJ_RUN_ABSORBED)) {                                   \
+            cgj_internal_calls++;                                                     \
+            __typeof__(expr) v_ = (expr);                                             \
+            cgj_internal_calls--;                                                     \
+            return v_;                                                                \
+        }                                                                             \
         cgj_lib_depth++;                                                              \
         __typeof__(expr) r_ = (expr);                                                 \
         cgj_lib_depth--;                                                              \

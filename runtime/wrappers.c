@@ -25,12 +25,18 @@ static inline CUstream norm(CUstream s, bool pt)
 }
 
 /* Run call c under the step: absorbed, or executed by `expr` and recorded. The result is the
- * call's own, or an error that re-issuing this thread's absorbed work met (tracer/exits.c). */
-#define TRACE_CALL(c, expr)                                          \
-    do {                                                             \
-        if (cgj_step_enter(&(c)) == CGJ_ABSORB) return CUDA_SUCCESS; \
-        CUresult r_ = (expr);                                        \
-        return cgj_step_leave(&(c), r_);                             \
+ * call's own, or an error that re-issuing this thread's absorbed work met (tracer/exits.c).
+ * Under CGJIT_VERIFY a call replay checks runs for real first (tracer/verify.c). */
+#define TRACE_CALL(c, expr)                                                    \
+    do {                                                                       \
+        if (CGJ_UNLIKELY(cgj_cfg.VERIFY) && cgj_step_verify_first(&(c))) {     \
+            CUresult v_ = (expr);                                              \
+            if (cgj_step_enter(&(c)) == CGJ_ABSORB) return v_;                 \
+            return cgj_step_leave(&(c), v_);                                   \
+        }                                                                      \
+        if (cgj_step_enter(&(c)) == CGJ_ABSORB) return CUDA_SUCCESS;           \
+        CUresult r_ = (expr);                                                  \
+        return cgj_step_leave(&(c), r_);                                       \
     } while (0)
 
 #define IDLE_FORWARD(expr)                               \

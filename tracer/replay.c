@@ -39,8 +39,14 @@ static void launch_segment(cgj_thread_t *t)
     cgj_segment_t *seg = &tr->segs[t->seg];
     if (!seg->ncapture) return;
     uint64_t patched = 0;
-    uint32_t refused;
-    CUresult r = cgj_graph_launch(tr, t->seg, cgj_pointer_host_generation(), &patched, &refused, t->passed);
+    uint32_t refused = UINT32_MAX;
+    CUresult r = CUDA_SUCCESS;
+    /* CGJIT_VERIFY: the segment's calls ran for real; the graph runs on the memory they started
+     * from, and is compared with what they left (verify.c). Unchecked, it does not run. */
+    bool verifying = CGJ_UNLIKELY(cgj_verify_running(t));
+    bool runs = !verifying || cgj_verify_before(t);
+    if (runs) r = cgj_graph_launch(tr, t->seg, cgj_pointer_host_generation(), &patched, &refused, t->passed);
+    if (verifying && runs) cgj_verify_after(t, r);
     CGJ_STAT_ADD(params_patched, patched);
     if (r != CUDA_SUCCESS && refused != UINT32_MAX) {
         patch_refused(t, refused, r);
@@ -118,6 +124,13 @@ static void note_promoted(cgj_thread_t *t, uint32_t before)
             t->pos, o->call.api, slots);
 }
 
+/* Under CGJIT_VERIFY, a call absorbed whole runs for real after its group is absorbed: a group
+ * whose last op ends its segment would launch the graph before the call ran (verify.c). */
+static bool ends_segment(const cgj_trace_t *v, uint32_t at, const cgj_libop_t *l)
+{
+    return cgj_verify_on() && at + 1 + l->nops >= v->segs[v->list.ops[at].seg].end;
+}
+
 /* Can variant v absorb library call lc whole at op `at`? A call of a fused chain needs no ops of
  * its own replayed: the chain's kernel computes what the call is documented to compute, and it
  * is absorbed whenever its key and arguments match. Any other call is absorbed whole only under
@@ -127,7 +140,7 @@ static bool absorbs(const cgj_trace_t *v, uint32_t at, const cgj_libcall_t *lc)
 {
     const cgj_libop_t *l = v->list.ops[at].lib;
     return l && ((l->absorbable && cgj_libop_learned()) || v->list.ops[at].fused) && !lc->never &&
-           at + 1 + l->nops <= v->list.n && cgj_libop_matches(l, lc);
+           at + 1 + l->nops <= v->list.n && cgj_libop_matches(l, lc) && !ends_segment(v, at, l);
 }
 
 /* Continue in another variant that matches what was absorbed since the pending work began and

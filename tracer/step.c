@@ -72,6 +72,7 @@ static void thread_exit(void *arg)
     cgj_thread_t *t = arg;
     end_at_exit(t, true);
     cgj_implicit_thread_exit(t);
+    cgj_verify_free(t);
     cgj_thread_unregister(t);
 }
 
@@ -170,6 +171,7 @@ int cgj_step_enter(const cgj_call_t *c)
     if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_stays(t, c) && !route(t, c))
         d = CGJ_EXECUTE;
     else if (t->mode == CGJ_MODE_REPLAY) {
+        if (CGJ_UNLIKELY(c->kind == CGJ_OP_LIB) && cgj_verify_on()) cgj_verify_enter(t); /* before it runs */
         d = cgj_replay_enter(t, c);
         if (CGJ_UNLIKELY(cgj_timeline_on) && t->exited && !exit_marked) timeline_exit(t);
     }
@@ -184,8 +186,24 @@ int cgj_step_enter(const cgj_call_t *c)
     if (c->kind == CGJ_OP_LIB && t->mode == CGJ_MODE_RECORD) cgj_record_lib(t, c);
     if (c->kind == CGJ_OP_LIB && t->mode >= CGJ_MODE_RECORD) CGJ_STAT_ADD(lib_calls, 1);
     if (c->kind == CGJ_OP_LIB && d == CGJ_EXECUTE) t->lib_depth++; /* the library runs now */
+    if (CGJ_UNLIKELY(d == CGJ_ABSORB && c->kind == CGJ_OP_LIB && cgj_verify_running(t))) d = CGJ_RUN_ABSORBED;
     cgj_thread_unlock(t);
     return d;
+}
+
+bool cgj_step_verify_first(const cgj_call_t *c)
+{
+    cgj_thread_t *t = &cgj_tls;
+    if (t->mode != CGJ_MODE_REPLAY || cgj_op_class[c->kind] != CGJ_CLASS_CAPTURE || c->kind == CGJ_OP_HOST_FUNC)
+        return false;
+    cgj_thread_lock(t);
+    bool run = false;
+    if (t->mode == CGJ_MODE_REPLAY) {
+        cgj_verify_enter(t);
+        run = cgj_verify_running(t);
+    }
+    cgj_thread_unlock(t);
+    return run;
 }
 
 /* The library call whose LIB op is open returned (ok: successfully). */

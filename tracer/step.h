@@ -15,7 +15,9 @@
 #include "tracer/machine.h"
 #include <cgjit.h>
 
-enum { CGJ_EXECUTE = 0, CGJ_ABSORB = 1 };
+/* CGJ_RUN_ABSORBED (CGJIT_VERIFY): replay absorbed a library call whole, and the wrapper runs it
+ * too, with its driver calls passed through: the eager execution the graph is checked against. */
+enum { CGJ_EXECUTE = 0, CGJ_ABSORB = 1, CGJ_RUN_ABSORBED = 2 };
 
 typedef struct cgj_anchor cgj_anchor_t;
 
@@ -75,6 +77,7 @@ typedef struct cgj_thread {
                               * cgj_step_enter): their driver calls are theirs, not steps' */
     CUresult deferred;       /* an error re-issuing absorbed work met, for the program's next
                               * call (set under the lock, maybe by another thread) */
+    struct cgj_verify *verify; /* CGJIT_VERIFY: the segment being checked (verify.c's own) */
 } cgj_thread_t;
 
 extern __thread cgj_thread_t cgj_tls;
@@ -109,6 +112,10 @@ static inline void cgj_probe_mark(void)
 }
 
 int cgj_step_enter(const cgj_call_t *c);
+/* CGJIT_VERIFY: should driver call c run for real before cgj_step_enter (replay checks a graph
+ * segment against eager execution, tracer/verify.c)? Its result is then the program's, whatever
+ * cgj_step_enter decides: a wrapper passes it to cgj_step_leave instead of calling again. */
+bool cgj_step_verify_first(const cgj_call_t *c);
 /* The call returned r; returns what the program gets: r, or (r being success) an error that
  * re-issuing this thread's absorbed work met since, as an asynchronous error surfaces. */
 CUresult cgj_step_leave(const cgj_call_t *c, CUresult r);

@@ -9,6 +9,7 @@
  *     build.c     a trace from a recording: memory plan, staging, graphs
  *     replay.c    guard, absorb, patch, launch; variant switches
  *     exits.c     leaving a replay: flush, side exit, abort; other threads' observations
+ *     verify.c    CGJIT_VERIFY: each replayed graph checked against the calls run eagerly
  *     watch.c     replayed collectives in flight: the ones that never complete are reported
  *     cost.c      does replay pay? eager probes, periods, turning replay off and on
  *     shape.c     comparing calls with ops and recordings with each other; the guard
@@ -210,6 +211,22 @@ void cgj_exit_abort(cgj_thread_t *t, cgj_reason_t *r);
 void cgj_exit_launch_failed(cgj_thread_t *t, CUresult err);
 /* See cgj_step_observe. */
 void cgj_exit_observe(CUstream s, CUevent ev, bool everything);
+
+/* ---- verify.c (CGJIT_VERIFY) ---- */
+bool cgj_verify_on(void);
+/* Replay is at op t->pos: where a graph segment starts, copy its memory aside and run its calls
+ * for real from now on (cgj_verify_running). */
+void cgj_verify_enter(cgj_thread_t *t);
+bool cgj_verify_running(const cgj_thread_t *t);
+/* Before the current segment's graph launches: eager results aside, the start put back. False
+ * where the segment is not checked (the graph must not run: memory holds eager results). */
+bool cgj_verify_before(cgj_thread_t *t);
+/* After the launch (its result): compare, report, and leave eager results in memory. */
+void cgj_verify_after(cgj_thread_t *t, CUresult launched);
+/* The thread leaves the segment before its launch: true if its calls ran already (nothing is
+ * to be re-issued). */
+bool cgj_verify_flush(cgj_thread_t *t);
+void cgj_verify_free(cgj_thread_t *t);
 
 /* ---- replay.c ---- */
 /* Replay call c: CGJ_ABSORB, or CGJ_EXECUTE (a boundary, a library that must run, or a side

@@ -154,3 +154,30 @@ Test(runtime_libs_hidden, learned_absorption_is_wrong_after_the_sample)
     cr_assert_eq(d, SAMPLE_AT + 1, "learned absorption first differs at step %d (the sample is after step %d)", d,
                  SAMPLE_AT);
 }
+
+/* --verify on the unsafe path: the divergence is found and reported, and the program still sees
+ * what eager execution computes. */
+Test(runtime_libs_hidden, verify_finds_the_learned_divergence)
+{
+    cgj_stats_t st;
+    eager();
+    run_child((child_env_t){"0", "1", "1"}, g_traced, &st);
+    int d = first_difference(g_eager, g_traced);
+    cr_assert_eq(d, -1, "under CGJIT_VERIFY step %d differs from eager", d);
+    cr_assert_gt(st.verify_segments, 0, "no graph was checked");
+    cr_assert_gt(st.verify_divergences, 0, "the divergence after the sample was not found (%llu graphs checked)",
+                 (unsigned long long)st.verify_segments);
+}
+
+/* --verify on the default path: every graph checked, none differs. */
+Test(runtime_libs_hidden, verify_finds_nothing_on_the_default_path)
+{
+    cgj_stats_t st;
+    eager();
+    run_child((child_env_t){"0", "0", "1"}, g_traced, &st);
+    int d = first_difference(g_eager, g_traced);
+    cr_assert_eq(d, -1, "under CGJIT_VERIFY step %d differs from eager", d);
+    cr_assert_gt(st.verify_segments, ITERS / 2, "%llu graphs checked", (unsigned long long)st.verify_segments);
+    cr_assert_eq(st.verify_divergences, 0, "%llu divergences on the safe path", (unsigned long long)st.verify_divergences);
+    cr_assert_eq(st.verify_unchecked, 0, "%llu graphs unchecked", (unsigned long long)st.verify_unchecked);
+}

@@ -1,0 +1,325 @@
+/*
+ * verify.c — CGJIT_VERIFY: every replayed graph checked against the program's own calls.
+ *
+ * A user who wants to know whether cgjit is safe on their program, and a developer looking for
+ * the next bug, need the replay compared with what the program itself would have computed, on
+ * its real data. In verify mode each graph segment of a replay runs twice:
+ *  1. At the segment's first op, the memory the segment's ops name (every allocation a kernel
+ *     parameter word, a copy or memset operand or a library call's pointer falls in: device,
+ *     pinned or managed, whole allocations as the driver gives their ranges, so PyTorch's
+ *     caching allocator segments and its expandable segments (cuMemCreate/cuMemMap) are taken as
+ *     they are mapped) is copied aside: S0.
+ *  2. Every call of the segment runs as the program made it, for real, while replay absorbs it
+ *     as usual (guards, patches, the pool): a driver call before it is absorbed (step.c's
+ *     cgj_step_verify_first), a library call absorbed whole right after (CGJ_RUN_ABSORBED).
+ *     This is eager execution: E.
+ *  3. Where replay launches the graph, E is copied aside, S0 is put back, the graph runs, and
+ *     its result G is compared with E byte for byte. The first difference is reported on stderr
+ *     (anchor, run, segment, allocation, offset, the values, how many words differ, the worst
+ *     difference read as float32, and the last op of the segment that names that allocation,
+ *     with the library call it belongs to), and E is put back: the program goes on with what
+ *     eager execution computed, and prints what it prints without cgjit.
+ * A side exit in a checked segment re-issues nothing: its calls ran already (exits.c asks
+ * cgj_verify_flush). Segments issued eagerly have no graph to check; a segment holding a host
+ * function is not checked (it would run twice); one whose ops name at launch an allocation not
+ * known at its start cannot be compared and keeps E. Those count as unchecked, with a reason.
+ *
+ * Limits: memory a kernel reaches only through pointers stored in device memory (pointer
+ * arrays) is not in the set: a difference there shows only where it flows into memory that is.
+ * Other threads' work is not stopped while S0 is put back. A nondeterministic kernel (atomic
+ * float accumulation) differs from itself and is reported as it would be between two eager runs.
+ * Cost: two context synchronizations and three copies of the segment's memory per graph, plus a
+ * read-back of E and G to compare them: a debugging mode, not a way to run.
+ */
+#include "tracer/tracer.h"
+#include "allocator/pointers.h"
+#include "base/driver.h"
+#include "base/log.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct vrange {
+    CUdeviceptr base;
+    size_t size;
+    size_t at; /* offset of its copy in the shadows */
+} vrange_t;
+
+typedef struct vset {
+    vrange_t *r;
+    uint32_t n, cap;
+    size_t total;
+} vset_t;
+
+struct cgj_verify {
+    bool active;        /* the current segment's calls run for real: S0 holds its memory */
+    uint32_t seg;       /* the segment checked */
+    vset_t set;         /* S0's ranges */
+    CUdeviceptr s0, e;  /* shadows: memory at the segment's start, and eager results */
+    size_t shadow_cap;
+    uint8_t *hg, *he;   /* host buffers the comparison reads through */
+};
+
+enum { HOST_CHUNK = 8 << 20, MAX_REPORTS = 20 };
+static unsigned reports, unchecked_told;
+
+bool cgj_verify_on(void)
+{
+    return cgj_cfg.VERIFY != 0;
+}
+
+static void set_add(vset_t *s, CUdeviceptr base, size_t size)
+{
+    for (uint32_t i = 0; i < s->n; i++)
+        if (s->r[i].base == base) return;
+    if (s->n == s->cap) s->r = cgj_xrealloc(s->r, (s->cap = s->cap ? 2 * s->cap : 32) * sizeof *s->r);
+    s->r[s->n++] = (vrange_t){base, size, s->total};
+    s->total += (size + 255) & ~(size_t)255;
+}
+
+/* Add the allocation value v falls in, if it is GPU-visible memory the driver knows. */
+static void add_value(vset_t *s, CUdeviceptr v)
+{
+    if (v < 65536) return;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    cgj_mem_kind_t k = cgj_pointer_range(v, &start, &size);
+    if (k != CGJ_MEM_PAGEABLE && size) set_add(s, start, size);
+}
+
+/* Values of op o that may name memory: parameter words, copy and memset operands, a library
+ * call's pointers. */
+static void add_op(vset_t *s, const cgj_op_t *o)
+{
+    if (o->kp)
+        for (uint32_t b = 0; b + 8 <= o->kp->size; b += 8) {
+            CUdeviceptr w;
+            memcpy(&w, o->kp->live + b, sizeof w);
+            add_value(s, w);
+        }
+    if (o->lib) {
+        for (uint32_t k = 0; k < o->lib->nargs; k++) add_value(s, o->lib->args[k]);
+        for (uint32_t k = 0; k < o->lib->live_nargs; k++) add_value(s, o->lib->live_args[k]);
+    }
+    if (o->call.kind == CGJ_OP_MEMCPY || o->call.kind == CGJ_OP_MEMSET) {
+        cgj_opvals_t v;
+        cgj_opvals_of(&o->call, &v);
+        add_value(s, v.dst);
+        add_value(s, v.src);
+    }
+}
+
+static bool op_names(const cgj_op_t *o, CUdeviceptr base, size_t size)
+{
+    vset_t one = {0};
+    add_op(&one, o);
+    bool hit = false;
+    for (uint32_t i = 0; i < one.n && !hit; i++) hit = one.r[i].base == base && one.r[i].size == size;
+    cgj_free(one.r);
+    return hit;
+}
+
+static void unchecked(cgj_thread_t *t, const char *why)
+{
+    CGJ_STAT_ADD(verify_unchecked, 1);
+    if (unchecked_told++ < MAX_REPORTS)
+        fprintf(stderr, "cgjit: verify: anchor '%s', run %llu, segment %u: not checked: %s\n", t->anchor->name,
+                (unsigned long long)t->anchor->runs, t->seg, why);
+}
+
+static bool shadows(struct cgj_verify *v, size_t bytes)
+{
+    if (bytes <= v->shadow_cap) return true;
+    if (v->s0) cgj_drv.r_cuMemFree_v2(v->s0), cgj_drv.r_cuMemFree_v2(v->e);
+    v->s0 = v->e = 0, v->shadow_cap = 0;
+    if (cgj_drv.r_cuMemAlloc_v2(&v->s0, bytes) != CUDA_SUCCESS) return false;
+    if (cgj_drv.r_cuMemAlloc_v2(&v->e, bytes) != CUDA_SUCCESS) {
+        cgj_drv.r_cuMemFree_v2(v->s0);
+        v->s0 = 0;
+        return false;
+    }
+    v->shadow_cap = bytes;
+    return true;
+}
+
+/* Copy every range of s to the shadow at `shadow` (out) or back from it. */
+static CUresult copy_set(const vset_t *s, CUdeviceptr shadow, bool out)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (uint32_t i = 0; i < s->n && r == CUDA_SUCCESS; i++)
+        r = out ? cgj_drv.r_cuMemcpy(shadow + s->r[i].at, s->r[i].base, s->r[i].size)
+                : cgj_drv.r_cuMemcpy(s->r[i].base, shadow + s->r[i].at, s->r[i].size);
+    return r;
+}
+
+void cgj_verify_enter(cgj_thread_t *t)
+{
+    cgj_trace_t *tr = t->trace;
+    if (!t->verify) t->verify = cgj_xcalloc(1, sizeof *t->verify);
+    struct cgj_verify *v = t->verify;
+    if (v->active || t->seg >= tr->nsegs) return;
+    const cgj_segment_t *seg = &tr->segs[t->seg];
+    if (t->pos != seg->first || seg->eager || !seg->ncapture) return;
+    for (uint32_t i = seg->first; i < seg->end; i++)
+        if (tr->list.ops[i].call.kind == CGJ_OP_HOST_FUNC) return unchecked(t, "it holds a host function");
+    v->set.n = 0, v->set.total = 0;
+    for (uint32_t i = seg->first; i < seg->end; i++) add_op(&v->set, &tr->list.ops[i]);
+    if (!shadows(v, v->set.total ? v->set.total : 256)) return unchecked(t, "no device memory for its copies");
+    if (cgj_drv.r_cuCtxSynchronize() != CUDA_SUCCESS || copy_set(&v->set, v->s0, true) != CUDA_SUCCESS)
+        return unchecked(t, "its memory could not be copied");
+    v->active = true;
+    v->seg = t->seg;
+}
+
+bool cgj_verify_running(const cgj_thread_t *t)
+{
+    return t->verify && t->verify->active;
+}
+
+bool cgj_verify_flush(cgj_thread_t *t)
+{
+    if (!cgj_verify_running(t)) return false;
+    t->verify->active = false;
+    return true;
+}
+
+bool cgj_verify_before(cgj_thread_t *t)
+{
+    struct cgj_verify *v = t->verify;
+    if (!v || !v->active) return false;
+    if (v->seg != t->seg) {
+        v->active = false;
+        unchecked(t, "replay continued in another segment");
+        return false;
+    }
+    /* Every allocation the ops name now must be one S0 holds. */
+    const cgj_segment_t *seg = &t->trace->segs[t->seg];
+    vset_t now = {0};
+    for (uint32_t i = seg->first; i < seg->end; i++) add_op(&now, &t->trace->list.ops[i]);
+    bool known = true;
+    for (uint32_t i = 0; i < now.n && known; i++) {
+        known = false;
+        for (uint32_t j = 0; j < v->set.n && !known; j++) known = v->set.r[j].base == now.r[i].base;
+    }
+    cgj_free(now.r);
+    if (!known) {
+        v->active = false;
+        unchecked(t, "its ops name an allocation not known at its start (eager results kept)");
+        return false;
+    }
+    if (cgj_drv.r_cuCtxSynchronize() != CUDA_SUCCESS || copy_set(&v->set, v->e, true) != CUDA_SUCCESS ||
+        copy_set(&v->set, v->s0, false) != CUDA_SUCCESS) {
+        v->active = false;
+        unchecked(t, "its memory could not be copied");
+        return false;
+    }
+    return true;
+}
+
+/* The last op of the segment that names range r, described (with its library call). */
+static void blame(const cgj_thread_t *t, const vrange_t *r, char *buf, size_t len)
+{
+    const cgj_trace_t *tr = t->trace;
+    const cgj_segment_t *seg = &tr->segs[t->seg];
+    snprintf(buf, len, "none of its ops names it");
+    for (uint32_t i = seg->end; i-- > seg->first;) {
+        if (!op_names(&tr->list.ops[i], r->base, r->size)) continue;
+        char d[160];
+        int n = snprintf(buf, len, "op %u (%s)", i, cgj_op_describe(&tr->list.ops[i], d, sizeof d));
+        for (uint32_t j = i + 1; j-- > 0 && n > 0 && (size_t)n < len;)
+            if (tr->list.ops[j].lib && j + tr->list.ops[j].lib->nops >= i && j != i) {
+                snprintf(buf + n, len - (size_t)n, ", in library call op %u (%s)", j, tr->list.ops[j].call.api);
+                break;
+            }
+        return;
+    }
+}
+
+typedef struct diff {
+    size_t first, words, differing;
+    uint32_t ev, gv;
+    double worst;
+} diff_t;
+
+static void diff_chunk(const uint8_t *e, const uint8_t *g, size_t n, size_t base, diff_t *d)
+{
+    for (size_t k = 0; k + 4 <= n; k += 4) {
+        d->words++;
+        if (!memcmp(e + k, g + k, 4)) continue;
+        float fe, fg;
+        memcpy(&fe, e + k, 4), memcpy(&fg, g + k, 4);
+        if (!d->differing++) d->first = base + k, memcpy(&d->ev, e + k, 4), memcpy(&d->gv, g + k, 4);
+        double x = fabs((double)fe - (double)fg);
+        if (isfinite(x) && x > d->worst) d->worst = x;
+    }
+    if (n % 4 && memcmp(e + n - n % 4, g + n - n % 4, n % 4) && !d->differing++) d->first = base + n - n % 4;
+}
+
+/* Compare range r of memory (G) with its copy in e (E). */
+static bool compare(struct cgj_verify *v, const vrange_t *r, diff_t *d)
+{
+    memset(d, 0, sizeof *d);
+    if (!v->hg) v->hg = cgj_xmalloc(HOST_CHUNK), v->he = cgj_xmalloc(HOST_CHUNK);
+    for (size_t off = 0; off < r->size; off += HOST_CHUNK) {
+        size_t n = r->size - off < HOST_CHUNK ? r->size - off : HOST_CHUNK;
+        if (cgj_drv.r_cuMemcpy((CUdeviceptr)(uintptr_t)v->hg, r->base + off, n) != CUDA_SUCCESS ||
+            cgj_drv.r_cuMemcpy((CUdeviceptr)(uintptr_t)v->he, v->e + r->at + off, n) != CUDA_SUCCESS)
+            return false;
+        diff_chunk(v->he, v->hg, n, off, d);
+    }
+    return true;
+}
+
+static void report(cgj_thread_t *t, const vrange_t *r, const diff_t *d)
+{
+    CGJ_STAT_ADD(verify_divergences, 1);
+    if (reports++ >= MAX_REPORTS) return;
+    char who[320];
+    blame(t, r, who, sizeof who);
+    float fe, fg;
+    memcpy(&fe, &d->ev, 4), memcpy(&fg, &d->gv, 4);
+    fprintf(stderr,
+            "cgjit: verify: anchor '%s', run %llu, segment %u (ops %u-%u): the graph diverges from eager execution "
+            "in the allocation at %#llx (%zu bytes), first at byte %zu: eager %08x (%g), graph %08x (%g); %zu of "
+            "%zu words differ, worst difference %g (as float32); last op naming it: %s\n",
+            t->anchor->name, (unsigned long long)t->anchor->runs, t->seg, t->trace->segs[t->seg].first,
+            t->trace->segs[t->seg].end - 1, (unsigned long long)r->base, r->size, d->first, d->ev, (double)fe, d->gv,
+            (double)fg, d->differing, d->words, d->worst, who);
+}
+
+void cgj_verify_after(cgj_thread_t *t, CUresult launched)
+{
+    struct cgj_verify *v = t->verify;
+    if (launched != CUDA_SUCCESS) { /* exits.c re-issues nothing: the calls ran already */
+        copy_set(&v->set, v->e, false);
+        return;
+    }
+    v->active = false;
+    CGJ_STAT_ADD(verify_segments, 1);
+    bool differs = false;
+    if (cgj_drv.r_cuCtxSynchronize() != CUDA_SUCCESS) {
+        unchecked(t, "the graph failed to run");
+        differs = true;
+    }
+    for (uint32_t i = 0; i < v->set.n && !differs; i++) {
+        diff_t d;
+        if (!compare(v, &v->set.r[i], &d)) {
+            unchecked(t, "its memory could not be read back");
+            differs = true;
+        } else if (d.differing) {
+            report(t, &v->set.r[i], &d);
+            differs = true;
+        }
+    }
+    if (differs) copy_set(&v->set, v->e, false); /* the program goes on with eager results */
+}
+
+void cgj_verify_free(cgj_thread_t *t)
+{
+    struct cgj_verify *v = t->verify;
+    if (!v) return;
+    if (v->s0) cgj_drv.r_cuMemFree_v2(v->s0), cgj_drv.r_cuMemFree_v2(v->e);
+    cgj_free(v->set.r), cgj_free(v->hg), cgj_free(v->he), cgj_free(v);
+    t->verify = NULL;
+}
