@@ -237,9 +237,18 @@ FUSION_TEST(conv_relu)
 FUSION_TEST(gemm_lt_relu)
 FUSION_TEST(gemm_relu_timed)
 
-/* The library wrappers: one test per gpu_libs scenario (`gpu_libs --list`). */
-#define LIB_TEST(scenario) \
-    Test(gpu_libs, scenario, .timeout = 300) { run_program("gpu_libs", #scenario, "gpu_libs"); }
+/* The library wrappers: two tests per gpu_libs scenario (`gpu_libs --list`): the default, where
+ * the library runs on every call and its kernels replay, and the optional learned path
+ * (CGJIT_LIBS_LEARNED=1), where replay absorbs calls whole. */
+#define LIB_TEST(scenario)                                                                 \
+    Test(gpu_libs, scenario, .timeout = 300) {                                           \
+        setenv("CGJIT_LIBS_LEARNED", "0", 1);                                            \
+        run_program("gpu_libs", #scenario, "gpu_libs");                                  \
+    }                                                                                    \
+    Test(gpu_libs_learned, scenario, .timeout = 300) {                                   \
+        setenv("CGJIT_LIBS_LEARNED", "1", 1);                                            \
+        run_program("gpu_libs", #scenario, "gpu_libs (learned)");                        \
+    }
 
 LIB_TEST(sgemm)
 LIB_TEST(gemm_ex)
@@ -275,6 +284,10 @@ LIB_TEST(pointers_alternate)
 
 /* cuBLAS from a program whose link dropped libcublas (--as-needed): cgjit loads it. */
 Test(gpu_libs, as_needed, .timeout = 300) { run_program("gpu_as_needed", "as_needed", "gpu_as_needed"); }
+Test(gpu_libs_learned, as_needed, .timeout = 300) {
+    setenv("CGJIT_LIBS_LEARNED", "1", 1);
+    run_program("gpu_as_needed", "as_needed", "gpu_as_needed (learned)");
+}
 
 /* ---- main: the whole suite skips, with its reason, where there is no GPU ---------------- */
 
