@@ -271,7 +271,10 @@ static bool stage_bytes(cgj_thread_t *t, cgj_op_t *o, const cgj_call_t *c, cgj_r
 static bool replay_lib(cgj_thread_t *t, const cgj_call_t *c)
 {
     const cgj_libcall_t *lc = c->u.l.lc;
-    bool absorbed = absorbs(t->trace, t->pos, lc) || try_switch_to(t, c, lc, false);
+    /* Under CGJIT_VERIFY a call is absorbed whole only in a segment being checked: elsewhere
+     * (a segment issued eagerly, one verify could not copy) nothing would run it for real. */
+    bool absorbed = (!cgj_verify_on() || cgj_verify_running(t)) &&
+                    (absorbs(t->trace, t->pos, lc) || try_switch_to(t, c, lc, false));
     cgj_op_t *m = &t->trace->list.ops[t->pos]; /* another variant's, after a switch */
     cgj_trace_t *tr = t->trace;
     cgj_libop_t *l = m->lib;

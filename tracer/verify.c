@@ -143,14 +143,30 @@ static bool shadows(struct cgj_verify *v, size_t bytes)
     return true;
 }
 
-/* Copy every range of s to the shadow at `shadow` (out) or back from it. */
-static CUresult copy_set(const vset_t *s, CUdeviceptr shadow, bool out)
+/* Copy every range of s to the shadow at `shadow` (out) or back from it; *bad: the range that
+ * failed. */
+static CUresult copy_set(const vset_t *s, CUdeviceptr shadow, bool out, uint32_t *bad)
 {
     CUresult r = CUDA_SUCCESS;
-    for (uint32_t i = 0; i < s->n && r == CUDA_SUCCESS; i++)
+    for (uint32_t i = 0; i < s->n && r == CUDA_SUCCESS; i++) {
+        if (!s->r[i].base) continue; /* left out (cgj_verify_enter) */
         r = out ? cgj_drv.r_cuMemcpy(shadow + s->r[i].at, s->r[i].base, s->r[i].size)
                 : cgj_drv.r_cuMemcpy(s->r[i].base, shadow + s->r[i].at, s->r[i].size);
+        *bad = i;
+    }
     return r;
+}
+
+/* The copies failed on range `bad` with r: not checked, with what failed. */
+static void copy_failed(cgj_thread_t *t, const vset_t *s, uint32_t bad, CUresult r)
+{
+    char why[200];
+    if (r == CUDA_SUCCESS || bad >= s->n)
+        snprintf(why, sizeof why, "its memory could not be copied (%s)", cgj_driver_errstr(r));
+    else
+        snprintf(why, sizeof why, "the allocation at %#llx (%zu bytes) could not be copied: %s",
+                 (unsigned long long)s->r[bad].base, s->r[bad].size, cgj_driver_errstr(r));
+    unchecked(t, why);
 }
 
 void cgj_verify_enter(cgj_thread_t *t)
@@ -166,8 +182,18 @@ void cgj_verify_enter(cgj_thread_t *t)
     v->set.n = 0, v->set.total = 0;
     for (uint32_t i = seg->first; i < seg->end; i++) add_op(&v->set, &tr->list.ops[i]);
     if (!shadows(v, v->set.total ? v->set.total : 256)) return unchecked(t, "no device memory for its copies");
-    if (cgj_drv.r_cuCtxSynchronize() != CUDA_SUCCESS || copy_set(&v->set, v->s0, true) != CUDA_SUCCESS)
-        return unchecked(t, "its memory could not be copied");
+    uint32_t bad = UINT32_MAX;
+    CUresult r = cgj_drv.r_cuCtxSynchronize();
+    /* A range the driver will not copy (a value that looked like a pointer into memory freed
+     * since) is left out: should an op name it at launch, the segment is not compared. */
+    while (r == CUDA_SUCCESS && (r = copy_set(&v->set, v->s0, true, &bad)) != CUDA_SUCCESS && bad < v->set.n &&
+           cgj_drv.r_cuCtxSynchronize() == CUDA_SUCCESS) {
+        CGJ_LOG(trace, "verify: the allocation at %#llx (%zu bytes) is left out: %s",
+                (unsigned long long)v->set.r[bad].base, v->set.r[bad].size, cgj_driver_errstr(r));
+        v->set.r[bad].base = 0;
+        r = CUDA_SUCCESS;
+    }
+    if (r != CUDA_SUCCESS) return copy_failed(t, &v->set, bad, r);
     v->active = true;
     v->seg = t->seg;
 }
@@ -208,10 +234,14 @@ bool cgj_verify_before(cgj_thread_t *t)
         unchecked(t, "its ops name an allocation not known at its start (eager results kept)");
         return false;
     }
-    if (cgj_drv.r_cuCtxSynchronize() != CUDA_SUCCESS || copy_set(&v->set, v->e, true) != CUDA_SUCCESS ||
-        copy_set(&v->set, v->s0, false) != CUDA_SUCCESS) {
+    uint32_t bad = UINT32_MAX;
+    CUresult r = cgj_drv.r_cuCtxSynchronize();
+    if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->e, true, &bad);
+    if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->s0, false, &bad);
+    if (r != CUDA_SUCCESS) {
         v->active = false;
-        unchecked(t, "its memory could not be copied");
+        copy_set(&v->set, v->e, false, &bad); /* as far as E was taken: eager results kept */
+        copy_failed(t, &v->set, bad, r);
         return false;
     }
     return true;
@@ -291,8 +321,9 @@ static void report(cgj_thread_t *t, const vrange_t *r, const diff_t *d)
 void cgj_verify_after(cgj_thread_t *t, CUresult launched)
 {
     struct cgj_verify *v = t->verify;
+    uint32_t bad;
     if (launched != CUDA_SUCCESS) { /* exits.c re-issues nothing: the calls ran already */
-        copy_set(&v->set, v->e, false);
+        copy_set(&v->set, v->e, false, &bad);
         return;
     }
     v->active = false;
@@ -304,6 +335,7 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched)
     }
     for (uint32_t i = 0; i < v->set.n && !differs; i++) {
         diff_t d;
+        if (!v->set.r[i].base) continue;
         if (!compare(v, &v->set.r[i], &d)) {
             unchecked(t, "its memory could not be read back");
             differs = true;
@@ -312,7 +344,7 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched)
             differs = true;
         }
     }
-    if (differs) copy_set(&v->set, v->e, false); /* the program goes on with eager results */
+    if (differs) copy_set(&v->set, v->e, false, &bad); /* the program goes on with eager results */
 }
 
 void cgj_verify_free(cgj_thread_t *t)

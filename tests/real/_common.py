@@ -42,7 +42,8 @@ def need(*names):
 def setup(strict=False, seed=0):
     """torch and the device (CUDA, or the CPU under REAL_CPU=1), seeded. strict: deterministic
     algorithms that raise where an op has none (training: the backward of SDPA's memory-efficient
-    and flash kernels is deterministic only so); otherwise they only warn (sampling: cumsum)."""
+    and flash kernels is deterministic only so); otherwise they only warn (sampling: top-p's
+    cumsum has no deterministic kernel)."""
     try:
         import torch
     except ImportError:
@@ -52,6 +53,9 @@ def setup(strict=False, seed=0):
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
     torch.use_deterministic_algorithms(True, warn_only=not strict)
+    # ... but no NaN fills of every torch.empty (not what users' programs launch).
+    import torch.utils.deterministic
+    torch.utils.deterministic.fill_uninitialized_memory = False
     random.seed(seed)
     torch.manual_seed(seed)
     if not CPU:

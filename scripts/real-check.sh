@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# real-check.sh BUILD_DIR [OUTDIR] — run the corpus of real programs (tests/real: programs written
+# against libraries other people wrote: transformers, timm, torchvision, CuPy; and C/CUDA programs
+# built elsewhere) without cgjit and with LD_PRELOAD=BUILD_DIR/libcgjit.so under each configuration,
+# and check that every output is byte for byte what eager execution printed.
+#
+# Programs: every tests/real/*.py but _*.py (helpers), run as `python3 FILE` from the repository's
+# root; plus, where REAL_CHECK_EXTRA names a file, each of its lines "NAME<TAB>COMMAND..." (lines
+# starting with # and empty ones ignored), COMMAND run with `bash -c` in the folder of that file
+# (third-party C/CUDA code is built there, never committed: tests/real/README.md). A program prints
+# its results on stdout and "NAME: median_us=X" on stderr; one whose eager run prints "nothing to
+# do" (a library or the GPU missing) is skipped. REAL_CHECK_ONLY="NAME ..." runs only those.
+#
+# Runs, each under `timeout REAL_CHECK_TIMEOUT` seconds (default 300), one after the other: eager
+# twice (no preload), then once per configuration of REAL_CHECK_CONFIGS (default "sync auto"):
+# POLICY[-default][-verify][-learned], POLICY sync or auto (CGJIT_STEP), -default adding
+# CGJIT_MODE=default, -verify CGJIT_VERIFY=1, -learned CGJIT_LIBS_LEARNED=1; every cgjit run has
+# CGJIT_REPORT=json:OUTDIR/NAME.CONFIG.report.json; other CGJIT_* variables of the environment
+# pass through. LD_PRELOAD is exported inside the `bash -c`, so the shell itself is not preloaded
+# (each preloaded process writes the report at exit: a command should run one program). Files:
+# OUTDIR/NAME.KIND.{out,err,rc}, KIND eager1, eager2 or the configuration (OUTDIR defaults to
+# BUILD_DIR/real-check). REAL_CHECK_REUSE=1 keeps the runs whose .rc file exists (a run cut short
+# leaves none), so a check cut short by a time limit is finished by running the same command again
+# with the same OUTDIR. Eager runs leave out LD_PRELOAD; eager1 failing fails every configuration
+# of that program without running it.
+#
+# Columns, per program and configuration:
+#  - verdict: identical (stdout equals the first eager run's, cmp), DIFFERS at line N, exit RC
+#    (timeout for 124/137), eager exit RC, or skipped. Where the two eager runs differ from each
+#    other the note says eager-differs, and equal to either eager run counts as identical.
+#  - speed: the eager runs' mean median_us / the cgjit run's (n/a without the stderr line).
+#  - replayed: from the JSON report, over the anchors that ran at least 10 times,
+#    sum(replays) / sum(max(runs - 3, 0)) (n/a: no readable report; none>=10: no such anchor).
+#  - verify (-verify configurations): verify=N, the stderr lines "cgjit: verify: ...diverge...".
+# The summary table comes last, then PASS (every program not skipped identical under every
+# configuration) or FAIL. Exit status: 0 PASS, 1 FAIL, 2 bad usage.
+set -u
+
+usage() {
+  echo "usage: $0 BUILD_DIR [OUTDIR]  (env: REAL_CHECK_CONFIGS REAL_CHECK_ONLY REAL_CHECK_EXTRA" \
+    "REAL_CHECK_TIMEOUT REAL_CHECK_REUSE)" >&2
+  exit 2
+}
+die() { echo "real-check: $*" >&2; exit 2; }
+
+if [ $# -lt 1 ] || [ $# -gt 2 ] || [ ! -d "$1" ]; then usage; fi
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "$1" && pwd)
+out=${2:-$build/real-check}
+mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd)
+lib=$build/libcgjit.so
+configs=${REAL_CHECK_CONFIGS:-sync auto}
+limit=${REAL_CHECK_TIMEOUT:-300}
+only=${REAL_CHECK_ONLY:-}
+reuse=${REAL_CHECK_REUSE:-0}
+extra=${REAL_CHECK_EXTRA:-}
+[ -f "$lib" ] || die "$lib not found (build first)"
+command -v timeout >/dev/null 2>&1 || die "timeout(1) is needed"
+command -v python3 >/dev/null 2>&1 || die "python3 is needed"
+case "$limit" in '' | *[!0-9]* | 0) die "REAL_CHECK_TIMEOUT must be a positive integer" ;; esac
+
+# config_env CONFIG: the cgjit variables of a configuration, one per line; fails on a bad name.
+config_env() {
+  local part rest
+  case "$1" in sync | sync-* | auto | auto-*) ;; *) return 1 ;; esac
+  echo "CGJIT_STEP=${1%%-*}"
+  rest=${1#*-}
+  [ "$rest" = "$1" ] && return 0
+  for part in ${rest//-/ }; do
+    case "$part" in
+      default) echo "CGJIT_MODE=default" ;;
+      verify) echo "CGJIT_VERIFY=1" ;;
+      learned) echo "CGJIT_LIBS_LEARNED=1" ;;
+      *) return 1 ;;
+    esac
+  done
+}
+for c in $configs; do config_env "$c" >/dev/null || die "unknown configuration '$c' in REAL_CHECK_CONFIGS"; done
+
+# The programs: names[i], cmds[i], dirs[i] (where the command runs).
+names=() cmds=() dirs=()
+add_program() {
+  case "$1" in '' | *[!A-Za-z0-9_.-]*) die "bad program name '$1'" ;; esac
+  if [ -n "$only" ] && [[ " $only " != *" $1 "* ]]; then return; fi
+  names+=("$1") cmds+=("$2") dirs+=("$3")
+}
+for f in "$root"/tests/real/*.py; do
+  [ -f "$f" ] || continue
+  base=$(basename "$f" .py)
+  case "$base" in _*) continue ;; esac
+  add_program "$base" "python3 $(printf '%q' "$f")" "$root"
+done
+if [ -n "$extra" ]; then
+  [ -f "$extra" ] || die "REAL_CHECK_EXTRA: '$extra' is not a file"
+  extra_dir=$(cd "$(dirname "$extra")" && pwd)
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in '' | '#'*) continue ;; esac
+    [[ "$line" == *$'\t'* ]] || die "REAL_CHECK_EXTRA: no tab in line '$line'"
+    add_program "${line%%$'\t'*}" "${line#*$'\t'}" "$extra_dir"
+  done <"$extra"
+fi
+[ ${#names[@]} -gt 0 ] || die "no program to run${only:+ (REAL_CHECK_ONLY=$only)}"
+
+# run STEM DIR CMD [VAR=VALUE...]: run CMD once (eager without variables, else under the preload
+# with them); stdout -> STEM.out, stderr -> STEM.err, exit status -> STEM.rc; sets rc.
+run() {
+  local stem=$1 dir=$2 cmd=$3 pre=""
+  shift 3
+  if [ "$reuse" = 1 ] && [ -f "$out/$stem.rc" ] && [ -f "$out/$stem.out" ] && [ -f "$out/$stem.err" ]; then
+    rc=$(cat "$out/$stem.rc")
+    return
+  fi
+  echo "== $stem"
+  [ $# -gt 0 ] && pre="export LD_PRELOAD=$(printf '%q' "$lib"); "
+  rm -f "$out/$stem.report.json"
+  (cd "$dir" && timeout -k 10 "$limit" env -u LD_PRELOAD "$@" bash -c "$pre$cmd") \
+    >"$out/$stem.out" 2>"$out/$stem.err"
+  rc=$?
+  echo "$rc" >"$out/$stem.rc"
+}
+
+# us FILE: the last "NAME: median_us=X" a run printed on stderr, or "".
+us() { sed -n 's/^[A-Za-z0-9_.-]*: median_us=\([0-9][0-9.eE+-]*\).*/\1/p' "$1" 2>/dev/null | tail -n 1; }
+
+# diff_line A B: the first line where files A and B differ ("?" if cmp names none). cmp says
+# "differ: byte B, line L", "EOF on A after byte B, line L" (A has L whole lines: L + 1 differs)
+# or "EOF on A after byte B, in line L".
+diff_line() {
+  local l
+  l=$(cmp "$1" "$2" 2>&1 | awk '
+    match($0, /, line [0-9]+/) { l = substr($0, RSTART + 7, RLENGTH - 7) + ($0 ~ /EOF on/); print l; exit }
+    match($0, /in line [0-9]+/) { print substr($0, RSTART + 8, RLENGTH - 8); exit }')
+  echo "${l:-?}"
+}
+
+# share FILE: the replayed share of a JSON report (see the header), "none>=10" or "n/a".
+share() {
+  python3 - "$1" 2>/dev/null <<'EOF' || echo "n/a"
+import json, sys
+anchors = [a for a in json.load(open(sys.argv[1]))["anchors"] if a["runs"] >= 10]
+num = sum(a["replays"] for a in anchors)
+den = sum(max(a["runs"] - 3, 0) for a in anchors)
+print(f"{100.0 * num / den:.1f}%" if den else "none>=10")
+EOF
+}
+
+# tail_of FILE: its last lines, indented, for the details.
+tail_of() {
+  if [ -s "$1" ]; then tail -n 6 "$1" | cut -c 1-200 | sed 's/^/    /'; else echo "    (empty)"; fi
+}
+
+rc_text() { case "$1" in 124 | 137) echo "timeout" ;; *) echo "exit $1" ;; esac; }
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+failed=0
+rows=""
+details=""
+row() { rows="$rows$(printf '  %-24s %-20s %-18s %8s %10s %-9s %s' "$@")
+"; }
+for i in "${!names[@]}"; do
+  name=${names[$i]} cmd=${cmds[$i]} dir=${dirs[$i]}
+  e1=$out/$name.eager1.out e2=$out/$name.eager2.out
+  run "$name.eager1" "$dir" "$cmd"
+  rc_e1=$rc
+  if [ "$rc_e1" -eq 0 ] && grep -a -q 'nothing to do' "$e1"; then
+    row "$name" "-" "skipped" "" "" "" "$(grep -a -m 1 'nothing to do' "$e1")"
+    continue
+  fi
+  if [ "$rc_e1" -ne 0 ]; then
+    failed=1
+    details="$details  $name.eager1 ($(rc_text "$rc_e1")) stderr tail:
+$(tail_of "$out/$name.eager1.err")
+"
+    for config in $configs; do row "$name" "$config" "eager $(rc_text "$rc_e1")" "" "" "" ""; done
+    continue
+  fi
+  run "$name.eager2" "$dir" "$cmd"
+  spread=""
+  if [ "$rc" -ne 0 ]; then
+    failed=1
+    spread="eager2 $(rc_text "$rc")"
+    details="$details  $name.eager2 ($(rc_text "$rc")) stderr tail:
+$(tail_of "$out/$name.eager2.err")
+"
+  elif ! cmp -s "$e1" "$e2"; then
+    spread="eager-differs (line $(diff_line "$e1" "$e2"))"
+  fi
+  t_e=$(awk -v a="$(us "$out/$name.eager1.err")" -v b="$(us "$out/$name.eager2.err")" 'BEGIN {
+    if (a != "" && b != "") printf "%.3f", (a + b) / 2; else if (a != "") print a; else if (b != "") print b }')
+  for config in $configs; do
+    stem=$name.$config
+    mapfile -t vars < <(config_env "$config")
+    run "$stem" "$dir" "$cmd" "${vars[@]}" "CGJIT_REPORT=json:$out/$stem.report.json"
+    note=$spread
+    if [ "$rc" -ne 0 ]; then
+      verdict=$(rc_text "$rc")
+    elif cmp -s "$e1" "$out/$stem.out"; then
+      verdict=identical
+    elif [ "${spread#eager-differs}" != "$spread" ] && cmp -s "$e2" "$out/$stem.out"; then
+      verdict=identical note="$spread; equals eager2"
+    else
+      n=$(diff_line "$e1" "$out/$stem.out")
+      verdict="DIFFERS at line $n"
+      details="$details  $stem, line $n:
+    eager: $(sed -n "${n}p" "$e1" 2>/dev/null | cut -c 1-150)
+    cgjit: $(sed -n "${n}p" "$out/$stem.out" 2>/dev/null | cut -c 1-150)
+"
+    fi
+    if [ "$verdict" != identical ]; then
+      failed=1
+      if [ "$verdict" = "${verdict#DIFFERS}" ]; then
+        details="$details  $stem ($verdict) stderr tail:
+$(tail_of "$out/$stem.err")
+"
+      fi
+    fi
+    t_c=$(us "$out/$stem.err")
+    speed=$(awk -v a="$t_e" -v b="$t_c" 'BEGIN { if (a != "" && b > 0) printf "%.2fx", a / b; else print "n/a" }')
+    replayed=n/a
+    [ -s "$out/$stem.report.json" ] && replayed=$(share "$out/$stem.report.json")
+    verify=""
+    [[ "$config" == *-verify* ]] && verify="verify=$(grep -a -c '^cgjit: verify:.*diverge' "$out/$stem.err")"
+    row "$name" "$config" "$verdict" "$speed" "$replayed" "$verify" "$note"
+  done
+done
+
+echo
+echo "real-check: GPU ${gpu:-unknown}, libcgjit $lib, runs in $out"
+[ -n "$details" ] && printf 'details:\n%s' "$details"
+printf '  %-24s %-20s %-18s %8s %10s %-9s %s\n' program config verdict speed replayed verify note
+printf '%s' "$rows"
+if [ "$failed" -eq 0 ]; then
+  echo "PASS"
+  exit 0
+fi
+echo "FAIL"
+exit 1
