@@ -35,6 +35,7 @@
 #include "allocator/pointers.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "base/spin.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -120,12 +121,25 @@ static bool op_names(const cgj_op_t *o, CUdeviceptr base, size_t size)
     return hit;
 }
 
+/* A segment not checked: counted always, told once per anchor and reason (and at most
+ * MAX_REPORTS times in all), so that a program whose pointers move every step is not drowned. */
 static void unchecked(cgj_thread_t *t, const char *why)
 {
+    static struct {
+        const void *anchor;
+        uint64_t why;
+    } told[MAX_REPORTS];
+    static int lock;
     CGJ_STAT_ADD(verify_unchecked, 1);
-    if (unchecked_told++ < MAX_REPORTS)
-        fprintf(stderr, "cgjit: verify: anchor '%s', run %llu, segment %u: not checked: %s\n", t->anchor->name,
-                (unsigned long long)t->anchor->runs, t->seg, why);
+    uint64_t h = cgj_hash_bytes(why, strcspn(why, "0123456789"), 0x7e51f7);
+    cgj_spin_lock(&lock);
+    bool tell = unchecked_told < MAX_REPORTS;
+    for (unsigned i = 0; i < unchecked_told && tell; i++) tell = !(told[i].anchor == t->anchor && told[i].why == h);
+    if (tell) told[unchecked_told].anchor = t->anchor, told[unchecked_told].why = h, unchecked_told++;
+    cgj_spin_unlock(&lock);
+    if (tell)
+        fprintf(stderr, "cgjit: verify: anchor '%s', run %llu, segment %u: not checked: %s (told once per anchor)\n",
+            t->anchor->name, (unsigned long long)t->anchor->runs, t->seg, why);
 }
 
 static bool shadows(struct cgj_verify *v, size_t bytes)
@@ -304,7 +318,7 @@ static bool compare(struct cgj_verify *v, const vrange_t *r, diff_t *d)
 static void report(cgj_thread_t *t, const vrange_t *r, const diff_t *d)
 {
     CGJ_STAT_ADD(verify_divergences, 1);
-    if (reports++ >= MAX_REPORTS) return;
+    if (__atomic_fetch_add(&reports, 1, __ATOMIC_RELAXED) >= MAX_REPORTS) return;
     char who[320];
     blame(t, r, who, sizeof who);
     float fe, fg;
