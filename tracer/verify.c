@@ -8,7 +8,7 @@
  *     parameter word, a copy or memset operand or a library call's pointer falls in: device,
  *     pinned or managed, whole allocations as the driver gives their ranges, so PyTorch's
  *     caching allocator segments and its expandable segments (cuMemCreate/cuMemMap) are taken as
- *     they are mapped) is copied aside: S0.
+ *     they are mapped, with the mappings that follow without a gap) is copied aside: S0.
  *  2. Every call of the segment runs as the program made it, for real, while replay absorbs it
  *     as usual (guards, patches, the pool): a driver call before it is absorbed (step.c's
  *     cgj_step_verify_first), a library call absorbed whole right after (CGJ_RUN_ABSORBED).
@@ -62,7 +62,7 @@ struct cgj_verify {
     uint8_t *hg, *he;   /* host buffers the comparison reads through */
 };
 
-enum { HOST_CHUNK = 8 << 20, MAX_REPORTS = 20 };
+enum { HOST_CHUNK = 8 << 20, MAX_REPORTS = 20, MAX_CHUNKS = 4096 };
 static unsigned reports, unchecked_told;
 
 bool cgj_verify_on(void)
@@ -79,14 +79,24 @@ static void set_add(vset_t *s, CUdeviceptr base, size_t size)
     s->total += (size + 255) & ~(size_t)255;
 }
 
-/* Add the allocation value v falls in, if it is GPU-visible memory the driver knows. */
+/* Add the allocation value v falls in, if it is GPU-visible memory the driver knows, and the
+ * mappings that follow it without a gap: a buffer of PyTorch's expandable segments
+ * (cuMemCreate + cuMemMap, chunk after chunk in one reservation) may run on past the chunk its
+ * address falls in, and its length is nowhere to be read. */
 static void add_value(vset_t *s, CUdeviceptr v)
 {
     if (v < 65536) return;
     CUdeviceptr start = 0;
     size_t size = 0;
     cgj_mem_kind_t k = cgj_pointer_range(v, &start, &size);
-    if (k != CGJ_MEM_PAGEABLE && size) set_add(s, start, size);
+    for (unsigned chunks = 0; k != CGJ_MEM_PAGEABLE && size && chunks < MAX_CHUNKS; chunks++) {
+        uint32_t had = s->n;
+        set_add(s, start, size);
+        if (s->n == had) return; /* known already, and so are the chunks after it */
+        CUdeviceptr next = start + size;
+        k = cgj_pointer_range(next, &start, &size);
+        if (start != next) return;
+    }
 }
 
 /* Values of op o that may name memory: parameter words, copy and memset operands, a library
