@@ -10,9 +10,8 @@
 #include <cublas_v2.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "child.h"
 #include "fakeapp.h"
 #include "fakecublas.h"
 
@@ -49,33 +48,17 @@ static int run_loop(float (*out)[GM * GN + NV])
     return 0;
 }
 
-/* Run the loop in a child with the given environment; its results come back through a file. */
+static int loop(void *out)
+{
+    return run_loop(out);
+}
+
+/* Run the loop in a child with the given environment (child.h). */
 static void run_child(const char *disable, const char *step, const char *learned, float (*out)[GM * GN + NV],
                       cgj_stats_t *st)
 {
-    FILE *f = tmpfile();
-    cr_assert(f);
-    pid_t pid = fork();
-    if (pid == 0) {
-        setenv("CGJIT_DISABLE", disable, 1);
-        setenv("CGJIT_STEP", step, 1);
-        setenv("CGJIT_LIBS_LEARNED", learned, 1);
-        static float res[ITERS][GM * GN + NV];
-        int rc = run_loop(res);
-        cgj_stats_t s;
-        cgj_stats(&s);
-        fwrite(res, sizeof res, 1, f);
-        fwrite(&s, sizeof s, 1, f);
-        fflush(f);
-        _exit(rc);
-    }
-    int status = 0;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the loop failed (status %d)", status);
-    rewind(f);
-    cr_assert_eq(fread(out, sizeof(float) * (GM * GN + NV), ITERS, f), ITERS);
-    cr_assert_eq(fread(st, sizeof *st, 1, f), 1);
-    fclose(f);
+    const char *env[] = {"CGJIT_DISABLE", disable, "CGJIT_STEP", step, "CGJIT_LIBS_LEARNED", learned, NULL};
+    child_run(env, loop, out, sizeof(float) * ITERS * (GM * GN + NV), st);
 }
 
 Test(runtime_libs_auto, library_calls_in_an_unmarked_loop)

@@ -22,9 +22,8 @@
 #include <cublas_v2.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "child.h"
 #include "fakeapp.h"
 #include "fakecublas.h"
 
@@ -83,32 +82,17 @@ typedef struct child_env {
     const char *disable, *learned, *verify;
 } child_env_t;
 
-/* Run the loop in a child with the given environment; results and counters come back in a file. */
+static int loop(void *out)
+{
+    return run_loop(out);
+}
+
+/* Run the loop in a child with the given environment (child.h). */
 static void run_child(child_env_t env, float (*out)[OUT], cgj_stats_t *st)
 {
-    FILE *f = tmpfile();
-    cr_assert(f);
-    pid_t pid = fork();
-    if (pid == 0) {
-        setenv("CGJIT_DISABLE", env.disable, 1);
-        setenv("CGJIT_LIBS_LEARNED", env.learned, 1);
-        setenv("CGJIT_VERIFY", env.verify, 1);
-        static float res[ITERS][OUT];
-        int rc = run_loop(res);
-        cgj_stats_t s;
-        cgj_stats(&s);
-        fwrite(res, sizeof res, 1, f);
-        fwrite(&s, sizeof s, 1, f);
-        fflush(f);
-        _exit(rc);
-    }
-    int status = 0;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the loop failed (status %d)", status);
-    rewind(f);
-    cr_assert_eq(fread(out, sizeof(float) * OUT, ITERS, f), ITERS);
-    cr_assert_eq(fread(st, sizeof *st, 1, f), 1);
-    fclose(f);
+    const char *vars[] = {"CGJIT_DISABLE", env.disable, "CGJIT_LIBS_LEARNED", env.learned, "CGJIT_VERIFY", env.verify,
+                          NULL};
+    child_run(vars, loop, out, sizeof(float) * ITERS * OUT, st);
 }
 
 /* The first step whose results differ between a and b, or -1. */
