@@ -23,6 +23,7 @@
 #include "ir/ir.h"
 
 #include <pthread.h>
+#include <stdio.h>
 
 /* ---- registry.c: the kernels registered as elementwise ---- */
 
@@ -33,6 +34,11 @@ bool cgj_fusion_register(const char *kernel, const char *spec, char *err, size_t
  * each bad line is reported on stderr with its number. Returns the bad lines, -1 if the file
  * cannot be read. */
 int cgj_fusion_load_file(const char *path);
+/* The same from stream f, named `path` in the messages (cgj_fusion_load_file; the fuzzer's). */
+int cgj_fusion_load_stream(FILE *f, const char *path);
+/* Forget every registration. For tests and fuzzers only: a spec cgj_fusion_lookup returned
+ * before is freed (the registry otherwise never removes one). */
+void cgj_fusion_registry_reset(void);
 /* The spec registered for the kernel the driver names `kernel`, or NULL. Reads CGJIT_OPS the
  * first time. */
 const cgj_ew_spec_t *cgj_fusion_lookup(const char *kernel);
@@ -130,8 +136,12 @@ void cgj_fusion_cache_key(const char *source, const char *arch, int nvrtc_versio
  * off ('off') or there is no home. */
 const char *cgj_fusion_cache_dir(char *buf, size_t len);
 /* The entry `key` of folder dir, checked (magic, length, checksum): a new buffer (cgj_free) and
- * its size, or NULL where it is absent, truncated or corrupt. */
+ * its size, or NULL where it is absent, truncated or corrupt, or where the folder or the file
+ * may not be trusted (cache.c's essay: the folder is then not used, with one warning). */
 void *cgj_fusion_cache_read(const char *dir, const char *key, size_t *size);
+/* The payload of an entry's bytes entry[len] (a pointer into them) and its size, or NULL if the
+ * bytes are no valid entry (header, length, checksum). Pure: cgj_fusion_cache_read's check. */
+const void *cgj_fusion_cache_payload(const void *entry, size_t len, size_t *size);
 /* Store an entry: written to a temporary file of its own and renamed into place, so concurrent
  * writers and readers never see a partial entry. False if it could not be written. */
 bool cgj_fusion_cache_write(const char *dir, const char *key, const void *data, size_t size);

@@ -5,9 +5,12 @@
  * A kernel is named as the driver names it: the mangled name of a C++ kernel, the plain name of
  * an extern "C" one. A registration's plain name also finds a C++ kernel of that name
  * (`scale` finds `_Z5scalePfPKfi`): overloads are told apart by the layout check (spec.h).
- * Entries are never removed, so a spec found stays valid; a later registration of the same
- * name wins. The descriptions of library calls (runtime/libs_*.c) are specs of static text,
- * parsed once each and kept likewise.
+ * Entries are never removed (cgj_fusion_registry_reset, for tests and fuzzers, aside), so a
+ * spec found stays valid; a later registration of the same name wins. A registry file is read
+ * line by line, and a line that cannot be read whole as written (too long, a NUL byte, a name
+ * too long) is reported and registers nothing: a spec cut short could mean something else.
+ * The descriptions of library calls (runtime/libs_*.c) are specs of static text, parsed once
+ * each and kept likewise.
  */
 #include "fusion/fusion.h"
 #include "base/config.h"
@@ -67,17 +70,70 @@ static bool names(const char *reg, const char *kernel)
     return !strncmp(kernel, len, (size_t)n) && !strncmp(kernel + n, reg, strlen(reg));
 }
 
-/* Split a registry line into the kernel's name (into name[len]) and its spec, which starts at
- * the first '(' or blank after the name; false for a blank or comment line. */
-static bool split_line(char *line, char *name, size_t len, const char **spec)
+/* A registry file is read line by line into a buffer of LINE_MAX_BYTES: a longer line, or one
+ * with a NUL byte, is reported and skipped whole, never cut into a shorter spec that means
+ * something else (`x = x * 2` read as `x = x`) and a next line made of its tail. */
+#define LINE_MAX_BYTES 4096
+#define NAME_MAX_BYTES 256
+
+/* The next line of f, its '\n' dropped, into line[LINE_MAX_BYTES] (cut if longer); *n its whole
+ * length. False at the end of the file. */
+static bool read_line(FILE *f, char *line, size_t *n)
 {
-    line[strcspn(line, "\r\n")] = 0;
+    int c;
+    *n = 0;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if (*n < LINE_MAX_BYTES - 1) line[*n] = (char)c;
+        ++*n;
+    }
+    line[*n < LINE_MAX_BYTES - 1 ? *n : LINE_MAX_BYTES - 1] = 0;
+    return c != EOF || *n;
+}
+
+/* Register line `no` of `path` (line[n], read by read_line). True if it registered a kernel or
+ * is blank or a comment; false with a message on stderr if it is bad. The kernel's name ends at
+ * the first '(' or blank; its spec starts after the blanks that follow. */
+static bool load_line(const char *path, unsigned no, char *line, size_t n)
+{
+    if (n >= LINE_MAX_BYTES || memchr(line, 0, n)) {
+        if (n >= LINE_MAX_BYTES)
+            fprintf(stderr, "cgjit: %s:%u: a line longer than %d bytes; the line is ignored\n", path, no, LINE_MAX_BYTES - 1);
+        else
+            fprintf(stderr, "cgjit: %s:%u: a NUL byte in the line; the line is ignored\n", path, no);
+        return false;
+    }
+    line[strcspn(line, "\r")] = 0;
     const char *p = line + strspn(line, " \t");
-    if (!*p || *p == '#') return false;
-    size_t n = strcspn(p, " \t(");
-    snprintf(name, len, "%.*s", (int)n, p);
-    *spec = p + n + strspn(p + n, " \t");
+    if (!*p || *p == '#') return true;
+    size_t len = strcspn(p, " \t(");
+    if (len >= NAME_MAX_BYTES) {
+        fprintf(stderr, "cgjit: %s:%u: a kernel name longer than %d bytes; the line is ignored\n", path, no,
+                NAME_MAX_BYTES - 1);
+        return false;
+    }
+    char name[NAME_MAX_BYTES], err[200];
+    snprintf(name, sizeof name, "%.*s", (int)len, p);
+    const char *spec = p + len + strspn(p + len, " \t");
+    if (!*spec) {
+        fprintf(stderr, "cgjit: %s:%u: '%s' has no spec ('KERNEL (PARAMS): OUT = EXPR'); the kernel stays opaque\n",
+                path, no, name);
+        return false;
+    }
+    if (!cgj_fusion_register(name, spec, err, sizeof err)) {
+        fprintf(stderr, "cgjit: %s:%u: kernel '%s': %s; the kernel stays opaque\n", path, no, name, err);
+        return false;
+    }
     return true;
+}
+
+int cgj_fusion_load_stream(FILE *f, const char *path)
+{
+    char *line = cgj_xmalloc(LINE_MAX_BYTES); /* off the stack: readers may run on small ones */
+    int bad = 0;
+    size_t n;
+    for (unsigned no = 1; read_line(f, line, &n); no++) bad += !load_line(path, no, line, n);
+    cgj_free(line);
+    return bad;
 }
 
 int cgj_fusion_load_file(const char *path)
@@ -87,20 +143,7 @@ int cgj_fusion_load_file(const char *path)
         fprintf(stderr, "cgjit: CGJIT_OPS=%s: %s; no kernel is registered from it\n", path, strerror(errno));
         return -1;
     }
-    char line[4096], name[256], err[200];
-    int bad = 0;
-    for (unsigned no = 1; fgets(line, sizeof line, f); no++) {
-        const char *spec;
-        if (!split_line(line, name, sizeof name, &spec)) continue;
-        if (!*spec) {
-            fprintf(stderr, "cgjit: %s:%u: '%s' has no spec ('KERNEL (PARAMS): OUT = EXPR'); the kernel stays opaque\n",
-                    path, no, name);
-            bad++;
-        } else if (!cgj_fusion_register(name, spec, err, sizeof err)) {
-            fprintf(stderr, "cgjit: %s:%u: kernel '%s': %s; the kernel stays opaque\n", path, no, name, err);
-            bad++;
-        }
-    }
+    int bad = cgj_fusion_load_stream(f, path);
     fclose(f);
     return bad;
 }
@@ -108,6 +151,17 @@ int cgj_fusion_load_file(const char *path)
 static void load_configured_file(void)
 {
     if (cgj_cfg.OPS && cgj_cfg.OPS[0]) cgj_fusion_load_file(cgj_cfg.OPS);
+}
+
+void cgj_fusion_registry_reset(void)
+{
+    pthread_mutex_lock(&lock);
+    for (uint32_t k = 0; k < nentries; k++) {
+        cgj_free(entries[k]->name);
+        cgj_free(entries[k]);
+    }
+    nentries = 0;
+    pthread_mutex_unlock(&lock);
 }
 
 const cgj_ew_spec_t *cgj_fusion_lookup(const char *kernel)

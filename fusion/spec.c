@@ -1,6 +1,14 @@
 /*
  * spec.c — the elementwise spec parser (see spec.h): a recursive descent over one string, with
  * the column of the first error.
+ *
+ * The text comes from a program or a registry file, so nothing about its shape is trusted. The
+ * descent recurses once per level of nesting (parentheses, a call's arguments, the branches of
+ * ?:), and every such level goes through expr(), which counts it: deeper than CGJ_EW_MAX_DEPTH
+ * is a parse error, so the stack the parser needs is bounded whatever the text (at most a few
+ * KiB a level; under 200 KiB in all even unoptimized under ASan). Unary signs are read in a
+ * loop, not by recursion: a chain of them makes one node per minus, which CGJ_EW_MAX_NODES
+ * bounds. Nothing else recurses.
  */
 #include "fusion/spec.h"
 
@@ -53,6 +61,7 @@ typedef struct parser {
     cgj_ew_spec_t *s;
     char *err;
     size_t errlen;
+    unsigned depth; /* levels of nesting around the cursor (expr() calls in progress) */
     bool failed;
 } parser_t;
 
@@ -157,14 +166,17 @@ static int primary(parser_t *P)
     return node(P, (cgj_ew_node_t){.kind = CGJ_EW_PARAM, .param = (uint8_t)k});
 }
 
+/* Signs, then a primary: `--x` is NEG(NEG(x)), `+x` is x. */
 static int unary(parser_t *P)
 {
-    if (eat(P, '-')) {
-        int a = unary(P);
-        return a < 0 ? -1 : node(P, (cgj_ew_node_t){.kind = CGJ_EW_NEG, .a = (uint16_t)a});
+    unsigned minus = 0;
+    for (;;) {
+        if (eat(P, '-')) minus++;
+        else if (!eat(P, '+')) break;
     }
-    if (eat(P, '+')) return unary(P);
-    return primary(P);
+    int a = primary(P);
+    for (; a >= 0 && minus; minus--) a = node(P, (cgj_ew_node_t){.kind = CGJ_EW_NEG, .a = (uint16_t)a});
+    return a;
 }
 
 static int binary(parser_t *P, int l, char op, int (*next)(parser_t *))
@@ -203,7 +215,7 @@ static int compare(parser_t *P)
     return l;
 }
 
-static int expr(parser_t *P)
+static int select_expr(parser_t *P)
 {
     int c = compare(P);
     if (c < 0 || !eat(P, '?')) return c;
@@ -212,6 +224,16 @@ static int expr(parser_t *P)
     int b = expr(P);
     if (b < 0) return -1;
     return node(P, (cgj_ew_node_t){.kind = CGJ_EW_SELECT, .a = (uint16_t)c, .b = (uint16_t)a, .c = (uint16_t)b});
+}
+
+/* Every level of nesting passes here: the one place the recursion is bounded. */
+static int expr(parser_t *P)
+{
+    if (P->depth > CGJ_EW_MAX_DEPTH) return fail(P, "nested deeper than %d levels", CGJ_EW_MAX_DEPTH), -1;
+    P->depth++;
+    int e = select_expr(P);
+    P->depth--;
+    return e;
 }
 
 /* After `[`: `i % M]`, `i / D]` or `(i / D) % M]`. */

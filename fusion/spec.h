@@ -18,7 +18,8 @@
  * pointer of one spec has the same element type, float or double. Each `out` is assigned once,
  * an `inout` at most once; every expression reads the values the kernel was given (an output
  * cannot be read). Expressions: numbers, names, + - * /, unary -, comparisons (< <= > >= == !=)
- * inside `c ? a : b`, parentheses, and the functions of CGJ_EW_FUNC_LIST.
+ * inside `c ? a : b`, parentheses, and the functions of CGJ_EW_FUNC_LIST, nested at most
+ * CGJ_EW_MAX_DEPTH deep.
  *
  * The spec's parameters must match the kernel's layout as the driver reports it (count and
  * sizes); a spec that does not is reported once, and the kernel stays opaque. What the
@@ -34,6 +35,9 @@
 
 #define CGJ_EW_MAX_PARAMS 16
 #define CGJ_EW_MAX_NODES 160
+/* Levels of nesting (parentheses, a call's arguments, a branch of ?:) an expression may have:
+ * more is a parse error, which bounds the stack the parser needs whatever the text. */
+#define CGJ_EW_MAX_DEPTH 64
 #define CGJ_EW_NAME_MAX 32
 
 typedef enum cgj_ew_role { CGJ_EW_IN, CGJ_EW_OUT, CGJ_EW_INOUT, CGJ_EW_SCALAR, CGJ_EW_COUNT } cgj_ew_role_t;

@@ -50,7 +50,7 @@ CGJ_API const char *cgj_mode_get(void)
 
 CGJ_API int cgj_op_register_elementwise(const char *kernel, const char *spec)
 {
-    if (!kernel || !*kernel || !spec) {
+    if (!kernel || !*kernel || !spec || !*spec) { /* the header's "NULL or empty", either argument */
         CGJ_LOG(api, "cgj_op_register_elementwise: %s", cgj_strerror(CGJ_ERR_INVALID_ARG));
         return CGJ_ERR_INVALID_ARG;
     }

@@ -1,7 +1,13 @@
 /*
  * test_cache.c — the disk cache of compiled fused kernels (fusion/cache.c): keys, the entry
  * format's checks, private files and folders, atomic replacement under concurrent processes,
- * and where the folder is. Linked with cgjit's objects (INTERNAL).
+ * where the folder is, and the trust model (a folder or an entry that others may write, or that
+ * is not the user's, a link or a FIFO, is not used). Linked with cgjit's objects (INTERNAL).
+ *
+ * The trust tests hold as root and as any other user: they set modes, which bind root's
+ * process as anyone's (cgjit checks them itself). Ownership by another user is made with chown
+ * as root; as another user, the folder owned by someone else is "/" (root's), and the entry
+ * owned by someone else cannot be made, so that test is skipped.
  *
  * An entry is a 24-byte header (magic, format, payload length, payload checksum) and the
  * payload; the tests damage entries written by cgj_fusion_cache_write at those offsets and
@@ -476,4 +482,191 @@ Test(fusion_cache, the_folder_from_the_environment)
     cgj_cfg.CACHE_DIR = "/a/rather/long/folder/name";
     char small[8];
     cr_assert_str_eq(cgj_fusion_cache_dir(small, sizeof small), "/a/rath");
+}
+
+/* ---- trust (cache.c's essay): the folder and the entries are the user's own ---- */
+
+#include "../common/stderr_capture.h"
+
+#define assert_has(hay, needle) \
+    cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in '%s'", (needle), (hay))
+
+static int lines_of(const char *s)
+{
+    int n = 0;
+    for (; (s = strchr(s, '\n')); s++) n++;
+    return n;
+}
+
+/* Read KEY of folder f: present or not, with what was written to stderr meanwhile. */
+static bool read_from(const char *f, const char **err)
+{
+    size_t size = 0;
+    capture_begin();
+    void *p = cgj_fusion_cache_read(f, KEY, &size);
+    *err = capture_end();
+    cgj_free(p);
+    return p != NULL;
+}
+
+Test(fusion_cache, a_folder_writable_by_others_is_not_used)
+{
+    write_entry();
+    cr_assert_eq(chmod(dir, 0777), 0);
+    const char *err;
+    cr_assert_not(read_from(dir, &err), "an entry of a 0777 folder was loaded");
+    assert_has(err, dir);
+    assert_has(err, "writable by others (mode 0777)");
+    assert_has(err, "the disk cache is not used");
+    cr_assert_eq(lines_of(err), 1, "one line: %s", err);
+    /* nothing is written there either, and the warning is not repeated */
+    capture_begin();
+    bool wrote = cgj_fusion_cache_write(dir, "fedcba9876543210", payload, sizeof payload);
+    err = capture_end();
+    cr_assert_not(wrote);
+    cr_assert_str_empty(err, "one warning per process: %s", err);
+    cr_assert_eq(files_with(dir, "fedcba"), 0);
+    cr_assert_not(read_from(dir, &err));
+    cr_assert_str_empty(err);
+    /* sticky, as /tmp: others still write there */
+    cr_assert_eq(chmod(dir, 01777), 0);
+    cr_assert_not(read_from(dir, &err), "1777");
+    /* private again: used */
+    cr_assert_eq(chmod(dir, 0755), 0);
+    cr_assert(read_from(dir, &err));
+}
+
+Test(fusion_cache, a_folder_writable_by_its_group_is_not_used)
+{
+    write_entry();
+    cr_assert_eq(chmod(dir, 0770), 0);
+    const char *err;
+    cr_assert_not(read_from(dir, &err));
+    assert_has(err, "writable by its group (mode 0770)");
+    cr_assert_not(cgj_fusion_cache_write(dir, KEY, payload, sizeof payload));
+}
+
+Test(fusion_cache, a_folder_of_another_user_is_not_used)
+{
+    const char *err;
+    if (geteuid() != 0) {
+        /* a folder owned by root and closed to others: the user's process must not trust it */
+        cr_assert_not(read_from("/", &err));
+        assert_has(err, "the cache folder / belongs to user 0");
+        return;
+    }
+    write_entry();
+    cr_assert_eq(chown(dir, 65534, 65534), 0);
+    cr_assert_not(read_from(dir, &err), "root loaded an entry of a folder owned by user 65534");
+    assert_has(err, "belongs to user 65534, not to this process's (0)");
+    cr_assert_not(cgj_fusion_cache_write(dir, KEY, payload, sizeof payload));
+}
+
+Test(fusion_cache, a_symbolic_link_to_the_folder_is_refused_for_reads_too)
+{
+    char real[128], link[128], slash[132];
+    snprintf(real, sizeof real, "%s/real", dir);
+    snprintf(link, sizeof link, "%s/link", dir);
+    snprintf(slash, sizeof slash, "%s/", link);
+    cr_assert_eq(mkdir(real, 0700), 0);
+    fill(payload, sizeof payload, 5);
+    cr_assert(cgj_fusion_cache_write(real, KEY, payload, sizeof payload));
+    cr_assert_eq(symlink(real, link), 0);
+    const char *err;
+    cr_assert_not(read_from(link, &err), "read through a linked folder");
+    assert_has(err, link);
+    assert_has(err, "is a symbolic link");
+    cr_assert_not(read_from(slash, &err), "read through a linked folder named with a trailing slash");
+    cr_assert_not(cgj_fusion_cache_write(slash, KEY, payload, sizeof payload));
+    cr_assert(read_from(real, &err), "the folder itself is used");
+}
+
+Test(fusion_cache, a_missing_folder_is_absent_silently)
+{
+    char gone[128];
+    snprintf(gone, sizeof gone, "%s/gone", dir);
+    const char *err;
+    cr_assert_not(read_from(gone, &err));
+    cr_assert_str_empty(err);
+}
+
+Test(fusion_cache, an_entry_writable_by_group_or_others_is_ignored)
+{
+    static const mode_t bad[] = {0666, 0602, 0620, 0622, 0777};
+    const char *err;
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        write_entry();
+        cr_assert_eq(chmod(entry_path(dir, KEY), bad[k]), 0);
+        cr_assert_not(read_from(dir, &err), "an entry of mode %o was loaded", (unsigned)bad[k]);
+        cr_assert_str_empty(err, "an entry is ignored silently: %s", err);
+    }
+    static const mode_t good[] = {0600, 0644, 0400, 0700};
+    for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
+        cr_assert_eq(chmod(entry_path(dir, KEY), good[k]), 0);
+        cr_assert(read_from(dir, &err), "an entry of mode %o was ignored", (unsigned)good[k]);
+    }
+    /* a write replaces an ignored entry with a private one */
+    cr_assert_eq(chmod(entry_path(dir, KEY), 0666), 0);
+    write_entry();
+    struct stat sb;
+    cr_assert_eq(stat(entry_path(dir, KEY), &sb), 0);
+    cr_assert_eq(sb.st_mode & 0777, 0600);
+    cr_assert(read_from(dir, &err));
+}
+
+Test(fusion_cache, an_entry_of_another_user_is_ignored)
+{
+    if (geteuid() != 0) {
+        cleanup(); /* a skipped test's .fini does not run */
+        cr_skip("making a file owned by another user needs root");
+    }
+    write_entry();
+    cr_assert_eq(chown(entry_path(dir, KEY), 65534, 65534), 0);
+    const char *err;
+    cr_assert_not(read_from(dir, &err), "root loaded an entry owned by user 65534");
+    cr_assert_eq(chown(entry_path(dir, KEY), 0, 0), 0);
+    cr_assert(read_from(dir, &err));
+}
+
+/* A FIFO in place of an entry or of the folder: ignored at once. The open of a FIFO without
+ * O_NONBLOCK waits for a writer that never comes: the timeout turns that hang into a failure. */
+Test(fusion_cache, a_fifo_is_ignored_without_hanging, .timeout = 60)
+{
+    cr_assert_eq(mkfifo(entry_path(dir, KEY), 0600), 0);
+    const char *err;
+    cr_assert_not(read_from(dir, &err));
+    cr_assert_str_empty(err);
+    write_entry(); /* replaced by a file */
+    cr_assert(read_from(dir, &err));
+    char fifo[128];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    cr_assert_not(read_from(fifo, &err));
+    assert_has(err, "is not a folder");
+    cr_assert_not(cgj_fusion_cache_write(fifo, KEY, payload, sizeof payload));
+}
+
+/* ---- the entry check on bytes (the fuzzer's target) ---- */
+
+Test(fusion_cache, the_check_of_an_entry_s_bytes)
+{
+    write_entry();
+    static unsigned char bytes[HEADER + sizeof payload + 1];
+    int fd = open(entry_path(dir, KEY), O_RDONLY);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(read(fd, bytes, sizeof bytes), (ssize_t)(HEADER + sizeof payload));
+    close(fd);
+    size_t size = 0;
+    const void *p = cgj_fusion_cache_payload(bytes, HEADER + sizeof payload, &size);
+    cr_assert_eq(p, bytes + HEADER);
+    cr_assert_eq(size, sizeof payload);
+    size = 7;
+    cr_assert_null(cgj_fusion_cache_payload(bytes, HEADER + sizeof payload + 1, &size), "a byte too many");
+    cr_assert_null(cgj_fusion_cache_payload(bytes, HEADER + sizeof payload - 1, &size), "a byte short");
+    cr_assert_null(cgj_fusion_cache_payload(bytes, HEADER, &size), "the header alone");
+    cr_assert_null(cgj_fusion_cache_payload(bytes, HEADER - 1, &size), "a partial header");
+    cr_assert_null(cgj_fusion_cache_payload(bytes, 0, &size), "nothing");
+    cr_assert_eq(size, 7, "size is left alone");
+    bytes[HEADER + 5] ^= 1;
+    cr_assert_null(cgj_fusion_cache_payload(bytes, HEADER + sizeof payload, &size), "a flipped bit");
 }

@@ -239,6 +239,7 @@ Test(fusion_pass, register_rejects_bad_arguments, PLAIN)
     cr_assert_eq(cgj_op_register_elementwise(NULL, SPEC_AXPB), CGJ_ERR_INVALID_ARG);
     cr_assert_eq(cgj_op_register_elementwise("", SPEC_AXPB), CGJ_ERR_INVALID_ARG);
     cr_assert_eq(cgj_op_register_elementwise("axpb", NULL), CGJ_ERR_INVALID_ARG);
+    cr_assert_eq(cgj_op_register_elementwise("axpb", ""), CGJ_ERR_INVALID_ARG, "an empty spec, as the header says");
     capture_begin();
     int st = cgj_op_register_elementwise("axpb", "(inout float x, count int n): x = frobnicate(x)");
     int st2 = cgj_op_register_elementwise("axpb", "(inout float x, count int n) x = x");
@@ -248,6 +249,27 @@ Test(fusion_pass, register_rejects_bad_arguments, PLAIN)
     assert_has(err, "cgj_op_register_elementwise(\"axpb\")");
     assert_has(err, "column");
     assert_has(err, "stays opaque");
+}
+
+/* A spec nested 30 000 deep (which overflowed the stack) is refused with a message. */
+Test(fusion_pass, register_refuses_a_spec_nested_too_deep, PLAIN)
+{
+    enum { DEPTH = 30000 };
+    static const char head[] = "(inout float x, count int n): x = ";
+    char *spec = malloc(sizeof head + 2 * DEPTH + 1);
+    cr_assert_not_null(spec);
+    char *p = stpcpy(spec, head);
+    memset(p, '(', DEPTH);
+    p[DEPTH] = 'x';
+    memset(p + DEPTH + 1, ')', DEPTH);
+    p[2 * DEPTH + 1] = 0;
+    capture_begin();
+    int st = cgj_op_register_elementwise("axpb", spec);
+    const char *err = capture_end();
+    free(spec);
+    cr_assert_eq(st, CGJ_ERR_SPEC);
+    assert_has(err, "cgj_op_register_elementwise(\"axpb\")");
+    assert_has(err, "nested deeper than");
 }
 
 /* A refused registration registers nothing: axpb stays opaque, no chain forms, nothing drops. */
