@@ -3,6 +3,7 @@
 #include "base/config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -65,13 +66,27 @@ void cgj_jit_mode_set(cgj_jit_mode_t m)
     __atomic_store_n(&cgj_cfg.MODE, jit_mode_names[m], __ATOMIC_RELEASE);
 }
 
+/* A warning about CGJIT_<var>='value': the value quoted with its control characters escaped, so
+ * that the warning is one line whatever the value holds. */
+__attribute__((format(printf, 3, 4))) static void warn(const char *var, const char *value, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "cgjit: warning: %s='", var);
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) /* cgjit-run has no json.c */
+        if (*p < 0x20 || *p == 0x7f) fprintf(stderr, "\\x%02x", *p);
+        else fputc(*p, stderr);
+    fputs("' ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 /* CGJIT_MODE: a name of CGJ_JIT_MODE_LIST, else the default with a warning. */
 static void check_mode(void)
 {
     int m = cgj_jit_mode_parse(cgj_cfg.MODE);
-    if (m < 0)
-        fprintf(stderr, "cgjit: warning: CGJIT_MODE='%s' is not reduce-overhead, default or max-autotune; using reduce-overhead\n",
-                cgj_cfg.MODE);
+    if (m < 0) warn("CGJIT_MODE", cgj_cfg.MODE, "is not reduce-overhead, default or max-autotune; using reduce-overhead");
     cgj_cfg.MODE = jit_mode_names[m < 0 ? CGJ_JIT_REDUCE_OVERHEAD : m];
 }
 
@@ -82,6 +97,18 @@ int cgj_config_bool(const char *s)
         for (int v = 0; v < 2; v++)
             if (!strcasecmp(s, words[i][v])) return v;
     return -1;
+}
+
+int cgj_config_int(const char *s, long long min, long long max, long long *out)
+{
+    const char *digits = s[0] == '-' ? s + 1 : s;
+    if (*digits < '0' || *digits > '9') return -1; /* strtoll would skip spaces and take a '+' */
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0' || v < min || v > max) return -1;
+    *out = v;
+    return 0;
 }
 
 int cgj_config_report(const char *s, const char **file)
@@ -101,58 +128,54 @@ static void check_report(void)
     const char *file, *s = cgj_cfg.REPORT;
     int kind = cgj_config_report(s, &file);
     if (kind < 0) {
-        fprintf(stderr, "cgjit: warning: CGJIT_REPORT='%s' is not 1/0, json:FILE or text:FILE; using 0\n", s);
+        warn("CGJIT_REPORT", s, "is not 1/0, json:FILE or text:FILE; using 0");
         cgj_cfg.REPORT = "0";
     } else if (!file) {
         cgj_cfg.REPORT = kind == CGJ_REPORT_TEXT ? "1" : "0";
     }
 }
 
-static void parse_INT(const char *var, long long *out, long long def, long long min, long long max)
+static void set_INT(const char *var, const char *s, long long *out, long long def, long long min, long long max)
 {
-    const char *s = secure_getenv(var);
-    if (!s) return;
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < min || v > max) {
-        fprintf(stderr, "cgjit: warning: %s='%s' is not an integer from %lld to %lld; using %lld\n", var, s, min,
-                max, def);
-        *out = def;
-        return;
-    }
-    *out = v;
+    if (cgj_config_int(s, min, max, out) == 0) return;
+    warn(var, s, "is not an integer from %lld to %lld; using %lld", min, max, def);
+    *out = def;
 }
 
-static void parse_BOOL(const char *var, long long *out, long long def, long long min, long long max)
+static void set_BOOL(const char *var, const char *s, long long *out, long long def, long long min, long long max)
 {
-    const char *s = secure_getenv(var);
-    if (!s) return;
+    (void)min, (void)max;
     int v = cgj_config_bool(s);
-    if (v < 0) {
-        fprintf(stderr, "cgjit: warning: %s='%s' is not 1/0, true/false, yes/no or on/off; using %lld\n", var, s,
-                def);
-        *out = def;
-        return;
-    }
-    *out = v;
+    if (v < 0) warn(var, s, "is not 1/0, true/false, yes/no or on/off; using %lld", def);
+    *out = v < 0 ? def : v;
 }
 
-static void parse_STR(const char *var, const char **out, const char *def, long long min, long long max)
+static void set_STR(const char *var, const char *s, const char **out, const char *def, long long min, long long max)
 {
-    (void)def, (void)min, (void)max;
-    const char *s = secure_getenv(var);
-    if (s) *out = s;
+    (void)var, (void)def, (void)min, (void)max;
+    *out = s;
+    if (out == &cgj_cfg.REPORT) check_report();
+    if (out == &cgj_cfg.MODE) check_mode();
+}
+
+int cgj_config_set(const char *var, const char *value)
+{
+#define CGJ_CFG_SET(name, kind, def, min, max, opt, optkind, metavar, shown, doc) \
+    if (!strcmp(var, "CGJIT_" #name)) return set_##kind(var, value, &cgj_cfg.name, def, min, max), 0;
+    CGJ_CONFIG_LIST(CGJ_CFG_SET)
+#undef CGJ_CFG_SET
+    return -1;
 }
 
 void cgj_config_load(void)
 {
 #define CGJ_CFG_PARSE(name, kind, def, min, max, opt, optkind, metavar, shown, doc) \
-    parse_##kind("CGJIT_" #name, &cgj_cfg.name, def, min, max);
+    if ((s = secure_getenv("CGJIT_" #name))) cgj_config_set("CGJIT_" #name, s);
+    const char *s;
     CGJ_CONFIG_LIST(CGJ_CFG_PARSE)
 #undef CGJ_CFG_PARSE
     check_report();
-    check_mode();
+    check_mode(); /* also unset: the mode is one of the names' own strings (cgj_jit_mode) */
 }
 
 #define CGJ_CFG_STR_INT(def) #def

@@ -5,8 +5,11 @@
  * its --help, and the README's configuration table (`cgjit-run --config-table`) are all
  * expanded from that one table, so none of them can drift from the others. A malformed value
  * produces a one-line warning naming the variable and the value used instead (the default); it
- * never stops the program (cgjit-run, by contrast, refuses it with status 2). Variables are read
- * with secure_getenv: a set-user-ID or file-capability program gets the defaults.
+ * never stops the program (cgjit-run, by contrast, refuses it with status 2). The value is quoted
+ * with its control characters escaped, so that the warning stays one line whatever it holds.
+ * Variables are read with secure_getenv: a set-user-ID or file-capability program gets the
+ * defaults. cgj_config_set parses one value as loading does (the fuzzer's entry, and the
+ * launcher's checks share cgj_config_int and cgj_config_report with it).
  *
  * Columns: X(NAME, KIND, DEFAULT, MIN, MAX, OPTION, OPTKIND, METAVAR, SHOWN, DOC)
  *  - the variable is CGJIT_<NAME>; KIND INT, BOOL (1/0, true/false, yes/no, on/off) or STR;
@@ -15,7 +18,8 @@
  *    checked by cgj_config_report (a boolean word, json:FILE or text:FILE);
  *  - OPTION the cgjit-run option (--OPTION), NULL for none; OPTKIND how it takes its value:
  *    FLAG (none; sets 1), INT, BOOL, TEXT (a non-empty name), STEP (a policy of
- *    CGJ_STEP_POLICY_LIST), MODE (a mode of CGJ_JIT_MODE_LIST), LOG (categories of base/log.h), NONE;
+ *    CGJ_STEP_POLICY_LIST), MODE (a mode of CGJ_JIT_MODE_LIST), LOG (categories of base/log.h),
+ *    REPORT (none, setting 1, or one of cgj_config_report's forms after '='), NONE;
  *  - METAVAR the value's name in --help; SHOWN the default as a user reads it where the raw
  *    default says nothing ("" → "none"), NULL to show the default itself; DOC one sentence.
  */
@@ -31,12 +35,14 @@
       "log categories, comma-separated: trace, guards, breaks, graphs, blacklist, interpose, api, or all") \
     X(LOG_FILE, STR, "", 0, 0, "log-file", TEXT, "FILE", "stderr",                                   \
       "append the log and the exit report to FILE") \
-    X(REPORT, STR, "0", 0, 0, "report", FLAG, NULL, NULL,                                              \
+    X(REPORT, STR, "0", 0, 0, "report", REPORT, "json:FILE", NULL,                                     \
       "1: print the report at exit (to stderr or CGJIT_LOG_FILE): what was replayed, and why not where it was not; json:FILE writes it to FILE as JSON, text:FILE as text") \
     X(TRACE_FILE, STR, "", 0, 0, "trace-file", TEXT, "FILE", "none",                                \
       "write a timeline of steps (eager or replayed), builds and side exits to FILE at exit, as a Chrome trace (Perfetto, chrome://tracing)") \
     X(TRACE_EVENTS, INT, 1000000, 1000, 100000000, "trace-events", INT, "N", NULL,                 \
       "events the timeline of CGJIT_TRACE_FILE keeps; later ones are counted, not kept") \
+    X(REPORT_EVERY_S, INT, 0, 0, 86400, "report-every-s", INT, "S", NULL,                           \
+      "also write the report and the timeline (CGJIT_REPORT, CGJIT_TRACE_FILE) every S seconds while the program runs (0: only at exit, or when SIGTERM or SIGINT ends it)") \
     X(DISABLE, BOOL, 0, 0, 1, "disable", FLAG, NULL, NULL,                                             \
       "1: trace nothing; forward every driver call as it is") \
     X(MAX_RECORDS, INT, 4, 1, 1000000, "max-records", INT, "N", NULL,                                       \
@@ -128,6 +134,9 @@ typedef enum cgj_report_kind { CGJ_REPORT_OFF, CGJ_REPORT_TEXT, CGJ_REPORT_JSON 
 int cgj_config_report(const char *s, const char **file);
 /* The value of a boolean word (1/0, true/false, yes/no, on/off, any case), or -1. */
 int cgj_config_bool(const char *s);
+/* `s` as an integer from min to max into *out: decimal digits, a '-' before them at most, nothing
+ * else (no space, no '+', no trailing text); 0, or -1 (*out untouched) when it is none. */
+int cgj_config_int(const char *s, long long min, long long max, long long *out);
 
 #define CGJ_CFG_TYPE_INT long long
 #define CGJ_CFG_TYPE_BOOL long long
@@ -143,6 +152,10 @@ extern cgj_config_t cgj_cfg;
 
 /* Read the environment into cgj_cfg (idempotent; called from the runtime's init). */
 void cgj_config_load(void);
+/* Set the tunable `var` (CGJIT_NAME) from `value` as loading it from the environment would,
+ * warning on stderr about a malformed value (the default is kept). A STR tunable keeps the
+ * pointer: `value` must outlive its use. 0, or -1 when `var` is no tunable. */
+int cgj_config_set(const char *var, const char *value);
 /* One line per tunable: name, default, documentation. */
 void cgj_config_describe(FILE *f);
 

@@ -4,39 +4,72 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The names that are no file to create (file.h): a descriptor for /dev/stdout, /dev/stderr or
+ * /dev/null; -1 with errno set when it cannot be had; -2 for any other name. */
+static int stream_fd(const char *path)
+{
+    if (!strcmp(path, "/dev/stdout")) return fcntl(1, F_DUPFD_CLOEXEC, 3);
+    if (!strcmp(path, "/dev/stderr")) return fcntl(2, F_DUPFD_CLOEXEC, 3);
+    if (!strcmp(path, "/dev/null")) return open(path, O_WRONLY | O_CLOEXEC);
+    return -2;
+}
+
+/* Open `path` with `flags` without blocking, and keep the descriptor only if it is a regular
+ * file (then in blocking mode again, as the writes expect); truncated (`trunc`) only once that
+ * is known. -1 with errno set. */
+static int open_regular(const char *path, int flags, bool trunc)
+{
+    int fd = open(path, flags | O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    if (fd < 0) return errno == ENXIO ? (errno = EINVAL, -1) : -1; /* ENXIO: a FIFO without reader */
+    struct stat st;
+    int err = fstat(fd, &st) != 0                            ? errno
+              : !S_ISREG(st.st_mode)                         ? EINVAL
+              : fcntl(fd, F_SETFL, flags & O_APPEND) != 0    ? errno
+              : trunc && ftruncate(fd, 0) != 0               ? errno
+                                                             : 0;
+    if (err) {
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+static FILE *as_stream(int fd, const char *mode)
+{
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, mode);
+    if (!f) {
+        int err = errno;
+        close(fd);
+        errno = err;
+    }
+    return f;
+}
+
 FILE *cgj_file_open(const char *path, bool fresh)
 {
-    int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (fresh ? O_EXCL | O_TRUNC : O_APPEND);
-    int fd = open(path, flags, 0600);
-    if (fd < 0) return NULL;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { /* a FIFO or a device: not a log */
-        close(fd);
-        errno = EINVAL;
-        return NULL;
-    }
-    FILE *f = fdopen(fd, fresh ? "w" : "a");
-    if (!f) close(fd);
-    return f;
+    int fd = stream_fd(path);
+    if (fd == -2) fd = open_regular(path, O_CREAT | (fresh ? O_EXCL : O_APPEND), false);
+    return as_stream(fd, fresh ? "w" : "a");
 }
 
 FILE *cgj_file_replace(const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return NULL;
-    struct stat st; /* truncated only once it is known to be a regular file */
-    int err = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : ftruncate(fd, 0) != 0 ? errno : 0;
-    if (err) {
-        close(fd);
-        errno = err;
-        return NULL;
-    }
-    FILE *f = fdopen(fd, "w");
-    if (!f) close(fd);
-    return f;
+    int fd = stream_fd(path);
+    if (fd == -2) fd = open_regular(path, O_CREAT, true);
+    return as_stream(fd, "w");
+}
+
+const char *cgj_file_strerror(int err)
+{
+    if (err == EINVAL) return "not a regular file";
+    if (err == ELOOP) return "a symbolic link (never followed)";
+    return strerror(err);
 }
 
 int cgj_file_mkdir(const char *path)

@@ -10,6 +10,15 @@
  * planted a symbolic link: cgjit never follows one (O_NOFOLLOW), never lets the descriptor leak
  * into programs the application starts (O_CLOEXEC), creates files private to the user (0600)
  * and directories likewise (0700), and creates dumps only where nothing exists yet (O_EXCL).
+ *
+ * Only a regular file is written, and nothing is waited for on the way: the open is
+ * non-blocking (O_NONBLOCK), so a FIFO with no reader fails at once (ENXIO) instead of hanging
+ * the program until one comes, and whatever opened (a FIFO with a reader, a terminal, a device)
+ * is refused after fstat of the descriptor itself (EINVAL), never after a separate stat of the
+ * name, which another process could swap in between. The exceptions are three names that say
+ * where the output goes without being files: /dev/stdout and /dev/stderr write to the program's
+ * own descriptors 1 and 2 (a duplicate, whatever they are), and /dev/null discards. On Linux
+ * the first two are links to /proc/self/fd/N, which O_NOFOLLOW would refuse.
  */
 #ifndef CGJ_FILE_H
 #define CGJ_FILE_H
@@ -18,11 +27,16 @@
 #include <stdio.h>
 
 /* Open `path` for appending (created 0600 if absent), or create it anew (`fresh`: fails if it
- * exists). Never through a symbolic link. NULL with errno set on failure. */
+ * exists). Never through a symbolic link; never blocks. NULL with errno set on failure. */
 FILE *cgj_file_open(const char *path, bool fresh);
 /* Open `path` to write it anew: created 0600, or a regular file's contents replaced (a report
- * written again by the next run). Never through a symbolic link. NULL with errno set. */
+ * written again by the next run). Never through a symbolic link; never blocks. NULL with errno
+ * set. */
 FILE *cgj_file_replace(const char *path);
+/* Why cgj_file_open or cgj_file_replace failed, for a warning: strerror(err), except "not a
+ * regular file" for what is refused as no file (a FIFO, a device, a socket) and "a symbolic
+ * link (never followed)". */
+const char *cgj_file_strerror(int err);
 /* `name` with %p replaced by the process id and %% by %, into out[len] (truncated, always
  * terminated); any other % is kept as it is. Returns out. */
 char *cgj_file_expand(const char *name, char *out, size_t len);

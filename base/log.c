@@ -32,7 +32,11 @@ static void enable_category(const char *name, size_t len)
             return;
         }
     }
-    fprintf(stderr, "cgjit: warning: CGJIT_LOG: unknown category '%.*s' (known:", (int)len, name);
+    fputs("cgjit: warning: CGJIT_LOG: unknown category '", stderr);
+    for (size_t k = 0; k < len; k++) /* escaped: the warning stays one line */
+        if ((unsigned char)name[k] < 0x20 || name[k] == 0x7f) fprintf(stderr, "\\x%02x", (unsigned char)name[k]);
+        else fputc(name[k], stderr);
+    fputs("' (known:", stderr);
     for (int i = 0; i < CGJ_LOG_COUNT; i++) fprintf(stderr, " %s", cat_names[i]);
     fprintf(stderr, " all)\n");
 }
@@ -45,15 +49,16 @@ void cgj_log_forked(void)
 void cgj_log_init(void)
 {
     log_out = stderr;
-    if (cgj_cfg.LOG_FILE[0]) {
-        char path[4096];
-        FILE *f = cgj_file_open(cgj_file_expand(cgj_cfg.LOG_FILE, path, sizeof path), false);
+    char path[4096];
+    /* /dev/stderr is stderr itself: its lines keep stderr's form, and its buffering */
+    if (cgj_cfg.LOG_FILE[0] && strcmp(cgj_file_expand(cgj_cfg.LOG_FILE, path, sizeof path), "/dev/stderr")) {
+        FILE *f = cgj_file_open(path, false);
         if (f) {
             setvbuf(f, NULL, _IOLBF, 0);
             log_out = f;
         } else {
             fprintf(stderr, "cgjit: warning: CGJIT_LOG_FILE='%s' cannot be opened (%s); logging to stderr\n",
-                    path, strerror(errno));
+                    path, cgj_file_strerror(errno));
         }
     }
     const char *s = cgj_cfg.LOG;

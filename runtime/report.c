@@ -4,11 +4,14 @@
  * about each; then every anchor that ran more than once, most host time saved or lost first,
  * with its variants, segments, side exits, library calls, pool figures and, where it is not
  * fast, why; anchors that ran once in one line; the other reasons; the counters that are not
- * zero. (What a program reads back field by field is report_read.c.)
+ * zero. (What a program reads back field by field is report_read.c.) Names are the program's
+ * bytes: each is escaped (base/json.h), so that a newline or a terminal escape in one cannot
+ * break the report's lines or reach the terminal.
  */
 #include "runtime/runtime.h"
 #include "runtime/report.h"
 #include "allocator/pool.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "tracer/step.h"
 
@@ -137,8 +140,10 @@ static void report_anchor(FILE *f, const cgj_report_anchor_t *ra)
 {
     const cgj_anchor_t *a = ra->a;
     cgj_trace_info_t i = ra->info;
-    fprintf(f, "  anchor '%s': %s, %llu runs, %llu replayed, %llu side exits, %u variant(s)\n",
-            cgj_anchor_name(a), cgj_state_name(i.state), (unsigned long long)i.runs,
+    fputs("  anchor '", f);
+    cgj_text_str(f, cgj_anchor_name(a)); /* a program's bytes: escaped, on one line */
+    fprintf(f, "': %s, %llu runs, %llu replayed, %llu side exits, %u variant(s)\n", cgj_state_name(i.state),
+            (unsigned long long)i.runs,
             (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.variants);
     const cgj_trace_t *t;
     for (uint32_t k = 0; (t = cgj_anchor_variant(a, k)); k++) report_variant(f, t, k);
@@ -183,8 +188,11 @@ static void report_once(FILE *f, const cgj_report_data_t *d)
     if (!d->nonce) return;
     fprintf(f, "  %zu anchor(s) ran once, never replayed (a step replays from its third run):", d->nonce);
     size_t shown = 0;
-    for (size_t k = d->nanchors - d->nonce; k < d->nanchors && shown < 4; k++, shown++)
-        fprintf(f, "%s '%s'", shown ? "," : "", cgj_anchor_name(d->anchors[k].a));
+    for (size_t k = d->nanchors - d->nonce; k < d->nanchors && shown < 4; k++, shown++) {
+        fputs(shown ? ", '" : " '", f);
+        cgj_text_str(f, cgj_anchor_name(d->anchors[k].a));
+        fputc('\'', f);
+    }
     fprintf(f, d->nonce > shown ? " and %zu more\n" : "\n", d->nonce - shown);
 }
 

@@ -1,6 +1,7 @@
 /*
  * report.h — what cgjit tells its user about a run: the report (text, report.c; JSON,
- * report_json.c), the figures both are made of (report_data.c), and what is written at exit
+ * report_json.c), the figures both are made of (report_data.c), and what is written as the
+ * program ends — at exit, on SIGTERM or SIGINT — and every CGJIT_REPORT_EVERY_S seconds
  * (report_exit.c: CGJIT_REPORT and CGJIT_TRACE_FILE).
  *
  * Both reports lead with the same summary, computed once here: the share of steps replayed, the
@@ -58,10 +59,12 @@ const char *cgj_report_status_name(int status);
 /* The JSON report (schema: docs/report-schema.json). */
 void cgj_report_json(FILE *f);
 /* At start-up, once the configuration is read: when CGJIT_REPORT or CGJIT_TRACE_FILE ask for
- * output, start the timeline and write the output at exit. */
+ * output, start the timeline and write the output at exit, when SIGTERM or SIGINT ends the
+ * program (where its action is the default) and every CGJIT_REPORT_EVERY_S seconds. */
 void cgj_report_setup(void);
 /* In a child after fork() that cgjit traces (tracer/step.h, cgj_step_forked): the child writes
- * its own report and timeline at exit, as the parent does. */
+ * its own report and timeline at exit or on a signal, as the parent does (its own writer
+ * thread: threads do not survive fork()). */
 void cgj_report_forked(void);
 
 #endif /* CGJ_REPORT_H */

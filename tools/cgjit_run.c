@@ -69,6 +69,7 @@ typedef enum {
     OPT_INT,         /* a decimal integer within the tunable's bounds */
     OPT_BOOL,        /* 1/0, true/false, yes/no, on/off */
     OPT_FLAG,        /* no value; sets the variable to 1 */
+    OPT_REPORT,      /* alone sets 1, as a flag; --report=VALUE takes what CGJIT_REPORT takes */
     OPT_LIB,         /* --lib */
     OPT_PRINT_ENV,   /* --print-env */
     OPT_CONFIG_TABLE, /* --config-table */
@@ -141,6 +142,20 @@ static void print_wrapped(FILE *f, const char *doc, int indent)
     }
 }
 
+/* "--name", "--name=METAVAR" or, for --report, whose value is optional, "--name[=METAVAR]". */
+static const char *option_head(const option_t *o, char *buf, size_t len)
+{
+    const char *open = !o->metavar ? "" : o->kind == OPT_REPORT ? "[=" : "=";
+    snprintf(buf, len, "--%s%s%s%s", o->name, open, o->metavar ? o->metavar : "", o->kind == OPT_REPORT ? "]" : "");
+    return buf;
+}
+
+/* What an option sets its variable to when given alone, for --help: "=1" (a flag). */
+static const char *alone_value(const option_t *o)
+{
+    return o->kind == OPT_FLAG || o->kind == OPT_REPORT ? "=1" : "";
+}
+
 static void print_help(FILE *f)
 {
     fprintf(f,
@@ -155,16 +170,15 @@ static void print_help(FILE *f)
             "\n"
             "Options stop at '--' or at the first argument that is not an option (in\n"
             "'%s ./app --x', --x is the app's). A value is given as --opt=VALUE or\n"
-            "--opt VALUE.\n"
+            "--opt VALUE (--report takes one only as --report=VALUE).\n"
             "\n"
             "Options:\n",
             prog_name, prog_name);
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const option_t *o = &options[i];
         if (!o->name) continue;
-        char head[64];
-        snprintf(head, sizeof head, "%s--%s%s%s", o->kind == OPT_HELP ? "-h, " : "", o->name,
-                 o->metavar ? "=" : "", o->metavar ? o->metavar : "");
+        char head[64], opt[60];
+        snprintf(head, sizeof head, "%s%s", o->kind == OPT_HELP ? "-h, " : "", option_head(o, opt, sizeof opt));
         fprintf(f, "  %-22s", head);
         print_wrapped(f, o->doc, 24);
         for (int p = 0; o->kind == OPT_STEP && p < CGJ_STEP_POLICY_COUNT; p++) {
@@ -176,8 +190,7 @@ static void print_help(FILE *f)
             print_wrapped(f, jit_mode_docs[m], 30);
         }
         if (o->var)
-            fprintf(f, "                        [%s%s, default %s]\n", o->var,
-                    o->kind == OPT_FLAG ? "=1" : "", o->def);
+            fprintf(f, "                        [%s%s, default %s]\n", o->var, alone_value(o), o->def);
     }
     fprintf(f,
             "\n"
@@ -193,8 +206,8 @@ static void print_config_table(FILE *f)
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const option_t *o = &options[i];
         if (!o->var) continue;
-        char opt[64] = "";
-        if (o->name) snprintf(opt, sizeof opt, "`--%s%s%s`", o->name, o->metavar ? "=" : "", o->metavar ? o->metavar : "");
+        char opt[64] = "", head[60];
+        if (o->name) snprintf(opt, sizeof opt, "`%s`", option_head(o, head, sizeof head));
         fprintf(f, "| `%s` | %s | `%s` | %s |\n", o->var, opt, o->def, o->doc);
     }
 }
@@ -235,9 +248,9 @@ static void print_man_options(FILE *f)
         roff_text(f, o->name);
         fputs("\\fR", f);
         if (o->metavar) {
-            fputs("=\\fI", f);
+            fputs(o->kind == OPT_REPORT ? "[=\\fI" : "=\\fI", f);
             roff_text(f, o->metavar);
-            fputs("\\fR", f);
+            fputs(o->kind == OPT_REPORT ? "\\fR]" : "\\fR", f);
         }
         fputc('\n', f);
         roff_text(f, o->doc);
@@ -245,7 +258,7 @@ static void print_man_options(FILE *f)
         if (o->var) {
             fputs("Sets \\fB", f);
             roff_text(f, o->var);
-            fprintf(f, "\\fR%s; default: ", o->kind == OPT_FLAG ? "=1" : "");
+            fprintf(f, "\\fR%s; default: ", alone_value(o));
             roff_text(f, o->def);
             fputs(".\n", f);
         }
@@ -275,8 +288,9 @@ static void print_man(FILE *f)
           "\\fBCGJIT_*\\fR variables already set are passed on; an option overrides its variable.\n"
           ".PP\n"
           "Options stop at \\fB\\-\\-\\fR or at the first argument that is not an option. A value is\n"
-          "given as \\fB\\-\\-opt\\fR=\\fIVALUE\\fR or \\fB\\-\\-opt\\fR \\fIVALUE\\fR; a repeated\n"
-          "option's last value wins. A bad value is refused with status 2.\n"
+          "given as \\fB\\-\\-opt\\fR=\\fIVALUE\\fR or \\fB\\-\\-opt\\fR \\fIVALUE\\fR (\\fB\\-\\-report\\fR takes one\n"
+          "only as \\fB\\-\\-report\\fR=\\fIVALUE\\fR); a repeated option's last value wins. A bad value is\n"
+          "refused with status 2.\n"
           ".SH OPTIONS\n",
           f);
     print_man_options(f);
@@ -356,15 +370,16 @@ static const char *check_value(const option_t *o, const char *val)
             if (*s == ',') s++;
         }
         return val;
+    case OPT_REPORT: {
+        const char *file;
+        if (cgj_config_report(val, &file) < 0)
+            usage_error("--%s: '%s' is not 1/0, json:FILE or text:FILE", o->name, val);
+        return val;
+    }
     case OPT_INT: {
-        char *end = NULL;
-        errno = 0;
-        long long v = val[0] >= '0' && val[0] <= '9' ? strtoll(val, &end, 10) : -1;
-        if (!end || *end || errno || v < o->min || v > o->max) {
-            if (o->max > 1000000000LL)
-                usage_error("--%s: '%s' is not an integer >= %lld", o->name, val, o->min);
+        long long v;
+        if (cgj_config_int(val, o->min, o->max, &v) != 0) /* the library's own check */
             usage_error("--%s: '%s' is not an integer from %lld to %lld", o->name, val, o->min, o->max);
-        }
         static char text[N_OPTIONS][24];
         snprintf(text[o - options], sizeof text[0], "%lld", v);
         return text[o - options];
@@ -498,7 +513,11 @@ int main(int argc, char **argv)
                 o = &options[j];
         if (!o) usage_error("unknown option '--%.*s'", (int)len, name);
         const char *val = NULL;
-        if (o->metavar) {
+        if (o->kind == OPT_REPORT && eq) { /* its value is optional: only after '=' */
+            val = check_value(o, eq + 1);
+        } else if (o->kind == OPT_REPORT) {
+            val = "1";
+        } else if (o->metavar) {
             if (eq) val = eq + 1;
             else if (i + 1 < argc) val = argv[++i];
             else usage_error("option '--%s' needs a value", o->name);

@@ -112,6 +112,9 @@ static const config_case_t config_cases[] = {
     {"max_ops_trailing_garbage", {{"CGJIT_MAX_OPS", "100x", REJECTED}}},
     {"max_ops_empty", {{"CGJIT_MAX_OPS", "", REJECTED}}},
     {"max_ops_overflow", {{"CGJIT_MAX_OPS", "99999999999999999999999", REJECTED}}},
+    /* what cgjit-run refuses, the library refuses too: one parser (cgj_config_int) */
+    {"max_ops_leading_space", {{"CGJIT_MAX_OPS", " 20", REJECTED}}},
+    {"max_ops_plus_sign", {{"CGJIT_MAX_OPS", "+20", REJECTED}}},
     {"max_records_zero_is_below_minimum", {{"CGJIT_MAX_RECORDS", "0", REJECTED}}},
     {"disable_not_a_boolean", {{"CGJIT_DISABLE", "maybe", REJECTED}}},
     {"booleans_in_words",
@@ -193,6 +196,47 @@ ParameterizedTest(int *row, base_config, parsing)
         snprintf(using, sizeof using, "using %s\n", t->def);
         cr_assert(strstr(err, using) != NULL, "%s: warning does not name the value used: %s", c->name, err);
     }
+}
+
+Test(base_config, int_parser_is_strict)
+{
+    long long v = 7;
+    cr_assert_eq(cgj_config_int("16", 16, 20, &v), 0);
+    cr_assert_eq(v, 16);
+    cr_assert_eq(cgj_config_int("-3", -5, 5, &v), 0);
+    cr_assert_eq(v, -3);
+    static const char *const bad[] = {"", " 1", "+1", "1 ", "0x10", "1e3", "-", "--1", "21", "9223372036854775808"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        v = 7;
+        cr_assert_eq(cgj_config_int(bad[i], 0, 20, &v), -1, "'%s' taken", bad[i]);
+        cr_assert_eq(v, 7, "'%s': the value was touched", bad[i]);
+    }
+}
+
+/* A value with a newline or a terminal escape still makes one warning line. */
+Test(base_config, warning_escapes_control_characters)
+{
+    setenv("CGJIT_MAX_OPS", "12\n\x1b[31m", 1);
+    const char *err = load_captured();
+    cr_assert_str_eq(err, "cgjit: warning: CGJIT_MAX_OPS='12\\x0a\\x1b[31m' is not an integer from 16 to 4294967295; "
+                          "using 100000\n");
+}
+
+/* cgj_config_set: one value parsed as loading it would (the fuzzer's entry). */
+Test(base_config, set_parses_one_value_as_loading_does)
+{
+    capture_begin();
+    cr_assert_eq(cgj_config_set("CGJIT_MAX_OPS", "500"), 0);
+    cr_assert_eq(cgj_config_set("CGJIT_REPORT_EVERY_S", "86401"), 0);
+    cr_assert_eq(cgj_config_set("CGJIT_MODE", "fast"), 0);
+    cr_assert_eq(cgj_config_set("CGJIT_REPORT", "yes"), 0);
+    cr_assert_eq(cgj_config_set("CGJIT_NO_SUCH", "1"), -1);
+    const char *err = capture_end();
+    cr_assert_eq(cgj_cfg.MAX_OPS, 500);
+    cr_assert_eq(cgj_cfg.REPORT_EVERY_S, 0);
+    cr_assert_eq(cgj_jit_mode(), CGJ_JIT_REDUCE_OVERHEAD);
+    cr_assert_str_eq(cgj_cfg.REPORT, "1");
+    cr_assert(strstr(err, "CGJIT_REPORT_EVERY_S='86401'") && strstr(err, "CGJIT_MODE='fast'"), "%s", err);
 }
 
 Test(base_config, load_is_idempotent)
@@ -314,6 +358,14 @@ Test(base_config, log_file_receives_the_log)
     char want[64]; /* a log file's lines carry the pid: processes may share the file */
     snprintf(want, sizeof want, "cgjit[%ld:guards] slot 3 differs\n", (long)getpid());
     cr_assert_str_eq(line, want);
+}
+
+/* /dev/stderr is stderr itself: the log lines keep stderr's form, and nothing is warned. */
+Test(base_config, log_file_dev_stderr_is_stderr)
+{
+    const char *err = log_init_captured("api", "/dev/stderr");
+    cr_assert_str_empty(err, "%s", err);
+    cr_assert_eq(cgj_log_stream(), stderr);
 }
 
 Test(base_config, log_file_unwritable_falls_back_to_stderr)

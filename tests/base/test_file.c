@@ -1,9 +1,19 @@
-/* test_file.c — file names a user gives: %p expands to the pid; files are opened safely. */
+/* test_file.c — file names a user gives: %p expands to the pid; files are opened safely, only
+ * regular files, never blocking (a FIFO), and /dev/stdout, /dev/stderr, /dev/null as meant. */
+#define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include "base/file.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include "../common/stderr_capture.h"
 
 Test(base_file, percent_p_is_the_pid)
 {
@@ -27,4 +37,102 @@ Test(base_file, truncated_and_terminated)
     cr_assert_str_eq(cgj_file_expand("abcdefgh", out, sizeof out), "abcde");
     cgj_file_expand("%p%p%p%p", out, sizeof out);
     cr_assert_eq(strlen(out), 5);
+}
+
+/* ---- what is not a regular file ---- */
+
+static FILE *open_append(const char *path) { return cgj_file_open(path, false); }
+
+/* `open` on `path` in a child with an alarm (a blocking open would hang it: it then dies of
+ * SIGALRM instead of hanging the test): refused at once with EINVAL. */
+static void expect_refused_in_child(FILE *(*open)(const char *), const char *path, const char *what)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        alarm(10);
+        errno = 0;
+        FILE *f = open(path);
+        _exit(f ? 1 : errno == EINVAL ? 0 : 2);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(!WIFSIGNALED(st), "%s: %s: the open blocked (signal %d)", what, path, WTERMSIG(st));
+    cr_assert_eq(WEXITSTATUS(st), 0, "%s: %s: %s", what, path, WEXITSTATUS(st) == 1 ? "opened" : "another errno");
+}
+
+Test(base_file, fifo_is_refused_without_blocking)
+{
+    char dir[] = "/tmp/cgjit_fileXXXXXX", fifo[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    /* no reader: an open for writing would wait for one */
+    expect_refused_in_child(cgj_file_replace, fifo, "replace, no reader");
+    expect_refused_in_child(open_append, fifo, "append, no reader");
+    /* a reader: the open succeeds, the descriptor is no regular file */
+    int reader = open(fifo, O_RDONLY | O_NONBLOCK);
+    cr_assert(reader >= 0);
+    expect_refused_in_child(cgj_file_replace, fifo, "replace, a reader");
+    expect_refused_in_child(open_append, fifo, "append, a reader");
+    close(reader);
+    expect_refused_in_child(cgj_file_replace, "/dev/zero", "a device");
+    cr_assert_str_eq(cgj_file_strerror(EINVAL), "not a regular file");
+    unlink(fifo), rmdir(dir);
+}
+
+/* /dev/stdout and /dev/stderr are the program's descriptors 1 and 2 (on Linux links, which the
+ * opens would otherwise refuse), /dev/null discards; each descriptor stays out of exec'd programs. */
+Test(base_file, standard_streams_and_dev_null_are_accepted)
+{
+    FILE *f = cgj_file_replace("/dev/null");
+    cr_assert(f, "/dev/null: %s", strerror(errno));
+    cr_assert(fcntl(fileno(f), F_GETFD) & FD_CLOEXEC);
+    fputs("discarded\n", f);
+    cr_assert_eq(fclose(f), 0);
+    capture_begin();
+    f = cgj_file_replace("/dev/stderr");
+    FILE *g = cgj_file_open("/dev/stderr", false);
+    if (f) fputs("to stderr\n", f), fclose(f);
+    if (g) fputs("appended\n", g), fclose(g);
+    const char *err = capture_end();
+    cr_assert(f && g, "/dev/stderr refused");
+    cr_assert_str_eq(err, "to stderr\nappended\n");
+    fflush(stdout);
+    int saved = dup(1);
+    FILE *tmp = tmpfile();
+    dup2(fileno(tmp), 1);
+    f = cgj_file_replace("/dev/stdout");
+    if (f) fputs("to stdout\n", f), fclose(f);
+    dup2(saved, 1);
+    close(saved);
+    cr_assert(f, "/dev/stdout refused");
+    char buf[64] = "";
+    rewind(tmp);
+    cr_assert(fgets(buf, sizeof buf, tmp));
+    fclose(tmp);
+    cr_assert_str_eq(buf, "to stdout\n");
+}
+
+/* A regular file is written in blocking mode and replaced; one of another name under /dev is
+ * not taken for a stream. */
+Test(base_file, regular_file_replaced)
+{
+    char path[] = "/tmp/cgjit_fileXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, "old contents\n", 13), 13);
+    close(fd);
+    FILE *f = cgj_file_replace(path);
+    cr_assert(f);
+    cr_assert_eq(fcntl(fileno(f), F_GETFL) & O_NONBLOCK, 0, "left non-blocking");
+    fputs("new\n", f);
+    fclose(f);
+    f = fopen(path, "r");
+    char buf[64] = "";
+    cr_assert(fgets(buf, sizeof buf, f));
+    fclose(f);
+    cr_assert_str_eq(buf, "new\n");
+    unlink(path);
 }

@@ -11,10 +11,18 @@
  *   report_app marked [STEPS]           the same loop between cgj_trace_begin/end, and a setup
  *                                       step that runs once.
  *   report_app nodriver                 one marked step, with CGJIT_DRIVER naming no driver.
+ *   report_app named NAME [STEPS]       the marked loop, its anchor named NAME (any bytes).
+ *   report_app wait [HANDLER]           the marked loop (10 steps), then "ready" on stdout, then
+ *                                       it waits for a signal. HANDLER: none (the default
+ *                                       action: the signal ends it), early (its own SIGTERM
+ *                                       handler, installed before cgjit starts) or late (after):
+ *                                       with a handler it exits with status 3 once signalled.
  */
+#define _GNU_SOURCE /* sigaction */
 #include "fakeapp.h"
 #include <cgjit.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +50,9 @@ static void iteration(CUstream s, CUdeviceptr x, int it)
     check(fk.dtoh(seen, x, sizeof seen), "read back");
 }
 
-static int run(bool marked, int steps, size_t shift)
+static int run(const char *name, int steps, size_t shift)
 {
+    bool marked = name != NULL;
     void *junk = shift ? malloc(shift) : NULL; /* moves what the fake driver allocates next */
     if (junk) memset(junk, 1, shift);
     fk_open(&fk);
@@ -56,12 +65,39 @@ static int run(bool marked, int steps, size_t shift)
         cgj_trace_end();
     }
     for (int it = 0; it < steps; it++) {
-        if (marked) cgj_trace_begin("train");
+        if (marked) cgj_trace_begin(name);
         iteration(s, x, it);
         if (marked) cgj_trace_end();
     }
     free(junk);
     return 0;
+}
+
+static volatile sig_atomic_t signalled;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    signalled = 1;
+}
+
+/* The loop, then "ready", then wait for SIGTERM (or SIGINT), handled by the program or not. */
+static int wait_for_signal(const char *handler)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigset_t term, old;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, &old); /* until sigsuspend: no signal is missed */
+    if (!strcmp(handler, "early")) sigaction(SIGTERM, &sa, NULL);
+    run("train", 10, 0);
+    if (!strcmp(handler, "late")) sigaction(SIGTERM, &sa, NULL);
+    printf("ready\n");
+    fflush(stdout);
+    while (!signalled) sigsuspend(&old);
+    return 3;
 }
 
 int main(int argc, char **argv)
@@ -74,9 +110,11 @@ int main(int argc, char **argv)
         cgj_trace_end();
         return 0;
     }
+    if (!strcmp(mode, "named") && argc > 2) return run(argv[2], argc > 3 ? atoi(argv[3]) : 5, 0);
+    if (!strcmp(mode, "wait")) return wait_for_signal(argc > 2 ? argv[2] : "none");
     if (strcmp(mode, "implicit") && strcmp(mode, "marked")) {
-        fprintf(stderr, "usage: report_app implicit|marked|nodriver [STEPS [SHIFT]]\n");
+        fprintf(stderr, "usage: report_app implicit|marked|nodriver [STEPS [SHIFT]] | named NAME [STEPS] | wait [none|early|late]\n");
         return 2;
     }
-    return run(!strcmp(mode, "marked"), steps, shift);
+    return run(!strcmp(mode, "marked") ? "train" : NULL, steps, shift);
 }

@@ -1,6 +1,9 @@
 /*
  * test_api.c — the public functions of include/cgjit.h: status codes, pairing of begin/end,
- * nesting, start-up without a driver or with cgjit disabled, CGJIT_MAX_OPS, info and report.
+ * nesting, start-up without a driver or with cgjit disabled, CGJIT_MAX_OPS, info and report,
+ * the size a caller's struct claims; and, in child processes of report_app, what is written as
+ * a program ends: outputs named as FIFOs, names of any bytes, SIGTERM and SIGINT, the periodic
+ * report.
  *
  * Tests that set CGJIT_* variables do so before the first cgjit call of their process (each
  * Criterion test runs in its own process; cgjit initializes lazily), so they call fk_open
@@ -391,4 +394,339 @@ Test(runtime_api, report_before_anything)
     fclose(f);
     cr_assert(strstr(txt, "cgjit report"), "%s", txt);
     free(txt);
+}
+
+/* A report's anchor lines show a name's bytes escaped: a newline cannot split a line, a terminal
+ * escape never reaches the terminal, bytes of no valid UTF-8 show as \xNN. */
+Test(runtime_api, report_escapes_names)
+{
+    fk_open(&fk);
+    CUdeviceptr t = fk_alloc_floats(&fk, N, 4);
+    static const char twice[] = "two\nlines\x1b[2J\xff\\ \xe2\x82\xac", once[] = "once\r\nname\x7f";
+    for (int s = 0; s < 3; s++) {
+        cr_assert_eq(cgj_trace_begin(twice), CGJ_OK);
+        chain(t);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    }
+    cr_assert_eq(cgj_trace_begin(once), CGJ_OK);
+    cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    FILE *f = tmpfile();
+    cgj_report(f);
+    char *txt = slurp(f);
+    fclose(f);
+    cr_assert(strstr(txt, "  anchor 'two\\nlines\\x1b[2J\\xff\\\\ \xe2\x82\xac': "), "%s", txt);
+    cr_assert(strstr(txt, "'once\\r\\nname\\x7f'"), "%s", txt);
+    cr_assert_null(strpbrk(txt, "\x1b\x7f\r\xff"), "a raw control character or invalid byte: %s", txt);
+    free(txt);
+}
+
+/* ---- the size a caller's struct claims (cgjit.h's ABI) ---- */
+
+/* A size no cgjit.h ever had (a struct never initialized, a size in other units) is refused,
+ * and not one byte of the caller's memory is written: it may be far smaller than it claims. */
+Test(runtime_api, read_refuses_a_size_no_struct_has)
+{
+    fk_open(&fk);
+    cr_assert_eq(cgj_trace_begin("sized"), CGJ_OK);
+    cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    const size_t big = 1 << 20;
+    unsigned char *buf = malloc(big);
+    cr_assert(buf);
+    memset(buf, 0xa5, big);
+    uint64_t size = big;
+    memcpy(buf, &size, sizeof size);
+    cr_assert_eq(cgj_stats_read((cgj_stats_t *)buf), CGJ_ERR_INVALID_ARG);
+    cr_assert_eq(cgj_trace_info_read("sized", (cgj_trace_info_t *)buf), CGJ_ERR_INVALID_ARG);
+    for (size_t k = sizeof size; k < big; k++)
+        if (buf[k] != 0xa5) cr_assert_fail("byte %zu of a struct claiming 1 MiB was written", k);
+    free(buf);
+}
+
+/* Fill buf (a struct claiming `size` bytes, in `cap` bytes of 0xa5) with `read`; 0 or an error. */
+static int read_sized(unsigned char *buf, size_t cap, uint64_t size, int (*read)(void *))
+{
+    memset(buf, 0xa5, cap);
+    memcpy(buf, &size, sizeof size);
+    return read(buf);
+}
+static int read_stats(void *p) { return cgj_stats_read(p); }
+static int read_info(void *p) { return cgj_trace_info_read("sized", p); }
+
+/* An older caller (smaller struct) gets its fields; a newer one (larger) zeros in the fields
+ * this library does not know; nothing past the claimed size is written. */
+Test(runtime_api, read_fills_what_the_caller_has)
+{
+    fk_open(&fk);
+    cr_assert_eq(cgj_trace_begin("sized"), CGJ_OK);
+    cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    unsigned char buf[sizeof(cgj_trace_info_t) + 128];
+    const struct { int (*read)(void *); size_t full; } kinds[] = {{read_stats, sizeof(cgj_stats_t)},
+                                                                   {read_info, sizeof(cgj_trace_info_t)}};
+    for (size_t i = 0; i < 2; i++) {
+        size_t full = kinds[i].full;
+        cr_assert_eq(read_sized(buf, sizeof buf, full + 64, kinds[i].read), CGJ_OK);
+        for (size_t k = full; k < full + 64; k++) cr_assert_eq(buf[k], 0, "struct %zu, byte %zu", i, k);
+        for (size_t k = full + 64; k < sizeof buf; k++) cr_assert_eq(buf[k], 0xa5, "struct %zu, byte %zu", i, k);
+        cr_assert_eq(read_sized(buf, sizeof buf, 12, kinds[i].read), CGJ_OK);
+        for (size_t k = 12; k < sizeof buf; k++) cr_assert_eq(buf[k], 0xa5, "struct %zu, byte %zu", i, k);
+        cr_assert_eq(read_sized(buf, sizeof buf, 4, kinds[i].read), CGJ_ERR_INVALID_ARG);
+    }
+    cgj_stats_t st;
+    cr_assert_eq(read_sized(buf, sizeof buf, 16, read_stats), CGJ_OK);
+    cr_assert_eq(cgj_stats(&st), CGJ_OK);
+    cr_assert_eq(memcmp(buf + 8, &st.steps, 8), 0, "the first counter, as an older caller has it");
+}
+
+/* ---- what cgjit writes as a program ends: report_app (report_app.c) in a child process ---- */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+typedef struct app {
+    pid_t pid;
+    int out;        /* its stdout, a pipe */
+    char errp[64];  /* its stderr, a file */
+    char err[8192]; /* ... as read by app_wait */
+} app_t;
+
+/* Start <tests>/report_app with args, its environment ours without CGJIT_* (and Criterion's
+ * BXFI_MAP, which would make report_app's libcriterion take it for a test worker) plus `set`, and
+ * SIGTERM and SIGINT at their defaults. It gets an alarm: one that hangs dies of SIGALRM and
+ * the test fails saying so, rather than hanging (alarms survive exec). */
+static void app_start(app_t *a, const char *const *args, const char *const *set)
+{
+    static char path[PATH_MAX + 16];
+    char self[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert(k > 0);
+    self[k] = '\0';
+    snprintf(path, sizeof path, "%s/report_app", dirname(self));
+    const char *argv[16] = {path}, *envp[1024];
+    size_t n = 0;
+    for (size_t i = 0; args[i] && i < 14; i++) argv[i + 1] = args[i];
+    for (char **e = environ; *e && n < 1000; e++)
+        if (strncmp(*e, "CGJIT_", 6) && strncmp(*e, "BXFI_", 5)) envp[n++] = *e; /* BXFI_: Criterion's worker */
+    for (const char *const *s = set; s && *s && n < 1023; s++) envp[n++] = *s;
+    envp[n] = NULL;
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    strcpy(a->errp, "/tmp/cgjit-api-err-XXXXXX");
+    int fe = mkstemp(a->errp);
+    cr_assert(fe >= 0);
+    a->pid = fork();
+    cr_assert(a->pid >= 0);
+    if (a->pid == 0) { /* async-signal-safe calls only, until exec */
+        dup2(p[1], 1), dup2(fe, 2), close(p[0]);
+        signal(SIGTERM, SIG_DFL), signal(SIGINT, SIG_DFL);
+        alarm(30);
+        execve(path, (char *const *)argv, (char *const *)envp);
+        _exit(127);
+    }
+    close(p[1]);
+    close(fe);
+    a->out = p[0];
+}
+
+/* Its stdout's first line (report_app wait says "ready" once cgjit runs). */
+static void app_ready(app_t *a)
+{
+    char line[64] = "";
+    size_t n = 0;
+    while (n < sizeof line - 1 && read(a->out, line + n, 1) == 1 && line[n] != '\n') n++;
+    cr_assert(strncmp(line, "ready", 5) == 0, "report_app did not get ready: '%s'", line);
+}
+
+/* Wait for it: its exit status, or 128 + the signal that ended it; its stderr in a->err. */
+static int app_wait(app_t *a)
+{
+    int st;
+    cr_assert_eq(waitpid(a->pid, &st, 0), a->pid);
+    close(a->out);
+    FILE *f = fopen(a->errp, "r");
+    size_t n = f ? fread(a->err, 1, sizeof a->err - 1, f) : 0;
+    a->err[n] = '\0';
+    if (f) fclose(f);
+    unlink(a->errp);
+    int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    cr_expect_neq(status, 128 + SIGALRM, "report_app hung (killed by its alarm): %s", a->err);
+    return status;
+}
+
+static int run_app(const char *const *args, const char *const *set, char *err, size_t len)
+{
+    app_t a;
+    app_start(&a, args, set);
+    int status = app_wait(&a);
+    snprintf(err, len, "%s", a.err);
+    return status;
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* A file's contents (NULL if it cannot be read), malloc'd. */
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END); /* slurp reads up to the position */
+    char *txt = slurp(f);
+    fclose(f);
+    return txt;
+}
+
+static char *temp_dir(void)
+{
+    static char dir[64];
+    strcpy(dir, "/tmp/cgjit-api-XXXXXX");
+    cr_assert(mkdtemp(dir));
+    return dir;
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* A FIFO where an output file is named never hangs the program (an open for writing would wait
+ * for a reader): it is refused with one warning, and the program runs to its end. */
+Test(runtime_api, output_to_a_fifo_is_refused_without_hanging)
+{
+    static const char *const vars[][2] = {{"CGJIT_TRACE_FILE", ""}, {"CGJIT_LOG_FILE", ""},
+                                          {"CGJIT_REPORT", "json:"}, {"CGJIT_REPORT", "text:"}};
+    char *dir = temp_dir(), fifo[128], set[192], err[8192];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        snprintf(set, sizeof set, "%s=%s%s", vars[i][0], vars[i][1], fifo);
+        int status = run_app(ARGS("marked", "5"), ARGS(set), err, sizeof err);
+        cr_expect_eq(status, 0, "%s: status %d: %s", set, status, err);
+        cr_expect(strstr(err, fifo) && strstr(err, "not a regular file"), "%s: %s", set, err);
+        cr_expect_eq(strchr(err, '\n'), err + strlen(err) - 1, "%s: one warning, one line: %s", set, err);
+    }
+    remove_dir(dir);
+}
+
+/* Names of any bytes give JSON that parses as UTF-8 (invalid bytes as U+FFFD, controls
+ * escaped), in the report and in the timeline; checked by Python's own strict parser. */
+Test(runtime_api, names_of_any_bytes_in_the_json_outputs)
+{
+    static const char name[] = "bad\xff\xfe name\nnext\x1b[31m\t\"q\"\\ \xe2\x82\xac";
+    char *dir = temp_dir(), report[128], trace[128], script[128], cmd[512], err[8192];
+    snprintf(report, sizeof report, "CGJIT_REPORT=json:%s/r.json", dir);
+    snprintf(trace, sizeof trace, "CGJIT_TRACE_FILE=%s/t.json", dir);
+    cr_assert_eq(run_app(ARGS("named", name, "5"), ARGS(report, trace), err, sizeof err), 0, "%s", err);
+    snprintf(script, sizeof script, "%s/check.py", dir);
+    FILE *f = fopen(script, "w");
+    cr_assert(f);
+    fputs("import json, sys\n"
+          "want = b'bad\\xff\\xfe name\\nnext\\x1b[31m\\t\"q\"\\\\ \\xe2\\x82\\xac'.decode('utf-8', 'replace')\n"
+          "r = json.loads(open(sys.argv[1], 'rb').read().decode('utf-8'))\n"
+          "t = json.loads(open(sys.argv[2], 'rb').read().decode('utf-8'))\n"
+          "names = [a['name'] for a in r['anchors']]\n"
+          "steps = set(e['name'] for e in t['traceEvents'] if e.get('ph') == 'X' and e['cat'] != 'build')\n"
+          "print('ok' if want in names and want in steps else repr((names, steps, want)))\n",
+          f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "python3 %s %s/r.json %s/t.json 2>&1", script, dir, dir);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    char out[4096] = "";
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    cr_assert_str_eq(out, "ok\n", "the JSON outputs: %s", out);
+    remove_dir(dir);
+}
+
+/* report_app waits under cgjit and `sig` ends it: what it leaves behind. */
+static int end_with_signal(int sig, const char *handler, const char *const *set)
+{
+    app_t a;
+    app_start(&a, ARGS("wait", handler), set);
+    app_ready(&a);
+    cr_assert_eq(kill(a.pid, sig), 0);
+    return app_wait(&a);
+}
+
+/* SIGTERM (kill, timeout) where the program keeps the default action: the report and the
+ * timeline are written, and the program still ends killed by SIGTERM. */
+Test(runtime_api, sigterm_writes_the_report_and_the_timeline)
+{
+    char *dir = temp_dir(), report[128], trace[128], path[128];
+    snprintf(report, sizeof report, "CGJIT_REPORT=json:%s/r.json", dir);
+    snprintf(trace, sizeof trace, "CGJIT_TRACE_FILE=%s/t.json", dir);
+    cr_assert_eq(end_with_signal(SIGTERM, "none", ARGS(report, trace)), 128 + SIGTERM);
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    char *r = read_all(path);
+    cr_assert(r, "no report after SIGTERM");
+    cr_assert(strstr(r, "\"name\":\"train\"") && strstr(r, "}\n"), "%s", r);
+    snprintf(path, sizeof path, "%s/t.json", dir);
+    char *t = read_all(path);
+    cr_assert(t, "no timeline after SIGTERM");
+    cr_assert(strstr(t, "\"train\"") && strstr(t, "]}\n"), "%s", t);
+    free(r), free(t);
+    remove_dir(dir);
+}
+
+/* SIGINT (Ctrl-C) likewise; the text report. */
+Test(runtime_api, sigint_writes_the_report)
+{
+    char *dir = temp_dir(), report[128], path[128];
+    snprintf(report, sizeof report, "CGJIT_REPORT=text:%s/r.txt", dir);
+    cr_assert_eq(end_with_signal(SIGINT, "none", ARGS(report)), 128 + SIGINT);
+    snprintf(path, sizeof path, "%s/r.txt", dir);
+    char *r = read_all(path);
+    cr_assert(r && strstr(r, "anchor 'train'"), "report after SIGINT: %s", r ? r : "(none)");
+    free(r);
+    remove_dir(dir);
+}
+
+/* A program that handles SIGTERM itself, installed before cgjit starts or after, keeps its own
+ * handling (here: exit status 3), and the report is written at its exit. */
+Test(runtime_api, a_program_handling_sigterm_keeps_its_handling)
+{
+    static const char *const handlers[] = {"early", "late"};
+    for (size_t i = 0; i < 2; i++) {
+        char *dir = temp_dir(), report[128], path[128];
+        snprintf(report, sizeof report, "CGJIT_REPORT=json:%s/r.json", dir);
+        cr_expect_eq(end_with_signal(SIGTERM, handlers[i], ARGS(report)), 3, "handler installed %s", handlers[i]);
+        snprintf(path, sizeof path, "%s/r.json", dir);
+        char *r = read_all(path);
+        cr_expect(r && strstr(r, "\"name\":\"train\""), "handler %s: report %s", handlers[i], r ? r : "(none)");
+        free(r);
+        remove_dir(dir);
+    }
+}
+
+/* CGJIT_REPORT_EVERY_S: the report is written while the program still runs. */
+Test(runtime_api, report_every_s_writes_while_the_program_runs)
+{
+    char *dir = temp_dir(), report[128], path[128];
+    snprintf(report, sizeof report, "CGJIT_REPORT=json:%s/r.json", dir);
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    app_t a;
+    app_start(&a, ARGS("wait", "none"), ARGS(report, "CGJIT_REPORT_EVERY_S=1"));
+    app_ready(&a);
+    bool seen = false;
+    for (int k = 0; k < 300 && !seen; k++) { /* a bound on the wait, not a measure */
+        char *r = read_all(path);
+        seen = r && strstr(r, "\"name\":\"train\"") && strstr(r, "}\n");
+        free(r);
+        int st;
+        cr_assert_eq(waitpid(a.pid, &st, WNOHANG), 0, "report_app ended before it was signalled");
+        if (!seen) usleep(100000);
+    }
+    kill(a.pid, SIGTERM);
+    app_wait(&a);
+    cr_assert(seen, "no report was written while the program ran");
+    remove_dir(dir);
 }

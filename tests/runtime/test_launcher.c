@@ -136,9 +136,11 @@ static void slurp(int fd, char *buf, size_t cap)
     close(fd);
 }
 
+/* BXFI_MAP too: Criterion's worker, which would make a program linked with libcriterion (the
+ * fake-driver programs) take itself for one. */
 static int is_managed(const char *entry)
 {
-    return strncmp(entry, "LD_PRELOAD=", 11) == 0 || strncmp(entry, "CGJIT_", 6) == 0;
+    return strncmp(entry, "LD_PRELOAD=", 11) == 0 || strncmp(entry, "CGJIT_", 6) == 0 || strncmp(entry, "BXFI_", 5) == 0;
 }
 
 /* Run argv[0] (a path) with argv; the environment is the inherited one less LD_PRELOAD and
@@ -219,7 +221,7 @@ Test(runtime_launcher, help_documents_every_option)
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert_str_eq(r->err, "");
     cr_assert(strncmp(r->out, "usage: cgjit-run [OPTIONS] [--] PROGRAM [ARGS...]\n", 50) == 0, "%s", r->out);
-    static const char *const names[] = {"--step=MODE", "--log=CATS", "--log-file=FILE", "--report", "--disable",
+    static const char *const names[] = {"--step=MODE", "--log=CATS", "--log-file=FILE", "--report[=json:FILE]", "--disable",
                                         "--max-records=N", "--max-variants=N", "--max-ops=N",
                                         "--pool-reserve-gb=N", "--dump-allocs=DIR", "--chunk-ops=N",
                                         "--libs=0|1", "--lib=PATH", "--print-env", "--config-table",
@@ -550,6 +552,31 @@ Test(runtime_launcher, bad_values)
     EXPECT_ERROR("--pool-reserve-gb", "--pool-reserve-gb=0", "/bin/true");
     EXPECT_ERROR("--log", "--log=trace,bogus", "/bin/true");
     EXPECT_ERROR("bogus", "--log=trace,bogus", "/bin/true");
+    EXPECT_ERROR("--report", "--report=xml:r.xml", "/bin/true");
+    EXPECT_ERROR("--report", "--report=json:", "/bin/true");
+    EXPECT_ERROR("--report", "--report=", "/bin/true");
+}
+
+/* An integer out of range: the message gives both bounds, however large the upper one. */
+Test(runtime_launcher, integer_errors_give_the_range)
+{
+    EXPECT_ERROR("'4294967296' is not an integer from 16 to 4294967295", "--max-ops=4294967296", "/bin/true");
+    EXPECT_ERROR("'15' is not an integer from 16 to 4294967295", "--max-ops=15", "/bin/true");
+    EXPECT_ERROR("'0' is not an integer from 1 to 1048576", "--pool-reserve-gb=0", "/bin/true");
+    EXPECT_ERROR("from 0 to 86400", "--report-every-s=-1", "/bin/true");
+}
+
+/* --report alone sets 1; --report=VALUE takes any form CGJIT_REPORT takes (json:FILE as --help
+ * says), only after '=': a separate argument is the program. */
+Test(runtime_launcher, report_takes_a_value_after_equals)
+{
+    expect_env(LAUNCH("--print-env", "--report=json:r-%p.json"), "CGJIT_REPORT=json:r-%p.json\n");
+    expect_env(LAUNCH("--print-env", "--report=text:/dev/stderr"), "CGJIT_REPORT=text:/dev/stderr\n");
+    expect_env(LAUNCH("--print-env", "--report=0"), "CGJIT_REPORT=0\n");
+    expect_env(LAUNCH("--print-env", "--report"), "CGJIT_REPORT=1\n");
+    expect_env(LAUNCH("--print-env", "--report", "json:x"), "CGJIT_REPORT=1\n"); /* json:x is PROGRAM */
+    result_t *r = LAUNCH("--help");
+    cr_assert(strstr(r->out, "  --report[=json:FILE]  "), "%s", r->out);
 }
 
 Test(runtime_launcher, missing_values)
@@ -571,7 +598,6 @@ Test(runtime_launcher, unknown_options_and_values_where_none_is_taken)
     EXPECT_ERROR("--frobnicate", "--frobnicate=3", "/bin/true");
     EXPECT_ERROR("-x", "-x", "/bin/true");
     EXPECT_ERROR("--ste", "--ste=sync", "/bin/true"); /* no abbreviations */
-    EXPECT_ERROR("--report", "--report=1", "/bin/true");
     EXPECT_ERROR("--disable", "--disable=yes", "/bin/true");
     EXPECT_ERROR("--print-env", "--print-env=1");
     EXPECT_ERROR("--help", "--help=x");
@@ -678,6 +704,27 @@ Test(runtime_launcher, environment_seen_by_the_program)
                    "echo \"$CGJIT_STEP $CGJIT_MAX_OPS $CGJIT_MAX_RECORDS $CGJIT_LOG_FILE ${CGJIT_REPORT-unset}\"");
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert_str_eq(r->out, "auto 300 9 /dev/null unset\n");
+}
+
+/* Output paths that are no regular file but say where output goes: /dev/stdout and /dev/stderr
+ * (links to /proc/self/fd/N) and /dev/null are taken, without a warning. */
+Test(runtime_launcher, standard_streams_as_output_paths)
+{
+    skip_if_sanitized();
+    char app[PATH_MAX + 32];
+    snprintf(app, sizeof app, "%s/tests/report_app", build_dir());
+    result_t *r = LAUNCH("--report=json:/dev/stdout", "--trace-file=/dev/null", "--log-file=/dev/stderr", "--log=api",
+                         app, "marked", "5");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strncmp(r->out, "{\"schema_version\":1,", 20) == 0, "the JSON report on stdout: %s", r->out);
+    cr_assert_null(strstr(r->err, "warning"), "%s", r->err);
+    r = LAUNCH("--report=text:/dev/stderr", "--log-file=/dev/null", app, "marked", "5");
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(strstr(r->err, "cgjit report\n") && strstr(r->err, "anchor 'train'"), "%s", r->err);
+    cr_assert_null(strstr(r->err, "warning"), "%s", r->err);
+    r = LAUNCH("--report", "--log-file=/dev/stderr", app, "marked", "5");
+    cr_assert(strstr(r->err, "cgjit report\n"), "%s", r->err);
+    cr_assert_null(strstr(r->err, "warning"), "%s", r->err);
 }
 
 /* ---- preloading libcgjit.so directly, without the launcher ---- */
