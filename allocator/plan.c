@@ -13,22 +13,24 @@
  *                       Run as an allocator (a free list), it costs O(n * free extents).
  *   greedy-by-breadth   the peak live total over the block's lifetime, then size: the blocks of
  *                       the busiest moments, which set the bound, are packed first.
- * These three always run, up to MANY_BLOCKS blocks. While the best plan is more than 10% above
- * the lower bound, others follow: skyline best fit (Burke et al.'s strip packing heuristic, as
- * Sekiyama et al. apply it to DNN memory: fill the lowest stretch of the skyline with the block
- * that fits it best), orders by area, by lifetime, by start with first fit, a squeaky wheel
- * (blocks that ended above the bound go earlier next time), a beam search under a cap (the one
- * with lookahead: some narrow traces need it), then sizes with random jitter. The orders are
- * followed by a compaction: re-placing the blocks by offset with first fit, which never raises
- * one. Every search stops at the lower bound, and the extra ones at a fixed budget of work
- * units (about 2 ns each), so that the result depends on the input only and a 10,000-block
- * trace plans in well under a second.
+ * These three come first. While the best plan is more than 10% above the lower bound, others
+ * follow: skyline best fit (Burke et al.'s strip packing heuristic, as Sekiyama et al. apply it
+ * to DNN memory: fill the lowest stretch of the skyline with the block that fits it best),
+ * orders by area, by lifetime, by start with first fit, a squeaky wheel (blocks that ended above
+ * the bound go earlier next time), a beam search under a cap (the one with lookahead: some
+ * narrow traces need it), then sizes with random jitter. The orders are followed by a
+ * compaction: re-placing the blocks by offset with first fit, which never raises one.
+ *
+ * Every search stops at the lower bound, and all of them together at one budget of work units
+ * (plan.h: a block visited, compared or moved, about 2 ns each; counted where the work is done,
+ * sorts and moves included), so that the result depends on the input only and the time is
+ * bounded by the input's size in every case: a search that passes the budget is abandoned.
+ * Greedy by size runs only where its estimated cost leaves room for by start with best fit,
+ * whose cost is bounded beforehand (O(n x live blocks)) and which gives every trace a plan; a
+ * trace for which even that passes the budget gets the stack (bytes of its own for every block).
  *
  * Blocks that overlap every other block (escaping ones always do) are stacked at the bottom
  * first: they get bytes of their own in any plan, so the search need not see them.
- *
- * Beyond MANY_BLOCKS, greedy by size runs only if its estimated cost is below LARGE_BUDGET: by
- * start with best fit always gives a plan.
  *
  * This file is the entry point and the search: which heuristics run, in which order, within
  * which budget, and which plan is kept. How each heuristic builds its plan is in
@@ -39,16 +41,10 @@
 
 #include <string.h>
 
-/* Beyond this many blocks, the searches that scan are held to budgets (see plan_search). */
-#define MANY_BLOCKS 20000
-/* Work units (blocks visited or compared) for the searches beyond the first three. */
-#define WORK_BUDGET 150000000ull
 /* Jittered orders, each with its own seed, until the target or the budget is reached. */
 #define MAX_JITTERS 1000000
 /* Passes of the squeaky wheel, before the jittered orders. */
 #define SQUEAKY_ROUNDS 50
-/* Greedy by size beyond MANY_BLOCKS: past this, the online best fit instead. */
-#define LARGE_BUDGET 600000000ull
 /* The target of the extra heuristics: pool <= lower * TARGET_NUM / TARGET_DEN. */
 #define TARGET_NUM 110
 #define TARGET_DEN 100
@@ -80,9 +76,10 @@ static int good_enough(uint64_t pool, uint64_t lower)
 
 typedef struct best { uint64_t *off, pool; const char *name; } best_t;
 
-static void keep_if_better(const ctx_t *c, uint64_t pool, const char *name, best_t *best)
+static void keep_if_better(ctx_t *c, uint64_t pool, const char *name, best_t *best)
 {
     if (pool >= best->pool) return;
+    c->work += c->n / 4;
     best->pool = pool;
     memcpy(best->off, c->off, c->n * sizeof *best->off);
     best->name = name;
@@ -124,6 +121,7 @@ static void run_squeaky(ctx_t *c, ord_t *order, best_t *best, int rounds)
         cgj_plan_order_keys(c, BY_PRIORITY, 0, prio, order);
         c->first_fit = 0;
         keep_if_better(c, cgj_plan_run_order(c, order), "squeaky-wheel", best);
+        c->work += c->n;
         for (uint32_t i = 0; i < c->n; i++)
             if (c->off[i] + c->asz[i] > c->lower) prio[i] += prio[i] / 2 + c->asz[i];
     }
@@ -132,9 +130,10 @@ static void run_squeaky(ctx_t *c, ord_t *order, best_t *best, int rounds)
 
 /* What greedy by size would cost in work units, about: each block scans the placed blocks
  * or sorts those that may overlap it, whichever is less, and half of them are placed. */
-static uint64_t size_cost(const ctx_t *c)
+static uint64_t size_cost(ctx_t *c)
 {
     uint64_t sum = 0;
+    c->work += c->n;
     for (uint32_t b = 0; b < c->n; b++) {
         uint64_t most = (uint64_t)c->live_count[c->st[b]] +
                         (c->first_start[c->en[b]] - c->first_start[c->st[b] + 1]);
@@ -162,6 +161,7 @@ static void run_beams(ctx_t *c, best_t *best)
 {
     if (c->max_live > BEAM_LIVE) return;
     uint64_t est = 0, lg = ilog2(c->max_live) + 3;
+    c->work += c->n;
     for (uint32_t b = 0; b < c->n; b++) est += (uint64_t)BEAM_WIDTH * c->live_count[c->st[b]] * lg;
     if (c->work + est > c->limit) return;
     uint64_t align = CGJ_PLAN_ALIGN, lo = c->lower - align; /* no plan fits below the bound */
@@ -174,18 +174,46 @@ static void run_beams(ctx_t *c, best_t *best)
     }
 }
 
+/* What by start with best fit costs, about: each allocation scans and moves the free list, and
+ * each free moves it; it has fewer extents than there are blocks live (each extent lies below
+ * a live block). */
+static uint64_t online_cost(ctx_t *c)
+{
+    uint64_t sum = c->T;
+    c->work += c->n;
+    for (uint32_t b = 0; b < c->n; b++) sum += 5 + ilog2(c->n) + (uint64_t)c->live_count[c->st[b]] * 3 / 4;
+    return sum;
+}
+
+/* The plan of last resort, where not even by start with best fit fits the budget: every block
+ * gets bytes of its own (the naive pool). Never met by a trace of a real program. */
+static void run_stack(ctx_t *c, best_t *best)
+{
+    uint64_t top = 0;
+    for (uint32_t b = 0; b < c->n; b++) c->off[b] = top, top += c->asz[b];
+    c->work += c->n;
+    keep_if_better(c, top, "stack", best);
+}
+
+/*
+ * The order of trying, all within one budget of work (c->limit, set by plan_rest):
+ * greedy by size, unless its estimated cost would leave too little for the next one; by start
+ * with best fit, the plan every trace gets (it costs O(n * live blocks), within the budget for
+ * any trace of a real program; past it, the stack); greedy by breadth; then, while the best
+ * plan is above the target, the others. Each stops at the budget, its plan abandoned.
+ */
 static void plan_search(ctx_t *c, ord_t *order, best_t *best)
 {
-    int many = c->n > MANY_BLOCKS;
-    c->limit = many ? LARGE_BUDGET : UINT64_MAX;
-    if (!many || size_cost(c) <= LARGE_BUDGET) run_heuristic(c, &heuristics[H_SIZE], order, best);
-    c->limit = UINT64_MAX;
+    uint64_t budget = c->limit, online = online_cost(c);
+    uint64_t room = budget > c->work + online ? budget - c->work - online : 0; /* left for the first */
+    c->limit = c->work + room;
+    if (size_cost(c) <= room) run_heuristic(c, &heuristics[H_SIZE], order, best);
+    c->limit = budget;
     if (best->pool == c->lower) return; /* optimal: no other plan can be smaller */
     run_heuristic(c, &heuristics[H_ONLINE], order, best);
-    c->limit = many ? WORK_BUDGET : UINT64_MAX;
+    if (best->pool == UINT64_MAX) run_stack(c, best);
     if (best->pool == c->lower) return;
     run_heuristic(c, &heuristics[H_BREADTH], order, best);
-    c->limit = WORK_BUDGET;
     for (size_t h = H_EXTRAS; h < CGJ_ARRAY_LEN(heuristics) && searching(c, best); h++)
         run_extra(c, &heuristics[h], order, best);
     if (searching(c, best)) run_squeaky(c, order, best, SQUEAKY_ROUNDS);
@@ -194,7 +222,7 @@ static void plan_search(ctx_t *c, ord_t *order, best_t *best)
         struct heuristic jitter = {"jittered-size", BY_JITTER, seed, 0};
         run_extra(c, &jitter, order, best);
     }
-    compact(c, best->off, best->name, order, best);
+    if (c->work < c->limit) compact(c, best->off, best->name, order, best);
 }
 
 /* Plan blocks none of which overlaps all others (see cgj_plan). */
@@ -202,6 +230,7 @@ static void plan_rest(cgj_plan_block_t *blocks, size_t n, cgj_plan_result_t *out
 {
     ctx_t c;
     cgj_plan_ctx_init(&c, blocks, n);
+    c.limit = cgj_plan_work_budget(n);
     out->lower_bound = c.lower;
     ord_t *order = cgj_xmalloc(n * sizeof *order);
     best_t best = {cgj_xmalloc(n * sizeof *best.off), UINT64_MAX, "none"};
@@ -209,6 +238,7 @@ static void plan_rest(cgj_plan_block_t *blocks, size_t n, cgj_plan_result_t *out
     for (size_t i = 0; i < n; i++) blocks[i].offset = best.off[i];
     out->pool_bytes = best.pool;
     out->heuristic = best.name;
+    out->work = c.work;
     cgj_free(order);
     cgj_free(best.off);
     cgj_plan_ctx_free(&c);
@@ -253,12 +283,13 @@ void cgj_plan(cgj_plan_block_t *blocks, size_t n, cgj_plan_result_t *out)
         blocks[i].offset = base;
         base += align_size(blocks[i].size);
     }
-    cgj_plan_result_t r = {0, 0, 0, "greedy-by-size"}; /* for blocks that all overlap: a stack */
+    cgj_plan_result_t r = {0, 0, 0, "greedy-by-size", 0}; /* for blocks that all overlap: a stack */
     if (nr > 0) plan_rest(rest, nr, &r);
     for (size_t i = 0, j = 0; i < n; i++)
         if (!overlaps_all(&blocks[i], min_end, max_start)) blocks[i].offset = base + rest[j++].offset;
     out->pool_bytes = base + r.pool_bytes;
     out->lower_bound = base + r.lower_bound;
     out->heuristic = r.heuristic;
+    out->work = r.work + 2 * (uint64_t)n; /* and these passes over the blocks */
     cgj_free(rest);
 }

@@ -34,8 +34,9 @@ static uint64_t mix(uint64_t x) /* splitmix64's finalizer */
     return x ^ (x >> 31);
 }
 
-void cgj_plan_order_keys(const ctx_t *c, order_kind_t kind, uint64_t seed, const uint64_t *prev, ord_t *o)
+void cgj_plan_order_keys(ctx_t *c, order_kind_t kind, uint64_t seed, const uint64_t *prev, ord_t *o)
 {
+    c->work += (uint64_t)c->n * (kind == BY_BREADTH ? 2 * ilog2(c->leaves) + 2 : 2) + sort_work(c->n);
     for (uint32_t i = 0; i < c->n; i++) {
         uint64_t a = c->asz[i], len = c->en[i] - c->st[i];
         o[i].idx = i;
@@ -72,7 +73,8 @@ static void sky_merge(skyline_t *k)
     k->n = w;
 }
 
-/* Put [s, e) of segment i (which covers it) at height h. */
+/* Put [s, e) of segment i (which covers it) at height h. This and sky_merge move and scan the
+ * whole skyline: k.n work units, which the caller counts. */
 static void sky_raise(skyline_t *k, uint32_t i, uint32_t s, uint32_t e, uint32_t T, uint64_t h)
 {
     uint32_t b = i + 1 < k->n ? k->a[i + 1] : T, add = (s > k->a[i]) + (e < b);
@@ -119,7 +121,7 @@ uint64_t cgj_plan_run_skyline(ctx_t *c, sky_rule_t rule)
         for (uint32_t i = 1; i < k.n; i++)
             if (k.h[i] < k.h[lo]) lo = i;
         uint32_t a = k.a[lo], b = lo + 1 < k.n ? k.a[lo + 1] : c->T;
-        c->work += k.n;
+        c->work += 2 * (uint64_t)k.n; /* this scan, then a raise or a merge */
         uint32_t j = sky_pick(c, a, b, rule);
         if (j == UINT32_MAX) { /* nothing fits: waste the stretch up to its lower neighbour */
             uint64_t l = lo > 0 ? k.h[lo - 1] : UINT64_MAX, r = lo + 1 < k.n ? k.h[lo + 1] : UINT64_MAX;
@@ -159,7 +161,7 @@ static uint64_t fl_take(freelist_t *f, uint64_t size, uint64_t *work)
         if (best == UINT32_MAX || f->v[i].end - f->v[i].off < f->v[best].end - f->v[best].off) best = i;
         if (f->first_fit) break;
     }
-    *work += i + 1;
+    *work += 2 + i / 2 + f->n / 8; /* the scan (a tight loop), a move */
     if (best == UINT32_MAX) {
         f->top += size;
         if (f->top > f->pool) f->pool = f->top;
@@ -171,9 +173,10 @@ static uint64_t fl_take(freelist_t *f, uint64_t size, uint64_t *work)
     return off;
 }
 
-static void fl_give(freelist_t *f, uint64_t off, uint64_t end)
+static void fl_give(freelist_t *f, uint64_t off, uint64_t end, uint64_t *work)
 {
     uint32_t lo = 0, hi = f->n;
+    *work += 2 + ilog2(f->n) + f->n / 8; /* the search, a move */
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (f->v[mid].off < off) lo = mid + 1;
@@ -193,11 +196,18 @@ static void fl_give(freelist_t *f, uint64_t off, uint64_t end)
 uint64_t cgj_plan_run_online(ctx_t *c, int first_fit)
 {
     freelist_t f = {cgj_xmalloc((c->n + 1) * sizeof *f.v), 0, first_fit, 0, 0};
-    for (uint32_t t = 0; t < c->T; t++) {
-        for (uint32_t i = c->first_end[t]; i < c->first_end[t + 1]; i++) /* frees first */
-            fl_give(&f, c->off[c->by_end[i]], c->off[c->by_end[i]] + c->asz[c->by_end[i]]);
-        for (uint32_t i = c->first_start[t]; i < c->first_start[t + 1]; i++)
-            c->off[c->by_start[i]] = fl_take(&f, c->asz[c->by_start[i]], &c->work);
+    c->work += c->T;
+    for (uint32_t t = 0; t < c->T && f.pool != UINT64_MAX; t++) {
+        /* frees first; every event checks the limit (many may share a position) */
+        for (uint32_t i = c->first_end[t]; i < c->first_end[t + 1] && f.pool != UINT64_MAX; i++) {
+            uint32_t b = c->by_end[i];
+            if (c->work > c->limit) f.pool = UINT64_MAX;
+            else fl_give(&f, c->off[b], c->off[b] + c->asz[b], &c->work);
+        }
+        for (uint32_t i = c->first_start[t]; i < c->first_start[t + 1] && f.pool != UINT64_MAX; i++) {
+            if (c->work > c->limit) f.pool = UINT64_MAX;
+            else c->off[c->by_start[i]] = fl_take(&f, c->asz[c->by_start[i]], &c->work);
+        }
     }
     cgj_free(f.v);
     return f.pool;
@@ -331,7 +341,7 @@ uint64_t cgj_plan_run_beam(ctx_t *c, uint64_t W)
     int ok = 1;
     for (uint32_t t = 0; t < c->T && ok && c->work <= c->limit; t++) {
         for (uint32_t i = c->first_end[t]; i < c->first_end[t + 1]; i++) beam_free_block(c, &k, c->by_end[i]);
-        for (uint32_t i = c->first_start[t]; i < c->first_start[t + 1] && ok; i++)
+        for (uint32_t i = c->first_start[t]; i < c->first_start[t + 1] && ok && c->work <= c->limit; i++)
             ok = beam_alloc(c, &k, c->by_start[i], W);
     }
     uint64_t pool = UINT64_MAX;

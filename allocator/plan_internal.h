@@ -56,7 +56,7 @@ typedef struct ctx {
     keyed_t *tail;                   /* scratch for merging the others in */
     uint32_t *hits;                  /* scratch: the overlapping ones */
     uint32_t nsorted, nplaced;
-    uint64_t work, limit;            /* work done; a run that passes the limit is abandoned */
+    uint64_t work, limit;            /* work done (units: plan.c); a run past the limit is abandoned */
     int first_fit;                   /* place into the lowest gap that fits, not the smallest */
 } ctx_t;
 
@@ -77,6 +77,10 @@ static inline uint64_t align_size(uint64_t size)
 }
 
 static inline uint32_t ilog2(uint64_t x) { return x ? 63u - (uint32_t)__builtin_clzll(x) : 0; }
+
+/* Work units of sorting n items with DEFINE_SORT: about 1.4 n log2 n comparisons, each worth
+ * about two units (a comparison of several keys, a swap), and the rest. */
+static inline uint64_t sort_work(uint64_t n) { return 3 * n * (ilog2(n) + 1); }
 
 /* The segment tree's canonical nodes of [s, e), at most two per level; returns how many. */
 static inline uint32_t cover(uint32_t leaves, uint32_t s, uint32_t e, uint32_t nodes[64])
@@ -138,10 +142,11 @@ uint64_t cgj_plan_run_order(ctx_t *c, const ord_t *order);
 
 /* The order of a heuristic into o[0..n): sort keys (k1, then k2, descending), sorted. prev: the
  * offsets of a plan (BY_OFFSET) or priorities (BY_PRIORITY); seed: BY_JITTER's. */
-void cgj_plan_order_keys(const ctx_t *c, order_kind_t kind, uint64_t seed, const uint64_t *prev, ord_t *o);
+void cgj_plan_order_keys(ctx_t *c, order_kind_t kind, uint64_t seed, const uint64_t *prev, ord_t *o);
 /* Skyline best fit; returns the pool, or UINT64_MAX past c->limit. */
 uint64_t cgj_plan_run_skyline(ctx_t *c, sky_rule_t rule);
-/* By start with best fit (first fit with first_fit), as an allocator; returns the pool. */
+/* By start with best fit (first fit with first_fit), as an allocator; returns the pool, or
+ * UINT64_MAX past c->limit. */
 uint64_t cgj_plan_run_online(ctx_t *c, int first_fit);
 /* The beam search under the cap W; UINT64_MAX where it fails or passes c->limit. */
 uint64_t cgj_plan_run_beam(ctx_t *c, uint64_t W);

@@ -141,6 +141,9 @@ void cgj_plan_ctx_init(ctx_t *c, const cgj_plan_block_t *b, size_t n)
     c->sen = cgj_xmalloc(n * sizeof *c->sen);
     c->hits = cgj_xmalloc(n * sizeof *c->hits);
     c->tail = cgj_xmalloc(n * sizeof *c->tail);
+    /* what this cost: sorting the positions, the profile, the trees, the scratch */
+    c->work = sort_work(2 * (uint64_t)n) + 4 * (uint64_t)n + c->T + 2 * (uint64_t)c->leaves +
+              c->node_base[2 * c->leaves];
 }
 
 void cgj_plan_ctx_free(ctx_t *c)
@@ -172,6 +175,7 @@ static inline void fit_step(fit_t *f, uint64_t off, uint64_t end, uint64_t size)
 static uint64_t fit_sparse(ctx_t *c, uint32_t b)
 {
     uint32_t s = c->st[b], e = c->en[b], k = 0;
+    c->work += ilog2(c->leaves) + 1 + (c->first_start[e] - c->first_start[s + 1]); /* the walks */
     for (uint32_t node = s + c->leaves; node >= 1; node >>= 1) {
         const uint32_t *it = c->node_items + c->node_base[node];
         for (uint32_t i = 0; i < c->node_fill[node]; i++)
@@ -182,7 +186,7 @@ static uint64_t fit_sparse(ctx_t *c, uint32_t b)
         if (c->placed[j]) c->cand[k++] = (span_t){c->off[j], c->off[j] + c->asz[j]};
     }
     sort_spans(c->cand, k);
-    c->work += (uint64_t)k * (ilog2(k) + 1);
+    c->work += sort_work(k) + k;
     fit_t f = {0, UINT64_MAX, 0, c->first_fit};
     for (uint32_t i = 0; i < k; i++) fit_step(&f, c->cand[i].off, c->cand[i].end, c->asz[b]);
     return f.best_gap != UINT64_MAX ? f.best_off : f.top;
@@ -197,6 +201,8 @@ static void merge_tail(ctx_t *c)
         c->tail[t] = (keyed_t){c->off[id], id};
     }
     sort_keyed(c->tail, nt);
+    /* the sort, then a move of up to ns entries of three arrays per insert, or one merge */
+    c->work += sort_work(nt) + (nt <= 4 ? nt * (ilog2(ns) + 1 + ns / 4) : 2 * ((uint64_t)ns + nt));
     if (nt <= 4) { /* the usual case in dense mode: insert each one */
         for (uint32_t t = 0, lo = 0; t < nt; t++, ns++) {
             uint32_t hi = ns;
@@ -237,6 +243,7 @@ static uint64_t fit_dense(ctx_t *c, uint32_t b)
         k += (sst[i] < e) & (sen[i] > s);
     }
     fit_t f = {0, UINT64_MAX, 0, c->first_fit};
+    c->work += k;
     for (uint32_t i = 0; i < k; i++) {
         uint32_t j = c->hits[i];
         fit_step(&f, c->off[j], c->off[j] + c->asz[j], c->asz[b]);
@@ -259,12 +266,12 @@ static void place(ctx_t *c, uint32_t b)
     c->order[c->nplaced++] = b;
 }
 
-/* Place all blocks in the given order; returns the pool size. */
+/* Place all blocks in the given order; returns the pool size, or UINT64_MAX past c->limit. */
 uint64_t cgj_plan_run_order(ctx_t *c, const ord_t *order)
 {
     memset(c->placed, 0, c->n);
     memset(c->node_fill, 0, 2 * (size_t)c->leaves * sizeof *c->node_fill);
-    c->work += (uint64_t)c->n * (ilog2(c->n) + 1) + c->leaves; /* sorting the order, this */
+    c->work += c->n + c->leaves; /* these (the order's sort is counted where it is made) */
     c->nsorted = c->nplaced = 0;
     uint64_t pool = 0;
     for (uint32_t i = 0; i < c->n; i++) {

@@ -6,6 +6,9 @@
  * The parser knows every ID it has seen: a record per ID (its latest block, whether it is live,
  * the line of its latest event), found through base/map.h by a hash of the name; names that
  * share a hash are told apart by comparing the names themselves.
+ *
+ * An error message quotes the input's tokens, which may hold any byte: they are shown escaped
+ * (shown()), so that the message stays one line of printable text whatever the file holds.
  */
 #include "allocator/plan_internal.h"
 #include "base/map.h"
@@ -89,6 +92,25 @@ static const char *parse_bytes(const char *s, uint64_t *out)
     return NULL;
 }
 
+/* A token as a message shows it: printable ASCII as it is, a backslash and every other byte as
+ * a C escape (\\, \x1b), at most SHOWN_MAX bytes of it ("..." after a longer one). */
+#define SHOWN_MAX 64
+typedef struct shown_buf { char s[4 * SHOWN_MAX + 4]; } shown_buf_t;
+
+static const char *shown(const char *tok, shown_buf_t *b)
+{
+    size_t k = 0, i = 0;
+    for (; tok[i] && i < SHOWN_MAX; i++) {
+        unsigned char c = (unsigned char)tok[i];
+        if (c == '\\') b->s[k++] = '\\', b->s[k++] = '\\';
+        else if (c >= 0x20 && c < 0x7f) b->s[k++] = (char)c;
+        else k += (size_t)snprintf(b->s + k, sizeof b->s - k, "\\x%02x", c);
+    }
+    if (tok[i]) memcpy(b->s + k, "...", 3), k += 3;
+    b->s[k] = '\0';
+    return b->s;
+}
+
 /* Record why the line is bad; returns -1. */
 __attribute__((format(printf, 2, 3))) static int fail(parser_t *p, const char *fmt, ...)
 {
@@ -112,14 +134,15 @@ static int tokenize(char *s, char **tok, int max)
 static int parse_alloc(parser_t *p, const char *id, const char *bytes)
 {
     uint64_t size = 0;
+    shown_buf_t sb;
     const char *why = parse_bytes(bytes, &size);
-    if (why) return fail(p, "%s: '%s'", why, bytes);
+    if (why) return fail(p, "%s: '%s'", why, shown(bytes, &sb));
     if (p->total + align_size(size) >= MAX_TOTAL_BYTES)
         return fail(p, "allocations add up to 2^62 bytes or more");
     uint64_t key;
     id_rec_t *s = id_find(p, id, &key);
     if (s && s->live)
-        return fail(p, "'%s' allocated again while live (allocated on line %lu)", id, s->line);
+        return fail(p, "'%s' allocated again while live (allocated on line %lu)", shown(id, &sb), s->line);
     if (p->n == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 64;
         p->blocks = cgj_xrealloc(p->blocks, p->cap * sizeof *p->blocks);
@@ -136,9 +159,10 @@ static int parse_alloc(parser_t *p, const char *id, const char *bytes)
 static int parse_free(parser_t *p, const char *id)
 {
     uint64_t key;
+    shown_buf_t sb;
     id_rec_t *s = id_find(p, id, &key);
-    if (!s) return fail(p, "free of unknown ID '%s'", id);
-    if (!s->live) return fail(p, "double free of '%s' (freed on line %lu)", id, s->line);
+    if (!s) return fail(p, "free of unknown ID '%s'", shown(id, &sb));
+    if (!s->live) return fail(p, "double free of '%s' (freed on line %lu)", shown(id, &sb), s->line);
     p->blocks[s->block].end = p->pos;
     s->live = 0;
     s->line = p->line;
@@ -153,11 +177,12 @@ static int parse_line(parser_t *p, char *line)
     if (k == 0) return 0;
     if (p->pos == CGJ_PLAN_ESCAPES - 1) return fail(p, "too many events");
     int is_a = strcmp(tok[0], "a") == 0, is_f = strcmp(tok[0], "f") == 0, r;
+    shown_buf_t sb;
     if (is_a && k == 3) r = parse_alloc(p, tok[1], tok[2]);
     else if (is_f && k == 2) r = parse_free(p, tok[1]);
     else if (is_a) return fail(p, "malformed allocation: expected 'a ID BYTES'");
     else if (is_f) return fail(p, "malformed free: expected 'f ID'");
-    else return fail(p, "malformed line: expected 'a ID BYTES' or 'f ID', not '%s'", tok[0]);
+    else return fail(p, "malformed line: expected 'a ID BYTES' or 'f ID', not '%s'", shown(tok[0], &sb));
     if (r == 0) p->pos++;
     return r;
 }

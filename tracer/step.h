@@ -21,8 +21,14 @@ enum { CGJ_EXECUTE = 0, CGJ_ABSORB = 1, CGJ_RUN_ABSORBED = 2 };
 
 typedef struct cgj_anchor cgj_anchor_t;
 
+/* Another thread that must flush this thread's absorbed work (cgj_step_observe) takes its lock
+ * and may change what a step's state holds: the fields below marked "(shared)" are those it
+ * changes that this thread also reads without its lock (in the wrappers, before any step
+ * code). Every write of one is atomic and under the lock; every read without the lock is
+ * atomic (cgj_thread_mode, cgj_thread_pending), so that the two never race; reads under the
+ * lock may be plain. */
 typedef struct cgj_thread {
-    cgj_mode_t mode;         /* changed only by cgj_thread_go (tracer/machine.h) */
+    cgj_mode_t mode;         /* (shared) changed only by cgj_thread_go (tracer/machine.h) */
     bool implicit;           /* the step was begun by CGJIT_STEP, not by a marker */
     cgj_anchor_t *anchor;    /* of the active step (NULL: another thread runs that anchor) */
     cgj_anchor_t *last;      /* last anchor begun here: a cache for the name lookup */
@@ -33,10 +39,10 @@ typedef struct cgj_thread {
     uint32_t seg;            /* current segment */
     bool launched;           /* a segment of this step has been launched */
     bool staged_waited;      /* staging of the current segment checked */
-    bool pending;            /* other threads' calls on its streams come through it first:
+    bool pending;            /* (shared) other threads' calls on its streams come through it first:
                               * absorbed calls not launched yet (REPLAY), or a recording that
                               * notes where they come (RECORD: a handoff, exits.c) */
-    uint64_t pending_mask;   /* stream buckets (cgj_stream_bucket) of those calls */
+    uint64_t pending_mask;   /* (shared) stream buckets (cgj_stream_bucket) of those calls */
     bool allocs_served;      /* pool blocks were handed out in this step */
     uint32_t passed;         /* REPLAY: ops at the head of the current segment (one too small
                               * for a graph) that ran as the program made them, not absorbed */
@@ -75,12 +81,22 @@ typedef struct cgj_thread {
                               * running now (0: none) */
     uint32_t lib_depth;      /* library calls running on this thread (that passed through
                               * cgj_step_enter): their driver calls are theirs, not steps' */
-    CUresult deferred;       /* an error re-issuing absorbed work met, for the program's next
-                              * call (set under the lock, maybe by another thread) */
+    CUresult deferred;       /* (shared) an error re-issuing absorbed work met, for the program's
+                              * next call (set under the lock, maybe by another thread) */
     struct cgj_verify *verify; /* CGJIT_VERIFY: the segment being checked (verify.c's own) */
 } cgj_thread_t;
 
 extern __thread cgj_thread_t cgj_tls;
+
+/* t's mode and whether it holds pending work, read without t's lock (see cgj_thread_t). */
+static inline cgj_mode_t cgj_thread_mode(const cgj_thread_t *t)
+{
+    return __atomic_load_n(&t->mode, __ATOMIC_RELAXED);
+}
+static inline bool cgj_thread_pending(const cgj_thread_t *t)
+{
+    return __atomic_load_n(&t->pending, __ATOMIC_RELAXED);
+}
 /* Threads in EAGER, RECORD or REPLAY, plus one while implicit stepping is on: zero means every
  * wrapper can forward at once. */
 extern int cgj_tracing_threads;
@@ -97,7 +113,7 @@ static inline bool cgj_program_capturing(void)
 static inline bool cgj_tracing(void)
 {
     if (CGJ_LIKELY(__atomic_load_n(&cgj_tracing_threads, __ATOMIC_RELAXED) == 0) || cgj_internal_calls) return false;
-    cgj_mode_t m = __atomic_load_n(&cgj_tls.mode, __ATOMIC_RELAXED);
+    cgj_mode_t m = cgj_thread_mode(&cgj_tls);
     return m >= CGJ_MODE_EAGER ||
            (m == CGJ_MODE_OFF && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF &&
             !cgj_program_capturing()) ||
@@ -171,7 +187,7 @@ static inline bool cgj_others_pending_on(CUstream s)
     uint64_t own = __atomic_load_n(&cgj_tls.pending_mask, __ATOMIC_RELAXED);
     unsigned b = cgj_stream_bucket(s), l = cgj_stream_bucket(CU_STREAM_LEGACY);
     if (s == CU_STREAM_LEGACY) /* the legacy stream waits for every blocking stream */
-        return __atomic_load_n(&cgj_pending_threads, __ATOMIC_RELAXED) > (cgj_tls.pending ? 1 : 0);
+        return __atomic_load_n(&cgj_pending_threads, __ATOMIC_RELAXED) > (cgj_thread_pending(&cgj_tls) ? 1 : 0);
     return __atomic_load_n(&cgj_pending_on[b], __ATOMIC_RELAXED) > (own >> b & 1) ||
            __atomic_load_n(&cgj_pending_on[l], __ATOMIC_RELAXED) > (own >> l & 1);
 }

@@ -5,6 +5,11 @@
  * Lock order: the registry, then one thread's lock. A thread takes its own lock only around its
  * own step calls, never while holding or waiting for the registry; another thread takes it to
  * flush work the first one absorbed (cgj_step_observe).
+ *
+ * What a flushing thread changes and the owner reads without its lock (mode, pending,
+ * pending_mask, deferred: the "(shared)" fields of cgj_thread_t) is written here only, under
+ * the lock and atomically; the owner's unlocked reads are atomic too (cgj_thread_mode,
+ * cgj_thread_pending in step.h), so that no plain read meets a write of another thread.
  */
 #include "tracer/tracer.h"
 #include "base/spin.h"

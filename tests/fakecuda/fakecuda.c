@@ -52,7 +52,9 @@
  * exports a wrapper of the same name, so a wrapper that calls the "real" function never calls
  * itself.
  *
- * All state sits behind one mutex, never held while a kernel or host function runs.
+ * All state sits behind one mutex, never held while a kernel or host function runs. It is
+ * fork-safe (fork_prepare below): a child forked while another thread held it gets it free, with
+ * the state as that thread left it whole.
  *
  * The sources, one concern each (fakecuda_internal.h declares what they share):
  *  - fakecuda.c (this file): the global state and its lock, the live-handle registry, failure
@@ -91,6 +93,32 @@ char g_ctx_obj; /* the one context; only its address matters */
 
 void lock(void) { pthread_mutex_lock(&g_lock); }
 void unlock(void) { pthread_mutex_unlock(&g_lock); }
+
+/* fork() while another thread holds the lock would leave the child a lock that no thread of
+ * its own ever releases: its first call hangs (issue 29, item 10). So fork takes the lock first
+ * (no thread is half-way through a change then), the parent releases it, the child gets a new
+ * one. The lock is recursive: cgjit's own prepare handler asks this driver for its device
+ * count, and it runs before ours (handlers prepare in the reverse order of registration, and
+ * cgjit registers after loading the driver), but should the order ever turn, the thread that
+ * forks must not wait for itself. The child handler runs before cgjit's for the same reason. */
+static void init_lock(void)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&g_lock, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
+static void fork_prepare(void) { lock(); }
+static void fork_parent(void) { unlock(); }
+static void fork_child(void) { init_lock(); } /* held by a thread of the parent: a new one */
+
+__attribute__((constructor)) static void fork_safety(void)
+{
+    init_lock();
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 void bump(unsigned long *counter)
 {

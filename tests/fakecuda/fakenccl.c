@@ -63,6 +63,18 @@ struct ncclComm {
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* fork() while another thread holds g_lock (a leaf: nothing else is called under it) would
+ * leave the child waiting for it forever (issue 29, item 10): fork takes it first, the parent
+ * releases it, the child gets a new one. */
+static void fork_prepare(void) { pthread_mutex_lock(&g_lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&g_lock); }
+static void fork_child(void) { pthread_mutex_init(&g_lock, NULL); }
+
+__attribute__((constructor)) static void fork_safety(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 static struct ncclComm *g_live;
 
 static bool comm_live(ncclComm_t c)

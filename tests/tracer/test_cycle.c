@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tracer/cycle.h"
 
@@ -469,40 +468,28 @@ Test(tracer_cycle, small_alphabet_locks_checked_by_brute_force)
     check_small_alphabet(3, 3);
 }
 
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-Test(tracer_cycle, ten_million_calls_of_a_period_1000_loop)
+/* Long runs: what the detector finds over millions of calls. How fast it is belongs to the
+ * benchmarks, not here: a duration asserted in a test fails on a loaded machine (issue 29). */
+Test(tracer_cycle, ten_million_calls_of_a_period_1000_loop, .timeout = 600)
 {
     uint64_t *l = random_loop(1000, 42);
     cgj_cycle_t *c = new_cycle(2);
     size_t heads = 0;
-    double t0 = seconds();
     for (uint32_t r = 0; r < 10000; r++)
         for (uint32_t e = 0; e < 1000; e++) heads += cgj_cycle_feed(c, l[e]);
-    double dt = seconds() - t0;
-    fprintf(stderr, "10M calls, period 1000: %.3f s (%.2f ns/call)\n", dt, dt * 100);
     cr_assert_eq(cgj_cycle_period(c), 1000);
     cr_assert_eq(heads, 9998, "%zu heads", heads);
-    cr_assert_lt(dt, 3.0, "%.3f s", dt);
     free(c);
     free(l);
 }
 
-Test(tracer_cycle, two_million_random_calls)
+Test(tracer_cycle, two_million_random_calls, .timeout = 600)
 {
     cgj_cycle_t *c = new_cycle(2);
     seed(7);
     size_t heads = 0;
-    double t0 = seconds();
     for (int i = 0; i < 2000000; i++) heads += cgj_cycle_feed(c, rnd());
-    double dt = seconds() - t0;
-    fprintf(stderr, "2M random calls (never locked): %.3f s (%.2f ns/call)\n", dt, dt / 2e6 * 1e9);
     cr_assert_eq(heads, 0);
-    cr_assert_lt(dt, 3.0, "%.3f s", dt);
+    cr_assert_eq(cgj_cycle_period(c), 0, "locked on random calls");
     free(c);
 }
