@@ -194,7 +194,8 @@ int cgj_step_enter(const cgj_call_t *c)
 bool cgj_step_verify_first(const cgj_call_t *c)
 {
     cgj_thread_t *t = &cgj_tls;
-    if (t->mode != CGJ_MODE_REPLAY || cgj_op_class[c->kind] != CGJ_CLASS_CAPTURE || c->kind == CGJ_OP_HOST_FUNC)
+    if (cgj_thread_mode(t) != CGJ_MODE_REPLAY || cgj_op_class[c->kind] != CGJ_CLASS_CAPTURE ||
+        c->kind == CGJ_OP_HOST_FUNC)
         return false;
     cgj_thread_lock(t);
     bool run = false;

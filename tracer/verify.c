@@ -152,17 +152,58 @@ static void unchecked(cgj_thread_t *t, const char *why)
             t->anchor->name, (unsigned long long)t->anchor->runs, t->seg, why);
 }
 
+/* Every thread's shadows, so that no range of a set is one of them: an op's value from an
+ * earlier run may point where the program freed memory that a shadow took since. */
+enum { MAX_SHADOWS = 256 };
+static struct {
+    CUdeviceptr base;
+    size_t size;
+} own[MAX_SHADOWS];
+static int own_lock;
+
+static void own_note(CUdeviceptr base, size_t size, bool add)
+{
+    cgj_spin_lock(&own_lock);
+    for (unsigned i = 0; i < MAX_SHADOWS; i++)
+        if (add ? !own[i].base : own[i].base == base) {
+            own[i].base = add ? base : 0, own[i].size = size;
+            break;
+        }
+    cgj_spin_unlock(&own_lock);
+}
+
+/* Leave out of s the ranges that overlap a shadow (and give their copies no bytes). */
+static void drop_own(vset_t *s)
+{
+    cgj_spin_lock(&own_lock);
+    for (uint32_t i = 0; i < s->n; i++)
+        for (unsigned k = 0; k < MAX_SHADOWS && s->r[i].base; k++)
+            if (own[k].base && s->r[i].base < own[k].base + own[k].size && own[k].base < s->r[i].base + s->r[i].size)
+                s->r[i].base = 0;
+    cgj_spin_unlock(&own_lock);
+}
+
+static void shadows_free(struct cgj_verify *v)
+{
+    if (!v->s0) return;
+    /* Freed past the wrappers: the pointer cache must not answer for them either. */
+    cgj_drv.r_cuMemFree_v2(v->s0), cgj_drv.r_cuMemFree_v2(v->e);
+    cgj_pointer_forget(v->s0), cgj_pointer_forget(v->e);
+    own_note(v->s0, 0, false), own_note(v->e, 0, false);
+    v->s0 = v->e = 0, v->shadow_cap = 0;
+}
+
 static bool shadows(struct cgj_verify *v, size_t bytes)
 {
     if (bytes <= v->shadow_cap) return true;
-    if (v->s0) cgj_drv.r_cuMemFree_v2(v->s0), cgj_drv.r_cuMemFree_v2(v->e);
-    v->s0 = v->e = 0, v->shadow_cap = 0;
+    shadows_free(v);
     if (cgj_drv.r_cuMemAlloc_v2(&v->s0, bytes) != CUDA_SUCCESS) return false;
     if (cgj_drv.r_cuMemAlloc_v2(&v->e, bytes) != CUDA_SUCCESS) {
         cgj_drv.r_cuMemFree_v2(v->s0);
         v->s0 = 0;
         return false;
     }
+    own_note(v->s0, bytes, true), own_note(v->e, bytes, true);
     v->shadow_cap = bytes;
     return true;
 }
@@ -205,7 +246,9 @@ void cgj_verify_enter(cgj_thread_t *t)
         if (tr->list.ops[i].call.kind == CGJ_OP_HOST_FUNC) return unchecked(t, "it holds a host function");
     v->set.n = 0, v->set.total = 0;
     for (uint32_t i = seg->first; i < seg->end; i++) add_op(&v->set, &tr->list.ops[i]);
+    drop_own(&v->set); /* the shadows as they are, and as they may be made anew */
     if (!shadows(v, v->set.total ? v->set.total : 256)) return unchecked(t, "no device memory for its copies");
+    drop_own(&v->set);
     uint32_t bad = UINT32_MAX;
     CUresult r = cgj_drv.r_cuCtxSynchronize();
     /* A range the driver will not copy (a value that looked like a pointer into memory freed
@@ -247,8 +290,10 @@ bool cgj_verify_before(cgj_thread_t *t)
     const cgj_segment_t *seg = &t->trace->segs[t->seg];
     vset_t now = {0};
     for (uint32_t i = seg->first; i < seg->end; i++) add_op(&now, &t->trace->list.ops[i]);
+    drop_own(&now);
     bool known = true;
     for (uint32_t i = 0; i < now.n && known; i++) {
+        if (!now.r[i].base) continue;
         known = false;
         for (uint32_t j = 0; j < v->set.n && !known; j++) known = v->set.r[j].base == now.r[i].base;
     }
@@ -375,7 +420,7 @@ void cgj_verify_free(cgj_thread_t *t)
 {
     struct cgj_verify *v = t->verify;
     if (!v) return;
-    if (v->s0) cgj_drv.r_cuMemFree_v2(v->s0), cgj_drv.r_cuMemFree_v2(v->e);
+    shadows_free(v);
     cgj_free(v->set.r), cgj_free(v->hg), cgj_free(v->he), cgj_free(v);
     t->verify = NULL;
 }
