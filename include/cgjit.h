@@ -150,7 +150,8 @@ typedef struct cgj_stats {
 } cgj_stats_t;
 
 /* Copy the process-wide counters into *out (out->size bytes of it). CGJ_ERR_INVALID_ARG if out
- * is NULL or out->size is smaller than the size field itself. */
+ * is NULL, or out->size is smaller than the size field itself or larger than 4096 bytes (no
+ * version of the struct is: such a size is not a size). */
 CGJ_API int cgj_stats_read(cgj_stats_t *out);
 static inline int cgj_stats(cgj_stats_t *out)
 {
@@ -236,7 +237,8 @@ typedef struct cgj_trace_info {
 CGJ_API const char *cgj_state_name(int state);
 
 /* Fill *out (out->size bytes of it) for the anchor `name`. CGJ_ERR_NOT_FOUND if no step of that
- * name ever began; CGJ_ERR_INVALID_ARG for a NULL argument or a size smaller than the field. */
+ * name ever began; CGJ_ERR_INVALID_ARG for a NULL argument, or a size smaller than the field or
+ * larger than 4096 bytes. */
 CGJ_API int cgj_trace_info_read(const char *name, cgj_trace_info_t *out);
 static inline int cgj_trace_info(const char *name, cgj_trace_info_t *out)
 {

@@ -21,6 +21,7 @@ esac
 required=(build-essential cmake)
 [ "$mode" = test ] && required+=(libcriterion-dev)
 optional=(pkg-config libjemalloc-dev gnuplot-nox)
+[ "$mode" = test ] && optional+=(clang) # the libFuzzer harnesses (scripts/fuzz.sh)
 if [ "$mode" = cross ]; then
   required=()
   optional=(gcc-aarch64-linux-gnu)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh — install what is needed, build, and run every test: the host tests against the fake
 # driver, the GPU tests (they skip themselves, with the reason, where no GPU is present), then
-# the host tests again in an AddressSanitizer/UndefinedBehaviorSanitizer build.
+# the host tests again in an AddressSanitizer/UndefinedBehaviorSanitizer build, and each libFuzzer
+# harness for FUZZ_SECONDS (default 30; 0 leaves them out) where clang is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
@@ -15,3 +16,11 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCGJIT_SANITIZE=ON -DCGJIT_GP
   -DCGJIT_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure
+fuzz_seconds=${FUZZ_SECONDS:-30}
+if [ "$fuzz_seconds" = 0 ]; then
+  echo "test.sh: fuzzers left out (FUZZ_SECONDS=0)"
+elif command -v clang >/dev/null 2>&1; then
+  scripts/fuzz.sh "$fuzz_seconds"
+else
+  echo "test.sh: fuzzers skipped: no clang (scripts/deps.sh test installs it where apt can)"
+fi
