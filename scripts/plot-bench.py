@@ -100,14 +100,14 @@ def terminal():
     return "pngcairo" if probe.returncode == 0 and not probe.stderr.strip() else "png"
 
 
-def gnuplot(script, data, out, kept, title, note, term, width):
+def gnuplot(script, data, out, kept, title, note, term, width, nrows):
     def q(s):  # a gnuplot string literal (in double quotes gnuplot reads \n as a line break)
         return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
     note = "\n".join(textwrap.wrap(note, width))
     settings = "; ".join([
         f"data={q(data)}", f"out={q(out)}", f"term={q(term)}", f"title={q(title)}", f"note={q(note)}",
-        f"nseries={len(kept)}", f"colors={q(' '.join(c for _, _, c in kept))}",
+        f"nseries={len(kept)}", f"colors={q(' '.join(c for _, _, c in kept))}", f"nrows={nrows}",
     ])
     run = subprocess.run(["gnuplot", "-e", settings, script], capture_output=True, text=True)
     if run.returncode != 0 or not os.path.exists(out) or os.path.getsize(out) == 0:
@@ -144,7 +144,7 @@ def main(argv):
             data, out = os.path.join(tmp, name + ".dat"), os.path.join(outdir, f"bench-{name}.png")
             with open(data, "w") as f:
                 f.write(text)
-            gnuplot(os.path.join(GP_DIR, name + ".gp"), data, out, kept, title, note, term, width)
+            gnuplot(os.path.join(GP_DIR, name + ".gp"), data, out, kept, title, note, term, width, len(rows))
             written.append(out)
 
         draw("workloads", [(label, r, 1.0) for label, r in workload_rows(bench)], SERIES,

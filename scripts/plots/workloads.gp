@@ -2,9 +2,12 @@
 # a clustered bar chart. Driven by scripts/plot-bench.py, which writes `data` (a header row of
 # quoted series names, then one row per workload, "?" where a figure is missing) and sets:
 #   data, out, term (pngcairo or png), title, note (a second title line, may be ""),
-#   nseries (series columns after the label), colors (one colour per series, space-separated)
+#   nseries (series columns after the label), colors (one colour per series, space-separated),
+#   nrows (workload rows): the plot widens with them, so that the labels of a bench run in
+#   several modes (27 rows and more) do not overlap
 set encoding utf8
-set terminal @term size 1200,640 font "Sans,11"
+width = (nrows * 44 + 360 > 1200) ? nrows * 44 + 360 : 1200
+set terminal @term size width,680 font "Sans,11"
 set output out
 set datafile missing "?"
 set title (note eq "" ? title : title . "\n" . note) noenhanced
@@ -15,7 +18,7 @@ set boxwidth 0.9
 set logscale y
 set ylabel "µs per step (median, log scale)"
 set grid ytics mytics
-set xtics rotate by 25 right nomirror
+set xtics rotate by 45 right nomirror font ",10"
 set key outside right top vertical Left reverse noenhanced
 set yrange [*:*]
 plot for [i=2:nseries+1] data using i:xtic(1) title columnheader(i) linecolor rgb word(colors, i-1)

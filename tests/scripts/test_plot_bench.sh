@@ -20,6 +20,11 @@ for png in bench-workloads.png bench-chain.png; do
   magic=$(head -c 8 "$out/$png" | od -An -tx1 | tr -d ' \n')
   [ "$magic" = 89504e470d0a1a0a ] || { echo "FAIL: $out/$png is not a PNG file ($magic)"; exit 1; }
 done
+# A bench run in three modes (docs/bench-h200-modes.json: 30 workload rows) gets a plot wide
+# enough for its labels (at least 44 pixels a row): at a fixed 1200 they overlapped.
+python3 "$plot" "$here/../../docs/bench-h200-modes.json" "$out/modes" >/dev/null
+width=$((16#$(head -c 20 "$out/modes/bench-workloads.png" | tail -c 4 | od -An -tx1 | tr -d ' \n')))
+[ "$width" -ge $((30 * 44)) ] || { echo "FAIL: the three-mode plot is $width pixels wide for 30 rows"; exit 1; }
 echo '{"gpu": "x"}' >"$out/not-bench.json"
 status=0
 python3 "$plot" "$out/not-bench.json" "$out" 2>"$out/refused.log" || status=$?
