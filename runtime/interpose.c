@@ -22,6 +22,7 @@
 #include "base/driver.h"
 #include "allocator/pointers.h"
 #include "allocator/pool.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "runtime/libs.h"
 #include "runtime/report.h"
@@ -65,8 +66,9 @@ static cgj_step_policy_t step_policy(void)
     if (!*s) return def;
     int p = cgj_step_policy_parse(s);
     if (p >= 0) return (cgj_step_policy_t)p;
-    fprintf(stderr, "cgjit: warning: CGJIT_STEP='%s' is not sync, auto or off; using %s\n", s,
-            cgj_step_policy_name(def));
+    fputs("cgjit: warning: CGJIT_STEP='", stderr);
+    cgj_text_str(stderr, s); /* the value as it came, on one line */
+    fprintf(stderr, "' is not sync, auto or off; using %s\n", cgj_step_policy_name(def));
     return def;
 }
 

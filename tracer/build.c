@@ -13,6 +13,7 @@
 #include "allocator/pool.h"
 #include "base/driver.h"
 #include "base/file.h"
+#include "base/json.h"
 #include "base/log.h"
 
 #include <errno.h>
@@ -25,15 +26,20 @@ static void dump_allocs(const cgj_anchor_t *a, const cgj_plan_block_t *pb, size_
     char dir[768], path[1024];
     cgj_file_expand(cgj_cfg.DUMP_ALLOCS, dir, sizeof dir); /* %p: the pid */
     snprintf(path, sizeof path, "%s/%s-v%u.txt", dir, a->name, a->nvariants + 1);
+    /* A name is any bytes: in the file's name only letters, digits, '.', '-' and '_' stay. */
     for (char *p = path + strlen(dir) + 1; *p; p++)
-        if (*p == '/' || *p == ' ') *p = '_';
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+              *p == '-' || *p == '_'))
+            *p = '_';
     cgj_file_mkdir(dir);
     FILE *f = cgj_file_open(path, true);
     if (!f) {
         fprintf(stderr, "cgjit: warning: CGJIT_DUMP_ALLOCS: cannot write %s: %s\n", path, strerror(errno));
         return;
     }
-    fprintf(f, "# cgjit allocation trace of anchor '%s', variant %u\n", a->name, a->nvariants + 1);
+    fputs("# cgjit allocation trace of anchor '", f);
+    cgj_text_str(f, a->name); /* on its line: a newline in the name must not make a line cgjit-plan reads */
+    fprintf(f, "', variant %u\n", a->nvariants + 1);
     cgj_plan_write(f, pb, n);
     fclose(f);
 }

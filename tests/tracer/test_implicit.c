@@ -479,6 +479,28 @@ Test(tracer_implicit_bad, unknown_policy_warns_and_records_nothing, .init = bad_
     cr_assert_stderr_neq_str("", "no warning");
 }
 
+/* The warning shows the value as it came, on one line: a newline in it is escaped. */
+static void bad_newline_setup(void)
+{
+    cr_redirect_stderr();
+    open_with("sync\nforged line");
+}
+
+Test(tracer_implicit_bad, the_warning_stays_on_one_line, .init = bad_newline_setup)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 10);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    iteration(x, 0, 3, true, ref, seen);
+    fflush(stderr);
+    char out[512] = "";
+    FILE *f = cr_get_redirected_stderr();
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = '\0';
+    cr_assert(strstr(out, "CGJIT_STEP='sync\\nforged line' is not sync, auto or off"), "warning: %s", out);
+    cr_assert_eq(strchr(out, '\n'), out + n - 1, "the warning is not one line: %s", out);
+}
+
 /* ---- where an eager probe's time goes (CGJIT_COST on) ---- */
 
 static void cost_setup(void)

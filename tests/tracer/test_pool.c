@@ -241,6 +241,31 @@ Test(tracer_pool_dump, dump_writes_the_allocation_trace, .init = dump_setup)
     cr_assert_eq(frees, 3);
 }
 
+/* An anchor named with a newline, a slash and bytes of no UTF-8: the file's name keeps only
+ * safe bytes, and the comment line stays one line, so cgjit-plan reads only the trace. */
+Test(tracer_pool_dump, a_name_of_any_bytes_stays_in_its_comment, .init = dump_setup)
+{
+    CUdeviceptr t = fk_alloc_floats(&fk, N, 1);
+    for (int s = 0; s < 3; s++) {
+        cr_assert_eq(cgj_trace_begin("x\na 1 8\n/\xff"), CGJ_OK);
+        temporaries_step(s, t, NULL);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/run-%d/x_a_1_8___-v1.txt", g_dump_dir, (int)getpid());
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "no dump at %s", path);
+    char line[256];
+    int comments = 0, allocs = 0;
+    while (fgets(line, sizeof line, f)) {
+        comments += line[0] == '#';
+        allocs += line[0] == 'a';
+    }
+    fclose(f);
+    cr_assert_eq(comments, 2, "the name broke the comment line (the anchor's, then cgjit-plan's header)");
+    cr_assert_eq(allocs, 3, "a line of the name was taken for an allocation");
+}
+
 /* The anchor `name` double-buffers its held outputs with twin variants: at least two, and at
  * least `replays` replays once they exist. The stats, for further checks. */
 static cgj_stats_t assert_double_buffered(const char *name, uint64_t replays)
