@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "base/vec.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -324,15 +325,38 @@ static bool make_events(cgj_segment_t *seg, cgj_reason_t *why)
     return true;
 }
 
+/* The gate between cgjit's captures and context synchronizations (graph.h). */
+static pthread_rwlock_t sync_gate = PTHREAD_RWLOCK_INITIALIZER;
+
+void cgj_graph_sync_gate_enter(void)
+{
+    pthread_rwlock_rdlock(&sync_gate);
+}
+
+void cgj_graph_sync_gate_leave(void)
+{
+    pthread_rwlock_unlock(&sync_gate);
+}
+
+void cgj_graph_forked(void)
+{
+    pthread_rwlock_init(&sync_gate, NULL);
+}
+
 static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_reason_t *why)
 {
     if (!make_events(seg, why)) return false;
+    pthread_rwlock_wrlock(&sync_gate);
     CUresult r = cgj_drv.r_cuStreamBeginCapture_v2(cap, CU_STREAM_CAPTURE_MODE_RELAXED);
-    if (r != CUDA_SUCCESS) FAIL(CAPTURE, NO_OP, "cuStreamBeginCapture: %s", cgj_driver_errstr(r));
+    if (r != CUDA_SUCCESS) {
+        pthread_rwlock_unlock(&sync_gate);
+        FAIL(CAPTURE, NO_OP, "cuStreamBeginCapture: %s", cgj_driver_errstr(r));
+    }
     lanes_t ls = {.n = 0};
     bool ok = capture_ops(t, seg, cap, &ls, why);
     CUgraph g = NULL;
     r = cgj_drv.r_cuStreamEndCapture(cap, &g);
+    pthread_rwlock_unlock(&sync_gate);
     lanes_free(&ls);
     seg->graph = g;
     if (!ok) return false;

@@ -22,6 +22,14 @@
  * their staging already). On failure returns false with *why set (BUILD_*); the trace's partial
  * graphs are destroyed. */
 bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why);
+/* A context synchronization fails while any stream of the context captures, in whichever thread
+ * and capture mode (the driver's rule): cgjit's own captures must never make the program's
+ * cuCtxSynchronize fail on another thread. A caller about to synchronize the context holds the
+ * capture gate shared for the call; cgjit holds it alone while it captures. */
+void cgj_graph_sync_gate_enter(void);
+void cgj_graph_sync_gate_leave(void);
+/* In a child after fork(): the gate as if no thread held it. */
+void cgj_graph_forked(void);
 /* Patch the nodes of segment s whose values differ from what its executable graph holds
  * (kernel parameters, grid, block, shared memory; copy operands and sizes; memset operands),
  * then launch it. When the driver refuses a patch, *refused is that op's index (else

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "runtime/runtime.h"
 #include "fusion/fusion.h"
+#include "graphs/graph.h"
 #include "base/config.h"
 #include "base/driver.h"
 #include "allocator/pointers.h"
@@ -93,6 +94,7 @@ static void fork_child(void)
     cgj_pool_forked();
     cgj_libs_forked();
     cgj_fusion_forked();
+    cgj_graph_forked();
 #ifdef CGJ_HAVE_CUDNN
     cgj_lib_dnn_forked();
 #endif

@@ -33,6 +33,7 @@
  */
 #include "tracer/tracer.h"
 #include "allocator/pointers.h"
+#include "graphs/graph.h"
 #include "base/driver.h"
 #include "base/log.h"
 #include "base/spin.h"
@@ -68,6 +69,15 @@ static unsigned reports, unchecked_told;
 bool cgj_verify_on(void)
 {
     return cgj_cfg.VERIFY != 0;
+}
+
+/* Synchronize the context, never while another thread's build captures (graphs/graph.h). */
+static CUresult ctx_sync(void)
+{
+    cgj_graph_sync_gate_enter();
+    CUresult r = cgj_drv.r_cuCtxSynchronize();
+    cgj_graph_sync_gate_leave();
+    return r;
 }
 
 static void set_add(vset_t *s, CUdeviceptr base, size_t size)
@@ -250,11 +260,11 @@ void cgj_verify_enter(cgj_thread_t *t)
     if (!shadows(v, v->set.total ? v->set.total : 256)) return unchecked(t, "no device memory for its copies");
     drop_own(&v->set);
     uint32_t bad = UINT32_MAX;
-    CUresult r = cgj_drv.r_cuCtxSynchronize();
+    CUresult r = ctx_sync();
     /* A range the driver will not copy (a value that looked like a pointer into memory freed
      * since) is left out: should an op name it at launch, the segment is not compared. */
     while (r == CUDA_SUCCESS && (r = copy_set(&v->set, v->s0, true, &bad)) != CUDA_SUCCESS && bad < v->set.n &&
-           cgj_drv.r_cuCtxSynchronize() == CUDA_SUCCESS) {
+           ctx_sync() == CUDA_SUCCESS) {
         CGJ_LOG(trace, "verify: the allocation at %#llx (%zu bytes) is left out: %s",
                 (unsigned long long)v->set.r[bad].base, v->set.r[bad].size, cgj_driver_errstr(r));
         v->set.r[bad].base = 0;
@@ -304,7 +314,7 @@ bool cgj_verify_before(cgj_thread_t *t)
         return false;
     }
     uint32_t bad = UINT32_MAX;
-    CUresult r = cgj_drv.r_cuCtxSynchronize();
+    CUresult r = ctx_sync();
     if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->e, true, &bad);
     if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->s0, false, &bad);
     if (r != CUDA_SUCCESS) {
@@ -398,7 +408,7 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched)
     v->active = false;
     CGJ_STAT_ADD(verify_segments, 1);
     bool differs = false;
-    if (cgj_drv.r_cuCtxSynchronize() != CUDA_SUCCESS) {
+    if (ctx_sync() != CUDA_SUCCESS) {
         unchecked(t, "the graph failed to run");
         differs = true;
     }
