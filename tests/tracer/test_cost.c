@@ -4,65 +4,20 @@
  * off (state OFF, reason OFF_COST) and tries again later; one whose replay pays keeps replaying,
  * with one eager probe now and then. Results equal eager execution throughout.
  *
- * The model weighs host time, so these tests run cgjit on a fake clock (issue 29, item 9: on a
- * loaded machine the real one decided them at random): this program defines clock_gettime,
- * which comes before libc's for libcgjit and the fake driver. While the fake clock runs, their
- * CLOCK_MONOTONIC is a count that moves only when read: 1 ns for each read by cgjit (its own
- * work costs next to nothing, and every interval it takes is > 0), 1 us for each read by the
- * fake driver (whose set_delays loops read the clock until that many microseconds passed: a
- * delay of D us costs D us exactly), and what the program's host work adds (host_work). Every
- * other caller, and every other clock, gets the real time. So what the model sees, and decides,
- * depends on the program's calls only.
+ * The model weighs host time, so these tests run cgjit and the fake driver on a fake clock
+ * (tests/common/fake_clock.h: on a loaded machine the real one decided them at random): what the
+ * model sees, and decides, depends on the program's calls only.
  */
 #define _GNU_SOURCE
 #include "replay_common.h"
 
-#include <dlfcn.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
-static int fake_clock_on;
-static uint64_t fake_clock_ns = 1000000000000ull; /* never 0: cgjit takes 0 for "no time" */
-static const void *cgjit_base, *driver_base;      /* the libraries whose clock is fake */
-
-int clock_gettime(clockid_t clk, struct timespec *ts)
-{
-    if (clk == CLOCK_MONOTONIC && __atomic_load_n(&fake_clock_on, __ATOMIC_ACQUIRE)) {
-        Dl_info d;
-        const void *caller = dladdr(__builtin_return_address(0), &d) ? d.dli_fbase : NULL;
-        uint64_t tick = caller == cgjit_base ? 1 : caller == driver_base ? 1000 : 0;
-        if (tick) {
-            uint64_t t = __atomic_add_fetch(&fake_clock_ns, tick, __ATOMIC_RELAXED);
-            ts->tv_sec = (time_t)(t / 1000000000ull);
-            ts->tv_nsec = (long)(t % 1000000000ull);
-            return 0;
-        }
-    }
-    return (int)syscall(SYS_clock_gettime, clk, ts);
-}
-
-static const void *base_of(const void *addr)
-{
-    Dl_info d;
-    cr_assert(dladdr(addr, &d) && d.dli_fbase, "dladdr");
-    return d.dli_fbase;
-}
-
-/* The program's host work between its calls: us microseconds on the fake clock. */
-static void host_work(double us)
-{
-    __atomic_add_fetch(&fake_clock_ns, (uint64_t)(us * 1000), __ATOMIC_RELAXED);
-}
+#include "fake_clock.h"
 
 static void cost_setup(void)
 {
     setenv("CGJIT_COST", "1", 1);
     fk_open(&fk);
-    cgjit_base = base_of((const void *)cgj_trace_begin);
-    driver_base = base_of(dlsym(fk.handle, "cuInit"));
-    cr_assert(cgjit_base != driver_base);
-    __atomic_store_n(&fake_clock_on, 1, __ATOMIC_RELEASE);
+    fake_clock_start(fk.handle);
 }
 
 TestSuite(tracer_cost, .init = cost_setup);
