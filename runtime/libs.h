@@ -201,7 +201,9 @@ static inline void key_aliases(cgj_libcall_t *lc)
         if (d_ == CGJ_ABSORB) return (ok);                                            \
         if (CGJ_UNLIKELY(d_ == CGJ_RUN_ABSORBED)) {                                   \
             cgj_internal_calls++;                                                     \
+            cgj_step_verify_run();                                                    \
             __typeof__(expr) v_ = (expr);                                             \
+            cgj_step_verify_ran();                                                    \
             cgj_internal_calls--;                                                     \
             return v_;                                                                \
         }                                                                             \

@@ -32,6 +32,7 @@ static inline CUstream norm(CUstream s, bool pt)
     do {                                                                       \
         if (CGJ_UNLIKELY(cgj_cfg.VERIFY) && cgj_step_verify_first(&(c))) {     \
             CUresult v_ = (expr);                                              \
+            cgj_step_verify_ran();                                             \
             if (cgj_step_enter(&(c)) == CGJ_ABSORB) return v_;                 \
             return cgj_step_leave(&(c), v_);                                   \
         }                                                                      \

@@ -45,7 +45,10 @@ static void launch_segment(cgj_thread_t *t)
      * from, and is compared with what they left (verify.c). Unchecked, it does not run. */
     bool verifying = CGJ_UNLIKELY(cgj_verify_running(t));
     bool runs = !verifying || cgj_verify_before(t);
+    bool gated = runs && !verifying && cgj_verify_on(); /* a graph not checked: no window meets it */
+    if (gated) cgj_verify_calls_enter();
     if (runs) r = cgj_graph_launch(tr, t->seg, cgj_pointer_host_generation(), &patched, &refused, t->passed);
+    if (gated) cgj_verify_calls_leave();
     if (verifying && runs) cgj_verify_after(t, r);
     CGJ_STAT_ADD(params_patched, patched);
     if (r != CUDA_SUCCESS && refused != UINT32_MAX) {

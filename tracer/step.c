@@ -35,6 +35,7 @@ void cgj_step_forked(bool cuda_before)
         cgj_implicit_disable_silently();
     }
     cgj_threads_forked();
+    cgj_verify_forked();
     cgj_captures_forked();
     cgj_anchors_forked();
     cgj_watch_forked();
@@ -204,7 +205,18 @@ bool cgj_step_verify_first(const cgj_call_t *c)
         run = cgj_verify_running(t);
     }
     cgj_thread_unlock(t);
+    if (run) cgj_verify_calls_enter(); /* left in cgj_step_verify_ran */
     return run;
+}
+
+void cgj_step_verify_run(void)
+{
+    cgj_verify_calls_enter();
+}
+
+void cgj_step_verify_ran(void)
+{
+    cgj_verify_calls_leave();
 }
 
 /* The library call whose LIB op is open returned (ok: successfully). */

@@ -132,6 +132,10 @@ int cgj_step_enter(const cgj_call_t *c);
  * segment against eager execution, tracer/verify.c)? Its result is then the program's, whatever
  * cgj_step_enter decides: a wrapper passes it to cgj_step_leave instead of calling again. */
 bool cgj_step_verify_first(const cgj_call_t *c);
+/* Around a call CGJIT_VERIFY runs for real: cgj_step_verify_first (when true) or
+ * cgj_step_verify_run before it, cgj_step_verify_ran after it (no other thread's check meets it). */
+void cgj_step_verify_run(void);
+void cgj_step_verify_ran(void);
 /* The call returned r; returns what the program gets: r, or (r being success) an error that
  * re-issuing this thread's absorbed work met since, as an asynchronous error surfaces. */
 CUresult cgj_step_leave(const cgj_call_t *c, CUresult r);

@@ -227,6 +227,11 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched);
  * to be re-issued). */
 bool cgj_verify_flush(cgj_thread_t *t);
 void cgj_verify_free(cgj_thread_t *t);
+/* A replaying thread's work that must not meet another thread's window (verify.c's essay):
+ * calls run for real in a checked segment, graphs of unchecked ones. */
+void cgj_verify_calls_enter(void);
+void cgj_verify_calls_leave(void);
+void cgj_verify_forked(void);
 
 /* ---- replay.c ---- */
 /* Replay call c: CGJ_ABSORB, or CGJ_EXECUTE (a boundary, a library that must run, or a side

@@ -24,13 +24,18 @@
  * function is not checked (it would run twice); one whose ops name at launch an allocation not
  * known at its start cannot be compared and keeps E. Those count as unchecked, with a reason.
  *
+ * Threads: while one thread copies its memory aside, puts S0 back and runs its graph (the
+ * window), no other replaying thread issues work: the calls a checked segment runs for real,
+ * the graphs of unchecked segments and the windows themselves pass a process-wide gate, held
+ * shared by the calls and alone by a window. Eager, recording and passing-through threads do
+ * not pass it: their work may still meet a window.
  * Limits: memory a kernel reaches only through pointers stored in device memory (pointer
- * arrays) is not in the set: a difference there shows only where it flows into memory that is.
- * Other threads' work is not stopped while S0 is put back. A nondeterministic kernel (atomic
+ * arrays) is not in the set: a difference there shows only where it flows into memory that is. A nondeterministic kernel (atomic
  * float accumulation) differs from itself and is reported as it would be between two eager runs.
  * Cost: two context synchronizations and three copies of the segment's memory per graph, plus a
  * read-back of E and G to compare them: a debugging mode, not a way to run.
  */
+#define _GNU_SOURCE /* a writer-first read-write lock, where glibc has one */
 #include "tracer/tracer.h"
 #include "allocator/pointers.h"
 #include "graphs/graph.h"
@@ -39,6 +44,7 @@
 #include "base/spin.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,6 +75,40 @@ static unsigned reports, unchecked_told;
 bool cgj_verify_on(void)
 {
     return cgj_cfg.VERIFY != 0;
+}
+
+/* The gate between windows and replaying threads' work (see the essay). Writers first: a
+ * window must not wait behind a stream of calls. */
+#ifdef PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+#define GATE_INIT PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+#else
+#define GATE_INIT PTHREAD_RWLOCK_INITIALIZER
+#endif
+static pthread_rwlock_t gate = GATE_INIT;
+
+void cgj_verify_calls_enter(void)
+{
+    pthread_rwlock_rdlock(&gate);
+}
+
+void cgj_verify_calls_leave(void)
+{
+    pthread_rwlock_unlock(&gate);
+}
+
+static void window_enter(void)
+{
+    pthread_rwlock_wrlock(&gate);
+}
+
+static void window_leave(void)
+{
+    pthread_rwlock_unlock(&gate);
+}
+
+void cgj_verify_forked(void)
+{
+    gate = (pthread_rwlock_t)GATE_INIT;
 }
 
 /* Synchronize the context, never while another thread's build captures (graphs/graph.h). */
@@ -260,6 +300,7 @@ void cgj_verify_enter(cgj_thread_t *t)
     if (!shadows(v, v->set.total ? v->set.total : 256)) return unchecked(t, "no device memory for its copies");
     drop_own(&v->set);
     uint32_t bad = UINT32_MAX;
+    window_enter();
     CUresult r = ctx_sync();
     /* A range the driver will not copy (a value that looked like a pointer into memory freed
      * since) is left out: should an op name it at launch, the segment is not compared. */
@@ -270,6 +311,7 @@ void cgj_verify_enter(cgj_thread_t *t)
         v->set.r[bad].base = 0;
         r = CUDA_SUCCESS;
     }
+    window_leave();
     if (r != CUDA_SUCCESS) return copy_failed(t, &v->set, bad, r);
     v->active = true;
     v->seg = t->seg;
@@ -314,12 +356,14 @@ bool cgj_verify_before(cgj_thread_t *t)
         return false;
     }
     uint32_t bad = UINT32_MAX;
+    window_enter(); /* left in cgj_verify_after */
     CUresult r = ctx_sync();
     if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->e, true, &bad);
     if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->s0, false, &bad);
     if (r != CUDA_SUCCESS) {
         v->active = false;
         copy_set(&v->set, v->e, false, &bad); /* as far as E was taken: eager results kept */
+        window_leave();
         copy_failed(t, &v->set, bad, r);
         return false;
     }
@@ -403,6 +447,7 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched)
     uint32_t bad;
     if (launched != CUDA_SUCCESS) { /* exits.c re-issues nothing: the calls ran already */
         copy_set(&v->set, v->e, false, &bad);
+        window_leave();
         return;
     }
     v->active = false;
@@ -424,6 +469,7 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched)
         }
     }
     if (differs) copy_set(&v->set, v->e, false, &bad); /* the program goes on with eager results */
+    window_leave();
 }
 
 void cgj_verify_free(cgj_thread_t *t)
