@@ -29,13 +29,6 @@ static bool cached_range(CUdeviceptr p, cgj_mem_kind_t *kind, CUdeviceptr *start
     return hit;
 }
 
-static bool cached(CUdeviceptr p, cgj_mem_kind_t *kind)
-{
-    CUdeviceptr start;
-    size_t size;
-    return cached_range(p, kind, &start, &size);
-}
-
 static void remember(CUdeviceptr start, size_t size, cgj_mem_kind_t kind)
 {
     cgj_spin_lock(&lock);
@@ -69,18 +62,6 @@ static cgj_mem_kind_t ask(CUdeviceptr p, CUdeviceptr *start, size_t *size)
     return type == CU_MEMORYTYPE_HOST ? CGJ_MEM_PINNED : CGJ_MEM_DEVICE;
 }
 
-cgj_mem_kind_t cgj_pointer_kind(CUdeviceptr p)
-{
-    cgj_mem_kind_t kind;
-    if (!p) return CGJ_MEM_PAGEABLE;
-    if (cached(p, &kind)) return kind;
-    CUdeviceptr start = 0;
-    size_t size = 0;
-    kind = ask(p, &start, &size);
-    if (kind != CGJ_MEM_PAGEABLE && size && p - start < size) remember(start, size, kind);
-    return kind;
-}
-
 cgj_mem_kind_t cgj_pointer_range(CUdeviceptr p, CUdeviceptr *start, size_t *size)
 {
     cgj_mem_kind_t kind;
@@ -91,6 +72,13 @@ cgj_mem_kind_t cgj_pointer_range(CUdeviceptr p, CUdeviceptr *start, size_t *size
     if (kind == CGJ_MEM_PAGEABLE || !*size || p - *start >= *size) *start = 0, *size = 0;
     else remember(*start, *size, kind);
     return kind;
+}
+
+cgj_mem_kind_t cgj_pointer_kind(CUdeviceptr p)
+{
+    CUdeviceptr start;
+    size_t size;
+    return cgj_pointer_range(p, &start, &size);
 }
 
 void cgj_pointers_forked(void)

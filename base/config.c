@@ -66,6 +66,13 @@ void cgj_jit_mode_set(cgj_jit_mode_t m)
     __atomic_store_n(&cgj_cfg.MODE, jit_mode_names[m], __ATOMIC_RELEASE);
 }
 
+void cgj_config_put_value(FILE *f, const char *s, size_t n)
+{
+    for (const unsigned char *p = (const unsigned char *)s; p < (const unsigned char *)s + n; p++)
+        if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\x%02x", *p); /* cgjit-run has no json.c */
+        else fputc(*p, f);
+}
+
 /* A warning about CGJIT_<var>='value': the value quoted with its control characters escaped, so
  * that the warning is one line whatever the value holds. */
 __attribute__((format(printf, 3, 4))) static void warn(const char *var, const char *value, const char *fmt, ...)
@@ -73,9 +80,7 @@ __attribute__((format(printf, 3, 4))) static void warn(const char *var, const ch
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "cgjit: warning: %s='", var);
-    for (const unsigned char *p = (const unsigned char *)value; *p; p++) /* cgjit-run has no json.c */
-        if (*p < 0x20 || *p == 0x7f) fprintf(stderr, "\\x%02x", *p);
-        else fputc(*p, stderr);
+    cgj_config_put_value(stderr, value, strlen(value));
     fputs("' ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);

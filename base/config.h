@@ -132,6 +132,9 @@ typedef enum cgj_report_kind { CGJ_REPORT_OFF, CGJ_REPORT_TEXT, CGJ_REPORT_JSON 
  * or "text:FILE"; *file is FILE (NULL for none). -1 if s is none of these. File names may hold
  * %p (base/file.h). */
 int cgj_config_report(const char *s, const char **file);
+/* The n bytes of a variable's value s as a warning quotes them: control characters escaped as
+ * \xNN, so that the warning stays one line. */
+void cgj_config_put_value(FILE *f, const char *s, size_t n);
 /* The value of a boolean word (1/0, true/false, yes/no, on/off, any case), or -1. */
 int cgj_config_bool(const char *s);
 /* `s` as an integer from min to max into *out: decimal digits, a '-' before them at most, nothing

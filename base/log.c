@@ -33,9 +33,7 @@ static void enable_category(const char *name, size_t len)
         }
     }
     fputs("cgjit: warning: CGJIT_LOG: unknown category '", stderr);
-    for (size_t k = 0; k < len; k++) /* escaped: the warning stays one line */
-        if ((unsigned char)name[k] < 0x20 || name[k] == 0x7f) fprintf(stderr, "\\x%02x", (unsigned char)name[k]);
-        else fputc(name[k], stderr);
+    cgj_config_put_value(stderr, name, len);
     fputs("' (known:", stderr);
     for (int i = 0; i < CGJ_LOG_COUNT; i++) fprintf(stderr, " %s", cat_names[i]);
     fprintf(stderr, " all)\n");

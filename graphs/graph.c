@@ -328,14 +328,12 @@ static bool make_events(cgj_segment_t *seg, cgj_reason_t *why)
 /* The gate between cgjit's captures and context synchronizations (graph.h). */
 static pthread_rwlock_t sync_gate = PTHREAD_RWLOCK_INITIALIZER;
 
-void cgj_graph_sync_gate_enter(void)
+CUresult cgj_graph_ctx_sync(CUcontext ctx, bool v2)
 {
     pthread_rwlock_rdlock(&sync_gate);
-}
-
-void cgj_graph_sync_gate_leave(void)
-{
+    CUresult r = v2 ? cgj_drv.r_cuCtxSynchronize_v2(ctx) : cgj_drv.r_cuCtxSynchronize();
     pthread_rwlock_unlock(&sync_gate);
+    return r;
 }
 
 void cgj_graph_forked(void)

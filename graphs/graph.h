@@ -24,10 +24,10 @@
 bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why);
 /* A context synchronization fails while any stream of the context captures, in whichever thread
  * and capture mode (the driver's rule): cgjit's own captures must never make the program's
- * cuCtxSynchronize fail on another thread. A caller about to synchronize the context holds the
- * capture gate shared for the call; cgjit holds it alone while it captures. */
-void cgj_graph_sync_gate_enter(void);
-void cgj_graph_sync_gate_leave(void);
+ * cuCtxSynchronize fail on another thread. Every context synchronization, the program's and
+ * cgjit's, goes through here: it holds the capture gate shared for the call, and cgjit holds it
+ * alone while it captures. v2: cuCtxSynchronize_v2(ctx), else cuCtxSynchronize(). */
+CUresult cgj_graph_ctx_sync(CUcontext ctx, bool v2);
 /* In a child after fork(): the gate as if no thread held it. */
 void cgj_graph_forked(void);
 /* Patch the nodes of segment s whose values differ from what its executable graph holds

@@ -359,31 +359,22 @@ TWO_WRAPPERS(cuStreamQuery, cuStreamQuery_ptsz, stream_query, (CUstream s), s)
 CUresult cgj_w_cuEventSynchronize(CUevent ev) { return event_sync(false, "cuEventSynchronize", cgj_drv.r_cuEventSynchronize, ev); }
 CUresult cgj_w_cuEventQuery(CUevent ev) { return event_query(false, "cuEventQuery", cgj_drv.r_cuEventQuery, ev); }
 
-/* The context synchronized, never while cgjit captures a graph on another thread (the driver
- * would fail the program's call: graphs/graph.h). */
-static CUresult ctx_sync(CUcontext ctx, bool v2)
-{
-    cgj_graph_sync_gate_enter();
-    CUresult r = v2 ? cgj_drv.r_cuCtxSynchronize_v2(ctx) : cgj_drv.r_cuCtxSynchronize();
-    cgj_graph_sync_gate_leave();
-    return r;
-}
-
+/* Context synchronizations wait while cgjit captures a graph on another thread (graphs/graph.h). */
 CUresult cgj_w_cuCtxSynchronize(void)
 {
     OBSERVE(NULL, NULL, true);
-    IDLE_FORWARD(ctx_sync(NULL, false));
+    IDLE_FORWARD(cgj_graph_ctx_sync(NULL, false));
     cgj_call_t c = {.kind = CGJ_OP_SYNC, .api = "cuCtxSynchronize", .stream = CU_STREAM_LEGACY};
-    TRACE_CALL(c, ctx_sync(NULL, false));
+    TRACE_CALL(c, cgj_graph_ctx_sync(NULL, false));
 }
 
 /* CUDA 13's cudaDeviceSynchronize comes here. */
 CUresult cgj_w_cuCtxSynchronize_v2(CUcontext ctx)
 {
     OBSERVE(NULL, NULL, true);
-    IDLE_FORWARD(ctx_sync(ctx, true));
+    IDLE_FORWARD(cgj_graph_ctx_sync(ctx, true));
     cgj_call_t c = {.kind = CGJ_OP_SYNC, .api = "cuCtxSynchronize_v2", .stream = CU_STREAM_LEGACY};
-    TRACE_CALL(c, ctx_sync(ctx, true));
+    TRACE_CALL(c, cgj_graph_ctx_sync(ctx, true));
 }
 
 /* ---- allocations and frees ----

@@ -111,15 +111,6 @@ void cgj_verify_forked(void)
     gate = (pthread_rwlock_t)GATE_INIT;
 }
 
-/* Synchronize the context, never while another thread's build captures (graphs/graph.h). */
-static CUresult ctx_sync(void)
-{
-    cgj_graph_sync_gate_enter();
-    CUresult r = cgj_drv.r_cuCtxSynchronize();
-    cgj_graph_sync_gate_leave();
-    return r;
-}
-
 static void set_add(vset_t *s, CUdeviceptr base, size_t size)
 {
     for (uint32_t i = 0; i < s->n; i++)
@@ -301,11 +292,11 @@ void cgj_verify_enter(cgj_thread_t *t)
     drop_own(&v->set);
     uint32_t bad = UINT32_MAX;
     window_enter();
-    CUresult r = ctx_sync();
+    CUresult r = cgj_graph_ctx_sync(NULL, false);
     /* A range the driver will not copy (a value that looked like a pointer into memory freed
      * since) is left out: should an op name it at launch, the segment is not compared. */
     while (r == CUDA_SUCCESS && (r = copy_set(&v->set, v->s0, true, &bad)) != CUDA_SUCCESS && bad < v->set.n &&
-           ctx_sync() == CUDA_SUCCESS) {
+           cgj_graph_ctx_sync(NULL, false) == CUDA_SUCCESS) {
         CGJ_LOG(trace, "verify: the allocation at %#llx (%zu bytes) is left out: %s",
                 (unsigned long long)v->set.r[bad].base, v->set.r[bad].size, cgj_driver_errstr(r));
         v->set.r[bad].base = 0;
@@ -357,7 +348,7 @@ bool cgj_verify_before(cgj_thread_t *t)
     }
     uint32_t bad = UINT32_MAX;
     window_enter(); /* left in cgj_verify_after */
-    CUresult r = ctx_sync();
+    CUresult r = cgj_graph_ctx_sync(NULL, false);
     if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->e, true, &bad);
     if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->s0, false, &bad);
     if (r != CUDA_SUCCESS) {
@@ -453,7 +444,7 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched)
     v->active = false;
     CGJ_STAT_ADD(verify_segments, 1);
     bool differs = false;
-    if (ctx_sync() != CUDA_SUCCESS) {
+    if (cgj_graph_ctx_sync(NULL, false) != CUDA_SUCCESS) {
         unchecked(t, "the graph failed to run");
         differs = true;
     }
