@@ -15,7 +15,7 @@
 # twice (no preload), then once per configuration of REAL_CHECK_CONFIGS (default "sync auto"):
 # POLICY[-default][-verify][-learned], POLICY sync or auto (CGJIT_STEP), -default adding
 # CGJIT_MODE=default, -verify CGJIT_VERIFY=1, -learned CGJIT_LIBS_LEARNED=1; every cgjit run has
-# CGJIT_REPORT=json:OUTDIR/NAME.CONFIG.report.json; other CGJIT_* variables of the environment
+# CGJIT_REPORT=json:OUTDIR/NAME.CONFIG.PID.report.json (one per process); other CGJIT_* variables of the environment
 # pass through. LD_PRELOAD is exported inside the `bash -c`, so the shell itself is not preloaded
 # (each preloaded process writes the report at exit: a command should run one program). Files:
 # OUTDIR/NAME.KIND.{out,err,rc}, KIND eager1, eager2 or the configuration (OUTDIR defaults to
@@ -91,6 +91,19 @@ for f in "$root"/tests/real/*.py; do
   case "$base" in _*) continue ;; esac
   add_program "$base" "python3 $(printf '%q' "$f")" "$root"
 done
+# Data-parallel programs (tests/real/dist), started by torchrun on two GPUs where there are two.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+for f in "$root"/tests/real/dist/*.py; do
+  [ -f "$f" ] || continue
+  for layout in $(sed -n 's/^LAYOUTS = (\(.*\))$/\1/p' "$f" | tr -d '",'); do
+    name="$(basename "$f" .py | sed 's/_dist$//')_$layout"
+    if [ "${gpus:-0}" -ge 2 ]; then
+      add_program "$name" "python3 -m torch.distributed.run --standalone --nproc_per_node=2 $(printf '%q' "$f") $layout" "$root"
+    else
+      add_program "$name" "echo 'nothing to do: needs two GPUs, nvidia-smi lists ${gpus:-0}'" "$root"
+    fi
+  done
+done
 if [ -n "$extra" ]; then
   [ -f "$extra" ] || die "REAL_CHECK_EXTRA: '$extra' is not a file"
   extra_dir=$(cd "$(dirname "$extra")" && pwd)
@@ -113,15 +126,19 @@ run() {
   fi
   echo "== $stem"
   [ $# -gt 0 ] && pre="export LD_PRELOAD=$(printf '%q' "$lib"); "
-  rm -f "$out/$stem.report.json"
+  rm -f "$out/$stem".*report.json
   (cd "$dir" && timeout -k 10 "$limit" env -u LD_PRELOAD "$@" bash -c "$pre$cmd") \
     >"$out/$stem.out" 2>"$out/$stem.err"
   rc=$?
   echo "$rc" >"$out/$stem.rc"
 }
 
-# us FILE: the last "NAME: median_us=X" a run printed on stderr, or "".
-us() { sed -n 's/^[A-Za-z0-9_.-]*: median_us=\([0-9][0-9.eE+-]*\).*/\1/p' "$1" 2>/dev/null | tail -n 1; }
+# us FILE: "NAME X" for each NAME of the "NAME: median_us=X" lines a run printed on stderr (the
+# last of each NAME; several where the ranks of a data-parallel program each print one), sorted.
+us() {
+  sed -n 's/^\([A-Za-z0-9_.-]*\): median_us=\([0-9][0-9.eE+-]*\).*/\1 \2/p' "$1" 2>/dev/null |
+    awk '{ v[$1] = $2 } END { for (k in v) print k, v[k] }' | sort
+}
 
 # diff_line A B: the first line where files A and B differ ("?" if cmp names none). cmp says
 # "differ: byte B, line L", "EOF on A after byte B, line L" (A has L whole lines: L + 1 differs)
@@ -134,14 +151,32 @@ diff_line() {
   echo "${l:-?}"
 }
 
-# share FILE: the replayed share of a JSON report (see the header), "none>=10" or "n/a".
+# share STEM: the replayed share of the JSON reports of a run (see the header), one per process,
+# "none>=10" or "n/a". Where stderr says "rank R pid P" (data-parallel programs), the share of
+# each rank's process, in rank order (r0:X r1:Y); else that of the process with anchors.
 share() {
-  python3 - "$1" 2>/dev/null <<'EOF' || echo "n/a"
-import json, sys
-anchors = [a for a in json.load(open(sys.argv[1]))["anchors"] if a["runs"] >= 10]
-num = sum(a["replays"] for a in anchors)
-den = sum(max(a["runs"] - 3, 0) for a in anchors)
-print(f"{100.0 * num / den:.1f}%" if den else "none>=10")
+  python3 - "$out/$1" 2>/dev/null <<'EOF' || echo "n/a"
+import glob, json, re, sys
+stem = sys.argv[1]
+ranks = {}
+for line in open(stem + ".err", errors="replace"):
+    m = re.match(r"rank (\d+) pid (\d+)$", line.strip())
+    if m:
+        ranks[int(m.group(2))] = int(m.group(1))
+def one(report):
+    anchors = [a for a in report["anchors"] if a["runs"] >= 10]
+    num = sum(a["replays"] for a in anchors)
+    den = sum(max(a["runs"] - 3, 0) for a in anchors)
+    return f"{100.0 * num / den:.1f}%" if den else "none>=10"
+reports = [json.load(open(f)) for f in sorted(glob.glob(stem + ".*.report.json"))]
+if not reports:
+    print("n/a")
+elif ranks:
+    shares = sorted((ranks[r["pid"]], one(r)) for r in reports if r.get("pid") in ranks)
+    print(" ".join(f"r{k}:{v}" for k, v in shares) or "n/a")
+else:
+    busy = [r for r in reports if r["anchors"]] or reports
+    print(one(busy[0]))
 EOF
 }
 
@@ -186,12 +221,12 @@ $(tail_of "$out/$name.eager2.err")
   elif ! cmp -s "$e1" "$e2"; then
     spread="eager-differs (line $(diff_line "$e1" "$e2"))"
   fi
-  t_e=$(awk -v a="$(us "$out/$name.eager1.err")" -v b="$(us "$out/$name.eager2.err")" 'BEGIN {
-    if (a != "" && b != "") printf "%.3f", (a + b) / 2; else if (a != "") print a; else if (b != "") print b }')
+  t_e=$( (us "$out/$name.eager1.err"; us "$out/$name.eager2.err") |
+    awk '{ s[$1] += $2; c[$1]++ } END { for (k in s) printf "%s %.3f\n", k, s[k] / c[k] }' | sort)
   for config in $configs; do
     stem=$name.$config
     mapfile -t vars < <(config_env "$config")
-    run "$stem" "$dir" "$cmd" "${vars[@]}" "CGJIT_REPORT=json:$out/$stem.report.json"
+    run "$stem" "$dir" "$cmd" "${vars[@]}" "CGJIT_REPORT=json:$out/$stem.%p.report.json"
     note=$spread
     if [ "$rc" -ne 0 ]; then
       verdict=$(rc_text "$rc")
@@ -215,10 +250,12 @@ $(tail_of "$out/$stem.err")
 "
       fi
     fi
-    t_c=$(us "$out/$stem.err")
-    speed=$(awk -v a="$t_e" -v b="$t_c" 'BEGIN { if (a != "" && b > 0) printf "%.2fx", a / b; else print "n/a" }')
-    replayed=n/a
-    [ -s "$out/$stem.report.json" ] && replayed=$(share "$out/$stem.report.json")
+    # The speed per NAME printed by both (eager mean / cgjit), joined by "/".
+    speed=$(printf '%s\n' "$t_e" | awk -v c="$(us "$out/$stem.err")" '
+      BEGIN { n = split(c, l, "\n"); for (i = 1; i <= n; i++) { split(l[i], kv, " "); v[kv[1]] = kv[2] } }
+      NF == 2 && ($1 in v) && v[$1] > 0 { out = out (out == "" ? "" : "/") sprintf("%.2fx", $2 / v[$1]) }
+      END { print (out == "" ? "n/a" : out) }')
+    replayed=$(share "$stem")
     verify=""
     [[ "$config" == *-verify* ]] && verify="verify=$(grep -a -c '^cgjit: verify:.*diverge' "$out/$stem.err")"
     row "$name" "$config" "$verdict" "$speed" "$replayed" "$verify" "$note"
