@@ -86,14 +86,19 @@ run() { # TAG PRELOAD0 PRELOAD1
 }
 
 failed=0
-run eager "" "" || failed=1
+if ! run eager "" ""; then
+  echo "ddp-mixed: FAIL: the eager run failed; nothing to compare with"
+  exit 1
+fi
 for t in "mixed $lib -" "mixed_reversed - $lib" "both $lib $lib"; do
   set -- $t
   tag=$1 p0=$2 p1=$3
   [ "$p0" = "-" ] && p0=""
   [ "$p1" = "-" ] && p1=""
-  run "$tag" "$p0" "$p1" || failed=1
-  if cmp -s "$out/eager.0.out" "$out/$tag.0.out" && cmp -s "$out/eager.1.out" "$out/$tag.1.out"; then
+  if ! run "$tag" "$p0" "$p1"; then
+    echo "$tag: FAILED (see above)"
+    failed=1
+  elif cmp -s "$out/eager.0.out" "$out/$tag.0.out" && cmp -s "$out/eager.1.out" "$out/$tag.1.out"; then
     echo "$tag: identical to eager"
   else
     echo "$tag: DIFFERS from eager"

@@ -83,7 +83,8 @@ static void *run_rank(void *p)
     CHECK(cudaSetDevice(a->rank));
     ncclComm_t comm = a->comm;
     if (!comm) {
-        if (a->rank == 0) {
+        /* Rank 0 makes the id unless a launcher's file already carried it to the others. */
+        if (a->rank == 0 && !__atomic_load_n(&a->sh->id_ready, __ATOMIC_ACQUIRE)) {
             DDP_CKN(ncclGetUniqueId(&a->sh->id));
             __atomic_store_n(&a->sh->id_ready, 1, __ATOMIC_RELEASE);
         }
