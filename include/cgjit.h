@@ -125,7 +125,7 @@ CGJ_API int cgj_trace_end(void);
     X(anchors_evicted, "anchors whose traces and pool memory were given back to stay within CGJIT_POOL_MAX_GB") \
     X(values_promoted, "ops whose grid, block, copy or memset operands (or parameters) were found to vary in replay, patched from then on") \
     X(steps_probed, "steps of replaying anchors run eagerly on purpose, to measure whether replay pays (CGJIT_COST)") \
-    X(anchors_off, "times an anchor turned replay off because it cost more than eager execution") \
+    X(anchors_off, "times an anchor turned replay off because it cost more than eager execution, or could not pay (a step too short for a graph)") \
     X(collectives_absorbed, "NCCL collective and point-to-point calls replay absorbed whole: their kernels replayed, launched before the call returned") \
     X(collectives_stuck, "replayed collectives reported as not completed after CGJIT_COLLECTIVE_TIMEOUT_S (a peer never made the same call)") \
     X(fusions, "chains fused into one generated kernel, or a GEMM or convolution with its bias and activation into one library call (CGJIT_MODE=default)") \
@@ -165,7 +165,7 @@ static inline int cgj_stats(cgj_stats_t *out)
     X(RECORD, "second run: executes eagerly, compared with the draft")             \
     X(REPLAY, "replays a built graph; divergent runs leave it at a side exit")      \
     X(BLACKLISTED, "runs eagerly for good; see the reason")                        \
-    X(OFF, "replay did not pay: runs eagerly for now and tries again later; see the reason")
+    X(OFF, "replay did not pay: runs eagerly for now and tries again later, or for good where it cannot pay (OFF_NO_GRAPH); see the reason")
 
 typedef enum cgj_state {
 #define CGJ_STATE_ENUM(name, doc) CGJ_STATE_##name,

@@ -151,6 +151,28 @@ static void judge(cgj_anchor_t *a)
     CGJ_LOG(blacklist, "anchor '%s' turned off: %s", a->name, cgj_reason_format(&why, text, sizeof text));
 }
 
+/* A step whose trace launches no graph (every segment shorter than CGJIT_GRAPH_MIN_OPS) and
+ * serves nothing from the pool makes, replayed, the calls eager execution makes, at the same
+ * moments, with cgjit's guards around them: it cannot pay, and measuring it only costs probes
+ * (the per-token copy of a decoder replayed at 0.99x). Its anchor goes OFF for good at its first
+ * trace, and its steps run eagerly from then on at no cost. Under CGJIT_COST=0 it replays. */
+void cgj_cost_published(cgj_anchor_t *a)
+{
+    if (!cgj_cfg.COST || a->nvariants != 1 || launches_graphs(a)) return;
+    const cgj_trace_t *t = a->variants[0];
+    for (uint32_t i = 0; i < t->list.n; i++)
+        if (cgj_op_class[t->list.ops[i].call.kind] == CGJ_CLASS_POOL) return; /* pool-served: may pay */
+    a->cost.retry_at = UINT64_MAX;
+    cgj_reason_t why;
+    cgj_reason_set(&why, CGJ_REASON_OFF_NO_GRAPH, CGJ_REASON_NO_OP, "%u op(s) in %u segment(s), each shorter than %lld",
+                   t->list.n, t->nsegs, (long long)cgj_cfg.GRAPH_MIN_OPS);
+    cgj_anchor_go(a, CGJ_STATE_OFF);
+    cgj_anchor_note(a, &why);
+    CGJ_STAT_ADD(anchors_off, 1);
+    char text[320];
+    CGJ_LOG(blacklist, "anchor '%s' turned off: %s", a->name, cgj_reason_format(&why, text, sizeof text));
+}
+
 static bool settled(const cgj_anchor_t *a, uint64_t runs)
 {
     uint64_t first = __atomic_load_n(&a->cost.first_replay_run, __ATOMIC_RELAXED);

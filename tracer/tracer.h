@@ -124,6 +124,8 @@ void cgj_anchor_note_run(cgj_anchor_t *a, bool exited);
 /* a has a trace and the state to replay it: should this run be eager instead (an eager probe,
  * or the anchor is OFF)? May turn an OFF anchor back to REPLAY. */
 bool cgj_cost_eager(cgj_anchor_t *a);
+/* A trace was published: an anchor whose replay cannot pay goes OFF for good. */
+void cgj_cost_published(cgj_anchor_t *a);
 /* A step of a begins at `now` on `thread` as a run of `kind`, after a step of `pred` there (NULL:
  * none): the period since its last begin there is a figure of the last run's kind; may turn the
  * anchor OFF. */

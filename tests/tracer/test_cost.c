@@ -253,12 +253,11 @@ Test(tracer_cost, a_strike_is_confirmed_on_pairs_of_its_own)
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
 }
 
-/* A step too small for a graph (2 ops, CGJIT_GRAPH_MIN_OPS 3): replayed, its calls run as the
- * program makes them, as eagerly. Its eager probes fall in fast stretches of the program, so
- * the periods call replay 25% slower; but replay adds nothing to the step's own host time worth
- * 2% of a period, so the periods are the program's noise and replay stays on. Such a step is
- * probed at the steady rate (one run in 64) from the start, not one in 3 while the first
- * figures come in. */
+/* A step too small for a graph (2 ops, CGJIT_GRAPH_MIN_OPS 3) makes, replayed, the calls eager
+ * execution makes, with cgjit's guards around them: it cannot pay. Its anchor goes OFF for good
+ * at its first trace (OFF_NO_GRAPH), and no run of it is ever an eager probe: from then on it
+ * costs nothing to measure. A step as short that allocates inside (served from the pool when
+ * replayed) may pay, and keeps replaying. */
 static void cost_small_setup(void)
 {
     setenv("CGJIT_GRAPH_MIN_OPS", "3", 1);
@@ -273,15 +272,36 @@ static double fast_probe_host(unsigned k)
     return 320;
 }
 
-Test(tracer_cost_small, a_step_without_graphs_is_judged_by_its_own_host_time)
+Test(tracer_cost_small, a_step_too_short_for_a_graph_turns_replay_off_for_good)
 {
     unsigned probes;
     cgj_trace_info_t i = run_noisy("small", 800, fast_probe_host, &probes);
     cr_assert_eq(i.segments, 1);
-    cr_assert_geq(probes, 10, "%u eager probes", probes);
-    cr_assert_leq(probes, 800 / 64, "%u eager probes: more than the steady rate", probes);
-    cr_assert_eq(stats_now().anchors_off, 0, "turned off on the program's noise: %s", i.reason);
+    cr_assert_eq(i.state, CGJ_STATE_OFF, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_str_eq(cgj_reason_name(i.reason_code), "OFF_NO_GRAPH", "%s", i.reason);
+    cr_assert_eq(i.replays, 0, "%llu replays", (unsigned long long)i.replays);
+    cr_assert_eq(probes, 0, "%u eager probes of a step that cannot pay", probes);
+    cr_assert_eq(i.off_runs, 800 - 2, "%llu runs while off", (unsigned long long)i.off_runs);
+    cr_assert_eq(stats_now().anchors_off, 1);
+    cr_assert_eq(stats_now().steps_replayed, 0);
+}
+
+/* Two kernels around an allocation made and freed inside the step. */
+static void alloc_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    CUdeviceptr tmp = 0;
+    OK(fk.mem_alloc(&tmp, N * sizeof(float)));
+    OK(fk_addk_launch(&fk, NULL, b[0], s, N));
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    OK(fk.mem_free(tmp));
+}
+
+Test(tracer_cost_small, a_short_step_served_from_the_pool_keeps_replaying)
+{
+    cgj_trace_info_t i = run_traced_fn("small_alloc", 60, alloc_step);
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_geq(i.replays, 50, "%llu replays", (unsigned long long)i.replays);
 }
 
 /* Run `name` on t (traced) and on e (its eager twin); true if the traced step ran eagerly. */
