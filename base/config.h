@@ -71,6 +71,8 @@
       "1: UNSAFE, CAN COMPUTE WRONG RESULTS: skip a library call whose arguments match what two earlier runs saw and replay the kernels those runs suggest; the library keeps state cgjit cannot see") \
     X(VERIFY, BOOL, 0, 0, 1, "verify", FLAG, NULL, NULL,                                              \
       "1: check every replayed graph against the program's own calls run eagerly on the same data, report the first divergence on stderr, and keep the eager results (slow: a debugging mode)") \
+    X(BUSY, BOOL, 0, 0, 1, "busy", FLAG, NULL, NULL,                                                  \
+      "1: measure each replaying anchor's GPU-busy time per step with CUPTI's activity API; the report prints replay / GPU-busy (CUPTI adds host time to every driver call: such a run's speed is not the program's)") \
     X(COLLECTIVE_TIMEOUT_S, INT, 60, 0, 86400, "collective-timeout-s", INT, "S", NULL,                \
       "a replayed NCCL collective that has not completed after S seconds is reported on stderr: a peer never made the same call (0: not watched)") \
     X(MODE, STR, "reduce-overhead", 0, 0, "mode", MODE, "MODE", NULL,                               \

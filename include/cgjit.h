@@ -231,6 +231,10 @@ typedef struct cgj_trace_info {
     uint32_t fused_gemms;     /* of fused_chains: GEMMs replayed as one cuBLASLt matmul with the
                                * bias and activation after them (or alone, a faster algorithm
                                * found in max-autotune) */
+    /* CGJIT_BUSY: the GPU's own time in a replayed step (kernels, copies and memsets, work that
+     * overlaps counted once), measured with CUPTI: what only faster kernels can take. */
+    uint64_t gpu_busy_ns;     /* mean over ... (0: not measured) */
+    uint64_t gpu_busy_steps;  /* ... this many replayed steps */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */

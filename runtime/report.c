@@ -108,6 +108,15 @@ static void report_verdict(FILE *f, const cgj_anchor_t *a, const cgj_trace_info_
                 (double)i->eager_step_ns / (double)i->replay_step_ns,
                 i->state == CGJ_STATE_OFF ? ": replay is off for now: " : "",
                 i->state == CGJ_STATE_OFF ? i->reason : "");
+    if (i->gpu_busy_steps) {
+        fprintf(f, "    GPU busy per replayed step (CGJIT_BUSY, %llu steps): %.1f us", (unsigned long long)i->gpu_busy_steps,
+                (double)i->gpu_busy_ns / 1e3);
+        if (i->replay_step_ns)
+            fprintf(f, "; replay %.1f us is %.2fx that: %.1f us left for graphs to take, the rest only faster kernels can",
+                    (double)i->replay_step_ns / 1e3, (double)i->replay_step_ns / (double)i->gpu_busy_ns,
+                    i->replay_step_ns > i->gpu_busy_ns ? (double)(i->replay_step_ns - i->gpu_busy_ns) / 1e3 : 0.0);
+        fputc('\n', f);
+    }
     if (i->recorded_ops && i->first_replay_run)
         fprintf(f, "    warm-up: recording %.2f us per call, plan %.2f ms, graphs %.2f ms (instantiate %.2f ms); first replay at run %llu\n",
                 (double)i->record_ns / (double)i->recorded_ops / 1e3, (double)i->plan_ns / 1e6,

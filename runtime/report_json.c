@@ -182,6 +182,8 @@ static void times(FILE *f, const cgj_report_anchor_t *r)
     real(f, "host_ns_saved", r->saved_ns);
     num(f, "eager_step_ns", i->eager_step_ns);
     num(f, "replay_step_ns", i->replay_step_ns);
+    num(f, "gpu_busy_ns", i->gpu_busy_ns);
+    num(f, "gpu_busy_steps", i->gpu_busy_steps);
     num(f, "record_ns", i->record_ns);
     num(f, "plan_ns", i->plan_ns);
     num(f, "build_ns", i->build_ns);

@@ -7,6 +7,7 @@
 #include "fusion/fusion.h"
 #include "allocator/hostmem.h"
 #include "allocator/pool.h"
+#include "graphs/gpubusy.h"
 #include "graphs/graph.h"
 #include "base/log.h"
 #include "base/map.h"
@@ -279,6 +280,9 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->reason_op = a->reason.op;
     out->eager_step_ns = __atomic_load_n(&a->cost.eager_med_ns, __ATOMIC_RELAXED);
     out->replay_step_ns = __atomic_load_n(&a->cost.replay_med_ns, __ATOMIC_RELAXED);
+    uint64_t busy_ns, busy_steps;
+    if (a->gpu_id && cgj_gpubusy_figures(a->gpu_id, &busy_ns, &busy_steps))
+        out->gpu_busy_ns = busy_ns / busy_steps, out->gpu_busy_steps = busy_steps;
     out->reissued_ops = __atomic_load_n(&a->cost.reissued, __ATOMIC_RELAXED);
     out->record_ns = __atomic_load_n(&a->cost.record_ns, __ATOMIC_RELAXED);
     out->recorded_ops = __atomic_load_n(&a->cost.recorded_ops, __ATOMIC_RELAXED);

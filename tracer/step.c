@@ -12,6 +12,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "base/timeline.h"
+#include "graphs/gpubusy.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -322,6 +323,25 @@ static cgj_anchor_t *take(const cgj_thread_t *t, cgj_anchor_t *a)
     return NULL;
 }
 
+/* CGJIT_BUSY: the thread's launches between a replayed step's begin and its end carry the
+ * anchor's id and the run (graphs/gpubusy.h). */
+static __thread bool gpubusy_pushed;
+
+static void gpubusy_begin(cgj_anchor_t *a)
+{
+    if (gpubusy_pushed) cgj_gpubusy_pop(), gpubusy_pushed = false; /* a step that ended otherwise */
+    if (!cgj_gpubusy_on()) return;
+    if (!a->gpu_id) a->gpu_id = cgj_gpubusy_id();
+    if (!a->gpu_id) return;
+    cgj_gpubusy_push(a->gpu_id, __atomic_load_n(&a->runs, __ATOMIC_RELAXED));
+    gpubusy_pushed = true;
+}
+
+static void gpubusy_end(void)
+{
+    if (gpubusy_pushed) cgj_gpubusy_pop(), gpubusy_pushed = false;
+}
+
 /* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
  * their calls keep passing through cgj_step_enter so that their end is seen. */
 static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
@@ -367,6 +387,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
     } else if (a->nvariants) {
         kind = CGJ_COST_REPLAY;
+        if (CGJ_UNLIKELY(cgj_cfg.BUSY)) gpubusy_begin(a);
         cgj_replay_begin(t, a);
     } else {
         cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_RECORD);
@@ -431,6 +452,7 @@ static int end_locked(cgj_thread_t *t)
         __atomic_fetch_add(&a->replay_ns, host_ns, __ATOMIC_RELAXED);
     }
     if (a) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
+    gpubusy_end();
     t->anchor = NULL;
     t->trace = NULL;
     t->implicit = false;

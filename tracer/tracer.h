@@ -91,6 +91,7 @@ struct cgj_anchor {
     uint64_t pool_retry_at; /* ... and the run from which to try again */
     cgj_reason_t reason;    /* why blacklisted, or the last divergence, exit or abort */
     cgj_cost_t cost;        /* cost.c (touched by the thread running its step) */
+    uint32_t gpu_id;        /* graphs/gpubusy.h's id of its figures (CGJIT_BUSY; 0: none yet) */
     struct cgj_anchor *next;
 };
 

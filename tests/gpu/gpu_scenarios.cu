@@ -248,6 +248,17 @@ static void expect_chain(const cgj_trace_info_t *in, const cgj_stats_t *st) {
         problem("segments is %u, expected 1", in->segments);
 }
 
+/* The chain under CGJIT_BUSY=1 (test_gpu sets it): every replayed step's GPU time measured
+ * through CUPTI, and no longer than the step's period. */
+static void expect_busy(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    expect_chain(in, st);
+    expect_ge("gpu_busy_steps", in->gpu_busy_steps, 900);
+    if (!in->gpu_busy_ns)
+        problem("gpu_busy_ns is 0 over %llu steps", (unsigned long long)in->gpu_busy_steps);
+    printf("busy %s: %llu ns per replayed step over %llu steps\n", CGJ_GPU_FLAVOUR, (unsigned long long)in->gpu_busy_ns,
+           (unsigned long long)in->gpu_busy_steps);
+}
+
 static void expect_varying(const cgj_trace_info_t *in, const cgj_stats_t *st) {
     (void)st;
     expect_ge("varying_slots", in->varying_slots, 2);
@@ -446,6 +457,7 @@ static const scenario_t SCENARIOS[] = {
     {"async_temporaries", 1, step_async_temporaries, NULL, expect_async_temporaries},
     {"escape", 1, step_escape, NULL, expect_escape},
     {"alloc_sizes", 1, step_alloc_sizes, NULL, expect_alloc_sizes},
+    {"busy", 1, step_chain, NULL, expect_busy},
 };
 enum { NSCENARIOS = sizeof SCENARIOS / sizeof SCENARIOS[0] };
 

@@ -217,6 +217,13 @@ GPU_TESTS(async_temporaries)
 GPU_TESTS(escape)
 GPU_TESTS(alloc_sizes)
 
+/* CGJIT_BUSY: the chain's GPU-busy time per replayed step, through CUPTI. */
+Test(gpu_scenarios, busy_static, .timeout = 300) {
+    setenv("CGJIT_BUSY", "1", 1);
+    run_scenario("busy", "static");
+    unsetenv("CGJIT_BUSY");
+}
+
 /* Fusion (mode default): one test per gpu_fusion scenario. */
 #define FUSION_TEST(scenario) \
     Test(gpu_fusion, scenario, .timeout = 300) { run_program("gpu_fusion", #scenario, "gpu_fusion"); }

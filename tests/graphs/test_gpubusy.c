@@ -1,0 +1,118 @@
+/*
+ * test_gpubusy.c — the accounting of CGJIT_BUSY (graphs/gpubusy.c), fed records as CUPTI gives
+ * them: the external id of a driver call, then the GPU work that call launched. A step's busy
+ * time is the union of its work's intervals; work of no tagged call, and late work of a step
+ * already closed, does not count.
+ */
+#define _GNU_SOURCE
+#include "graphs/gpubusy.h"
+#include "base/config.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#define EXT(id, serial) (((uint64_t)(id) << 40) | (serial))
+
+static void setup(void)
+{
+    cgj_gpubusy_reset();
+}
+
+TestSuite(gpubusy, .init = setup);
+
+static void figures(uint32_t id, uint64_t *busy, uint64_t *steps)
+{
+    cgj_gpubusy_settle();
+    cgj_gpubusy_figures(id, busy, steps);
+}
+
+Test(gpubusy, a_step_is_the_union_of_its_work)
+{
+    uint32_t id = cgj_gpubusy_id();
+    cr_assert_eq(id, 1);
+    cgj_gpubusy_note_external(7, EXT(id, 3)); /* one graph launch ... */
+    cgj_gpubusy_note_work(7, 100, 200);       /* ... its kernels, one after another */
+    cgj_gpubusy_note_work(7, 200, 250);
+    cgj_gpubusy_note_external(8, EXT(id, 3)); /* a copy on another stream, overlapping */
+    cgj_gpubusy_note_work(8, 240, 300);
+    cgj_gpubusy_note_work(7, 400, 410); /* after a gap */
+    uint64_t busy, steps;
+    figures(id, &busy, &steps);
+    cr_assert_eq(steps, 1);
+    cr_assert_eq(busy, 200 + 10, "busy %llu", (unsigned long long)busy);
+}
+
+Test(gpubusy, steps_are_told_apart_by_their_serial)
+{
+    uint32_t id = cgj_gpubusy_id();
+    for (uint32_t s = 0; s < 10; s++) {
+        cgj_gpubusy_note_external(100 + s, EXT(id, s + 3));
+        cgj_gpubusy_note_work(100 + s, 1000 * s, 1000 * s + 10 * (s + 1));
+    }
+    uint64_t busy, steps;
+    cr_assert(cgj_gpubusy_figures(id, &busy, &steps), "nine steps are closed before settling");
+    cr_assert_eq(steps, 9);
+    figures(id, &busy, &steps);
+    cr_assert_eq(steps, 10);
+    cr_assert_eq(busy, 10 * 55);
+}
+
+Test(gpubusy, untagged_and_late_work_does_not_count)
+{
+    uint32_t a = cgj_gpubusy_id(), b = cgj_gpubusy_id();
+    cgj_gpubusy_note_work(1, 0, 1000); /* a call that carried no id: another part of the program */
+    cgj_gpubusy_note_external(2, EXT(a, 5));
+    cgj_gpubusy_note_work(2, 0, 50);
+    cgj_gpubusy_note_external(3, EXT(a, 6));
+    cgj_gpubusy_note_work(3, 100, 150);
+    cgj_gpubusy_note_work(2, 60, 90); /* step 5's record after step 6 began: left out */
+    cgj_gpubusy_note_external(4, EXT(b, 1));
+    cgj_gpubusy_note_work(4, 0, 7);
+    /* a correlation id reused by another call (the slot was overwritten): the new one counts */
+    cgj_gpubusy_note_external(4 + (1u << 16), EXT(b, 1));
+    cgj_gpubusy_note_work(4, 10, 1000); /* the old call's id no longer known */
+    uint64_t busy, steps;
+    figures(a, &busy, &steps);
+    cr_assert_eq(steps, 2);
+    cr_assert_eq(busy, 100);
+    figures(b, &busy, &steps);
+    cr_assert_eq(steps, 1);
+    cr_assert_eq(busy, 7);
+    cr_assert_not(cgj_gpubusy_figures(0, &busy, &steps));
+    cr_assert_not(cgj_gpubusy_figures(CGJ_GPUBUSY_MAX_IDS, &busy, &steps));
+}
+
+Test(gpubusy, a_step_of_very_many_pieces_keeps_their_union)
+{
+    uint32_t id = cgj_gpubusy_id();
+    cgj_gpubusy_note_external(9, EXT(id, 1));
+    for (uint32_t i = 0; i < 200000; i++) cgj_gpubusy_note_work(9, (i % 1000) * 10, (i % 1000) * 10 + 5);
+    uint64_t busy, steps;
+    figures(id, &busy, &steps);
+    cr_assert_eq(steps, 1);
+    cr_assert_eq(busy, 1000 * 5);
+}
+
+Test(gpubusy, ids_run_out_without_harm)
+{
+    uint32_t last = 0;
+    for (uint32_t i = 1; i < CGJ_GPUBUSY_MAX_IDS; i++) last = cgj_gpubusy_id();
+    cr_assert_eq(last, CGJ_GPUBUSY_MAX_IDS - 1);
+    cr_assert_eq(cgj_gpubusy_id(), 0);
+    cgj_gpubusy_push(0, 1); /* no id: nothing pushed */
+    cgj_gpubusy_pop();
+}
+
+/* Off by default; on, with no CUPTI or no GPU to profile, it says why and measures nothing. */
+Test(gpubusy, the_option_says_why_it_measures_nothing)
+{
+    unsetenv("CGJIT_BUSY");
+    cgj_config_load();
+    cr_assert_not(cgj_gpubusy_on());
+    setenv("CGJIT_BUSY", "1", 1);
+    cgj_config_load();
+    bool on = cgj_gpubusy_on();
+    cr_assert(on || cgj_gpubusy_status()[0], "off with no reason");
+    unsetenv("CGJIT_BUSY");
+    cgj_config_load();
+}
