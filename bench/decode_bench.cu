@@ -1,0 +1,362 @@
+/*
+ * decode_bench.cu — cgjit-bench-decode: a step shaped like ggml's decode loop (llama.cpp making
+ * one token per llama_decode), eager, replayed by cgjit, and captured by the program itself the
+ * way llama.cpp's own CUDA graphs do it, side by side in one process.
+ *
+ * One step:
+ *   - a small host-to-device copy from pageable memory (the token: cuMemcpyHtoDAsync);
+ *   - LAYERS x PER_LAYER kernel launches through cuLaunchKernelEx, each with 20 parameters
+ *     (pointers, shapes, strides, flags), two of which change every step (the position and the KV
+ *     length), with host work before each launch (ggml builds its graph between launches:
+ *     --host-ns per launch);
+ *   - a read-back of a few outputs into pinned memory (cuMemcpyDtoHAsync) and a
+ *     cuStreamSynchronize, after which the host reads them.
+ * Three buffer sets start equal and run the same steps:
+ *   eager    the step as written;
+ *   replay   the same step between cgj_trace_begin("decode") and cgj_trace_end();
+ *   graphs   the program's own graphs, as llama.cpp makes them: the copy, then the launches
+ *            captured on the stream (cudaStreamBeginCapture), the executable graph updated in
+ *            place with cudaGraphExecUpdate (instantiated again only where the update is refused)
+ *            and launched, then the read-back. This is the floor cgjit's replay is held to.
+ * Rounds alternate a block of steps of each; the figures are the medians over rounds of the
+ * mean step time of a block, and the host time per call of eager and replayed steps (from the
+ * step's begin to its synchronization, less the program's own host work). At the end the three
+ * sets must hold the same bits.
+ *
+ * Usage: cgjit-bench-decode [--rounds R] [--steps S] [--host-ns NS] [--json FILE]
+ *        (defaults 15, 40, 300). Exit status: 0 identical and replayed; 1 a check failed;
+ *        2 bad options; 77 no GPU.
+ */
+#include <cgjit.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { LAYERS = 12, PER_LAYER = 15, LAUNCHES = LAYERS * PER_LAYER, N = 8192, BLOCK = 256, OUTS = 16, WARMUP = 8 };
+enum { SET_EAGER, SET_REPLAY, SET_GRAPHS, SETS };
+static const char *const SET_NAMES[SETS] = {"eager", "replay", "graphs"};
+
+#define CK(call)                                                                                \
+    do {                                                                                        \
+        cudaError_t e_ = (call);                                                                \
+        if (e_ != cudaSuccess) {                                                                \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+#define CKD(call)                                                                        \
+    do {                                                                                 \
+        CUresult r_ = (call);                                                            \
+        if (r_ != CUDA_SUCCESS) {                                                        \
+            fprintf(stderr, "%s:%d: %s: CUresult %d\n", __FILE__, __LINE__, #call, (int)r_); \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+/* The driver's functions, from the runtime (cudaGetDriverEntryPoint, which cgjit answers with
+ * its own entry points, as it does for any program): no link with libcuda, so that a machine
+ * without a driver gets a message, not a loader error. */
+static struct {
+    __typeof__(cuLaunchKernelEx) *launch_ex;
+    __typeof__(cuMemcpyHtoDAsync) *htod;
+    __typeof__(cuMemcpyDtoHAsync) *dtoh;
+    __typeof__(cuStreamSynchronize) *sync;
+} drv;
+
+static void driver_entry_points(void) {
+    struct {
+        const char *name;
+        void **fn;
+    } want[] = {{"cuLaunchKernelEx", (void **)&drv.launch_ex},
+                {"cuMemcpyHtoDAsync", (void **)&drv.htod},
+                {"cuMemcpyDtoHAsync", (void **)&drv.dtoh},
+                {"cuStreamSynchronize", (void **)&drv.sync}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        cudaDriverEntryPointQueryResult q;
+        CK(cudaGetDriverEntryPointByVersion(want[i].name, want[i].fn, 12000, cudaEnableDefault, &q));
+        if (q != cudaDriverEntryPointSuccess || !*want[i].fn) {
+            fprintf(stderr, "cgjit-bench-decode: the driver has no %s\n", want[i].name);
+            exit(1);
+        }
+    }
+}
+
+/* One ggml-like operation: 20 parameters, as a ggml CUDA kernel takes its tensors' pointers,
+ * shapes (ne), strides (nb) and op parameters. pos and kv_len change every step. */
+__global__ void ggml_like_op(const float *a, const float *b, float *out, int n, int pos, int kv_len, float scale,
+                             int ne0, int ne1, int ne2, int ne3, int nb0, int nb1, int nb2, int nb3, int op,
+                             float eps, int layer, int head, const int *tok) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    int j = (i + pos + *tok + head) % n;
+    float v = a[i] * scale + b[j] * eps + (float)((kv_len + ne0 + ne1 + ne2 + ne3) % 7) * 1e-3f;
+    v += (float)((nb0 + nb1 + nb2 + nb3) & 3) * 1e-4f + (float)layer * 1e-5f;
+    if (op % 3 == 1)
+        v = v > 0.0f ? v : 0.01f * v;
+    else if (op % 3 == 2)
+        v = v / (1.0f + fabsf(v));
+    out[i] = v;
+}
+
+typedef struct set {
+    float *x[2];   /* the hidden state, ping-pong */
+    int *tok;      /* the token, copied in every step */
+    float *out;    /* pinned: what the host reads back */
+    int step;      /* the next step's index */
+    cudaGraphExec_t exec; /* SET_GRAPHS: the program's own executable graph */
+    double host_ns, host_calls, own_ns; /* host time of timed steps, calls, the program's own work */
+} set_t;
+
+static CUfunction g_fn;
+static float *g_w[LAYERS][PER_LAYER];
+static int g_host_ns = 300;
+static unsigned g_graph_updates, g_graph_reinstantiations;
+
+static double now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* The host work before a launch (ggml walking its graph); its length is added to *own. */
+static void host_work(double *own) {
+    double t0 = now_ns(), t = t0;
+    while (t - t0 < g_host_ns)
+        t = now_ns();
+    *own += t - t0;
+}
+
+static void launch(set_t *s, CUstream st, int layer, int k, int cur) {
+    int n = N, pos = s->step, kv_len = s->step + 1, ne[4] = {N, 1, 1, 1}, nb[4] = {4, 4 * N, 4 * N, 4 * N};
+    int op = k, head = k % 4;
+    float scale = 0.5f + 0.01f * (float)k, eps = 0.25f;
+    const float *a = s->x[cur], *b = g_w[layer][k];
+    float *out = s->x[1 - cur];
+    void *params[20] = {&a, &b, &out, &n, &pos, &kv_len, &scale, &ne[0], &ne[1], &ne[2], &ne[3],
+                        &nb[0], &nb[1], &nb[2], &nb[3], &op, &eps, &layer, &head, &s->tok};
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = (N + BLOCK - 1) / BLOCK, cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = BLOCK, cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = st;
+    CKD(drv.launch_ex(&cfg, g_fn, params, NULL));
+}
+
+/* The launches of one step, host work before each; the state ends in x[0]. */
+static void launches(set_t *s, CUstream st, double *own) {
+    int cur = 0;
+    for (int l = 0; l < LAYERS; l++)
+        for (int k = 0; k < PER_LAYER; k++) {
+            host_work(own);
+            launch(s, st, l, k, cur);
+            cur = 1 - cur;
+        }
+    if (cur) { /* an even count leaves it in x[0]; keep it there either way */
+        float *t = s->x[0];
+        s->x[0] = s->x[1], s->x[1] = t;
+    }
+}
+
+/* One step of set `which`; its host time (begin to the synchronization) and own work added to
+ * the set's figures when timed. */
+static void step(set_t *s, int which, CUstream st, int timed) {
+    static int host_tok; /* pageable, as llama.cpp hands ggml its inputs */
+    double own = 0, t0 = now_ns();
+    if (which == SET_REPLAY && cgj_trace_begin("decode") != CGJ_OK) {
+        fprintf(stderr, "decode: cgj_trace_begin failed\n");
+        exit(1);
+    }
+    host_tok = (s->step * 7919) % N;
+    CKD(drv.htod((CUdeviceptr)s->tok, &host_tok, sizeof host_tok, st));
+    if (which == SET_GRAPHS) {
+        cudaGraph_t g;
+        CK(cudaStreamBeginCapture((cudaStream_t)st, cudaStreamCaptureModeRelaxed));
+        launches(s, st, &own);
+        CK(cudaStreamEndCapture((cudaStream_t)st, &g));
+        cudaGraphExecUpdateResultInfo info;
+        if (s->exec && cudaGraphExecUpdate(s->exec, g, &info) == cudaSuccess) {
+            g_graph_updates++;
+        } else {
+            cudaGetLastError();
+            if (s->exec) {
+                CK(cudaGraphExecDestroy(s->exec));
+                g_graph_reinstantiations++;
+            }
+            CK(cudaGraphInstantiate(&s->exec, g, 0));
+        }
+        CK(cudaGraphDestroy(g));
+        CK(cudaGraphLaunch(s->exec, (cudaStream_t)st));
+    } else {
+        launches(s, st, &own);
+    }
+    CKD(drv.dtoh(s->out, (CUdeviceptr)s->x[0], OUTS * sizeof(float), st));
+    double t1 = now_ns();
+    CKD(drv.sync(st));
+    if (which == SET_REPLAY && cgj_trace_end() != CGJ_OK) {
+        fprintf(stderr, "decode: cgj_trace_end failed\n");
+        exit(1);
+    }
+    volatile float sink = s->out[0]; /* the host reads the outputs */
+    (void)sink;
+    if (timed) {
+        s->host_ns += t1 - t0 - own;
+        s->host_calls += LAUNCHES + 2;
+        s->own_ns += own;
+    }
+    s->step++;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: cgjit-bench-decode [--rounds R] [--steps S] [--host-ns NS] [--json FILE]\n");
+    exit(2);
+}
+
+static int int_arg(const char *s, int min, int max) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < min || v > max)
+        usage();
+    return (int)v;
+}
+
+int main(int argc, char **argv) {
+    int rounds = 15, steps = 40;
+    const char *json = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 >= argc)
+            usage();
+        if (!strcmp(argv[i], "--rounds"))
+            rounds = int_arg(argv[++i], 1, 100000);
+        else if (!strcmp(argv[i], "--steps"))
+            steps = int_arg(argv[++i], 1, 100000);
+        else if (!strcmp(argv[i], "--host-ns"))
+            g_host_ns = int_arg(argv[++i], 0, 1000000);
+        else if (!strcmp(argv[i], "--json"))
+            json = argv[++i];
+        else
+            usage();
+    }
+    int ngpu = 0;
+    if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu < 1) {
+        printf("cgjit-bench-decode: skipped: no CUDA GPU\n");
+        return 77;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    CK(cudaSetDevice(0));
+    CK(cudaFree(0));
+    driver_entry_points();
+    CK(cudaGetFuncBySymbol((cudaFunction_t *)&g_fn, (const void *)ggml_like_op));
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+
+    float *init = (float *)malloc(N * sizeof(float));
+    if (!init)
+        return 1;
+    unsigned seed = 12345;
+    for (int l = 0; l < LAYERS; l++)
+        for (int k = 0; k < PER_LAYER; k++) {
+            for (int i = 0; i < N; i++)
+                init[i] = (float)((seed = seed * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f;
+            CK(cudaMalloc((void **)&g_w[l][k], N * sizeof(float)));
+            CK(cudaMemcpy(g_w[l][k], init, N * sizeof(float), cudaMemcpyHostToDevice));
+        }
+    for (int i = 0; i < N; i++)
+        init[i] = (float)((seed = seed * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f;
+    set_t sets[SETS];
+    memset(sets, 0, sizeof sets);
+    for (int k = 0; k < SETS; k++) {
+        for (int b = 0; b < 2; b++) {
+            CK(cudaMalloc((void **)&sets[k].x[b], N * sizeof(float)));
+            CK(cudaMemcpy(sets[k].x[b], init, N * sizeof(float), cudaMemcpyHostToDevice));
+        }
+        CK(cudaMalloc((void **)&sets[k].tok, sizeof(int)));
+        CK(cudaMallocHost((void **)&sets[k].out, OUTS * sizeof(float)));
+    }
+    free(init);
+
+    for (int i = 0; i < WARMUP; i++)
+        for (int k = 0; k < SETS; k++)
+            step(&sets[k], k, (CUstream)st, 0);
+    double *per[SETS];
+    for (int k = 0; k < SETS; k++)
+        per[k] = (double *)calloc(rounds, sizeof(double));
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < SETS; k++) {
+            double t0 = now_ns();
+            for (int i = 0; i < steps; i++)
+                step(&sets[k], k, (CUstream)st, 1);
+            per[k][r] = (now_ns() - t0) / steps / 1e3;
+        }
+
+    /* Every set ran the same steps: the same bits. */
+    int equal = 1;
+    float *h[SETS];
+    for (int k = 0; k < SETS; k++) {
+        h[k] = (float *)malloc(N * sizeof(float));
+        CK(cudaMemcpy(h[k], sets[k].x[0], N * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+    for (int k = 1; k < SETS; k++)
+        if (memcmp(h[0], h[k], N * sizeof(float)))
+            equal = 0;
+    cgj_trace_info_t info;
+    memset(&info, 0, sizeof info);
+    cgj_trace_info("decode", &info);
+    double us[SETS], host_per_call[SETS];
+    for (int k = 0; k < SETS; k++) {
+        us[k] = median(per[k], rounds);
+        host_per_call[k] = sets[k].host_calls ? sets[k].host_ns / sets[k].host_calls : 0;
+    }
+    int replayed = info.state == CGJ_STATE_REPLAY && info.replays >= (uint64_t)(rounds * steps) * 9 / 10;
+
+    printf("cgjit-bench-decode: %s, %d launches of 20 parameters per step, %d ns of host work before each, "
+           "%d rounds of %d steps\n",
+           prop.name, LAUNCHES, g_host_ns, rounds, steps);
+    printf("  %-8s %12s %14s %12s\n", "variant", "us/step", "host ns/call", "vs graphs");
+    for (int k = 0; k < SETS; k++)
+        printf("  %-8s %12.1f %14.1f %11.3fx\n", SET_NAMES[k], us[k], host_per_call[k], us[k] / us[SET_GRAPHS]);
+    printf("  eager/replay %.3fx, replay/graphs %.3fx (target <= 1.02), replay host %.1f ns per absorbed call "
+           "(target <= 200)\n",
+           us[SET_EAGER] / us[SET_REPLAY], us[SET_REPLAY] / us[SET_GRAPHS], host_per_call[SET_REPLAY]);
+    printf("  cgjit: %s, %llu replays, %u segment(s), %u ops, reason \"%s\"; the program's graphs: %u updates, %u "
+           "instantiations again\n",
+           cgj_state_name(info.state), (unsigned long long)info.replays, info.segments, info.ops, info.reason,
+           g_graph_updates, g_graph_reinstantiations);
+    printf("  results: %s\n", equal ? "identical in all three" : "DIFFER");
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) {
+            fprintf(stderr, "cgjit-bench-decode: cannot write %s\n", json);
+            return 1;
+        }
+        fprintf(f,
+                "{\"gpu\": \"%s\", \"launches\": %d, \"host_ns\": %d, \"rounds\": %d, \"steps\": %d, "
+                "\"eager_us\": %.3f, \"replay_us\": %.3f, \"graphs_us\": %.3f, \"replay_host_ns_per_call\": %.1f, "
+                "\"eager_host_ns_per_call\": %.1f, \"segments\": %u, \"replays\": %llu, \"identical\": %s}\n",
+                prop.name, LAUNCHES, g_host_ns, rounds, steps, us[SET_EAGER], us[SET_REPLAY], us[SET_GRAPHS],
+                host_per_call[SET_REPLAY], host_per_call[SET_EAGER], info.segments,
+                (unsigned long long)info.replays, equal ? "true" : "false");
+        fclose(f);
+    }
+    if (!replayed)
+        printf("  FAIL: the step did not replay (%s)\n", info.reason);
+    printf("%s\n", equal && replayed ? "PASS" : "FAIL");
+    return equal && replayed ? 0 : 1;
+}
