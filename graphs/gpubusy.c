@@ -14,72 +14,147 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the accounting ---- */
+/* ---- the accounting ----
+ *
+ * CUPTI delivers its records in buffers that complete independently: those of the driver calls
+ * and their external ids in one (no context), a context's kernels, copies and memsets in others,
+ * so a kernel's record may come before or after the record saying which step launched it. So:
+ *  - each driver call's correlation id is looked up in a table filled from both the external id
+ *    records (tagged: this anchor, this step) and the API records (a call with no external id
+ *    before its API record carries none: CUPTI writes the one right before the other);
+ *  - a piece of work whose call is not known yet waits in a pending list, resolved after each
+ *    buffer; one whose call is known untagged is dropped (the program's own eager work);
+ *  - resolved work is kept per anchor with its step's serial; the union of a step's pieces is
+ *    taken when its steps are settled: at a report, or, once an anchor holds many pieces, for all
+ *    but its newest STEPS_OPEN steps (whose records may still be coming). */
 
 #define SERIAL_BITS 40
 #define SERIAL_MASK ((1ull << SERIAL_BITS) - 1)
-#define CORR_SLOTS (1u << 16) /* driver calls whose external id is remembered (the last ones) */
-#define MAX_PIECES (1u << 16) /* intervals one step keeps before merging them */
+#define CORR_SLOTS (1u << 20) /* driver calls remembered (the last ones) */
+#define UNTAGGED UINT64_MAX
+#define MAX_PENDING (1u << 20)
+#define SETTLE_AT (1u << 16)  /* pieces an anchor holds before its older steps are settled */
+#define STEPS_OPEN 4
 
 typedef struct piece {
-    uint64_t start, end;
+    uint64_t serial, start, end;
 } piece_t;
 
-typedef struct step_acc {
-    uint64_t serial; /* the step open now */
-    bool open;
+typedef struct id_acc {
     piece_t *pieces;
     uint32_t n, cap;
-    uint64_t busy_ns, steps; /* closed steps */
-} step_acc_t;
+    uint64_t settled_below; /* steps before this serial are counted; later pieces of theirs dropped */
+    uint64_t newest;        /* the newest serial seen */
+    uint32_t settle_at;     /* pieces held before the older steps are settled (SETTLE_AT, doubled
+                             * while the newest steps alone hold that many) */
+    uint64_t busy_ns, steps;
+} id_acc_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
+static struct corr {
     uint32_t corr;
-    uint64_t ext; /* 0: none */
-} corrs[CORR_SLOTS];
-static step_acc_t accs[CGJ_GPUBUSY_MAX_IDS];
+    uint64_t ext; /* 0: unknown yet, UNTAGGED, or the external id */
+} *corrs;
+static struct pend {
+    uint32_t corr;
+    uint64_t start, end;
+} *pending;
+static uint32_t npending;
+static id_acc_t accs[CGJ_GPUBUSY_MAX_IDS];
 static uint32_t next_id = 1;
+static uint64_t dropped; /* pieces never attributed (too many pending) */
 
-static int by_start(const void *x, const void *y)
+static bool tables(void)
+{
+    if (!corrs) corrs = calloc(CORR_SLOTS, sizeof *corrs);
+    if (!pending) pending = malloc(MAX_PENDING * sizeof *pending);
+    return corrs && pending;
+}
+
+static int by_serial_start(const void *x, const void *y)
 {
     const piece_t *a = x, *b = y;
+    if (a->serial != b->serial) return a->serial < b->serial ? -1 : 1;
     return a->start < b->start ? -1 : a->start > b->start;
 }
 
-/* Merge s's pieces into their union, in place; the union's length. */
-static uint64_t merge(step_acc_t *s)
+/* Count the steps of s before serial `below` (all of them: UINT64_MAX): the union of each
+ * step's pieces; the pieces of later steps stay. */
+static void settle_below(id_acc_t *s, uint64_t below)
 {
-    if (!s->n) return 0;
-    qsort(s->pieces, s->n, sizeof *s->pieces, by_start);
-    uint32_t k = 0;
-    for (uint32_t i = 1; i < s->n; i++) {
-        if (s->pieces[i].start <= s->pieces[k].end) {
-            if (s->pieces[i].end > s->pieces[k].end) s->pieces[k].end = s->pieces[i].end;
-        } else {
-            s->pieces[++k] = s->pieces[i];
+    qsort(s->pieces, s->n, sizeof *s->pieces, by_serial_start);
+    uint32_t i = 0, kept = 0;
+    while (i < s->n && s->pieces[i].serial < below) {
+        uint64_t serial = s->pieces[i].serial, end = 0, sum = 0;
+        for (; i < s->n && s->pieces[i].serial == serial; i++) {
+            const piece_t *p = &s->pieces[i];
+            uint64_t from = p->start > end ? p->start : end;
+            if (p->end > from) sum += p->end - from;
+            if (p->end > end) end = p->end;
         }
+        s->busy_ns += sum;
+        s->steps++;
+        if (serial + 1 > s->settled_below) s->settled_below = serial + 1;
     }
-    s->n = k + 1;
-    uint64_t sum = 0;
-    for (uint32_t i = 0; i < s->n; i++) sum += s->pieces[i].end - s->pieces[i].start;
-    return sum;
+    for (; i < s->n; i++) s->pieces[kept++] = s->pieces[i];
+    s->n = kept;
 }
 
-static void close_step(step_acc_t *s)
+static void add_piece(uint64_t ext, uint64_t start, uint64_t end)
 {
-    if (!s->open) return;
-    s->busy_ns += merge(s);
-    s->steps++;
-    s->n = 0;
-    s->open = false;
+    uint32_t id = (uint32_t)(ext >> SERIAL_BITS);
+    if (!id || id >= CGJ_GPUBUSY_MAX_IDS) return;
+    id_acc_t *s = &accs[id];
+    uint64_t serial = ext & SERIAL_MASK;
+    if (serial < s->settled_below) return; /* a step already counted: late, left out */
+    if (s->n == s->cap) {
+        uint32_t cap = s->cap ? 2 * s->cap : 256;
+        piece_t *p = realloc(s->pieces, cap * sizeof *p);
+        if (!p) return;
+        s->pieces = p, s->cap = cap;
+    }
+    s->pieces[s->n++] = (piece_t){serial, start, end};
+    if (serial > s->newest) s->newest = serial;
+    if (!s->settle_at) s->settle_at = SETTLE_AT;
+    if (s->n >= s->settle_at) {
+        settle_below(s, s->newest >= STEPS_OPEN ? s->newest - STEPS_OPEN + 1 : 0);
+        s->settle_at = s->n >= SETTLE_AT / 2 ? 2 * s->n : SETTLE_AT;
+    }
+}
+
+/* What the call `corr` carries: 0 not known yet, UNTAGGED, or its external id. */
+static uint64_t carried(uint32_t corr)
+{
+    const struct corr *c = &corrs[corr % CORR_SLOTS];
+    return c->corr == corr ? c->ext : 0;
+}
+
+/* Attribute the pending pieces whose calls are known now. */
+static void resolve_pending(void)
+{
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < npending; i++) {
+        uint64_t ext = carried(pending[i].corr);
+        if (!ext)
+            pending[kept++] = pending[i];
+        else if (ext != UNTAGGED)
+            add_piece(ext, pending[i].start, pending[i].end);
+    }
+    npending = kept;
 }
 
 void cgj_gpubusy_note_external(uint32_t correlation, uint64_t external)
 {
     pthread_mutex_lock(&lock);
-    corrs[correlation % CORR_SLOTS].corr = correlation;
-    corrs[correlation % CORR_SLOTS].ext = external;
+    if (tables() && external && external != UNTAGGED)
+        corrs[correlation % CORR_SLOTS] = (struct corr){correlation, external};
+    pthread_mutex_unlock(&lock);
+}
+
+void cgj_gpubusy_note_call(uint32_t correlation)
+{
+    pthread_mutex_lock(&lock);
+    if (tables() && carried(correlation) == 0) corrs[correlation % CORR_SLOTS] = (struct corr){correlation, UNTAGGED};
     pthread_mutex_unlock(&lock);
 }
 
@@ -87,34 +162,33 @@ void cgj_gpubusy_note_work(uint32_t correlation, uint64_t start, uint64_t end)
 {
     if (end <= start) return;
     pthread_mutex_lock(&lock);
-    uint64_t ext = corrs[correlation % CORR_SLOTS].corr == correlation ? corrs[correlation % CORR_SLOTS].ext : 0;
-    uint32_t id = (uint32_t)(ext >> SERIAL_BITS);
-    if (!ext || !id || id >= CGJ_GPUBUSY_MAX_IDS) goto out;
-    step_acc_t *s = &accs[id];
-    uint64_t serial = ext & SERIAL_MASK;
-    if (s->open && serial != s->serial) {
-        if (serial < s->serial) goto out; /* a step already closed: late, left out */
-        close_step(s);
+    if (!tables()) goto out;
+    uint64_t ext = carried(correlation);
+    if (ext == UNTAGGED) goto out;
+    if (ext) {
+        add_piece(ext, start, end);
+    } else if (npending < MAX_PENDING) {
+        pending[npending++] = (struct pend){correlation, start, end};
+    } else {
+        dropped++;
     }
-    if (!s->open) s->open = true, s->serial = serial, s->n = 0;
-    if (s->n == s->cap) {
-        if (s->cap >= MAX_PIECES) merge(s); /* keeps the union, in fewer pieces */
-        if (s->n == s->cap) {
-            uint32_t cap = s->cap ? 2 * s->cap : 64;
-            piece_t *p = realloc(s->pieces, cap * sizeof *p);
-            if (!p) goto out;
-            s->pieces = p, s->cap = cap;
-        }
-    }
-    s->pieces[s->n++] = (piece_t){start, end};
 out:
+    pthread_mutex_unlock(&lock);
+}
+
+void cgj_gpubusy_resolve(void)
+{
+    pthread_mutex_lock(&lock);
+    if (pending) resolve_pending();
     pthread_mutex_unlock(&lock);
 }
 
 void cgj_gpubusy_settle(void)
 {
     pthread_mutex_lock(&lock);
-    for (uint32_t i = 1; i < CGJ_GPUBUSY_MAX_IDS; i++) close_step(&accs[i]);
+    if (pending) resolve_pending();
+    for (uint32_t i = 1; i < CGJ_GPUBUSY_MAX_IDS; i++)
+        if (accs[i].n) settle_below(&accs[i], UINT64_MAX);
     pthread_mutex_unlock(&lock);
 }
 
@@ -123,9 +197,11 @@ void cgj_gpubusy_reset(void)
     pthread_mutex_lock(&lock);
     for (uint32_t i = 0; i < CGJ_GPUBUSY_MAX_IDS; i++) {
         free(accs[i].pieces);
-        accs[i] = (step_acc_t){0};
+        accs[i] = (id_acc_t){0};
     }
-    memset(corrs, 0, sizeof corrs);
+    if (corrs) memset(corrs, 0, CORR_SLOTS * sizeof *corrs);
+    npending = 0;
+    dropped = 0;
     next_id = 1;
     pthread_mutex_unlock(&lock);
 }
@@ -191,11 +267,17 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             cgj_gpubusy_note_work(m->correlationId, m->start, m->end);
             break;
         }
+        case CUPTI_ACTIVITY_KIND_DRIVER: {
+            const CUpti_ActivityAPI *a = (const void *)r;
+            cgj_gpubusy_note_call(a->correlationId);
+            break;
+        }
         default:
             break;
         }
     }
     free(buffer);
+    cgj_gpubusy_resolve();
 }
 
 static void *load(void)
@@ -289,8 +371,10 @@ bool cgj_gpubusy_figures(uint32_t id, uint64_t *busy_ns, uint64_t *steps)
     *busy_ns = *steps = 0;
     if (!id || id >= CGJ_GPUBUSY_MAX_IDS) return false;
     if (enabled) cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    /* After a forced flush every record of a finished step is in: count them all (a step still
+     * running on the GPU is counted short; a report comes after the program's last sync). */
+    cgj_gpubusy_settle();
     pthread_mutex_lock(&lock);
-    /* The open step's records may not all be in; only closed steps count. */
     *busy_ns = accs[id].busy_ns, *steps = accs[id].steps;
     pthread_mutex_unlock(&lock);
     return *steps != 0;

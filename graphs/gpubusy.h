@@ -38,12 +38,16 @@ const char *cgj_gpubusy_status(void);
 
 #define CGJ_GPUBUSY_MAX_IDS 4096
 
-/* The accounting, fed by CUPTI's records (and by tests): the external id a driver call's
- * correlation id carries, and a piece of GPU work [start, end) launched by that call. Work
- * whose call carries no external id is not counted. */
+/* The accounting, fed by CUPTI's records in whatever order its buffers complete (and by tests):
+ * the external id a driver call's correlation id carries, a driver call's own record (after
+ * its external id's, if any: a call with none before it carries none), and a piece of GPU work
+ * [start, end) launched by a call. Work of a call that carries no external id is not counted;
+ * work of a call not known yet waits for it (cgj_gpubusy_resolve, after each buffer). */
 void cgj_gpubusy_note_external(uint32_t correlation, uint64_t external);
+void cgj_gpubusy_note_call(uint32_t correlation);
 void cgj_gpubusy_note_work(uint32_t correlation, uint64_t start, uint64_t end);
-/* Close every step still open (their records are all in). */
+void cgj_gpubusy_resolve(void);
+/* Count every step whose pieces are held (their records are all in). */
 void cgj_gpubusy_settle(void);
 /* Forget everything (tests). */
 void cgj_gpubusy_reset(void);
