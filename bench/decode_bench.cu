@@ -42,22 +42,15 @@ enum { LAYERS = 12, PER_LAYER = 15, LAUNCHES = LAYERS * PER_LAYER, N = 8192, BLO
 enum { SET_EAGER, SET_REPLAY, SET_GRAPHS, SETS };
 static const char *const SET_NAMES[SETS] = {"eager", "replay", "graphs"};
 
-#define CK(call)                                                                                \
-    do {                                                                                        \
-        cudaError_t e_ = (call);                                                                \
-        if (e_ != cudaSuccess) {                                                                \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
-#define CKD(call)                                                                        \
-    do {                                                                                 \
-        CUresult r_ = (call);                                                            \
-        if (r_ != CUDA_SUCCESS) {                                                        \
-            fprintf(stderr, "%s:%d: %s: CUresult %d\n", __FILE__, __LINE__, #call, (int)r_); \
-            exit(1);                                                                     \
-        }                                                                                \
-    } while (0)
+#include "../tests/common/cuda_check.h"
+
+/* A driver call that must return CUDA_SUCCESS. */
+static const char *cu_result_text(CUresult r) {
+    static char text[32];
+    snprintf(text, sizeof text, "CUresult %d", (int)r);
+    return text;
+}
+#define CKD(call) CHECK_STATUS(CUresult, CUDA_SUCCESS, cu_result_text, #call, call)
 
 /* The driver's functions, from the runtime (cudaGetDriverEntryPoint, which cgjit answers with
  * its own entry points, as it does for any program): no link with libcuda, so that a machine
@@ -79,7 +72,7 @@ static void driver_entry_points(void) {
                 {"cuStreamSynchronize", (void **)&drv.sync}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         cudaDriverEntryPointQueryResult q;
-        CK(cudaGetDriverEntryPointByVersion(want[i].name, want[i].fn, 12000, cudaEnableDefault, &q));
+        CHECK(cudaGetDriverEntryPointByVersion(want[i].name, want[i].fn, 12000, cudaEnableDefault, &q));
         if (q != cudaDriverEntryPointSuccess || !*want[i].fn) {
             fprintf(stderr, "cgjit-bench-decode: the driver has no %s\n", want[i].name);
             exit(1);
@@ -177,22 +170,22 @@ static void step(set_t *s, int which, CUstream st, int timed) {
     CKD(drv.htod((CUdeviceptr)s->tok, &host_tok, sizeof host_tok, st));
     if (which == SET_GRAPHS) {
         cudaGraph_t g;
-        CK(cudaStreamBeginCapture((cudaStream_t)st, cudaStreamCaptureModeRelaxed));
+        CHECK(cudaStreamBeginCapture((cudaStream_t)st, cudaStreamCaptureModeRelaxed));
         launches(s, st, &own);
-        CK(cudaStreamEndCapture((cudaStream_t)st, &g));
+        CHECK(cudaStreamEndCapture((cudaStream_t)st, &g));
         cudaGraphExecUpdateResultInfo info;
         if (s->exec && cudaGraphExecUpdate(s->exec, g, &info) == cudaSuccess) {
             g_graph_updates++;
         } else {
             cudaGetLastError();
             if (s->exec) {
-                CK(cudaGraphExecDestroy(s->exec));
+                CHECK(cudaGraphExecDestroy(s->exec));
                 g_graph_reinstantiations++;
             }
-            CK(cudaGraphInstantiate(&s->exec, g, 0));
+            CHECK(cudaGraphInstantiate(&s->exec, g, 0));
         }
-        CK(cudaGraphDestroy(g));
-        CK(cudaGraphLaunch(s->exec, (cudaStream_t)st));
+        CHECK(cudaGraphDestroy(g));
+        CHECK(cudaGraphLaunch(s->exec, (cudaStream_t)st));
     } else {
         launches(s, st, &own);
     }
@@ -259,36 +252,34 @@ int main(int argc, char **argv) {
         return 77;
     }
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    CK(cudaSetDevice(0));
-    CK(cudaFree(0));
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaFree(0));
     driver_entry_points();
-    CK(cudaGetFuncBySymbol((cudaFunction_t *)&g_fn, (const void *)ggml_like_op));
+    CHECK(cudaGetFuncBySymbol((cudaFunction_t *)&g_fn, (const void *)ggml_like_op));
     cudaStream_t st;
-    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
 
     float *init = (float *)malloc(N * sizeof(float));
     if (!init)
         return 1;
-    unsigned seed = 12345;
+    uint64_t seed = 12345;
     for (int l = 0; l < LAYERS; l++)
         for (int k = 0; k < PER_LAYER; k++) {
-            for (int i = 0; i < N; i++)
-                init[i] = (float)((seed = seed * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f;
-            CK(cudaMalloc((void **)&g_w[l][k], N * sizeof(float)));
-            CK(cudaMemcpy(g_w[l][k], init, N * sizeof(float), cudaMemcpyHostToDevice));
+            rng_fill_uniform(init, N, &seed, -0.5f, 0.5f);
+            CHECK(cudaMalloc((void **)&g_w[l][k], N * sizeof(float)));
+            CHECK(cudaMemcpy(g_w[l][k], init, N * sizeof(float), cudaMemcpyHostToDevice));
         }
-    for (int i = 0; i < N; i++)
-        init[i] = (float)((seed = seed * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f;
+    rng_fill_uniform(init, N, &seed, -0.5f, 0.5f);
     set_t sets[SETS];
     memset(sets, 0, sizeof sets);
     for (int k = 0; k < SETS; k++) {
         for (int b = 0; b < 2; b++) {
-            CK(cudaMalloc((void **)&sets[k].x[b], N * sizeof(float)));
-            CK(cudaMemcpy(sets[k].x[b], init, N * sizeof(float), cudaMemcpyHostToDevice));
+            CHECK(cudaMalloc((void **)&sets[k].x[b], N * sizeof(float)));
+            CHECK(cudaMemcpy(sets[k].x[b], init, N * sizeof(float), cudaMemcpyHostToDevice));
         }
-        CK(cudaMalloc((void **)&sets[k].tok, sizeof(int)));
-        CK(cudaMallocHost((void **)&sets[k].out, OUTS * sizeof(float)));
+        CHECK(cudaMalloc((void **)&sets[k].tok, sizeof(int)));
+        CHECK(cudaMallocHost((void **)&sets[k].out, OUTS * sizeof(float)));
     }
     free(init);
 
@@ -311,7 +302,7 @@ int main(int argc, char **argv) {
     float *h[SETS];
     for (int k = 0; k < SETS; k++) {
         h[k] = (float *)malloc(N * sizeof(float));
-        CK(cudaMemcpy(h[k], sets[k].x[0], N * sizeof(float), cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(h[k], sets[k].x[0], N * sizeof(float), cudaMemcpyDeviceToHost));
     }
     for (int k = 1; k < SETS; k++)
         if (memcmp(h[0], h[k], N * sizeof(float)))
