@@ -1,4 +1,4 @@
-/* cgj_base.c — panic, allocation and clock helpers shared by every module. */
+/* cgj_base.c — the panic, the clock, string copy and byte hashing, and the count of cgjit's own driver calls, shared by every module. */
 #include "base/cgj_base.h"
 
 #include <stdio.h>

@@ -19,7 +19,8 @@
  * CUDA graph, and from the third run on the step is replayed (REPLAY). A run that does not match
  * the recorded trace leaves replay at the point of divergence (a side exit) and finishes eagerly;
  * two identical divergent runs become a second variant of the trace. An anchor whose runs never
- * agree is blacklisted and runs eagerly from then on; cgj_report() says why.
+ * agree is blacklisted and runs eagerly from then on (BLACKLISTED); one whose replay does not pay
+ * runs eagerly for a while or, where it cannot pay, for good (OFF); cgj_report() says why.
  *
  * Every function here is thread-safe. Steps are per thread: a step begun on one thread is
  * ended on that thread, and two threads may trace steps concurrently.

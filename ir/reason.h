@@ -111,7 +111,6 @@
       "nothing to do: a host that spins on a flag the kernel sets sees it as without cgjit")      \
     /* library calls never absorbed whole */                                                       \
     X(LIB_FAILED, "the library returned an error", "")                                            \
-    X(LIB_UNGUARDED, "the call's arguments cannot all be guarded", "")                            \
     X(LIB_HANDLE, "its handle cannot be read", "")                                                \
     X(LIB_HOST_RESULT, "its result goes to host memory (the library synchronizes)",               \
       "use device pointer mode for results")                                                      \

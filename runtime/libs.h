@@ -1,15 +1,16 @@
 /*
- * libs.h — what the library wrappers (libs.c, libs_blas.c, libs_dnn.c) share.
+ * libs.h — what the library wrappers (libs.c, libs_blas.c, libs_dnn.c, libs_nccl.c) share.
  *
- * cgjit exports cuBLAS, cuBLASLt and cuDNN entry points; loaded before the libraries (preload,
- * or linked ahead of them) it receives the program's calls and reaches the real functions with
- * dlsym(RTLD_NEXT). Outside a step, and inside a library call (a library calling another's
- * exported function), a wrapper forwards at once. Inside a step it describes the call as a
- * cgj_libcall_t (tracer/trace.h): a key holding every argument that decides what the library
+ * cgjit exports cuBLAS, cuBLASLt, cuDNN and NCCL entry points; loaded before the libraries
+ * (preload, or linked ahead of them) it receives the program's calls and reaches the real
+ * functions with dlsym(RTLD_NEXT). Outside a step, and inside a library call (a library calling
+ * another's exported function), a wrapper forwards at once. Inside a step it describes the call
+ * as a cgj_libcall_t (ir/ir.h): a key holding every argument that decides what the library
  * does, by value — scalars, host-mode alpha/beta, descriptor contents read back with the
  * libraries' getters, the handle's stream, modes and generation — and the device pointers.
- * The step then absorbs the call whole (replay, guard held: the library is not called) or
- * runs it, grouping the driver calls it makes under one LIB op.
+ * The step then runs the library and groups the driver calls it makes under one LIB op, whose
+ * launches replay like any other; only under CGJIT_LIBS_LEARNED (unsafe) may replay absorb the
+ * call whole when its guard holds, the library not called.
  */
 #ifndef CGJ_LIBS_H
 #define CGJ_LIBS_H

@@ -10,7 +10,11 @@ allocator do not use each other). This script checks it twice:
     read, `nm -P`) is looked up among the symbols the other objects define.
 
 and that neither graph has a cycle between files (Tarjan's strongly connected components), so
-the house reads one way: from runtime/ down to base/. Prints each violation and exits 1, or one
+the house reads one way: from runtime/ down to base/. It also checks that every row of the
+reason table (ir/reason.h) is used somewhere in the library, by its name or through a macro that
+pastes it (`#define DIFF(code) ... CGJ_REASON_DIFF_##code` used as `DIFF(KERNEL)`): a row
+nothing uses promises the user a reason they will never see (LuaJIT's lj_traceerr.h ends with
+such a check). Prints each violation and exits 1, or one
 line of figures and exits 0.
 """
 import os
@@ -133,6 +137,28 @@ def check_calls(src, build, files, problems):
     return len(objs), sum(len(v) for v in graph.values())
 
 
+REASON_ROW = re.compile(r"^\s*X\(([A-Z0-9_]+),", re.M)
+PASTING = re.compile(r"#\s*define\s+(\w+)\((\w+)[^)]*\)((?:[^\n]*\\\n)*[^\n]*)")
+
+
+def check_reasons(src, files, problems):
+    rows = REASON_ROW.findall(open(os.path.join(src, "ir/reason.h"), encoding="utf-8").read())
+    used = set()
+    for f in files:
+        if f == "ir/reason.h":
+            continue
+        text = open(os.path.join(src, f), encoding="utf-8").read()
+        used.update(re.findall(r"\bCGJ_REASON_([A-Z0-9_]+)\b", text))
+        for name, arg, body in PASTING.findall(text):
+            m = re.search(r"CGJ_REASON_(\w*)##\s*" + arg + r"\b", body)
+            if m:
+                used.update(m.group(1) + s for s in re.findall(r"\b" + name + r"\(\s*([A-Z0-9_]+)", text))
+    for r in rows:
+        if r not in used:
+            problems.append(f"reason row {r} (ir/reason.h) is used nowhere")
+    return len(rows)
+
+
 def main():
     if len(sys.argv) != 3:
         print("usage: check-layers.py SOURCE_DIR BUILD_DIR", file=sys.stderr)
@@ -142,12 +168,13 @@ def main():
     problems = []
     nincl = check_includes(src, files, problems)
     nobj, ncalls = check_calls(src, build, files, problems)
+    nreasons = check_reasons(src, files, problems)
     for p in problems:
         print("check-layers: " + p)
     if problems:
         return 1
     print(f"check-layers: {len(files)} files, {nincl} includes, {nobj} objects, {ncalls} file-to-file "
-          "call edges: no upward use, no cycle")
+          f"call edges: no upward use, no cycle; {nreasons} reason rows, each used")
     return 0
 
 

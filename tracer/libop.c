@@ -1,5 +1,5 @@
 /*
- * libop.c — learning what replay needs to absorb a cuBLAS/cuDNN call whole (ir/libop.c keeps it).
+ * libop.c — learning what replay needs to absorb a cuBLAS/cuDNN call whole (ir/libcall.c keeps it).
  *
  * A LIB op marks a library call and groups the driver ops the library issued for it (the next
  * `nops` ops). Replay may skip the library when the call's key (everything but its device

@@ -1,5 +1,5 @@
 /*
- * libop.c — a library call's record (LIB op): its key, its pointer arguments, and the kernel
+ * libcall.c — a library call's record (LIB op): its key, its pointer arguments, and the kernel
  * parameter words derived from them (see tracer/libop.c for how those are learned).
  */
 #include "ir/ir.h"
