@@ -238,7 +238,9 @@ bool cgj_fusion_conv(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
         conv_release(op);
         return false;
     }
-    out->ctx = op, out->issue = conv_issue, out->release = conv_release;
+    static const cgj_fused_ops_t ops = {"cudnn_conv_bias_act", "one cudnnConvolutionBiasActivationForward",
+                                        conv_issue, conv_release};
+    out->ctx = op, out->ops = &ops;
     return true;
 }
 

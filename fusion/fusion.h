@@ -191,9 +191,8 @@ void *cgj_fusion_handle(cgj_handles_t *hs, bool (*create)(void **h));
 typedef struct cgj_fold {
     uint32_t first, last;        /* the GEMM's or convolution's LIB op .. the last op folded */
     uint32_t stages[3], nstages; /* that LIB op, then the bias's and activation's ops */
-    void *ctx;                   /* the call: issue(ctx, stream), release(ctx) */
-    CUresult (*issue)(void *ctx, CUstream s);
-    void (*release)(void *ctx);
+    void *ctx;                   /* the call: ops->issue(ctx, stream), ops->release(ctx) */
+    const cgj_fused_ops_t *ops;
 } cgj_fold_t;
 
 /* The matmul for the GEMM at LIB op i of t and the stages after it it can take (specs as the

@@ -299,7 +299,9 @@ bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
         return false;
     }
     op->algo = res[best].algo;
-    out->ctx = op, out->issue = gemm_issue, out->release = gemm_release;
+    static const cgj_fused_ops_t ops = {"cublaslt_matmul", "one cuBLASLt matmul with its epilogue", gemm_issue,
+                                        gemm_release};
+    out->ctx = op, out->ops = &ops;
     CGJ_LOG(trace, "GEMM %dx%dx%d at op %u: one cuBLASLt matmul with %u stage(s) after it, algorithm %d of %d", g->m, g->n,
             g->k, i, out->nstages - 1, best + 1, nres);
     return true;

@@ -108,7 +108,7 @@ static void mark_fused(cgj_trace_t *t, cgj_fused_t *fu)
     }
     t->fused_chains++;
     t->fused_ops += fu->nkernels;
-    t->fused_gemms += fu->issue != NULL;
+    t->fused_gemms += fu->ops != NULL;
 }
 
 static void record(cgj_trace_t *t, const cgj_fuse_chain_t *ch, uint32_t first, uint32_t last, CUfunction f)
@@ -141,7 +141,7 @@ static bool make_solos(cgj_trace_t *t, const cgj_ew_spec_t *const *specs, const 
 static void free_fused(cgj_fused_t *list, uint32_t n)
 {
     for (uint32_t k = 0; k < n; k++) {
-        if (list[k].release) list[k].release(list[k].ctx);
+        if (list[k].ops) list[k].ops->release(list[k].ctx);
         cgj_free(list[k].args), cgj_free(list[k].ptrs);
     }
     cgj_free(list);
@@ -215,15 +215,15 @@ static void fold(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t **specs
     st->validate_ns += cgj_now_ns() - t0;
     if (!ok) {
         if (why.code != CGJ_REASON_NONE) {
-            if (f.ctx) f.release(f.ctx);
+            if (f.ctx) f.ops->release(f.ctx);
             free_fused(solo, nsolo);
             drop(t, anchor, i, &why, st);
         }
         return;
     }
     t->fused = cgj_xrealloc(t->fused, (t->nfused + 1) * sizeof *t->fused);
-    t->fused[t->nfused++] = (cgj_fused_t){.first = f.first, .last = f.last, .nstages = f.nstages, .issue = f.issue,
-                                          .release = f.release, .ctx = f.ctx};
+    t->fused[t->nfused++] = (cgj_fused_t){.first = f.first, .last = f.last, .nstages = f.nstages, .ops = f.ops,
+                                          .ctx = f.ctx};
     mark_fused(t, &t->fused[t->nfused - 1]);
     for (uint32_t k = f.first; k <= f.last; k++) specs[k] = NULL;
     st->chains++, st->ops += t->fused[t->nfused - 1].nkernels;

@@ -383,7 +383,7 @@ static void unfuse(cgj_trace_t *t, const cgj_segment_t *seg)
         cgj_op_t *o = &t->list.ops[i];
         if (!o->fused) continue;
         cgj_fused_t *fu = &t->fused[o->fused - 1];
-        if (fu->first == i) t->fused_chains--, t->fused_ops -= fu->nkernels, t->fused_gemms -= fu->issue != NULL;
+        if (fu->first == i) t->fused_chains--, t->fused_ops -= fu->nkernels, t->fused_gemms -= fu->ops != NULL;
         o->fused = 0;
     }
 }

@@ -85,7 +85,7 @@ CUresult cgj_op_issue(const cgj_op_t *o, CUstream s, bool capturing, bool skip_w
 
 CUresult cgj_graph_issue_fused(const cgj_fused_t *fu, CUstream s)
 {
-    if (fu->issue) return fu->issue(fu->ctx, s);
+    if (fu->ops) return fu->ops->issue(fu->ctx, s);
     return cgj_drv.r_cuLaunchKernel(fu->f, fu->grid, 1, 1, fu->block, 1, 1, 0, s, fu->ptrs, NULL);
 }
 

@@ -331,14 +331,23 @@ typedef struct cgj_segment {
  * arguments (the chain's buffers, then the element count) are fixed: the chain's ops are guarded
  * like constants, never patched, and its library calls are absorbed whole when their keys and
  * arguments match (cgj_trace_t.solo re-issues those the library's own ops cannot). */
+/* What a fused entry replays as, when it is a library call of cgjit's own (a GEMM or a
+ * convolution with its epilogue) instead of one generated kernel: the call's names for the
+ * reports, and its functions (fusion/ defines one table per kind). */
+typedef struct cgj_fused_ops {
+    const char *name; /* the JSON report's "as" */
+    const char *text; /* the text report's "replay as ..." */
+    CUresult (*issue)(void *ctx, CUstream s);
+    void (*release)(void *ctx);
+} cgj_fused_ops_t;
+
 typedef struct cgj_fused {
     uint32_t first, last;
     uint32_t nstages;  /* kernels and library calls it stands for ... */
     uint32_t nkernels; /* ... and the kernel launches among their ops */
-    /* A library call of cgjit's own in place of a kernel (a GEMM with its epilogue): issued by
-     * issue(ctx, stream), released with release(ctx) (fusion/ sets both). */
-    CUresult (*issue)(void *ctx, CUstream s);
-    void (*release)(void *ctx);
+    /* A library call of cgjit's own in place of a kernel: ops->issue(ctx, stream), released with
+     * ops->release(ctx); NULL: one generated kernel (f, grid, block, args below). */
+    const cgj_fused_ops_t *ops;
     void *ctx;
     CUfunction f;
     unsigned grid, block;
@@ -346,6 +355,14 @@ typedef struct cgj_fused {
     uint64_t *args;   /* each argument's value (pointers, then the count as a long long) */
     void **ptrs;      /* kernelParams: &args[k] */
 } cgj_fused_t;
+
+/* What fused entry fu replays as: for the JSON report ("kernel", "cublaslt_matmul", ...) or,
+ * text, for the text report. */
+static inline const char *cgj_fused_as(const cgj_fused_t *fu, bool text)
+{
+    if (fu->ops) return text ? fu->ops->text : fu->ops->name;
+    return text ? "one generated kernel" : "kernel";
+}
 
 #define CGJ_EXIT_KINDS 8
 #define CGJ_FUSE_DROPS_KEPT 8

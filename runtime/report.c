@@ -20,15 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* What a fused entry replays as. */
-static const char *fused_as(const cgj_trace_t *t, const cgj_fused_t *fu)
-{
-    if (!fu->issue) return "one generated kernel";
-    return t->list.ops[fu->first].lib && t->list.ops[fu->first].lib->gemm.valid
-               ? "one cuBLASLt matmul with its epilogue"
-               : "one cudnnConvolutionBiasActivationForward";
-}
-
 /* Each chain fused (in use: a segment issued eagerly undid its own), each one dropped (the first
  * CGJ_FUSE_DROPS_KEPT), with its reason. */
 static void report_fusions(FILE *f, const cgj_trace_t *t)
@@ -38,7 +29,7 @@ static void report_fusions(FILE *f, const cgj_trace_t *t)
         const cgj_fused_t *fu = &t->fused[k];
         if (t->list.ops[fu->first].fused != k + 1) continue;
         fprintf(f, "        fused: ops %u-%u, %u kernel launch(es), replay as %s\n", fu->first, fu->last, fu->nkernels,
-                fused_as(t, fu));
+                cgj_fused_as(fu, true));
     }
     for (uint32_t k = 0; k < t->fuse_drops && k < CGJ_FUSE_DROPS_KEPT; k++)
         fprintf(f, "        left unfused: %s\n", cgj_reason_format(&t->fuse_drop_list[k], text, sizeof text));

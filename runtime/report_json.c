@@ -120,7 +120,7 @@ static void fusions(FILE *f, const cgj_trace_t *t)
         fprintf(f, "%u", fu->first);
         num(f, "last", fu->last);
         num(f, "kernels", fu->nkernels);
-        str(f, "as", !fu->issue ? "kernel" : t->list.ops[fu->first].lib->gemm.valid ? "cublaslt_matmul" : "cudnn_conv_bias_act");
+        str(f, "as", cgj_fused_as(fu, false));
         fputc('}', f);
     }
     fputc(']', f);
