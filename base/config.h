@@ -2,7 +2,7 @@
  * config.h — cgjit's tunables, read once from CGJIT_* environment variables.
  *
  * Every tunable is one row of CGJ_CONFIG_LIST. The struct, the parser, cgjit-run's options and
- * its --help, and the README's configuration table (`cgjit-run --config-table`) are all
+ * its --help, and docs/configuration.md's table (`cgjit-run --config-table`) are all
  * expanded from that one table, so none of them can drift from the others. A malformed value
  * produces a one-line warning naming the variable and the value used instead (the default); it
  * never stops the program (cgjit-run, by contrast, refuses it with status 2). The value is quoted

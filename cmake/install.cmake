@@ -3,7 +3,7 @@
 #   lib/libcgjit.so.0.1.0, lib/libcgjit.so.0, lib/libcgjit.so   include/cgjit.h
 #   bin/cgjit-run, bin/cgjit-plan                                 share/man/man1/cgjit-run.1
 #   lib/pkgconfig/cgjit.pc                                        lib/cmake/cgjit/ (cgjit::cgjit)
-#   share/doc/cgjit/: LICENSE, CHANGELOG.md, README.md
+#   share/doc/cgjit/: LICENSE, CHANGELOG.md, README.md, docs/ (the manual)
 #
 # An installation can be moved: the pkg-config file finds its prefix from its own folder
 # (${pcfiledir}), the CMake package from its own, and cgjit-run finds libcgjit from its own.
@@ -25,6 +25,9 @@ endif()
 
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/CHANGELOG.md ${PROJECT_SOURCE_DIR}/README.md
   DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT Runtime)
+# The manual the README links to (docs/*.md, its pictures and the report's schema).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT Runtime
+  FILES_MATCHING PATTERN "*.md" PATTERN "*.png" PATTERN "*.json")
 
 # The CMake package: find_package(cgjit 0.1 CONFIG REQUIRED), then link cgjit::cgjit. Before
 # 1.0 a new minor version may break the ABI, so only the same MAJOR.MINOR satisfies a request.

@@ -6,7 +6,7 @@
  * standard streams, PROGRAM's exit status. It does not link libcgjit; its options are the rows
  * of base/config.h's table that name one (with each variable's default, minimum and
  * documentation), and --log takes base/log.h's categories, so that its checks, its --help and
- * the README's configuration table (--config-table) follow the library's.
+ * docs/configuration.md's table (--config-table) follow the library's.
  *
  * libcgjit.so is looked for in this order: --lib PATH, $CGJIT_LIB, <dir of cgjit-run>/libcgjit.so
  * (a build folder), then the library folder of an installation relative to cgjit-run's
@@ -105,7 +105,7 @@ static const option_t options[] = {
     {"print-env", OPT_PRINT_ENV, NULL, NULL, NULL, 0, 0,
      "print the environment changes, NAME=VALUE one a line, and exit without running anything"},
     {"config-table", OPT_CONFIG_TABLE, NULL, NULL, NULL, 0, 0,
-     "print every CGJIT_* variable as the README's Markdown table, and exit"},
+     "print every CGJIT_* variable as docs/configuration.md's Markdown table, and exit"},
     {"help", OPT_HELP, NULL, NULL, NULL, 0, 0, "print this help and exit"},
     {"version", OPT_VERSION, NULL, NULL, NULL, 0, 0, "print the version and exit"},
     {"man", OPT_MAN, NULL, NULL, NULL, 0, 0,
@@ -196,10 +196,10 @@ static void print_help(FILE *f)
             "\n"
             "Exit status: PROGRAM's; 2 for a wrong option or value, no PROGRAM, or no\n"
             "libcgjit.so; 127 when PROGRAM is not found, 126 when it cannot be executed.\n"
-            "Every CGJIT_* variable: --config-table, or the README's Configuration section.\n");
+            "Every CGJIT_* variable: --config-table, or docs/configuration.md.\n");
 }
 
-/* The README's configuration table, from the same rows. */
+/* docs/configuration.md's table, from the same rows. */
 static void print_config_table(FILE *f)
 {
     fprintf(f, "| variable | option | default | meaning |\n| --- | --- | --- | --- |\n");
@@ -324,7 +324,7 @@ static void print_man(FILE *f)
           ".SH SEE ALSO\n"
           ".BR ld.so (8);\n"
           "\\fBcgjit\\-plan \\-\\-help\\fR (the memory planner on an allocation trace); the\n"
-          "README of cgjit (its configuration table is \\fBcgjit\\-run \\-\\-config\\-table\\fR).\n",
+          "docs/configuration.md of cgjit (its table is \\fBcgjit\\-run \\-\\-config\\-table\\fR).\n",
           f);
 }
 

@@ -263,8 +263,8 @@ Test(runtime_launcher, help_documents_every_option)
     cr_assert_str_eq(r->out, out);
 }
 
-/* The README's configuration table is exactly what the launcher prints from base/config.h. */
-Test(runtime_launcher, readme_configuration_table)
+/* docs/configuration.md's table is exactly what the launcher prints from base/config.h. */
+Test(runtime_launcher, the_configuration_page_holds_the_table)
 {
     result_t *r = LAUNCH("--config-table");
     cr_assert_eq(r->status, 0, "%s", r->err);
@@ -273,16 +273,16 @@ Test(runtime_launcher, readme_configuration_table)
     cr_expect(strstr(r->out, "| `CGJIT_" #name "` |"), "no row for CGJIT_" #name);
     CGJ_CONFIG_LIST(CGJ_TEST_ROW)
 #undef CGJ_TEST_ROW
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/tests/README.md", build_dir());
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/tests/configuration.md", build_dir());
     FILE *f = fopen(path, "r");
-    cr_assert(f, "%s: the README is copied next to the tests at build time", path);
-    static char readme[1 << 17];
-    size_t n = fread(readme, 1, sizeof readme - 1, f);
+    cr_assert(f, "%s: docs/configuration.md is copied next to the tests at build time", path);
+    static char page[1 << 17];
+    size_t n = fread(page, 1, sizeof page - 1, f);
     fclose(f);
-    readme[n] = '\0';
-    cr_assert(strstr(readme, r->out), "README.md's configuration table differs from `cgjit-run --config-table`:\n%s",
-              r->out);
+    page[n] = '\0';
+    cr_assert(strstr(page, r->out),
+              "docs/configuration.md's table differs from `cgjit-run --config-table`:\n%s", r->out);
 }
 
 Test(runtime_launcher, version)
