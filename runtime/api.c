@@ -71,7 +71,7 @@ CGJ_API int cgj_trace_begin(const char *name)
     int st = cgj_runtime_init();
     cgj_step_markers_seen();
     if (st == CGJ_OK) st = cgj_step_begin(name);
-    else if (cgj_tls.mode != CGJ_MODE_OFF) st = CGJ_ERR_NESTED;
+    else if (cgj_step_active()) st = CGJ_ERR_NESTED;
     else cgj_step_begin_eager();
     if (st != CGJ_OK) CGJ_LOG(api, "cgj_trace_begin(\"%s\"): %s", name, cgj_strerror(st));
     return st;

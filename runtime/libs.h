@@ -28,10 +28,7 @@ extern __thread int cgj_lib_depth;
 static inline bool cgj_lib_pass(void)
 {
     if (cgj_lib_depth > 0 || !cgj_tracing() || !cgj_cfg.LIBS) return true;
-    /* An implicit step running eagerly that a library call cannot end (sync policy: only host
-     * syncs do): nothing would read the key, so none is built. */
-    return cgj_tls.mode == CGJ_MODE_EAGER &&
-           __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
+    return !cgj_step_lib_key_wanted();
 }
 
 /* The real function, looked up once. A missing one is reported, and the wrapper returns `err`. */

@@ -159,6 +159,43 @@ static bool repeats_query(cgj_thread_t *t, const cgj_call_t *c)
     return t->repeat;
 }
 
+/* ---- the fast-path tests runtime/ asks (tracer/step.h) ---- */
+
+bool cgj_step_tracing(void)
+{
+    cgj_mode_t m = cgj_thread_mode(&cgj_tls);
+    return m >= CGJ_MODE_EAGER ||
+           (m == CGJ_MODE_OFF && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF &&
+            !cgj_program_capturing()) ||
+           __atomic_load_n(&cgj_tls.deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS;
+}
+
+bool cgj_step_active(void)
+{
+    return cgj_thread_mode(&cgj_tls) != CGJ_MODE_OFF;
+}
+
+bool cgj_step_lib_key_wanted(void)
+{
+    return !(cgj_thread_mode(&cgj_tls) == CGJ_MODE_EAGER &&
+             __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC);
+}
+
+void cgj_probe_mark(void)
+{
+    if (CGJ_UNLIKELY(cgj_tls.probing)) cgj_tls.wrap_in_ns = cgj_now_ns();
+}
+
+bool cgj_step_others_pending_on(CUstream s)
+{
+    uint64_t own = __atomic_load_n(&cgj_tls.pending_mask, __ATOMIC_RELAXED);
+    unsigned b = cgj_stream_bucket(s), l = cgj_stream_bucket(CU_STREAM_LEGACY);
+    if (s == CU_STREAM_LEGACY) /* the legacy stream waits for every blocking stream */
+        return __atomic_load_n(&cgj_pending_threads, __ATOMIC_RELAXED) > (cgj_thread_pending(&cgj_tls) ? 1 : 0);
+    return __atomic_load_n(&cgj_pending_on[b], __ATOMIC_RELAXED) > (own >> b & 1) ||
+           __atomic_load_n(&cgj_pending_on[l], __ATOMIC_RELAXED) > (own >> l & 1);
+}
+
 int cgj_step_enter(const cgj_call_t *c)
 {
     cgj_thread_t *t = &cgj_tls;

@@ -22,6 +22,7 @@
 #define CGJ_TRACER_H
 
 #include "tracer/step.h"
+#include "tracer/thread.h"
 
 #define CGJ_MAX_VARIANTS_HARD 16
 #define CGJ_MAX_DRAFTS 4 /* eager recordings kept, so that A B A B finds its pairs */

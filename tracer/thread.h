@@ -1,0 +1,96 @@
+/*
+ * thread.h — a thread's step state, the tracer's own (runtime/ sees tracer/step.h only).
+ *
+ * cgj_thread_t is one per thread (cgj_tls). Its parts have owners: each group of fields below is
+ * written by the file its heading names, and read by the others of tracer/ only where noted.
+ * The mode changes only through cgj_thread_go (tracer/threads.c), along the rows of
+ * tracer/machine.h.
+ */
+#ifndef CGJ_THREAD_H
+#define CGJ_THREAD_H
+
+#include "tracer/step.h"
+
+/* Another thread that must flush this thread's absorbed work (cgj_step_observe) takes its lock
+ * and may change what a step's state holds: the fields below marked "(shared)" are those it
+ * changes that this thread also reads without its lock (in the wrappers, before any step
+ * code). Every write of one is atomic and under the lock; every read without the lock is
+ * atomic (cgj_thread_mode, cgj_thread_pending), so that the two never race; reads under the
+ * lock may be plain. */
+typedef struct cgj_thread {
+    /* -- shared with other threads (threads.c: the registry, flushes; cgj_thread_go) -- */
+    cgj_mode_t mode;         /* (shared) changed only by cgj_thread_go (tracer/machine.h) */
+    int lock;                /* held by this thread while it steps, or by another flushing it */
+    bool registered;         /* in the registry other threads flush through */
+    bool pending;            /* (shared) other threads' calls on its streams come through it first:
+                              * absorbed calls not launched yet (REPLAY), or a recording that
+                              * notes where they come (RECORD: a handoff, exits.c) */
+    uint64_t pending_mask;   /* (shared) stream buckets (cgj_stream_bucket) of those calls */
+    CUresult deferred;       /* (shared) an error re-issuing absorbed work met, for the program's
+                              * next call (set under the lock, maybe by another thread) */
+    /* -- the step (step.c; exited also by replay.c and exits.c, anchor by exits.c) -- */
+    bool implicit;           /* the step was begun by CGJIT_STEP, not by a marker */
+    cgj_anchor_t *anchor;    /* of the active step (NULL: another thread runs that anchor) */
+    cgj_anchor_t *last;      /* last anchor begun here: a cache for the name lookup */
+    bool exited;             /* this step left its trace */
+    bool replaying;          /* this step began as a replay (it may have left the trace since) */
+    uint64_t begun_ns;       /* when the step began (host time, for the report) */
+    CUcontext ctx;           /* the context current when the step began */
+    uint64_t serial;         /* steps begun on this thread */
+    bool polled;             /* the thread's last call in this step was a query ... */
+    bool repeat;             /* ... and the call in progress is one more (passed through) */
+    uint32_t sync_calls;     /* CGJIT_STEP=sync: calls of the implicit step in progress */
+    /* -- library calls in progress (step.c opens them; record.c and replay.c close them) -- */
+    uint64_t lib_serial;     /* the step the open library call began in */
+    uint32_t lib_open;       /* RECORD/REPLAY: 1 + the index of the LIB op of the library call
+                              * running now (0: none) */
+    uint32_t lib_depth;      /* library calls running on this thread (that passed through
+                              * cgj_step_enter): their driver calls are theirs, not steps' */
+    /* -- the recording (record.c; exits.c notes handoffs; step.c times the calls) -- */
+    cgj_oplist_t rec;        /* RECORD: this run so far */
+    uint64_t rec_in_ns;      /* RECORD: when the call in progress came in (0: not in RECORD) */
+    uint64_t rec_out_ns;     /* RECORD: when the last recorded call returned to the program */
+    /* -- the replay cursor (replay.c; step.c sets trace at begin and end) -- */
+    cgj_trace_t *trace;      /* the variant being followed */
+    uint32_t pos;            /* next op of the trace */
+    uint32_t seg;            /* current segment */
+    bool launched;           /* a segment of this step has been launched */
+    bool staged_waited;      /* staging of the current segment checked */
+    bool allocs_served;      /* pool blocks were handed out in this step */
+    uint32_t passed;         /* ops at the head of the current segment (one too small for a
+                              * graph) that ran as the program made them, not absorbed */
+    uint64_t absorbed;       /* calls absorbed in this step */
+    /* -- an eager probe's timing (step.c writes; cost.c reads at the step's end) -- */
+    bool probing;            /* this step is an eager probe of its anchor (CGJIT_COST) ... */
+    uint64_t call_in_ns;     /* ... when its outermost call in progress came in (0: none) */
+    uint64_t calls_ns;       /* ... its host time inside driver and library calls so far */
+    uint64_t wrap_in_ns;     /* ... when the call in progress entered cgjit's wrapper (0: none) */
+    uint64_t own_ns;         /* ... cgjit's own host time in its calls so far (wrappers and
+                              * step code around each real call: what eager execution without
+                              * cgjit would not spend) */
+    /* -- step finding (implicit.c; sync_long set by threads.c at registration, record.c) -- */
+    struct cgj_cycle *cycle; /* CGJIT_STEP=auto: this thread's cycle detector */
+    uint32_t quiet_calls;    /* CGJIT_STEP=auto: calls made before it had one */
+    uint32_t heads;          /* CGJIT_STEP=auto: cycle heads passed inside the step in progress */
+    bool turn_synced;        /* CGJIT_STEP=auto: the cycle's turn in progress synchronized */
+    uint32_t sync_long;      /* CGJIT_STEP=sync: calls without a synchronization after which
+                              * the thread finds cycles (CGJ_SYNC_LONG; a worker thread's is
+                              * shorter: set when it registers) */
+    bool finds_cycles;       /* CGJIT_STEP=sync: this thread never synchronizes; it finds its
+                              * steps as CGJIT_STEP=auto does (implicit.c) */
+    /* -- CGJIT_VERIFY (verify.c) -- */
+    struct cgj_verify *verify; /* the segment being checked */
+} cgj_thread_t;
+
+extern __thread cgj_thread_t cgj_tls;
+
+/* t's mode and whether it holds pending work, read without t's lock (see cgj_thread_t). */
+static inline cgj_mode_t cgj_thread_mode(const cgj_thread_t *t)
+{
+    return __atomic_load_n(&t->mode, __ATOMIC_RELAXED);
+}
+static inline bool cgj_thread_pending(const cgj_thread_t *t)
+{
+    return __atomic_load_n(&t->pending, __ATOMIC_RELAXED);
+}
+#endif /* CGJ_THREAD_H */
