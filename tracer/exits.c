@@ -20,7 +20,7 @@
 static void reissue_failed(cgj_thread_t *t, uint32_t op, CUresult err)
 {
     cgj_reason_t r;
-    cgj_reason_set(&r, CGJ_REASON_BLACKLIST_REISSUE, op, "%s: %s", t->trace->list.ops[op].call.api,
+    cgj_reason_set(&r, CGJ_REASON_BLACKLIST_REISSUE, op, "%s: %s", t->cur.trace->list.ops[op].call.api,
                    cgj_driver_errstr(err));
     cgj_thread_defer(t, err);
     if (t->anchor && t->anchor->state != CGJ_STATE_BLACKLISTED) cgj_anchor_blacklist(t->anchor, &r);
@@ -28,16 +28,16 @@ static void reissue_failed(cgj_thread_t *t, uint32_t op, CUresult err)
 
 bool cgj_exit_flush(cgj_thread_t *t)
 {
-    cgj_trace_t *tr = t->trace;
-    uint32_t first = tr->segs[t->seg].first + t->passed; /* the ops that ran are not held */
+    cgj_trace_t *tr = t->cur.trace;
+    uint32_t first = tr->segs[t->cur.seg].first + t->cur.passed; /* the ops that ran are not held */
     bool ok = true;
     if (cgj_verify_flush(t)) { /* CGJIT_VERIFY: these calls ran for real already */
         cgj_thread_set_pending(t, false);
         return true;
     }
-    if (t->anchor && t->pos > first) __atomic_fetch_add(&t->anchor->cost.reissued, t->pos - first, __ATOMIC_RELAXED);
-    for (uint32_t i = first, done; i < t->pos; i += done + 1) {
-        CUresult r = cgj_graph_reissue(tr, i, t->pos, &done);
+    if (t->anchor && t->cur.pos > first) __atomic_fetch_add(&t->anchor->cost.reissued, t->cur.pos - first, __ATOMIC_RELAXED);
+    for (uint32_t i = first, done; i < t->cur.pos; i += done + 1) {
+        CUresult r = cgj_graph_reissue(tr, i, t->cur.pos, &done);
         if (r == CUDA_SUCCESS) break;
         CGJ_LOG(guards, "re-issuing op %u (%s) failed: %s", i + done, tr->list.ops[i + done].call.api,
                 cgj_driver_errstr(r));
@@ -45,7 +45,7 @@ bool cgj_exit_flush(cgj_thread_t *t)
         ok = false;
     }
     /* The staging buffers are rewritten by the next replay: let these copies finish first. */
-    for (uint32_t i = first; i < t->pos; i++)
+    for (uint32_t i = first; i < t->cur.pos; i++)
         if (tr->list.ops[i].stage) cgj_drv.r_cuStreamSynchronize(tr->list.ops[i].call.stream);
     cgj_thread_set_pending(t, false);
     return ok;
@@ -66,15 +66,15 @@ static void count_exit(cgj_trace_t *tr, const cgj_reason_t *r)
 void cgj_exit_side(cgj_thread_t *t, cgj_event_t ev, cgj_reason_t *r)
 {
     cgj_anchor_t *a = t->anchor;
-    cgj_trace_t *tr = t->trace;
+    cgj_trace_t *tr = t->cur.trace;
     char text[320];
     cgj_exit_flush(t);
-    for (uint32_t i = 0; i < t->pos; i++) cgj_oplist_clone(&t->rec, &tr->list.ops[i]);
+    for (uint32_t i = 0; i < t->cur.pos; i++) cgj_oplist_clone(&t->rec, &tr->list.ops[i]);
     __atomic_fetch_add(&tr->side_exits, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&a->side_exits, 1, __ATOMIC_RELAXED);
     t->exited = true;
     CGJ_STAT_ADD(side_exits, 1);
-    r->op = t->pos;
+    r->op = t->cur.pos;
     count_exit(tr, r);
     cgj_anchor_note(a, r);
     CGJ_LOG(guards, "anchor '%s': side exit at op %u (%s): %s", a->name, r->op, cgj_reason_name(r->code),
@@ -116,10 +116,10 @@ void cgj_exit_launch_failed(cgj_thread_t *t, CUresult err)
 static bool observes(const cgj_thread_t *t, CUstream s, CUevent ev, bool everything)
 {
     if (everything) return true;
-    const cgj_trace_t *tr = t->trace;
+    const cgj_trace_t *tr = t->cur.trace;
     bool waits_legacy = s && cgj_stream_blocking(s);
     CUstream non_blocking = NULL; /* the last stream found non-blocking: ops come in runs */
-    for (uint32_t i = tr->segs[t->seg].first + t->passed; i < t->pos; i++) {
+    for (uint32_t i = tr->segs[t->cur.seg].first + t->cur.passed; i < t->cur.pos; i++) {
         const cgj_call_t *c = &tr->list.ops[i].call;
         if (ev && c->kind == CGJ_OP_EVENT_RECORD && c->u.e.ev == ev) return true;
         if (!s || cgj_op_class[c->kind] != CGJ_CLASS_CAPTURE) continue;

@@ -203,8 +203,8 @@ static cgj_cycle_t *take_detector(void)
 
 void cgj_implicit_thread_exit(cgj_thread_t *t)
 {
-    cgj_cycle_t *c = t->cycle;
-    t->cycle = NULL;
+    cgj_cycle_t *c = t->find.cycle;
+    t->find.cycle = NULL;
     if (!c) return;
     pthread_mutex_lock(&pool_lock);
     if (npool < CGJ_CYCLE_POOL) pool[npool++] = c, c = NULL;
@@ -214,34 +214,34 @@ void cgj_implicit_thread_exit(cgj_thread_t *t)
 
 static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
 {
-    if (!t->cycle) {
-        if (++t->quiet_calls < CGJ_AUTO_QUIET_CALLS) {
+    if (!t->find.cycle) {
+        if (++t->find.quiet_calls < CGJ_AUTO_QUIET_CALLS) {
             d->route = CGJ_ROUTE_OUTSIDE;
             return;
         }
-        t->cycle = take_detector();
+        t->find.cycle = take_detector();
     }
-    if (cgj_cycle_feed(t->cycle, signature(c))) {
+    if (cgj_cycle_feed(t->find.cycle, signature(c))) {
         /* A short cycle (a kernel launched over and over): a step of one or two calls gains
          * nothing from a graph and pays a step's bookkeeping, so a step holds as many turns
          * of it as make CGJ_AUTO_MIN_STEP calls; unless a turn synchronizes, which ends the
          * graph's segment there anyway. */
-        uint32_t p = cgj_cycle_period(t->cycle), turns = (CGJ_AUTO_MIN_STEP + p - 1) / p;
-        bool synced = t->turn_synced; /* the turn that ends here */
-        t->turn_synced = cgj_implicit_delimits(c);
-        if (t->mode != CGJ_MODE_OFF && !synced && ++t->heads < turns) {
+        uint32_t p = cgj_cycle_period(t->find.cycle), turns = (CGJ_AUTO_MIN_STEP + p - 1) / p;
+        bool synced = t->find.turn_synced; /* the turn that ends here */
+        t->find.turn_synced = cgj_implicit_delimits(c);
+        if (t->mode != CGJ_MODE_OFF && !synced && ++t->find.heads < turns) {
             d->route = CGJ_ROUTE_STAY;
             return;
         }
-        t->heads = 0;
+        t->find.heads = 0;
         char words[120];
         call_words(c, words, sizeof words);
         d->route = CGJ_ROUTE_BEGIN;
-        snprintf(d->name, sizeof d->name, "auto:%s:%016llx", words, (unsigned long long)cgj_cycle_id(t->cycle));
+        snprintf(d->name, sizeof d->name, "auto:%s:%016llx", words, (unsigned long long)cgj_cycle_id(t->find.cycle));
         return;
     }
-    t->turn_synced |= cgj_implicit_delimits(c);
-    if (t->mode != CGJ_MODE_OFF && cgj_cycle_period(t->cycle) == 0) {
+    t->find.turn_synced |= cgj_implicit_delimits(c);
+    if (t->mode != CGJ_MODE_OFF && cgj_cycle_period(t->find.cycle) == 0) {
         CGJ_LOG(breaks, "the loop broke at %s: the implicit step ends here", c->api);
         d->route = CGJ_ROUTE_OUTSIDE;
         return;
@@ -254,14 +254,14 @@ void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d
     int policy = __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED);
     d->route = CGJ_ROUTE_STAY;
     if (t->mode != CGJ_MODE_OFF && !t->implicit) return; /* a marked step */
-    if (policy == CGJ_STEP_SYNC && !t->finds_cycles && t->mode != CGJ_MODE_OFF && t->sync_calls >= t->sync_long) {
-        t->finds_cycles = true;
+    if (policy == CGJ_STEP_SYNC && !t->find.finds_cycles && t->mode != CGJ_MODE_OFF && t->sync_calls >= t->find.sync_long) {
+        t->find.finds_cycles = true;
         CGJ_LOG(trace, "%u calls without a synchronization: this thread's steps are found by their cycle from now on",
                 t->sync_calls);
         d->route = CGJ_ROUTE_OUTSIDE;
         return;
     }
-    if (policy == CGJ_STEP_AUTO || (policy == CGJ_STEP_SYNC && t->finds_cycles)) {
+    if (policy == CGJ_STEP_AUTO || (policy == CGJ_STEP_SYNC && t->find.finds_cycles)) {
         decide_auto(t, c, d);
     } else if (policy == CGJ_STEP_OFF || cgj_implicit_delimits(c)) {
         d->route = CGJ_ROUTE_OUTSIDE;

@@ -87,7 +87,7 @@ static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
 static void drop_long_first_run(cgj_thread_t *t)
 {
     cgj_anchor_t *a = t->anchor;
-    if (!a || a->long_steps || a->ndrafts || a->nvariants || !t->implicit || t->finds_cycles ||
+    if (!a || a->long_steps || a->ndrafts || a->nvariants || !t->implicit || t->find.finds_cycles ||
         t->sync_calls != CGJ_SYNC_FIRST_RECORD ||
         __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_SYNC)
         return;
@@ -99,7 +99,7 @@ static void drop_long_first_run(cgj_thread_t *t)
     uint32_t handoffs = 0;
     for (uint32_t i = 0; i < t->rec.n; i++) handoffs += t->rec.ops[i].handoff;
     bool handed = handoffs >= PRODUCER_HANDOFFS;
-    if (handed) t->sync_long = t->sync_calls; /* from its next call on: right here */
+    if (handed) t->find.sync_long = t->sync_calls; /* from its next call on: right here */
     cgj_oplist_free(&t->rec);
     CGJ_LOG(trace, "anchor '%s': %u calls without a synchronization in its first run: not recorded further%s",
             a->name, t->sync_calls, handed ? "; other threads take its work over: its cycle is looked for" : "");

@@ -24,7 +24,7 @@
  * are guarded like its topology, so that such runs leave the trace at that op or make a variant. */
 static void patch_refused(cgj_thread_t *t, uint32_t i, CUresult err)
 {
-    cgj_op_t *o = &t->trace->list.ops[i];
+    cgj_op_t *o = &t->cur.trace->list.ops[i];
     char desc[160];
     cgj_reason_t r;
     o->fixed = true;
@@ -35,8 +35,8 @@ static void patch_refused(cgj_thread_t *t, uint32_t i, CUresult err)
 
 static void launch_segment(cgj_thread_t *t)
 {
-    cgj_trace_t *tr = t->trace;
-    cgj_segment_t *seg = &tr->segs[t->seg];
+    cgj_trace_t *tr = t->cur.trace;
+    cgj_segment_t *seg = &tr->segs[t->cur.seg];
     if (!seg->ncapture) return;
     uint64_t patched = 0;
     uint32_t refused = UINT32_MAX;
@@ -47,7 +47,7 @@ static void launch_segment(cgj_thread_t *t)
     bool runs = !verifying || cgj_verify_before(t);
     bool gated = runs && !verifying && cgj_verify_on(); /* a graph not checked: no window meets it */
     if (gated) cgj_verify_calls_enter();
-    if (runs) r = cgj_graph_launch(tr, t->seg, cgj_pointer_host_generation(), &patched, &refused, t->passed);
+    if (runs) r = cgj_graph_launch(tr, t->cur.seg, cgj_pointer_host_generation(), &patched, &refused, t->cur.passed);
     if (gated) cgj_verify_calls_leave();
     if (verifying && runs) cgj_verify_after(t, r);
     CGJ_STAT_ADD(params_patched, patched);
@@ -55,7 +55,7 @@ static void launch_segment(cgj_thread_t *t)
         patch_refused(t, refused, r);
         return;
     }
-    t->launched = true;
+    t->cur.launched = true;
     if (r != CUDA_SUCCESS) {
         cgj_exit_launch_failed(t, r);
         return;
@@ -67,8 +67,8 @@ static void launch_segment(cgj_thread_t *t)
 /* The chunk in flight is complete: launch it and go on with the next segment. */
 static void chunk_done(cgj_thread_t *t)
 {
-    const cgj_trace_t *tr = t->trace;
-    const cgj_segment_t *seg = &tr->segs[t->seg];
+    const cgj_trace_t *tr = t->cur.trace;
+    const cgj_segment_t *seg = &tr->segs[t->cur.seg];
     launch_segment(t);
     if (t->mode == CGJ_MODE_REPLAY && seg->ncapture && seg->end > seg->first &&
         tr->list.ops[seg->end - 1].chunk_end == CGJ_REASON_BREAK_COLLECTIVE) {
@@ -76,9 +76,9 @@ static void chunk_done(cgj_thread_t *t)
         while (i > seg->first && !tr->list.ops[i].lib) i--;
         cgj_watch_collective(t->ctx, seg->home, t->anchor->name, tr->list.ops[i].call.api);
     }
-    t->seg++;
-    t->passed = 0;
-    t->staged_waited = false;
+    t->cur.seg++;
+    t->cur.passed = 0;
+    t->cur.staged_waited = false;
 }
 
 /* The segment of v that starts at op `first`, or UINT32_MAX. */
@@ -103,28 +103,28 @@ static bool takes_values(const cgj_trace_t *tr, uint32_t i)
 static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, const cgj_call_t *c, bool promote)
 {
     cgj_reason_t why;
-    if (c ? v->list.n <= t->pos : v->list.n != t->pos) return false;
-    for (uint32_t i = first; i < t->pos; i++)
-        if (!cgj_guard(&v->list.ops[i], &t->trace->list.ops[i].call, false, &why)) return false;
-    return !c || cgj_guard(&v->list.ops[t->pos], c, promote && takes_values(v, t->pos), &why);
+    if (c ? v->list.n <= t->cur.pos : v->list.n != t->cur.pos) return false;
+    for (uint32_t i = first; i < t->cur.pos; i++)
+        if (!cgj_guard(&v->list.ops[i], &t->cur.trace->list.ops[i].call, false, &why)) return false;
+    return !c || cgj_guard(&v->list.ops[t->cur.pos], c, promote && takes_values(v, t->cur.pos), &why);
 }
 
-/* Op t->pos of the current trace took values it held for constants (cgj_guard with promote;
+/* Op t->cur.pos of the current trace took values it held for constants (cgj_guard with promote;
  * `before`: its varying parameter slots until then): they vary from now on, and its node joins
  * its segment's patch list. */
 static void note_promoted(cgj_thread_t *t, uint32_t before)
 {
-    cgj_trace_t *tr = t->trace;
-    cgj_op_t *o = &tr->list.ops[t->pos];
+    cgj_trace_t *tr = t->cur.trace;
+    cgj_op_t *o = &tr->list.ops[t->cur.pos];
     if (!o->promoted) return;
-    cgj_graph_list(tr, t->pos);
+    cgj_graph_list(tr, t->cur.pos);
     o->promoted = false;
     uint32_t slots = o->kp ? o->kp->nvarying - before : 0;
     tr->varying_slots += slots;
     CGJ_STAT_ADD(slots_promoted, slots);
     CGJ_STAT_ADD(values_promoted, 1);
     CGJ_LOG(guards, "anchor '%s': op %u (%s): its values vary from now on (%u parameter slot(s))", t->anchor->name,
-            t->pos, o->call.api, slots);
+            t->cur.pos, o->call.api, slots);
 }
 
 /* Under CGJIT_VERIFY, a call absorbed whole runs for real after its group is absorbed: a group
@@ -154,38 +154,38 @@ static bool absorbs(const cgj_trace_t *v, uint32_t at, const cgj_libcall_t *lc)
 static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcall_t *lc, bool promote)
 {
     cgj_anchor_t *a = t->anchor;
-    uint32_t first = t->trace->segs[t->seg].first;
-    if (t->allocs_served) return false; /* the program holds this variant's pool addresses */
+    uint32_t first = t->cur.trace->segs[t->cur.seg].first;
+    if (t->cur.allocs_served) return false; /* the program holds this variant's pool addresses */
     for (uint32_t k = 0; k < a->nvariants; k++) {
         cgj_trace_t *v = a->variants[k];
-        uint32_t s = v == t->trace ? UINT32_MAX : segment_at(v, first);
-        if (s == UINT32_MAX || (c && (v->list.n <= t->pos || __atomic_load_n(&v->list.ops[t->pos].held, __ATOMIC_ACQUIRE)))) continue;
-        if (t->passed && !v->segs[s].eager) continue; /* ops that ran would run again in its graph */
+        uint32_t s = v == t->cur.trace ? UINT32_MAX : segment_at(v, first);
+        if (s == UINT32_MAX || (c && (v->list.n <= t->cur.pos || __atomic_load_n(&v->list.ops[t->cur.pos].held, __ATOMIC_ACQUIRE)))) continue;
+        if (t->cur.passed && !v->segs[s].eager) continue; /* ops that ran would run again in its graph */
         /* The pending work must lie in v's segment s: where v ends a chunk earlier than the
          * current trace (chunks follow each recording's host time), v's next segment would hold
          * absorbed work that is never launched. */
-        if (t->pos > v->segs[s].end || (t->pos == v->segs[s].end && v->segs[s].chained && c)) continue;
-        uint32_t before = c && v->list.ops[t->pos].kp ? v->list.ops[t->pos].kp->nvarying : 0;
-        if ((lc && !absorbs(v, t->pos, lc)) || !variant_matches(t, v, first, c, promote)) continue;
+        if (t->cur.pos > v->segs[s].end || (t->cur.pos == v->segs[s].end && v->segs[s].chained && c)) continue;
+        uint32_t before = c && v->list.ops[t->cur.pos].kp ? v->list.ops[t->cur.pos].kp->nvarying : 0;
+        if ((lc && !absorbs(v, t->cur.pos, lc)) || !variant_matches(t, v, first, c, promote)) continue;
         bool waited = false, fits = true;
-        for (uint32_t i = first + t->passed; i < t->pos && fits; i++)
+        for (uint32_t i = first + t->cur.passed; i < t->cur.pos && fits; i++)
             fits = !v->list.ops[i].stage || v->list.ops[i].stage_cap >= v->list.ops[i].call.u.m.bytes;
         if (!fits) continue;
-        for (uint32_t i = first + t->passed; i < t->pos; i++) { /* carry the staged bytes over */
+        for (uint32_t i = first + t->cur.passed; i < t->cur.pos; i++) { /* carry the staged bytes over */
             cgj_op_t *o = &v->list.ops[i];
             if (!o->stage) continue;
             if (!waited && cgj_graph_staging_wait(&v->segs[s])) CGJ_STAT_ADD(staging_waits, 1);
             waited = true;
-            memcpy(o->stage, t->trace->list.ops[i].stage, o->call.u.m.bytes);
+            memcpy(o->stage, t->cur.trace->list.ops[i].stage, o->call.u.m.bytes);
         }
-        t->staged_waited = waited;
-        /* v's ops before t->pos hold no library call's values of this run (the earlier
+        t->cur.staged_waited = waited;
+        /* v's ops before t->cur.pos hold no library call's values of this run (the earlier
          * segments ran another variant's; the pending ones took values replay filled in): a
          * recording that continues v after a side exit must not learn library groups from them. */
-        for (uint32_t i = 0; i < t->pos; i++)
+        for (uint32_t i = 0; i < t->cur.pos; i++)
             if (v->list.ops[i].lib) v->list.ops[i].lib->live_absorbed = true;
-        t->trace = v;
-        t->seg = s;
+        t->cur.trace = v;
+        t->cur.seg = s;
         __atomic_store_n(&a->current, k, __ATOMIC_RELAXED); /* the report reads it */
         CGJ_STAT_ADD(variant_switches, 1);
         if (c) note_promoted(t, before);
@@ -233,11 +233,11 @@ static bool serve_pool_op(cgj_op_t *o, const cgj_call_t *c, cgj_reason_t *why)
  * on, and the op's node joins its segment's patch list. */
 static bool promote_values(cgj_thread_t *t, const cgj_call_t *c)
 {
-    cgj_trace_t *tr = t->trace;
-    cgj_op_t *o = &tr->list.ops[t->pos];
+    cgj_trace_t *tr = t->cur.trace;
+    cgj_op_t *o = &tr->list.ops[t->cur.pos];
     cgj_reason_t why;
     uint32_t before = o->kp ? o->kp->nvarying : 0;
-    if (!takes_values(tr, t->pos) || !cgj_guard(o, c, true, &why)) return false;
+    if (!takes_values(tr, t->cur.pos) || !cgj_guard(o, c, true, &why)) return false;
     note_promoted(t, before);
     return true;
 }
@@ -246,9 +246,9 @@ static bool promote_values(cgj_thread_t *t, const cgj_call_t *c)
  * reads it is done), and the node is patched to the new buffer at launch. */
 static bool stage_bytes(cgj_thread_t *t, cgj_op_t *o, const cgj_call_t *c, cgj_reason_t *why)
 {
-    cgj_trace_t *tr = t->trace;
-    if (!t->staged_waited && cgj_graph_staging_wait(&tr->segs[t->seg])) CGJ_STAT_ADD(staging_waits, 1);
-    t->staged_waited = true;
+    cgj_trace_t *tr = t->cur.trace;
+    if (!t->cur.staged_waited && cgj_graph_staging_wait(&tr->segs[t->cur.seg])) CGJ_STAT_ADD(staging_waits, 1);
+    t->cur.staged_waited = true;
     if (c->u.m.bytes > o->stage_cap) {
         size_t cap = o->stage_cap * 2 > c->u.m.bytes ? o->stage_cap * 2 : c->u.m.bytes;
         void *grown = cgj_staging_alloc(cap);
@@ -259,7 +259,7 @@ static bool stage_bytes(cgj_thread_t *t, cgj_op_t *o, const cgj_call_t *c, cgj_r
         cgj_staging_free(o->stage);
         o->stage = grown;
         o->stage_cap = cap;
-        cgj_graph_list(tr, t->pos);
+        cgj_graph_list(tr, t->cur.pos);
     }
     memcpy(o->stage, c->u.m.hsrc, c->u.m.bytes);
     CGJ_STAT_ADD(bytes_staged, c->u.m.bytes);
@@ -277,27 +277,27 @@ static bool replay_lib(cgj_thread_t *t, const cgj_call_t *c)
     /* Under CGJIT_VERIFY a call is absorbed whole only in a segment being checked: elsewhere
      * (a segment issued eagerly, one verify could not copy) nothing would run it for real. */
     bool absorbed = (!cgj_verify_on() || cgj_verify_running(t)) &&
-                    (absorbs(t->trace, t->pos, lc) || try_switch_to(t, c, lc, false));
-    cgj_op_t *m = &t->trace->list.ops[t->pos]; /* another variant's, after a switch */
-    cgj_trace_t *tr = t->trace;
+                    (absorbs(t->cur.trace, t->cur.pos, lc) || try_switch_to(t, c, lc, false));
+    cgj_op_t *m = &t->cur.trace->list.ops[t->cur.pos]; /* another variant's, after a switch */
+    cgj_trace_t *tr = t->cur.trace;
     cgj_libop_t *l = m->lib;
     cgj_libop_note_call(l, lc, absorbed);
     if (!absorbed) {
-        t->lib_open = t->pos + 1;
+        t->lib_open = t->cur.pos + 1;
         t->lib_serial = t->serial;
         l->called++;
         return false;
     }
     cgj_libop_fill(m, lc);
-    uint32_t end = t->pos + 1 + l->nops;
-    while (t->pos < end && t->mode == CGJ_MODE_REPLAY) {
-        cgj_thread_absorbed(t, tr->list.ops[t->pos].call.stream);
-        t->pos++;
-        t->absorbed++;
-        if (tr->segs[t->seg].chained && t->pos == tr->segs[t->seg].end) chunk_done(t);
+    uint32_t end = t->cur.pos + 1 + l->nops;
+    while (t->cur.pos < end && t->mode == CGJ_MODE_REPLAY) {
+        cgj_thread_absorbed(t, tr->list.ops[t->cur.pos].call.stream);
+        t->cur.pos++;
+        t->cur.absorbed++;
+        if (tr->segs[t->cur.seg].chained && t->cur.pos == tr->segs[t->cur.seg].end) chunk_done(t);
     }
     /* A failed launch turned the step eager: what the library would have issued still runs. */
-    for (uint32_t i = t->pos; i < end; i++) cgj_op_issue(&tr->list.ops[i], tr->list.ops[i].call.stream, false, false);
+    for (uint32_t i = t->cur.pos; i < end; i++) cgj_op_issue(&tr->list.ops[i], tr->list.ops[i].call.stream, false, false);
     l->absorbed++;
     CGJ_STAT_ADD(lib_absorbed, 1);
     if (l->collective) CGJ_STAT_ADD(collectives_absorbed, 1);
@@ -308,7 +308,7 @@ static bool replay_lib(cgj_thread_t *t, const cgj_call_t *c)
 static int guard_exit(cgj_thread_t *t, cgj_reason_t *r)
 {
     char desc[160], detail[sizeof r->detail + sizeof desc + 8];
-    cgj_op_describe(&t->trace->list.ops[t->pos], desc, sizeof desc);
+    cgj_op_describe(&t->cur.trace->list.ops[t->cur.pos], desc, sizeof desc);
     snprintf(detail, sizeof detail, "%s%s%s", desc, r->detail[0] ? ", " : "", r->detail);
     cgj_strlcpy(r->detail, detail, sizeof r->detail);
     cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, r);
@@ -320,7 +320,7 @@ static int guard_exit(cgj_thread_t *t, cgj_reason_t *r)
 static bool pool_op(cgj_thread_t *t, const cgj_call_t *c)
 {
     cgj_reason_t why;
-    cgj_op_t *o = &t->trace->list.ops[t->pos];
+    cgj_op_t *o = &t->cur.trace->list.ops[t->cur.pos];
     if (!serve_pool_op(o, c, &why)) {
         /* Double buffering: a twin variant (same trace, another region) may have it free. */
         if (!try_switch(t, c)) {
@@ -329,21 +329,21 @@ static bool pool_op(cgj_thread_t *t, const cgj_call_t *c)
             cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
             return false;
         }
-        o = &t->trace->list.ops[t->pos];
+        o = &t->cur.trace->list.ops[t->cur.pos];
         CGJ_ASSERT(serve_pool_op(o, c, &why), "a switch target's block is held");
     }
-    t->allocs_served |= o->call.kind == CGJ_OP_ALLOC;
+    t->cur.allocs_served |= o->call.kind == CGJ_OP_ALLOC;
     return true;
 }
 
-/* Op o (at t->pos, its guard held) is in a segment too small for a graph, which replay would
+/* Op o (at t->cur.pos, its guard held) is in a segment too small for a graph, which replay would
  * issue eagerly at the segment's end anyway, and nothing of the segment is held before it: the
  * program's call runs now, as eager runs it, and the segment's launch skips it. Holding it back
  * would only start it later, and make other threads that wait for it flush it. */
 static bool passes(const cgj_thread_t *t, const cgj_op_t *o)
 {
-    const cgj_segment_t *seg = &t->trace->segs[t->seg];
-    return seg->eager && t->pos == seg->first + t->passed && cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE &&
+    const cgj_segment_t *seg = &t->cur.trace->segs[t->cur.seg];
+    return seg->eager && t->cur.pos == seg->first + t->cur.passed && cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE &&
            !o->lib && !t->lib_open;
 }
 
@@ -354,9 +354,9 @@ static bool passes(const cgj_thread_t *t, const cgj_op_t *o)
  * bytes besides. False where the thread left replay (an op failed to issue). */
 static bool issue_held(cgj_thread_t *t)
 {
-    uint32_t done, first = t->trace->segs[t->seg].first + t->passed;
-    CUresult r = cgj_graph_issue_ops(t->trace, first, t->pos, &done);
-    t->passed += done;
+    uint32_t done, first = t->cur.trace->segs[t->cur.seg].first + t->cur.passed;
+    CUresult r = cgj_graph_issue_ops(t->cur.trace, first, t->cur.pos, &done);
+    t->cur.passed += done;
     if (r != CUDA_SUCCESS) {
         cgj_exit_launch_failed(t, r);
         return false;
@@ -367,65 +367,65 @@ static bool issue_held(cgj_thread_t *t)
 
 int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
 {
-    cgj_trace_t *tr = t->trace;
+    cgj_trace_t *tr = t->cur.trace;
     cgj_reason_t why;
     cgj_call_t tmp;
-    if (t->pos < tr->list.n) c = as_pool_free(c, &tr->list.ops[t->pos], &tmp);
-    if (t->pos >= tr->list.n && !try_switch(t, c)) {
+    if (t->cur.pos < tr->list.n) c = as_pool_free(c, &tr->list.ops[t->cur.pos], &tmp);
+    if (t->cur.pos >= tr->list.n && !try_switch(t, c)) {
         cgj_reason_set(&why, CGJ_REASON_EXIT_PAST_END, CGJ_REASON_NO_OP, "%s after the trace's %u ops", c->api, tr->list.n);
         cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
         return CGJ_EXECUTE;
     }
-    if (!cgj_guard(&t->trace->list.ops[t->pos], c, false, &why) && !try_switch(t, c) && !promote_values(t, c) &&
+    if (!cgj_guard(&t->cur.trace->list.ops[t->cur.pos], c, false, &why) && !try_switch(t, c) && !promote_values(t, c) &&
         !(t->lib_open && try_switch_to(t, c, NULL, true)))
         return guard_exit(t, &why);
-    tr = t->trace;
-    cgj_op_t *o = &tr->list.ops[t->pos];
+    tr = t->cur.trace;
+    cgj_op_t *o = &tr->list.ops[t->cur.pos];
     if (o->lib && replay_lib(t, c)) return CGJ_ABSORB;
-    o = &t->trace->list.ops[t->pos]; /* replay_lib may have switched variants */
-    tr = t->trace;
+    o = &t->cur.trace->list.ops[t->cur.pos]; /* replay_lib may have switched variants */
+    tr = t->cur.trace;
     if (o->lib && o->fused) { /* the library runs, but the chain's kernel holds the recorded call */
         cgj_reason_set(&why, CGJ_REASON_EXIT_FUSED_CALL, CGJ_REASON_NO_OP, NULL);
         return guard_exit(t, &why);
     }
     if (cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY) {
-        CGJ_LOG(breaks, "anchor '%s': segment %u ends at op %u (%s): %s", t->anchor->name, t->seg, t->pos, c->api,
+        CGJ_LOG(breaks, "anchor '%s': segment %u ends at op %u (%s): %s", t->anchor->name, t->cur.seg, t->cur.pos, c->api,
                 cgj_reason_message(cgj_op_break_reason(o)));
         launch_segment(t);
-        t->pos++;
-        t->seg++;
-        t->passed = 0;
-        t->staged_waited = false;
+        t->cur.pos++;
+        t->cur.seg++;
+        t->cur.passed = 0;
+        t->cur.staged_waited = false;
         return CGJ_EXECUTE;
     }
     if (cgj_op_class[o->call.kind] == CGJ_CLASS_POOL) {
         if (!pool_op(t, c)) return CGJ_EXECUTE;
-        o = &t->trace->list.ops[t->pos];
-    } else if (o->stage && tr->segs[t->seg].eager && !o->lib && !t->lib_open) {
+        o = &t->cur.trace->list.ops[t->cur.pos];
+    } else if (o->stage && tr->segs[t->cur.seg].eager && !o->lib && !t->lib_open) {
         if (!issue_held(t)) return CGJ_EXECUTE;
     } else if (o->stage && !stage_bytes(t, o, c, &why)) {
         return guard_exit(t, &why);
     }
-    tr = t->trace;
+    tr = t->cur.trace;
     if (passes(t, o)) {
-        t->pos++;
-        t->passed++;
-        if (tr->segs[t->seg].chained && t->pos == tr->segs[t->seg].end) chunk_done(t);
+        t->cur.pos++;
+        t->cur.passed++;
+        if (tr->segs[t->cur.seg].chained && t->cur.pos == tr->segs[t->cur.seg].end) chunk_done(t);
         return CGJ_EXECUTE;
     }
     cgj_thread_absorbed(t, o->call.stream);
-    t->pos++;
-    t->absorbed++;
-    if (tr->segs[t->seg].chained && t->pos == tr->segs[t->seg].end) chunk_done(t);
+    t->cur.pos++;
+    t->cur.absorbed++;
+    if (tr->segs[t->cur.seg].chained && t->cur.pos == tr->segs[t->cur.seg].end) chunk_done(t);
     return o->lib ? CGJ_EXECUTE : CGJ_ABSORB; /* the library runs: its calls are matched next */
 }
 
 void cgj_replay_lib_leave(cgj_thread_t *t, uint32_t at, const cgj_libcall_t *lc, bool ok)
 {
     if (!ok || lc->never || !cgj_libop_learned()) return; /* nothing to learn for: it runs anyway */
-    cgj_trace_t *tr = t->trace;
+    cgj_trace_t *tr = t->cur.trace;
     cgj_op_t *m = at < tr->list.n ? &tr->list.ops[at] : NULL;
-    if (!m || !m->lib || m->lib->failed || t->pos != at + 1 + m->lib->nops) return;
+    if (!m || !m->lib || m->lib->failed || t->cur.pos != at + 1 + m->lib->nops) return;
     bool matched = cgj_libop_matches(m->lib, lc);
     if (matched && (m->lib->absorbable || m->lib->for_good)) return;
     /* New arguments, or a group not absorbable yet: this run is one more sample. */
@@ -469,20 +469,20 @@ static uint32_t begin_variant(cgj_anchor_t *a)
 void cgj_replay_begin(cgj_thread_t *t, cgj_anchor_t *a)
 {
     cgj_thread_set_pending(t, false);
-    t->trace = a->variants[begin_variant(a)];
-    t->pos = t->seg = t->passed = 0;
-    t->launched = t->staged_waited = t->allocs_served = t->exited = false;
-    t->absorbed = 0;
+    t->cur.trace = a->variants[begin_variant(a)];
+    t->cur.pos = t->cur.seg = t->cur.passed = 0;
+    t->cur.launched = t->cur.staged_waited = t->cur.allocs_served = t->exited = false;
+    t->cur.absorbed = 0;
     cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_REPLAY);
 }
 
 void cgj_replay_end(cgj_thread_t *t)
 {
     cgj_anchor_t *a = t->anchor;
-    cgj_trace_t *tr = t->trace;
-    CGJ_STAT_ADD(ops_absorbed, t->absorbed);
-    if (t->pos != tr->list.n && try_switch(t, NULL)) tr = t->trace; /* a variant that ends here */
-    if (t->pos == tr->list.n) {
+    cgj_trace_t *tr = t->cur.trace;
+    CGJ_STAT_ADD(ops_absorbed, t->cur.absorbed);
+    if (t->cur.pos != tr->list.n && try_switch(t, NULL)) tr = t->cur.trace; /* a variant that ends here */
+    if (t->cur.pos == tr->list.n) {
         launch_segment(t); /* on failure the step has become eager */
         if (t->mode == CGJ_MODE_REPLAY) {
             __atomic_fetch_add(&tr->replays, 1, __ATOMIC_RELAXED);
@@ -493,7 +493,7 @@ void cgj_replay_end(cgj_thread_t *t)
         return;
     }
     cgj_reason_t why;
-    cgj_reason_set(&why, CGJ_REASON_EXIT_ENDED_EARLY, CGJ_REASON_NO_OP, "after %u of the trace's %u ops", t->pos,
+    cgj_reason_set(&why, CGJ_REASON_EXIT_ENDED_EARLY, CGJ_REASON_NO_OP, "after %u of the trace's %u ops", t->cur.pos,
                    tr->list.n);
     cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
 }

@@ -128,7 +128,7 @@ static void timeline_step(const cgj_thread_t *t, cgj_mode_t mode, bool replayed,
     e->dur_ns = now - t->begun_ns;
     cgj_tl_str(e, "kind", kind);
     if (a) cgj_tl_num(e, "run", (int64_t)__atomic_load_n(&a->runs, __ATOMIC_RELAXED));
-    if (replayed) cgj_tl_num(e, "absorbed", (int64_t)t->absorbed);
+    if (replayed) cgj_tl_num(e, "absorbed", (int64_t)t->cur.absorbed);
     cgj_timeline_put(e);
 }
 
@@ -183,7 +183,7 @@ bool cgj_step_lib_key_wanted(void)
 
 void cgj_probe_mark(void)
 {
-    if (CGJ_UNLIKELY(cgj_tls.probing)) cgj_tls.wrap_in_ns = cgj_now_ns();
+    if (CGJ_UNLIKELY(cgj_tls.probe.probing)) cgj_tls.probe.wrap_in_ns = cgj_now_ns();
 }
 
 bool cgj_step_others_pending_on(CUstream s)
@@ -216,11 +216,11 @@ int cgj_step_enter(const cgj_call_t *c)
     }
     /* An eager probe times the calls replay would absorb (the outermost: a library's own
      * driver calls are inside its call), not the synchronizations that wait for the GPU. */
-    if (CGJ_UNLIKELY(t->probing)) {
+    if (CGJ_UNLIKELY(t->probe.probing)) {
         uint64_t now = cgj_now_ns();
-        if (t->wrap_in_ns && now > t->wrap_in_ns) t->own_ns += now - t->wrap_in_ns;
-        t->wrap_in_ns = 0;
-        if (!t->lib_depth && cgj_op_class[c->kind] != CGJ_CLASS_BOUNDARY) t->call_in_ns = now;
+        if (t->probe.wrap_in_ns && now > t->probe.wrap_in_ns) t->probe.own_ns += now - t->probe.wrap_in_ns;
+        t->probe.wrap_in_ns = 0;
+        if (!t->lib_depth && cgj_op_class[c->kind] != CGJ_CLASS_BOUNDARY) t->probe.call_in_ns = now;
     }
     if (c->kind == CGJ_OP_LIB && t->mode == CGJ_MODE_RECORD) cgj_record_lib(t, c);
     if (c->kind == CGJ_OP_LIB && t->mode >= CGJ_MODE_RECORD) CGJ_STAT_ADD(lib_calls, 1);
@@ -271,7 +271,7 @@ static void lib_leave(cgj_thread_t *t, const cgj_libcall_t *lc, bool ok)
 CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
 {
     cgj_thread_t *t = &cgj_tls;
-    uint64_t out_ns = CGJ_UNLIKELY(t->probing) ? cgj_now_ns() : 0; /* the real call returned */
+    uint64_t out_ns = CGJ_UNLIKELY(t->probe.probing) ? cgj_now_ns() : 0; /* the real call returned */
     cgj_thread_lock(t);
     if (t->repeat) {
         t->repeat = false;
@@ -280,15 +280,15 @@ CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
         return r;
     }
     if (c->kind == CGJ_OP_LIB && t->lib_depth) t->lib_depth--;
-    if (CGJ_UNLIKELY(t->call_in_ns) && !t->lib_depth) {
-        t->calls_ns += cgj_now_ns() - t->call_in_ns;
-        t->call_in_ns = 0;
+    if (CGJ_UNLIKELY(t->probe.call_in_ns) && !t->lib_depth) {
+        t->probe.calls_ns += cgj_now_ns() - t->probe.call_in_ns;
+        t->probe.call_in_ns = 0;
     }
     if (c->kind == CGJ_OP_LIB) lib_leave(t, c->u.l.lc, r == CUDA_SUCCESS);
     else if (t->mode == CGJ_MODE_RECORD) cgj_record_leave(t, c, r);
     if (t->mode == CGJ_MODE_RECORD) t->rec_out_ns = cgj_now_ns();
     if (r == CUDA_SUCCESS && c->kind != CGJ_OP_LIB) r = cgj_thread_take_deferred(t);
-    if (out_ns && t->probing) t->own_ns += cgj_now_ns() - out_ns;
+    if (out_ns && t->probe.probing) t->probe.own_ns += cgj_now_ns() - out_ns;
     cgj_thread_unlock(t);
     return r;
 }
@@ -430,9 +430,9 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_RECORD);
     }
     t->replaying = kind == CGJ_COST_REPLAY;
-    t->probing = kind == CGJ_COST_EAGER;
-    t->calls_ns = t->call_in_ns = 0;
-    t->own_ns = t->wrap_in_ns = 0;
+    t->probe.probing = kind == CGJ_COST_EAGER;
+    t->probe.calls_ns = t->probe.call_in_ns = 0;
+    t->probe.own_ns = t->probe.wrap_in_ns = 0;
     cgj_cost_begin(a, t, pred, t->begun_ns, kind);
     return CGJ_OK;
 }
@@ -483,15 +483,15 @@ static int end_locked(cgj_thread_t *t)
             __atomic_fetch_add(&a->eager_ns, host_ns, __ATOMIC_RELAXED);
             __atomic_fetch_add(&a->eager_runs, 1, __ATOMIC_RELAXED);
         }
-        if (a) cgj_cost_end_eager(a, host_ns, t->probing ? t->calls_ns : 0, t->probing ? t->own_ns : 0);
-        t->probing = false;
+        if (a) cgj_cost_end_eager(a, host_ns, t->probe.probing ? t->probe.calls_ns : 0, t->probe.probing ? t->probe.own_ns : 0);
+        t->probe.probing = false;
     } else if (a) {
         __atomic_fetch_add(&a->replay_ns, host_ns, __ATOMIC_RELAXED);
     }
     if (a) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
     gpubusy_end();
     t->anchor = NULL;
-    t->trace = NULL;
+    t->cur.trace = NULL;
     t->implicit = false;
     cgj_thread_go(t, CGJ_EVENT_END, CGJ_MODE_OFF);
     CGJ_STAT_ADD(steps, 1);

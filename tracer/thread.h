@@ -50,34 +50,40 @@ typedef struct cgj_thread {
     cgj_oplist_t rec;        /* RECORD: this run so far */
     uint64_t rec_in_ns;      /* RECORD: when the call in progress came in (0: not in RECORD) */
     uint64_t rec_out_ns;     /* RECORD: when the last recorded call returned to the program */
-    /* -- the replay cursor (replay.c; step.c sets trace at begin and end) -- */
-    cgj_trace_t *trace;      /* the variant being followed */
-    uint32_t pos;            /* next op of the trace */
-    uint32_t seg;            /* current segment */
-    bool launched;           /* a segment of this step has been launched */
-    bool staged_waited;      /* staging of the current segment checked */
-    bool allocs_served;      /* pool blocks were handed out in this step */
-    uint32_t passed;         /* ops at the head of the current segment (one too small for a
-                              * graph) that ran as the program made them, not absorbed */
-    uint64_t absorbed;       /* calls absorbed in this step */
+    /* -- the replay cursor (replay.c; step.c clears trace at the end) -- */
+    struct {
+        cgj_trace_t *trace;      /* the variant being followed */
+        uint32_t pos;            /* next op of the trace */
+        uint32_t seg;            /* current segment */
+        bool launched;           /* a segment of this step has been launched */
+        bool staged_waited;      /* staging of the current segment checked */
+        bool allocs_served;      /* pool blocks were handed out in this step */
+        uint32_t passed;         /* ops at the head of the current segment (one too small for a
+                                  * graph) that ran as the program made them, not absorbed */
+        uint64_t absorbed;       /* calls absorbed in this step */
+    } cur;
     /* -- an eager probe's timing (step.c writes; cost.c reads at the step's end) -- */
-    bool probing;            /* this step is an eager probe of its anchor (CGJIT_COST) ... */
-    uint64_t call_in_ns;     /* ... when its outermost call in progress came in (0: none) */
-    uint64_t calls_ns;       /* ... its host time inside driver and library calls so far */
-    uint64_t wrap_in_ns;     /* ... when the call in progress entered cgjit's wrapper (0: none) */
-    uint64_t own_ns;         /* ... cgjit's own host time in its calls so far (wrappers and
-                              * step code around each real call: what eager execution without
-                              * cgjit would not spend) */
+    struct {
+        bool probing;            /* this step is an eager probe of its anchor (CGJIT_COST) ... */
+        uint64_t call_in_ns;     /* ... when its outermost call in progress came in (0: none) */
+        uint64_t calls_ns;       /* ... its host time inside driver and library calls so far */
+        uint64_t wrap_in_ns;     /* ... when the call in progress entered cgjit's wrapper (0: none) */
+        uint64_t own_ns;         /* ... cgjit's own host time in its calls so far (wrappers and
+                                  * step code around each real call: what eager execution without
+                                  * cgjit would not spend) */
+    } probe;
     /* -- step finding (implicit.c; sync_long set by threads.c at registration, record.c) -- */
-    struct cgj_cycle *cycle; /* CGJIT_STEP=auto: this thread's cycle detector */
-    uint32_t quiet_calls;    /* CGJIT_STEP=auto: calls made before it had one */
-    uint32_t heads;          /* CGJIT_STEP=auto: cycle heads passed inside the step in progress */
-    bool turn_synced;        /* CGJIT_STEP=auto: the cycle's turn in progress synchronized */
-    uint32_t sync_long;      /* CGJIT_STEP=sync: calls without a synchronization after which
-                              * the thread finds cycles (CGJ_SYNC_LONG; a worker thread's is
-                              * shorter: set when it registers) */
-    bool finds_cycles;       /* CGJIT_STEP=sync: this thread never synchronizes; it finds its
-                              * steps as CGJIT_STEP=auto does (implicit.c) */
+    struct {
+        struct cgj_cycle *cycle; /* CGJIT_STEP=auto: this thread's cycle detector */
+        uint32_t quiet_calls;    /* CGJIT_STEP=auto: calls made before it had one */
+        uint32_t heads;          /* CGJIT_STEP=auto: cycle heads passed inside the step in progress */
+        bool turn_synced;        /* CGJIT_STEP=auto: the cycle's turn in progress synchronized */
+        uint32_t sync_long;      /* CGJIT_STEP=sync: calls without a synchronization after which
+                                  * the thread finds cycles (CGJ_SYNC_LONG; a worker thread's is
+                                  * shorter: set when it registers) */
+        bool finds_cycles;       /* CGJIT_STEP=sync: this thread never synchronizes; it finds its
+                                  * steps as CGJIT_STEP=auto does (implicit.c) */
+    } find;
     /* -- CGJIT_VERIFY (verify.c) -- */
     struct cgj_verify *verify; /* the segment being checked */
 } cgj_thread_t;

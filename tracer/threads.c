@@ -51,7 +51,7 @@ void cgj_thread_unregister(cgj_thread_t *t)
 bool cgj_thread_register(cgj_thread_t *t)
 {
     if (CGJ_LIKELY(t->registered)) return false;
-    t->sync_long = syscall(SYS_gettid) == getpid() ? CGJ_SYNC_LONG : CGJ_SYNC_LONG_WORKER;
+    t->find.sync_long = syscall(SYS_gettid) == getpid() ? CGJ_SYNC_LONG : CGJ_SYNC_LONG_WORKER;
     pthread_mutex_lock(&registry_lock);
     CGJ_VEC_PUSH(registry, nregistry, capregistry, t);
     pthread_mutex_unlock(&registry_lock);

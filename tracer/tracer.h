@@ -206,7 +206,7 @@ void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc);
 /* ---- exits.c ---- */
 /* Re-issue the ops absorbed since the last launch, eagerly, in order. False if one failed. */
 bool cgj_exit_flush(cgj_thread_t *t);
-/* Leave the trace at t->pos (GUARD_FAIL or OBSERVE): pending ops eagerly, then the rest of the
+/* Leave the trace at t->cur.pos (GUARD_FAIL or OBSERVE): pending ops eagerly, then the rest of the
  * run is recorded. r->op is set here. */
 void cgj_exit_side(cgj_thread_t *t, cgj_event_t ev, cgj_reason_t *r);
 /* Stop tracing this step: pending replay work runs eagerly, the recording is dropped. */
@@ -218,7 +218,7 @@ void cgj_exit_observe(CUstream s, CUevent ev, bool everything);
 
 /* ---- verify.c (CGJIT_VERIFY) ---- */
 bool cgj_verify_on(void);
-/* Replay is at op t->pos: where a graph segment starts, copy its memory aside and run its calls
+/* Replay is at op t->cur.pos: where a graph segment starts, copy its memory aside and run its calls
  * for real from now on (cgj_verify_running). */
 void cgj_verify_enter(cgj_thread_t *t);
 bool cgj_verify_running(const cgj_thread_t *t);
@@ -292,8 +292,8 @@ static inline bool cgj_implicit_delimits(const cgj_call_t *c)
 }
 static inline bool cgj_implicit_stays(cgj_thread_t *t, const cgj_call_t *c)
 {
-    return t->mode != CGJ_MODE_OFF && t->implicit && !cgj_implicit_delimits(c) && ++t->sync_calls < t->sync_long &&
-           !t->finds_cycles &&
+    return t->mode != CGJ_MODE_OFF && t->implicit && !cgj_implicit_delimits(c) && ++t->sync_calls < t->find.sync_long &&
+           !t->find.finds_cycles &&
            __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
 }
 void cgj_implicit_enable(cgj_step_policy_t policy);

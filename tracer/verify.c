@@ -190,7 +190,7 @@ static void unchecked(cgj_thread_t *t, const char *why)
     cgj_spin_unlock(&lock);
     if (tell)
         fprintf(stderr, "cgjit: verify: anchor '%s', run %llu, segment %u: not checked: %s (told once per anchor)\n",
-            t->anchor->name, (unsigned long long)t->anchor->runs, t->seg, why);
+            t->anchor->name, (unsigned long long)t->anchor->runs, t->cur.seg, why);
 }
 
 /* Every thread's shadows, so that no range of a set is one of them: an op's value from an
@@ -277,12 +277,12 @@ static void copy_failed(cgj_thread_t *t, const vset_t *s, uint32_t bad, CUresult
 
 void cgj_verify_enter(cgj_thread_t *t)
 {
-    cgj_trace_t *tr = t->trace;
+    cgj_trace_t *tr = t->cur.trace;
     if (!t->verify) t->verify = cgj_xcalloc(1, sizeof *t->verify);
     struct cgj_verify *v = t->verify;
-    if (v->active || t->seg >= tr->nsegs) return;
-    const cgj_segment_t *seg = &tr->segs[t->seg];
-    if (t->pos != seg->first || seg->eager || !seg->ncapture) return;
+    if (v->active || t->cur.seg >= tr->nsegs) return;
+    const cgj_segment_t *seg = &tr->segs[t->cur.seg];
+    if (t->cur.pos != seg->first || seg->eager || !seg->ncapture) return;
     for (uint32_t i = seg->first; i < seg->end; i++)
         if (tr->list.ops[i].call.kind == CGJ_OP_HOST_FUNC) return unchecked(t, "it holds a host function");
     v->set.n = 0, v->set.total = 0;
@@ -305,7 +305,7 @@ void cgj_verify_enter(cgj_thread_t *t)
     window_leave();
     if (r != CUDA_SUCCESS) return copy_failed(t, &v->set, bad, r);
     v->active = true;
-    v->seg = t->seg;
+    v->seg = t->cur.seg;
 }
 
 bool cgj_verify_running(const cgj_thread_t *t)
@@ -324,15 +324,15 @@ bool cgj_verify_before(cgj_thread_t *t)
 {
     struct cgj_verify *v = t->verify;
     if (!v || !v->active) return false;
-    if (v->seg != t->seg) {
+    if (v->seg != t->cur.seg) {
         v->active = false;
         unchecked(t, "replay continued in another segment");
         return false;
     }
     /* Every allocation the ops name now must be one S0 holds. */
-    const cgj_segment_t *seg = &t->trace->segs[t->seg];
+    const cgj_segment_t *seg = &t->cur.trace->segs[t->cur.seg];
     vset_t now = {0};
-    for (uint32_t i = seg->first; i < seg->end; i++) add_op(&now, &t->trace->list.ops[i]);
+    for (uint32_t i = seg->first; i < seg->end; i++) add_op(&now, &t->cur.trace->list.ops[i]);
     drop_own(&now);
     bool known = true;
     for (uint32_t i = 0; i < now.n && known; i++) {
@@ -364,8 +364,8 @@ bool cgj_verify_before(cgj_thread_t *t)
 /* The last op of the segment that names range r, described (with its library call). */
 static void blame(const cgj_thread_t *t, const vrange_t *r, char *buf, size_t len)
 {
-    const cgj_trace_t *tr = t->trace;
-    const cgj_segment_t *seg = &tr->segs[t->seg];
+    const cgj_trace_t *tr = t->cur.trace;
+    const cgj_segment_t *seg = &tr->segs[t->cur.seg];
     snprintf(buf, len, "none of its ops names it");
     for (uint32_t i = seg->end; i-- > seg->first;) {
         if (!op_names(&tr->list.ops[i], r->base, r->size)) continue;
@@ -427,8 +427,8 @@ static void report(cgj_thread_t *t, const vrange_t *r, const diff_t *d)
             "cgjit: verify: anchor '%s', run %llu, segment %u (ops %u-%u): the graph diverges from eager execution "
             "in the allocation at %#llx (%zu bytes), first at byte %zu: eager %08x (%g), graph %08x (%g); %zu of "
             "%zu words differ, worst difference %g (as float32); last op naming it: %s\n",
-            t->anchor->name, (unsigned long long)t->anchor->runs, t->seg, t->trace->segs[t->seg].first,
-            t->trace->segs[t->seg].end - 1, (unsigned long long)r->base, r->size, d->first, d->ev, (double)fe, d->gv,
+            t->anchor->name, (unsigned long long)t->anchor->runs, t->cur.seg, t->cur.trace->segs[t->cur.seg].first,
+            t->cur.trace->segs[t->cur.seg].end - 1, (unsigned long long)r->base, r->size, d->first, d->ev, (double)fe, d->gv,
             (double)fg, d->differing, d->words, d->worst, who);
 }
 
