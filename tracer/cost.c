@@ -236,8 +236,43 @@ static uint64_t replay_pace(const cgj_cost_t *c, const void *from, const void *t
     return n ? median(v, n) : 0;
 }
 
-void cgj_cost_begin(cgj_anchor_t *a, const void *thread, const void *pred, uint64_t now, cgj_cost_kind_t kind)
+/* ---- an eager probe's timing, kept in the thread's probe part (tracer/thread.h) ---- */
+
+void cgj_probe_mark(void)
 {
+    if (CGJ_UNLIKELY(cgj_tls.probe.probing)) cgj_tls.probe.wrap_in_ns = cgj_now_ns();
+}
+
+void cgj_cost_call_in(cgj_thread_t *t, const cgj_call_t *c)
+{
+    uint64_t now = cgj_now_ns();
+    if (t->probe.wrap_in_ns && now > t->probe.wrap_in_ns) t->probe.own_ns += now - t->probe.wrap_in_ns;
+    t->probe.wrap_in_ns = 0;
+    if (!t->lib_depth && cgj_op_class[c->kind] != CGJ_CLASS_BOUNDARY) t->probe.call_in_ns = now;
+}
+
+void cgj_cost_call_out(cgj_thread_t *t)
+{
+    t->probe.calls_ns += cgj_now_ns() - t->probe.call_in_ns;
+    t->probe.call_in_ns = 0;
+}
+
+void cgj_cost_call_left(cgj_thread_t *t, uint64_t out_ns)
+{
+    t->probe.own_ns += cgj_now_ns() - out_ns;
+}
+
+void cgj_cost_probe_end(cgj_thread_t *t)
+{
+    t->probe.probing = false;
+}
+
+void cgj_cost_begin(cgj_anchor_t *a, cgj_thread_t *t, const void *pred, uint64_t now, cgj_cost_kind_t kind)
+{
+    const void *thread = t;
+    t->probe.probing = kind == CGJ_COST_EAGER;
+    t->probe.calls_ns = t->probe.call_in_ns = 0;
+    t->probe.own_ns = t->probe.wrap_in_ns = 0;
     cgj_cost_t *c = &a->cost;
     if (c->last_thread == thread && c->last_kind != CGJ_COST_NONE && now > c->last_ns &&
         settled(a, __atomic_load_n(&a->runs, __ATOMIC_RELAXED))) {

@@ -498,3 +498,7 @@ void cgj_replay_end(cgj_thread_t *t)
     cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
 }
 
+void cgj_replay_forget(cgj_thread_t *t)
+{
+    t->cur.trace = NULL;
+}

@@ -181,11 +181,6 @@ bool cgj_step_lib_key_wanted(void)
              __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC);
 }
 
-void cgj_probe_mark(void)
-{
-    if (CGJ_UNLIKELY(cgj_tls.probe.probing)) cgj_tls.probe.wrap_in_ns = cgj_now_ns();
-}
-
 bool cgj_step_others_pending_on(CUstream s)
 {
     uint64_t own = __atomic_load_n(&cgj_tls.pending_mask, __ATOMIC_RELAXED);
@@ -216,12 +211,7 @@ int cgj_step_enter(const cgj_call_t *c)
     }
     /* An eager probe times the calls replay would absorb (the outermost: a library's own
      * driver calls are inside its call), not the synchronizations that wait for the GPU. */
-    if (CGJ_UNLIKELY(t->probe.probing)) {
-        uint64_t now = cgj_now_ns();
-        if (t->probe.wrap_in_ns && now > t->probe.wrap_in_ns) t->probe.own_ns += now - t->probe.wrap_in_ns;
-        t->probe.wrap_in_ns = 0;
-        if (!t->lib_depth && cgj_op_class[c->kind] != CGJ_CLASS_BOUNDARY) t->probe.call_in_ns = now;
-    }
+    if (CGJ_UNLIKELY(t->probe.probing)) cgj_cost_call_in(t, c);
     if (c->kind == CGJ_OP_LIB && t->mode == CGJ_MODE_RECORD) cgj_record_lib(t, c);
     if (c->kind == CGJ_OP_LIB && t->mode >= CGJ_MODE_RECORD) CGJ_STAT_ADD(lib_calls, 1);
     if (c->kind == CGJ_OP_LIB && d == CGJ_EXECUTE) t->lib_depth++; /* the library runs now */
@@ -271,7 +261,7 @@ static void lib_leave(cgj_thread_t *t, const cgj_libcall_t *lc, bool ok)
 CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
 {
     cgj_thread_t *t = &cgj_tls;
-    uint64_t out_ns = CGJ_UNLIKELY(t->probe.probing) ? cgj_now_ns() : 0; /* the real call returned */
+    uint64_t out_ns = CGJ_UNLIKELY(t->probe.probing) ? cgj_now_ns() : 0; /* the real call returned (cost.c) */
     cgj_thread_lock(t);
     if (t->repeat) {
         t->repeat = false;
@@ -280,15 +270,12 @@ CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
         return r;
     }
     if (c->kind == CGJ_OP_LIB && t->lib_depth) t->lib_depth--;
-    if (CGJ_UNLIKELY(t->probe.call_in_ns) && !t->lib_depth) {
-        t->probe.calls_ns += cgj_now_ns() - t->probe.call_in_ns;
-        t->probe.call_in_ns = 0;
-    }
+    if (CGJ_UNLIKELY(t->probe.call_in_ns) && !t->lib_depth) cgj_cost_call_out(t);
     if (c->kind == CGJ_OP_LIB) lib_leave(t, c->u.l.lc, r == CUDA_SUCCESS);
     else if (t->mode == CGJ_MODE_RECORD) cgj_record_leave(t, c, r);
     if (t->mode == CGJ_MODE_RECORD) t->rec_out_ns = cgj_now_ns();
     if (r == CUDA_SUCCESS && c->kind != CGJ_OP_LIB) r = cgj_thread_take_deferred(t);
-    if (out_ns && t->probe.probing) t->probe.own_ns += cgj_now_ns() - out_ns;
+    if (out_ns && t->probe.probing) cgj_cost_call_left(t, out_ns);
     cgj_thread_unlock(t);
     return r;
 }
@@ -430,9 +417,6 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         cgj_thread_go(t, CGJ_EVENT_BEGIN, CGJ_MODE_RECORD);
     }
     t->replaying = kind == CGJ_COST_REPLAY;
-    t->probe.probing = kind == CGJ_COST_EAGER;
-    t->probe.calls_ns = t->probe.call_in_ns = 0;
-    t->probe.own_ns = t->probe.wrap_in_ns = 0;
     cgj_cost_begin(a, t, pred, t->begun_ns, kind);
     return CGJ_OK;
 }
@@ -484,14 +468,14 @@ static int end_locked(cgj_thread_t *t)
             __atomic_fetch_add(&a->eager_runs, 1, __ATOMIC_RELAXED);
         }
         if (a) cgj_cost_end_eager(a, host_ns, t->probe.probing ? t->probe.calls_ns : 0, t->probe.probing ? t->probe.own_ns : 0);
-        t->probe.probing = false;
+        cgj_cost_probe_end(t);
     } else if (a) {
         __atomic_fetch_add(&a->replay_ns, host_ns, __ATOMIC_RELAXED);
     }
     if (a) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
     gpubusy_end();
     t->anchor = NULL;
-    t->cur.trace = NULL;
+    cgj_replay_forget(t);
     t->implicit = false;
     cgj_thread_go(t, CGJ_EVENT_END, CGJ_MODE_OFF);
     CGJ_STAT_ADD(steps, 1);

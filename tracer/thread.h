@@ -2,8 +2,13 @@
  * thread.h — a thread's step state, the tracer's own (runtime/ sees tracer/step.h only).
  *
  * cgj_thread_t is one per thread (cgj_tls). Its parts have owners: each group of fields below is
- * written by the file its heading names, and read by the others of tracer/ only where noted.
- * The mode changes only through cgj_thread_go (tracer/threads.c), along the rows of
+ * written by the file its heading names (the replay cursor, an eager probe's timing and step
+ * finding are structs of their own: cur, probe, find); where another file writes a field too,
+ * the heading says which. Two stay so because the call graph allows no other way without a
+ * cycle between files (scripts/check-layers.py): exits.c keeps the recording going after a side
+ * exit and notes handoffs in it (record.c calls exits.c to abort), and threads.c sets a new
+ * thread's sync_long when it registers (implicit.c's value; implicit.c calls threads.c). The
+ * mode changes only through cgj_thread_go (tracer/threads.c), along the rows of
  * tracer/machine.h.
  */
 #ifndef CGJ_THREAD_H
@@ -50,7 +55,7 @@ typedef struct cgj_thread {
     cgj_oplist_t rec;        /* RECORD: this run so far */
     uint64_t rec_in_ns;      /* RECORD: when the call in progress came in (0: not in RECORD) */
     uint64_t rec_out_ns;     /* RECORD: when the last recorded call returned to the program */
-    /* -- the replay cursor (replay.c; step.c clears trace at the end) -- */
+    /* -- the replay cursor (replay.c) -- */
     struct {
         cgj_trace_t *trace;      /* the variant being followed */
         uint32_t pos;            /* next op of the trace */
@@ -62,7 +67,7 @@ typedef struct cgj_thread {
                                   * graph) that ran as the program made them, not absorbed */
         uint64_t absorbed;       /* calls absorbed in this step */
     } cur;
-    /* -- an eager probe's timing (step.c writes; cost.c reads at the step's end) -- */
+    /* -- an eager probe's timing (cost.c, called from step.c around each call) -- */
     struct {
         bool probing;            /* this step is an eager probe of its anchor (CGJIT_COST) ... */
         uint64_t call_in_ns;     /* ... when its outermost call in progress came in (0: none) */

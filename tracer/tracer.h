@@ -131,7 +131,14 @@ void cgj_cost_published(cgj_anchor_t *a);
 /* A step of a begins at `now` on `thread` as a run of `kind`, after a step of `pred` there (NULL:
  * none): the period since its last begin there is a figure of the last run's kind; may turn the
  * anchor OFF. */
-void cgj_cost_begin(cgj_anchor_t *a, const void *thread, const void *pred, uint64_t now, cgj_cost_kind_t kind);
+void cgj_cost_begin(cgj_anchor_t *a, cgj_thread_t *t, const void *pred, uint64_t now, cgj_cost_kind_t kind);
+/* An eager probe's timing of the calls in its step (t->probe, cost.c's part of the thread
+ * state): a call came in (cgjit's own time in the wrapper ends), the outermost call returned,
+ * the wrapper left (cgjit's own time after the real call), the step ended. */
+void cgj_cost_call_in(cgj_thread_t *t, const cgj_call_t *c);
+void cgj_cost_call_out(cgj_thread_t *t);
+void cgj_cost_call_left(cgj_thread_t *t, uint64_t out_ns);
+void cgj_cost_probe_end(cgj_thread_t *t);
 /* The step of a that began last ended, eagerly, after host_ns from its begin, calls_ns of them
  * inside the driver and library calls replay absorbs (0: not timed), own_ns in cgjit's own code
  * around its calls (a probe: taken off its period, which then stands for eager execution
@@ -245,6 +252,8 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c);
 void cgj_replay_lib_leave(cgj_thread_t *t, uint32_t at, const cgj_libcall_t *lc, bool ok);
 /* The step ends in replay: its last segment is launched, or (it ended early) it side-exits. */
 void cgj_replay_end(cgj_thread_t *t);
+/* The step is over: the cursor follows no trace. */
+void cgj_replay_forget(cgj_thread_t *t);
 /* Begin replaying a's current variant. */
 void cgj_replay_begin(cgj_thread_t *t, cgj_anchor_t *a);
 
