@@ -7,7 +7,7 @@
  * their own reports to descriptor 2 and their own stream, which this leaves alone. A few
  * lookups follow each file (names its lines may register, plain and mangled), then the registry
  * is emptied, so that memory stays flat over millions of inputs. The stack may grow to 1 MiB
- * only, as in fuzz_spec.c: a line's nesting must not need more (issue 29's 4000 levels did).
+ * only (fuzz_stack.h): a line's nesting must not need more (issue 29's 4000 levels did).
  *
  *     fuzz_registry -max_total_time=60 tests/fuzz/corpus/registry
  */
@@ -17,18 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
-#define STACK_LIMIT (1u << 20)
+#include "fuzz_stack.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    struct rlimit r;
-    if (getrlimit(RLIMIT_STACK, &r) == 0 && (r.rlim_cur == RLIM_INFINITY || r.rlim_cur > STACK_LIMIT)) {
-        r.rlim_cur = STACK_LIMIT;
-        setrlimit(RLIMIT_STACK, &r);
-    }
+    fuzz_bound_stack();
     const char *v = getenv("FUZZ_VERBOSE");
     if (!v || strcmp(v, "1")) {
         FILE *null = fopen("/dev/null", "w");
