@@ -41,10 +41,9 @@ static inline CUstream norm(CUstream s, bool pt)
         return cgj_step_leave(&(c), r_);                                       \
     } while (0)
 
-#define IDLE_FORWARD(expr)                               \
-    do {                                                 \
-        if (CGJ_LIKELY(!cgj_tracing())) return (expr);   \
-        cgj_probe_mark();                                \
+#define IDLE_FORWARD(expr)                                  \
+    do {                                                    \
+        if (CGJ_LIKELY(!cgj_tracing_take())) return (expr); \
     } while (0)
 
 /* A call through which the host observes GPU work: first, the work other threads' replays

@@ -170,6 +170,13 @@ bool cgj_step_tracing(void)
            __atomic_load_n(&cgj_tls.deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS;
 }
 
+bool cgj_step_take(void)
+{
+    if (!cgj_step_tracing()) return false;
+    if (CGJ_UNLIKELY(cgj_tls.probe.probing)) cgj_probe_mark();
+    return true;
+}
+
 bool cgj_step_active(void)
 {
     return cgj_thread_mode(&cgj_tls) != CGJ_MODE_OFF;

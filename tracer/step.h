@@ -46,6 +46,15 @@ static inline bool cgj_tracing(void)
     return cgj_step_tracing();
 }
 
+/* cgj_tracing() and, where it is true, a wrapper's first move (cgj_probe_mark) in one call: the
+ * test every wrapped driver call makes. */
+bool cgj_step_take(void);
+static inline bool cgj_tracing_take(void)
+{
+    if (CGJ_LIKELY(__atomic_load_n(&cgj_tracing_threads, __ATOMIC_RELAXED) == 0) || cgj_internal_calls) return false;
+    return cgj_step_take();
+}
+
 /* Is a step open on this thread (a marked one, or one found by CGJIT_STEP)? */
 bool cgj_step_active(void);
 /* Does a library call made now need its key built? Not inside an implicit step running eagerly
