@@ -371,10 +371,12 @@ bool cgj_gpubusy_figures(uint32_t id, uint64_t *busy_ns, uint64_t *steps)
     *busy_ns = *steps = 0;
     if (!id || id >= CGJ_GPUBUSY_MAX_IDS) return false;
     if (enabled) cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    /* After a forced flush every record of a finished step is in: count them all (a step still
-     * running on the GPU is counted short; a report comes after the program's last sync). */
-    cgj_gpubusy_settle();
+    /* After a forced flush every record of a finished step is in: count id's (a step still
+     * running on the GPU is counted short; a report comes after the program's last sync). Other
+     * anchors' steps stay open: their records may still be coming. */
     pthread_mutex_lock(&lock);
+    if (pending) resolve_pending();
+    if (accs[id].n) settle_below(&accs[id], UINT64_MAX);
     *busy_ns = accs[id].busy_ns, *steps = accs[id].steps;
     pthread_mutex_unlock(&lock);
     return *steps != 0;
