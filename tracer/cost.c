@@ -269,12 +269,11 @@ void cgj_cost_probe_end(cgj_thread_t *t)
 
 void cgj_cost_begin(cgj_anchor_t *a, cgj_thread_t *t, const void *pred, uint64_t now, cgj_cost_kind_t kind)
 {
-    const void *thread = t;
     t->probe.probing = kind == CGJ_COST_EAGER;
     t->probe.calls_ns = t->probe.call_in_ns = 0;
     t->probe.own_ns = t->probe.wrap_in_ns = 0;
     cgj_cost_t *c = &a->cost;
-    if (c->last_thread == thread && c->last_kind != CGJ_COST_NONE && now > c->last_ns &&
+    if (c->last_thread == t && c->last_kind != CGJ_COST_NONE && now > c->last_ns &&
         settled(a, __atomic_load_n(&a->runs, __ATOMIC_RELAXED))) {
         uint64_t ns = now - c->last_ns, pace;
         if (c->last_kind == CGJ_COST_REPLAY) {
@@ -295,7 +294,7 @@ void cgj_cost_begin(cgj_anchor_t *a, cgj_thread_t *t, const void *pred, uint64_t
             judge(a);
         }
     }
-    c->last_thread = thread;
+    c->last_thread = t;
     c->last_pred = pred;
     c->last_ns = now;
     c->last_kind = kind;
