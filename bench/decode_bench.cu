@@ -142,7 +142,9 @@ static void launch(set_t *s, CUstream st, int layer, int k, int cur) {
     CKD(drv.launch_ex(&cfg, g_fn, params, NULL));
 }
 
-/* The launches of one step, host work before each; the state ends in x[0]. */
+/* The launches of one step, host work before each; the state ends in x[0] (an even count of
+ * ping-pong launches). */
+static_assert(LAUNCHES % 2 == 0, "the step's state must end in x[0]");
 static void launches(set_t *s, CUstream st, double *own) {
     int cur = 0;
     for (int l = 0; l < LAYERS; l++)
@@ -151,10 +153,6 @@ static void launches(set_t *s, CUstream st, double *own) {
             launch(s, st, l, k, cur);
             cur = 1 - cur;
         }
-    if (cur) { /* an even count leaves it in x[0]; keep it there either way */
-        float *t = s->x[0];
-        s->x[0] = s->x[1], s->x[1] = t;
-    }
 }
 
 /* One step of set `which`; its host time (begin to the synchronization) and own work added to
