@@ -19,9 +19,10 @@
  * CUPTI delivers its records in buffers that complete independently: those of the driver calls
  * and their external ids in one (no context), a context's kernels, copies and memsets in others,
  * so a kernel's record may come before or after the record saying which step launched it. So:
- *  - each driver call's correlation id is looked up in a table filled from both the external id
- *    records (tagged: this anchor, this step) and the API records (a call with no external id
- *    before its API record carries none: CUPTI writes the one right before the other);
+ *  - each API call's correlation id (a driver call, or a runtime call with the driver calls it
+ *    makes) is looked up in a table filled from both the external id records (tagged: this
+ *    anchor, this step) and the API records (a call with no external id before its API record
+ *    carries none: CUPTI writes the one right before the other);
  *  - a piece of work whose call is not known yet waits in a pending list, resolved after each
  *    buffer; one whose call is known untagged is dropped (the program's own eager work);
  *  - resolved work is kept per anchor with its step's serial; the union of a step's pieces is
@@ -63,6 +64,9 @@ static uint32_t npending;
 static id_acc_t accs[CGJ_GPUBUSY_MAX_IDS];
 static uint32_t next_id = 1;
 static uint64_t dropped; /* pieces never attributed (too many pending) */
+static struct {
+    uint64_t calls, tagged, work, untagged, uncorrelated, counted, late;
+} seen; /* what the records said, for the report (cgj_gpubusy_describe) */
 
 static bool tables(void)
 {
@@ -106,7 +110,11 @@ static void add_piece(uint64_t ext, uint64_t start, uint64_t end)
     if (!id || id >= CGJ_GPUBUSY_MAX_IDS) return;
     id_acc_t *s = &accs[id];
     uint64_t serial = ext & SERIAL_MASK;
-    if (serial < s->settled_below) return; /* a step already counted: late, left out */
+    /* a step already counted: late, left out */
+    if (serial < s->settled_below) {
+        seen.late++;
+        return;
+    }
     if (s->n == s->cap) {
         uint32_t cap = s->cap ? 2 * s->cap : 256;
         piece_t *p = realloc(s->pieces, cap * sizeof *p);
@@ -114,6 +122,7 @@ static void add_piece(uint64_t ext, uint64_t start, uint64_t end)
         s->pieces = p, s->cap = cap;
     }
     s->pieces[s->n++] = (piece_t){serial, start, end};
+    seen.counted++;
     if (serial > s->newest) s->newest = serial;
     if (!s->settle_at) s->settle_at = SETTLE_AT;
     if (s->n >= s->settle_at) {
@@ -146,14 +155,17 @@ static void resolve_pending(void)
 void cgj_gpubusy_note_external(uint32_t correlation, uint64_t external)
 {
     pthread_mutex_lock(&lock);
-    if (tables() && external && external != UNTAGGED)
+    if (tables() && external && external != UNTAGGED) {
         corrs[correlation % CORR_SLOTS] = (struct corr){correlation, external};
+        seen.tagged++;
+    }
     pthread_mutex_unlock(&lock);
 }
 
 void cgj_gpubusy_note_call(uint32_t correlation)
 {
     pthread_mutex_lock(&lock);
+    seen.calls++;
     if (tables() && carried(correlation) == 0) corrs[correlation % CORR_SLOTS] = (struct corr){correlation, UNTAGGED};
     pthread_mutex_unlock(&lock);
 }
@@ -163,8 +175,16 @@ void cgj_gpubusy_note_work(uint32_t correlation, uint64_t start, uint64_t end)
     if (end <= start) return;
     pthread_mutex_lock(&lock);
     if (!tables()) goto out;
+    seen.work++;
+    if (!correlation) { /* work CUPTI ties to no call */
+        seen.uncorrelated++;
+        goto out;
+    }
     uint64_t ext = carried(correlation);
-    if (ext == UNTAGGED) goto out;
+    if (ext == UNTAGGED) {
+        seen.untagged++;
+        goto out;
+    }
     if (ext) {
         add_piece(ext, start, end);
     } else if (npending < MAX_PENDING) {
@@ -202,6 +222,7 @@ void cgj_gpubusy_reset(void)
     if (corrs) memset(corrs, 0, CORR_SLOTS * sizeof *corrs);
     npending = 0;
     dropped = 0;
+    memset(&seen, 0, sizeof seen);
     next_id = 1;
     pthread_mutex_unlock(&lock);
 }
@@ -267,6 +288,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             cgj_gpubusy_note_work(m->correlationId, m->start, m->end);
             break;
         }
+        case CUPTI_ACTIVITY_KIND_RUNTIME:
         case CUPTI_ACTIVITY_KIND_DRIVER: {
             const CUpti_ActivityAPI *a = (const void *)r;
             cgj_gpubusy_note_call(a->correlationId);
@@ -325,7 +347,11 @@ static void init(void)
         snprintf(status, sizeof status, "CUPTI API version %u, cgjit was built for %u", v, (unsigned)CUPTI_API_VERSION);
         goto fail;
     }
-    static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+    /* RUNTIME too: a driver call made inside a runtime call (a program on the CUDA runtime, with
+     * cgjit's graph launch in the driver call the runtime makes) has no record of its own; its
+     * work carries the runtime call's correlation id, and that call's record its external id. */
+    static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                               CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
                                                CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                                CUPTI_ACTIVITY_KIND_MEMSET};
     CUptiResult r = cupti.register_callbacks(buffer_requested, buffer_completed);
@@ -364,6 +390,19 @@ void cgj_gpubusy_pop(void)
 {
     uint64_t last;
     if (enabled) cupti.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+}
+
+const char *cgj_gpubusy_describe(char *buf, size_t len)
+{
+    pthread_mutex_lock(&lock);
+    snprintf(buf, len,
+             "%llu CUDA API call(s) recorded, %llu of them in replayed steps; %llu piece(s) of GPU work: %llu counted, "
+             "%llu of the program's own calls, %llu naming no call, %llu late, %u waiting for their call, %llu dropped",
+             (unsigned long long)seen.calls, (unsigned long long)seen.tagged, (unsigned long long)seen.work,
+             (unsigned long long)seen.counted, (unsigned long long)seen.untagged, (unsigned long long)seen.uncorrelated, (unsigned long long)seen.late, npending,
+             (unsigned long long)dropped);
+    pthread_mutex_unlock(&lock);
+    return buf;
 }
 
 bool cgj_gpubusy_figures(uint32_t id, uint64_t *busy_ns, uint64_t *steps)

@@ -20,6 +20,7 @@
 #define CGJ_GPUBUSY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Is CGJIT_BUSY on and CUPTI enabled? The first call loads CUPTI and enables its activity
@@ -33,6 +34,8 @@ void cgj_gpubusy_pop(void);
 /* The GPU-busy time of id's steps so far: the sum of each step's busy time, and the number of
  * steps measured (records still in CUPTI's buffers are fetched first). False if none. */
 bool cgj_gpubusy_figures(uint32_t id, uint64_t *busy_ns, uint64_t *steps);
+/* What CUPTI's records said so far, in words (the report's CGJIT_BUSY line). */
+const char *cgj_gpubusy_describe(char *buf, size_t len);
 /* Why nothing is measured ("" if it is, or the option is off). */
 const char *cgj_gpubusy_status(void);
 

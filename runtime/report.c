@@ -13,6 +13,7 @@
 #include "allocator/pool.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "graphs/gpubusy.h"
 #include "tracer/step.h"
 
 #include <stddef.h>
@@ -170,6 +171,11 @@ static void report_summary(FILE *f, const cgj_report_data_t *d)
     fprintf(f, "  pid %ld, implicit steps (CGJIT_STEP): %s\n", (long)getpid(),
             cgj_step_policy_name(__atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED)));
     if (cgj_report_status_text(d->status, status, sizeof status)[0]) fprintf(f, "  %s\n", status);
+    if (cgj_cfg.BUSY) {
+        char seen[320];
+        const char *off = cgj_gpubusy_status();
+        fprintf(f, "  CGJIT_BUSY: %s\n", off[0] ? off : cgj_gpubusy_describe(seen, sizeof seen));
+    }
     if (!d->stats.steps) {
         fprintf(f, "  summary: no step ran\n");
     } else {

@@ -138,3 +138,25 @@ Test(gpubusy, the_option_says_why_it_measures_nothing)
     unsetenv("CGJIT_BUSY");
     cgj_config_load();
 }
+
+/* The report's CGJIT_BUSY line accounts for every piece of work CUPTI gave: counted, the
+ * program's own, tied to no call, late, or still waiting for the record of its call (the sign
+ * that CUPTI is not tracing the calls that launch the graphs). */
+Test(gpubusy, the_report_accounts_for_every_piece)
+{
+    uint32_t id = cgj_gpubusy_id();
+    cgj_gpubusy_note_external(1, EXT(id, 1));
+    cgj_gpubusy_note_call(1);
+    cgj_gpubusy_note_work(1, 0, 10);  /* counted */
+    cgj_gpubusy_note_call(2);
+    cgj_gpubusy_note_work(2, 0, 10);  /* the program's own */
+    cgj_gpubusy_note_work(0, 0, 10);  /* tied to no call */
+    cgj_gpubusy_note_work(77, 0, 10); /* its call never recorded */
+    uint64_t busy, steps;
+    figures(id, &busy, &steps);
+    cgj_gpubusy_note_work(1, 20, 30); /* late */
+    char text[400];
+    cr_assert_str_eq(cgj_gpubusy_describe(text, sizeof text),
+                     "2 CUDA API call(s) recorded, 1 of them in replayed steps; 5 piece(s) of GPU work: 1 counted, 1 of "
+                     "the program's own calls, 1 naming no call, 1 late, 1 waiting for their call, 0 dropped");
+}
