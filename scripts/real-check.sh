@@ -27,7 +27,9 @@
 # Columns, per program and configuration:
 #  - verdict: identical (stdout equals the first eager run's, cmp), DIFFERS at line N, exit RC
 #    (timeout for 124/137), eager exit RC, or skipped. Where the two eager runs differ from each
-#    other the note says eager-differs, and equal to either eager run counts as identical.
+#    other the note says eager-differs, and equal to either eager run counts as identical; output
+#    with the eager runs' words, whose numbers are no further from eager than the eager runs are
+#    from each other, is "within eager spread" (within_spread below) and passes.
 #  - speed: the eager runs' mean median_us / the cgjit run's (n/a without the stderr line).
 #  - replayed: from the JSON report, over the anchors that ran at least 10 times,
 #    sum(replays) / sum(max(runs - 3, 0)) (n/a: no readable report; none>=10: no such anchor).
@@ -151,6 +153,44 @@ diff_line() {
   echo "${l:-?}"
 }
 
+# within_spread E1 E2 OUT: for a program whose two eager runs differ (float atomics): true where
+# OUT has the eager runs' lines and words, and every number in it is as close to an eager run's
+# as the eager runs are to each other (the largest difference of a number, line by line); says
+# "numbers within D of eager (eager runs: S)". False where words differ or a number is further.
+within_spread() {
+  python3 - "$1" "$2" "$3" 2>/dev/null <<'EOF'
+import sys
+def words(p):
+    return [l.split() for l in open(p, errors="replace").read().splitlines()]
+def num(w):
+    try:
+        return float(w)
+    except ValueError:
+        return None
+def gap(a, b):
+    if len(a) != len(b):
+        return None
+    worst = 0.0
+    for la, lb in zip(a, b):
+        if len(la) != len(lb):
+            return None
+        for x, y in zip(la, lb):
+            if x == y:
+                continue
+            fx, fy = num(x), num(y)
+            if fx is None or fy is None:
+                return None
+            worst = max(worst, abs(fx - fy))
+    return worst
+e1, e2, out = (words(p) for p in sys.argv[1:4])
+spread = gap(e1, e2)
+mine = [g for g in (gap(e1, out), gap(e2, out)) if g is not None]
+if spread is None or not mine or min(mine) > spread:
+    sys.exit(1)
+print("numbers within %g of eager (eager runs: %g)" % (min(mine), spread))
+EOF
+}
+
 # share STEM: the replayed share of the JSON reports of a run (see the header), one per process,
 # "none>=10" or "n/a". Where stderr says "rank R pid P" (data-parallel programs), the share of
 # each rank's process, in rank order (r0:X r1:Y); else that of the process with anchors.
@@ -234,6 +274,8 @@ $(tail_of "$out/$name.eager2.err")
       verdict=identical
     elif [ "${spread#eager-differs}" != "$spread" ] && cmp -s "$e2" "$out/$stem.out"; then
       verdict=identical note="$spread; equals eager2"
+    elif [ "${spread#eager-differs}" != "$spread" ] && w=$(within_spread "$e1" "$e2" "$out/$stem.out"); then
+      verdict="within eager spread" note="$spread; $w"
     else
       n=$(diff_line "$e1" "$out/$stem.out")
       verdict="DIFFERS at line $n"
@@ -242,7 +284,7 @@ $(tail_of "$out/$name.eager2.err")
     cgjit: $(sed -n "${n}p" "$out/$stem.out" 2>/dev/null | cut -c 1-150)
 "
     fi
-    if [ "$verdict" != identical ]; then
+    if [ "$verdict" != identical ] && [ "$verdict" != "within eager spread" ]; then
       failed=1
       if [ "$verdict" = "${verdict#DIFFERS}" ]; then
         details="$details  $stem ($verdict) stderr tail:

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# test_real_check.sh REAL_CHECK_SH BUILD_DIR — scripts/real-check.sh's verdicts on programs made
+# up for it (no GPU): one whose output never changes (identical), one whose eager runs differ by
+# a float atomic's last digit and whose cgjit runs stay within that (within eager spread), and
+# one whose cgjit runs stray further than its eager runs (DIFFERS, the check fails).
+set -euo pipefail
+script=${1:?usage: test_real_check.sh REAL_CHECK_SH BUILD_DIR}
+build=${2:?usage: test_real_check.sh REAL_CHECK_SH BUILD_DIR}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Each program prints the value of its run (eager1, eager2, sync, auto) from its list.
+prog() {
+  printf '%s\tn=$(cat %s.n 2>/dev/null || echo 0); echo $((n + 1)) > %s.n; v=(%s); echo "step 1 loss ${v[$n]}"; echo done\n' \
+    "$1" "$1" "$1" "$2"
+}
+{
+  prog steady "7.61 7.61 7.61 7.61"
+  prog atomics "7.61 7.63 7.62 7.61"
+} >"$tmp/ok.txt"
+prog strays "7.61 7.62 7.70 7.61" >"$tmp/bad.txt"
+
+run() { # LIST OUTDIR: the check's exit status, its output in OUTDIR.log
+  local status=0
+  REAL_CHECK_EXTRA="$tmp/$1" REAL_CHECK_ONLY="steady atomics strays" REAL_CHECK_TIMEOUT=60 \
+    bash "$script" "$build" "$tmp/$2" >"$tmp/$2.log" 2>&1 || status=$?
+  echo "$status"
+}
+status=$(run ok.txt ok)
+cat "$tmp/ok.log"
+[ "$status" -eq 0 ] || { echo "FAIL: exit status $status on programs within their spread"; exit 1; }
+[ "$(grep -c '^  steady  *\(sync\|auto\)  *identical' "$tmp/ok.log")" -eq 2 ] || { echo "FAIL: steady not identical"; exit 1; }
+grep -q '^  atomics  *sync  *within eager spread.*numbers within 0.01 of eager (eager runs: 0.02)' "$tmp/ok.log" ||
+  { echo "FAIL: atomics under sync not within the eager spread"; exit 1; }
+grep -q '^  atomics  *auto  *identical' "$tmp/ok.log" || { echo "FAIL: atomics under auto (equal to eager1) not identical"; exit 1; }
+status=$(run bad.txt bad)
+cat "$tmp/bad.log"
+[ "$status" -eq 1 ] || { echo "FAIL: exit status $status where a run strays past the eager spread"; exit 1; }
+grep -q '^  strays  *sync  *DIFFERS at line 1' "$tmp/bad.log" || { echo "FAIL: strays not DIFFERS at line 1"; exit 1; }
+echo "PASS: identical, within eager spread and DIFFERS told apart"
