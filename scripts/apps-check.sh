@@ -5,7 +5,8 @@
 #
 # Programs: NAME_static and NAME_shared (CUDA C++), vector_add_drv (C with -lcuda), torch_*
 # (PyTorch scripts; where python3 has no torch or no GPU they print "nothing to do" and are
-# skipped), no_cuda (no CUDA at all: only its output is checked). Each program prints its
+# skipped), no_cuda (no CUDA at all: only its output is checked; one_call and pageable_setup,
+# where no step repeats, likewise). Each program prints its
 # per-iteration time to stderr as "APP: median_us=X" (no_sync_loop: "mean_us").
 #
 # Runs. Each program runs in APPS_CHECK_PAIRS rounds (default 3), and in more (one at a time,
@@ -69,6 +70,7 @@ reuse=${APPS_CHECK_REUSE:-0}
 min_speedup=0.98
 min_share=0.95
 own_graph_apps=" own_graphs torch_cuda_graphs " # their own graphs: the share is no target
+once_apps=" one_call pageable_setup " # no step repeats: only the output is checked (no-replay-cost.sh times them)
 target_speedup=1.3
 case "$pairs" in '' | *[!0-9]* | 0) echo "apps-check: APPS_CHECK_PAIRS must be a positive integer" >&2; exit 2 ;; esac
 case "$max_pairs" in '' | *[!0-9]*) echo "apps-check: APPS_CHECK_MAX_PAIRS must be a positive integer" >&2; exit 2 ;; esac
@@ -339,7 +341,7 @@ for exe in "$apps"/*; do
     in_proc=$(median ${inprocs[$policy]})
     speedup=$(ratio "$t_e" "$t_c")
     exact=$(exact_ratio "$t_e" "$t_c")
-    if [ "$flavour" = host ] || [ -n "$skipped" ]; then
+    if [ "$flavour" = host ] || [ -n "$skipped" ] || [ "${once_apps#* $app }" != "$once_apps" ]; then
       share="n/a"
       [ -n "$skipped" ] && note="${note:+$note; }$skipped"
     else

@@ -8,20 +8,22 @@ script=${1:?usage: test_real_check.sh REAL_CHECK_SH BUILD_DIR}
 build=${2:?usage: test_real_check.sh REAL_CHECK_SH BUILD_DIR}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# Each program prints the value of its run (eager1, eager2, sync, auto) from its list.
+# Each program prints two losses per run (eager1, eager2, sync, auto), from its list of pairs.
 prog() {
-  printf '%s\tn=$(cat %s.n 2>/dev/null || echo 0); echo $((n + 1)) > %s.n; v=(%s); echo "step 1 loss ${v[$n]}"; echo done\n' \
+  printf '%s\tn=$(cat %s.n 2>/dev/null || echo 0); echo $((n + 1)) > %s.n; v=(%s); p=${v[$n]}; echo "step 1 loss ${p%%%%,*}"; echo "step 2 loss ${p#*,}"; echo done\n' \
     "$1" "$1" "$1" "$2"
 }
 {
-  prog steady "7.61 7.61 7.61 7.61"
-  prog atomics "7.61 7.63 7.62 7.61"
+  prog steady "7.61,7.5 7.61,7.5 7.61,7.5 7.61,7.5"
+  prog atomics "7.61,7.5 7.63,7.5 7.62,7.5 7.61,7.5"
+  # a last digit apart on another line than the eager runs are (7.73 - 7.72 > 7.62 - 7.61 in binary)
+  prog digits "7.73,7.62 7.73,7.61 7.72,7.61 7.73,7.62"
 } >"$tmp/ok.txt"
-prog strays "7.61 7.62 7.70 7.61" >"$tmp/bad.txt"
+prog strays "7.61,7.5 7.62,7.5 7.70,7.5 7.61,7.5" >"$tmp/bad.txt"
 
 run() { # LIST OUTDIR: the check's exit status, its output in OUTDIR.log
   local status=0
-  REAL_CHECK_EXTRA="$tmp/$1" REAL_CHECK_ONLY="steady atomics strays" REAL_CHECK_TIMEOUT=60 \
+  REAL_CHECK_EXTRA="$tmp/$1" REAL_CHECK_ONLY="steady atomics digits strays" REAL_CHECK_TIMEOUT=60 \
     bash "$script" "$build" "$tmp/$2" >"$tmp/$2.log" 2>&1 || status=$?
   echo "$status"
 }
@@ -32,6 +34,8 @@ cat "$tmp/ok.log"
 grep -q '^  atomics  *sync  *within eager spread.*numbers within 0.01 of eager (eager runs: 0.02)' "$tmp/ok.log" ||
   { echo "FAIL: atomics under sync not within the eager spread"; exit 1; }
 grep -q '^  atomics  *auto  *identical' "$tmp/ok.log" || { echo "FAIL: atomics under auto (equal to eager1) not identical"; exit 1; }
+grep -q '^  digits  *sync  *within eager spread.*numbers within 0.01 of eager (eager runs: 0.01)' "$tmp/ok.log" ||
+  { echo "FAIL: digits under sync (one last digit apart) not within the eager spread"; exit 1; }
 status=$(run bad.txt bad)
 cat "$tmp/bad.log"
 [ "$status" -eq 1 ] || { echo "FAIL: exit status $status where a run strays past the eager spread"; exit 1; }
