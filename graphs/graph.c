@@ -388,14 +388,10 @@ static void unfuse(cgj_trace_t *t, const cgj_segment_t *seg)
     }
 }
 
-bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
+void cgj_graph_segments(cgj_trace_t *t)
 {
     split_segments(t);
-    CUstream cap = NULL;
-    CUresult r = cgj_drv.r_cuStreamCreate(&cap, CU_STREAM_NON_BLOCKING);
-    if (r != CUDA_SUCCESS) FAIL(STREAM, NO_OP, "%s", cgj_driver_errstr(r));
-    bool ok = true;
-    for (uint32_t s = 0; s < t->nsegs && ok; s++) {
+    for (uint32_t s = 0; s < t->nsegs; s++) {
         cgj_segment_t *seg = &t->segs[s];
         for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].seg = s;
         find_streams(t, seg);
@@ -407,6 +403,17 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
         for (uint32_t i = seg->first; i < seg->end && !fused; i++) fused = t->list.ops[i].fused != 0;
         seg->eager = seg->ncapture && seg->ncapture < (uint32_t)cgj_cfg.GRAPH_MIN_OPS && !fused;
         if (seg->eager) unfuse(t, seg);
+    }
+}
+
+bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
+{
+    CUstream cap = NULL;
+    CUresult r = cgj_drv.r_cuStreamCreate(&cap, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) FAIL(STREAM, NO_OP, "%s", cgj_driver_errstr(r));
+    bool ok = true;
+    for (uint32_t s = 0; s < t->nsegs && ok; s++) {
+        cgj_segment_t *seg = &t->segs[s];
         if (seg->ncapture && !seg->eager) ok = build_segment(t, seg, cap, why);
     }
     if (ok) cgj_drv.r_cuStreamSynchronize(cap); /* uploads done before the stream goes */

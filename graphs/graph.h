@@ -18,9 +18,12 @@
 
 #include "ir/ir.h"
 
-/* Split t->list into segments, capture and instantiate each (host-to-device copies must have
- * their staging already). On failure returns false with *why set (BUILD_*); the trace's partial
- * graphs are destroyed. */
+/* Split t->list into segments, and say which are too short for a graph (seg->eager: their ops
+ * run as the program makes them at replay). */
+void cgj_graph_segments(cgj_trace_t *t);
+/* Capture and instantiate each segment cgj_graph_segments left for a graph (the host-to-device
+ * copies in them must have their staging already). On failure returns false with *why set
+ * (BUILD_*); the trace's partial graphs are destroyed. */
 bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why);
 /* A context synchronization fails while any stream of the context captures, in whichever thread
  * and capture mode (the driver's rule): cgjit's own captures must never make the program's

@@ -193,6 +193,14 @@ typedef struct cgj_kparams {
     void **ptrs;       /* kernelParams array pointing into live */
 } cgj_kparams_t;
 
+/* A host-to-device copy whose source replay copies into pinned staging at call time (a
+ * synchronous copy, or one from pageable memory), as opposed to an asynchronous copy from pinned
+ * memory, which reads its source when it runs. */
+static inline bool cgj_call_staged(const cgj_call_t *c)
+{
+    return c->kind == CGJ_OP_MEMCPY && c->u.m.dir == CGJ_DIR_H2D && !c->u.m.direct;
+}
+
 /* Pointer to slot i's value as the caller passed it in call c. */
 static inline const void *cgj_call_slot(const cgj_call_t *c, const cgj_kparams_t *kp, uint32_t i)
 {

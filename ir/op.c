@@ -67,7 +67,7 @@ static void own_call(cgj_op_t *o)
             o->call.u.k.attrs =
                 cgj_xmemdup(o->call.u.k.attrs, o->call.u.k.nattrs * sizeof(CUlaunchAttribute));
     }
-    if (o->call.kind == CGJ_OP_MEMCPY && o->call.u.m.dir == CGJ_DIR_H2D && !o->call.u.m.direct)
+    if (cgj_call_staged(&o->call))
         o->call.u.m.hsrc = NULL; /* staged: the source is read at call time, its address never matters */
     if (o->call.kind == CGJ_OP_LIB) o->call.u.l.lc = NULL;
 }

@@ -79,12 +79,15 @@ static bool plan_memory(const cgj_anchor_t *a, cgj_trace_t *tr, cgj_reason_t *wh
     return ok;
 }
 
-/* Pinned staging for every host-to-device copy: replay copies the program's bytes there. */
+/* Pinned staging for every host-to-device copy a graph holds: replay copies the program's bytes
+ * there. A copy in a segment too short for a graph runs as the program makes it and needs none:
+ * pinning a buffer the size of a program's 256 MB set-up copy would cost it tens of
+ * milliseconds for nothing. */
 static bool stage_copies(cgj_trace_t *t, cgj_reason_t *why)
 {
     for (uint32_t i = 0; i < t->list.n; i++) {
         cgj_op_t *o = &t->list.ops[i];
-        if (o->call.kind != CGJ_OP_MEMCPY || o->call.u.m.dir != CGJ_DIR_H2D || o->call.u.m.direct) continue;
+        if (!cgj_call_staged(&o->call) || (o->seg < t->nsegs && t->segs[o->seg].eager)) continue;
         o->stage = cgj_staging_alloc(o->call.u.m.bytes);
         o->stage_cap = o->call.u.m.bytes;
         if (!o->stage) {
@@ -143,6 +146,7 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     CGJ_STAT_ADD(fusions, fs.chains);
     CGJ_STAT_ADD(ops_fused, fs.ops);
     CGJ_STAT_ADD(fusions_dropped, fs.dropped);
+    if (ok) cgj_graph_segments(tr);
     ok = ok && stage_copies(tr, &why) && cgj_graph_build(tr, &why);
     tr->plan_ns = t1 - t0;
     tr->build_ns = cgj_now_ns() - t1;

@@ -401,7 +401,7 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     if (cgj_op_class[o->call.kind] == CGJ_CLASS_POOL) {
         if (!pool_op(t, c)) return CGJ_EXECUTE;
         o = &t->cur.trace->list.ops[t->cur.pos];
-    } else if (o->stage && tr->segs[t->cur.seg].eager && !o->lib && !t->lib_open) {
+    } else if (cgj_call_staged(&o->call) && tr->segs[t->cur.seg].eager && !o->lib && !t->lib_open) {
         if (!issue_held(t)) return CGJ_EXECUTE;
     } else if (o->stage && !stage_bytes(t, o, c, &why)) {
         return guard_exit(t, &why);

@@ -286,6 +286,29 @@ Test(tracer_cost_small, a_step_too_short_for_a_graph_turns_replay_off_for_good)
     cr_assert_eq(stats_now().steps_replayed, 0);
 }
 
+/* A big copy from pageable memory and one kernel: a set-up step (a program filling its inputs
+ * on the host) too short for a graph. Turned off at its first trace, it must not have pinned a
+ * staging buffer the size of its copy for nothing (tens of milliseconds for 256 MB). */
+static void big_copy_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    float host[N];
+    for (int i = 0; i < N; i++) host[i] = (float)(s + i);
+    OK(fk.htod(b[0], host, sizeof host));
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+}
+
+Test(tracer_cost_small, a_short_step_pins_no_staging_for_its_copies)
+{
+    fakecuda_counts_t before, after;
+    fk.get_counts(&before);
+    cgj_trace_info_t i = run_traced_fn("small_copy", 20, big_copy_step);
+    fk.get_counts(&after);
+    cr_assert_str_eq(cgj_reason_name(i.reason_code), "OFF_NO_GRAPH", "%s", i.reason);
+    cr_assert_eq(after.host_allocs, before.host_allocs, "%lu pinned allocations for a step that never replays",
+                 after.host_allocs - before.host_allocs);
+}
+
 /* Two kernels around an allocation made and freed inside the step. */
 static void alloc_step(int s, CUdeviceptr *b, void *ctx)
 {
