@@ -181,6 +181,7 @@ void cgj_config_load(void)
 #undef CGJ_CFG_PARSE
     check_report();
     check_mode(); /* also unset: the mode is one of the names' own strings (cgj_jit_mode) */
+    if (cgj_cfg.VERIFY_ALL) cgj_cfg.VERIFY = 1; /* verify, over all the memory */
 }
 
 #define CGJ_CFG_STR_INT(def) #def

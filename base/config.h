@@ -71,6 +71,8 @@
       "1: UNSAFE, CAN COMPUTE WRONG RESULTS: skip a library call whose arguments match what two earlier runs saw and replay the kernels those runs suggest; the library keeps state cgjit cannot see") \
     X(VERIFY, BOOL, 0, 0, 1, "verify", FLAG, NULL, NULL,                                              \
       "1: check every replayed graph against the program's own calls run eagerly on the same data, report the first divergence on stderr, and keep the eager results (slow: a debugging mode)") \
+    X(VERIFY_ALL, BOOL, 0, 0, 1, "verify-all", FLAG, NULL, NULL,                                      \
+      "1: verify (CGJIT_VERIFY) with every allocation the program holds copied aside and compared, not only those a graph's ops name: also catches and undoes a graph that writes where none of its ops point (slower still)") \
     X(BUSY, BOOL, 0, 0, 1, "busy", FLAG, NULL, NULL,                                                  \
       "1: measure each replaying anchor's GPU-busy time per step with CUPTI's activity API; the report prints replay / GPU-busy (CUPTI adds host time to every driver call: such a run's speed is not the program's)") \
     X(COLLECTIVE_TIMEOUT_S, INT, 60, 0, 86400, "collective-timeout-s", INT, "S", NULL,                \

@@ -12,6 +12,7 @@
  * first op used, CU_STREAM_LEGACY included, and keeps that stream's implicit synchronization.
  */
 #include "runtime/runtime.h"
+#include "allocator/live.h"
 #include "allocator/pointers.h"
 #include "allocator/pool.h"
 #include "base/driver.h"
@@ -386,6 +387,7 @@ CUresult cgj_w_cuCtxSynchronize_v2(CUcontext ctx)
 
 CUresult cgj_w_cuMemFree_v2(CUdeviceptr p)
 {
+    if (CGJ_UNLIKELY(cgj_cfg.VERIFY_ALL)) cgj_live_remove(p);
     cgj_pointer_forget(p);
     IDLE_FORWARD(POOL_OR(p, cgj_drv.r_cuMemFree_v2(p)));
     cgj_call_t c = {.kind = CGJ_OP_FREE, .api = "cuMemFree_v2", .stream = CU_STREAM_LEGACY};
@@ -396,6 +398,7 @@ CUresult cgj_w_cuMemFree_v2(CUdeviceptr p)
 static inline CUresult mem_free_async(bool pt, const char *api, __typeof__(cuMemFreeAsync) *real,
                                       CUdeviceptr p, CUstream s)
 {
+    if (CGJ_UNLIKELY(cgj_cfg.VERIFY_ALL)) cgj_live_remove(p);
     cgj_pointer_forget(p);
     IDLE_FORWARD(POOL_OR(p, real(p, s)));
     cgj_call_t c = {.kind = CGJ_OP_FREE, .api = api, .stream = norm(s, pt)};
@@ -408,7 +411,14 @@ TWO_WRAPPERS(cuMemFreeAsync, cuMemFreeAsync_ptsz, mem_free_async, (CUdeviceptr p
     cgj_call_t c = {.kind = CGJ_OP_ALLOC, .api = api_, .stream = stream_};       \
     c.u.a.out = out_, c.u.a.bytes = bytes_
 
-CUresult cgj_w_cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+/* CGJIT_VERIFY_ALL: what an allocation returned joins the memory the program holds. */
+static inline CUresult held(CUresult r, const CUdeviceptr *p, size_t n)
+{
+    if (CGJ_UNLIKELY(cgj_cfg.VERIFY_ALL) && r == CUDA_SUCCESS && p) cgj_live_add(*p, n);
+    return r;
+}
+
+static CUresult mem_alloc(CUdeviceptr *p, size_t n)
 {
     IDLE_FORWARD(cgj_drv.r_cuMemAlloc_v2(p, n));
     if (!p) return cgj_drv.r_cuMemAlloc_v2(p, n);
@@ -416,7 +426,12 @@ CUresult cgj_w_cuMemAlloc_v2(CUdeviceptr *p, size_t n)
     TRACE_CALL(c, cgj_drv.r_cuMemAlloc_v2(p, n));
 }
 
-CUresult cgj_w_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e)
+CUresult cgj_w_cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+    return held(mem_alloc(p, n), p, n);
+}
+
+static CUresult mem_alloc_pitch(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e)
 {
     IDLE_FORWARD(cgj_drv.r_cuMemAllocPitch_v2(p, pitch, w, h, e));
     if (!p || !pitch) return cgj_drv.r_cuMemAllocPitch_v2(p, pitch, w, h, e);
@@ -425,25 +440,43 @@ CUresult cgj_w_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_
     TRACE_CALL(c, cgj_drv.r_cuMemAllocPitch_v2(p, pitch, w, h, e));
 }
 
-static inline CUresult mem_alloc_async(bool pt, const char *api, __typeof__(cuMemAllocAsync) *real,
-                                       CUdeviceptr *p, size_t n, CUstream s)
+CUresult cgj_w_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e)
+{
+    CUresult r = mem_alloc_pitch(p, pitch, w, h, e);
+    return held(r, p, r == CUDA_SUCCESS && pitch ? *pitch * h : 0);
+}
+
+static inline CUresult mem_alloc_async_call(bool pt, const char *api, __typeof__(cuMemAllocAsync) *real,
+                                            CUdeviceptr *p, size_t n, CUstream s)
 {
     IDLE_FORWARD(real(p, n, s));
     if (!p) return real(p, n, s);
     ALLOC_CALL(api, norm(s, pt), p, n);
     TRACE_CALL(c, real(p, n, s));
 }
+
+static inline CUresult mem_alloc_async(bool pt, const char *api, __typeof__(cuMemAllocAsync) *real,
+                                       CUdeviceptr *p, size_t n, CUstream s)
+{
+    return held(mem_alloc_async_call(pt, api, real, p, n, s), p, n);
+}
 TWO_WRAPPERS(cuMemAllocAsync, cuMemAllocAsync_ptsz, mem_alloc_async,
              (CUdeviceptr *p, size_t n, CUstream s), p, n, s)
 
-static inline CUresult mem_alloc_pool(bool pt, const char *api, __typeof__(cuMemAllocFromPoolAsync) *real,
-                                      CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
+static inline CUresult mem_alloc_pool_call(bool pt, const char *api, __typeof__(cuMemAllocFromPoolAsync) *real,
+                                           CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
 {
     IDLE_FORWARD(real(p, n, pool, s));
     if (!p) return real(p, n, pool, s);
     ALLOC_CALL(api, norm(s, pt), p, n);
     c.u.a.pool = pool;
     TRACE_CALL(c, real(p, n, pool, s));
+}
+
+static inline CUresult mem_alloc_pool(bool pt, const char *api, __typeof__(cuMemAllocFromPoolAsync) *real,
+                                      CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
+{
+    return held(mem_alloc_pool_call(pt, api, real, p, n, pool, s), p, n);
 }
 TWO_WRAPPERS(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, mem_alloc_pool,
              (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s), p, n, pool, s)

@@ -30,13 +30,18 @@
  * shared by the calls and alone by a window. Eager, recording and passing-through threads do
  * not pass it: their work may still meet a window.
  * Limits: memory a kernel reaches only through pointers stored in device memory (pointer
- * arrays) is not in the set: a difference there shows only where it flows into memory that is. A nondeterministic kernel (atomic
- * float accumulation) differs from itself and is reported as it would be between two eager runs.
+ * arrays), or past the allocation its parameter names, is not in the set: a difference there
+ * shows only where it flows into memory that is, and the graph's writes there are not undone.
+ * CGJIT_VERIFY_ALL adds every allocation the program holds (allocator/live.h) to every set, so
+ * such writes are compared and undone too, at the cost of copying all of it per graph. A
+ * nondeterministic kernel (atomic float accumulation) differs from itself and is reported as it
+ * would be between two eager runs.
  * Cost: two context synchronizations and three copies of the segment's memory per graph, plus a
  * read-back of E and G to compare them: a debugging mode, not a way to run.
  */
 #define _GNU_SOURCE /* a writer-first read-write lock, where glibc has one */
 #include "tracer/tracer.h"
+#include "allocator/live.h"
 #include "allocator/pointers.h"
 #include "graphs/graph.h"
 #include "base/driver.h"
@@ -160,6 +165,12 @@ static void add_op(vset_t *s, const cgj_op_t *o)
         add_value(s, v.dst);
         add_value(s, v.src);
     }
+}
+
+/* CGJIT_VERIFY_ALL: every allocation the program holds (allocator/live.h). */
+static void add_live(void *ctx, CUdeviceptr base, size_t size)
+{
+    set_add(ctx, base, size);
 }
 
 static bool op_names(const cgj_op_t *o, CUdeviceptr base, size_t size)
@@ -287,6 +298,7 @@ void cgj_verify_enter(cgj_thread_t *t)
         if (tr->list.ops[i].call.kind == CGJ_OP_HOST_FUNC) return unchecked(t, "it holds a host function");
     v->set.n = 0, v->set.total = 0;
     for (uint32_t i = seg->first; i < seg->end; i++) add_op(&v->set, &tr->list.ops[i]);
+    if (cgj_cfg.VERIFY_ALL) cgj_live_each(add_live, &v->set);
     drop_own(&v->set); /* the shadows as they are, and as they may be made anew */
     if (!shadows(v, v->set.total ? v->set.total : 256)) return unchecked(t, "no device memory for its copies");
     drop_own(&v->set);
@@ -366,7 +378,8 @@ static void blame(const cgj_thread_t *t, const vrange_t *r, char *buf, size_t le
 {
     const cgj_trace_t *tr = t->cur.trace;
     const cgj_segment_t *seg = &tr->segs[t->cur.seg];
-    snprintf(buf, len, "none of its ops names it");
+    snprintf(buf, len, "none of its ops names it (reached through a pointer held in memory, or past an allocation an "
+                       "op names)");
     for (uint32_t i = seg->end; i-- > seg->first;) {
         if (!op_names(&tr->list.ops[i], r->base, r->size)) continue;
         char d[160];

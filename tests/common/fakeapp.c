@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-CUfunction fk_axpb, fk_addk, fk_copyscale, fk_axpb_kernel_handle, fk_opaque;
+CUfunction fk_axpb, fk_addk, fk_copyscale, fk_axpb_kernel_handle, fk_opaque, fk_addk_at;
 
 const char *fk_driver_path(void)
 {
@@ -34,6 +34,13 @@ static void k_axpb(void **p, const unsigned g[3], const unsigned b[3], unsigned 
 static void k_addk(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
 {
     float *x = *(float **)p[0];
+    int k = *(int *)p[1], n = *(int *)p[2];
+    for (int i = 0; i < n; i++) x[i] += (float)k;
+}
+
+static void k_addk_at(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
+{
+    float *x = **(float ***)p[0]; /* the buffer whose address the cell holds */
     int k = *(int *)p[1], n = *(int *)p[2];
     for (int i = 0; i < n; i++) x[i] += (float)k;
 }
@@ -120,6 +127,7 @@ void fk_open(fk_t *fk)
     fk_copyscale = fk->register_kernel("copyscale", k_copyscale, 4, s_cs, 0, 0);
     fk_axpb_kernel_handle = fk->register_kernel("axpb_cukernel", k_axpb, 4, s4, 1, 0);
     fk_opaque = fk->register_kernel("axpb_opaque", k_axpb, 4, s4, 0, 1);
+    fk_addk_at = fk->register_kernel("addk_at", k_addk_at, 3, s3, 0, 0);
 }
 
 CUdeviceptr fk_alloc_floats(fk_t *fk, int n, unsigned seed)
@@ -141,6 +149,12 @@ CUresult fk_addk_launch(fk_t *fk, CUstream s, CUdeviceptr x, int k, int n)
 {
     void *p[] = {&x, &k, &n};
     return fk->launch(fk_addk, 1, 1, 1, 32, 1, 1, 0, s, p, NULL);
+}
+
+CUresult fk_addk_at_launch(fk_t *fk, CUstream s, CUdeviceptr cell, int k, int n)
+{
+    void *p[] = {&cell, &k, &n};
+    return fk->launch(fk_addk_at, 1, 1, 1, 32, 1, 1, 0, s, p, NULL);
 }
 
 CUresult fk_copyscale_launch(fk_t *fk, CUstream s, CUdeviceptr dst, CUdeviceptr src, float sc, int n)

@@ -68,13 +68,15 @@ const char *fk_driver_path(void);
 /* Kernels every test can use (registered by fk_open):
  *  axpb(float *x, float a, float b, int n):        x[i] = a*x[i] + b
  *  addk(float *x, int k, int n):                   x[i] += k
- *  copyscale(float *dst, const float *src, float s, int n): dst[i] = s*src[i] */
-extern CUfunction fk_axpb, fk_addk, fk_copyscale, fk_axpb_kernel_handle, fk_opaque;
+ *  copyscale(float *dst, const float *src, float s, int n): dst[i] = s*src[i]
+ *  addk_at(float **cell, int k, int n):            (*cell)[i] += k, the buffer named by no parameter */
+extern CUfunction fk_axpb, fk_addk, fk_copyscale, fk_axpb_kernel_handle, fk_opaque, fk_addk_at;
 
 CUdeviceptr fk_alloc_floats(fk_t *fk, int n, unsigned seed);
 CUresult fk_axpb_launch(fk_t *fk, CUstream s, CUdeviceptr x, float a, float b, int n, unsigned grid);
 CUresult fk_addk_launch(fk_t *fk, CUstream s, CUdeviceptr x, int k, int n);
 CUresult fk_copyscale_launch(fk_t *fk, CUstream s, CUdeviceptr dst, CUdeviceptr src, float sc, int n);
+CUresult fk_addk_at_launch(fk_t *fk, CUstream s, CUdeviceptr cell, int k, int n);
 /* Launch any of the 4-parameter (x, a, b, n) kernels (axpb, its CUkernel and opaque twins) with
  * the plain or per-thread launch function. */
 CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdeviceptr x, float a,

@@ -14,7 +14,12 @@ from _common import Timer, f32, setup, steps
 
 torch, dev = setup()
 nn, F = torch.nn, torch.nn.functional
-N_LAYER, N_HEAD, N_EMBD, BLOCK, VOCAB = 4, 4, 256, 256, 1024
+import os
+# NANOGPT_SHAPE=gpt2: GPT-2 124M's shape (12 layers, 12 heads, 768 wide, block 1024, vocabulary
+# 50304) from a one-token prompt, as nanoGPT's sample.py runs it: a context one longer every token.
+GPT2 = os.environ.get("NANOGPT_SHAPE") == "gpt2"
+N_LAYER, N_HEAD, N_EMBD, BLOCK, VOCAB = (12, 12, 768, 1024, 50304) if GPT2 else (4, 4, 256, 256, 1024)
+PROMPT = 1 if GPT2 else 200
 
 
 class CausalSelfAttention(nn.Module):
@@ -84,7 +89,7 @@ class GPT(nn.Module):
 
 model = GPT().to(dev).eval()
 g = torch.Generator(device=dev).manual_seed(1337)
-idx = torch.randint(0, VOCAB, (1, 200), generator=torch.Generator().manual_seed(1)).to(dev)
+idx = torch.randint(0, VOCAB, (1, PROMPT), generator=torch.Generator().manual_seed(1)).to(dev)
 timer = Timer("nanogpt_sample")
 tokens, chosen = [], []
 with torch.no_grad():
