@@ -314,6 +314,8 @@ void cgj_verify_enter(cgj_thread_t *t)
         v->set.r[bad].base = 0;
         r = CUDA_SUCCESS;
     }
+    /* S0 is whole before the program's calls, on their own streams, change what it copies. */
+    if (r == CUDA_SUCCESS) r = cgj_graph_ctx_sync(NULL, false);
     window_leave();
     if (r != CUDA_SUCCESS) return copy_failed(t, &v->set, bad, r);
     v->active = true;
@@ -363,9 +365,13 @@ bool cgj_verify_before(cgj_thread_t *t)
     CUresult r = cgj_graph_ctx_sync(NULL, false);
     if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->e, true, &bad);
     if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->s0, false, &bad);
+    /* The copies run on the legacy stream, and a device-to-device cuMemcpy returns before it is
+     * done: a graph on a non-blocking stream would start on memory still being put back. */
+    if (r == CUDA_SUCCESS) r = cgj_graph_ctx_sync(NULL, false);
     if (r != CUDA_SUCCESS) {
         v->active = false;
         copy_set(&v->set, v->e, false, &bad); /* as far as E was taken: eager results kept */
+        cgj_graph_ctx_sync(NULL, false);
         window_leave();
         copy_failed(t, &v->set, bad, r);
         return false;
@@ -451,6 +457,7 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched)
     uint32_t bad;
     if (launched != CUDA_SUCCESS) { /* exits.c re-issues nothing: the calls ran already */
         copy_set(&v->set, v->e, false, &bad);
+        cgj_graph_ctx_sync(NULL, false);
         window_leave();
         return;
     }
@@ -472,7 +479,10 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched)
             differs = true;
         }
     }
-    if (differs) copy_set(&v->set, v->e, false, &bad); /* the program goes on with eager results */
+    if (differs) { /* the program goes on with eager results, put back before its next call */
+        copy_set(&v->set, v->e, false, &bad);
+        cgj_graph_ctx_sync(NULL, false);
+    }
     window_leave();
 }
 

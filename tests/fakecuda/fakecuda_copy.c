@@ -29,8 +29,22 @@ static CUresult do_copy(void *dst, int dev_dst, const void *src, int dev_src, si
     return submit(h, ptds, blocking, &op);
 }
 
+/* cuMemcpy between two device allocations on the legacy stream returns before the copy is done
+ * where fakecuda_defer_legacy_copies asks it to (fakecuda_stream.c). */
+static CUresult unified_copy(void *dst, const void *src, size_t n, int ptds)
+{
+    if (!ptds && n > 0) {
+        lock();
+        int device = range_known((uintptr_t)dst, n, 1) && range_known((uintptr_t)src, n, 0);
+        unlock();
+        fc_op op = {.type = CU_GRAPH_NODE_TYPE_MEMCPY, .copy = {.dst = dst, .src = src, .n = n}};
+        if (device && deferred_take(&op)) return CUDA_SUCCESS;
+    }
+    return do_copy(dst, 0, src, 0, n, NULL, ptds, 1);
+}
+
 FC_PTDS(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n),
-        do_copy(PTR(dst), 0, PTR(src), 0, n, NULL, ptds, 1))
+        unified_copy(PTR(dst), PTR(src), n, ptds))
 
 FC_PTSZ(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h),
         do_copy(PTR(dst), 0, PTR(src), 0, n, h, ptds, 0))

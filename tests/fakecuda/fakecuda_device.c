@@ -157,6 +157,7 @@ static CUresult ctx_sync(void)
 FC_DEFINE(cuCtxSynchronize, (void))
 {
     FAIL_POINT();
+    deferred_run();
     return ctx_sync();
 }
 
@@ -164,6 +165,7 @@ FC_DEFINE(cuCtxSynchronize, (void))
 FC_DEFINE(cuCtxSynchronize_v2, (CUcontext ctx))
 {
     FAIL_POINT();
+    if (ctx == NULL || ctx == FAKE_CTX) deferred_run();
     return (ctx == NULL || ctx == FAKE_CTX) ? ctx_sync() : CUDA_ERROR_INVALID_CONTEXT;
 }
 

@@ -386,6 +386,7 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream h, int ptds)
     fc_op *snap = NULL;
     size_t n = 0;
     delay(DELAY_GRAPH_LAUNCH);
+    if (orders_after_legacy(h, ptds)) deferred_run();
     lock();
     CUresult err = exec_stream_check(hExec, h, ptds, &x);
     for (size_t i = 0; err == CUDA_SUCCESS && i < x->n; i++)

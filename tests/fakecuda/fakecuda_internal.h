@@ -273,4 +273,12 @@ CUresult submit(CUstream h, int ptds, int blocking, fc_op *op);
 
 #pragma GCC visibility pop
 
+/* Deferred device-to-device cuMemcpy (fakecuda_defer_legacy_copies): queue op (under no lock)
+ * and return 1 where deferral is on; run the queue where later work is ordered after the legacy
+ * stream (fakecuda_stream.c). `orders` says whether stream h (ptds) is: the legacy stream, or a
+ * blocking stream. */
+int deferred_take(const fc_op *op);
+void deferred_run(void);
+int orders_after_legacy(CUstream h, int ptds);
+
 #endif /* FAKECUDA_INTERNAL_H */

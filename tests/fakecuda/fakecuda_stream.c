@@ -132,8 +132,61 @@ static CUresult capture_append(fc_stream *s, fc_op *op)
  * marks a synchronous API call (which also counts as potentially unsafe during capture).
  * Takes ownership of op's contents in every case.
  */
+/* ---------------------------------------------------------------------------------------------
+ * Device-to-device cuMemcpy on the legacy stream returns before the copy is done: with
+ * fakecuda_defer_legacy_copies(1) such copies wait in a queue until something is ordered after
+ * the legacy stream (work on it or on a blocking stream, a graph launched there, a
+ * synchronization), and work on a non-blocking stream runs before them, as on a GPU.
+ * ------------------------------------------------------------------------------------------- */
+
+enum { MAX_DEFERRED = 256 };
+static fc_op g_deferred[MAX_DEFERRED];
+static int g_ndeferred, g_defer;
+
+FAKECUDA_API void fakecuda_defer_legacy_copies(int on)
+{
+    if (!on) deferred_run();
+    g_defer = on;
+}
+
+int deferred_take(const fc_op *op)
+{
+    lock();
+    int take = g_defer && !g_active_captures && g_ndeferred < MAX_DEFERRED;
+    if (take) g_deferred[g_ndeferred++] = *op;
+    unlock();
+    return take;
+}
+
+void deferred_run(void)
+{
+    for (;;) {
+        lock();
+        if (!g_ndeferred) {
+            unlock();
+            return;
+        }
+        fc_op op = g_deferred[0];
+        for (int i = 1; i < g_ndeferred; i++) g_deferred[i - 1] = g_deferred[i];
+        g_ndeferred--;
+        unlock();
+        op_run(&op);
+    }
+}
+
+int orders_after_legacy(CUstream h, int ptds)
+{
+    fc_stream *s;
+    int legacy;
+    lock();
+    int after = stream_get(h, ptds, &s, &legacy) == CUDA_SUCCESS && (legacy || (s && !(s->flags & CU_STREAM_NON_BLOCKING)));
+    unlock();
+    return after;
+}
+
 CUresult submit(CUstream h, int ptds, int blocking, fc_op *op)
 {
+    if (orders_after_legacy(h, ptds)) deferred_run();
     fc_stream *s;
     int legacy, captured = 0;
     lock();
@@ -224,6 +277,7 @@ FC_DEFINE(cuStreamDestroy_v2, (CUstream hStream))
 
 static CUresult stream_sync(CUstream h, int ptds)
 {
+    if (orders_after_legacy(h, ptds)) deferred_run();
     CUresult err = stream_observe(h, ptds);
     if (err == CUDA_SUCCESS) {
         lock();

@@ -10,6 +10,8 @@
  */
 #include "replay_common.h"
 
+#include <dlfcn.h>
+
 #define STEPS 24
 
 static void setup_verify(void)
@@ -227,4 +229,117 @@ Test(tracer_verify_all, undoes_a_write_no_op_names)
     cr_assert_geq(st.verify_segments, STEPS - 3, "%llu graphs checked", (unsigned long long)st.verify_segments);
     cr_assert_eq(st.verify_divergences, 0);
     cr_assert_eq(st.verify_unchecked, 0);
+}
+
+/* A synchronous copy of new host bytes each step, then kernels that read them (llm.c's step: its
+ * batch of tokens copied with cudaMemcpy, then the encoder): the graph's copy stages this run's
+ * bytes, and computes what the calls did. */
+static void copy_then_kernels(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    float host[N];
+    for (int i = 0; i < N; i++) host[i] = (float)(s * 3 + i % 5);
+    OK(fk.htod(b[0], host, sizeof host));
+    OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.5f, N));
+    OK(fk_axpb_launch(&fk, NULL, b[1], 2.0f, 1.0f, N, 1));
+}
+
+Test(tracer_verify, a_copy_of_new_host_bytes_is_checked_with_them)
+{
+    bufs_t b;
+    bufs_alloc(&b, 2);
+    for (int s = 0; s < STEPS; s++) step_both("verify_copy", copy_then_kernels, s, &b, NULL);
+    cgj_stats_t st = stats_now();
+    cr_assert_geq(st.verify_segments, STEPS - 3, "%llu graphs checked", (unsigned long long)st.verify_segments);
+    cr_assert_eq(st.verify_divergences, 0, "%llu divergences", (unsigned long long)st.verify_divergences);
+}
+
+/* The same, in two variants told apart after the copy (every other step ends with another
+ * kernel): replay switches variants inside a checked segment, after the copy staged its bytes. */
+static void copy_then_two_shapes(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    float host[N];
+    for (int i = 0; i < N; i++) host[i] = (float)(s * 3 + i % 5);
+    OK(fk.htod(b[0], host, sizeof host));
+    OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.5f, N));
+    if (s % 2) OK(fk_axpb_launch(&fk, NULL, b[1], 2.0f, 1.0f, N, 1));
+    else OK(fk_addk_launch(&fk, NULL, b[1], 3, N));
+}
+
+Test(tracer_verify, a_variant_switch_after_a_copy_is_checked_with_its_bytes)
+{
+    bufs_t b;
+    bufs_alloc(&b, 2);
+    for (int s = 0; s < 2 * STEPS; s++) step_both("verify_copy2", copy_then_two_shapes, s, &b, NULL);
+    cgj_stats_t st = stats_now();
+    cr_assert_geq(info_of("verify_copy2").replays, STEPS, "%llu replays", (unsigned long long)info_of("verify_copy2").replays);
+    cr_assert_eq(st.verify_divergences, 0, "%llu divergences of %llu graphs checked", (unsigned long long)st.verify_divergences,
+                 (unsigned long long)st.verify_segments);
+}
+
+/* llm.c's step around its batch, as a trace of one anchor: the loss read back and the context
+ * synchronized (two boundaries), then the next batch copied synchronously, a memset and the
+ * kernels that read the batch, then another copy and kernel. */
+static void llmc_like(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    float host[N], back[N];
+    OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 1.0f, N, 1));
+    OK(fk.memset8(b[2], 0, N * sizeof(float)));
+    for (int i = 0; i < N; i++) host[i] = (float)(s * 7 + i % 3);
+    OK(fk.htod(b[3], host, sizeof host));
+    OK(fk_copyscale_launch(&fk, NULL, b[2], b[3], 1.5f, N));
+    OK(fk.dtoh(back, b[2], sizeof back));
+    OK(fk.ctx_sync());
+    for (int i = 0; i < N; i++) host[i] = (float)(s * 5 + i % 4);
+    OK(fk.htod(b[0], host, sizeof host));
+    OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.5f, N));
+    OK(fk_axpb_launch(&fk, NULL, b[1], 2.0f, 1.0f, N, 1));
+    OK(fk_addk_launch(&fk, NULL, b[1], s, N));
+}
+
+Test(tracer_verify, a_batch_copied_after_a_read_back_is_checked_with_its_bytes)
+{
+    bufs_t b;
+    bufs_alloc(&b, 4);
+    for (int s = 0; s < STEPS; s++) step_both("verify_llmc", llmc_like, s, &b, NULL);
+    cgj_stats_t st = stats_now();
+    cr_assert_geq(info_of("verify_llmc").replays, STEPS - 3);
+    cr_assert_eq(st.verify_divergences, 0, "%llu divergences of %llu graphs checked", (unsigned long long)st.verify_divergences,
+                 (unsigned long long)st.verify_segments);
+}
+
+/* ---- copies that return before they are done (the GPU's device-to-device cuMemcpy) ---- */
+
+/* The step's kernels on a non-blocking stream, as llm.c and PyTorch issue them. Verify copies
+ * memory aside and back with cuMemcpy on the legacy stream, which the GPU runs after the call
+ * returns and which work on a non-blocking stream does not wait for: unless verify waits for
+ * its copies, the graph starts on memory not yet put back and the program's next kernels on
+ * memory not yet restored to eager results. The fake driver holds such copies back until
+ * something is ordered after the legacy stream (fakecuda_defer_legacy_copies). */
+static CUstream nb;
+
+static void on_nonblocking(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    OK(fk_copyscale_launch(&fk, nb, b[1], b[0], 0.5f, N));
+    OK(fk_axpb_launch(&fk, nb, b[1], 2.0f, 1.0f, N, 1));
+    OK(fk_addk_launch(&fk, nb, b[0], s, N));
+    OK(fk.stream_sync(nb));
+}
+
+Test(tracer_verify, its_copies_are_done_before_the_graph_and_the_program_go_on)
+{
+    void (*defer)(int) = (void (*)(int))dlsym(fk.handle, "fakecuda_defer_legacy_copies");
+    cr_assert(defer);
+    OK(fk.stream_create(&nb, CU_STREAM_NON_BLOCKING));
+    bufs_t b;
+    bufs_alloc(&b, 2);
+    defer(1);
+    for (int s = 0; s < STEPS; s++) step_both("verify_async_copies", on_nonblocking, s, &b, NULL);
+    defer(0);
+    cgj_stats_t st = stats_now();
+    cr_assert_geq(st.verify_segments, STEPS - 3, "%llu graphs checked", (unsigned long long)st.verify_segments);
+    cr_assert_eq(st.verify_divergences, 0, "%llu divergences", (unsigned long long)st.verify_divergences);
 }
