@@ -209,7 +209,9 @@ int cgj_step_enter(const cgj_call_t *c)
     }
     t->rec_in_ns = t->mode == CGJ_MODE_RECORD ? cgj_now_ns() : 0;
     int d = CGJ_EXECUTE;
-    if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_stays(t, c) && !route(t, c))
+    bool routed = t->routed; /* by cgj_step_verify_first, before the call ran */
+    t->routed = false;
+    if (routed ? !t->routed_in : (t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_stays(t, c) && !route(t, c))
         d = CGJ_EXECUTE;
     else if (t->mode == CGJ_MODE_REPLAY) {
         if (CGJ_UNLIKELY(c->kind == CGJ_OP_LIB) && cgj_verify_on()) cgj_verify_enter(t); /* before it runs */
@@ -235,6 +237,14 @@ bool cgj_step_verify_first(const cgj_call_t *c)
         return false;
     cgj_thread_lock(t);
     bool run = false;
+    /* The call may end this implicit step and begin the next (the next step's first call):
+     * routed now, it runs for real in the step it belongs to, never inside the check of the
+     * ending step's last graph (whose eager results it would join, and whose new step would then
+     * replay it again). cgj_step_enter does not route it twice. */
+    if (t->implicit && !cgj_implicit_stays(t, c)) {
+        t->routed = true;
+        t->routed_in = route(t, c);
+    }
     if (t->mode == CGJ_MODE_REPLAY) {
         cgj_verify_enter(t);
         run = cgj_verify_running(t);

@@ -45,6 +45,9 @@ typedef struct cgj_thread {
     bool polled;             /* the thread's last call in this step was a query ... */
     bool repeat;             /* ... and the call in progress is one more (passed through) */
     uint32_t sync_calls;     /* CGJIT_STEP=sync: calls of the implicit step in progress */
+    bool routed;             /* CGJIT_VERIFY: the call in progress was routed (ended a step,
+                              * began one) before it ran for real; routed_in: it is in a step */
+    bool routed_in;
     /* -- library calls in progress (step.c opens them; record.c and replay.c close them) -- */
     uint64_t lib_serial;     /* the step the open library call began in */
     uint32_t lib_open;       /* RECORD/REPLAY: 1 + the index of the LIB op of the library call

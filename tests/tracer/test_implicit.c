@@ -527,3 +527,48 @@ Test(tracer_implicit_cost, an_eager_probe_times_the_calls_replay_absorbs, .init 
     cr_assert_leq(us, run_us, "%s", line);
     free(buf);
 }
+
+/* ---- CGJIT_VERIFY on steps found by their cycle ---- */
+
+static void auto_verify_setup(void)
+{
+    setenv("CGJIT_VERIFY", "1", 1);
+    open_with("auto");
+}
+
+TestSuite(tracer_implicit_verify, .init = auto_verify_setup);
+
+/* llm.c's step as CGJIT_STEP=auto finds it: a kernel that begins each iteration (the one call
+ * of its kind in the loop, so the step begins there), kernels, read-backs, and kernels after the
+ * last one, up to the next iteration's first kernel, which ends the step and begins the next.
+ * That call must run for real in the step it begins, not inside the check of the ending step's
+ * last graph: there it would join that graph's eager results, and its own step would replay it
+ * a second time (copyscale is not idempotent: the read-backs would differ from the host's
+ * arithmetic). */
+Test(tracer_implicit_verify, the_next_steps_first_call_runs_once)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 4), y = fk_alloc_floats(&fk, N, 5);
+    float rx[N], ry[N], seen[N];
+    OK(fk.dtoh(rx, x, sizeof rx));
+    OK(fk.dtoh(ry, y, sizeof ry));
+    for (int it = 0; it < 40; it++) {
+        OK(fk_copyscale_launch(&fk, NULL, y, x, 0.5f, N)); /* y = x/2 + y/2 */
+        for (int i = 0; i < N; i++) ry[i] = 0.5f * rx[i] + 0.5f * ry[i];
+        for (int r = 0; r < 2; r++) {
+            for (int j = 0; j < 2; j++) {
+                OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 0.02f, N, 1));
+                host_axpb(rx, 0.5f, 0.02f);
+            }
+            OK(fk.dtoh(seen, y, sizeof seen));
+            cr_assert(!memcmp(ry, seen, sizeof ry), "iteration %d differs from eager arithmetic", it);
+        }
+        for (int j = 0; j < 2; j++) {
+            OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 0.01f, N, 1));
+            host_axpb(rx, 0.5f, 0.01f);
+        }
+    }
+    cgj_stats_t s = stats();
+    cr_assert_gt(s.steps_replayed, 20, "%llu steps replayed", (unsigned long long)s.steps_replayed);
+    cr_assert_gt(s.verify_segments, 20, "%llu graphs checked", (unsigned long long)s.verify_segments);
+    cr_assert_eq(s.verify_divergences, 0, "%llu divergences", (unsigned long long)s.verify_divergences);
+}
