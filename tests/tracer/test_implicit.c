@@ -107,12 +107,19 @@ Test(tracer_implicit_sync, a_worker_forked_before_cuda_started_finds_its_steps)
               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 }
 
+/* Two buffers x and y, and their contents on the host (the eager arithmetic starts there). */
+static void two_buffers(CUdeviceptr *x, CUdeviceptr *y, float *rx, float *ry, unsigned seed)
+{
+    *x = fk_alloc_floats(&fk, N, seed), *y = fk_alloc_floats(&fk, N, seed + 1);
+    OK(fk.dtoh(rx, *x, N * sizeof(float)));
+    OK(fk.dtoh(ry, *y, N * sizeof(float)));
+}
+
 Test(tracer_implicit_sync, two_syncs_per_iteration_make_two_traces)
 {
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 5), y = fk_alloc_floats(&fk, N, 6);
+    CUdeviceptr x, y;
     float rx[N], ry[N], seen[N];
-    OK(fk.dtoh(rx, x, sizeof rx));
-    OK(fk.dtoh(ry, y, sizeof ry));
+    two_buffers(&x, &y, rx, ry, 5);
     for (int it = 0; it < 40; it++) {
         iteration(x, it, 5, true, rx, seen);
         cr_assert(!memcmp(rx, seen, sizeof rx), "x at iteration %d", it);
@@ -547,10 +554,9 @@ TestSuite(tracer_implicit_verify, .init = auto_verify_setup);
  * arithmetic). */
 Test(tracer_implicit_verify, the_next_steps_first_call_runs_once)
 {
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 4), y = fk_alloc_floats(&fk, N, 5);
+    CUdeviceptr x, y;
     float rx[N], ry[N], seen[N];
-    OK(fk.dtoh(rx, x, sizeof rx));
-    OK(fk.dtoh(ry, y, sizeof ry));
+    two_buffers(&x, &y, rx, ry, 4);
     for (int it = 0; it < 40; it++) {
         OK(fk_copyscale_launch(&fk, NULL, y, x, 0.5f, N)); /* y = x/2 + y/2 */
         for (int i = 0; i < N; i++) ry[i] = 0.5f * rx[i] + 0.5f * ry[i];

@@ -24,6 +24,19 @@ static void setup_verify(void)
 
 TestSuite(tracer_verify, .init = setup_verify, .timeout = 60);
 
+/* `steps` steps of fn, eagerly and traced from the same data, compared after each; then no graph
+ * may have diverged. The counters, for more checks. */
+static cgj_stats_t run_checked(const char *name, step_fn fn, int nbufs, int steps)
+{
+    bufs_t b;
+    bufs_alloc(&b, nbufs);
+    for (int s = 0; s < steps; s++) step_both(name, fn, s, &b, NULL);
+    cgj_stats_t st = stats_now();
+    cr_assert_eq(st.verify_divergences, 0, "%llu divergences of %llu graphs checked", (unsigned long long)st.verify_divergences,
+                 (unsigned long long)st.verify_segments);
+    return st;
+}
+
 /* x = 2x + 1, y = x / 2 + s, x = x - y: kernels whose result depends on running each once. */
 static void three_kernels(int s, CUdeviceptr *b, void *ctx)
 {
@@ -36,13 +49,9 @@ static void three_kernels(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_verify, every_graph_is_checked_and_agrees)
 {
-    bufs_t b;
-    bufs_alloc(&b, 2);
-    for (int s = 0; s < STEPS; s++) step_both("verify_agrees", three_kernels, s, &b, NULL);
-    cgj_stats_t st = stats_now();
+    cgj_stats_t st = run_checked("verify_agrees", three_kernels, 2, STEPS);
     cr_assert_geq(info_of("verify_agrees").replays, STEPS - 3);
     cr_assert_geq(st.verify_segments, STEPS - 3, "%llu graphs checked", (unsigned long long)st.verify_segments);
-    cr_assert_eq(st.verify_divergences, 0);
     cr_assert_eq(st.verify_unchecked, 0);
 }
 
@@ -234,24 +243,25 @@ Test(tracer_verify_all, undoes_a_write_no_op_names)
 /* A synchronous copy of new host bytes each step, then kernels that read them (llm.c's step: its
  * batch of tokens copied with cudaMemcpy, then the encoder): the graph's copy stages this run's
  * bytes, and computes what the calls did. */
-static void copy_then_kernels(int s, CUdeviceptr *b, void *ctx)
+static void copy_batch(int s, CUdeviceptr *b)
 {
-    (void)ctx;
     float host[N];
     for (int i = 0; i < N; i++) host[i] = (float)(s * 3 + i % 5);
     OK(fk.htod(b[0], host, sizeof host));
     OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.5f, N));
+}
+
+static void copy_then_kernels(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    copy_batch(s, b);
     OK(fk_axpb_launch(&fk, NULL, b[1], 2.0f, 1.0f, N, 1));
 }
 
 Test(tracer_verify, a_copy_of_new_host_bytes_is_checked_with_them)
 {
-    bufs_t b;
-    bufs_alloc(&b, 2);
-    for (int s = 0; s < STEPS; s++) step_both("verify_copy", copy_then_kernels, s, &b, NULL);
-    cgj_stats_t st = stats_now();
+    cgj_stats_t st = run_checked("verify_copy", copy_then_kernels, 2, STEPS);
     cr_assert_geq(st.verify_segments, STEPS - 3, "%llu graphs checked", (unsigned long long)st.verify_segments);
-    cr_assert_eq(st.verify_divergences, 0, "%llu divergences", (unsigned long long)st.verify_divergences);
 }
 
 /* The same, in two variants told apart after the copy (every other step ends with another
@@ -259,23 +269,15 @@ Test(tracer_verify, a_copy_of_new_host_bytes_is_checked_with_them)
 static void copy_then_two_shapes(int s, CUdeviceptr *b, void *ctx)
 {
     (void)ctx;
-    float host[N];
-    for (int i = 0; i < N; i++) host[i] = (float)(s * 3 + i % 5);
-    OK(fk.htod(b[0], host, sizeof host));
-    OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.5f, N));
+    copy_batch(s, b);
     if (s % 2) OK(fk_axpb_launch(&fk, NULL, b[1], 2.0f, 1.0f, N, 1));
     else OK(fk_addk_launch(&fk, NULL, b[1], 3, N));
 }
 
 Test(tracer_verify, a_variant_switch_after_a_copy_is_checked_with_its_bytes)
 {
-    bufs_t b;
-    bufs_alloc(&b, 2);
-    for (int s = 0; s < 2 * STEPS; s++) step_both("verify_copy2", copy_then_two_shapes, s, &b, NULL);
-    cgj_stats_t st = stats_now();
+    run_checked("verify_copy2", copy_then_two_shapes, 2, 2 * STEPS);
     cr_assert_geq(info_of("verify_copy2").replays, STEPS, "%llu replays", (unsigned long long)info_of("verify_copy2").replays);
-    cr_assert_eq(st.verify_divergences, 0, "%llu divergences of %llu graphs checked", (unsigned long long)st.verify_divergences,
-                 (unsigned long long)st.verify_segments);
 }
 
 /* llm.c's step around its batch, as a trace of one anchor: the loss read back and the context
@@ -301,13 +303,8 @@ static void llmc_like(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_verify, a_batch_copied_after_a_read_back_is_checked_with_its_bytes)
 {
-    bufs_t b;
-    bufs_alloc(&b, 4);
-    for (int s = 0; s < STEPS; s++) step_both("verify_llmc", llmc_like, s, &b, NULL);
-    cgj_stats_t st = stats_now();
+    run_checked("verify_llmc", llmc_like, 4, STEPS);
     cr_assert_geq(info_of("verify_llmc").replays, STEPS - 3);
-    cr_assert_eq(st.verify_divergences, 0, "%llu divergences of %llu graphs checked", (unsigned long long)st.verify_divergences,
-                 (unsigned long long)st.verify_segments);
 }
 
 /* ---- copies that return before they are done (the GPU's device-to-device cuMemcpy) ---- */
@@ -334,12 +331,8 @@ Test(tracer_verify, its_copies_are_done_before_the_graph_and_the_program_go_on)
     void (*defer)(int) = (void (*)(int))dlsym(fk.handle, "fakecuda_defer_legacy_copies");
     cr_assert(defer);
     OK(fk.stream_create(&nb, CU_STREAM_NON_BLOCKING));
-    bufs_t b;
-    bufs_alloc(&b, 2);
     defer(1);
-    for (int s = 0; s < STEPS; s++) step_both("verify_async_copies", on_nonblocking, s, &b, NULL);
+    cgj_stats_t st = run_checked("verify_async_copies", on_nonblocking, 2, STEPS);
     defer(0);
-    cgj_stats_t st = stats_now();
     cr_assert_geq(st.verify_segments, STEPS - 3, "%llu graphs checked", (unsigned long long)st.verify_segments);
-    cr_assert_eq(st.verify_divergences, 0, "%llu divergences", (unsigned long long)st.verify_divergences);
 }
