@@ -232,16 +232,19 @@ int cgj_step_enter(const cgj_call_t *c)
 bool cgj_step_verify_first(const cgj_call_t *c)
 {
     cgj_thread_t *t = &cgj_tls;
-    if (cgj_thread_mode(t) != CGJ_MODE_REPLAY || cgj_op_class[c->kind] != CGJ_CLASS_CAPTURE ||
+    cgj_mode_t mode = cgj_thread_mode(t);
+    if ((mode != CGJ_MODE_REPLAY && mode != CGJ_MODE_OFF) || cgj_op_class[c->kind] != CGJ_CLASS_CAPTURE ||
         c->kind == CGJ_OP_HOST_FUNC)
         return false;
+    enter_thread(t);
     cgj_thread_lock(t);
     bool run = false;
-    /* The call may end this implicit step and begin the next (the next step's first call):
-     * routed now, it runs for real in the step it belongs to, never inside the check of the
-     * ending step's last graph (whose eager results it would join, and whose new step would then
-     * replay it again). cgj_step_enter does not route it twice. */
-    if (t->implicit && !cgj_implicit_stays(t, c)) {
+    /* The call may begin an implicit step (between steps), or end this one and begin the next
+     * (the next step's first call): routed now, it runs for real in the step it begins, so that
+     * step's first segment is checked too, and never inside the check of the ending step's last
+     * graph (whose eager results it would join, and whose new step would then replay it again).
+     * cgj_step_enter does not route it twice. */
+    if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_stays(t, c)) {
         t->routed = true;
         t->routed_in = route(t, c);
     }

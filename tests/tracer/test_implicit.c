@@ -578,3 +578,24 @@ Test(tracer_implicit_verify, the_next_steps_first_call_runs_once)
     cr_assert_gt(s.verify_segments, 20, "%llu graphs checked", (unsigned long long)s.verify_segments);
     cr_assert_eq(s.verify_divergences, 0, "%llu divergences", (unsigned long long)s.verify_divergences);
 }
+
+static void sync_verify_setup(void)
+{
+    setenv("CGJIT_VERIFY", "1", 1);
+    open_with("sync");
+}
+
+TestSuite(tracer_implicit_verify_sync, .init = sync_verify_setup);
+
+/* CGJIT_STEP=sync: a step begins with the call after a read-back. That call is routed before
+ * it runs, so the step's first segment is checked like the others (it used to be absorbed
+ * before verify could take its memory, and went unchecked): every replayed step's graph. */
+Test(tracer_implicit_verify_sync, the_first_segment_of_a_step_is_checked)
+{
+    cgj_stats_t s = synced_loop(40, 6);
+    cr_assert_gt(s.steps_replayed, 30, "%llu steps replayed", (unsigned long long)s.steps_replayed);
+    cr_assert_geq(s.verify_segments, s.steps_replayed, "%llu graphs checked in %llu replayed steps",
+                  (unsigned long long)s.verify_segments, (unsigned long long)s.steps_replayed);
+    cr_assert_eq(s.verify_divergences, 0);
+    cr_assert_eq(s.verify_unchecked, 0, "%llu graphs unchecked", (unsigned long long)s.verify_unchecked);
+}
