@@ -62,3 +62,8 @@ size_t cgj_live_each(void (*fn)(void *ctx, CUdeviceptr base, size_t size), void 
     cgj_free(copy);
     return count;
 }
+
+void cgj_live_forked(void)
+{
+    lock = 0;
+}

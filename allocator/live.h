@@ -22,5 +22,7 @@ void cgj_live_add(CUdeviceptr base, size_t size);
 void cgj_live_remove(CUdeviceptr base);
 /* Every range held now, oldest first, to fn; how many. */
 size_t cgj_live_each(void (*fn)(void *ctx, CUdeviceptr base, size_t size), void *ctx);
+/* In a child after fork(): the lock as if unlocked. */
+void cgj_live_forked(void);
 
 #endif /* CGJ_LIVE_H */

@@ -21,6 +21,7 @@
 #include "graphs/graph.h"
 #include "base/config.h"
 #include "base/driver.h"
+#include "allocator/live.h"
 #include "allocator/pointers.h"
 #include "allocator/pool.h"
 #include "base/json.h"
@@ -91,6 +92,7 @@ static void fork_child(void)
     bool cuda_before_fork = fork_probe != CUDA_ERROR_NOT_INITIALIZED;
     cgj_log_forked();
     cgj_pointers_forked();
+    cgj_live_forked();
     cgj_pool_forked();
     cgj_libs_forked();
     cgj_fusion_forked();
