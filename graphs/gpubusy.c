@@ -399,8 +399,8 @@ const char *cgj_gpubusy_describe(char *buf, size_t len)
              "%llu CUDA API call(s) recorded, %llu of them in replayed steps; %llu piece(s) of GPU work: %llu counted, "
              "%llu of the program's own calls, %llu naming no call, %llu late, %u waiting for their call, %llu dropped",
              (unsigned long long)seen.calls, (unsigned long long)seen.tagged, (unsigned long long)seen.work,
-             (unsigned long long)seen.counted, (unsigned long long)seen.untagged, (unsigned long long)seen.uncorrelated, (unsigned long long)seen.late, npending,
-             (unsigned long long)dropped);
+             (unsigned long long)seen.counted, (unsigned long long)seen.untagged,
+             (unsigned long long)seen.uncorrelated, (unsigned long long)seen.late, npending, (unsigned long long)dropped);
     pthread_mutex_unlock(&lock);
     return buf;
 }

@@ -36,7 +36,7 @@
  * such writes are compared and undone too, at the cost of copying all of it per graph. A
  * nondeterministic kernel (atomic float accumulation) differs from itself and is reported as it
  * would be between two eager runs.
- * Cost: two context synchronizations and three copies of the segment's memory per graph, plus a
+ * Cost: four context synchronizations and three copies of the segment's memory per graph, plus a
  * read-back of E and G to compare them: a debugging mode, not a way to run.
  */
 #define _GNU_SOURCE /* a writer-first read-write lock, where glibc has one */

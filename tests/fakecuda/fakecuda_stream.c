@@ -179,7 +179,8 @@ int orders_after_legacy(CUstream h, int ptds)
     fc_stream *s;
     int legacy;
     lock();
-    int after = stream_get(h, ptds, &s, &legacy) == CUDA_SUCCESS && (legacy || (s && !(s->flags & CU_STREAM_NON_BLOCKING)));
+    int after = stream_get(h, ptds, &s, &legacy) == CUDA_SUCCESS &&
+                (legacy || (s && !(s->flags & CU_STREAM_NON_BLOCKING)));
     unlock();
     return after;
 }

@@ -157,6 +157,7 @@ Test(gpubusy, the_report_accounts_for_every_piece)
     cgj_gpubusy_note_work(1, 20, 30); /* late */
     char text[400];
     cr_assert_str_eq(cgj_gpubusy_describe(text, sizeof text),
-                     "2 CUDA API call(s) recorded, 1 of them in replayed steps; 5 piece(s) of GPU work: 1 counted, 1 of "
-                     "the program's own calls, 1 naming no call, 1 late, 1 waiting for their call, 0 dropped");
+                     "2 CUDA API call(s) recorded, 1 of them in replayed steps; 5 piece(s) of GPU work: "
+                     "1 counted, 1 of the program's own calls, 1 naming no call, 1 late, 1 waiting for their "
+                     "call, 0 dropped");
 }

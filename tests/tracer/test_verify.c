@@ -32,8 +32,8 @@ static cgj_stats_t run_checked(const char *name, step_fn fn, int nbufs, int step
     bufs_alloc(&b, nbufs);
     for (int s = 0; s < steps; s++) step_both(name, fn, s, &b, NULL);
     cgj_stats_t st = stats_now();
-    cr_assert_eq(st.verify_divergences, 0, "%llu divergences of %llu graphs checked", (unsigned long long)st.verify_divergences,
-                 (unsigned long long)st.verify_segments);
+    cr_assert_eq(st.verify_divergences, 0, "%llu divergences of %llu graphs checked",
+                 (unsigned long long)st.verify_divergences, (unsigned long long)st.verify_segments);
     return st;
 }
 
@@ -277,7 +277,8 @@ static void copy_then_two_shapes(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_verify, a_variant_switch_after_a_copy_is_checked_with_its_bytes)
 {
     run_checked("verify_copy2", copy_then_two_shapes, 2, 2 * STEPS);
-    cr_assert_geq(info_of("verify_copy2").replays, STEPS, "%llu replays", (unsigned long long)info_of("verify_copy2").replays);
+    uint64_t replays = info_of("verify_copy2").replays;
+    cr_assert_geq(replays, STEPS, "%llu replays", (unsigned long long)replays);
 }
 
 /* llm.c's step around its batch, as a trace of one anchor: the loss read back and the context
