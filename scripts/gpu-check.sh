@@ -11,7 +11,9 @@
 # closure, jemalloc), copied there by /work/shared/tools/device-libs.sh or the like.
 # GPU_CHECK_TIMEOUT (seconds, default 300) bounds each program. GPU_CHECK_APPS=0 leaves the sample
 # programs out (run scripts/apps-check.sh on its own: the whole check may not fit one session
-# of a lent machine).
+# of a lent machine). GPU_CHECK_REAL="NAME ..." also runs those programs of scripts/real-check.sh
+# (REAL_CHECK_CONFIGS and REAL_CHECK_EXTRA as set), e.g. GPU_CHECK_REAL=llmc_bf16_300 with
+# REAL_CHECK_CONFIGS="sync-verify auto-verify".
 set -u
 
 if [ $# -ne 1 ] || [ ! -d "$1" ]; then
@@ -116,6 +118,15 @@ else
   echo "no sample programs in $build/tests/apps" >"$out/apps.log"
 fi
 
+# Programs written by others (scripts/real-check.sh), where GPU_CHECK_REAL names them:
+# GPU_CHECK_REAL="NAME ..." is passed as REAL_CHECK_ONLY, with REAL_CHECK_CONFIGS and
+# REAL_CHECK_EXTRA as set (a correctness check after a change, in the same call).
+real_rc=0
+if [ -n "${GPU_CHECK_REAL:-}" ]; then
+  REAL_CHECK_ONLY=$GPU_CHECK_REAL bash "$here/real-check.sh" "$build" "$out/real" >"$out/real.log" 2>&1
+  real_rc=$?
+fi
+
 echo
 echo "==== gpu-check summary ($build) ===="
 echo "GPU: $gpu"
@@ -134,6 +145,11 @@ if [ "$bench_rc" -ne 0 ]; then failed=1; fi
 echo "sample programs under preload (exit status $apps_rc, $out/apps.log):"
 sed -n '/^apps-check on/,$p' "$out/apps.log" | sed 's/^/  /'
 if [ "$apps_rc" -ne 0 ]; then failed=1; fi
+if [ -n "${GPU_CHECK_REAL:-}" ]; then
+  echo "programs written by others (exit status $real_rc, $out/real.log):"
+  sed -n '/^  program  *config/,$p' "$out/real.log" | sed 's/^/  /'
+  if [ "$real_rc" -ne 0 ]; then failed=1; fi
+fi
 if [ "$failed" -eq 0 ]; then
   echo "gpu-check: PASS"
 else
