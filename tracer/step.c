@@ -147,6 +147,12 @@ static bool route(cgj_thread_t *t, const cgj_call_t *c)
     return true;
 }
 
+/* May call c begin or end a step (implicit steps: between steps, or in one CGJIT_STEP began)? */
+static bool may_route(cgj_thread_t *t, const cgj_call_t *c)
+{
+    return (t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_stays(t, c);
+}
+
 /* A query right after a query of the same step (a host polling: while (cuStreamQuery(s) ==
  * CUDA_ERROR_NOT_READY) ...): the first issued whatever the step held, and nothing came since,
  * so the others pass straight through: not recorded, not guarded, not counted toward a step's
@@ -211,7 +217,7 @@ int cgj_step_enter(const cgj_call_t *c)
     int d = CGJ_EXECUTE;
     bool routed = t->routed; /* by cgj_step_verify_first, before the call ran */
     t->routed = false;
-    if (routed ? !t->routed_in : (t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_stays(t, c) && !route(t, c))
+    if (routed ? !t->routed_in : may_route(t, c) && !route(t, c))
         d = CGJ_EXECUTE;
     else if (t->mode == CGJ_MODE_REPLAY) {
         if (CGJ_UNLIKELY(c->kind == CGJ_OP_LIB) && cgj_verify_on()) cgj_verify_enter(t); /* before it runs */
@@ -244,7 +250,7 @@ bool cgj_step_verify_first(const cgj_call_t *c)
      * step's first segment is checked too, and never inside the check of the ending step's last
      * graph (whose eager results it would join, and whose new step would then replay it again).
      * cgj_step_enter does not route it twice. */
-    if ((t->mode == CGJ_MODE_OFF || t->implicit) && !cgj_implicit_stays(t, c)) {
+    if (may_route(t, c)) {
         t->routed = true;
         t->routed_in = route(t, c);
     }

@@ -270,15 +270,14 @@ CUresult stream_check(CUstream h, int ptds); /* takes the lock: is h a valid str
 int stream_capturing(CUstream h, int ptds);  /* takes the lock: does h capture (active)? */
 CUresult capture_rules(int rules);
 CUresult submit(CUstream h, int ptds, int blocking, fc_op *op);
-
-#pragma GCC visibility pop
-
-/* Deferred device-to-device cuMemcpy (fakecuda_defer_legacy_copies): queue op (under no lock)
- * and return 1 where deferral is on; run the queue where later work is ordered after the legacy
- * stream (fakecuda_stream.c). `orders` says whether stream h (ptds) is: the legacy stream, or a
- * blocking stream. */
+/* Deferred device-to-device cuMemcpy (fakecuda_defer_legacy_copies, fakecuda_stream.c), all
+ * taking the lock: deferred_take queues op and returns 1 where deferral is on; deferred_run runs
+ * the queue; orders_after_legacy says whether work on stream h waits for the legacy stream (h is
+ * the legacy stream or a blocking one), so that the queue must run before it. */
 int deferred_take(const fc_op *op);
 void deferred_run(void);
 int orders_after_legacy(CUstream h, int ptds);
+
+#pragma GCC visibility pop
 
 #endif /* FAKECUDA_INTERNAL_H */

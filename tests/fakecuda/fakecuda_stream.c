@@ -127,11 +127,6 @@ static CUresult capture_append(fc_stream *s, fc_op *op)
     return CUDA_SUCCESS;
 }
 
-/*
- * Issue op on stream h: append it to the capture if h captures, else run it now. `blocking`
- * marks a synchronous API call (which also counts as potentially unsafe during capture).
- * Takes ownership of op's contents in every case.
- */
 /* ---------------------------------------------------------------------------------------------
  * Device-to-device cuMemcpy on the legacy stream returns before the copy is done: with
  * fakecuda_defer_legacy_copies(1) such copies wait in a queue until something is ordered after
@@ -185,6 +180,11 @@ int orders_after_legacy(CUstream h, int ptds)
     return after;
 }
 
+/*
+ * Issue op on stream h: append it to the capture if h captures, else run it now. `blocking`
+ * marks a synchronous API call (which also counts as potentially unsafe during capture).
+ * Takes ownership of op's contents in every case.
+ */
 CUresult submit(CUstream h, int ptds, int blocking, fc_op *op)
 {
     if (orders_after_legacy(h, ptds)) deferred_run();
