@@ -115,6 +115,23 @@ class Timer:
             print(f"{self.name}: median_us={tail[len(tail) // 2]:.1f}", file=sys.stderr, flush=True)
 
 
+def llama_step(torch, model, opt, sched, x, autocast=None):
+    """One training step of a causal LM as these programs write it: the loss of tokens x
+    predicting themselves (under autocast to dtype `autocast` where given), backward, gradients
+    clipped to norm 1, the optimizer and the schedule stepped, gradients set to None. The loss,
+    on the device."""
+    import contextlib
+    cast = torch.autocast(x.device.type, dtype=autocast) if autocast is not None else contextlib.nullcontext()
+    with cast:
+        loss = model(input_ids=x, labels=x, use_cache=False).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
 def param_checksum(torch, model):
     """The sum of every parameter in float64, as hex (one read-back)."""
     with torch.no_grad():

@@ -6,7 +6,7 @@ schedule with warm-up, pinned batches of 8x128 random tokens copied with non_blo
 loss read with .item() every step. The dropout masks come from CUDA's generator (seeded), so a
 replayed step must draw the same random numbers as an eager one. stdout: the loss of every step,
 then a checksum of the parameters; stderr: "llama_train_fused_bf16: median_us=<x>"."""
-from _common import Timer, f32, need, param_checksum, pinned, setup, steps
+from _common import Timer, f32, llama_step, need, param_checksum, pinned, setup, steps
 
 torch, dev = setup(strict=True)
 need("transformers")
@@ -24,14 +24,7 @@ timer = Timer("llama_train_fused_bf16")
 for step in range(n):
     with timer:
         x = pinned(torch.randint(0, cfg.vocab_size, (8, 128), generator=gen)).to(dev, non_blocking=True)
-        with torch.autocast(dev.type, dtype=torch.bfloat16):
-            loss = model(input_ids=x, labels=x, use_cache=False).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
-        value = loss.item()
+        value = llama_step(torch, model, opt, sched, x, autocast=torch.bfloat16).item()
     print(f"step {step}: loss {f32(value)} lr {sched.get_last_lr()[0]:.9e}")
 print(f"parameters sum {param_checksum(torch, model)}")
 timer.report()

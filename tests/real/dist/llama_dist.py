@@ -18,7 +18,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from _common import Timer, f32, f64, need, nothing, pinned, setup, steps  # noqa: E402
+from _common import Timer, f32, f64, llama_step, need, nothing, pinned, setup, steps  # noqa: E402
 
 LAYOUTS = ("ddp", "fsdp")
 layout = sys.argv[1] if len(sys.argv) == 2 else ""
@@ -63,12 +63,7 @@ timer = Timer(f"llama_{layout}.r{rank}")
 for step in range(n):
     with timer:
         x = pinned(torch.randint(0, cfg.vocab_size, (8, 128), generator=gen)).to(dev, non_blocking=True)
-        loss = model(input_ids=x, labels=x, use_cache=False).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
+        loss = llama_step(torch, model, opt, sched, x)
         mean = loss.detach().clone()
         dist.all_reduce(mean, op=dist.ReduceOp.AVG)
         both = torch.stack([loss.detach(), mean]).tolist()
