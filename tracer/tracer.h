@@ -54,6 +54,8 @@ typedef struct cgj_cost {
     uint32_t unpaired;          /* eager probes in a row that found no replay at their place */
     uint64_t retry_at;          /* OFF: the run from which replay is tried again */
     uint32_t offs;              /* times turned off */
+    bool no_graph;              /* turned off for want of a graph (OFF_NO_GRAPH) ... */
+    uint32_t no_graph_retries;  /* ... and tried again since, for a longer step */
     uint32_t strikes;           /* judgements in a row that found replay slower */
     uint32_t clear;             /* judgements in a row that found replay clearly faster */
     uint64_t probe_ns, probe_runs; /* host time of eager probes (and runs while off), begin to end */
@@ -128,6 +130,9 @@ void cgj_anchor_note_run(cgj_anchor_t *a, bool exited);
 bool cgj_cost_eager(cgj_anchor_t *a);
 /* A trace was published: an anchor whose replay cannot pay goes OFF for good. */
 void cgj_cost_published(cgj_anchor_t *a);
+/* An implicit step of OFF anchor a ran eagerly to its end, `calls` calls: one longer than the
+ * trace of an anchor off for want of a graph has replay tried again. */
+void cgj_cost_off_ran(cgj_anchor_t *a, uint32_t calls);
 /* A step of a begins at `now` on `thread` as a run of `kind`, after a step of `pred` there (NULL:
  * none): the period since its last begin there is a figure of the last run's kind; may turn the
  * anchor OFF. */

@@ -245,19 +245,20 @@ static void shadows_free(struct cgj_verify *v)
     v->s0 = v->e = 0, v->shadow_cap = 0;
 }
 
-static bool shadows(struct cgj_verify *v, size_t bytes)
+static CUresult shadows(struct cgj_verify *v, size_t bytes)
 {
-    if (bytes <= v->shadow_cap) return true;
+    if (bytes <= v->shadow_cap) return CUDA_SUCCESS;
     shadows_free(v);
-    if (cgj_drv.r_cuMemAlloc_v2(&v->s0, bytes) != CUDA_SUCCESS) return false;
-    if (cgj_drv.r_cuMemAlloc_v2(&v->e, bytes) != CUDA_SUCCESS) {
+    CUresult r = cgj_drv.r_cuMemAlloc_v2(&v->s0, bytes);
+    if (r != CUDA_SUCCESS) return r;
+    if ((r = cgj_drv.r_cuMemAlloc_v2(&v->e, bytes)) != CUDA_SUCCESS) {
         cgj_drv.r_cuMemFree_v2(v->s0);
         v->s0 = 0;
-        return false;
+        return r;
     }
     own_note(v->s0, bytes, true), own_note(v->e, bytes, true);
     v->shadow_cap = bytes;
-    return true;
+    return CUDA_SUCCESS;
 }
 
 /* Copy every range of s to the shadow at `shadow` (out) or back from it; *bad: the range that
@@ -300,7 +301,13 @@ void cgj_verify_enter(cgj_thread_t *t)
     for (uint32_t i = seg->first; i < seg->end; i++) add_op(&v->set, &tr->list.ops[i]);
     if (cgj_cfg.VERIFY_ALL) cgj_live_each(add_live, &v->set);
     drop_own(&v->set); /* the shadows as they are, and as they may be made anew */
-    if (!shadows(v, v->set.total ? v->set.total : 256)) return unchecked(t, "no device memory for its copies");
+    CUresult sr = shadows(v, v->set.total ? v->set.total : 256);
+    if (sr != CUDA_SUCCESS) {
+        char why[200];
+        snprintf(why, sizeof why, "no device memory for its copies (twice %zu bytes, %u allocations: %s)",
+                 v->set.total, v->set.n, cgj_driver_errstr(sr));
+        return unchecked(t, why);
+    }
     drop_own(&v->set);
     uint32_t bad = UINT32_MAX;
     window_enter();

@@ -535,6 +535,59 @@ Test(tracer_implicit_cost, an_eager_probe_times_the_calls_replay_absorbs, .init 
     free(buf);
 }
 
+/* ---- an anchor whose first trace is too short for a graph ---- */
+
+static void no_graph_setup(void)
+{
+    setenv("CGJIT_COST", "1", 1);
+    setenv("CGJIT_GRAPH_MIN_OPS", "3", 1);
+    open_with("sync");
+}
+
+/* Every step begins with the same kernel, but the program's first iterations read x back after
+ * one kernel, and every later one after ten (a PyTorch loop whose first iteration synchronizes
+ * after its input copy). The first trace holds one op: too short for a graph, the anchor turns
+ * off (OFF_NO_GRAPH). The longer steps that follow are the program's real ones: replay is tried
+ * again, they get a trace of their own, and they replay. Turned off for good, none would. */
+Test(tracer_implicit_no_graph, a_longer_step_after_a_short_first_trace_replays, .init = no_graph_setup)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 4);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    for (int it = 0; it < 100; it++) {
+        iteration(x, it, it < 4 ? 1 : 10, true, ref, seen);
+        cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d differs from eager arithmetic", it);
+    }
+    cgj_stats_t s = stats();
+    cr_assert_geq(s.steps_replayed, 60, "replayed %llu of 96 long steps", (unsigned long long)s.steps_replayed);
+}
+
+/* Steps that stay as short as the first trace keep it off: no retry, no replay. */
+Test(tracer_implicit_no_graph, steps_as_short_as_the_trace_stay_off, .init = no_graph_setup)
+{
+    cgj_stats_t s = synced_loop(100, 1);
+    cr_assert_eq(s.steps_replayed, 0, "replayed %llu", (unsigned long long)s.steps_replayed);
+    cr_assert_eq(s.anchors_off, 1, "turned off %llu times", (unsigned long long)s.anchors_off);
+}
+
+/* Steps that alternate between the short shape and longer ones of a new length each time (3 to
+ * 19 kernels), which never make a trace of their own: the anchor is tried again a bounded number
+ * of times and then stays off; what it computes is eager's throughout. */
+Test(tracer_implicit_no_graph, longer_steps_that_build_no_graph_are_retried_a_bounded_number_of_times,
+     .init = no_graph_setup)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 4);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    for (int it = 0; it < 400; it++) {
+        iteration(x, it, it < 4 || it % 2 ? 1 : 3 + it % 17, true, ref, seen);
+        cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d differs from eager arithmetic", it);
+    }
+    cgj_stats_t s = stats();
+    cr_assert_leq(s.anchors_off, 5, "turned off %llu times", (unsigned long long)s.anchors_off);
+    cr_assert_leq(s.steps_replayed, 4 * 32, "replayed %llu", (unsigned long long)s.steps_replayed);
+}
+
 /* ---- CGJIT_VERIFY on steps found by their cycle ---- */
 
 static void auto_verify_setup(void)
