@@ -167,7 +167,6 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     }
     cgj_anchor_publish(a, tr);
     CGJ_STAT_ADD(traces_built, 1);
-    cgj_cost_published(a);
     CGJ_LOG(trace, "anchor '%s': variant %u built: %u ops, %u kernels, %u segment(s), %u varying slot(s)",
             a->name, a->nvariants, tr->list.n, tr->kernels, tr->nsegs, tr->varying_slots);
     for (uint32_t i = 0; i < tr->list.n && (cgj_log_mask & (1u << CGJ_LOG_trace)); i++) {

@@ -154,14 +154,35 @@ static void judge(cgj_anchor_t *a)
 /* A step whose trace launches no graph (every segment shorter than CGJIT_GRAPH_MIN_OPS) and
  * serves nothing from the pool makes, replayed, the calls eager execution makes, at the same
  * moments, with cgjit's guards around them: it cannot pay, and measuring it only costs probes
- * (the per-token copy of a decoder replayed at 0.99x). Its anchor goes OFF at its first trace,
- * and its steps run eagerly from then on at no cost, unless one of them turns out longer
- * (cgj_cost_off_ran). Under CGJIT_COST=0 it replays. */
-static void no_graph_off(cgj_anchor_t *a)
+ * (the per-token copy of a decoder replayed at 0.99x). Once its only trace has replayed to its
+ * end NO_GRAPH_STREAK times in a row, its anchor goes OFF (OFF_NO_GRAPH) and its steps run
+ * eagerly from then on at no cost. Not at the first trace: one trace is one step's shape, and
+ * an anchor's first may be its shortest (a PyTorch loop whose first iteration synchronizes
+ * right after its input copy, where every later one runs its whole forward pass between that
+ * copy and the next synchronization, all at one anchor): a longer step leaves the short trace
+ * past its end and is recorded as a variant of its own, which does launch graphs. Under
+ * CGJIT_COST=0 such steps replay. */
+#define NO_GRAPH_STREAK 8
+#define NO_GRAPH_RETRIES 4
+
+static bool cannot_pay(const cgj_anchor_t *a)
 {
+    if (a->nvariants != 1 || launches_graphs(a)) return false;
     const cgj_trace_t *t = a->variants[0];
-    a->cost.no_graph = true;
-    a->cost.retry_at = UINT64_MAX;
+    for (uint32_t i = 0; i < t->list.n; i++)
+        if (cgj_op_class[t->list.ops[i].call.kind] == CGJ_CLASS_POOL) return false; /* pool-served: may pay */
+    return true;
+}
+
+void cgj_cost_replayed(cgj_anchor_t *a, bool exited)
+{
+    cgj_cost_t *c = &a->cost;
+    if (!cgj_cfg.COST || a->state != CGJ_STATE_REPLAY || !cannot_pay(a)) return;
+    c->short_streak = exited ? 0 : c->short_streak + 1;
+    if (c->short_streak < NO_GRAPH_STREAK) return;
+    const cgj_trace_t *t = a->variants[0];
+    c->no_graph = true;
+    c->retry_at = UINT64_MAX;
     cgj_reason_t why;
     cgj_reason_set(&why, CGJ_REASON_OFF_NO_GRAPH, CGJ_REASON_NO_OP, "%u op(s) in %u segment(s), each shorter than %lld",
                    t->list.n, t->nsegs, (long long)cgj_cfg.GRAPH_MIN_OPS);
@@ -172,24 +193,10 @@ static void no_graph_off(cgj_anchor_t *a)
     CGJ_LOG(blacklist, "anchor '%s' turned off: %s", a->name, cgj_reason_format(&why, text, sizeof text));
 }
 
-void cgj_cost_published(cgj_anchor_t *a)
-{
-    if (!cgj_cfg.COST || a->nvariants != 1 || launches_graphs(a)) return;
-    const cgj_trace_t *t = a->variants[0];
-    for (uint32_t i = 0; i < t->list.n; i++)
-        if (cgj_op_class[t->list.ops[i].call.kind] == CGJ_CLASS_POOL) return; /* pool-served: may pay */
-    no_graph_off(a);
-}
-
-/* One trace is one step's shape, and an anchor's first may be its shortest: a program's first
- * iteration synchronizing after its input copy, where every later one runs its whole forward
- * pass first (a PyTorch loop whose steps begin with the same copy). An anchor turned off for
- * want of a graph whose eager step ran `calls` calls, more than its trace holds and enough for
- * a graph, tries replay again: the longer step leaves the trace past its end and is recorded as
- * a variant of its own. At most NO_GRAPH_RETRIES times; where no longer variant is built within
- * NO_GRAPH_TRIAL runs, the anchor goes off again (cgj_cost_eager). */
-#define NO_GRAPH_RETRIES 4
-#define NO_GRAPH_TRIAL 32
+/* An anchor off for want of a graph whose eager step ran `calls` calls, more than its trace
+ * holds and enough for a graph, has steps of another shape (the program's phase changed): replay
+ * is tried again, at most NO_GRAPH_RETRIES times, and the longer step leaves the trace and is
+ * recorded; where short steps replay NO_GRAPH_STREAK times in a row first, it goes off again. */
 void cgj_cost_off_ran(cgj_anchor_t *a, uint32_t calls)
 {
     cgj_cost_t *c = &a->cost;
@@ -197,6 +204,7 @@ void cgj_cost_off_ran(cgj_anchor_t *a, uint32_t calls)
         return;
     if (calls <= a->variants[0]->list.n || (long long)calls < cgj_cfg.GRAPH_MIN_OPS) return;
     c->no_graph_retries++;
+    c->short_streak = 0;
     c->retry_at = __atomic_load_n(&a->runs, __ATOMIC_RELAXED); /* from its next run */
     CGJ_LOG(trace, "anchor '%s': a step of %u calls, its trace %u ops: replay tried again for a longer variant",
             a->name, calls, a->variants[0]->list.n);
@@ -223,11 +231,6 @@ bool cgj_cost_eager(cgj_anchor_t *a)
 {
     cgj_cost_t *c = &a->cost;
     uint64_t runs = __atomic_load_n(&a->runs, __ATOMIC_RELAXED);
-    if (a->state == CGJ_STATE_REPLAY && c->no_graph && a->nvariants == 1 && runs >= c->retry_at + NO_GRAPH_TRIAL) {
-        no_graph_off(a); /* the longer step built no variant of its own: off again */
-        __atomic_fetch_add(&c->off_runs, 1, __ATOMIC_RELAXED);
-        return true;
-    }
     if (a->state == CGJ_STATE_OFF) {
         if (runs < c->retry_at) {
             __atomic_fetch_add(&c->off_runs, 1, __ATOMIC_RELAXED);

@@ -478,7 +478,10 @@ static int end_locked(cgj_thread_t *t)
     if (t->mode == CGJ_MODE_RECORD)
         cgj_record_finish(t);
     exited = t->exited;
-    if (a && t->replaying && a->state == CGJ_STATE_REPLAY) cgj_anchor_note_run(a, t->exited);
+    if (a && t->replaying && a->state == CGJ_STATE_REPLAY) {
+        cgj_anchor_note_run(a, t->exited);
+        cgj_cost_replayed(a, t->exited);
+    }
     t->replaying = false;
     t->exited = false;
     uint64_t now = cgj_now_ns(), host_ns = now - t->begun_ns;

@@ -54,6 +54,7 @@ typedef struct cgj_cost {
     uint32_t unpaired;          /* eager probes in a row that found no replay at their place */
     uint64_t retry_at;          /* OFF: the run from which replay is tried again */
     uint32_t offs;              /* times turned off */
+    uint32_t short_streak;      /* replays in a row of a trace that cannot pay, to its end */
     bool no_graph;              /* turned off for want of a graph (OFF_NO_GRAPH) ... */
     uint32_t no_graph_retries;  /* ... and tried again since, for a longer step */
     uint32_t strikes;           /* judgements in a row that found replay slower */
@@ -128,8 +129,9 @@ void cgj_anchor_note_run(cgj_anchor_t *a, bool exited);
 /* a has a trace and the state to replay it: should this run be eager instead (an eager probe,
  * or the anchor is OFF)? May turn an OFF anchor back to REPLAY. */
 bool cgj_cost_eager(cgj_anchor_t *a);
-/* A trace was published: an anchor whose replay cannot pay goes OFF for good. */
-void cgj_cost_published(cgj_anchor_t *a);
+/* A replay of a ran to its end (or left its trace: exited): an anchor whose replay cannot pay
+ * goes OFF once its steps keep matching the short trace. */
+void cgj_cost_replayed(cgj_anchor_t *a, bool exited);
 /* An implicit step of OFF anchor a ran eagerly to its end, `calls` calls: one longer than the
  * trace of an anchor off for want of a graph has replay tried again. */
 void cgj_cost_off_ran(cgj_anchor_t *a, uint32_t calls);
