@@ -258,8 +258,10 @@ void cgj_libop_learn(cgj_oplist_t *a, uint32_t at, const cgj_oplist_t *b, const 
                 cgj_reason_format(&la->why_not, text, sizeof text));
         return;
     }
-    CGJ_LOG(trace, "op %u (%s) is absorbed: %u ops, free arguments %#x, %u derived values", at,
-            a->ops[at].call.api, la->nops, la->free_args, la->nfix);
+    /* Learned, not proven: used only under CGJIT_LIBS_LEARNED; otherwise the library runs. */
+    CGJ_LOG(trace, "op %u (%s) %s: %u ops, free arguments %#x, %u derived values", at, a->ops[at].call.api,
+            cgj_libop_learned() ? "is absorbed whole" : "would be absorbed whole under CGJIT_LIBS_LEARNED", la->nops,
+            la->free_args, la->nfix);
     for (uint32_t k = 0; k < la->nfix; k++) {
         static const char *const field[] = {"word at byte", "destination", "source"};
         const cgj_libfix_t *f = &la->fix[k];
