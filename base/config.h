@@ -87,6 +87,8 @@
       "where compiled fused kernels are kept between runs ('off': in memory only)") \
     X(NVRTC, STR, "", 0, 0, NULL, NONE, NULL, "libnvrtc.so.13, .12, the toolkit's",                    \
       "the NVRTC library fusion compiles with") \
+    X(FUSE_BACKGROUND, BOOL, 1, 0, 1, "fuse-background", BOOL, "0|1", NULL,                            \
+      "1: a fused kernel not in a cache is compiled by a thread while its chain replays unfused, and the step is built again once it is ready (no step waits for NVRTC); 0: compiled at the build") \
     X(DRIVER, STR, "libcuda.so.1", 0, 0, NULL, NONE, NULL, NULL,                                      \
       "the CUDA driver library cgjit forwards to (tests point it at a fake)")
 

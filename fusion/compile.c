@@ -41,11 +41,6 @@ typedef struct entry {
 static entry_t *mem;
 static uint32_t nmem, memcap;
 
-void cgj_fusion_compile_forked(void)
-{
-    pthread_mutex_init(&mem_lock, NULL);
-}
-
 static void *open_nvrtc(void)
 {
     const char *cuda = getenv("CUDA_HOME");
@@ -154,15 +149,10 @@ static const void *mem_add(const char *key, void *data, size_t size)
     return out;
 }
 
-const void *cgj_fusion_compile(const char *source, const char *arch, size_t *size, bool *cold, char *err,
-                               size_t errlen)
+/* The cached CUBIN for key, from memory or disk (then kept in memory too); NULL: a miss. */
+static const void *cached(const char *key, size_t *size)
 {
-    *cold = false;
-    err[0] = 0;
-    int version = cgj_fusion_nvrtc_version(err, errlen);
-    if (!version) return NULL;
-    char key[17], dir[1024];
-    cgj_fusion_cache_key(source, arch, version, key);
+    char dir[1024];
     pthread_mutex_lock(&mem_lock);
     const entry_t *e = mem_find(key);
     const void *hit = e ? e->data : NULL;
@@ -171,11 +161,161 @@ const void *cgj_fusion_compile(const char *source, const char *arch, size_t *siz
     if (hit) return hit;
     cgj_fusion_cache_dir(dir, sizeof dir);
     void *data = dir[0] ? cgj_fusion_cache_read(dir, key, size) : NULL;
-    if (!data) {
-        data = nvrtc_compile(source, arch, size, err, errlen);
-        if (!data) return NULL;
-        *cold = true;
-        if (dir[0]) cgj_fusion_cache_write(dir, key, data, *size);
-    }
+    return data ? mem_add(key, data, *size) : NULL;
+}
+
+/* NVRTC for key, the CUBIN stored in both caches; NULL with err. */
+static const void *compile_store(const char *key, const char *source, const char *arch, size_t *size, char *err,
+                                 size_t errlen)
+{
+    char dir[1024];
+    void *data = nvrtc_compile(source, arch, size, err, errlen);
+    if (!data) return NULL;
+    cgj_fusion_cache_dir(dir, sizeof dir);
+    if (dir[0]) cgj_fusion_cache_write(dir, key, data, *size);
     return mem_add(key, data, *size);
+}
+
+const void *cgj_fusion_compile(const char *source, const char *arch, size_t *size, bool *cold, char *err,
+                               size_t errlen)
+{
+    *cold = false;
+    err[0] = 0;
+    int version = cgj_fusion_nvrtc_version(err, errlen);
+    if (!version) return NULL;
+    char key[17];
+    cgj_fusion_cache_key(source, arch, version, key);
+    const void *hit = cached(key, size);
+    if (hit) return hit;
+    const void *made = compile_store(key, source, arch, size, err, errlen);
+    *cold = made != NULL;
+    return made;
+}
+
+/* ---- compiling in the background (CGJIT_FUSE_BACKGROUND) ----
+ * One worker thread, started at the first miss, compiles the queued sources in order into both
+ * caches. Tickets are numbered from 1 in queue order; `done` is the last one finished (compiled
+ * or failed: a failure is not cached, and the next build meets the miss again and compiles it
+ * itself, where its error becomes the chain's reason). */
+typedef struct job {
+    struct job *next;
+    uint64_t ticket;
+    char key[17], arch[32];
+    char *source;
+} job_t;
+
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;  /* a job came, or the process exits */
+static pthread_cond_t q_idle = PTHREAD_COND_INITIALIZER;  /* the worker compiles no more */
+static job_t *q_head, *q_tail;
+static uint64_t issued, done;
+static bool worker_up, compiling, stopping;
+
+/* At exit, the worker finishes the compile in progress and stops: NVRTC must not be running
+ * while the process tears down the libraries it uses. */
+static void stop_worker(void)
+{
+    pthread_mutex_lock(&q_lock);
+    stopping = true;
+    pthread_cond_broadcast(&q_cond);
+    while (compiling) pthread_cond_wait(&q_idle, &q_lock);
+    pthread_mutex_unlock(&q_lock);
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&q_lock);
+        while (!q_head && !stopping) pthread_cond_wait(&q_cond, &q_lock);
+        if (stopping) {
+            pthread_mutex_unlock(&q_lock);
+            return NULL;
+        }
+        job_t *j = q_head;
+        q_head = j->next;
+        if (!q_head) q_tail = NULL;
+        compiling = true;
+        pthread_mutex_unlock(&q_lock);
+        char err[200] = "";
+        size_t size = 0;
+        if (!cached(j->key, &size)) compile_store(j->key, j->source, j->arch, &size, err, sizeof err);
+        pthread_mutex_lock(&q_lock);
+        done = j->ticket;
+        compiling = false;
+        pthread_cond_broadcast(&q_idle);
+        pthread_mutex_unlock(&q_lock);
+        cgj_free(j->source);
+        cgj_free(j);
+    }
+}
+
+const void *cgj_fusion_compile_or_queue(const char *source, const char *arch, size_t *size, bool *cold,
+                                        uint64_t *ticket, char *err, size_t errlen)
+{
+    *ticket = 0;
+    if (!cgj_cfg.FUSE_BACKGROUND) return cgj_fusion_compile(source, arch, size, cold, err, errlen);
+    *cold = false;
+    err[0] = 0;
+    int version = cgj_fusion_nvrtc_version(err, errlen);
+    if (!version) return NULL;
+    char key[17];
+    cgj_fusion_cache_key(source, arch, version, key);
+    const void *hit = cached(key, size);
+    if (hit) return hit;
+    job_t *j = cgj_xcalloc(1, sizeof *j);
+    memcpy(j->key, key, sizeof j->key);
+    snprintf(j->arch, sizeof j->arch, "%s", arch);
+    j->source = cgj_xstrdup(source);
+    pthread_mutex_lock(&q_lock);
+    bool started = worker_up;
+    if (!worker_up && !stopping) {
+        static bool hooked;
+        if (!hooked) hooked = atexit(stop_worker) == 0;
+        pthread_t th;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        worker_up = pthread_create(&th, &at, worker, NULL) == 0;
+        pthread_attr_destroy(&at);
+        started = worker_up;
+    }
+    if (started) {
+        j->ticket = *ticket = ++issued;
+        if (q_tail) q_tail->next = j;
+        else q_head = j;
+        q_tail = j;
+        pthread_cond_signal(&q_cond);
+    }
+    pthread_mutex_unlock(&q_lock);
+    if (started) {
+        snprintf(err, errlen, "compiling in the background (ticket %llu)", (unsigned long long)*ticket);
+        return NULL;
+    }
+    cgj_free(j->source), cgj_free(j); /* no thread: compiled here */
+    const void *made = compile_store(key, source, arch, size, err, errlen);
+    *cold = made != NULL;
+    return made;
+}
+
+bool cgj_fusion_compiled(uint64_t ticket)
+{
+    pthread_mutex_lock(&q_lock);
+    bool ok = done >= ticket;
+    pthread_mutex_unlock(&q_lock);
+    return ok;
+}
+
+/* In a child after fork(): the worker is gone with its queue; what it had not compiled counts as
+ * done, so that anchors waiting for it build again (and meet the misses anew). */
+void cgj_fusion_compile_forked(void)
+{
+    pthread_mutex_init(&mem_lock, NULL);
+    pthread_mutex_init(&q_lock, NULL);
+    pthread_cond_init(&q_cond, NULL);
+    pthread_cond_init(&q_idle, NULL);
+    compiling = false;
+    q_head = q_tail = NULL; /* the jobs' memory was the parent's to free */
+    done = issued;
+    worker_up = false;
 }

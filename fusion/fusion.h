@@ -127,6 +127,12 @@ bool cgj_fusion_arch(char *arch, size_t len);
  * both). NULL with a message in err. The bytes belong to the cache. *cold: NVRTC ran. */
 const void *cgj_fusion_compile(const char *source, const char *arch, size_t *size, bool *cold, char *err,
                                size_t errlen);
+/* As cgj_fusion_compile, but under CGJIT_FUSE_BACKGROUND a miss is not compiled here: it is
+ * queued for a worker thread, and NULL comes back with *ticket (non-zero) and err saying so. */
+const void *cgj_fusion_compile_or_queue(const char *source, const char *arch, size_t *size, bool *cold,
+                                        uint64_t *ticket, char *err, size_t errlen);
+/* Has the worker finished every job up to `ticket` (compiled into the caches, or failed)? */
+bool cgj_fusion_compiled(uint64_t ticket);
 /* The NVRTC version as major*1000 + minor*10, 0 where NVRTC cannot be loaded (err says why). */
 int cgj_fusion_nvrtc_version(char *err, size_t errlen);
 
@@ -244,6 +250,8 @@ bool cgj_fusion_validate(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, CUfu
 typedef struct cgj_fusion_stats {
     uint32_t chains, ops, dropped;  /* chains fused and the ops they hold; chains dropped */
     uint32_t compiled_cold;         /* kernels NVRTC compiled (not found in a cache) */
+    uint32_t queued;                /* kernels left to the background worker (chains unfused) */
+    uint64_t ticket;                /* ... the last one's ticket (cgj_fusion_compiled) */
     uint64_t compile_ns, validate_ns;
 } cgj_fusion_stats_t;
 

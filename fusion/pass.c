@@ -68,12 +68,18 @@ static bool make_kernel(const cgj_fuse_chain_t *ch, CUfunction *f, cgj_fusion_st
     }
     char *src = cgj_fusion_codegen(ch);
     size_t size = 0;
+    uint64_t ticket = 0, t0 = cgj_now_ns();
     bool cold = false;
-    uint64_t t0 = cgj_now_ns();
-    const void *cubin = cgj_fusion_compile(src, arch, &size, &cold, err, sizeof err);
+    const void *cubin = cgj_fusion_compile_or_queue(src, arch, &size, &cold, &ticket, err, sizeof err);
     st->compile_ns += cgj_now_ns() - t0;
     st->compiled_cold += cold;
     cgj_free(src);
+    if (!cubin && ticket) {
+        st->queued++;
+        st->ticket = ticket;
+        cgj_reason_set(why, CGJ_REASON_FUSE_PENDING, CGJ_REASON_NO_OP, "%s", err);
+        return false;
+    }
     if (!cubin) {
         cgj_reason_set(why, CGJ_REASON_FUSE_COMPILE, CGJ_REASON_NO_OP, "%s", err);
         return false;

@@ -143,7 +143,9 @@
     X(EXIT_FUSED_CALL, "a library call of a fused chain has other arguments than recorded", \
       "the chain's kernel holds the recorded call; such runs replay up to it and a variant may follow") \
     X(FUSE_VALIDATE, "a fused kernel could not be validated (scratch memory or a launch failed)", \
-      "the device may be short of memory")
+      "the device may be short of memory") \
+    X(FUSE_PENDING, "a fused kernel is compiling in the background: the chain replays unfused until it is ready", \
+      "nothing to do: the step is built again, fused, once the compiler is done (CGJIT_FUSE_BACKGROUND=0 compiles at the build)")
 
 typedef enum cgj_reason_code {
 #define CGJ_REASON_ENUM(code, msg, hint) CGJ_REASON_##code,

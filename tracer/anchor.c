@@ -227,10 +227,11 @@ void cgj_anchor_trace_free(cgj_trace_t *tr)
     cgj_free(tr);
 }
 
-/* Give a's traces, graphs and pool regions back; it starts over from WARMUP. */
-static bool evict(cgj_anchor_t *a)
+/* Give a's traces, graphs and pool regions back; it starts over from WARMUP. The number of
+ * traces given back (0: a step runs it now, or the program holds blocks of its pool). */
+static uint32_t start_over(cgj_anchor_t *a)
 {
-    if (__atomic_exchange_n(&a->busy, 1, __ATOMIC_ACQUIRE)) return false; /* a step runs it now */
+    if (__atomic_exchange_n(&a->busy, 1, __ATOMIC_ACQUIRE)) return 0; /* a step runs it now */
     cgj_trace_t *gone[CGJ_MAX_VARIANTS_HARD];
     uint32_t n = 0;
     pthread_mutex_lock(&table_lock);
@@ -245,11 +246,27 @@ static bool evict(cgj_anchor_t *a)
     for (uint32_t k = 0; k < n; k++) cgj_anchor_trace_free(gone[k]);
     while (a->ndrafts) cgj_oplist_free(&a->drafts[--a->ndrafts]);
     __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
+    return n;
+}
+
+static bool evict(cgj_anchor_t *a)
+{
+    uint32_t n = start_over(a);
     if (n) {
         CGJ_STAT_ADD(anchors_evicted, 1);
         CGJ_LOG(trace, "anchor '%s' evicted: %u trace(s) and their memory given back (CGJIT_POOL_MAX_GB)", a->name, n);
     }
     return n > 0;
+}
+
+bool cgj_anchor_refuse(cgj_anchor_t *a)
+{
+    uint32_t n = start_over(a);
+    if (!n) return false;
+    a->fuse_ticket = 0;
+    a->refusions++;
+    CGJ_LOG(trace, "anchor '%s': its fused kernels are compiled: %u trace(s) given back, built again with them", a->name, n);
+    return true;
 }
 
 void cgj_anchor_make_room(const cgj_anchor_t *a, size_t bytes)

@@ -63,7 +63,7 @@
     X(WARMUP, BLACKLISTED, "a build or launch failed, or runs kept disagreeing")                \
     X(RECORD, BLACKLISTED, "a build or launch failed, or runs kept disagreeing")                \
     X(REPLAY, BLACKLISTED, "a launch failed, or most replays left the trace")                   \
-    X(REPLAY, WARMUP, "evicted: the pool was full and the anchor the coldest; it starts over")  \
+    X(REPLAY, WARMUP, "evicted (the pool was full and the anchor the coldest), or its fused kernels compiled in the background: it starts over")  \
     X(REPLAY, OFF, "replay cost more than eager execution (tracer/cost.c)")                      \
     X(OFF, REPLAY, "replay is tried again")
 

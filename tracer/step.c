@@ -9,6 +9,7 @@
  * thread's absorbed work (exits.c, cgj_step_observe) sees it whole.
  */
 #include "tracer/tracer.h"
+#include "fusion/fusion.h"
 #include "base/driver.h"
 #include "base/log.h"
 #include "base/timeline.h"
@@ -413,6 +414,8 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
     t->begun_ns = cgj_now_ns();
     t->ctx = NULL;
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&t->ctx);
+    if (CGJ_UNLIKELY(a->fuse_ticket) && a->state == CGJ_STATE_REPLAY && cgj_fusion_compiled(a->fuse_ticket))
+        cgj_anchor_refuse(a);
     cgj_anchor_t *own = take(t, a);
     static uint64_t serial;
     if (!own) {

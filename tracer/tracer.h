@@ -93,6 +93,9 @@ struct cgj_anchor {
     uint64_t last_used;     /* the begin serial of its last step (the coldest are evicted first) */
     uint32_t pool_failures; /* builds that found no pool memory ... */
     uint64_t pool_retry_at; /* ... and the run from which to try again */
+    uint64_t fuse_ticket;   /* a build left chains unfused for the background compiler: once it
+                             * is done with this ticket, the anchor starts over (cgj_anchor_refuse) */
+    uint32_t refusions;     /* times it started over for that */
     cgj_reason_t reason;    /* why blacklisted, or the last divergence, exit or abort */
     cgj_cost_t cost;        /* cost.c (touched by the thread running its step) */
     uint32_t gpu_id;        /* graphs/gpubusy.h's id of its figures (CGJIT_BUSY; 0: none yet) */
@@ -115,6 +118,9 @@ void cgj_anchor_make_room(const cgj_anchor_t *a, size_t bytes);
 void cgj_anchor_trace_free(cgj_trace_t *tr);
 void cgj_anchor_go(cgj_anchor_t *a, cgj_state_t to);
 /* A new variant of a, built: published to the API and the report, and the current one. */
+/* The fused kernels a's traces waited for are compiled: its traces go and it starts over from
+ * WARMUP, to be built again with them (at most twice; false where it cannot go now). */
+bool cgj_anchor_refuse(cgj_anchor_t *a);
 void cgj_anchor_publish(cgj_anchor_t *a, cgj_trace_t *tr);
 /* Keep r as the anchor's last event. */
 void cgj_anchor_note(cgj_anchor_t *a, const cgj_reason_t *r);

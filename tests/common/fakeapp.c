@@ -71,6 +71,9 @@ void fk_open(fk_t *fk)
     /* Small steps are graphs here, so that every test's few ops exercise the graphs (tests of
      * the eager small segments set CGJIT_GRAPH_MIN_OPS themselves). */
     setenv("CGJIT_GRAPH_MIN_OPS", "1", 0);
+    /* A fused kernel is compiled at the build, so that a test's trace holds it when built (the
+     * background compiler's own test sets CGJIT_FUSE_BACKGROUND=1). */
+    setenv("CGJIT_FUSE_BACKGROUND", "0", 0);
     fk->handle = dlopen(path, RTLD_NOW);
     cr_assert(fk->handle, "dlopen %s: %s", path, dlerror());
     fk->gpa = (__typeof__(fk->gpa))dlsym(fk->handle, "cuGetProcAddress_v2");

