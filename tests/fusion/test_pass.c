@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include "../tracer/replay_common.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -206,14 +207,20 @@ Test(fusion_pass, a_chain_compiles_in_the_background_and_the_step_is_built_again
         .name = "bg", .fn = chain_step, .steps = 4, .nbufs = 3,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(2)},
         .stats = {.fusions = IS(0), .traces_built = IS(1)}});
-    if (i.fuse_reason_code == CGJ_REASON_FUSE_COMPILE) return; /* no NVRTC here: nothing queued */
+    void *nvrtc = dlopen("libnvrtc.so.13", RTLD_LAZY);
+    if (!nvrtc) nvrtc = dlopen("/usr/local/cuda/lib64/libnvrtc.so", RTLD_LAZY);
+    if (!nvrtc) { /* no NVRTC here: nothing to queue */
+        assert_reason(&i, CGJ_REASON_FUSE_COMPILE);
+        return;
+    }
+    dlclose(nvrtc);
     assert_reason(&i, CGJ_REASON_FUSE_PENDING);
     bool again = false;
     for (int k = 0; k < 600 && !again; k++) { /* up to a minute for NVRTC on a loaded machine; four
                                                 * steps each: the build records two of them */
         usleep(100 * 1000);
         i = run_scenario(&(scenario_t){.name = "bg", .fn = chain_step, .steps = 4, .nbufs = 3});
-        again = stats_now().traces_built >= 2;
+        again = i.fuse_reason_code != CGJ_REASON_FUSE_PENDING; /* built again */
     }
     cr_assert(again, "the anchor was not built again after the background compile");
     assert_reason(&i, CGJ_REASON_FUSE_COMPILE);
