@@ -176,15 +176,21 @@ static const void *compile_store(const char *key, const char *source, const char
     return mem_add(key, data, *size);
 }
 
+/* The cache key of source on arch; false where NVRTC cannot be loaded (err says why). */
+static bool keyed(const char *source, const char *arch, char key[17], char *err, size_t errlen)
+{
+    err[0] = 0;
+    int version = cgj_fusion_nvrtc_version(err, errlen);
+    if (version) cgj_fusion_cache_key(source, arch, version, key);
+    return version != 0;
+}
+
 const void *cgj_fusion_compile(const char *source, const char *arch, size_t *size, bool *cold, char *err,
                                size_t errlen)
 {
-    *cold = false;
-    err[0] = 0;
-    int version = cgj_fusion_nvrtc_version(err, errlen);
-    if (!version) return NULL;
     char key[17];
-    cgj_fusion_cache_key(source, arch, version, key);
+    *cold = false;
+    if (!keyed(source, arch, key, err, errlen)) return NULL;
     const void *hit = cached(key, size);
     if (hit) return hit;
     const void *made = compile_store(key, source, arch, size, err, errlen);
@@ -255,12 +261,9 @@ const void *cgj_fusion_compile_or_queue(const char *source, const char *arch, si
 {
     *ticket = 0;
     if (!cgj_cfg.FUSE_BACKGROUND) return cgj_fusion_compile(source, arch, size, cold, err, errlen);
-    *cold = false;
-    err[0] = 0;
-    int version = cgj_fusion_nvrtc_version(err, errlen);
-    if (!version) return NULL;
     char key[17];
-    cgj_fusion_cache_key(source, arch, version, key);
+    *cold = false;
+    if (!keyed(source, arch, key, err, errlen)) return NULL;
     const void *hit = cached(key, size);
     if (hit) return hit;
     job_t *j = cgj_xcalloc(1, sizeof *j);
