@@ -17,6 +17,35 @@
 static bool pinned_ok;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* The pinned chunks the arena took from the driver (cgj_hostmem_owns): a fixed table, read
+ * without a lock (entries are published whole before the count that covers them). */
+enum { MAX_CHUNKS = 4096 };
+static struct {
+    uintptr_t base;
+    size_t size;
+} chunks[MAX_CHUNKS];
+static uint32_t nchunks;
+static pthread_mutex_t chunks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_chunk(const void *p, size_t size)
+{
+    pthread_mutex_lock(&chunks_lock);
+    uint32_t n = __atomic_load_n(&nchunks, __ATOMIC_RELAXED);
+    if (n < MAX_CHUNKS) {
+        chunks[n].base = (uintptr_t)p, chunks[n].size = size;
+        __atomic_store_n(&nchunks, n + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&chunks_lock);
+}
+
+bool cgj_hostmem_owns(uintptr_t base, size_t size)
+{
+    uint32_t n = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++)
+        if (base < chunks[i].base + chunks[i].size && chunks[i].base < base + size) return true;
+    return false;
+}
+
 #ifdef CGJ_HAVE_JEMALLOC
 static int pinned_flags;
 
@@ -29,6 +58,7 @@ static void *pinned_extent_alloc(extent_hooks_t *h, void *new_addr, size_t size,
     void *p = NULL;
     size_t pad = align > 4096 ? align : 0; /* cuMemHostAlloc gives page-aligned memory */
     if (cgj_drv.r_cuMemHostAlloc(&p, size + pad, 0) != CUDA_SUCCESS) return NULL;
+    note_chunk(p, size + pad);
     uintptr_t a = ((uintptr_t)p + (align - 1)) & ~(uintptr_t)(align - 1);
     if (*zero) memset((void *)a, 0, size);
     *commit = true;
@@ -91,6 +121,7 @@ static void *bump_staging(size_t n)
             pthread_mutex_unlock(&lock);
             return NULL;
         }
+        note_chunk(p, sz);
         chunk = p, size = sz, used = 0;
     }
     void *p = chunk + used;

@@ -41,6 +41,7 @@
  */
 #define _GNU_SOURCE /* a writer-first read-write lock, where glibc has one */
 #include "tracer/tracer.h"
+#include "allocator/hostmem.h"
 #include "allocator/live.h"
 #include "allocator/pointers.h"
 #include "graphs/graph.h"
@@ -224,7 +225,10 @@ static void own_note(CUdeviceptr base, size_t size, bool add)
     cgj_spin_unlock(&own_lock);
 }
 
-/* Leave out of s the ranges that overlap a shadow (and give their copies no bytes). */
+/* Leave out of s the ranges that overlap a shadow, or cgjit's pinned staging (and give their
+ * copies no bytes). Staging is the graph's input, written when replay absorbed the copies that
+ * the segment's calls made for real: put back as it was at the segment's start, it would feed
+ * the graph the last step's bytes (a divergence of verify's own making). */
 static void drop_own(vset_t *s)
 {
     cgj_spin_lock(&own_lock);
@@ -233,6 +237,8 @@ static void drop_own(vset_t *s)
             if (own[k].base && s->r[i].base < own[k].base + own[k].size && own[k].base < s->r[i].base + s->r[i].size)
                 s->r[i].base = 0;
     cgj_spin_unlock(&own_lock);
+    for (uint32_t i = 0; i < s->n; i++)
+        if (s->r[i].base && cgj_hostmem_owns((uintptr_t)s->r[i].base, s->r[i].size)) s->r[i].base = 0;
 }
 
 static void shadows_free(struct cgj_verify *v)

@@ -62,6 +62,12 @@ Test(allocator_hostmem, staging_is_pinned_and_aligned)
                                                      (CUdeviceptr)(uintptr_t)bufs[i]),
                      CUDA_SUCCESS, "staging buffer %d is not pinned memory", i);
         cr_assert_eq(type, CU_MEMORYTYPE_HOST);
+        cr_assert(cgj_hostmem_owns((uintptr_t)bufs[i], n), "staging buffer %d is not known as cgjit's own", i);
     }
     for (int i = 1; i < 64; i++) cr_assert_neq(bufs[i], bufs[i - 1]);
+    /* The program's own pinned memory is not cgjit's. */
+    void *mine = NULL;
+    cr_assert_eq(cgj_drv.r_cuMemHostAlloc(&mine, 4096, 0), CUDA_SUCCESS);
+    cr_assert(!cgj_hostmem_owns((uintptr_t)mine, 4096), "the program's pinned memory taken for cgjit's");
+    cr_assert(!cgj_hostmem_owns(4096, 4096));
 }
