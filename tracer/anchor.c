@@ -261,8 +261,13 @@ static bool evict(cgj_anchor_t *a)
 
 bool cgj_anchor_refuse(cgj_anchor_t *a)
 {
+    uint64_t runs = __atomic_load_n(&a->runs, __ATOMIC_RELAXED);
+    if (runs < a->refuse_at) return false;
     uint32_t n = start_over(a);
-    if (!n) return false;
+    if (!n) { /* the program holds blocks of its pool: looked at again in 64 runs, not at each */
+        a->refuse_at = runs + 64;
+        return false;
+    }
     a->fuse_ticket = 0;
     a->refusions++;
     CGJ_LOG(trace, "anchor '%s': its fused kernels are compiled: %u trace(s) given back, built again with them", a->name, n);

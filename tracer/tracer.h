@@ -96,6 +96,7 @@ struct cgj_anchor {
     uint64_t fuse_ticket;   /* a build left chains unfused for the background compiler: once it
                              * is done with this ticket, the anchor starts over (cgj_anchor_refuse) */
     uint32_t refusions;     /* times it started over for that */
+    uint64_t refuse_at;     /* ... not before this run (it could not: pool blocks were held) */
     cgj_reason_t reason;    /* why blacklisted, or the last divergence, exit or abort */
     cgj_cost_t cost;        /* cost.c (touched by the thread running its step) */
     uint32_t gpu_id;        /* graphs/gpubusy.h's id of its figures (CGJIT_BUSY; 0: none yet) */
