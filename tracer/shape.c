@@ -371,16 +371,19 @@ static inline bool slot_eq(const void *a, const void *b, uint32_t n)
 }
 
 /* The guard of the common absorbed call, without its generality: a kernel launched exactly as
- * the op recorded it (same wrapper, stream, function, kernelParams form without attributes,
+ * the op holds it (same wrapper, stream, function, kernelParams form without attributes,
  * launch dimensions and constant parameters). True when the full guard would hold without
  * promoting anything; the varying slots are taken then, as it takes them. False says nothing:
- * the call gets the full guard. */
+ * the call gets the full guard. An op whose values are patched (listed) qualifies too: its
+ * launch dimensions are those of the last run, which the full guard would take again as they
+ * are, and its varying slots are taken here (a decoder's kernels, whose position changes every
+ * step, are such ops: each of them took the full guard before). */
 static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
 {
     const __typeof__(c->u.k) *x = &o->call.u.k, *y = &c->u.k;
     cgj_kparams_t *kp = o->kp;
     if (c->kind != CGJ_OP_KERNEL || o->call.kind != CGJ_OP_KERNEL || !kp || kp->extra_form || !y->params ||
-        (o->listed && !o->fixed) || o->call.api != c->api || o->call.stream != c->stream || x->f != y->f ||
+        o->call.api != c->api || o->call.stream != c->stream || x->f != y->f ||
         y->blob || x->blob || y->nattrs || x->nattrs || x->smem != y->smem || x->grid[0] != y->grid[0] ||
         x->grid[1] != y->grid[1] || x->grid[2] != y->grid[2] || x->block[0] != y->block[0] ||
         x->block[1] != y->block[1] || x->block[2] != y->block[2])
