@@ -166,7 +166,7 @@ static inline int cgj_stats(cgj_stats_t *out)
     X(RECORD, "second run: executes eagerly, compared with the draft")             \
     X(REPLAY, "replays a built graph; divergent runs leave it at a side exit")      \
     X(BLACKLISTED, "runs eagerly for good; see the reason")                        \
-    X(OFF, "replay did not pay: runs eagerly for now and tries again later, or for good where it cannot pay (OFF_NO_GRAPH); see the reason")
+    X(OFF, "replay did not pay: runs eagerly for now and tries again later, or, where it cannot pay (OFF_NO_GRAPH), until a longer step comes; see the reason")
 
 typedef enum cgj_state {
 #define CGJ_STATE_ENUM(name, doc) CGJ_STATE_##name,
