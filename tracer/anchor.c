@@ -262,14 +262,14 @@ static bool evict(cgj_anchor_t *a)
 bool cgj_anchor_refuse(cgj_anchor_t *a)
 {
     uint64_t runs = __atomic_load_n(&a->runs, __ATOMIC_RELAXED);
-    if (runs < a->refuse_at) return false;
+    if (runs < __atomic_load_n(&a->refuse_at, __ATOMIC_RELAXED)) return false;
     uint32_t n = start_over(a);
     if (!n) { /* the program holds blocks of its pool: looked at again in 64 runs, not at each */
-        a->refuse_at = runs + 64;
+        __atomic_store_n(&a->refuse_at, runs + 64, __ATOMIC_RELAXED);
         return false;
     }
-    a->fuse_ticket = 0;
-    a->refusions++;
+    __atomic_store_n(&a->fuse_ticket, 0, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->refusions, 1, __ATOMIC_RELAXED);
     CGJ_LOG(trace, "anchor '%s': its fused kernels are compiled: %u trace(s) given back, built again with them", a->name, n);
     return true;
 }

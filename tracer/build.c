@@ -166,7 +166,8 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
         return;
     }
     cgj_anchor_publish(a, tr);
-    if (fs.queued && a->refusions < 2) a->fuse_ticket = fs.ticket; /* built again once compiled */
+    if (fs.queued && __atomic_load_n(&a->refusions, __ATOMIC_RELAXED) < 2) /* built again once compiled */
+        __atomic_store_n(&a->fuse_ticket, fs.ticket, __ATOMIC_RELAXED);
     CGJ_STAT_ADD(traces_built, 1);
     CGJ_LOG(trace, "anchor '%s': variant %u built: %u ops, %u kernels, %u segment(s), %u varying slot(s)",
             a->name, a->nvariants, tr->list.n, tr->kernels, tr->nsegs, tr->varying_slots);

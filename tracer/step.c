@@ -414,8 +414,8 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
     t->begun_ns = cgj_now_ns();
     t->ctx = NULL;
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&t->ctx);
-    if (CGJ_UNLIKELY(a->fuse_ticket) && a->state == CGJ_STATE_REPLAY && cgj_fusion_compiled(a->fuse_ticket))
-        cgj_anchor_refuse(a);
+    uint64_t ticket = __atomic_load_n(&a->fuse_ticket, __ATOMIC_RELAXED); /* fusion's compiler: built again */
+    if (CGJ_UNLIKELY(ticket) && cgj_fusion_compiled(ticket)) cgj_anchor_refuse(a);
     cgj_anchor_t *own = take(t, a);
     static uint64_t serial;
     if (!own) {
