@@ -185,19 +185,6 @@ static bool keyed(const char *source, const char *arch, char key[17], char *err,
     return version != 0;
 }
 
-const void *cgj_fusion_compile(const char *source, const char *arch, size_t *size, bool *cold, char *err,
-                               size_t errlen)
-{
-    char key[17];
-    *cold = false;
-    if (!keyed(source, arch, key, err, errlen)) return NULL;
-    const void *hit = cached(key, size);
-    if (hit) return hit;
-    const void *made = compile_store(key, source, arch, size, err, errlen);
-    *cold = made != NULL;
-    return made;
-}
-
 /* ---- compiling in the background (CGJIT_FUSE_BACKGROUND) ----
  * One worker thread, started at the first miss, compiles the queued sources in order into both
  * caches. Tickets are numbered from 1 in queue order; `done` is the last one finished (compiled
@@ -256,22 +243,11 @@ static void *worker(void *arg)
     }
 }
 
-const void *cgj_fusion_compile_or_queue(const char *source, const char *arch, size_t *size, bool *cold,
-                                        uint64_t *ticket, char *err, size_t errlen)
+/* Queue source for the worker, started at the first job: its ticket, 0 where no thread runs. */
+static uint64_t enqueue(const char *key, const char *source, const char *arch)
 {
-    *ticket = 0;
-    if (!cgj_cfg.FUSE_BACKGROUND) return cgj_fusion_compile(source, arch, size, cold, err, errlen);
-    char key[17];
-    *cold = false;
-    if (!keyed(source, arch, key, err, errlen)) return NULL;
-    const void *hit = cached(key, size);
-    if (hit) return hit;
-    job_t *j = cgj_xcalloc(1, sizeof *j);
-    memcpy(j->key, key, sizeof j->key);
-    snprintf(j->arch, sizeof j->arch, "%s", arch);
-    j->source = cgj_xstrdup(source);
+    uint64_t ticket = 0;
     pthread_mutex_lock(&q_lock);
-    bool started = worker_up;
     if (!worker_up && !stopping) {
         static bool hooked;
         if (!hooked) hooked = atexit(stop_worker) == 0;
@@ -281,24 +257,52 @@ const void *cgj_fusion_compile_or_queue(const char *source, const char *arch, si
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
         worker_up = pthread_create(&th, &at, worker, NULL) == 0;
         pthread_attr_destroy(&at);
-        started = worker_up;
     }
-    if (started) {
-        j->ticket = *ticket = ++issued;
+    if (worker_up) {
+        job_t *j = cgj_xcalloc(1, sizeof *j);
+        memcpy(j->key, key, sizeof j->key);
+        snprintf(j->arch, sizeof j->arch, "%s", arch);
+        j->source = cgj_xstrdup(source);
+        j->ticket = ticket = ++issued;
         if (q_tail) q_tail->next = j;
         else q_head = j;
         q_tail = j;
         pthread_cond_signal(&q_cond);
     }
     pthread_mutex_unlock(&q_lock);
-    if (started) {
+    return ticket;
+}
+
+/* From a cache, else queued for the worker where `ticket` is given and the option is on, else
+ * compiled here. */
+static const void *compile(const char *source, const char *arch, size_t *size, bool *cold, uint64_t *ticket,
+                           char *err, size_t errlen)
+{
+    char key[17];
+    *cold = false;
+    if (ticket) *ticket = 0;
+    if (!keyed(source, arch, key, err, errlen)) return NULL;
+    const void *hit = cached(key, size);
+    if (hit) return hit;
+    if (ticket && cgj_cfg.FUSE_BACKGROUND && (*ticket = enqueue(key, source, arch))) {
         snprintf(err, errlen, "compiling in the background (ticket %llu)", (unsigned long long)*ticket);
         return NULL;
     }
-    cgj_free(j->source), cgj_free(j); /* no thread: compiled here */
     const void *made = compile_store(key, source, arch, size, err, errlen);
     *cold = made != NULL;
     return made;
+}
+
+const void *cgj_fusion_compile(const char *source, const char *arch, size_t *size, bool *cold, char *err,
+                               size_t errlen)
+{
+    return compile(source, arch, size, cold, NULL, err, errlen);
+}
+
+const void *cgj_fusion_compile_or_queue(const char *source, const char *arch, size_t *size, bool *cold,
+                                        uint64_t *ticket, char *err, size_t errlen)
+{
+    return compile(source, arch, size, cold, ticket, err, errlen);
 }
 
 bool cgj_fusion_compiled(uint64_t ticket)
