@@ -281,6 +281,15 @@ static CUresult copy_set(const vset_t *s, CUdeviceptr shadow, bool out, uint32_t
     return r;
 }
 
+/* The eager results back in the program's memory (as far as E was taken), done before the
+ * program's next call: cuMemcpy between device allocations returns before the GPU has done it. */
+static void restore_eager(struct cgj_verify *v)
+{
+    uint32_t bad;
+    copy_set(&v->set, v->e, false, &bad);
+    cgj_graph_ctx_sync(NULL, false);
+}
+
 /* The copies failed on range `bad` with r: not checked, with what failed. */
 static void copy_failed(cgj_thread_t *t, const vset_t *s, uint32_t bad, CUresult r)
 {
@@ -383,8 +392,7 @@ bool cgj_verify_before(cgj_thread_t *t)
     if (r == CUDA_SUCCESS) r = cgj_graph_ctx_sync(NULL, false);
     if (r != CUDA_SUCCESS) {
         v->active = false;
-        copy_set(&v->set, v->e, false, &bad); /* as far as E was taken: eager results kept */
-        cgj_graph_ctx_sync(NULL, false);
+        restore_eager(v); /* eager results kept */
         window_leave();
         copy_failed(t, &v->set, bad, r);
         return false;
@@ -467,10 +475,8 @@ static void report(cgj_thread_t *t, const vrange_t *r, const diff_t *d)
 void cgj_verify_after(cgj_thread_t *t, CUresult launched)
 {
     struct cgj_verify *v = t->verify;
-    uint32_t bad;
     if (launched != CUDA_SUCCESS) { /* exits.c re-issues nothing: the calls ran already */
-        copy_set(&v->set, v->e, false, &bad);
-        cgj_graph_ctx_sync(NULL, false);
+        restore_eager(v);
         window_leave();
         return;
     }
@@ -492,10 +498,7 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched)
             differs = true;
         }
     }
-    if (differs) { /* the program goes on with eager results, put back before its next call */
-        copy_set(&v->set, v->e, false, &bad);
-        cgj_graph_ctx_sync(NULL, false);
-    }
+    if (differs) restore_eager(v); /* the program goes on with eager results */
     window_leave();
 }
 
