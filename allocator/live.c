@@ -1,7 +1,6 @@
 /* live.c — see live.h. */
 #include "allocator/live.h"
 #include "base/mem.h"
-#include "base/config.h"
 #include "base/map.h"
 #include "base/spin.h"
 
@@ -16,11 +15,6 @@ static int lock;
 static cgj_map_t index_of; /* base -> index in ranges */
 static range_t *ranges;
 static uint32_t n, cap;
-
-bool cgj_live_on(void)
-{
-    return cgj_cfg.VERIFY_ALL != 0;
-}
 
 void cgj_live_add(CUdeviceptr base, size_t size)
 {

@@ -4,9 +4,9 @@
  * CGJIT_VERIFY_ALL checks a replayed graph against all of it, not only the allocations its ops
  * name: a kernel that writes through a pointer stored in device memory, or past the allocation
  * its parameter names, writes where no op points, and only a copy of everything can catch and
- * undo that. Kept only while the option is on (cgj_live_on): every cuMemAlloc, cuMemAllocPitch,
- * cuMemAllocAsync and cuMemAllocFromPoolAsync that returns memory adds its range, every free
- * through cgjit removes it. Memory mapped with cuMemMap (PyTorch's expandable segments) is not
+ * undo that. Kept only while the option is on (the wrappers ask cgj_cfg.VERIFY_ALL): every
+ * cuMemAlloc, cuMemAllocPitch, cuMemAllocAsync and cuMemAllocFromPoolAsync that returns memory
+ * adds its range, every free through cgjit removes it. Memory mapped with cuMemMap (PyTorch's expandable segments) is not
  * seen here: verify finds it through the ops that name it.
  */
 #ifndef CGJ_LIVE_H
@@ -16,8 +16,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Is the registry kept (CGJIT_VERIFY_ALL)? Read once, at the first call. */
-bool cgj_live_on(void);
 void cgj_live_add(CUdeviceptr base, size_t size);
 void cgj_live_remove(CUdeviceptr base);
 /* Every range held now, oldest first, to fn; how many. */

@@ -203,15 +203,6 @@ void cgj_gpubusy_resolve(void)
     pthread_mutex_unlock(&lock);
 }
 
-void cgj_gpubusy_settle(void)
-{
-    pthread_mutex_lock(&lock);
-    if (pending) resolve_pending();
-    for (uint32_t i = 1; i < CGJ_GPUBUSY_MAX_IDS; i++)
-        if (accs[i].n) settle_below(&accs[i], UINT64_MAX);
-    pthread_mutex_unlock(&lock);
-}
-
 void cgj_gpubusy_reset(void)
 {
     pthread_mutex_lock(&lock);

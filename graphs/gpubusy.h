@@ -50,8 +50,6 @@ void cgj_gpubusy_note_external(uint32_t correlation, uint64_t external);
 void cgj_gpubusy_note_call(uint32_t correlation);
 void cgj_gpubusy_note_work(uint32_t correlation, uint64_t start, uint64_t end);
 void cgj_gpubusy_resolve(void);
-/* Count every step whose pieces are held (their records are all in). */
-void cgj_gpubusy_settle(void);
 /* Forget everything (tests). */
 void cgj_gpubusy_reset(void);
 

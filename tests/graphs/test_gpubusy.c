@@ -20,12 +20,6 @@ static void setup(void)
 
 TestSuite(gpubusy, .init = setup);
 
-static void figures(uint32_t id, uint64_t *busy, uint64_t *steps)
-{
-    cgj_gpubusy_settle();
-    cgj_gpubusy_figures(id, busy, steps);
-}
-
 Test(gpubusy, a_step_is_the_union_of_its_work)
 {
     uint32_t id = cgj_gpubusy_id();
@@ -37,7 +31,7 @@ Test(gpubusy, a_step_is_the_union_of_its_work)
     cgj_gpubusy_note_work(8, 240, 300);
     cgj_gpubusy_note_work(7, 400, 410); /* after a gap */
     uint64_t busy, steps;
-    figures(id, &busy, &steps);
+    cgj_gpubusy_figures(id, &busy, &steps);
     cr_assert_eq(steps, 1);
     cr_assert_eq(busy, 200 + 10, "busy %llu", (unsigned long long)busy);
 }
@@ -68,14 +62,14 @@ Test(gpubusy, untagged_and_late_work_does_not_count)
     cgj_gpubusy_note_external(4, EXT(b, 1));
     cgj_gpubusy_note_work(4, 0, 7);
     uint64_t busy, steps;
-    figures(a, &busy, &steps);
+    cgj_gpubusy_figures(a, &busy, &steps);
     cr_assert_eq(steps, 2);
     cr_assert_eq(busy, 80 + 50);
     cgj_gpubusy_note_work(2, 200, 300); /* after its step was counted: left out */
-    figures(a, &busy, &steps);
+    cgj_gpubusy_figures(a, &busy, &steps);
     cr_assert_eq(steps, 2);
     cr_assert_eq(busy, 130);
-    figures(b, &busy, &steps);
+    cgj_gpubusy_figures(b, &busy, &steps);
     cr_assert_eq(steps, 1);
     cr_assert_eq(busy, 7);
     cr_assert_not(cgj_gpubusy_figures(0, &busy, &steps));
@@ -99,7 +93,7 @@ Test(gpubusy, work_before_its_call_waits_for_it)
     cgj_gpubusy_note_external(12, EXT(id, 2));
     cgj_gpubusy_note_call(12);
     cgj_gpubusy_resolve();
-    figures(id, &busy, &steps);
+    cgj_gpubusy_figures(id, &busy, &steps);
     cr_assert_eq(steps, 2);
     cr_assert_eq(busy, 40 + 10);
 }
@@ -110,7 +104,7 @@ Test(gpubusy, a_step_of_very_many_pieces_keeps_their_union)
     cgj_gpubusy_note_external(9, EXT(id, 1));
     for (uint32_t i = 0; i < 200000; i++) cgj_gpubusy_note_work(9, (i % 1000) * 10, (i % 1000) * 10 + 5);
     uint64_t busy, steps;
-    figures(id, &busy, &steps);
+    cgj_gpubusy_figures(id, &busy, &steps);
     cr_assert_eq(steps, 1);
     cr_assert_eq(busy, 1000 * 5);
 }
@@ -153,7 +147,7 @@ Test(gpubusy, the_report_accounts_for_every_piece)
     cgj_gpubusy_note_work(0, 0, 10);  /* tied to no call */
     cgj_gpubusy_note_work(77, 0, 10); /* its call never recorded */
     uint64_t busy, steps;
-    figures(id, &busy, &steps);
+    cgj_gpubusy_figures(id, &busy, &steps);
     cgj_gpubusy_note_work(1, 20, 30); /* late */
     char text[400];
     cr_assert_str_eq(cgj_gpubusy_describe(text, sizeof text),
