@@ -504,7 +504,8 @@ static int end_locked(cgj_thread_t *t)
     } else if (a) {
         __atomic_fetch_add(&a->replay_ns, host_ns, __ATOMIC_RELAXED);
     }
-    if (a && t->implicit && mode == CGJ_MODE_EAGER && a->state == CGJ_STATE_OFF) cgj_cost_off_ran(a, t->sync_calls + 1); /* the call that began it, and those that stayed */
+    if (a && t->implicit && mode == CGJ_MODE_EAGER) /* the call that began it, and those that stayed */
+        cgj_cost_off_ran(a, t->sync_calls + 1);
     if (a) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
     gpubusy_end();
     t->anchor = NULL;

@@ -139,8 +139,8 @@ bool cgj_cost_eager(cgj_anchor_t *a);
 /* A replay of a ran to its end (or left its trace: exited): an anchor whose replay cannot pay
  * goes OFF once its steps keep matching the short trace. */
 void cgj_cost_replayed(cgj_anchor_t *a, bool exited);
-/* An implicit step of OFF anchor a ran eagerly to its end, `calls` calls: one longer than the
- * trace of an anchor off for want of a graph has replay tried again. */
+/* An implicit step of a ran eagerly to its end, `calls` calls: an anchor off for want of a
+ * graph whose trace is shorter has replay tried again. */
 void cgj_cost_off_ran(cgj_anchor_t *a, uint32_t calls);
 /* A step of a begins at `now` on `thread` as a run of `kind`, after a step of `pred` there (NULL:
  * none): the period since its last begin there is a figure of the last run's kind; may turn the

@@ -256,8 +256,8 @@ Test(tracer_cost, a_strike_is_confirmed_on_pairs_of_its_own)
 /* A step too small for a graph (2 ops, CGJIT_GRAPH_MIN_OPS 3) makes, replayed, the calls eager
  * execution makes, with cgjit's guards around them: it cannot pay. Its anchor goes OFF
  * (OFF_NO_GRAPH) once its trace has replayed to its end 8 times in a row, and no run of it is
- * ever an eager probe: from then on it costs nothing to measure. A step as short that allocates inside (served from the pool when
- * replayed) may pay, and keeps replaying. */
+ * ever an eager probe: from then on it costs nothing to measure. A step as short that allocates
+ * inside (served from the pool when replayed) may pay, and keeps replaying. */
 static void cost_small_setup(void)
 {
     setenv("CGJIT_GRAPH_MIN_OPS", "3", 1);
@@ -305,7 +305,7 @@ Test(tracer_cost_small, a_short_step_pins_no_staging_for_its_copies)
     cgj_trace_info_t i = run_traced_fn("small_copy", 20, big_copy_step);
     fk.get_counts(&after);
     cr_assert_str_eq(cgj_reason_name(i.reason_code), "OFF_NO_GRAPH", "%s", i.reason);
-    cr_assert_eq(after.host_allocs, before.host_allocs, "%lu pinned allocations for a step that never replays",
+    cr_assert_eq(after.host_allocs, before.host_allocs, "%lu pinned allocations for a step that launches no graph",
                  after.host_allocs - before.host_allocs);
 }
 

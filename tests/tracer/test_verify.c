@@ -201,13 +201,7 @@ Test(tracer_verify, a_write_through_a_pointer_in_memory_escapes_the_named_memory
     cells_point_at(&b, 1);
     int differs = 0;
     for (int s = 0; s < STEPS; s++) {
-        g_traced = false;
-        through_a_cell(s, b.e, NULL);
-        cr_assert_eq(cgj_trace_begin("verify_cell"), CGJ_OK);
-        g_traced = true;
-        through_a_cell(s, b.t, NULL);
-        g_traced = false;
-        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        step_pair("verify_cell", through_a_cell, s, &b, NULL);
         float he[N], ht[N];
         OK(fk.dtoh(he, b.e[1], sizeof he));
         OK(fk.dtoh(ht, b.t[1], sizeof ht));
