@@ -184,6 +184,8 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuGraphDestroy, cuGraphDestroy)                                         \
     D(cuGraphExecDestroy, cuGraphExecDestroy)                                 \
     D(cuGraphKernelNodeGetParams_v2, cuGraphKernelNodeGetParams)              \
+    D(cuGraphKernelNodeSetAttribute, cuGraphKernelNodeSetAttribute)           \
+    D(cuGraphKernelNodeGetAttribute, cuGraphKernelNodeGetAttribute)           \
     D(cuGraphExecKernelNodeSetParams_v2, cuGraphExecKernelNodeSetParams)      \
     D(cuGraphMemcpyNodeGetParams, cuGraphMemcpyNodeGetParams)                 \
     D(cuGraphMemsetNodeGetParams, cuGraphMemsetNodeGetParams)                 \

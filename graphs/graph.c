@@ -1,5 +1,6 @@
 /* graph.c — capture, instantiation and launch of a trace's segments; see graph.h. */
 #include "graphs/graph.h"
+#include "graphs/devpatch.h"
 #include "base/config.h"
 #include "base/driver.h"
 #include "base/log.h"
@@ -339,6 +340,33 @@ CUresult cgj_graph_ctx_sync(CUcontext ctx, bool v2)
 void cgj_graph_forked(void)
 {
     pthread_rwlock_init(&sync_gate, NULL);
+    cgj_devpatch_forked();
+}
+
+/* A kernel whose parameters vary, patched on the GPU where its segment has enough of them. */
+static bool gpu_patchable(const cgj_op_t *o)
+{
+    return o->call.kind == CGJ_OP_KERNEL && o->node && o->kp && o->kp->nvarying;
+}
+
+/* The segment's kernels patched every run are made device-updatable where there are at least
+ * CGJIT_DEVICE_PATCH of them (devpatch.h): before instantiation, which takes the attribute. */
+static void mark_for_gpu(cgj_trace_t *t, cgj_segment_t *seg)
+{
+    uint32_t want = 0, marked = 0;
+    seg->patcher = NULL;
+    for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].devnode = NULL;
+    for (uint32_t j = 0; j < seg->npatch; j++) want += gpu_patchable(&t->list.ops[seg->patch[j]]);
+    if (!cgj_cfg.DEVICE_PATCH || want < (uint32_t)cgj_cfg.DEVICE_PATCH) return;
+    CUfunction fn = cgj_devpatch_kernel(t->ctx);
+    if (!fn) return;
+    for (uint32_t j = 0; j < seg->npatch; j++) {
+        cgj_op_t *o = &t->list.ops[seg->patch[j]];
+        if (gpu_patchable(o) && cgj_devpatch_mark(o->node, &o->devnode)) marked++;
+    }
+    if (marked) seg->patcher = fn;
+    CGJ_LOG(graphs, "segment of ops %u-%u: %u of %u kernels to patch are patched on the GPU", seg->first, seg->end,
+            marked, want);
 }
 
 static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_reason_t *why)
@@ -359,6 +387,7 @@ static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_
     seg->graph = g;
     if (!ok) return false;
     if (r != CUDA_SUCCESS) FAIL(CAPTURE, NO_OP, "cuStreamEndCapture: %s", cgj_driver_errstr(r));
+    mark_for_gpu(t, seg);
     uint64_t t0 = cgj_now_ns();
     r = cgj_drv.r_cuGraphInstantiateWithFlags(&seg->exec, g, 0);
     t->instantiate_ns += cgj_now_ns() - t0;
@@ -425,7 +454,58 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
 
 /* ---- patching: the run's values into the executable graph, node by node ---- */
 
-static CUresult patch_kernel(CUgraphExec exec, cgj_op_t *o, bool *did)
+/* The updates queued for the GPU since the last patch kernel launched, and their ops: what
+ * the graph holds for an op is its run's values only once its updates are launched. */
+typedef struct gpu_queue {
+    cgj_devpatch_batch_t b;
+    cgj_op_t *ops[CGJ_DEVPATCH_ENTRIES];
+    uint32_t nops;
+} gpu_queue_t;
+
+static CUresult gpu_flush(gpu_queue_t *q)
+{
+    CUresult r = cgj_devpatch_flush(&q->b);
+    for (uint32_t i = 0; i < q->nops && r == CUDA_SUCCESS; i++)
+        memcpy(q->ops[i]->kp->inexec, q->ops[i]->kp->live, q->ops[i]->kp->size);
+    q->nops = 0;
+    return r;
+}
+
+/* The bytes of o's varying slots that differ from what the graph holds, in pieces of at most 8
+ * (one update each): counted (q NULL), or queued. */
+static uint32_t gpu_updates(cgj_op_t *o, gpu_queue_t *q)
+{
+    const cgj_kparams_t *kp = o->kp;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < kp->n; i++) {
+        if (!kp->varying[i]) continue;
+        for (uint32_t at = kp->off[i], end = kp->off[i] + kp->sz[i]; at < end; at += 8) {
+            uint32_t len = end - at < 8 ? end - at : 8;
+            if (!memcmp(kp->live + at, kp->inexec + at, len)) continue;
+            if (q) cgj_devpatch_add(&q->b, o->devnode, at, kp->live + at, len);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* o's changed values queued for the patch kernel; false where they do not fit one launch's
+ * block, for the host to set. */
+static bool patch_on_gpu(cgj_op_t *o, gpu_queue_t *q, bool *queued, CUresult *r)
+{
+    uint32_t n = gpu_updates(o, NULL);
+    *r = CUDA_SUCCESS;
+    if (!n) return true;
+    if (n > CGJ_DEVPATCH_ENTRIES) return false;
+    if (q->b.b.n + n > CGJ_DEVPATCH_ENTRIES && (*r = gpu_flush(q)) != CUDA_SUCCESS) return true;
+    gpu_updates(o, q);
+    q->ops[q->nops++] = o;
+    *queued = true;
+    return true;
+}
+
+/* *did: patched from the host, or (*on_gpu too) queued for the patch kernel. */
+static CUresult patch_kernel(cgj_segment_t *seg, cgj_op_t *o, gpu_queue_t *q, bool *did, bool *on_gpu)
 {
     cgj_kparams_t *kp = o->kp;
     const __typeof__(o->call.u.k) *k = &o->call.u.k;
@@ -433,16 +513,26 @@ static CUresult patch_kernel(CUgraphExec exec, cgj_op_t *o, bool *did)
     p.gridDimX = k->grid[0], p.gridDimY = k->grid[1], p.gridDimZ = k->grid[2];
     p.blockDimX = k->block[0], p.blockDimY = k->block[1], p.blockDimZ = k->block[2];
     p.sharedMemBytes = k->smem;
-    bool changed = memcmp(&p, &o->inexec.k, sizeof p) != 0;
+    bool dims = memcmp(&p, &o->inexec.k, sizeof p) != 0;
+    CUresult r;
+    if (o->devnode && !dims && patch_on_gpu(o, q, on_gpu, &r)) {
+        *did = *on_gpu;
+        return r;
+    }
+    bool changed = dims;
     for (uint32_t i = 0; i < kp->n && !changed; i++)
         changed = kp->varying[i] && memcmp(kp->live + kp->off[i], kp->inexec + kp->off[i], kp->sz[i]) != 0;
     if (!changed) return CUDA_SUCCESS;
+    /* A device-updatable node set from the host: once no patch kernel is queued before it (the
+     * segment's earlier launches, on its stream), and uploaded again after. */
+    if (o->devnode && (r = cgj_drv.r_cuStreamSynchronize(seg->home)) != CUDA_SUCCESS) return r;
     size_t blob_size = kp->size;
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, kp->live, CU_LAUNCH_PARAM_BUFFER_SIZE, &blob_size,
                      CU_LAUNCH_PARAM_END};
     p.kernelParams = kp->extra_form ? NULL : kp->ptrs;
     p.extra = kp->extra_form ? extra : NULL;
-    CUresult r = cgj_drv.r_cuGraphExecKernelNodeSetParams_v2(exec, o->node, &p);
+    r = cgj_drv.r_cuGraphExecKernelNodeSetParams_v2(seg->exec, o->node, &p);
+    if (r == CUDA_SUCCESS && o->devnode) r = cgj_drv.r_cuGraphUpload(seg->exec, seg->home);
     if (r != CUDA_SUCCESS) return r;
     memcpy(kp->inexec, kp->live, kp->size);
     p.kernelParams = NULL, p.extra = NULL;
@@ -492,23 +582,31 @@ static CUresult patch_memset(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, bool 
     return CUDA_SUCCESS;
 }
 
-/* Patch every listed node of the segment whose values differ from what the graph holds. On a
- * refusal, *refused is the op's index and nothing is launched. */
-static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, uint64_t *patched, uint32_t *refused)
+/* Patch every listed node of the segment whose values differ from what the graph holds: from
+ * the host, or queued for the patch kernel, which is launched last, right before the graph. On
+ * a refusal, *refused is the op's index and nothing is launched. */
+static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, cgj_patched_t *patched, uint32_t *refused)
 {
+    gpu_queue_t q;
+    q.b.fn = seg->patcher, q.b.stream = seg->home, q.b.launches = 0, q.b.b.n = 0, q.nops = 0;
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
-        bool did = false;
-        CUresult r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg->exec, o, &did)
+        bool did = false, on_gpu = false;
+        CUresult r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg, o, &q, &did, &on_gpu)
                      : o->call.kind == CGJ_OP_MEMCPY ? patch_memcpy(seg->exec, o, t->ctx, host_gen, &did)
                                                      : patch_memset(seg->exec, o, t->ctx, &did);
         if (r != CUDA_SUCCESS) {
             *refused = seg->patch[j];
             return r;
         }
-        *patched += did;
+        patched->nodes += did;
+        patched->on_gpu += on_gpu;
     }
-    return CUDA_SUCCESS;
+    uint32_t last = q.nops ? (uint32_t)(q.ops[q.nops - 1] - t->list.ops) : UINT32_MAX;
+    CUresult r = gpu_flush(&q);
+    patched->launches += q.b.launches;
+    if (r != CUDA_SUCCESS) *refused = last;
+    return r;
 }
 
 CUresult cgj_graph_issue_ops(cgj_trace_t *t, uint32_t from, uint32_t to, uint32_t *done)
@@ -526,7 +624,7 @@ CUresult cgj_graph_issue_ops(cgj_trace_t *t, uint32_t from, uint32_t to, uint32_
     return CUDA_SUCCESS;
 }
 
-CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_t *patched, uint32_t *refused,
+CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, cgj_patched_t *patched, uint32_t *refused,
                           uint32_t issued)
 {
     cgj_segment_t *seg = &t->segs[s];

@@ -38,8 +38,14 @@ void cgj_graph_forked(void);
  * then launch it. When the driver refuses a patch, *refused is that op's index (else
  * UINT32_MAX) and nothing is launched; the nodes patched before it keep their new values.
  * host_gen: the host memory generation now; a copy node naming host memory is set again when it
- * was set in an older one (the driver crashes on a node whose host allocation was freed). */
-CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, uint64_t *patched, uint32_t *refused,
+ * was set in an older one (the driver crashes on a node whose host allocation was freed).
+ * *patched counts what was patched (added to). */
+typedef struct cgj_patched {
+    uint64_t nodes;    /* nodes patched */
+    uint64_t on_gpu;   /* of them, kernels patched by cgjit's patch kernel (graphs/devpatch.h) */
+    uint64_t launches; /* patch kernels launched */
+} cgj_patched_t;
+CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, cgj_patched_t *patched, uint32_t *refused,
                           uint32_t issued);
 /* (A segment of fewer than CGJIT_GRAPH_MIN_OPS ops has no graph: launching it issues its ops
  * eagerly with the run's values, but for its first `issued` ops, which ran already as the

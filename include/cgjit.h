@@ -134,7 +134,9 @@ CGJ_API int cgj_trace_end(void);
     X(fusions_dropped, "chains (or registered kernels) left unfused, with a FUSE_* reason") \
     X(verify_segments, "replayed graphs checked against the program's own calls run eagerly on the same data (CGJIT_VERIFY)") \
     X(verify_divergences, "checked graphs whose results differed from eager execution (each reported on stderr)") \
-    X(verify_unchecked, "graphs CGJIT_VERIFY could not check (reported once per anchor with the reason)")
+    X(verify_unchecked, "graphs CGJIT_VERIFY could not check (reported once per anchor with the reason)") \
+    X(params_patched_on_gpu, "of params_patched, kernel nodes patched on the GPU by cgjit's patch kernel (CGJIT_DEVICE_PATCH)") \
+    X(patch_launches, "launches of cgjit's patch kernel, each before a segment graph whose kernels it patched (CGJIT_DEVICE_PATCH)")
 
 /*
  * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields

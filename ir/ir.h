@@ -282,6 +282,8 @@ typedef struct cgj_op {
     void *stage;       /* H2D: pinned staging buffer owned by the trace ... */
     size_t stage_cap;  /* ... and its size (it grows with the copy) */
     CUgraphNode node;  /* KERNEL, MEMCPY, MEMSET in a trace: its node in the segment graph */
+    CUgraphDeviceNode devnode; /* KERNEL: the node's device handle where it is patched on the GPU
+                        * (graphs/devpatch.h), else NULL */
     cgj_nodeparams_t inexec; /* what the executable graph holds for the node */
     uint32_t seg;      /* the segment it belongs to */
     uint32_t gap_ns;   /* host time the program spent before this call since its previous
@@ -333,6 +335,8 @@ typedef struct cgj_segment {
                          * them eagerly, with the run's values, where it would launch the graph */
     uint32_t *patch;    /* op indices whose values vary (parameters, dims, copy/memset operands) */
     uint32_t npatch;
+    CUfunction patcher; /* cgjit's patch kernel, where kernels of the segment are patched on the
+                         * GPU (their ops' devnode set; graphs/devpatch.h) */
 } cgj_segment_t;
 
 /* A chain of elementwise ops [first, last] replayed as one generated kernel (fusion/). Its

@@ -117,6 +117,12 @@ for dir in base ir graphs allocator fusion tracer runtime; do
     compile "$rel" "$obj" "${extra[@]}" && lib_objs+=("$obj")
   done
 done
+# The patch kernel's image, generated as graphs/CMakeLists.txt does; empty here (no tool
+# directory): what is checked is that the library links with it.
+sh "$root/scripts/devpatch-image.sh" "$work/no-toolkit" "$root/graphs/devpatch.cu" "$work/devpatch_image.c" \
+  "$work/devpatch" 2>/dev/null
+"$cc" "${cflags[@]}" -c "$work/devpatch_image.c" -o "$work/obj/devpatch_image.o" && lib_objs+=("$work/obj/devpatch_image.o")
+nfiles=$((nfiles + 1))
 tool_objs=()
 for src in "$root"/tools/*.c; do
   [ -e "$src" ] || continue
@@ -140,7 +146,7 @@ nlib=0
 for dir in base ir graphs allocator fusion tracer runtime; do
   for src in "$root/$dir"/*.c; do [ -e "$src" ] && nlib=$((nlib + 1)); done
 done
-nlib=$((nlib - $(wc -w <<<"$skipped")))
+nlib=$((nlib + 1 - $(wc -w <<<"$skipped"))) # + the patch kernel's image
 if [ "${#lib_objs[@]}" -ne "$nlib" ]; then
   echo "cross-check: libcgjit.so not linked: some library sources did not compile at all" >&2
 else

@@ -38,7 +38,7 @@ static void launch_segment(cgj_thread_t *t)
     cgj_trace_t *tr = t->cur.trace;
     cgj_segment_t *seg = &tr->segs[t->cur.seg];
     if (!seg->ncapture) return;
-    uint64_t patched = 0;
+    cgj_patched_t patched = {0, 0, 0};
     uint32_t refused = UINT32_MAX;
     CUresult r = CUDA_SUCCESS;
     /* CGJIT_VERIFY: the segment's calls ran for real; the graph runs on the memory they started
@@ -50,7 +50,9 @@ static void launch_segment(cgj_thread_t *t)
     if (runs) r = cgj_graph_launch(tr, t->cur.seg, cgj_pointer_host_generation(), &patched, &refused, t->cur.passed);
     if (gated) cgj_verify_calls_leave();
     if (verifying && runs) cgj_verify_after(t, r);
-    CGJ_STAT_ADD(params_patched, patched);
+    CGJ_STAT_ADD(params_patched, patched.nodes);
+    CGJ_STAT_ADD(params_patched_on_gpu, patched.on_gpu);
+    CGJ_STAT_ADD(patch_launches, patched.launches);
     if (r != CUDA_SUCCESS && refused != UINT32_MAX) {
         patch_refused(t, refused, r);
         return;

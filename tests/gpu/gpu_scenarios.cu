@@ -187,6 +187,34 @@ static void step_varying_grid(set_t *s, int step) {
         k_affine<<<k == 10 ? GRID + step % 7 : GRID, BLOCK>>>(x, chain_a(k), chain_b(k), N);
 }
 
+/* patch_on_gpu: 24 kernels whose parameters change every step, so many that replay patches
+ * their nodes on the GPU (CGJIT_DEVICE_PATCH): scalars, pointers that swap, and fields spread
+ * over a parameter struct larger than one 8-byte update. Every fifth step one kernel's block
+ * changes as well: that node is set from the host, between the GPU's patches. */
+typedef struct knobs {
+    float a;
+    int step;
+    char pad[13];
+    float b;
+    double c;
+} knobs_t;
+
+__global__ void k_knobs(float *out, const float *in, knobs_t k, int n) {
+    FOR_EACH(i, n) out[i] = k.a * in[i] + k.b + (float)(k.c * 1e-3) + 1e-4f * (float)((k.step + i + k.pad[12]) % 5);
+}
+
+static void step_patch_on_gpu(set_t *s, int step) {
+    for (int j = 0; j < 24; j++) {
+        float *in = s->d[(step + j) % 2], *out = s->d[1 - (step + j) % 2];
+        knobs_t k;
+        memset(&k, 0, sizeof k);
+        k.a = chain_a(j + step % 3), k.step = step + j, k.b = chain_b(j) * (float)(1 + step % 4);
+        k.c = 0.5 * (double)(step % 11), k.pad[12] = (char)(step % 3);
+        int block = j == 12 && step % 5 == 0 ? BLOCK / 2 : BLOCK;
+        k_knobs<<<GRID, block>>>(out, in, k, N);
+    }
+}
+
 /* blacklist: the kernel count changes every run. */
 static void step_blacklist(set_t *s, int step) { affine_chain(s->d[0], 0, step % 50 + 1, 0); }
 
@@ -284,6 +312,20 @@ static void expect_varying_grid(const cgj_trace_info_t *in, const cgj_stats_t *s
     expect_ge("replays", in->replays, 990);
     if (in->side_exits) problem("%llu side exits: a grid that changes is patched", (unsigned long long)in->side_exits);
     expect_ge("params_patched", st->params_patched, 900);
+}
+
+static void expect_patch_on_gpu(const cgj_trace_info_t *in, const cgj_stats_t *st) {
+    int driver = 0;
+    CHECK(cudaDriverGetVersion(&driver));
+    expect_ge("replays", in->replays, 990);
+    if (in->side_exits) problem("%llu side exits: every change is patched", (unsigned long long)in->side_exits);
+    expect_ge("params_patched", st->params_patched, 23 * 990);
+    if (driver < 12040) { /* no device-updatable nodes before CUDA 12.4: patched from the host */
+        printf("note: driver %d has no device-updatable kernel nodes: nodes were patched from the host\n", driver);
+        return;
+    }
+    expect_ge("params_patched_on_gpu", st->params_patched_on_gpu, 23 * 990);
+    expect_ge("patch_launches", st->patch_launches, 990);
 }
 
 static void expect_blacklist(const cgj_trace_info_t *in, const cgj_stats_t *st) {
@@ -450,6 +492,7 @@ static const scenario_t SCENARIOS[] = {
     {"segments", 2, step_segments, NULL, expect_segments},
     {"side_exit", 1, step_side_exit, NULL, expect_side_exit},
     {"varying_grid", 1, step_varying_grid, NULL, expect_varying_grid},
+    {"patch_on_gpu", 2, step_patch_on_gpu, NULL, expect_patch_on_gpu},
     {"blacklist", 1, step_blacklist, NULL, expect_blacklist},
     {"streams", 4, step_streams, NULL, expect_streams},
     {"misuse", 1, step_misuse, traced_misuse, expect_misuse},

@@ -1,0 +1,53 @@
+/*
+ * devpatch.h — patching a segment graph's kernel nodes from the GPU.
+ *
+ * A kernel whose values change every run (a decode step's position and KV length) has its node
+ * patched before each launch. From the host that is one cuGraphExecKernelNodeSetParams per
+ * node, about half a microsecond each: for a step of 180 such kernels, more host time than the
+ * launches it replaced. A segment with at least CGJIT_DEVICE_PATCH of them makes their nodes
+ * device-updatable instead (CUDA 12.4): before each launch the host writes the run's changed
+ * bytes into one parameter block and launches cgjit's patch kernel (devpatch.cu) with it on the
+ * graph's stream, right before the graph; the kernel writes the values into the nodes.
+ *
+ * Exact: the block carries the same bytes SetParams would have written, and stream order puts
+ * the patch between the previous launch of the graph and this one. A device-updatable node is
+ * never patched from the host while a patch kernel may still be queued for it (graph.c waits
+ * for the segment's stream first). Where the patch kernel cannot load (no image for this GPU,
+ * a driver without device-updatable nodes, a library built without nvcc), or a node refuses
+ * the attribute, nodes are patched from the host as before.
+ */
+#ifndef CGJ_DEVPATCH_H
+#define CGJ_DEVPATCH_H
+
+#include "graphs/devpatch_abi.h"
+
+#include <cuda.h>
+#include <stdbool.h>
+
+/* The patch kernel in context ctx, which must be current (loaded on first use), or NULL where
+ * it cannot run there. */
+CUfunction cgj_devpatch_kernel(CUcontext ctx);
+/* Make a node of a graph not yet instantiated device-updatable; its device handle in *dn.
+ * False: the driver refused, and the node stays as it was. */
+bool cgj_devpatch_mark(CUgraphNode node, CUgraphDeviceNode *dn);
+
+/* The updates of one launch, sent in blocks of CGJ_DEVPATCH_ENTRIES. */
+typedef struct cgj_devpatch_batch {
+    CUfunction fn;
+    CUstream stream;
+    uint32_t launches; /* patch kernels launched so far */
+    cgj_devpatch_block_t b;
+} cgj_devpatch_batch_t;
+
+/* Room for `entries` more updates in the current block, launching it first where it has not
+ * (an error from that launch is returned). */
+CUresult cgj_devpatch_reserve(cgj_devpatch_batch_t *b, uint32_t entries);
+/* Queue the update of `size` (1 to 8) bytes at `offset` of node dn (room reserved). */
+void cgj_devpatch_add(cgj_devpatch_batch_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value,
+                      uint32_t size);
+/* Launch what is queued. */
+CUresult cgj_devpatch_flush(cgj_devpatch_batch_t *b);
+/* In a child after fork(): the loaded kernels belong to the parent's contexts. */
+void cgj_devpatch_forked(void);
+
+#endif
