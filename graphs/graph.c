@@ -364,7 +364,12 @@ static void mark_for_gpu(cgj_trace_t *t, cgj_segment_t *seg)
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
         if (gpu_patchable(o) && cgj_devpatch_mark(o->node, &o->devnode)) marked++;
     }
-    if (marked) seg->patcher = fn;
+    /* An event after each launch: the graph is destroyed only once no patch kernel queued for
+     * it can still write into its nodes. Without one, the nodes are patched from the host. */
+    if (marked && (seg->done || cgj_drv.r_cuEventCreate(&seg->done, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS))
+        seg->patcher = fn;
+    else
+        for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].devnode = NULL;
     CGJ_LOG(graphs, "segment of ops %u-%u: %u of %u kernels to patch are patched on the GPU", seg->first, seg->end,
             marked, want);
 }
@@ -659,6 +664,7 @@ void cgj_graph_destroy(cgj_trace_t *t)
 {
     for (uint32_t s = 0; s < t->nsegs; s++) {
         cgj_segment_t *seg = &t->segs[s];
+        if (seg->patcher && seg->launched) cgj_drv.r_cuEventSynchronize(seg->done); /* devpatch.h */
         if (seg->exec) cgj_drv.r_cuGraphExecDestroy(seg->exec);
         if (seg->graph) cgj_drv.r_cuGraphDestroy(seg->graph);
         for (uint32_t j = 0; seg->pre && j < seg->nothers; j++)
