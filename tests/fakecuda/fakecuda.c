@@ -71,6 +71,8 @@
  *  - fakecuda_graph.c: operations (units of stream work and how they run), graphs, execs;
  *  - fakecuda_extra.c: what a CPU cannot do (external semaphores, hardware decompression, sparse
  *    array mapping): arguments checked, then CUDA_ERROR_NOT_SUPPORTED;
+ *  - fakecuda_devpatch.c: device-updatable kernel nodes, and cgjit's patch kernel as the one
+ *    module it loads;
  *  - fakecuda_procaddr.c: cuGetProcAddress and the table of every export.
  */
 #include "fakecuda_internal.h"

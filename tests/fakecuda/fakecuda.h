@@ -68,6 +68,7 @@ typedef struct fakecuda_counts {
     /* Calls that synchronize the device: everything `syncs` counts, plus cuMemFree_v2 of a nonzero
      * pointer (the real cuMemFree synchronizes). cuMemFreeAsync does not count. */
     unsigned long device_syncs;
+    unsigned long device_updates;  /* node parameter updates cgjit's patch kernel applied (fakecuda_devpatch.c) */
 } fakecuda_counts_t;
 
 /* Counters count successful calls only (a call failed by fakecuda_fail_next counts nothing). */

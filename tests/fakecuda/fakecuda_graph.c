@@ -209,7 +209,10 @@ void graph_free(fc_graph *g)
 /* Under the lock. */
 static void exec_free(fc_exec *x)
 {
-    for (size_t i = 0; i < x->n; i++) op_clear(&x->ops[i]);
+    for (size_t i = 0; i < x->n; i++) {
+        if (live_get(x->src[i], K_NODE) && x->src[i]->dev_exec == x) x->src[i]->dev_exec = NULL;
+        op_clear(&x->ops[i]);
+    }
     free(x->ops);
     free(x->src);
     live_del(x);
@@ -304,8 +307,12 @@ static CUresult instantiate(CUgraphExec *phExec, CUgraph hGraph)
         x->ops = calloc(g->n + 1, sizeof *x->ops);
         err = (x->src && x->ops && live_add(x, K_EXEC) == 0) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     }
+    /* As the driver: a graph with device-updatable nodes is instantiated once at a time. */
+    for (size_t i = 0; err == CUDA_SUCCESS && i < g->n; i++)
+        if (g->nodes[i]->dev_updatable && g->nodes[i]->dev_exec) err = CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; err == CUDA_SUCCESS && i < g->n; i++, x->n++) {
         x->src[i] = g->nodes[i];
+        if (g->nodes[i]->dev_updatable) g->nodes[i]->dev_exec = x;
         err = op_dup(&x->ops[i], &g->nodes[i]->op);
         op_note_host(&x->ops[i]); /* the exec refers to the host allocations live now */
     }
@@ -413,6 +420,11 @@ static fc_op *exec_op(fc_exec *x, CUgraphNode hNode, CUgraphNodeType type)
     return NULL;
 }
 #define exec_kernel_op(x, node) exec_op((x), (node), CU_GRAPH_NODE_TYPE_KERNEL)
+
+fc_op *devnode_op(fc_node *node)
+{
+    return node->dev_exec ? exec_kernel_op(node->dev_exec, (CUgraphNode)node) : NULL;
+}
 
 /* A graph node of `type` (under the lock). */
 static fc_node *node_of(CUgraphNode hNode, CUgraphNodeType type, CUresult *err)

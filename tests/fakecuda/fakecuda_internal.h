@@ -224,6 +224,8 @@ typedef struct fc_graph {
 typedef struct fc_node {
     fc_graph *graph;
     fc_op op;
+    int dev_updatable;        /* CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE set (for good) */
+    struct fc_exec *dev_exec; /* ... and the one exec instantiated from its graph, while it lives */
 } fc_node;
 
 typedef struct fc_exec {
@@ -231,6 +233,9 @@ typedef struct fc_exec {
     fc_node **src; /* the source-graph node each op came from */
     fc_op *ops;
 } fc_exec;
+
+/* The kernel op of the exec a device-updatable node was instantiated into (under the lock). */
+fc_op *devnode_op(fc_node *node);
 
 void op_clear(fc_op *op);
 void op_run(const fc_op *op);

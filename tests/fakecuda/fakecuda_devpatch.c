@@ -1,0 +1,117 @@
+/*
+ * fakecuda_devpatch.c — device-updatable kernel nodes, and the one module this fake loads:
+ * cgjit's patch kernel (graphs/devpatch.cu), run as a host function with the same contract.
+ *
+ *  - cuGraphKernelNodeSetAttribute / GetAttribute know CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE
+ *    only (any other attribute: CUDA_ERROR_NOT_SUPPORTED). As in the driver, a node that opted in
+ *    cannot opt out, and its graph is instantiated once at a time (fakecuda_graph.c); its device
+ *    handle is the node's own handle.
+ *  - cuModuleLoadData accepts a CUDA fat binary (cgjit embeds one image of that kind) and refuses
+ *    anything else with CUDA_ERROR_NOT_SUPPORTED, as before this file existed; cuModuleGetFunction
+ *    knows "cgj_devpatch" only.
+ *  - The patch kernel writes each entry's bytes at its offset into the parameters of the exec op
+ *    its node was instantiated into. A bad entry (a node that is not device-updatable or not
+ *    instantiated, bytes past the kernel's parameters) aborts the process, as the real kernel
+ *    traps and the context is lost: a test sees it.
+ */
+#include "fakecuda_internal.h"
+#include "graphs/devpatch_abi.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FATBIN_MAGIC 0xBA55ED50u
+
+static char g_module; /* the one module; only its address matters */
+
+static void devpatch_kernel(void **params, const unsigned grid[3], const unsigned block[3], unsigned smem)
+{
+    (void)smem;
+    const cgj_devpatch_block_t *b = params[0];
+    unsigned threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2];
+    if (b->n > CGJ_DEVPATCH_ENTRIES || b->n > threads) {
+        fprintf(stderr, "fakecuda: cgj_devpatch: %u entries for %u threads\n", b->n, threads);
+        abort();
+    }
+    lock();
+    for (uint32_t i = 0; i < b->n; i++) {
+        const cgj_devpatch_entry_t *e = &b->e[i];
+        fc_node *node = live_get((const void *)(uintptr_t)e->node, K_NODE);
+        fc_op *op = node && node->dev_updatable ? devnode_op(node) : NULL;
+        if (!op || e->size < 1 || e->size > 8 || e->offset + e->size > op->kern.k->total) {
+            fprintf(stderr, "fakecuda: cgj_devpatch: entry %u: node %p, %u bytes at %u: not a device-updatable "
+                    "node's parameters\n", i, (void *)(uintptr_t)e->node, e->size, e->offset);
+            abort();
+        }
+        memcpy(args_bytes(op->kern.k, op->kern.argv) + e->offset, &e->value, e->size);
+        g_counts.device_updates++;
+    }
+    unlock();
+}
+
+FC_DEFINE(cuModuleLoadData, (CUmodule * module, const void *image))
+{
+    FAIL_POINT();
+    uint32_t magic = 0;
+    if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+    memcpy(&magic, image, sizeof magic);
+    if (magic != FATBIN_MAGIC) return CUDA_ERROR_NOT_SUPPORTED;
+    *module = (CUmodule)(void *)&g_module;
+    return CUDA_SUCCESS;
+}
+
+FC_DEFINE(cuModuleGetFunction, (CUfunction * f, CUmodule module, const char *name))
+{
+    FAIL_POINT();
+    static CUfunction patch;
+    if (!f || !name) return CUDA_ERROR_INVALID_VALUE;
+    if (module != (CUmodule)(void *)&g_module) return CUDA_ERROR_INVALID_HANDLE;
+    if (strcmp(name, "cgj_devpatch")) return CUDA_ERROR_NOT_FOUND;
+    if (!patch) {
+        size_t size = sizeof(cgj_devpatch_block_t);
+        patch = fakecuda_register_kernel("cgj_devpatch", devpatch_kernel, 1, &size, 0, 0);
+    }
+    *f = patch;
+    return patch ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static fc_node *kernel_node(CUgraphNode hNode, CUresult *err)
+{
+    fc_node *node = live_get(hNode, K_NODE);
+    *err = !node ? CUDA_ERROR_INVALID_HANDLE : node->op.type != CU_GRAPH_NODE_TYPE_KERNEL ? CUDA_ERROR_INVALID_VALUE
+                                                                                         : CUDA_SUCCESS;
+    return node;
+}
+
+FC_DEFINE(cuGraphKernelNodeSetAttribute, (CUgraphNode hNode, CUkernelNodeAttrID attr, const CUkernelNodeAttrValue *v))
+{
+    FAIL_POINT();
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    if (attr != CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult err;
+    lock();
+    fc_node *node = kernel_node(hNode, &err);
+    int on = v->deviceUpdatableKernelNode.deviceUpdatable;
+    if (err == CUDA_SUCCESS && (on != 0 && on != 1)) err = CUDA_ERROR_INVALID_VALUE;
+    if (err == CUDA_SUCCESS && node->dev_updatable && !on) err = CUDA_ERROR_INVALID_VALUE; /* no way back */
+    if (err == CUDA_SUCCESS && on) node->dev_updatable = 1;
+    unlock();
+    return err;
+}
+
+FC_DEFINE(cuGraphKernelNodeGetAttribute, (CUgraphNode hNode, CUkernelNodeAttrID attr, CUkernelNodeAttrValue *v))
+{
+    FAIL_POINT();
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    if (attr != CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult err;
+    lock();
+    fc_node *node = kernel_node(hNode, &err);
+    if (err == CUDA_SUCCESS) {
+        v->deviceUpdatableKernelNode.deviceUpdatable = node->dev_updatable;
+        v->deviceUpdatableKernelNode.devNode = node->dev_updatable ? (CUgraphDeviceNode)(void *)node : NULL;
+    }
+    unlock();
+    return err;
+}

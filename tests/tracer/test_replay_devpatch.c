@@ -1,0 +1,149 @@
+/*
+ * test_replay_devpatch.c — replay against the fake driver, continued (see test_replay.c): kernel
+ * nodes patched on the GPU (CGJIT_DEVICE_PATCH, graphs/devpatch.h). The fake driver runs cgjit's
+ * patch kernel as a host function with the kernel's contract (tests/fakecuda/fakecuda_devpatch.c),
+ * so what is tested here is what replay sends it: which bytes, in how many launches, and when a
+ * node is set from the host instead. Every step must leave memory exactly as eager execution
+ * does.
+ *
+ * Chunks would follow the host's real time between calls (CGJIT_CHUNK_US): off here, so that
+ * each step is one graph and the counts are exact.
+ */
+#include "replay_common.h"
+
+#include <stdlib.h>
+
+static void devpatch_setup(void)
+{
+    setenv("CGJIT_CHUNK_US", "0", 1);
+    setup();
+}
+
+static void threshold_setup(void)
+{
+    setenv("CGJIT_DEVICE_PATCH", "13", 1); /* twelve kernels are too few */
+    devpatch_setup();
+}
+
+static void host_only_setup(void)
+{
+    setenv("CGJIT_DEVICE_PATCH", "0", 1);
+    devpatch_setup();
+}
+
+TestSuite(tracer_replay_devpatch, .init = devpatch_setup);
+/* Tests with settings of their own (a suite's .init would run in place of a test's). */
+TestSuite(tracer_replay_devpatch_off);
+
+/* The patch kernel is built where the toolkit's nvcc was found (graphs/CMakeLists.txt). */
+static void need_image(void)
+{
+#ifndef CGJ_TEST_DEVPATCH_IMAGE
+    cr_skip_test("this build has no patch kernel (made without nvcc): nodes are patched from the host only");
+#endif
+}
+
+/* Twelve kernels, each adding a count that changes every step. */
+static void twelve_counters_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int j = 0; j < 12; j++) OK(fk_addk_launch(&fk, NULL, b[j % 2], s + j, N));
+}
+
+Test(tracer_replay_devpatch, twelve_varying_kernels_are_patched_by_one_patch_kernel_per_replay)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "twelve", .fn = twelve_counters_step, .steps = 60, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(58), .segments = IS(1), .side_exits = IS(0)},
+        /* every replay changes all twelve counts: one 4-byte update each, one launch */
+        .stats = {.params_patched = IS(58 * 12), .params_patched_on_gpu = IS(58 * 12), .patch_launches = IS(58)},
+        .fake = {.node_param_sets = IS(0), .device_updates = IS(58 * 12), .graph_launches = IS(58)}});
+}
+
+Test(tracer_replay_devpatch_off, below_the_threshold_nodes_are_patched_from_the_host, .init = threshold_setup)
+{
+    run_scenario(&(scenario_t){
+        .name = "twelve_host", .fn = twelve_counters_step, .steps = 30, .nbufs = 2,
+        .info = {.replays = IS(28)},
+        .stats = {.params_patched = IS(28 * 12), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
+        .fake = {.node_param_sets = IS(28 * 12), .device_updates = IS(0)}});
+}
+
+Test(tracer_replay_devpatch_off, device_patch_0_patches_every_node_from_the_host, .init = host_only_setup)
+{
+    run_scenario(&(scenario_t){
+        .name = "twelve_off", .fn = twelve_counters_step, .steps = 30, .nbufs = 2,
+        .info = {.replays = IS(28)},
+        .stats = {.params_patched = IS(28 * 12), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
+        .fake = {.node_param_sets = IS(28 * 12), .device_updates = IS(0)}});
+}
+
+/* 80 copies between two buffers that swap every step, each with a scale that changes: three
+ * varying slots per kernel (two 8-byte pointers, a 4-byte float), 240 updates: more than one
+ * patch kernel's block holds. */
+static void swapping_copies_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int j = 0; j < 80; j++) {
+        CUdeviceptr dst = b[(s + j) % 2], src = b[1 - (s + j) % 2];
+        OK(fk_copyscale_launch(&fk, NULL, dst, src, 0.5f + 0.001f * (float)((s * 7 + j) % 13), N));
+    }
+}
+
+Test(tracer_replay_devpatch, updates_past_one_block_take_a_second_launch)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "swapping", .fn = swapping_copies_step, .steps = 20, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .varying_slots = IS(240), .side_exits = IS(0)},
+        .stats = {.params_patched_on_gpu = IS(18 * 80), .patch_launches = IS(18 * 2)},
+        .fake = {.node_param_sets = IS(0), .device_updates = AT_MOST(18 * 240)}});
+}
+
+/* Twelve counters, and one of them launched on one block or two in turn: its node is set from
+ * the host on those replays (once the patch kernels queued before it have run), between the
+ * GPU's patches of the others. */
+static void changing_grid_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int j = 0; j < 12; j++) {
+        int k = s + j, n = N;
+        void *p[] = {&b[j % 2], &k, &n};
+        OK(fk.launch(fk_addk, j == 5 ? 1 + s % 2 : 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
+    }
+}
+
+Test(tracer_replay_devpatch, a_grid_change_sets_that_node_from_the_host)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "grid", .fn = changing_grid_step, .steps = 40, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(38), .side_exits = IS(0)},
+        /* the grid differs from the graph's on every replay: that node from the host, 11 on the GPU */
+        .stats = {.params_patched = IS(38 * 12), .params_patched_on_gpu = IS(38 * 11), .patch_launches = IS(38)},
+        .fake = {.node_param_sets = IS(38), .device_updates = IS(38 * 11)}});
+}
+
+/* A parameter passed as one packed buffer (`extra`) is one slot: only its 8-byte pieces that
+ * changed are sent. */
+static void packed_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int j = 0; j < 10; j++) {
+        struct {
+            CUdeviceptr x;
+            int k, n;
+        } args = {b[0], s * (j == 3 ? 2 : 1), N};
+        size_t size = sizeof args;
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+        OK(fk.launch(fk_addk, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra));
+    }
+}
+
+Test(tracer_replay_devpatch, a_packed_parameter_buffer_sends_only_the_pieces_that_changed)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "packed", .fn = packed_step, .steps = 30, .nbufs = 1,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .side_exits = IS(0)},
+        /* k and n share the buffer's second 8 bytes; the pointer in the first never changes */
+        .stats = {.params_patched_on_gpu = IS(28 * 10), .patch_launches = IS(28)},
+        .fake = {.node_param_sets = IS(0), .device_updates = IS(28 * 10)}});
+}
