@@ -476,34 +476,57 @@ static CUresult gpu_flush(gpu_queue_t *q)
     return r;
 }
 
-/* The bytes of o's varying slots that differ from what the graph holds, in pieces of at most 8
- * (one update each): counted (q NULL), or queued. */
-static uint32_t gpu_updates(cgj_op_t *o, gpu_queue_t *q)
+/* Do len (1 to 8) bytes differ? */
+static inline bool piece_differs(const uint8_t *a, const uint8_t *b, uint32_t len)
+{
+    uint64_t x = 0, y = 0;
+    if (len == 8) {
+        memcpy(&x, a, 8), memcpy(&y, b, 8);
+    } else if (len == 4) {
+        uint32_t u, v;
+        memcpy(&u, a, 4), memcpy(&v, b, 4);
+        x = u, y = v;
+    } else {
+        memcpy(&x, a, len), memcpy(&y, b, len);
+    }
+    return x != y;
+}
+
+/* Queue the bytes of o's varying slots that differ from what the graph holds, in pieces of at
+ * most 8 (one update each). False where they do not fit what is left of the block: nothing of
+ * o is queued then. */
+static bool gpu_updates(cgj_op_t *o, gpu_queue_t *q, uint32_t *n)
 {
     const cgj_kparams_t *kp = o->kp;
-    uint32_t n = 0;
+    uint32_t start = q->b.b.n;
     for (uint32_t i = 0; i < kp->n; i++) {
         if (!kp->varying[i]) continue;
         for (uint32_t at = kp->off[i], end = kp->off[i] + kp->sz[i]; at < end; at += 8) {
             uint32_t len = end - at < 8 ? end - at : 8;
-            if (!memcmp(kp->live + at, kp->inexec + at, len)) continue;
-            if (q) cgj_devpatch_add(&q->b, o->devnode, at, kp->live + at, len);
-            n++;
+            if (!piece_differs(kp->live + at, kp->inexec + at, len)) continue;
+            if (q->b.b.n == CGJ_DEVPATCH_ENTRIES) {
+                q->b.b.n = start;
+                return false;
+            }
+            cgj_devpatch_add(&q->b, o->devnode, at, kp->live + at, len);
         }
     }
-    return n;
+    *n = q->b.b.n - start;
+    return true;
 }
 
-/* o's changed values queued for the patch kernel; false where they do not fit one launch's
- * block, for the host to set. */
+/* o's changed values queued for the patch kernel (launching the block first where it is too
+ * full for them); false where they do not fit one launch's block, for the host to set. */
 static bool patch_on_gpu(cgj_op_t *o, gpu_queue_t *q, bool *queued, CUresult *r)
 {
-    uint32_t n = gpu_updates(o, NULL);
+    uint32_t n = 0;
     *r = CUDA_SUCCESS;
+    if (!gpu_updates(o, q, &n)) {
+        if (!q->b.b.n) return false; /* more than a whole block */
+        if ((*r = gpu_flush(q)) != CUDA_SUCCESS) return true;
+        if (!gpu_updates(o, q, &n)) return false;
+    }
     if (!n) return true;
-    if (n > CGJ_DEVPATCH_ENTRIES) return false;
-    if (q->b.b.n + n > CGJ_DEVPATCH_ENTRIES && (*r = gpu_flush(q)) != CUDA_SUCCESS) return true;
-    gpu_updates(o, q);
     q->ops[q->nops++] = o;
     *queued = true;
     return true;
