@@ -76,26 +76,31 @@ FC_DEFINE(cuModuleGetFunction, (CUfunction * f, CUmodule module, const char *nam
     return patch ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-static fc_node *kernel_node(CUgraphNode hNode, CUresult *err)
+/* The kernel node an attribute call names, with the lock held on success (*err CUDA_SUCCESS);
+ * only the device-updatable attribute is known. */
+static fc_node *attribute_node(CUgraphNode hNode, CUkernelNodeAttrID attr, const void *v, CUresult *err)
 {
+    *err = !v ? CUDA_ERROR_INVALID_VALUE
+           : attr != CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE ? CUDA_ERROR_NOT_SUPPORTED
+                                                                      : CUDA_SUCCESS;
+    if (*err != CUDA_SUCCESS) return NULL;
+    lock();
     fc_node *node = live_get(hNode, K_NODE);
     *err = !node ? CUDA_ERROR_INVALID_HANDLE : node->op.type != CU_GRAPH_NODE_TYPE_KERNEL ? CUDA_ERROR_INVALID_VALUE
                                                                                          : CUDA_SUCCESS;
-    return node;
+    if (*err != CUDA_SUCCESS) unlock();
+    return *err == CUDA_SUCCESS ? node : NULL;
 }
 
 FC_DEFINE(cuGraphKernelNodeSetAttribute, (CUgraphNode hNode, CUkernelNodeAttrID attr, const CUkernelNodeAttrValue *v))
 {
     FAIL_POINT();
-    if (!v) return CUDA_ERROR_INVALID_VALUE;
-    if (attr != CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) return CUDA_ERROR_NOT_SUPPORTED;
     CUresult err;
-    lock();
-    fc_node *node = kernel_node(hNode, &err);
+    fc_node *node = attribute_node(hNode, attr, v, &err);
+    if (!node) return err;
     int on = v->deviceUpdatableKernelNode.deviceUpdatable;
-    if (err == CUDA_SUCCESS && (on != 0 && on != 1)) err = CUDA_ERROR_INVALID_VALUE;
-    if (err == CUDA_SUCCESS && node->dev_updatable && !on) err = CUDA_ERROR_INVALID_VALUE; /* no way back */
-    if (err == CUDA_SUCCESS && on) node->dev_updatable = 1;
+    if ((on != 0 && on != 1) || (node->dev_updatable && !on)) err = CUDA_ERROR_INVALID_VALUE; /* no way back */
+    else if (on) node->dev_updatable = 1;
     unlock();
     return err;
 }
@@ -103,15 +108,11 @@ FC_DEFINE(cuGraphKernelNodeSetAttribute, (CUgraphNode hNode, CUkernelNodeAttrID 
 FC_DEFINE(cuGraphKernelNodeGetAttribute, (CUgraphNode hNode, CUkernelNodeAttrID attr, CUkernelNodeAttrValue *v))
 {
     FAIL_POINT();
-    if (!v) return CUDA_ERROR_INVALID_VALUE;
-    if (attr != CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE) return CUDA_ERROR_NOT_SUPPORTED;
     CUresult err;
-    lock();
-    fc_node *node = kernel_node(hNode, &err);
-    if (err == CUDA_SUCCESS) {
-        v->deviceUpdatableKernelNode.deviceUpdatable = node->dev_updatable;
-        v->deviceUpdatableKernelNode.devNode = node->dev_updatable ? (CUgraphDeviceNode)(void *)node : NULL;
-    }
+    fc_node *node = attribute_node(hNode, attr, v, &err);
+    if (!node) return err;
+    v->deviceUpdatableKernelNode.deviceUpdatable = node->dev_updatable;
+    v->deviceUpdatableKernelNode.devNode = node->dev_updatable ? (CUgraphDeviceNode)(void *)node : NULL;
     unlock();
-    return err;
+    return CUDA_SUCCESS;
 }

@@ -60,22 +60,24 @@ Test(tracer_replay_devpatch, twelve_varying_kernels_are_patched_by_one_patch_ker
         .fake = {.node_param_sets = IS(0), .device_updates = IS(58 * 12), .graph_launches = IS(58)}});
 }
 
-Test(tracer_replay_devpatch_off, below_the_threshold_nodes_are_patched_from_the_host, .init = threshold_setup)
+/* Twelve varying kernels, every node patched from the host. */
+static void expect_host_patching(const char *name)
 {
     run_scenario(&(scenario_t){
-        .name = "twelve_host", .fn = twelve_counters_step, .steps = 30, .nbufs = 2,
+        .name = name, .fn = twelve_counters_step, .steps = 30, .nbufs = 2,
         .info = {.replays = IS(28)},
         .stats = {.params_patched = IS(28 * 12), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
         .fake = {.node_param_sets = IS(28 * 12), .device_updates = IS(0)}});
 }
 
+Test(tracer_replay_devpatch_off, below_the_threshold_nodes_are_patched_from_the_host, .init = threshold_setup)
+{
+    expect_host_patching("twelve_host");
+}
+
 Test(tracer_replay_devpatch_off, device_patch_0_patches_every_node_from_the_host, .init = host_only_setup)
 {
-    run_scenario(&(scenario_t){
-        .name = "twelve_off", .fn = twelve_counters_step, .steps = 30, .nbufs = 2,
-        .info = {.replays = IS(28)},
-        .stats = {.params_patched = IS(28 * 12), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
-        .fake = {.node_param_sets = IS(28 * 12), .device_updates = IS(0)}});
+    expect_host_patching("twelve_off");
 }
 
 /* 80 copies between two buffers that swap every step, each with a scale that changes: three
