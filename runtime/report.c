@@ -41,6 +41,7 @@ static void report_fusions(FILE *f, const cgj_trace_t *t)
 static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
 {
     char text[320];
+    uint32_t segs = 0;
     fprintf(f, "    variant %u: %u ops (%u kernels), %u segment(s), %u varying slot(s), %llu replays, %llu side exits\n",
             k + 1, t->list.n, t->kernels, t->nsegs, t->varying_slots,
             (unsigned long long)__atomic_load_n(&t->replays, __ATOMIC_RELAXED),
@@ -50,6 +51,10 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
         fprintf(f, "      segment %u ends at op %u: %s (%s)\n", s + 1, t->segs[s].end, b->call.api,
                 cgj_reason_message(cgj_op_break_reason(b)));
     }
+    uint32_t on_gpu = cgj_report_gpu_patched(t, &segs);
+    if (on_gpu)
+        fprintf(f, "      kernels patched on the GPU: %u, in %u segment(s): their changed values go to cgjit's patch kernel before each launch (CGJIT_DEVICE_PATCH)\n",
+                on_gpu, segs);
     for (uint32_t e = 0; e < t->nexits; e++)
         fprintf(f, "      side exit, %llu time(s): %s\n", (unsigned long long)t->exits[e].count,
                 cgj_reason_format(&t->exits[e].reason, text, sizeof text));

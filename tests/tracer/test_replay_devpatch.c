@@ -12,6 +12,7 @@
 #include "replay_common.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static void devpatch_setup(void)
 {
@@ -58,6 +59,9 @@ Test(tracer_replay_devpatch, twelve_varying_kernels_are_patched_by_one_patch_ker
         /* every replay changes all twelve counts: one 4-byte update each, one launch */
         .stats = {.params_patched = IS(58 * 12), .params_patched_on_gpu = IS(58 * 12), .patch_launches = IS(58)},
         .fake = {.node_param_sets = IS(0), .device_updates = IS(58 * 12), .graph_launches = IS(58)}});
+    char *text = fk_report_text();
+    cr_assert(text && strstr(text, "kernels patched on the GPU: 12, in 1 segment(s)"), "report: %s", text);
+    free(text);
 }
 
 /* Twelve varying kernels, every node patched from the host. */
