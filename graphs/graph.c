@@ -343,10 +343,12 @@ void cgj_graph_forked(void)
     cgj_devpatch_forked();
 }
 
-/* A kernel whose parameters vary, patched on the GPU where its segment has enough of them. */
+/* A kernel whose parameters vary, patched on the GPU where its segment has enough of them;
+ * not one launched with attributes (clusters, programmatic dependent launch, priorities), whose
+ * nodes keep the host's patching. */
 static bool gpu_patchable(const cgj_op_t *o)
 {
-    return o->call.kind == CGJ_OP_KERNEL && o->node && o->kp && o->kp->nvarying;
+    return o->call.kind == CGJ_OP_KERNEL && o->node && o->kp && o->kp->nvarying && !o->call.u.k.nattrs;
 }
 
 /* The segment's kernels patched every run are made device-updatable where there are at least

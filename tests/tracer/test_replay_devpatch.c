@@ -84,6 +84,32 @@ Test(tracer_replay_devpatch_off, device_patch_0_patches_every_node_from_the_host
     expect_host_patching("twelve_off");
 }
 
+/* Twelve counters launched with cuLaunchKernelEx and a launch attribute (a priority): nodes
+ * of attributed launches keep the host's patching. */
+static void attributed_step(int s, CUdeviceptr *b, void *ctx)
+{
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
+                          .blockDimZ = 1, .hStream = NULL, .attrs = &attr, .numAttrs = 1};
+    for (int j = 0; j < 12; j++) {
+        int k = s + j, n = N;
+        void *p[] = {&b[j % 2], &k, &n};
+        OK(fk.launch_ex(&cfg, fk_addk, p, NULL));
+    }
+}
+
+Test(tracer_replay_devpatch, kernels_launched_with_attributes_are_patched_from_the_host)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "attributed", .fn = attributed_step, .steps = 30, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .side_exits = IS(0)},
+        .stats = {.params_patched = IS(28 * 12), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
+        .fake = {.node_param_sets = IS(28 * 12), .device_updates = IS(0)}});
+}
+
 /* 80 copies between two buffers that swap every step, each with a scale that changes: three
  * varying slots per kernel (two 8-byte pointers, a 4-byte float), 240 updates: more than one
  * patch kernel's block holds. */
