@@ -203,4 +203,27 @@ static inline cgj_trace_info_t run_scenario(const scenario_t *sc)
     return i;
 }
 
+/* Many short-lived anchors ("short0" ... ), four steps each, each step with a temporary block
+ * of the fake's 2 MiB granularity: under CGJIT_POOL_MAX_GB the coldest are given back. */
+static inline void one_temp_step(int s, CUdeviceptr *b, void *ctx)
+{
+    CUdeviceptr tmp;
+    OK(fk.mem_alloc(&tmp, 1 << 20));
+    OK(fk.dtod_async(tmp, b[0], N * sizeof(float), NULL));
+    OK(fk_axpb_launch(&fk, NULL, tmp, 0.5f, (float)s, N, 1));
+    OK(fk.dtod_async(b[0], tmp, N * sizeof(float), NULL));
+    OK(fk.mem_free(tmp));
+}
+
+static inline void run_short_anchors(int anchors)
+{
+    bufs_t b;
+    bufs_alloc(&b, 1);
+    char name[32];
+    for (int a = 0; a < anchors; a++) {
+        snprintf(name, sizeof name, "short%d", a);
+        for (int s = 0; s < 4; s++) step_both(name, one_temp_step, s, &b, NULL);
+    }
+}
+
 #endif /* CGJ_TEST_REPLAY_COMMON_H */

@@ -447,16 +447,6 @@ Test(tracer_correct, soak_keeps_memory_flat, .timeout = 120)
 
 /* ---- many short-lived anchors: the pool stays within CGJIT_POOL_MAX_GB ---- */
 
-static void one_temp_step(int s, CUdeviceptr *b, void *ctx)
-{
-    CUdeviceptr tmp;
-    OK(fk.mem_alloc(&tmp, 1 << 20)); /* a region of the fake's 2 MiB granularity */
-    OK(fk.dtod_async(tmp, b[0], N * sizeof(float), NULL));
-    OK(fk_axpb_launch(&fk, NULL, tmp, 0.5f, (float)s, N, 1));
-    OK(fk.dtod_async(b[0], tmp, N * sizeof(float), NULL));
-    OK(fk.mem_free(tmp));
-}
-
 /* The configuration is read on the first call: the budget is set before the fake is opened. */
 static void budget_setup(void)
 {
@@ -467,13 +457,7 @@ TestSuite(tracer_budget, .init = budget_setup);
 
 Test(tracer_budget, cold_anchors_give_their_memory_back, .timeout = 120)
 {
-    bufs_t b;
-    bufs_alloc(&b, 1);
-    char name[32];
-    for (int a = 0; a < 600; a++) {
-        snprintf(name, sizeof name, "short%d", a);
-        for (int s = 0; s < 4; s++) step_both(name, one_temp_step, s, &b, NULL);
-    }
+    run_short_anchors(600);
     cgj_stats_t st = stats_now();
     cr_assert_leq(st.pool_bytes, (uint64_t)1 << 30, "the pool maps %llu bytes", (unsigned long long)st.pool_bytes);
     cr_assert_gt(st.anchors_evicted, 50);

@@ -183,16 +183,6 @@ Test(tracer_replay_devpatch, a_packed_parameter_buffer_sends_only_the_pieces_tha
 /* Anchors given back to stay within CGJIT_POOL_MAX_GB have their graphs destroyed, patched on
  * the GPU (every varying kernel, here: CGJIT_DEVICE_PATCH=1) until then: each is destroyed once
  * its last launch is done, and the anchors built after them patch and replay as before. */
-static void one_temp_step(int s, CUdeviceptr *b, void *ctx)
-{
-    CUdeviceptr tmp;
-    OK(fk.mem_alloc(&tmp, 1 << 20)); /* a region of the fake's 2 MiB granularity */
-    OK(fk.dtod_async(tmp, b[0], N * sizeof(float), NULL));
-    OK(fk_axpb_launch(&fk, NULL, tmp, 0.5f, (float)s, N, 1));
-    OK(fk.dtod_async(b[0], tmp, N * sizeof(float), NULL));
-    OK(fk.mem_free(tmp));
-}
-
 static void budget_setup(void)
 {
     setenv("CGJIT_POOL_MAX_GB", "1", 1);
@@ -203,13 +193,7 @@ static void budget_setup(void)
 Test(tracer_replay_devpatch_off, evicted_anchors_destroy_graphs_patched_on_the_gpu, .init = budget_setup, .timeout = 120)
 {
     need_image();
-    bufs_t b;
-    bufs_alloc(&b, 1);
-    char name[32];
-    for (int a = 0; a < 600; a++) {
-        snprintf(name, sizeof name, "short%d", a);
-        for (int s = 0; s < 4; s++) step_both(name, one_temp_step, s, &b, NULL);
-    }
+    run_short_anchors(600);
     cgj_stats_t st = stats_now();
     cr_assert_gt(st.anchors_evicted, 50);
     cr_assert_geq(st.steps_replayed, 600 * 2);
