@@ -93,11 +93,6 @@ CUresult cgj_devpatch_flush(cgj_devpatch_batch_t *b)
     return r;
 }
 
-CUresult cgj_devpatch_reserve(cgj_devpatch_batch_t *b, uint32_t entries)
-{
-    return b->b.n + entries > CGJ_DEVPATCH_ENTRIES ? cgj_devpatch_flush(b) : CUDA_SUCCESS;
-}
-
 void cgj_devpatch_add(cgj_devpatch_batch_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value, uint32_t size)
 {
     cgj_devpatch_entry_t *e = &b->b.e[b->b.n++];

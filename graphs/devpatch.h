@@ -39,10 +39,8 @@ typedef struct cgj_devpatch_batch {
     cgj_devpatch_block_t b;
 } cgj_devpatch_batch_t;
 
-/* Room for `entries` more updates in the current block, launching it first where it has not
- * (an error from that launch is returned). */
-CUresult cgj_devpatch_reserve(cgj_devpatch_batch_t *b, uint32_t entries);
-/* Queue the update of `size` (1 to 8) bytes at `offset` of node dn (room reserved). */
+/* Queue the update of `size` (1 to 8) bytes at `offset` of node dn (the block not full: the
+ * caller launches a full one first, cgj_devpatch_flush). */
 void cgj_devpatch_add(cgj_devpatch_batch_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value,
                       uint32_t size);
 /* Launch what is queued. */

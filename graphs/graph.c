@@ -370,7 +370,7 @@ static void mark_for_gpu(cgj_trace_t *t, cgj_segment_t *seg)
      * it can still write into its nodes. Without one, the nodes are patched from the host. */
     if (marked && (seg->done || cgj_drv.r_cuEventCreate(&seg->done, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS))
         seg->patcher = fn;
-    else
+    else if (marked)
         for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].devnode = NULL;
     CGJ_LOG(graphs, "segment of ops %u-%u: %u of %u kernels to patch are patched on the GPU", seg->first, seg->end,
             marked, want);

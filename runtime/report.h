@@ -46,7 +46,8 @@ int cgj_report_status(void);
  * while the anchors' traces are read; release with cgj_report_data_free. */
 void cgj_report_data_gather(cgj_report_data_t *d);
 void cgj_report_data_free(cgj_report_data_t *d);
-/* Kernels of trace t patched on the GPU (graphs/devpatch.h), and in how many segments (*segs). */
+/* Kernels of trace t patched on the GPU (graphs/devpatch.h), and in how many segments (*segs,
+ * where segs is not NULL). */
 uint32_t cgj_report_gpu_patched(const cgj_trace_t *t, uint32_t *segs);
 /* Share of steps replayed, 0 to 1 (0 without steps). */
 double cgj_report_share(const cgj_report_data_t *d);

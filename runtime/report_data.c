@@ -112,13 +112,13 @@ void cgj_report_data_gather(cgj_report_data_t *d)
 
 uint32_t cgj_report_gpu_patched(const cgj_trace_t *t, uint32_t *segs)
 {
-    uint32_t n = 0;
-    *segs = 0;
+    uint32_t n = 0, with = 0;
     for (uint32_t s = 0; s < t->nsegs; s++) {
         if (!t->segs[s].patcher) continue;
-        ++*segs;
+        with++;
         for (uint32_t i = t->segs[s].first; i < t->segs[s].end; i++) n += t->list.ops[i].devnode != NULL;
     }
+    if (segs) *segs = with;
     return n;
 }
 

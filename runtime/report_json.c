@@ -147,8 +147,7 @@ static void variant(FILE *f, const cgj_trace_t *t)
     num(f, "kernels", t->kernels);
     num(f, "segments", t->nsegs);
     num(f, "varying_slots", t->varying_slots);
-    uint32_t segs;
-    num(f, "gpu_patched_kernels", cgj_report_gpu_patched(t, &segs));
+    num(f, "gpu_patched_kernels", cgj_report_gpu_patched(t, NULL));
     num(f, "replays", __atomic_load_n(&t->replays, __ATOMIC_RELAXED));
     num(f, "side_exits", __atomic_load_n(&t->side_exits, __ATOMIC_RELAXED));
     num(f, "other_exits", t->other_exits);
