@@ -93,6 +93,28 @@ CUresult cgj_devpatch_flush(cgj_devpatch_batch_t *b)
     return r;
 }
 
+/* The patch node's launch: always the blocks a full block needs (its block changes, its shape not). */
+enum { NODE_BLOCKS = (CGJ_DEVPATCH_ENTRIES + CGJ_DEVPATCH_THREADS - 1) / CGJ_DEVPATCH_THREADS };
+
+CUresult cgj_devpatch_capture_node(CUfunction fn, CUstream cap)
+{
+    static cgj_devpatch_block_t empty; /* n = 0: the node writes nothing until it is given a block */
+    void *args[] = {&empty};
+    return cgj_drv.r_cuLaunchKernel(fn, NODE_BLOCKS, 1, 1, CGJ_DEVPATCH_THREADS, 1, 1, 0, cap, args, NULL);
+}
+
+CUresult cgj_devpatch_set_node(CUgraphExec exec, CUgraphNode node, CUfunction fn, cgj_devpatch_block_t *b)
+{
+    void *args[] = {b};
+    CUDA_KERNEL_NODE_PARAMS_v2 p;
+    memset(&p, 0, sizeof p);
+    p.func = fn;
+    p.gridDimX = NODE_BLOCKS, p.gridDimY = p.gridDimZ = 1;
+    p.blockDimX = CGJ_DEVPATCH_THREADS, p.blockDimY = p.blockDimZ = 1;
+    p.kernelParams = args;
+    return cgj_drv.r_cuGraphExecKernelNodeSetParams_v2(exec, node, &p);
+}
+
 void cgj_devpatch_add(cgj_devpatch_batch_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value, uint32_t size)
 {
     cgj_devpatch_entry_t *e = &b->b.e[b->b.n++];

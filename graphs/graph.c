@@ -245,10 +245,65 @@ static bool keep_node(cgj_op_t *o, CUstream on, uint32_t i, cgj_reason_t *why)
     return true;
 }
 
+/* A kernel whose parameters vary, patched on the GPU where its segment has enough of them;
+ * not one launched with attributes (clusters, programmatic dependent launch, priorities), whose
+ * nodes keep the host's patching, nor one fused into a chain (no node). */
+static bool gpu_patchable(const cgj_op_t *o)
+{
+    return o->call.kind == CGJ_OP_KERNEL && o->kp && o->kp->nvarying && !o->call.u.k.nattrs && !o->fused;
+}
+
+/* The patch kernel where the segment has at least CGJIT_DEVICE_PATCH kernels to patch every run
+ * and it can run here (devpatch.h); NULL otherwise. */
+static CUfunction gpu_patcher(cgj_trace_t *t, const cgj_segment_t *seg)
+{
+    uint32_t want = 0;
+    for (uint32_t j = 0; j < seg->npatch; j++) want += gpu_patchable(&t->list.ops[seg->patch[j]]);
+    if (!cgj_cfg.DEVICE_PATCH || want < (uint32_t)cgj_cfg.DEVICE_PATCH) return NULL;
+    return cgj_devpatch_kernel(t->ctx);
+}
+
+/* The segment's kernels patched every run are made device-updatable where its graph has the
+ * patch node (capture_ops): before instantiation, which takes the attribute. */
+static void mark_for_gpu(cgj_trace_t *t, cgj_segment_t *seg)
+{
+    uint32_t want = 0, marked = 0;
+    seg->patcher = NULL;
+    seg->node_holds = false;
+    for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].devnode = NULL;
+    if (!seg->patch_node) return;
+    for (uint32_t j = 0; j < seg->npatch; j++) {
+        cgj_op_t *o = &t->list.ops[seg->patch[j]];
+        if (!gpu_patchable(o) || !o->node) continue;
+        want++;
+        marked += cgj_devpatch_mark(o->node, &o->devnode);
+    }
+    /* An event after each launch that sent updates past the node's block on the stream: the
+     * graph is destroyed only once no patch kernel queued for it can still write into its
+     * nodes. Without one, the nodes are patched from the host (the node then writes nothing). */
+    if (marked && (seg->done || cgj_drv.r_cuEventCreate(&seg->done, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS))
+        seg->patcher = cgj_devpatch_kernel(t->ctx);
+    else if (marked)
+        for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].devnode = NULL;
+    CGJ_LOG(graphs, "segment of ops %u-%u: %u of %u kernels to patch are patched on the GPU", seg->first, seg->end,
+            seg->patcher ? marked : 0, want);
+}
+
 /* Capture the segment's ops on `cap` (capturing): on lanes where it uses several streams. */
 static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, lanes_t *ls, cgj_reason_t *why)
 {
     bool multi = seg->nothers > 0;
+    CUfunction fn = gpu_patcher(t, seg);
+    seg->patch_node = NULL;
+    if (fn) { /* the patch node first: every node of the segment depends on it */
+        CUresult r = cgj_devpatch_capture_node(fn, cap);
+        CUstreamCaptureStatus st;
+        const CUgraphNode *deps = NULL;
+        size_t ndeps = 0;
+        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamGetCaptureInfo_v3(cap, &st, NULL, NULL, &deps, NULL, &ndeps);
+        if (r != CUDA_SUCCESS || ndeps != 1) FAIL(CAPTURE, NO_OP, "patch node: %s, %zu nodes", cgj_driver_errstr(r), ndeps);
+        seg->patch_node = deps[0];
+    }
     if (multi) {
         CUresult r = cgj_drv.r_cuEventCreate(&ls->fork, CU_EVENT_DISABLE_TIMING);
         if (r == CUDA_SUCCESS) r = cgj_drv.r_cuEventRecord(ls->fork, cap);
@@ -343,39 +398,6 @@ void cgj_graph_forked(void)
     cgj_devpatch_forked();
 }
 
-/* A kernel whose parameters vary, patched on the GPU where its segment has enough of them;
- * not one launched with attributes (clusters, programmatic dependent launch, priorities), whose
- * nodes keep the host's patching. */
-static bool gpu_patchable(const cgj_op_t *o)
-{
-    return o->call.kind == CGJ_OP_KERNEL && o->node && o->kp && o->kp->nvarying && !o->call.u.k.nattrs;
-}
-
-/* The segment's kernels patched every run are made device-updatable where there are at least
- * CGJIT_DEVICE_PATCH of them (devpatch.h): before instantiation, which takes the attribute. */
-static void mark_for_gpu(cgj_trace_t *t, cgj_segment_t *seg)
-{
-    uint32_t want = 0, marked = 0;
-    seg->patcher = NULL;
-    for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].devnode = NULL;
-    for (uint32_t j = 0; j < seg->npatch; j++) want += gpu_patchable(&t->list.ops[seg->patch[j]]);
-    if (!cgj_cfg.DEVICE_PATCH || want < (uint32_t)cgj_cfg.DEVICE_PATCH) return;
-    CUfunction fn = cgj_devpatch_kernel(t->ctx);
-    if (!fn) return;
-    for (uint32_t j = 0; j < seg->npatch; j++) {
-        cgj_op_t *o = &t->list.ops[seg->patch[j]];
-        if (gpu_patchable(o) && cgj_devpatch_mark(o->node, &o->devnode)) marked++;
-    }
-    /* An event after each launch: the graph is destroyed only once no patch kernel queued for
-     * it can still write into its nodes. Without one, the nodes are patched from the host. */
-    if (marked && (seg->done || cgj_drv.r_cuEventCreate(&seg->done, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS))
-        seg->patcher = fn;
-    else if (marked)
-        for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].devnode = NULL;
-    CGJ_LOG(graphs, "segment of ops %u-%u: %u of %u kernels to patch are patched on the GPU", seg->first, seg->end,
-            marked, want);
-}
-
 static bool build_segment(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, cgj_reason_t *why)
 {
     if (!make_events(seg, why)) return false;
@@ -462,18 +484,26 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
 /* ---- patching: the run's values into the executable graph, node by node ---- */
 
 /* The updates queued for the GPU since the last patch kernel launched, and their ops: what
- * the graph holds for an op is its run's values only once its updates are launched. */
+ * the graph holds for an op is its run's values only once its updates are launched, or set
+ * into the patch node and the graph launched (commit_gpu). */
 typedef struct gpu_queue {
     cgj_devpatch_batch_t b;
     cgj_op_t *ops[CGJ_DEVPATCH_ENTRIES];
     uint32_t nops;
 } gpu_queue_t;
 
+/* The queued ops' values are what the graph holds from now on. */
+static void commit_gpu(gpu_queue_t *q)
+{
+    for (uint32_t i = 0; i < q->nops; i++) memcpy(q->ops[i]->kp->inexec, q->ops[i]->kp->live, q->ops[i]->kp->size);
+    q->nops = 0;
+}
+
+/* A full block: launched on the graph's stream, ahead of the graph. */
 static CUresult gpu_flush(gpu_queue_t *q)
 {
     CUresult r = cgj_devpatch_flush(&q->b);
-    for (uint32_t i = 0; i < q->nops && r == CUDA_SUCCESS; i++)
-        memcpy(q->ops[i]->kp->inexec, q->ops[i]->kp->live, q->ops[i]->kp->size);
+    if (r == CUDA_SUCCESS) commit_gpu(q);
     q->nops = 0;
     return r;
 }
@@ -613,16 +643,18 @@ static CUresult patch_memset(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, bool 
 }
 
 /* Patch every listed node of the segment whose values differ from what the graph holds: from
- * the host, or queued for the patch kernel, which is launched last, right before the graph. On
- * a refusal, *refused is the op's index and nothing is launched. */
-static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, cgj_patched_t *patched, uint32_t *refused)
+ * the host, or queued for the GPU. The last block queued goes to the graph's patch node (a
+ * block the node held before is replaced, by an empty one where nothing is queued); the ops in
+ * it are committed once the graph is launched (commit_gpu). On a refusal, *refused is the op's
+ * index and nothing is launched. */
+static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, gpu_queue_t *q, uint64_t host_gen, cgj_patched_t *patched,
+                      uint32_t *refused)
 {
-    gpu_queue_t q;
-    q.b.fn = seg->patcher, q.b.stream = seg->home, q.b.launches = 0, q.b.b.n = 0, q.nops = 0;
+    q->b.fn = seg->patcher, q->b.stream = seg->home, q->b.launches = 0, q->b.b.n = 0, q->nops = 0;
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
         bool did = false, on_gpu = false;
-        CUresult r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg, o, &q, &did, &on_gpu)
+        CUresult r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg, o, q, &did, &on_gpu)
                      : o->call.kind == CGJ_OP_MEMCPY ? patch_memcpy(seg->exec, o, t->ctx, host_gen, &did)
                                                      : patch_memset(seg->exec, o, t->ctx, &did);
         if (r != CUDA_SUCCESS) {
@@ -632,11 +664,16 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, cgj
         patched->nodes += did;
         patched->on_gpu += on_gpu;
     }
-    uint32_t last = q.nops ? (uint32_t)(q.ops[q.nops - 1] - t->list.ops) : UINT32_MAX;
-    CUresult r = gpu_flush(&q);
-    patched->launches += q.b.launches;
-    if (r != CUDA_SUCCESS) *refused = last;
-    return r;
+    patched->launches += q->b.launches;
+    if (!seg->patcher || (!q->b.b.n && !seg->node_holds)) return CUDA_SUCCESS;
+    CUresult r = cgj_devpatch_set_node(seg->exec, seg->patch_node, seg->patcher, &q->b.b);
+    if (r != CUDA_SUCCESS) {
+        *refused = q->nops ? (uint32_t)(q->ops[q->nops - 1] - t->list.ops) : UINT32_MAX;
+        return r;
+    }
+    seg->node_holds = q->b.b.n != 0;
+    patched->launches += seg->node_holds;
+    return CUDA_SUCCESS;
 }
 
 CUresult cgj_graph_issue_ops(cgj_trace_t *t, uint32_t from, uint32_t to, uint32_t *done)
@@ -663,14 +700,20 @@ CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, cgj_pat
     uint32_t done;
     if (seg->eager) return cgj_graph_issue_ops(t, seg->first + issued, seg->end, &done);
     CGJ_ASSERT(!issued, "ops of a graph segment ran before its launch");
-    CUresult r = patch(seg, t, host_gen, patched, refused);
+    gpu_queue_t q;
+    CUresult r = patch(seg, t, &q, host_gen, patched, refused);
     if (r != CUDA_SUCCESS) return r;
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++) {
         r = cgj_drv.r_cuEventRecord(seg->pre[j], seg->others[j]);
         if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamWaitEvent(seg->home, seg->pre[j], 0);
     }
     if (r == CUDA_SUCCESS) r = cgj_drv.r_cuGraphLaunch(seg->exec, seg->home);
-    if (r == CUDA_SUCCESS && seg->done) r = cgj_drv.r_cuEventRecord(seg->done, seg->home);
+    if (r == CUDA_SUCCESS) commit_gpu(&q);
+    /* `done` follows the launch where other streams or staging wait for it, or where a block
+     * was launched on the stream (destroy waits for it: devpatch.h); the patch node's writes
+     * end with the graph, which the driver frees only once it has run. */
+    bool record = seg->nothers || seg->has_staging || q.b.launches;
+    if (r == CUDA_SUCCESS && seg->done && record) r = cgj_drv.r_cuEventRecord(seg->done, seg->home);
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++)
         r = cgj_drv.r_cuStreamWaitEvent(seg->others[j], seg->done, 0);
     seg->launched = true;

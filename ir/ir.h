@@ -337,6 +337,8 @@ typedef struct cgj_segment {
     uint32_t npatch;
     CUfunction patcher; /* cgjit's patch kernel, where kernels of the segment are patched on the
                          * GPU (their ops' devnode set; graphs/devpatch.h) */
+    CUgraphNode patch_node; /* the graph's root node running it, given each launch's block */
+    bool node_holds;        /* that node holds a block with updates (else an empty one) */
 } cgj_segment_t;
 
 /* A chain of elementwise ops [first, last] replayed as one generated kernel (fusion/). Its

@@ -10,7 +10,8 @@
  *    anything else with CUDA_ERROR_NOT_SUPPORTED, as before this file existed; cuModuleGetFunction
  *    knows "cgj_devpatch" only.
  *  - The patch kernel writes each entry's bytes at its offset into the parameters of the exec op
- *    its node was instantiated into. A bad entry (a node that is not device-updatable or not
+ *    its node was instantiated into. Run as a node of a graph, what it wrote holds for the nodes
+ *    after it in the same launch too (fakecuda_graph.c), as the driver does. A bad entry (a node that is not device-updatable or not
  *    instantiated, bytes past the kernel's parameters) aborts the process, as the real kernel
  *    traps and the context is lost: a test sees it.
  */
@@ -48,6 +49,11 @@ static void devpatch_kernel(void **params, const unsigned grid[3], const unsigne
         g_counts.device_updates++;
     }
     unlock();
+}
+
+int fakecuda_is_devpatch(const fc_kernel *k)
+{
+    return k && k->fn == devpatch_kernel;
 }
 
 FC_DEFINE(cuModuleLoadData, (CUmodule * module, const void *image))

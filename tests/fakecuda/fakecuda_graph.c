@@ -384,6 +384,22 @@ static CUresult graph_upload(CUgraphExec hExec, CUstream h, int ptds)
 FC_PTSZ(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream),
         graph_upload(hGraphExec, hStream, ptds))
 
+/* After a patch kernel node ran: the device-updatable nodes from `from` on take the values it
+ * wrote into the exec, within this launch, as the driver applies a node's device updates to the
+ * nodes that depend on it. */
+static void devpatch_applied(CUgraphExec hExec, fc_op *snap, size_t n, size_t from)
+{
+    lock();
+    fc_exec *x = live_get(hExec, K_EXEC);
+    for (size_t j = from; x && j < n && j < x->n; j++) {
+        fc_node *node = live_get(x->src[j], K_NODE);
+        if (!node || !node->dev_updatable || snap[j].type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
+        const fc_kernel *k = snap[j].kern.k;
+        memcpy(args_bytes(k, snap[j].kern.argv), args_bytes(k, x->ops[j].kern.argv), k->total);
+    }
+    unlock();
+}
+
 /* Run an exec: snapshot its ops under the lock (so a concurrent SetParams affects only later
  * launches, as on a GPU), then run them in order without it. A copy op whose page-locked host
  * allocation is gone fails the launch before anything runs (the real driver crashes). */
@@ -402,7 +418,11 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream h, int ptds)
     for (; err == CUDA_SUCCESS && n < x->n; n++) err = op_dup(&snap[n], &x->ops[n]);
     if (err == CUDA_SUCCESS) g_counts.graph_launches++;
     unlock();
-    for (size_t i = 0; err == CUDA_SUCCESS && i < n; i++) op_run(&snap[i]);
+    for (size_t i = 0; err == CUDA_SUCCESS && i < n; i++) {
+        op_run(&snap[i]);
+        if (snap[i].type == CU_GRAPH_NODE_TYPE_KERNEL && fakecuda_is_devpatch(snap[i].kern.k))
+            devpatch_applied(hExec, snap, n, i + 1);
+    }
     for (size_t i = 0; i < n; i++) op_clear(&snap[i]);
     free(snap);
     return err;

@@ -236,6 +236,8 @@ typedef struct fc_exec {
 
 /* The kernel op of the exec a device-updatable node was instantiated into (under the lock). */
 fc_op *devnode_op(fc_node *node);
+/* Is k cgjit's patch kernel (fakecuda_devpatch.c)? */
+int fakecuda_is_devpatch(const fc_kernel *k);
 
 void op_clear(fc_op *op);
 void op_run(const fc_op *op);

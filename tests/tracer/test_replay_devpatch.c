@@ -1,6 +1,6 @@
 /*
  * test_replay_devpatch.c — replay against the fake driver, continued (see test_replay.c): kernel
- * nodes patched on the GPU (CGJIT_DEVICE_PATCH, graphs/devpatch.h). The fake driver runs cgjit's
+ * nodes patched on the GPU (CGJIT_DEVICE_PATCH, graphs/devpatch.h), by the graph's patch node. The fake driver runs cgjit's
  * patch kernel as a host function with the kernel's contract (tests/fakecuda/fakecuda_devpatch.c),
  * so what is tested here is what replay sends it: which bytes, in how many launches, and when a
  * node is set from the host instead. Every step must leave memory exactly as eager execution
@@ -50,15 +50,18 @@ static void twelve_counters_step(int s, CUdeviceptr *b, void *ctx)
     for (int j = 0; j < 12; j++) OK(fk_addk_launch(&fk, NULL, b[j % 2], s + j, N));
 }
 
-Test(tracer_replay_devpatch, twelve_varying_kernels_are_patched_by_one_patch_kernel_per_replay)
+Test(tracer_replay_devpatch, twelve_varying_kernels_are_patched_by_the_graphs_patch_node)
 {
     need_image();
     run_scenario(&(scenario_t){
         .name = "twelve", .fn = twelve_counters_step, .steps = 60, .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(58), .segments = IS(1), .side_exits = IS(0)},
-        /* every replay changes all twelve counts: one 4-byte update each, one launch */
+        /* every replay changes all twelve counts: one 4-byte update each, one block set into the
+         * graph's patch node (one host call), no kernel launched besides the graph (eager
+         * launches: the reference run's and the two recorded steps') */
         .stats = {.params_patched = IS(58 * 12), .params_patched_on_gpu = IS(58 * 12), .patch_launches = IS(58)},
-        .fake = {.node_param_sets = IS(0), .device_updates = IS(58 * 12), .graph_launches = IS(58)}});
+        .fake = {.eager_launches = IS(60 * 12 + 24), .node_param_sets = IS(58), .device_updates = IS(58 * 12),
+                 .graph_launches = IS(58)}});
     char *text = fk_report_text();
     cr_assert(text && strstr(text, "kernels patched on the GPU: 12, in 1 segment(s)"), "report: %s", text);
     free(text);
@@ -127,8 +130,9 @@ Test(tracer_replay_devpatch, updates_past_one_block_take_a_second_launch)
     run_scenario(&(scenario_t){
         .name = "swapping", .fn = swapping_copies_step, .steps = 20, .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .varying_slots = IS(240), .side_exits = IS(0)},
+        /* two blocks a replay: one launched ahead of the graph, the other set into its node */
         .stats = {.params_patched_on_gpu = IS(18 * 80), .patch_launches = IS(18 * 2)},
-        .fake = {.node_param_sets = IS(0), .device_updates = AT_MOST(18 * 240)}});
+        .fake = {.eager_launches = IS(20 * 80 + 2 * 80 + 18), .node_param_sets = IS(18), .device_updates = AT_MOST(18 * 240)}});
 }
 
 /* Twelve counters, and one of them launched on one block or two in turn: its node is set from
@@ -151,7 +155,61 @@ Test(tracer_replay_devpatch, a_grid_change_sets_that_node_from_the_host)
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(38), .side_exits = IS(0)},
         /* the grid differs from the graph's on every replay: that node from the host, 11 on the GPU */
         .stats = {.params_patched = IS(38 * 12), .params_patched_on_gpu = IS(38 * 11), .patch_launches = IS(38)},
-        .fake = {.node_param_sets = IS(38), .device_updates = IS(38 * 11)}});
+        .fake = {.node_param_sets = IS(38 + 38), .device_updates = IS(38 * 11)}});
+}
+
+/* One varying kernel among constant ones (patched on the GPU from one kernel on), its grid
+ * changing on every third step: a step after one whose values the patch node wrote into it sets
+ * that node from the host with nothing else to send, and the patch node must not write its
+ * older block over the new values (every step is compared with eager). */
+static void one_patch_setup(void)
+{
+    setenv("CGJIT_DEVICE_PATCH", "1", 1);
+    devpatch_setup();
+}
+
+static void sometimes_grid_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int j = 0; j < 12; j++) {
+        int k = j == 5 ? s : j, n = N;
+        void *p[] = {&b[j % 2], &k, &n};
+        OK(fk.launch(fk_addk, j == 5 && s % 3 == 0 ? 2 : 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
+    }
+}
+
+Test(tracer_replay_devpatch_off, a_node_set_from_the_host_keeps_its_values_against_the_patch_nodes_older_block,
+     .init = one_patch_setup)
+{
+    need_image();
+    /* replays at steps 2..44: on s % 3 == 2 the grid stays and the count goes to the GPU (15
+     * blocks); on the others the grid changes and the node is set from the host (28), with an
+     * empty block for the patch node after each block it held but the last (14) */
+    run_scenario(&(scenario_t){
+        .name = "sometimes_grid", .fn = sometimes_grid_step, .steps = 45, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(43), .side_exits = IS(0)},
+        .stats = {.params_patched = IS(43), .params_patched_on_gpu = IS(15), .patch_launches = IS(15)},
+        .fake = {.node_param_sets = IS(28 + 15 + 14), .device_updates = IS(15)}});
+}
+
+/* Counts that change on every fourth step only (and between the two recorded steps, which
+ * makes them vary): the patch node is given a block where values
+ * changed, an empty one on the next replay (it must not write again what it held), and nothing
+ * on the replays after that. */
+static void slow_counters_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int j = 0; j < 12; j++) OK(fk_addk_launch(&fk, NULL, b[j % 2], (s < 2 ? s : s / 4) + j, N));
+}
+
+Test(tracer_replay_devpatch, the_patch_node_is_set_only_where_it_has_something_to_write_or_to_forget)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "slow", .fn = slow_counters_step, .steps = 42, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(40), .side_exits = IS(0)},
+        /* replays are steps 2..41: the counts change at steps 2, 4, 8, ..., 40 (11 blocks), and
+         * the node is emptied on the replay after each (11 more host calls) */
+        .stats = {.params_patched_on_gpu = IS(11 * 12), .patch_launches = IS(11)},
+        .fake = {.node_param_sets = IS(22), .device_updates = IS(11 * 12)}});
 }
 
 /* A parameter passed as one packed buffer (`extra`) is one slot: only its 8-byte pieces that
@@ -177,7 +235,7 @@ Test(tracer_replay_devpatch, a_packed_parameter_buffer_sends_only_the_pieces_tha
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .side_exits = IS(0)},
         /* k and n share the buffer's second 8 bytes; the pointer in the first never changes */
         .stats = {.params_patched_on_gpu = IS(28 * 10), .patch_launches = IS(28)},
-        .fake = {.node_param_sets = IS(0), .device_updates = IS(28 * 10)}});
+        .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 10)}});
 }
 
 /* Anchors given back to stay within CGJIT_POOL_MAX_GB have their graphs destroyed, patched on
