@@ -529,11 +529,12 @@ static inline bool piece_differs(const uint8_t *a, const uint8_t *b, uint32_t le
  * o is queued then. */
 static bool gpu_updates(cgj_op_t *o, gpu_queue_t *q, uint32_t *n)
 {
-    const cgj_kparams_t *kp = o->kp;
+    cgj_kparams_t *kp = o->kp;
     uint32_t start = q->b.b.n;
-    for (uint32_t i = 0; i < kp->n; i++) {
-        if (!kp->varying[i]) continue;
-        for (uint32_t at = kp->off[i], end = kp->off[i] + kp->sz[i]; at < end; at += 8) {
+    if (kp->slots_stale) cgj_kparams_split(kp);
+    for (uint32_t j = kp->nconst; j < kp->n; j++) {
+        const cgj_slot_t *sl = &kp->slots[j];
+        for (uint32_t at = sl->off, end = sl->off + sl->sz; at < end; at += 8) {
             uint32_t len = end - at < 8 ? end - at : 8;
             if (!piece_differs(kp->live + at, kp->inexec + at, len)) continue;
             if (q->b.b.n == CGJ_DEVPATCH_ENTRIES) {

@@ -181,6 +181,11 @@ typedef struct cgj_call {
 } cgj_call_t;
 
 /* Kernel parameters of a recorded launch: layout, recorded values and replay buffers. */
+/* One parameter slot: its index, bytes and offset in the blob. */
+typedef struct cgj_slot {
+    uint32_t i, sz, off;
+} cgj_slot_t;
+
 typedef struct cgj_kparams {
     uint32_t n, size;  /* slots, blob bytes */
     bool extra_form;   /* launched with `extra` (one slot: the whole buffer) */
@@ -191,7 +196,15 @@ typedef struct cgj_kparams {
     uint8_t *varying;  /* per slot: 1 if the value changes between runs */
     uint32_t nvarying;
     void **ptrs;       /* kernelParams array pointing into live */
+    /* The slots split by `varying`, constant ones first (cgj_kparams_split): what an absorbed
+     * launch's guard walks. Made again whenever `varying` changes (slots_stale). */
+    cgj_slot_t *slots;
+    uint32_t nconst;
+    bool slots_stale;
 } cgj_kparams_t;
+
+/* (Re)make kp->slots from kp->varying. */
+void cgj_kparams_split(cgj_kparams_t *kp);
 
 /* A host-to-device copy whose source replay copies into pinned staging at call time (a
  * synchronous copy, or one from pageable memory), as opposed to an asynchronous copy from pinned

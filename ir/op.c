@@ -33,28 +33,55 @@ static cgj_op_t *oplist_push(cgj_oplist_t *l)
     return CGJ_VEC_ADD(l->ops, l->n, l->cap);
 }
 
+/* Room for n items of t at *at, aligned for t; *at moves past them. */
+#define CARVE(at, t, n) ((t *)carve((at), _Alignof(t), (size_t)(n) * sizeof(t)))
+static void *carve(uint8_t **at, size_t align, size_t bytes)
+{
+    uintptr_t p = ((uintptr_t)*at + align - 1) & ~(uintptr_t)(align - 1);
+    *at = (uint8_t *)p + bytes;
+    return (void *)p;
+}
+
+/* One allocation for the op's parameters, the struct first and what an absorbed launch's guard
+ * reads right after it (slots, recorded and live values): a step of many kernels walks them all
+ * every run, and they share cache lines. */
 static cgj_kparams_t *kparams_new(const cgj_layout_t *lay)
 {
-    cgj_kparams_t *kp = cgj_xcalloc(1, sizeof *kp);
+    size_t n = lay->n ? lay->n : 1, size = lay->size ? lay->size : 1;
+    size_t total = sizeof(cgj_kparams_t) + n * (sizeof(cgj_slot_t) + 2 * sizeof(uint32_t) + 1 + sizeof(void *)) +
+                   3 * size + 16 * _Alignof(max_align_t); /* each carve aligns at most once */
+    uint8_t *at = cgj_xcalloc(1, total);
+    cgj_kparams_t *kp = CARVE(&at, cgj_kparams_t, 1);
     kp->n = lay->n;
     kp->size = lay->size;
     kp->extra_form = lay->extra_form;
-    kp->off = cgj_xmemdup(lay->off, lay->n * sizeof(uint32_t));
-    kp->sz = cgj_xmemdup(lay->sz, lay->n * sizeof(uint32_t));
-    kp->rec = cgj_xcalloc(1, kp->size);
-    kp->live = cgj_xcalloc(1, kp->size);
-    kp->inexec = cgj_xcalloc(1, kp->size);
-    kp->varying = cgj_xcalloc(kp->n ? kp->n : 1, 1);
-    kp->ptrs = cgj_xcalloc(kp->n ? kp->n : 1, sizeof(void *));
+    kp->slots = CARVE(&at, cgj_slot_t, n);
+    kp->rec = carve(&at, _Alignof(max_align_t), size);
+    kp->live = carve(&at, _Alignof(max_align_t), size);
+    kp->off = CARVE(&at, uint32_t, n);
+    kp->sz = CARVE(&at, uint32_t, n);
+    kp->varying = CARVE(&at, uint8_t, n);
+    kp->ptrs = CARVE(&at, void *, n);
+    kp->inexec = carve(&at, _Alignof(max_align_t), size);
+    memcpy(kp->off, lay->off, lay->n * sizeof(uint32_t));
+    memcpy(kp->sz, lay->sz, lay->n * sizeof(uint32_t));
     for (uint32_t i = 0; i < kp->n; i++) kp->ptrs[i] = kp->live + kp->off[i];
+    kp->slots_stale = true;
     return kp;
+}
+
+void cgj_kparams_split(cgj_kparams_t *kp)
+{
+    uint32_t c = 0, v = kp->n - kp->nvarying;
+    for (uint32_t i = 0; i < kp->n; i++)
+        kp->slots[kp->varying[i] ? v++ : c++] = (cgj_slot_t){.i = i, .sz = kp->sz[i], .off = kp->off[i]};
+    kp->nconst = c;
+    kp->slots_stale = false;
 }
 
 static void kparams_free(cgj_kparams_t *kp)
 {
-    if (!kp) return;
-    cgj_free(kp->off), cgj_free(kp->sz), cgj_free(kp->rec), cgj_free(kp->live), cgj_free(kp->inexec);
-    cgj_free(kp->varying), cgj_free(kp->ptrs), cgj_free(kp);
+    cgj_free(kp); /* one allocation (kparams_new) */
 }
 
 /* Make the op own what its call points to. */

@@ -276,6 +276,7 @@ void cgj_shape_classify(cgj_oplist_t *a, const cgj_oplist_t *b)
             x->varying[s] = !slot_same(x->rec + x->off[s], y->rec + y->off[s], x->sz[s], ctx);
             x->nvarying += x->varying[s];
         }
+        x->slots_stale = true;
     }
     /* Library groups last: what they learn depends on which slots vary. */
     for (uint32_t i = 0; i < a->n; i++)
@@ -388,10 +389,11 @@ static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
         x->grid[1] != y->grid[1] || x->grid[2] != y->grid[2] || x->block[0] != y->block[0] ||
         x->block[1] != y->block[1] || x->block[2] != y->block[2])
         return false;
-    for (uint32_t i = 0; i < kp->n; i++)
-        if (!kp->varying[i] && !slot_eq(kp->rec + kp->off[i], y->params[i], kp->sz[i])) return false;
-    for (uint32_t i = 0; kp->nvarying && i < kp->n; i++)
-        if (kp->varying[i]) memcpy(kp->live + kp->off[i], y->params[i], kp->sz[i]);
+    if (kp->slots_stale) cgj_kparams_split(kp);
+    const cgj_slot_t *sl = kp->slots;
+    for (uint32_t j = 0; j < kp->nconst; j++)
+        if (!slot_eq(kp->rec + sl[j].off, y->params[sl[j].i], sl[j].sz)) return false;
+    for (uint32_t j = kp->nconst; j < kp->n; j++) memcpy(kp->live + sl[j].off, y->params[sl[j].i], sl[j].sz);
     return true;
 }
 
@@ -434,6 +436,7 @@ bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
              * baking it in, so the slot becomes varying instead of failing every such run. */
             kp->varying[i] = 1;
             kp->nvarying++;
+            kp->slots_stale = true;
             o->promoted = true;
         }
         if (kp->varying[i]) memcpy(kp->live + kp->off[i], v, kp->sz[i]);
