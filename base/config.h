@@ -66,7 +66,7 @@
     X(GRAPH_MIN_OPS, INT, 3, 1, 1000000, "graph-min-ops", INT, "N", NULL,                               \
       "a segment of fewer than N graph ops is issued eagerly at replay, not launched as a graph (too small to pay for a graph's launch)") \
     X(COST, BOOL, 1, 0, 1, "cost", BOOL, "0|1", NULL,                                                   \
-      "measure each anchor's replayed and eager steps (1 in 64 runs eagerly) and turn replay off where it does not pay") \
+      "measure each anchor's replayed and eager steps (1 in 64 runs eagerly) and turn replay off where it does not pay (not while CGJIT_VERIFY checks replays)") \
     X(LIBS, BOOL, 1, 0, 1, "libs", BOOL, "0|1", NULL,                                                   \
       "0: cuBLAS/cuDNN/NCCL calls are not looked at as calls (their driver calls replay like any other); 1: each is one op of its step, keyed by its arguments, and the library runs on every call") \
     X(LIBS_LEARNED, BOOL, 0, 0, 1, "libs-learned", BOOL, "0|1", NULL,                               \

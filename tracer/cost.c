@@ -244,7 +244,9 @@ bool cgj_cost_eager(cgj_anchor_t *a)
         cgj_anchor_go(a, CGJ_STATE_REPLAY);
         CGJ_LOG(trace, "anchor '%s': replay tried again", a->name);
     }
-    if (!cgj_cfg.COST || !settled(a, runs)) return false;
+    /* Under CGJIT_VERIFY each replay also runs the step's calls and compares: slower than eager
+     * by design, and turning replay off would stop the checking asked for. */
+    if (!cgj_cfg.COST || cgj_verify_on() || !settled(a, runs)) return false;
     /* A quick second look after a judgement found replay slower. Probes that find no replay at
      * their place to pair with (the program takes another path after an eager step) go on at
      * the steady rate: probing one run in 3 for good would cost a third of the replays. A step

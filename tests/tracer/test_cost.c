@@ -69,6 +69,29 @@ Test(tracer_cost, replay_that_costs_more_than_eager_turns_itself_off)
     cr_assert_geq(stats_now().anchors_off, 1);
 }
 
+/* Under CGJIT_VERIFY every replay also runs its calls and compares: slower than eager by
+ * design. The same dear replay keeps replaying, and checking, with no probe. */
+static void cost_verify_setup(void)
+{
+    setenv("CGJIT_VERIFY", "1", 1);
+    cost_setup();
+}
+
+TestSuite(tracer_cost_verify, .init = cost_verify_setup);
+
+Test(tracer_cost_verify, verify_keeps_replaying_what_costs_more)
+{
+    fk.set_delays(0, 300);
+    cgj_trace_info_t i = run_traced("dear_verified", 80);
+    fk.set_delays(0, 0);
+    cgj_stats_t st = stats_now();
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_geq(i.replays, 70, "%llu replays", (unsigned long long)i.replays);
+    cr_assert_eq(st.steps_probed, 0, "%llu eager probes", (unsigned long long)st.steps_probed);
+    cr_assert_geq(st.verify_segments, 70, "%llu graphs checked", (unsigned long long)st.verify_segments);
+    cr_assert_eq(st.verify_divergences, 0);
+}
+
 Test(tracer_cost, an_anchor_turned_off_tries_again_later)
 {
     fk.set_delays(0, 300);
