@@ -63,8 +63,10 @@ static cgj_kparams_t *kparams_new(const cgj_layout_t *lay)
     kp->varying = CARVE(&at, uint8_t, n);
     kp->ptrs = CARVE(&at, void *, n);
     kp->inexec = carve(&at, _Alignof(max_align_t), size);
-    memcpy(kp->off, lay->off, lay->n * sizeof(uint32_t));
-    memcpy(kp->sz, lay->sz, lay->n * sizeof(uint32_t));
+    if (lay->n) { /* a kernel without parameters has no arrays to copy */
+        memcpy(kp->off, lay->off, lay->n * sizeof(uint32_t));
+        memcpy(kp->sz, lay->sz, lay->n * sizeof(uint32_t));
+    }
     for (uint32_t i = 0; i < kp->n; i++) kp->ptrs[i] = kp->live + kp->off[i];
     kp->slots_stale = true;
     return kp;
