@@ -82,17 +82,6 @@ bool cgj_devpatch_mark(CUgraphNode node, CUgraphDeviceNode *dn)
     return true;
 }
 
-CUresult cgj_devpatch_flush(cgj_devpatch_batch_t *b)
-{
-    if (!b->b.n) return CUDA_SUCCESS;
-    void *args[] = {&b->b};
-    unsigned blocks = (b->b.n + CGJ_DEVPATCH_THREADS - 1) / CGJ_DEVPATCH_THREADS;
-    CUresult r = cgj_drv.r_cuLaunchKernel(b->fn, blocks, 1, 1, CGJ_DEVPATCH_THREADS, 1, 1, 0, b->stream, args, NULL);
-    b->b.n = 0;
-    if (r == CUDA_SUCCESS) b->launches++;
-    return r;
-}
-
 /* The patch node's launch: always the blocks a full block needs (its block changes, its shape not). */
 enum { NODE_BLOCKS = (CGJ_DEVPATCH_ENTRIES + CGJ_DEVPATCH_THREADS - 1) / CGJ_DEVPATCH_THREADS };
 
@@ -115,9 +104,9 @@ CUresult cgj_devpatch_set_node(CUgraphExec exec, CUgraphNode node, CUfunction fn
     return cgj_drv.r_cuGraphExecKernelNodeSetParams_v2(exec, node, &p);
 }
 
-void cgj_devpatch_add(cgj_devpatch_batch_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value, uint32_t size)
+void cgj_devpatch_add(cgj_devpatch_block_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value, uint32_t size)
 {
-    cgj_devpatch_entry_t *e = &b->b.e[b->b.n++];
+    cgj_devpatch_entry_t *e = &b->e[b->n++];
     e->node = (uint64_t)(uintptr_t)dn;
     e->value = 0;
     memcpy(&e->value, value, size);

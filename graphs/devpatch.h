@@ -6,18 +6,18 @@
  * node, about half a microsecond each: for a step of 180 such kernels, more host time than the
  * launches it replaced. A segment with at least CGJIT_DEVICE_PATCH of them makes their nodes
  * device-updatable instead (CUDA 12.4), and the graph gets cgjit's patch kernel (devpatch.cu)
- * as its root node, ahead of every other node. Before each launch the host writes the run's
- * changed bytes into one parameter block and sets it as that node's parameter (one
- * cuGraphExecKernelNodeSetParams for the whole segment); when the graph runs, the node writes
- * the values into the nodes after it, which the driver applies within the same launch. Updates
- * past one block go to the same kernel launched on the graph's stream right before the graph.
+ * as its root node, ahead of every other node. Where any of those kernels' values changed, the
+ * host writes all their varying bytes, in pieces of up to 8, into one parameter block and sets
+ * it as that node's parameter (one cuGraphExecKernelNodeSetParams for the whole segment); when
+ * the graph runs, the node writes them into the nodes after it, which the driver applies within
+ * the same launch. A segment marks only the kernels whose pieces fit one block (168); the others
+ * are patched from the host.
  *
- * Exact: the block carries the same bytes SetParams would have written; the patch node runs
- * before every node it patches, in the launch whose values they are, and stream order puts a
- * launched block between the previous launch of the graph and this one. A device-updatable node
- * is never patched from the host while a patch kernel may still be queued for it (graph.c waits
- * for the segment's stream first), and the patch node is given a new block (or an empty one)
- * whenever it holds one, so it never writes a stale value over one the host set. Where the patch
+ * Exact, whatever the driver keeps of earlier launches' device updates: the node holds every
+ * marked kernel's current varying bytes, the same ones SetParams would have written, and runs
+ * before every node it patches in each launch, so a node the driver set back to its host-side
+ * parameters, or one the host set (a grid that changed), gets them again before it runs. The
+ * block is set again whenever any of those values changed, the host's included. Where the patch
  * kernel cannot load (no image for this GPU, a driver without device-updatable nodes, a library
  * built without nvcc), or a node refuses the attribute, nodes are patched from the host as before.
  */
@@ -36,20 +36,8 @@ CUfunction cgj_devpatch_kernel(CUcontext ctx);
  * False: the driver refused, and the node stays as it was. */
 bool cgj_devpatch_mark(CUgraphNode node, CUgraphDeviceNode *dn);
 
-/* The updates of one launch, sent in blocks of CGJ_DEVPATCH_ENTRIES. */
-typedef struct cgj_devpatch_batch {
-    CUfunction fn;
-    CUstream stream;
-    uint32_t launches; /* patch kernels launched so far */
-    cgj_devpatch_block_t b;
-} cgj_devpatch_batch_t;
-
-/* Queue the update of `size` (1 to 8) bytes at `offset` of node dn (the block not full: the
- * caller launches a full one first, cgj_devpatch_flush). */
-void cgj_devpatch_add(cgj_devpatch_batch_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value,
-                      uint32_t size);
-/* Launch what is queued. */
-CUresult cgj_devpatch_flush(cgj_devpatch_batch_t *b);
+/* Add to block b the update of `size` (1 to 8) bytes at `offset` of node dn (b not full). */
+void cgj_devpatch_add(cgj_devpatch_block_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value, uint32_t size);
 /* Add the patch node to the graph being captured on `cap`, with an empty block: the first
  * captured op, so that every node of the segment depends on it. */
 CUresult cgj_devpatch_capture_node(CUfunction fn, CUstream cap);

@@ -263,30 +263,37 @@ static CUfunction gpu_patcher(cgj_trace_t *t, const cgj_segment_t *seg)
     return cgj_devpatch_kernel(t->ctx);
 }
 
+/* The pieces (of up to 8 bytes) of kp's varying slots: its entries in a block. */
+static uint32_t gpu_pieces(cgj_kparams_t *kp)
+{
+    if (kp->slots_stale) cgj_kparams_split(kp);
+    uint32_t n = 0;
+    for (uint32_t j = kp->nconst; j < kp->n; j++) n += (kp->slots[j].sz + 7) / 8;
+    return n;
+}
+
 /* The segment's kernels patched every run are made device-updatable where its graph has the
- * patch node (capture_ops): before instantiation, which takes the attribute. */
+ * patch node (capture_ops), as many as one block has room for: before instantiation, which
+ * takes the attribute. The others are patched from the host. */
 static void mark_for_gpu(cgj_trace_t *t, cgj_segment_t *seg)
 {
-    uint32_t want = 0, marked = 0;
+    uint32_t want = 0, marked = 0, room = CGJ_DEVPATCH_ENTRIES;
     seg->patcher = NULL;
-    seg->node_holds = false;
+    seg->node_stale = false;
     for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].devnode = NULL;
     if (!seg->patch_node) return;
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
         if (!gpu_patchable(o) || !o->node) continue;
         want++;
-        marked += cgj_devpatch_mark(o->node, &o->devnode);
+        uint32_t n = gpu_pieces(o->kp);
+        if (n > room || !cgj_devpatch_mark(o->node, &o->devnode)) continue;
+        marked++;
+        room -= n;
     }
-    /* An event after each launch that sent updates past the node's block on the stream: the
-     * graph is destroyed only once no patch kernel queued for it can still write into its
-     * nodes. Without one, the nodes are patched from the host (the node then writes nothing). */
-    if (marked && (seg->done || cgj_drv.r_cuEventCreate(&seg->done, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS))
-        seg->patcher = cgj_devpatch_kernel(t->ctx);
-    else if (marked)
-        for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].devnode = NULL;
+    if (marked) seg->patcher = cgj_devpatch_kernel(t->ctx);
     CGJ_LOG(graphs, "segment of ops %u-%u: %u of %u kernels to patch are patched on the GPU", seg->first, seg->end,
-            seg->patcher ? marked : 0, want);
+            marked, want);
 }
 
 /* Capture the segment's ops on `cap` (capturing): on lanes where it uses several streams. */
@@ -483,109 +490,61 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
 
 /* ---- patching: the run's values into the executable graph, node by node ---- */
 
-/* The updates queued for the GPU since the last patch kernel launched, and their ops: what
- * the graph holds for an op is its run's values only once its updates are launched, or set
- * into the patch node and the graph launched (commit_gpu). */
-typedef struct gpu_queue {
-    cgj_devpatch_batch_t b;
+/* The block for the graph's patch node, and its ops: what the graph holds for an op is its
+ * run's values only once the block is set and the graph launched (commit_gpu). */
+typedef struct gpu_block {
+    cgj_devpatch_block_t b;
     cgj_op_t *ops[CGJ_DEVPATCH_ENTRIES];
     uint32_t nops;
-} gpu_queue_t;
+} gpu_block_t;
 
-/* The queued ops' values are what the graph holds from now on. */
-static void commit_gpu(gpu_queue_t *q)
+/* The block's ops' values are what the graph holds from now on. */
+static void commit_gpu(gpu_block_t *q)
 {
     for (uint32_t i = 0; i < q->nops; i++) memcpy(q->ops[i]->kp->inexec, q->ops[i]->kp->live, q->ops[i]->kp->size);
     q->nops = 0;
 }
 
-/* A full block: launched on the graph's stream, ahead of the graph. */
-static CUresult gpu_flush(gpu_queue_t *q)
+/* Do kp's varying values differ from what the graph holds? */
+static bool values_changed(cgj_kparams_t *kp)
 {
-    CUresult r = cgj_devpatch_flush(&q->b);
-    if (r == CUDA_SUCCESS) commit_gpu(q);
-    q->nops = 0;
-    return r;
-}
-
-/* Do len (1 to 8) bytes differ? */
-static inline bool piece_differs(const uint8_t *a, const uint8_t *b, uint32_t len)
-{
-    uint64_t x = 0, y = 0;
-    if (len == 8) {
-        memcpy(&x, a, 8), memcpy(&y, b, 8);
-    } else if (len == 4) {
-        uint32_t u, v;
-        memcpy(&u, a, 4), memcpy(&v, b, 4);
-        x = u, y = v;
-    } else {
-        memcpy(&x, a, len), memcpy(&y, b, len);
+    if (kp->slots_stale) cgj_kparams_split(kp);
+    for (uint32_t j = kp->nconst; j < kp->n; j++) {
+        const cgj_slot_t *sl = &kp->slots[j];
+        if (memcmp(kp->live + sl->off, kp->inexec + sl->off, sl->sz)) return true;
     }
-    return x != y;
+    return false;
 }
 
-/* Queue the bytes of o's varying slots that differ from what the graph holds, in pieces of at
- * most 8 (one update each). False where they do not fit what is left of the block: nothing of
- * o is queued then. */
-static bool gpu_updates(cgj_op_t *o, gpu_queue_t *q, uint32_t *n)
+/* Add every varying byte of o to the block, in pieces of at most 8 (one update each). False
+ * where they do not fit what is left of it (slots found varying after the build): nothing of o
+ * is added then. */
+static bool gpu_add(cgj_op_t *o, gpu_block_t *q)
 {
     cgj_kparams_t *kp = o->kp;
-    uint32_t start = q->b.b.n;
+    uint32_t start = q->b.n;
     if (kp->slots_stale) cgj_kparams_split(kp);
     for (uint32_t j = kp->nconst; j < kp->n; j++) {
         const cgj_slot_t *sl = &kp->slots[j];
         for (uint32_t at = sl->off, end = sl->off + sl->sz; at < end; at += 8) {
-            uint32_t len = end - at < 8 ? end - at : 8;
-            if (!piece_differs(kp->live + at, kp->inexec + at, len)) continue;
-            if (q->b.b.n == CGJ_DEVPATCH_ENTRIES) {
-                q->b.b.n = start;
+            if (q->b.n == CGJ_DEVPATCH_ENTRIES) {
+                q->b.n = start;
                 return false;
             }
-            cgj_devpatch_add(&q->b, o->devnode, at, kp->live + at, len);
+            cgj_devpatch_add(&q->b, o->devnode, at, kp->live + at, end - at < 8 ? end - at : 8);
         }
     }
-    *n = q->b.b.n - start;
-    return true;
-}
-
-/* o's changed values queued for the patch kernel (launching the block first where it is too
- * full for them); false where they do not fit one launch's block, for the host to set. */
-static bool patch_on_gpu(cgj_op_t *o, gpu_queue_t *q, bool *queued, CUresult *r)
-{
-    uint32_t n = 0;
-    *r = CUDA_SUCCESS;
-    if (!gpu_updates(o, q, &n)) {
-        if (!q->b.b.n) return false; /* more than a whole block */
-        if ((*r = gpu_flush(q)) != CUDA_SUCCESS) return true;
-        if (!gpu_updates(o, q, &n)) return false;
-    }
-    if (!n) return true;
     q->ops[q->nops++] = o;
-    *queued = true;
     return true;
 }
 
-/* *did: patched from the host, or (*on_gpu too) queued for the patch kernel. */
-static CUresult patch_kernel(cgj_segment_t *seg, cgj_op_t *o, gpu_queue_t *q, bool *did, bool *on_gpu)
+/* Kernel op o's node set from the host to p with the run's values. A device-updatable node is
+ * set once the segment's earlier launches are done (their patch nodes write into it while they
+ * run), and the graph uploaded again after. */
+static CUresult set_from_host(cgj_segment_t *seg, cgj_op_t *o, CUDA_KERNEL_NODE_PARAMS_v2 p)
 {
     cgj_kparams_t *kp = o->kp;
-    const __typeof__(o->call.u.k) *k = &o->call.u.k;
-    CUDA_KERNEL_NODE_PARAMS_v2 p = o->inexec.k;
-    p.gridDimX = k->grid[0], p.gridDimY = k->grid[1], p.gridDimZ = k->grid[2];
-    p.blockDimX = k->block[0], p.blockDimY = k->block[1], p.blockDimZ = k->block[2];
-    p.sharedMemBytes = k->smem;
-    bool dims = memcmp(&p, &o->inexec.k, sizeof p) != 0;
     CUresult r;
-    if (o->devnode && !dims && patch_on_gpu(o, q, on_gpu, &r)) {
-        *did = *on_gpu;
-        return r;
-    }
-    bool changed = dims;
-    for (uint32_t i = 0; i < kp->n && !changed; i++)
-        changed = kp->varying[i] && memcmp(kp->live + kp->off[i], kp->inexec + kp->off[i], kp->sz[i]) != 0;
-    if (!changed) return CUDA_SUCCESS;
-    /* A device-updatable node set from the host: once no patch kernel is queued before it (the
-     * segment's earlier launches, on its stream), and uploaded again after. */
     if (o->devnode && (r = cgj_drv.r_cuStreamSynchronize(seg->home)) != CUDA_SUCCESS) return r;
     size_t blob_size = kp->size;
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, kp->live, CU_LAUNCH_PARAM_BUFFER_SIZE, &blob_size,
@@ -598,8 +557,27 @@ static CUresult patch_kernel(cgj_segment_t *seg, cgj_op_t *o, gpu_queue_t *q, bo
     memcpy(kp->inexec, kp->live, kp->size);
     p.kernelParams = NULL, p.extra = NULL;
     o->inexec.k = p;
-    *did = true;
     return CUDA_SUCCESS;
+}
+
+/* *did: o's node takes new values, from the host or (*on_gpu too) through the patch node;
+ * *dirty: a device-updatable node's values changed (the patch node's block is made again). */
+static CUresult patch_kernel(cgj_segment_t *seg, cgj_op_t *o, bool *dirty, bool *did, bool *on_gpu)
+{
+    const __typeof__(o->call.u.k) *k = &o->call.u.k;
+    CUDA_KERNEL_NODE_PARAMS_v2 p = o->inexec.k;
+    p.gridDimX = k->grid[0], p.gridDimY = k->grid[1], p.gridDimZ = k->grid[2];
+    p.blockDimX = k->block[0], p.blockDimY = k->block[1], p.blockDimZ = k->block[2];
+    p.sharedMemBytes = k->smem;
+    bool dims = memcmp(&p, &o->inexec.k, sizeof p) != 0;
+    if (!dims && !values_changed(o->kp)) return CUDA_SUCCESS;
+    *did = true;
+    if (o->devnode) *dirty = true; /* the block holds its values, whichever way they go now */
+    if (o->devnode && !dims) {
+        *on_gpu = true;
+        return CUDA_SUCCESS;
+    }
+    return set_from_host(seg, o, p);
 }
 
 /* One operand of a 1D copy node: a host pointer or a device address, as the node holds it. */
@@ -644,18 +622,19 @@ static CUresult patch_memset(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, bool 
 }
 
 /* Patch every listed node of the segment whose values differ from what the graph holds: from
- * the host, or queued for the GPU. The last block queued goes to the graph's patch node (a
- * block the node held before is replaced, by an empty one where nothing is queued); the ops in
- * it are committed once the graph is launched (commit_gpu). On a refusal, *refused is the op's
- * index and nothing is launched. */
-static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, gpu_queue_t *q, uint64_t host_gen, cgj_patched_t *patched,
+ * the host, or through the patch node, which is given a block with every device-updatable
+ * node's varying bytes where any of them changed (or a launch with its last block failed); the
+ * block's ops are committed once the graph is launched (commit_gpu). On a refusal, *refused is
+ * the op's index and nothing is launched; a block the node refused is a failed launch. */
+static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, gpu_block_t *q, uint64_t host_gen, cgj_patched_t *patched,
                       uint32_t *refused)
 {
-    q->b.fn = seg->patcher, q->b.stream = seg->home, q->b.launches = 0, q->b.b.n = 0, q->nops = 0;
+    bool dirty = seg->node_stale;
+    q->b.n = 0, q->nops = 0;
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
         bool did = false, on_gpu = false;
-        CUresult r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg, o, q, &did, &on_gpu)
+        CUresult r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg, o, &dirty, &did, &on_gpu)
                      : o->call.kind == CGJ_OP_MEMCPY ? patch_memcpy(seg->exec, o, t->ctx, host_gen, &did)
                                                      : patch_memset(seg->exec, o, t->ctx, &did);
         if (r != CUDA_SUCCESS) {
@@ -665,15 +644,20 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, gpu_queue_t *q, uint64
         patched->nodes += did;
         patched->on_gpu += on_gpu;
     }
-    patched->launches += q->b.launches;
-    if (!seg->patcher || (!q->b.b.n && !seg->node_holds)) return CUDA_SUCCESS;
-    CUresult r = cgj_devpatch_set_node(seg->exec, seg->patch_node, seg->patcher, &q->b.b);
-    if (r != CUDA_SUCCESS) {
-        *refused = q->nops ? (uint32_t)(q->ops[q->nops - 1] - t->list.ops) : UINT32_MAX;
-        return r;
+    if (!seg->patcher || !dirty) return CUDA_SUCCESS;
+    for (uint32_t j = 0; j < seg->npatch; j++) {
+        cgj_op_t *o = &t->list.ops[seg->patch[j]];
+        if (!o->devnode || gpu_add(o, q)) continue;
+        CUresult r = set_from_host(seg, o, o->inexec.k); /* no room left: from the host */
+        if (r != CUDA_SUCCESS) {
+            *refused = seg->patch[j];
+            return r;
+        }
     }
-    seg->node_holds = q->b.b.n != 0;
-    patched->launches += seg->node_holds;
+    seg->node_stale = true; /* until the graph has run with it */
+    CUresult r = cgj_devpatch_set_node(seg->exec, seg->patch_node, seg->patcher, &q->b);
+    if (r != CUDA_SUCCESS) return r;
+    patched->launches++;
     return CUDA_SUCCESS;
 }
 
@@ -701,7 +685,7 @@ CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, cgj_pat
     uint32_t done;
     if (seg->eager) return cgj_graph_issue_ops(t, seg->first + issued, seg->end, &done);
     CGJ_ASSERT(!issued, "ops of a graph segment ran before its launch");
-    gpu_queue_t q;
+    gpu_block_t q;
     CUresult r = patch(seg, t, &q, host_gen, patched, refused);
     if (r != CUDA_SUCCESS) return r;
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++) {
@@ -709,12 +693,11 @@ CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, cgj_pat
         if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamWaitEvent(seg->home, seg->pre[j], 0);
     }
     if (r == CUDA_SUCCESS) r = cgj_drv.r_cuGraphLaunch(seg->exec, seg->home);
-    if (r == CUDA_SUCCESS) commit_gpu(&q);
-    /* `done` follows the launch where other streams or staging wait for it, or where a block
-     * was launched on the stream (destroy waits for it: devpatch.h); the patch node's writes
-     * end with the graph, which the driver frees only once it has run. */
-    bool record = seg->nothers || seg->has_staging || q.b.launches;
-    if (r == CUDA_SUCCESS && seg->done && record) r = cgj_drv.r_cuEventRecord(seg->done, seg->home);
+    if (r == CUDA_SUCCESS) {
+        commit_gpu(&q);
+        seg->node_stale = false;
+    }
+    if (r == CUDA_SUCCESS && seg->done) r = cgj_drv.r_cuEventRecord(seg->done, seg->home);
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++)
         r = cgj_drv.r_cuStreamWaitEvent(seg->others[j], seg->done, 0);
     seg->launched = true;
@@ -733,7 +716,8 @@ void cgj_graph_destroy(cgj_trace_t *t)
 {
     for (uint32_t s = 0; s < t->nsegs; s++) {
         cgj_segment_t *seg = &t->segs[s];
-        if (seg->patcher && seg->launched) cgj_drv.r_cuEventSynchronize(seg->done); /* devpatch.h */
+        /* An executable graph still running is freed by the driver once it has run: its patch
+         * node's writes end with it. */
         if (seg->exec) cgj_drv.r_cuGraphExecDestroy(seg->exec);
         if (seg->graph) cgj_drv.r_cuGraphDestroy(seg->graph);
         for (uint32_t j = 0; seg->pre && j < seg->nothers; j++)

@@ -351,7 +351,7 @@ typedef struct cgj_segment {
     CUfunction patcher; /* cgjit's patch kernel, where kernels of the segment are patched on the
                          * GPU (their ops' devnode set; graphs/devpatch.h) */
     CUgraphNode patch_node; /* the graph's root node running it, given each launch's block */
-    bool node_holds;        /* that node holds a block with updates (else an empty one) */
+    bool node_stale;        /* that node's block was made again and no launch ran with it yet */
 } cgj_segment_t;
 
 /* A chain of elementwise ops [first, last] replayed as one generated kernel (fusion/). Its

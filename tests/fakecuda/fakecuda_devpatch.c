@@ -11,7 +11,9 @@
  *    knows "cgj_devpatch" only.
  *  - The patch kernel writes each entry's bytes at its offset into the parameters of the exec op
  *    its node was instantiated into. Run as a node of a graph, what it wrote holds for the nodes
- *    after it in the same launch too (fakecuda_graph.c), as the driver does. A bad entry (a node that is not device-updatable or not
+ *    after it in the same launch too (fakecuda_graph.c), as the driver does. What it wrote
+ *    lasts until the host sets that node, or, under FAKECUDA_DEVICE_UPDATES_LOST, until any host
+ *    update of the exec (a driver that keeps no device update past a host one). A bad entry (a node that is not device-updatable or not
  *    instantiated, bytes past the kernel's parameters) aborts the process, as the real kernel
  *    traps and the context is lost: a test sees it.
  */

@@ -212,11 +212,30 @@ static void exec_free(fc_exec *x)
     for (size_t i = 0; i < x->n; i++) {
         if (live_get(x->src[i], K_NODE) && x->src[i]->dev_exec == x) x->src[i]->dev_exec = NULL;
         op_clear(&x->ops[i]);
+        if (x->host) op_clear(&x->host[i]);
     }
     free(x->ops);
+    free(x->host);
     free(x->src);
     live_del(x);
     free(x);
+}
+
+/* FAKECUDA_DEVICE_UPDATES_LOST set: any host update of an exec (a node's parameters set, an
+ * upload) sets every device-updatable kernel node but `except` back to its parameters as
+ * instantiated or last set from the host, losing what patch kernels wrote into it: a driver that
+ * keeps no device update past a host one, which cgjit must be exact under too (under the lock). */
+static void lose_device_updates(fc_exec *x, const fc_op *except)
+{
+    static int lost = -1;
+    if (lost < 0) lost = getenv("FAKECUDA_DEVICE_UPDATES_LOST") != NULL;
+    for (size_t i = 0; lost && i < x->n; i++) {
+        fc_op *op = &x->ops[i], *h = &x->host[i];
+        if (op == except || op->type != CU_GRAPH_NODE_TYPE_KERNEL || h->type != CU_GRAPH_NODE_TYPE_KERNEL ||
+            !live_get(x->src[i], K_NODE) || !x->src[i]->dev_updatable || op->kern.k != h->kern.k)
+            continue;
+        memcpy(args_bytes(op->kern.k, op->kern.argv), args_bytes(h->kern.k, h->kern.argv), op->kern.k->total);
+    }
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -305,7 +324,8 @@ static CUresult instantiate(CUgraphExec *phExec, CUgraph hGraph)
     if (err == CUDA_SUCCESS) {
         x->src = calloc(g->n + 1, sizeof *x->src);
         x->ops = calloc(g->n + 1, sizeof *x->ops);
-        err = (x->src && x->ops && live_add(x, K_EXEC) == 0) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+        x->host = calloc(g->n + 1, sizeof *x->host);
+        err = (x->src && x->ops && x->host && live_add(x, K_EXEC) == 0) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     }
     /* As the driver: a graph with device-updatable nodes is instantiated once at a time. */
     for (size_t i = 0; err == CUDA_SUCCESS && i < g->n; i++)
@@ -314,6 +334,7 @@ static CUresult instantiate(CUgraphExec *phExec, CUgraph hGraph)
         x->src[i] = g->nodes[i];
         if (g->nodes[i]->dev_updatable) g->nodes[i]->dev_exec = x;
         err = op_dup(&x->ops[i], &g->nodes[i]->op);
+        if (err == CUDA_SUCCESS) err = op_dup(&x->host[i], &g->nodes[i]->op);
         op_note_host(&x->ops[i]); /* the exec refers to the host allocations live now */
     }
     if (err == CUDA_SUCCESS) {
@@ -377,6 +398,7 @@ static CUresult graph_upload(CUgraphExec hExec, CUstream h, int ptds)
     fc_exec *x;
     lock();
     CUresult err = exec_stream_check(hExec, h, ptds, &x);
+    if (err == CUDA_SUCCESS) lose_device_updates(x, NULL);
     unlock();
     return err; /* nothing to upload: "device" memory is host memory */
 }
@@ -523,6 +545,7 @@ FC_DEFINE(cuGraphExecMemcpyNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode h
         op->copy.dst = operand(p->dstMemoryType, p->dstHost, p->dstDevice);
         op->copy.n = p->WidthInBytes;
         op_note_host(op); /* now refers to the host allocations live now */
+        lose_device_updates(x, NULL);
         g_counts.node_param_sets++;
     }
     unlock();
@@ -547,6 +570,7 @@ FC_DEFINE(cuGraphExecMemsetNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode h
         op->set.dst = PTR(p->dst);
         op->set.value = p->value;
         op->set.count = p->width;
+        lose_device_updates(x, NULL);
         g_counts.node_param_sets++;
     }
     unlock();
@@ -579,6 +603,10 @@ FC_DEFINE(cuGraphExecKernelNodeSetParams_v2, (CUgraphExec hGraphExec, CUgraphNod
         memcpy(op->kern.grid, grid, sizeof grid);
         memcpy(op->kern.block, block, sizeof block);
         op->kern.smem = p->sharedMemBytes;
+        fc_op *h = &x->host[op - x->ops];
+        op_clear(h);
+        if (op_dup(h, op) != CUDA_SUCCESS) h->type = CU_GRAPH_NODE_TYPE_EMPTY;
+        lose_device_updates(x, op);
         g_counts.node_param_sets++;
     }
     unlock();

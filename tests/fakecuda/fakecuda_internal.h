@@ -232,6 +232,7 @@ typedef struct fc_exec {
     size_t n;
     fc_node **src; /* the source-graph node each op came from */
     fc_op *ops;
+    fc_op *host;   /* each op as instantiated or last set from the host (device updates left out) */
 } fc_exec;
 
 /* The kernel op of the exec a device-updatable node was instantiated into (under the lock). */

@@ -114,8 +114,8 @@ Test(tracer_replay_devpatch, kernels_launched_with_attributes_are_patched_from_t
 }
 
 /* 80 copies between two buffers that swap every step, each with a scale that changes: three
- * varying slots per kernel (two 8-byte pointers, a 4-byte float), 240 updates: more than one
- * patch kernel's block holds. */
+ * varying slots per kernel (two 8-byte pointers, a 4-byte float), 240 updates: more than the
+ * patch node's block holds (168). */
 static void swapping_copies_step(int s, CUdeviceptr *b, void *ctx)
 {
     for (int j = 0; j < 80; j++) {
@@ -124,15 +124,18 @@ static void swapping_copies_step(int s, CUdeviceptr *b, void *ctx)
     }
 }
 
-Test(tracer_replay_devpatch, updates_past_one_block_take_a_second_launch)
+Test(tracer_replay_devpatch, kernels_past_one_blocks_room_are_patched_from_the_host)
 {
     need_image();
     run_scenario(&(scenario_t){
         .name = "swapping", .fn = swapping_copies_step, .steps = 20, .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .varying_slots = IS(240), .side_exits = IS(0)},
-        /* two blocks a replay: one launched ahead of the graph, the other set into its node */
-        .stats = {.params_patched_on_gpu = IS(18 * 80), .patch_launches = IS(18 * 2)},
-        .fake = {.eager_launches = IS(20 * 80 + 2 * 80 + 18), .node_param_sets = IS(18), .device_updates = AT_MOST(18 * 240)}});
+        /* the first 56 kernels (168 updates) through the patch node, one block a replay; the other
+         * 24 from the host; no kernel launched besides the graph (eager launches: the reference
+         * run's and the two recorded steps') */
+        .stats = {.params_patched = IS(18 * 80), .params_patched_on_gpu = IS(18 * 56), .patch_launches = IS(18)},
+        .fake = {.eager_launches = IS(20 * 80 + 2 * 80), .node_param_sets = IS(18 + 18 * 24),
+                 .device_updates = IS(18 * 168)}});
 }
 
 /* Twelve counters, and one of them launched on one block or two in turn: its node is set from
@@ -153,15 +156,16 @@ Test(tracer_replay_devpatch, a_grid_change_sets_that_node_from_the_host)
     run_scenario(&(scenario_t){
         .name = "grid", .fn = changing_grid_step, .steps = 40, .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(38), .side_exits = IS(0)},
-        /* the grid differs from the graph's on every replay: that node from the host, 11 on the GPU */
+        /* the grid differs from the graph's on every replay: that node from the host, 11 on the
+         * GPU; the block holds the values of all twelve (the host's too: written again, equal) */
         .stats = {.params_patched = IS(38 * 12), .params_patched_on_gpu = IS(38 * 11), .patch_launches = IS(38)},
-        .fake = {.node_param_sets = IS(38 + 38), .device_updates = IS(38 * 11)}});
+        .fake = {.node_param_sets = IS(38 + 38), .device_updates = IS(38 * 12)}});
 }
 
 /* One varying kernel among constant ones (patched on the GPU from one kernel on), its grid
  * changing on every third step: a step after one whose values the patch node wrote into it sets
- * that node from the host with nothing else to send, and the patch node must not write its
- * older block over the new values (every step is compared with eager). */
+ * that node from the host, and the patch node must not write its older block over the new
+ * values: its block is made again with them (every step is compared with eager). */
 static void one_patch_setup(void)
 {
     setenv("CGJIT_DEVICE_PATCH", "1", 1);
@@ -181,39 +185,38 @@ Test(tracer_replay_devpatch_off, a_node_set_from_the_host_keeps_its_values_again
      .init = one_patch_setup)
 {
     need_image();
-    /* replays at steps 2..44: on s % 3 == 2 the grid stays and the count goes to the GPU (15
-     * blocks); on the others the grid changes and the node is set from the host (28), with an
-     * empty block for the patch node after each block it held but the last (14) */
+    /* replays at steps 2..44: on s % 3 == 2 the grid stays and the count goes to the GPU (15);
+     * on the others the grid changes and the node is set from the host (28); the count changes
+     * every step, so the patch node gets a block on every replay (43) */
     run_scenario(&(scenario_t){
         .name = "sometimes_grid", .fn = sometimes_grid_step, .steps = 45, .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(43), .side_exits = IS(0)},
-        .stats = {.params_patched = IS(43), .params_patched_on_gpu = IS(15), .patch_launches = IS(15)},
-        .fake = {.node_param_sets = IS(28 + 15 + 14), .device_updates = IS(15)}});
+        .stats = {.params_patched = IS(43), .params_patched_on_gpu = IS(15), .patch_launches = IS(43)},
+        .fake = {.node_param_sets = IS(28 + 43), .device_updates = IS(43)}});
 }
 
 /* Counts that change on every fourth step only (and between the two recorded steps, which
- * makes them vary): the patch node is given a block where values
- * changed, an empty one on the next replay (it must not write again what it held), and nothing
- * on the replays after that. */
+ * makes them vary): the patch node is given a block where values changed and nothing on the
+ * replays after that (what it holds, it writes again: the values the nodes hold). */
 static void slow_counters_step(int s, CUdeviceptr *b, void *ctx)
 {
     for (int j = 0; j < 12; j++) OK(fk_addk_launch(&fk, NULL, b[j % 2], (s < 2 ? s : s / 4) + j, N));
 }
 
-Test(tracer_replay_devpatch, the_patch_node_is_set_only_where_it_has_something_to_write_or_to_forget)
+Test(tracer_replay_devpatch, the_patch_node_is_set_only_where_values_changed)
 {
     need_image();
     run_scenario(&(scenario_t){
         .name = "slow", .fn = slow_counters_step, .steps = 42, .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(40), .side_exits = IS(0)},
-        /* replays are steps 2..41: the counts change at steps 2, 4, 8, ..., 40 (11 blocks), and
-         * the node is emptied on the replay after each (11 more host calls) */
+        /* replays are steps 2..41: the counts change at steps 2, 4, 8, ..., 40 (11 blocks, one
+         * host call each); every launch's patch node writes the twelve counts it holds */
         .stats = {.params_patched_on_gpu = IS(11 * 12), .patch_launches = IS(11)},
-        .fake = {.node_param_sets = IS(22), .device_updates = IS(11 * 12)}});
+        .fake = {.node_param_sets = IS(11), .device_updates = IS(40 * 12)}});
 }
 
-/* A parameter passed as one packed buffer (`extra`) is one slot: only its 8-byte pieces that
- * changed are sent. */
+/* A parameter passed as one packed buffer (`extra`) is one slot: all of its 8-byte pieces go in
+ * the block, the pointer that never changes too (16 bytes: two updates). */
 static void packed_step(int s, CUdeviceptr *b, void *ctx)
 {
     for (int j = 0; j < 10; j++) {
@@ -227,15 +230,16 @@ static void packed_step(int s, CUdeviceptr *b, void *ctx)
     }
 }
 
-Test(tracer_replay_devpatch, a_packed_parameter_buffer_sends_only_the_pieces_that_changed)
+Test(tracer_replay_devpatch, a_packed_parameter_buffer_goes_in_pieces_of_8_bytes)
 {
     need_image();
     run_scenario(&(scenario_t){
         .name = "packed", .fn = packed_step, .steps = 30, .nbufs = 1,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .side_exits = IS(0)},
-        /* k and n share the buffer's second 8 bytes; the pointer in the first never changes */
+        /* k and n share the buffer's second 8 bytes; the pointer in the first never changes,
+         * and goes in the block too */
         .stats = {.params_patched_on_gpu = IS(28 * 10), .patch_launches = IS(28)},
-        .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 10)}});
+        .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 20)}});
 }
 
 /* Anchors given back to stay within CGJIT_POOL_MAX_GB have their graphs destroyed, patched on
@@ -257,4 +261,36 @@ Test(tracer_replay_devpatch_off, evicted_anchors_destroy_graphs_patched_on_the_g
     cr_assert_geq(st.steps_replayed, 600 * 2);
     cr_assert_geq(st.params_patched_on_gpu, 600, "every anchor's varying kernel patched on the GPU");
     cr_assert_eq(info_of("short599").state, CGJ_STATE_REPLAY);
+}
+
+/* A driver that keeps no device update past a host update of the graph (the fake under
+ * FAKECUDA_DEVICE_UPDATES_LOST): every patch node's block still leaves the nodes with the run's
+ * values, since it holds every device-updatable node's varying bytes, not only those that
+ * changed. Twelve kernels whose counts change every step, every second or every third step, one
+ * of them launched on two blocks every fifth step (set from the host); every step is compared
+ * with eager. */
+static void lost_setup(void)
+{
+    setenv("FAKECUDA_DEVICE_UPDATES_LOST", "1", 1);
+    devpatch_setup();
+}
+
+TestSuite(tracer_replay_devpatch_lost, .init = lost_setup);
+
+static void uneven_counters_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int j = 0; j < 12; j++) {
+        int k = (s < 2 ? s : s / (j % 3 + 1)) + j, n = N;
+        void *p[] = {&b[j % 2], &k, &n};
+        OK(fk.launch(fk_addk, j == 7 && s % 5 == 0 ? 2 : 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
+    }
+}
+
+Test(tracer_replay_devpatch_lost, every_block_holds_all_values_so_a_driver_that_drops_device_updates_is_no_matter)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "uneven", .fn = uneven_counters_step, .steps = 60, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(58), .side_exits = IS(0)},
+        .stats = {.params_patched_on_gpu = MORE_THAN(0), .patch_launches = IS(58)}});
 }
