@@ -254,9 +254,17 @@ static bool gpu_patchable(const cgj_op_t *o)
 }
 
 /* The patch kernel where the segment has at least CGJIT_DEVICE_PATCH kernels to patch every run
- * and it can run here (devpatch.h); NULL otherwise. */
+ * and it can run here (devpatch.h); NULL otherwise. Not where the segment's first captured op
+ * is a kernel launched with attributes: captured with programmatic dependent launch, its edge
+ * from the patch node would let it start before the node's writes are done. */
 static CUfunction gpu_patcher(cgj_trace_t *t, const cgj_segment_t *seg)
 {
+    for (uint32_t i = seg->first; i < seg->end; i++) {
+        const cgj_op_t *o = &t->list.ops[i];
+        if (o->fused || cgj_op_class[o->call.kind] != CGJ_CLASS_CAPTURE) continue;
+        if (o->call.kind == CGJ_OP_KERNEL && o->call.u.k.nattrs) return NULL;
+        break;
+    }
     uint32_t want = 0;
     for (uint32_t j = 0; j < seg->npatch; j++) want += gpu_patchable(&t->list.ops[seg->patch[j]]);
     if (!cgj_cfg.DEVICE_PATCH || want < (uint32_t)cgj_cfg.DEVICE_PATCH) return NULL;

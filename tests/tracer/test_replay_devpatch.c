@@ -113,6 +113,33 @@ Test(tracer_replay_devpatch, kernels_launched_with_attributes_are_patched_from_t
         .fake = {.node_param_sets = IS(28 * 12), .device_updates = IS(0)}});
 }
 
+/* The same first kernel launched with an attribute, then twelve plain counters: the segment's
+ * first op would hang from the patch node by an edge that programmatic dependent launch may
+ * turn into one that does not wait for it, so the segment has no patch node and every node is
+ * patched from the host. */
+static void attributed_first_step(int s, CUdeviceptr *b, void *ctx)
+{
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
+                          .blockDimZ = 1, .hStream = NULL, .attrs = &attr, .numAttrs = 1};
+    int k0 = s, n = N;
+    void *p0[] = {&b[0], &k0, &n};
+    OK(fk.launch_ex(&cfg, fk_addk, p0, NULL));
+    twelve_counters_step(s, b, ctx);
+}
+
+Test(tracer_replay_devpatch, a_segment_opening_with_an_attributed_launch_has_no_patch_node)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "attributed_first", .fn = attributed_first_step, .steps = 30, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .side_exits = IS(0)},
+        .stats = {.params_patched = IS(28 * 13), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
+        .fake = {.node_param_sets = IS(28 * 13), .device_updates = IS(0)}});
+}
+
 /* 80 copies between two buffers that swap every step, each with a scale that changes: three
  * varying slots per kernel (two 8-byte pointers, a 4-byte float), 240 updates: more than the
  * patch node's block holds (168). */
