@@ -43,7 +43,7 @@ void cgj_graph_forked(void);
 typedef struct cgj_patched {
     uint64_t nodes;    /* nodes patched */
     uint64_t on_gpu;   /* of them, kernels patched by cgjit's patch kernel (graphs/devpatch.h) */
-    uint64_t launches; /* patch kernels launched */
+    uint64_t launches; /* blocks set into patch nodes */
 } cgj_patched_t;
 CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, cgj_patched_t *patched, uint32_t *refused,
                           uint32_t issued);

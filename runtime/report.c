@@ -53,7 +53,7 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
     }
     uint32_t on_gpu = cgj_report_gpu_patched(t, &segs);
     if (on_gpu)
-        fprintf(f, "      kernels patched on the GPU: %u, in %u segment(s): their changed values go to cgjit's patch kernel before each launch (CGJIT_DEVICE_PATCH)\n",
+        fprintf(f, "      kernels patched on the GPU: %u, in %u segment(s): their values are written by the graph's patch node as it runs (CGJIT_DEVICE_PATCH)\n",
                 on_gpu, segs);
     for (uint32_t e = 0; e < t->nexits; e++)
         fprintf(f, "      side exit, %llu time(s): %s\n", (unsigned long long)t->exits[e].count,
