@@ -517,10 +517,20 @@ static void commit_gpu(gpu_block_t *q)
 static bool values_changed(cgj_kparams_t *kp)
 {
     if (kp->slots_stale) cgj_kparams_split(kp);
-    for (uint32_t j = kp->nconst; j < kp->n; j++) {
-        const cgj_slot_t *sl = &kp->slots[j];
-        if (memcmp(kp->live + sl->off, kp->inexec + sl->off, sl->sz)) return true;
+    const cgj_slot_t *sl = kp->slots;
+    uint32_t j = kp->nconst;
+    for (; j < kp->v8; j++) {
+        uint64_t a, b;
+        memcpy(&a, kp->live + sl[j].off, 8), memcpy(&b, kp->inexec + sl[j].off, 8);
+        if (a != b) return true;
     }
+    for (; j < kp->v4; j++) {
+        uint32_t a, b;
+        memcpy(&a, kp->live + sl[j].off, 4), memcpy(&b, kp->inexec + sl[j].off, 4);
+        if (a != b) return true;
+    }
+    for (; j < kp->n; j++)
+        if (memcmp(kp->live + sl[j].off, kp->inexec + sl[j].off, sl[j].sz)) return true;
     return false;
 }
 
@@ -573,12 +583,15 @@ static CUresult set_from_host(cgj_segment_t *seg, cgj_op_t *o, CUDA_KERNEL_NODE_
 static CUresult patch_kernel(cgj_segment_t *seg, cgj_op_t *o, bool *dirty, bool *did, bool *on_gpu)
 {
     const __typeof__(o->call.u.k) *k = &o->call.u.k;
-    CUDA_KERNEL_NODE_PARAMS_v2 p = o->inexec.k;
+    const CUDA_KERNEL_NODE_PARAMS_v2 *in = &o->inexec.k;
+    bool dims = in->gridDimX != k->grid[0] || in->gridDimY != k->grid[1] || in->gridDimZ != k->grid[2] ||
+                in->blockDimX != k->block[0] || in->blockDimY != k->block[1] || in->blockDimZ != k->block[2] ||
+                in->sharedMemBytes != k->smem;
+    if (!dims && !values_changed(o->kp)) return CUDA_SUCCESS;
+    CUDA_KERNEL_NODE_PARAMS_v2 p = *in;
     p.gridDimX = k->grid[0], p.gridDimY = k->grid[1], p.gridDimZ = k->grid[2];
     p.blockDimX = k->block[0], p.blockDimY = k->block[1], p.blockDimZ = k->block[2];
     p.sharedMemBytes = k->smem;
-    bool dims = memcmp(&p, &o->inexec.k, sizeof p) != 0;
-    if (!dims && !values_changed(o->kp)) return CUDA_SUCCESS;
     *did = true;
     if (o->devnode) *dirty = true; /* the block holds its values, whichever way they go now */
     if (o->devnode && !dims) {

@@ -197,9 +197,11 @@ typedef struct cgj_kparams {
     uint32_t nvarying;
     void **ptrs;       /* kernelParams array pointing into live */
     /* The slots split by `varying`, constant ones first (cgj_kparams_split): what an absorbed
-     * launch's guard walks. Made again whenever `varying` changes (slots_stale). */
+     * launch's guard walks. Each part has its 8-byte slots first, then its 4-byte ones, then the
+     * rest: [0, c8) [c8, c4) [c4, nconst) constant, [nconst, v8) [v8, v4) [v4, n) varying. Made
+     * again whenever `varying` changes (slots_stale). */
     cgj_slot_t *slots;
-    uint32_t nconst;
+    uint32_t nconst, c8, c4, v8, v4;
     bool slots_stale;
 } cgj_kparams_t;
 

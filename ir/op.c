@@ -72,12 +72,26 @@ static cgj_kparams_t *kparams_new(const cgj_layout_t *lay)
     return kp;
 }
 
+/* Append kp's slots that are `varying` (or not) and of `sz` bytes (0: of any other size) at
+ * slots[*at]. */
+static void split_part(cgj_kparams_t *kp, bool varying, uint32_t sz, uint32_t *at)
+{
+    for (uint32_t i = 0; i < kp->n; i++) {
+        bool sized = sz ? kp->sz[i] == sz : kp->sz[i] != 8 && kp->sz[i] != 4;
+        if (!kp->varying[i] == !varying && sized)
+            kp->slots[(*at)++] = (cgj_slot_t){.i = i, .sz = kp->sz[i], .off = kp->off[i]};
+    }
+}
+
 void cgj_kparams_split(cgj_kparams_t *kp)
 {
-    uint32_t c = 0, v = kp->n - kp->nvarying;
-    for (uint32_t i = 0; i < kp->n; i++)
-        kp->slots[kp->varying[i] ? v++ : c++] = (cgj_slot_t){.i = i, .sz = kp->sz[i], .off = kp->off[i]};
-    kp->nconst = c;
+    uint32_t at = 0;
+    split_part(kp, false, 8, &at), kp->c8 = at;
+    split_part(kp, false, 4, &at), kp->c4 = at;
+    split_part(kp, false, 0, &at), kp->nconst = at;
+    split_part(kp, true, 8, &at), kp->v8 = at;
+    split_part(kp, true, 4, &at), kp->v4 = at;
+    split_part(kp, true, 0, &at);
     kp->slots_stale = false;
 }
 

@@ -391,9 +391,26 @@ static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
         return false;
     if (kp->slots_stale) cgj_kparams_split(kp);
     const cgj_slot_t *sl = kp->slots;
-    for (uint32_t j = 0; j < kp->nconst; j++)
-        if (!slot_eq(kp->rec + sl[j].off, y->params[sl[j].i], sl[j].sz)) return false;
-    for (uint32_t j = kp->nconst; j < kp->n; j++) memcpy(kp->live + sl[j].off, y->params[sl[j].i], sl[j].sz);
+    void *const *v = y->params;
+    const uint8_t *rec = kp->rec;
+    uint8_t *live = kp->live;
+    const uint32_t c8 = kp->c8, c4 = kp->c4, nconst = kp->nconst, v8 = kp->v8, v4 = kp->v4, n = kp->n;
+    uint32_t j = 0;
+    for (; j < c8; j++) {
+        uint64_t a, b;
+        memcpy(&a, rec + sl[j].off, 8), memcpy(&b, v[sl[j].i], 8);
+        if (a != b) return false;
+    }
+    for (; j < c4; j++) {
+        uint32_t a, b;
+        memcpy(&a, rec + sl[j].off, 4), memcpy(&b, v[sl[j].i], 4);
+        if (a != b) return false;
+    }
+    for (; j < nconst; j++)
+        if (memcmp(rec + sl[j].off, v[sl[j].i], sl[j].sz)) return false;
+    for (; j < v8; j++) memcpy(live + sl[j].off, v[sl[j].i], 8);
+    for (; j < v4; j++) memcpy(live + sl[j].off, v[sl[j].i], 4);
+    for (; j < n; j++) memcpy(live + sl[j].off, v[sl[j].i], sl[j].sz);
     return true;
 }
 
