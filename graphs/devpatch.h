@@ -6,18 +6,19 @@
  * node, about half a microsecond each: for a step of 180 such kernels, more host time than the
  * launches it replaced. A segment with at least CGJIT_DEVICE_PATCH of them makes their nodes
  * device-updatable instead (CUDA 12.4), and the graph gets cgjit's patch kernel (devpatch.cu)
- * as its root node, ahead of every other node. Where any of those kernels' values changed, the
- * host writes all their varying bytes, in pieces of up to 8, into one parameter block and sets
- * it as that node's parameter (one cuGraphExecKernelNodeSetParams for the whole segment); when
- * the graph runs, the node writes them into the nodes after it, which the driver applies within
- * the same launch. A segment marks only the kernels whose pieces fit one block (168); the others
- * are patched from the host.
+ * as its root node, ahead of every other node (a chain of such nodes, one per block of 168
+ * updates the segment needs, at most CGJ_DEVPATCH_NODES_MAX). Where any of those kernels' values
+ * changed, the host writes all their varying bytes, in pieces of up to 8, into the blocks and
+ * sets each as its node's parameter (one cuGraphExecKernelNodeSetParams a block, for the whole
+ * segment); when the graph runs, the nodes write them into the nodes after them, which the
+ * driver applies within the same launch. Kernels past the last block's room are patched from the
+ * host.
  *
- * Exact, whatever the driver keeps of earlier launches' device updates: the node holds every
+ * Exact, whatever the driver keeps of earlier launches' device updates: the nodes hold every
  * marked kernel's current varying bytes, the same ones SetParams would have written, and runs
- * before every node it patches in each launch, so a node the driver set back to its host-side
+ * before every node they patch in each launch, so a node the driver set back to its host-side
  * parameters, or one the host set (a grid that changed), gets them again before it runs. The
- * block is set again whenever any of those values changed, the host's included. Where the patch
+ * blocks are set again whenever any of those values changed, the host's included. Where the patch
  * kernel cannot load (no image for this GPU, a driver without device-updatable nodes, a library
  * built without nvcc), or a node refuses the attribute, nodes are patched from the host as before.
  */

@@ -11,6 +11,8 @@
 /* Updates in one launch of the patch kernel: the block stays under the 4 KiB of parameters
  * every GPU takes. */
 #define CGJ_DEVPATCH_ENTRIES 168
+/* Patch nodes a segment graph may have at its root, one block each. */
+#define CGJ_DEVPATCH_NODES_MAX 8
 #define CGJ_DEVPATCH_THREADS 128
 
 /* Write `size` (1 to 8) bytes of `value` at byte `offset` of device-updatable node `node`'s

@@ -253,24 +253,6 @@ static bool gpu_patchable(const cgj_op_t *o)
     return o->call.kind == CGJ_OP_KERNEL && o->kp && o->kp->nvarying && !o->call.u.k.nattrs && !o->fused;
 }
 
-/* The patch kernel where the segment has at least CGJIT_DEVICE_PATCH kernels to patch every run
- * and it can run here (devpatch.h); NULL otherwise. Not where the segment's first captured op
- * is a kernel launched with attributes: captured with programmatic dependent launch, its edge
- * from the patch node would let it start before the node's writes are done. */
-static CUfunction gpu_patcher(cgj_trace_t *t, const cgj_segment_t *seg)
-{
-    for (uint32_t i = seg->first; i < seg->end; i++) {
-        const cgj_op_t *o = &t->list.ops[i];
-        if (o->fused || cgj_op_class[o->call.kind] != CGJ_CLASS_CAPTURE) continue;
-        if (o->call.kind == CGJ_OP_KERNEL && o->call.u.k.nattrs) return NULL;
-        break;
-    }
-    uint32_t want = 0;
-    for (uint32_t j = 0; j < seg->npatch; j++) want += gpu_patchable(&t->list.ops[seg->patch[j]]);
-    if (!cgj_cfg.DEVICE_PATCH || want < (uint32_t)cgj_cfg.DEVICE_PATCH) return NULL;
-    return cgj_devpatch_kernel(t->ctx);
-}
-
 /* The pieces (of up to 8 bytes) of kp's varying slots: its entries in a block. */
 static uint32_t gpu_pieces(cgj_kparams_t *kp)
 {
@@ -280,44 +262,107 @@ static uint32_t gpu_pieces(cgj_kparams_t *kp)
     return n;
 }
 
-/* The segment's kernels patched every run are made device-updatable where its graph has the
- * patch node (capture_ops), as many as one block has room for: before instantiation, which
- * takes the attribute. The others are patched from the host. */
+/* Blocks filled in order, a kernel's pieces never split between two: does one of n pieces fit,
+ * in block *at (moved on to the next where the current one is too full), of `max` blocks? */
+static bool gpu_fits(uint32_t n, uint32_t *at, uint32_t *used, uint32_t max)
+{
+    if (n > CGJ_DEVPATCH_ENTRIES) return false;
+    if (*used + n > CGJ_DEVPATCH_ENTRIES) {
+        if (*at + 1 >= max) return false;
+        ++*at, *used = 0;
+    }
+    *used += n;
+    return true;
+}
+
+/* The patch kernel where the segment has at least CGJIT_DEVICE_PATCH kernels to patch every run
+ * and it can run here (devpatch.h), and in *blocks how many patch nodes their values need (at
+ * most CGJ_DEVPATCH_NODES_MAX); NULL otherwise. Not where the segment's first captured op is a
+ * kernel launched with attributes: captured with programmatic dependent launch, its edge from
+ * the patch node would let it start before the node's writes are done. */
+static CUfunction gpu_patcher(cgj_trace_t *t, const cgj_segment_t *seg, uint32_t *blocks)
+{
+    for (uint32_t i = seg->first; i < seg->end; i++) {
+        const cgj_op_t *o = &t->list.ops[i];
+        if (o->fused || cgj_op_class[o->call.kind] != CGJ_CLASS_CAPTURE) continue;
+        if (o->call.kind == CGJ_OP_KERNEL && o->call.u.k.nattrs) return NULL;
+        break;
+    }
+    uint32_t want = 0, at = 0, used = 0;
+    for (uint32_t j = 0; j < seg->npatch; j++) {
+        cgj_op_t *o = &t->list.ops[seg->patch[j]];
+        if (!gpu_patchable(o)) continue;
+        want++;
+        gpu_fits(gpu_pieces(o->kp), &at, &used, CGJ_DEVPATCH_NODES_MAX);
+    }
+    if (!cgj_cfg.DEVICE_PATCH || want < (uint32_t)cgj_cfg.DEVICE_PATCH) return NULL;
+    *blocks = at + 1;
+    return cgj_devpatch_kernel(t->ctx);
+}
+
+/* A segment's patch nodes, their blocks as last made, and the ops whose values they hold. */
+typedef struct cgj_gpu_blocks {
+    uint32_t n;                              /* patch nodes, one block each */
+    CUgraphNode node[CGJ_DEVPATCH_NODES_MAX];
+    cgj_op_t **ops;                          /* room for n * CGJ_DEVPATCH_ENTRIES */
+    uint32_t nops;
+    cgj_devpatch_block_t b[];
+} cgj_gpu_blocks_t;
+
+/* The segment's kernels patched every run are made device-updatable where its graph has patch
+ * nodes (capture_ops), as many as their blocks have room for: before instantiation, which takes
+ * the attribute. The others are patched from the host. */
 static void mark_for_gpu(cgj_trace_t *t, cgj_segment_t *seg)
 {
-    uint32_t want = 0, marked = 0, room = CGJ_DEVPATCH_ENTRIES;
+    uint32_t want = 0, marked = 0, at = 0, used = 0;
     seg->patcher = NULL;
     seg->node_stale = false;
     for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].devnode = NULL;
-    if (!seg->patch_node) return;
+    if (!seg->gpu) return;
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
         if (!gpu_patchable(o) || !o->node) continue;
         want++;
-        uint32_t n = gpu_pieces(o->kp);
-        if (n > room || !cgj_devpatch_mark(o->node, &o->devnode)) continue;
+        uint32_t n = gpu_pieces(o->kp), at0 = at, used0 = used;
+        if (!gpu_fits(n, &at, &used, seg->gpu->n)) continue;
+        if (!cgj_devpatch_mark(o->node, &o->devnode)) {
+            at = at0, used = used0;
+            continue;
+        }
         marked++;
-        room -= n;
     }
     if (marked) seg->patcher = cgj_devpatch_kernel(t->ctx);
-    CGJ_LOG(graphs, "segment of ops %u-%u: %u of %u kernels to patch are patched on the GPU", seg->first, seg->end,
-            marked, want);
+    CGJ_LOG(graphs, "segment of ops %u-%u: %u of %u kernels to patch are patched on the GPU, by %u patch node(s)",
+            seg->first, seg->end, marked, want, seg->gpu->n);
+}
+
+static void gpu_free(cgj_segment_t *seg)
+{
+    if (seg->gpu) cgj_free(seg->gpu->ops);
+    cgj_free(seg->gpu);
+    seg->gpu = NULL;
 }
 
 /* Capture the segment's ops on `cap` (capturing): on lanes where it uses several streams. */
 static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, lanes_t *ls, cgj_reason_t *why)
 {
     bool multi = seg->nothers > 0;
-    CUfunction fn = gpu_patcher(t, seg);
-    seg->patch_node = NULL;
-    if (fn) { /* the patch node first: every node of the segment depends on it */
-        CUresult r = cgj_devpatch_capture_node(fn, cap);
-        CUstreamCaptureStatus st;
-        const CUgraphNode *deps = NULL;
-        size_t ndeps = 0;
-        if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamGetCaptureInfo_v3(cap, &st, NULL, NULL, &deps, NULL, &ndeps);
-        if (r != CUDA_SUCCESS || ndeps != 1) FAIL(CAPTURE, NO_OP, "patch node: %s, %zu nodes", cgj_driver_errstr(r), ndeps);
-        seg->patch_node = deps[0];
+    uint32_t blocks = 0;
+    CUfunction fn = gpu_patcher(t, seg, &blocks);
+    gpu_free(seg);
+    if (fn) { /* the patch nodes first, in a chain: every node of the segment depends on them */
+        seg->gpu = cgj_xcalloc(1, sizeof *seg->gpu + blocks * sizeof seg->gpu->b[0]);
+        seg->gpu->ops = cgj_xcalloc(blocks * CGJ_DEVPATCH_ENTRIES, sizeof *seg->gpu->ops);
+        for (uint32_t k = 0; k < blocks; k++) {
+            CUresult r = cgj_devpatch_capture_node(fn, cap);
+            CUstreamCaptureStatus st;
+            const CUgraphNode *deps = NULL;
+            size_t ndeps = 0;
+            if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamGetCaptureInfo_v3(cap, &st, NULL, NULL, &deps, NULL, &ndeps);
+            if (r != CUDA_SUCCESS || ndeps != 1)
+                FAIL(CAPTURE, NO_OP, "patch node: %s, %zu nodes", cgj_driver_errstr(r), ndeps);
+            seg->gpu->node[seg->gpu->n++] = deps[0];
+        }
     }
     if (multi) {
         CUresult r = cgj_drv.r_cuEventCreate(&ls->fork, CU_EVENT_DISABLE_TIMING);
@@ -498,19 +543,11 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
 
 /* ---- patching: the run's values into the executable graph, node by node ---- */
 
-/* The block for the graph's patch node, and its ops: what the graph holds for an op is its
- * run's values only once the block is set and the graph launched (commit_gpu). */
-typedef struct gpu_block {
-    cgj_devpatch_block_t b;
-    cgj_op_t *ops[CGJ_DEVPATCH_ENTRIES];
-    uint32_t nops;
-} gpu_block_t;
-
-/* The block's ops' values are what the graph holds from now on. */
-static void commit_gpu(gpu_block_t *q)
+/* The blocks' ops' values are what the graph holds from now on (the graph has run with them). */
+static void commit_gpu(cgj_gpu_blocks_t *g)
 {
-    for (uint32_t i = 0; i < q->nops; i++) memcpy(q->ops[i]->kp->inexec, q->ops[i]->kp->live, q->ops[i]->kp->size);
-    q->nops = 0;
+    for (uint32_t i = 0; i < g->nops; i++) memcpy(g->ops[i]->kp->inexec, g->ops[i]->kp->live, g->ops[i]->kp->size);
+    g->nops = 0;
 }
 
 /* Do kp's varying values differ from what the graph holds? */
@@ -534,25 +571,20 @@ static bool values_changed(cgj_kparams_t *kp)
     return false;
 }
 
-/* Add every varying byte of o to the block, in pieces of at most 8 (one update each). False
- * where they do not fit what is left of it (slots found varying after the build): nothing of o
- * is added then. */
-static bool gpu_add(cgj_op_t *o, gpu_block_t *q)
+/* Add every varying byte of o to the blocks, in pieces of at most 8 (one update each), in
+ * block *at or the next. False where they do not fit (slots found varying after the build):
+ * nothing of o is added then. */
+static bool gpu_add(cgj_op_t *o, cgj_gpu_blocks_t *g, uint32_t *at)
 {
     cgj_kparams_t *kp = o->kp;
-    uint32_t start = q->b.n;
-    if (kp->slots_stale) cgj_kparams_split(kp);
-    for (uint32_t j = kp->nconst; j < kp->n; j++) {
-        const cgj_slot_t *sl = &kp->slots[j];
-        for (uint32_t at = sl->off, end = sl->off + sl->sz; at < end; at += 8) {
-            if (q->b.n == CGJ_DEVPATCH_ENTRIES) {
-                q->b.n = start;
-                return false;
-            }
-            cgj_devpatch_add(&q->b, o->devnode, at, kp->live + at, end - at < 8 ? end - at : 8);
-        }
-    }
-    q->ops[q->nops++] = o;
+    uint32_t used = g->b[*at].n, k = *at;
+    if (!gpu_fits(gpu_pieces(kp), &k, &used, g->n)) return false;
+    *at = k;
+    const cgj_slot_t *sl = kp->slots;
+    for (uint32_t j = kp->nconst; j < kp->n; j++)
+        for (uint32_t p = sl[j].off, end = sl[j].off + sl[j].sz; p < end; p += 8)
+            cgj_devpatch_add(&g->b[k], o->devnode, p, kp->live + p, end - p < 8 ? end - p : 8);
+    g->ops[g->nops++] = o;
     return true;
 }
 
@@ -643,15 +675,13 @@ static CUresult patch_memset(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, bool 
 }
 
 /* Patch every listed node of the segment whose values differ from what the graph holds: from
- * the host, or through the patch node, which is given a block with every device-updatable
- * node's varying bytes where any of them changed (or a launch with its last block failed); the
- * block's ops are committed once the graph is launched (commit_gpu). On a refusal, *refused is
- * the op's index and nothing is launched; a block the node refused is a failed launch. */
-static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, gpu_block_t *q, uint64_t host_gen, cgj_patched_t *patched,
-                      uint32_t *refused)
+ * the host, or through the patch nodes, which are given blocks with every device-updatable
+ * node's varying bytes where any of them changed (or a launch with the last blocks failed); the
+ * blocks' ops are committed once the graph is launched (commit_gpu). On a refusal, *refused is
+ * the op's index and nothing is launched; a block a node refused is a failed launch. */
+static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, cgj_patched_t *patched, uint32_t *refused)
 {
     bool dirty = seg->node_stale;
-    q->b.n = 0, q->nops = 0;
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
         bool did = false, on_gpu = false;
@@ -666,19 +696,25 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, gpu_block_t *q, uint64
         patched->on_gpu += on_gpu;
     }
     if (!seg->patcher || !dirty) return CUDA_SUCCESS;
+    cgj_gpu_blocks_t *g = seg->gpu;
+    g->nops = 0;
+    for (uint32_t k = 0; k < g->n; k++) g->b[k].n = 0;
+    uint32_t at = 0;
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
-        if (!o->devnode || gpu_add(o, q)) continue;
+        if (!o->devnode || gpu_add(o, g, &at)) continue;
         CUresult r = set_from_host(seg, o, o->inexec.k); /* no room left: from the host */
         if (r != CUDA_SUCCESS) {
             *refused = seg->patch[j];
             return r;
         }
     }
-    seg->node_stale = true; /* until the graph has run with it */
-    CUresult r = cgj_devpatch_set_node(seg->exec, seg->patch_node, seg->patcher, &q->b);
-    if (r != CUDA_SUCCESS) return r;
-    patched->launches++;
+    seg->node_stale = true; /* until the graph has run with them */
+    for (uint32_t k = 0; k < g->n; k++) {
+        CUresult r = cgj_devpatch_set_node(seg->exec, g->node[k], seg->patcher, &g->b[k]);
+        if (r != CUDA_SUCCESS) return r;
+        patched->launches++;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -706,16 +742,15 @@ CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, cgj_pat
     uint32_t done;
     if (seg->eager) return cgj_graph_issue_ops(t, seg->first + issued, seg->end, &done);
     CGJ_ASSERT(!issued, "ops of a graph segment ran before its launch");
-    gpu_block_t q;
-    CUresult r = patch(seg, t, &q, host_gen, patched, refused);
+    CUresult r = patch(seg, t, host_gen, patched, refused);
     if (r != CUDA_SUCCESS) return r;
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++) {
         r = cgj_drv.r_cuEventRecord(seg->pre[j], seg->others[j]);
         if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamWaitEvent(seg->home, seg->pre[j], 0);
     }
     if (r == CUDA_SUCCESS) r = cgj_drv.r_cuGraphLaunch(seg->exec, seg->home);
-    if (r == CUDA_SUCCESS) {
-        commit_gpu(&q);
+    if (r == CUDA_SUCCESS && seg->node_stale) {
+        commit_gpu(seg->gpu);
         seg->node_stale = false;
     }
     if (r == CUDA_SUCCESS && seg->done) r = cgj_drv.r_cuEventRecord(seg->done, seg->home);
@@ -741,6 +776,7 @@ void cgj_graph_destroy(cgj_trace_t *t)
          * node's writes end with it. */
         if (seg->exec) cgj_drv.r_cuGraphExecDestroy(seg->exec);
         if (seg->graph) cgj_drv.r_cuGraphDestroy(seg->graph);
+        gpu_free(seg);
         for (uint32_t j = 0; seg->pre && j < seg->nothers; j++)
             if (seg->pre[j]) cgj_drv.r_cuEventDestroy_v2(seg->pre[j]);
         if (seg->done) cgj_drv.r_cuEventDestroy_v2(seg->done);

@@ -352,8 +352,8 @@ typedef struct cgj_segment {
     uint32_t npatch;
     CUfunction patcher; /* cgjit's patch kernel, where kernels of the segment are patched on the
                          * GPU (their ops' devnode set; graphs/devpatch.h) */
-    CUgraphNode patch_node; /* the graph's root node running it, given each launch's block */
-    bool node_stale;        /* that node's block was made again and no launch ran with it yet */
+    struct cgj_gpu_blocks *gpu; /* its nodes at the graph's root and their blocks (graph.c) */
+    bool node_stale;        /* those blocks were made again and no launch ran with them yet */
 } cgj_segment_t;
 
 /* A chain of elementwise ops [first, last] replayed as one generated kernel (fusion/). Its

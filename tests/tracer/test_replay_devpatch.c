@@ -141,8 +141,8 @@ Test(tracer_replay_devpatch, a_segment_opening_with_an_attributed_launch_has_no_
 }
 
 /* 80 copies between two buffers that swap every step, each with a scale that changes: three
- * varying slots per kernel (two 8-byte pointers, a 4-byte float), 240 updates: more than the
- * patch node's block holds (168). */
+ * varying slots per kernel (two 8-byte pointers, a 4-byte float), 240 updates: more than one
+ * patch node's block holds (168), so the graph gets two patch nodes. */
 static void swapping_copies_step(int s, CUdeviceptr *b, void *ctx)
 {
     for (int j = 0; j < 80; j++) {
@@ -151,18 +151,43 @@ static void swapping_copies_step(int s, CUdeviceptr *b, void *ctx)
     }
 }
 
-Test(tracer_replay_devpatch, kernels_past_one_blocks_room_are_patched_from_the_host)
+Test(tracer_replay_devpatch, updates_past_one_block_go_to_a_second_patch_node)
 {
     need_image();
     run_scenario(&(scenario_t){
         .name = "swapping", .fn = swapping_copies_step, .steps = 20, .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .varying_slots = IS(240), .side_exits = IS(0)},
-        /* the first 56 kernels (168 updates) through the patch node, one block a replay; the other
-         * 24 from the host; no kernel launched besides the graph (eager launches: the reference
-         * run's and the two recorded steps') */
-        .stats = {.params_patched = IS(18 * 80), .params_patched_on_gpu = IS(18 * 56), .patch_launches = IS(18)},
-        .fake = {.eager_launches = IS(20 * 80 + 2 * 80), .node_param_sets = IS(18 + 18 * 24),
-                 .device_updates = IS(18 * 168)}});
+        /* 56 kernels (168 updates) in the first block, 24 in the second: two host calls a replay,
+         * no kernel launched besides the graph (eager launches: the reference run's and the two
+         * recorded steps') */
+        .stats = {.params_patched = IS(18 * 80), .params_patched_on_gpu = IS(18 * 80), .patch_launches = IS(18 * 2)},
+        .fake = {.eager_launches = IS(20 * 80 + 2 * 80), .node_param_sets = IS(18 * 2), .device_updates = IS(18 * 240)}});
+}
+
+/* 504 kernels of three varying slots (1,512 updates): the graph's eight patch nodes hold 56
+ * kernels each (448); the other 56 are patched from the host. */
+static void many_copies_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int j = 0; j < 504; j++) {
+        CUdeviceptr dst = b[(s + j) % 2], src = b[1 - (s + j) % 2];
+        OK(fk_copyscale_launch(&fk, NULL, dst, src, 0.5f + 0.001f * (float)((s * 7 + j) % 13), N));
+    }
+}
+
+static void one_chunk_setup(void)
+{
+    setenv("CGJIT_CHUNK_OPS", "0", 1); /* the 504 kernels in one segment */
+    devpatch_setup();
+}
+
+Test(tracer_replay_devpatch_off, kernels_past_eight_blocks_are_patched_from_the_host, .init = one_chunk_setup)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "many", .fn = many_copies_step, .steps = 8, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(6), .segments = IS(1), .side_exits = IS(0)},
+        .stats = {.params_patched = IS(6 * 504), .params_patched_on_gpu = IS(6 * 448), .patch_launches = IS(6 * 8)},
+        .fake = {.node_param_sets = IS(6 * 8 + 6 * 56), .device_updates = IS(6 * 448 * 3)}});
 }
 
 /* Twelve counters, and one of them launched on one block or two in turn: its node is set from
