@@ -60,7 +60,7 @@
     X(CHUNK_OPS, INT, 256, 0, 1000000, "chunk-ops", INT, "N", NULL,                                         \
       "replay launches a step in graphs of N ops as they are absorbed; a side exit re-issues at most one (0: one graph per segment)") \
     X(DEVICE_PATCH, INT, 8, 0, 1000000, "device-patch", INT, "N", NULL,                                  \
-      "a segment graph with at least N kernels to patch every run has them patched on the GPU by one kernel of cgjit's (0: every node is patched from the host)") \
+      "a segment graph with at least N kernels to patch every run has them patched on the GPU by a kernel of cgjit's at the graph's root (0: every node is patched from the host)") \
     X(CHUNK_US, INT, 50, 0, 1000000, "chunk-us", INT, "US", NULL,                                        \
       "replay also ends a chunk where the program spent US microseconds of its own host time between the chunk's calls (as recorded), so the GPU runs the chunk meanwhile (0: chunks by op count only)") \
     X(GRAPH_MIN_OPS, INT, 3, 1, 1000000, "graph-min-ops", INT, "N", NULL,                               \
