@@ -182,6 +182,7 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuEventDestroy_v2, cuEventDestroy)                                      \
     D(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags)               \
     D(cuGraphDestroy, cuGraphDestroy)                                         \
+    D(cuGraphDestroyNode, cuGraphDestroyNode)                                 \
     D(cuGraphExecDestroy, cuGraphExecDestroy)                                 \
     D(cuGraphKernelNodeGetParams_v2, cuGraphKernelNodeGetParams)              \
     D(cuGraphKernelNodeSetAttribute, cuGraphKernelNodeSetAttribute)           \

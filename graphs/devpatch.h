@@ -14,6 +14,12 @@
  * driver applies within the same launch. Kernels past the last block's room are patched from the
  * host.
  *
+ * The driver's rules for such graphs (cuda.h, CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE):
+ * uploaded before the first launch (the build does), and again after a host update of a
+ * device-updatable node (the host path does); the patch nodes themselves are plain kernel nodes,
+ * set without an upload, and removed before instantiation where no kernel of the segment could
+ * be marked (cuGraphDestroyNode; a device-updatable node cannot be removed).
+ *
  * Exact, whatever the driver keeps of earlier launches' device updates: the nodes hold every
  * marked kernel's current varying bytes, the same ones SetParams would have written, and runs
  * before every node they patch in each launch, so a node the driver set back to its host-side

@@ -309,6 +309,13 @@ typedef struct cgj_gpu_blocks {
     cgj_devpatch_block_t b[];
 } cgj_gpu_blocks_t;
 
+static void gpu_free(cgj_segment_t *seg)
+{
+    if (seg->gpu) cgj_free(seg->gpu->ops);
+    cgj_free(seg->gpu);
+    seg->gpu = NULL;
+}
+
 /* The segment's kernels patched every run are made device-updatable where its graph has patch
  * nodes (capture_ops), as many as their blocks have room for: before instantiation, which takes
  * the attribute. The others are patched from the host. */
@@ -331,16 +338,16 @@ static void mark_for_gpu(cgj_trace_t *t, cgj_segment_t *seg)
         }
         marked++;
     }
-    if (marked) seg->patcher = cgj_devpatch_kernel(t->ctx);
     CGJ_LOG(graphs, "segment of ops %u-%u: %u of %u kernels to patch are patched on the GPU, by %u patch node(s)",
-            seg->first, seg->end, marked, want, seg->gpu->n);
-}
-
-static void gpu_free(cgj_segment_t *seg)
-{
-    if (seg->gpu) cgj_free(seg->gpu->ops);
-    cgj_free(seg->gpu);
-    seg->gpu = NULL;
+            seg->first, seg->end, marked, want, marked ? seg->gpu->n : 0);
+    if (marked) {
+        seg->patcher = cgj_devpatch_kernel(t->ctx);
+        return;
+    }
+    /* Nothing for them to write (the driver refused every node): the graph runs without them. */
+    bool gone = true;
+    for (uint32_t k = 0; k < seg->gpu->n; k++) gone &= cgj_drv.r_cuGraphDestroyNode(seg->gpu->node[k]) == CUDA_SUCCESS;
+    if (gone) gpu_free(seg);
 }
 
 /* Capture the segment's ops on `cap` (capturing): on lanes where it uses several streams. */

@@ -264,6 +264,26 @@ FC_DEFINE(cuGraphDestroy, (CUgraph hGraph))
     return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* As the driver: a device-updatable node cannot be removed. */
+FC_DEFINE(cuGraphDestroyNode, (CUgraphNode hNode))
+{
+    FAIL_POINT();
+    lock();
+    fc_node *node = live_get(hNode, K_NODE);
+    CUresult err = !node ? CUDA_ERROR_INVALID_HANDLE : node->dev_updatable ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    if (err == CUDA_SUCCESS) {
+        fc_graph *g = node->graph;
+        size_t i = 0;
+        while (i < g->n && g->nodes[i] != node) i++;
+        if (i < g->n) memmove(&g->nodes[i], &g->nodes[i + 1], (g->n - i - 1) * sizeof *g->nodes), g->n--;
+        live_del(node);
+        op_clear(&node->op);
+        free(node);
+    }
+    unlock();
+    return err;
+}
+
 FC_DEFINE(cuGraphGetNodes, (CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes))
 {
     FAIL_POINT();

@@ -45,7 +45,7 @@
     X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz) X(cuStreamGetCaptureInfo_v3)                            \
     X(cuStreamGetCaptureInfo_v3_ptsz) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphInstantiateWithFlags)        \
     X(cuGraphInstantiateWithParams) X(cuGraphInstantiateWithParams_ptsz) X(cuGraphUpload) X(cuGraphUpload_ptsz) \
-    X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuGraphExecDestroy) X(cuGraphGetNodes) X(cuGraphNodeGetType)      \
+    X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuGraphExecDestroy) X(cuGraphGetNodes) X(cuGraphDestroyNode) X(cuGraphNodeGetType)      \
     X(cuGraphKernelNodeGetParams_v2) X(cuGraphExecKernelNodeSetParams_v2)                                      \
     X(cuGraphMemcpyNodeGetParams) X(cuGraphMemsetNodeGetParams) X(cuGraphExecMemcpyNodeSetParams)               \
     X(cuGraphExecMemsetNodeSetParams) X(cuGraphKernelNodeSetAttribute) X(cuGraphKernelNodeGetAttribute)        \

@@ -135,7 +135,7 @@ typedef struct want {
 #define REPLAY_INFO_FIELDS(X)                                                                     \
     X(state) X(variants) X(ops) X(kernels) X(segments) X(varying_slots) X(runs) X(replays)        \
     X(side_exits) X(record_failures) X(allocations)
-#define REPLAY_FAKE_FIELDS(X) X(eager_launches) X(graph_launches) X(captures) X(node_param_sets) X(device_updates)
+#define REPLAY_FAKE_FIELDS(X) X(kernels_run) X(eager_launches) X(graph_launches) X(captures) X(node_param_sets) X(device_updates)
 
 #define REPLAY_WANT_FIELD(f) want_t f;
 #define REPLAY_WANT_STAT(f, doc) want_t f;

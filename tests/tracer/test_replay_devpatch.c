@@ -346,3 +346,24 @@ Test(tracer_replay_devpatch_lost, every_block_holds_all_values_so_a_driver_that_
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(58), .side_exits = IS(0)},
         .stats = {.params_patched_on_gpu = MORE_THAN(0), .patch_launches = IS(58)}});
 }
+
+/* One varying kernel (patched on the GPU from one kernel on) whose node the driver will not make
+ * device-updatable (the attribute refused once, at the build): the patch node captured for it
+ * has nothing to write and is removed from the graph before it is instantiated. Kernels run: the
+ * reference run's 12 a step, the two recorded steps' and the replays' 12 each, and no patch
+ * kernel. */
+static void refused_step(int s, CUdeviceptr *b, void *ctx)
+{
+    if (s == 1 && g_traced) fk.fail_next("cuGraphKernelNodeSetAttribute", CUDA_ERROR_NOT_SUPPORTED);
+    for (int j = 0; j < 12; j++) OK(fk_addk_launch(&fk, NULL, b[j % 2], j == 5 ? s : j, N));
+}
+
+Test(tracer_replay_devpatch_off, a_patch_node_with_nothing_to_write_leaves_the_graph, .init = one_patch_setup)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "refused", .fn = refused_step, .steps = 20, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .side_exits = IS(0)},
+        .stats = {.params_patched = IS(18), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
+        .fake = {.kernels_run = IS(20 * 12 + 2 * 12 + 18 * 12), .node_param_sets = IS(18), .device_updates = IS(0)}});
+}
