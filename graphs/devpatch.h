@@ -45,8 +45,9 @@ bool cgj_devpatch_mark(CUgraphNode node, CUgraphDeviceNode *dn);
 
 /* Add to block b the update of `size` (1 to 8) bytes at `offset` of node dn (b not full). */
 void cgj_devpatch_add(cgj_devpatch_block_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value, uint32_t size);
-/* Add the patch node to the graph being captured on `cap`, with an empty block: the first
- * captured op, so that every node of the segment depends on it. */
+/* Add a patch node to the graph being captured on `cap`, with an empty block: captured before
+ * the segment's own ops (a chain of them where there are several), so that every node of the
+ * segment depends on it. */
 CUresult cgj_devpatch_capture_node(CUfunction fn, CUstream cap);
 /* Give the patch node `node` of `exec` the block *b. */
 CUresult cgj_devpatch_set_node(CUgraphExec exec, CUgraphNode node, CUfunction fn, cgj_devpatch_block_t *b);

@@ -180,12 +180,12 @@ typedef struct cgj_call {
     } u;
 } cgj_call_t;
 
-/* Kernel parameters of a recorded launch: layout, recorded values and replay buffers. */
 /* One parameter slot: its index, bytes and offset in the blob. */
 typedef struct cgj_slot {
     uint32_t i, sz, off;
 } cgj_slot_t;
 
+/* Kernel parameters of a recorded launch: layout, recorded values and replay buffers. */
 typedef struct cgj_kparams {
     uint32_t n, size;  /* slots, blob bytes */
     bool extra_form;   /* launched with `extra` (one slot: the whole buffer) */

@@ -87,20 +87,24 @@ Test(tracer_replay_devpatch_off, device_patch_0_patches_every_node_from_the_host
     expect_host_patching("twelve_off");
 }
 
-/* Twelve counters launched with cuLaunchKernelEx and a launch attribute (a priority): nodes
- * of attributed launches keep the host's patching. */
-static void attributed_step(int s, CUdeviceptr *b, void *ctx)
+/* addk(x, k) launched with cuLaunchKernelEx and a launch attribute (a priority). */
+static void addk_with_attribute(CUdeviceptr x, int k)
 {
     CUlaunchAttribute attr;
     memset(&attr, 0, sizeof attr);
     attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
     CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
                           .blockDimZ = 1, .hStream = NULL, .attrs = &attr, .numAttrs = 1};
-    for (int j = 0; j < 12; j++) {
-        int k = s + j, n = N;
-        void *p[] = {&b[j % 2], &k, &n};
-        OK(fk.launch_ex(&cfg, fk_addk, p, NULL));
-    }
+    int n = N;
+    void *p[] = {&x, &k, &n};
+    OK(fk.launch_ex(&cfg, fk_addk, p, NULL));
+}
+
+/* Twelve counters launched with an attribute: nodes of attributed launches keep the host's
+ * patching. */
+static void attributed_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int j = 0; j < 12; j++) addk_with_attribute(b[j % 2], s + j);
 }
 
 Test(tracer_replay_devpatch, kernels_launched_with_attributes_are_patched_from_the_host)
@@ -119,14 +123,7 @@ Test(tracer_replay_devpatch, kernels_launched_with_attributes_are_patched_from_t
  * patched from the host. */
 static void attributed_first_step(int s, CUdeviceptr *b, void *ctx)
 {
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
-    CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
-                          .blockDimZ = 1, .hStream = NULL, .attrs = &attr, .numAttrs = 1};
-    int k0 = s, n = N;
-    void *p0[] = {&b[0], &k0, &n};
-    OK(fk.launch_ex(&cfg, fk_addk, p0, NULL));
+    addk_with_attribute(b[0], s);
     twelve_counters_step(s, b, ctx);
 }
 
