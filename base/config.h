@@ -32,7 +32,7 @@
     X(STEP, STR, "", 0, 0, "step", STEP, "MODE", "sync",                                              \
       "how a step is found without cgj_trace_begin/end markers (default: sync when preloaded, off when linked); markers in the code take precedence") \
     X(LOG, STR, "", 0, 0, "log", LOG, "CATS", "none",                                                 \
-      "log categories, comma-separated: trace, guards, breaks, graphs, blacklist, interpose, api, or all") \
+      "log categories, comma-separated: trace, guards, breaks, graphs, blacklist, cost, interpose, api, or all") \
     X(LOG_FILE, STR, "", 0, 0, "log-file", TEXT, "FILE", "stderr",                                   \
       "append the log and the exit report to FILE") \
     X(REPORT, STR, "0", 0, 0, "report", REPORT, "json:FILE", NULL,                                     \

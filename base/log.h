@@ -19,6 +19,7 @@
     X(breaks, "why a step was split into segments")                            \
     X(graphs, "graph capture, instantiation, launches and patches")            \
     X(blacklist, "why an anchor was blacklisted or a step aborted to eager")   \
+    X(cost, "each judgement of the cost model: eager probes against replays")  \
     X(interpose, "driver symbols handed out through dlsym/cuGetProcAddress")   \
     X(api, "cgj_* API calls and their errors")
 

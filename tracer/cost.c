@@ -123,11 +123,17 @@ static void judge(cgj_anchor_t *a)
     /* A step that launches no graph runs the same calls at the same moments replayed or eager:
      * its periods can differ only by cgjit's host time in the step, and where that is not
      * slower a slower period is the program's noise (a 2-op step in a 2 ms Python iteration). */
+    bool graphs = launches_graphs(a);
+    CGJ_LOG(cost,
+            "anchor '%s': %u pairs, eager %.1f us, replay %.1f us (medians), replay/eager %.2f, sums %.2f%s%s",
+            a->name, n, (double)e / 1e3, (double)r / 1e3, (double)q / 1e3, sum_e ? (double)sum_r / (double)sum_e : 0.0,
+            graphs ? "" : ", no graph", clear ? ": replay clearly faster" : "");
     if (q <= 1000 + 10 * MARGIN_PCT || sum_r * 1000 <= sum_e * (1000 + 10 * MARGIN_PCT) ||
-        a->state != CGJ_STATE_REPLAY || (!launches_graphs(a) && !host_time_slower(a, e))) {
+        a->state != CGJ_STATE_REPLAY || (!graphs && !host_time_slower(a, e))) {
         c->strikes = 0;
         return;
     }
+    CGJ_LOG(cost, "anchor '%s': replay slower, strike %u of %u", a->name, c->strikes + 1, STRIKES);
     if (++c->strikes < STRIKES) {
         /* The next judgement is taken on pairs of its own: two windows that share most of
          * their pairs are little more evidence than one, and where eager periods scatter
@@ -322,6 +328,8 @@ void cgj_cost_begin(cgj_anchor_t *a, cgj_thread_t *t, const void *pred, uint64_t
             c->recent[k].to = pred;
         } else if (!(pace = replay_pace(c, c->last_pred, pred))) {
             c->unpaired++;
+            CGJ_LOG(cost, "anchor '%s': an eager probe with no replay at its place to pair with (%u in a row)", a->name,
+                    c->unpaired);
         } else { /* an eager period, and its pair */
             c->unpaired = 0;
             uint32_t k = c->neager % CGJ_COST_EAGER_WINDOW;

@@ -4,7 +4,9 @@
 #  - steady: faster with the preload: PASS after APPS_CHECK_PAIRS rounds, no more;
 #  - drifting: its first rounds put it below 0.98, later ones do not: rounds are added until the
 #    medians say otherwise, and the check passes, saying how many rounds it took;
-#  - slow: 10% slower in every round: rounds go up to APPS_CHECK_MAX_PAIRS, and the check fails.
+#  - slow: 10% slower in every round: rounds go up to APPS_CHECK_MAX_PAIRS, and the check fails;
+#  - short: a second anchor turned off as too short for a graph (its steps run eagerly by design)
+#    is no missing replay: PASS; offcost: a second anchor off for another reason is: FAIL.
 # Exit 77 (skipped, with the reason) where no C compiler is found for the stand-in library.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,7 +24,7 @@ echo 'int cgj_stand_in;' >"$out/lib.c"
 # stand_in NAME EAGER_US... / PRELOAD_US...: the n-th run of each kind prints the n-th time of
 # its list (the last one once the list runs out).
 stand_in() {
-  local name=$1 eager=$2 with=$3
+  local name=$1 eager=$2 with=$3 extra=${4:-}
   cat >"$out/build/tests/apps/${name}_static" <<EOS
 #!/usr/bin/env bash
 kind=eager; list="$eager"
@@ -34,6 +36,7 @@ echo "$name: median_us=\$1" >&2
 if [ "\$kind" = cgjit ]; then
   echo "cgjit report" >&2
   echo "  anchor 'step': REPLAY, 100 runs, 97 replayed, 0 side exits, 1 variant(s)" >&2
+  printf '%b' "$extra" >&2
 fi
 EOS
   chmod +x "$out/build/tests/apps/${name}_static"
@@ -41,6 +44,8 @@ EOS
 stand_in steady "100" "80"
 stand_in drifting "100 100 150" "110"
 stand_in slow "100" "110"
+stand_in short "100" "80" "  anchor 'copy': OFF, 300 runs, 8 replayed, 0 side exits, 1 variant(s)\\n    last event: the step is too short for a graph: replayed, it would make the same calls\\n"
+stand_in offcost "100" "80" "  anchor 'copy': OFF, 300 runs, 8 replayed, 0 side exits, 1 variant(s)\\n    last event: replay 5.0 us per step against 4.0 us eager\\n"
 
 run() { # NAME: run the check on one program; sets status and log
   status=0
@@ -65,4 +70,10 @@ run slow
 [ "$status" -eq 1 ] || fail "slow: status $status, expected 1"
 [ "$(rounds slow)" -eq 6 ] || fail "slow ran $(rounds slow) rounds, expected 6 (APPS_CHECK_MAX_PAIRS)"
 echo "$log" | grep -q "slower than eager" || fail "slow: the table does not say it is slower"
+run short
+[ "$status" -eq 0 ] || fail "short: status $status, expected 0 (an anchor too short for a graph counted as unreplayed?)"
+run offcost
+[ "$status" -eq 1 ] || fail "offcost: status $status, expected 1"
+echo "$log" | grep -q "replay share below 95%" || fail "offcost: the table does not say the share is below 95%"
+
 echo "PASS: apps-check adds rounds to a verdict near the line (drifting: $r rounds) and fails a slow program"
