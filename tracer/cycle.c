@@ -69,6 +69,13 @@ void cgj_cycle_init(cgj_cycle_t *c, uint32_t confirm)
 uint32_t cgj_cycle_period(const cgj_cycle_t *c) { return c->period; }
 uint64_t cgj_cycle_id(const cgj_cycle_t *c) { return c->id; }
 
+uint32_t cgj_cycle_marked(const cgj_cycle_t *c)
+{
+    uint32_t n = 0;
+    for (uint64_t k = 1; k <= c->period; k++) n += (at(c, c->n - k) & CGJ_CYCLE_MARK) != 0;
+    return n;
+}
+
 /* ---- the k-gram index ---------------------------------------------------------------------- */
 
 /* The k-gram hashes ending at position j, rolled from j-1 when roll[] holds those (mixed[]

@@ -72,6 +72,11 @@ uint32_t cgj_cycle_period(const cgj_cycle_t *c);
  * so it is the same from run to run when they are: the caller's signatures must never hash an
  * address (implicit.c hashes names and stream ordinals). */
 uint64_t cgj_cycle_id(const cgj_cycle_t *c);
+/* Signatures with this bit set are marked (the caller's meaning: implicit.c marks the calls
+ * that synchronize with the host). */
+#define CGJ_CYCLE_MARK 2ull
+/* How many signatures of one turn of the locked cycle are marked (O(period)); 0 if none. */
+uint32_t cgj_cycle_marked(const cgj_cycle_t *c);
 /* Forget everything fed so far (confirm is kept). */
 void cgj_cycle_reset(cgj_cycle_t *c);
 

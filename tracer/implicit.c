@@ -132,8 +132,16 @@ static uint64_t kernel_hash(CUfunction f)
 }
 
 /* The topology of a call (Guards v2), without the values a replay patches: grids, copy and
- * memset sizes and operands. A loop whose grid or copy sizes follow the data is one cycle. */
+ * memset sizes and operands. A loop whose grid or copy sizes follow the data is one cycle. A call
+ * that synchronizes with the host is marked (CGJ_CYCLE_MARK). */
+static uint64_t signature_of(const cgj_call_t *c);
 static uint64_t signature(const cgj_call_t *c)
+{
+    uint64_t h = signature_of(c) & ~CGJ_CYCLE_MARK;
+    return cgj_implicit_delimits(c) ? h | CGJ_CYCLE_MARK : h;
+}
+
+static uint64_t signature_of(const cgj_call_t *c)
 {
     uint64_t h = cgj_hash_bytes(&c->kind, sizeof c->kind, api_hash(c->api));
     uint64_t ord = stream_ordinal(c->stream);
@@ -165,8 +173,9 @@ static void call_words(const cgj_call_t *c, char *out, size_t len)
 
 /* A sync step is anchored at what its first call is (driver function, stream ordinal, kernel
  * name), not at its sizes: a step whose first copy's size follows the data is one anchor whose
- * runs disagree (and is given up after CGJIT_MAX_RECORDS), not a new anchor every step. */
-static void sync_step_name(const cgj_call_t *c, char *name, size_t len)
+ * runs disagree (and is given up after CGJIT_MAX_RECORDS), not a new anchor every step. The
+ * name begins with `policy` (sync, or auto for the steps of a cycle split at its synchronizations). */
+static void sync_step_name(const char *policy, const cgj_call_t *c, char *name, size_t len)
 {
     char words[120];
     call_words(c, words, sizeof words);
@@ -176,7 +185,7 @@ static void sync_step_name(const cgj_call_t *c, char *name, size_t len)
         uint64_t k = kernel_hash(c->u.k.f);
         h = cgj_hash_bytes(&k, sizeof k, h);
     }
-    snprintf(name, len, "sync:%s:%016llx", words, (unsigned long long)h);
+    snprintf(name, len, "%s:%s:%016llx", policy, words, (unsigned long long)h);
 }
 
 /* Detectors are large (cycle.h): a thread gets one only once it has made CGJ_AUTO_QUIET_CALLS
@@ -184,6 +193,7 @@ static void sync_step_name(const cgj_call_t *c, char *name, size_t len)
  * back at its exit to a small pool the next thread takes it from. */
 #define CGJ_AUTO_QUIET_CALLS 64
 #define CGJ_AUTO_MIN_STEP 32 /* calls a step of a short cycle holds at least */
+#define CGJ_AUTO_SPLIT_SYNCS 4 /* synchronizations in a turn from which its steps are taken between them */
 #define CGJ_CYCLE_POOL 16
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -212,6 +222,22 @@ void cgj_implicit_thread_exit(cgj_thread_t *t)
     cgj_free(c);
 }
 
+/* Is the locked cycle one whose steps are taken between synchronizations? Counted once per cycle. */
+static bool split_at_syncs(cgj_thread_t *t, const cgj_cycle_t *cy)
+{
+    uint64_t id = cgj_cycle_id(cy);
+    if (!id) return false;
+    if (id != t->find.split_id) {
+        t->find.split_id = id;
+        uint32_t syncs = cgj_cycle_marked(cy);
+        t->find.split_at_syncs = syncs >= CGJ_AUTO_SPLIT_SYNCS;
+        if (t->find.split_at_syncs)
+            CGJ_LOG(trace, "a cycle of %u calls that synchronizes %u times a turn: its steps are taken between synchronizations",
+                    cgj_cycle_period(cy), syncs);
+    }
+    return t->find.split_at_syncs;
+}
+
 static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
 {
     if (!t->find.cycle) {
@@ -221,7 +247,25 @@ static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
         }
         t->find.cycle = take_detector();
     }
-    if (cgj_cycle_feed(t->find.cycle, signature(c))) {
+    bool head = cgj_cycle_feed(t->find.cycle, signature(c));
+    if (split_at_syncs(t, t->find.cycle)) {
+        /* A turn that synchronizes again and again (a training loop's iterations, each read
+         * back, and a sample every 50 of them: the loop is the 50 iterations and the sample) is
+         * cut into segments at each synchronization anyway, and a step of the whole turn would
+         * run once in 50 iterations, its warm-up never repaid: its steps are taken between the
+         * synchronizations, as CGJIT_STEP=sync takes them, and the same iteration is one anchor. */
+        t->find.heads = 0;
+        if (cgj_implicit_delimits(c)) {
+            d->route = CGJ_ROUTE_OUTSIDE;
+        } else if (t->mode == CGJ_MODE_OFF) {
+            d->route = CGJ_ROUTE_BEGIN;
+            sync_step_name("auto", c, d->name, sizeof d->name);
+        } else {
+            d->route = CGJ_ROUTE_STAY;
+        }
+        return;
+    }
+    if (head) {
         /* A short cycle (a kernel launched over and over): a step of one or two calls gains
          * nothing from a graph and pays a step's bookkeeping, so a step holds as many turns
          * of it as make CGJ_AUTO_MIN_STEP calls; unless a turn synchronizes, which ends the
@@ -267,6 +311,6 @@ void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d
         d->route = CGJ_ROUTE_OUTSIDE;
     } else if (t->mode == CGJ_MODE_OFF) {
         d->route = CGJ_ROUTE_BEGIN;
-        sync_step_name(c, d->name, sizeof d->name);
+        sync_step_name("sync", c, d->name, sizeof d->name);
     }
 }

@@ -86,6 +86,9 @@ typedef struct cgj_thread {
         uint32_t quiet_calls;    /* CGJIT_STEP=auto: calls made before it had one */
         uint32_t heads;          /* CGJIT_STEP=auto: cycle heads passed inside the step in progress */
         bool turn_synced;        /* CGJIT_STEP=auto: the cycle's turn in progress synchronized */
+        uint64_t split_id;       /* CGJIT_STEP=auto: the cycle split_at_syncs was found for ... */
+        bool split_at_syncs;     /* ... a turn of it synchronizes CGJ_AUTO_SPLIT_SYNCS times or more:
+                                  * its steps are taken between synchronizations (implicit.c) */
         uint32_t sync_long;      /* CGJIT_STEP=sync: calls without a synchronization after which
                                   * the thread finds cycles (CGJ_SYNC_LONG; a worker thread's is
                                   * shorter: set when it registers) */

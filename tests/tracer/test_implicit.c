@@ -659,3 +659,37 @@ Test(tracer_implicit_verify_sync, the_first_segment_of_a_step_is_checked)
     cr_assert_eq(s.verify_divergences, 0);
     cr_assert_eq(s.verify_unchecked, 0, "%llu graphs unchecked", (unsigned long long)s.verify_unchecked);
 }
+
+/* llm.c's training loop with a sample every 50 steps (tests/apps/lt_sample_loop): each
+ * iteration reads its result back (a synchronization), and every 50th is followed by 8 short
+ * iterations of other kernels. The stream is then periodic twice over: with the iteration, and
+ * with the 50 iterations and their sample (hundreds of calls, dozens of synchronizations), which
+ * the detector locks on once the iteration's cycle breaks at a sample. A step of that long cycle
+ * runs once every 50 iterations and is cut at each of its synchronizations anyway: steps of it
+ * are taken between synchronizations, so that the iterations keep replaying. */
+Test(tracer_implicit_auto, a_long_cycle_of_synchronized_iterations_is_stepped_at_its_synchronizations)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 9);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    int iters = 300, samples = 0;
+    for (int it = 0; it < iters; it++) {
+        iteration(x, it, 4, true, ref, seen);
+        cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d differs from eager arithmetic", it);
+        if (it % 50 != 49) continue;
+        samples++;
+        for (int tok = 1; tok <= 8; tok++) { /* the sample: another kernel, read back */
+            OK(fk_addk_launch(&fk, NULL, x, 1, N));
+            for (int i = 0; i < N; i++) ref[i] += 1.0f;
+            OK(fk.dtoh(seen, x, sizeof seen));
+            cr_assert(!memcmp(ref, seen, sizeof ref), "sample %d token %d differs from eager arithmetic", samples, tok);
+        }
+    }
+    cgj_stats_t s = stats();
+    char *buf = fk_report_text();
+    cr_assert(buf);
+    /* Every iteration after the first few, but the ones next to a sample, replays. */
+    cr_assert_geq(s.steps_replayed, 260, "%llu of %d iterations replayed:\n%s", (unsigned long long)s.steps_replayed,
+                  iters, buf);
+    free(buf);
+}
