@@ -104,16 +104,6 @@ CUresult cgj_devpatch_set_node(CUgraphExec exec, CUgraphNode node, CUfunction fn
     return cgj_drv.r_cuGraphExecKernelNodeSetParams_v2(exec, node, &p);
 }
 
-void cgj_devpatch_add(cgj_devpatch_block_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value, uint32_t size)
-{
-    cgj_devpatch_entry_t *e = &b->e[b->n++];
-    e->node = (uint64_t)(uintptr_t)dn;
-    e->value = 0;
-    memcpy(&e->value, value, size);
-    e->offset = offset;
-    e->size = size;
-}
-
 void cgj_devpatch_forked(void)
 {
     pthread_mutex_init(&lock, NULL);

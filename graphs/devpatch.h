@@ -35,6 +35,7 @@
 
 #include <cuda.h>
 #include <stdbool.h>
+#include <string.h>
 
 /* The patch kernel in context ctx, which must be current (loaded on first use), or NULL where
  * it cannot run there. */
@@ -43,8 +44,18 @@ CUfunction cgj_devpatch_kernel(CUcontext ctx);
  * False: the driver refused, and the node stays as it was. */
 bool cgj_devpatch_mark(CUgraphNode node, CUgraphDeviceNode *dn);
 
-/* Add to block b the update of `size` (1 to 8) bytes at `offset` of node dn (b not full). */
-void cgj_devpatch_add(cgj_devpatch_block_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value, uint32_t size);
+/* Add to block b the update of `size` (1 to 8) bytes at `offset` of node dn (b not full).
+ * Inline: replay adds every varying value of a segment's kernels before each launch. */
+static inline void cgj_devpatch_add(cgj_devpatch_block_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value,
+                                    uint32_t size)
+{
+    cgj_devpatch_entry_t *e = &b->e[b->n++];
+    e->node = (uint64_t)(uintptr_t)dn;
+    e->value = 0;
+    memcpy(&e->value, value, size);
+    e->offset = offset;
+    e->size = size;
+}
 /* Add a patch node to the graph being captured on `cap`, with an empty block: captured before
  * the segment's own ops (a chain of them where there are several), so that every node of the
  * segment depends on it. */

@@ -257,9 +257,7 @@ static bool gpu_patchable(const cgj_op_t *o)
 static uint32_t gpu_pieces(cgj_kparams_t *kp)
 {
     if (kp->slots_stale) cgj_kparams_split(kp);
-    uint32_t n = 0;
-    for (uint32_t j = kp->nconst; j < kp->n; j++) n += (kp->slots[j].sz + 7) / 8;
-    return n;
+    return kp->pieces;
 }
 
 /* Blocks filled in order, a kernel's pieces never split between two: does one of n pieces fit,
@@ -627,16 +625,16 @@ static CUresult patch_kernel(cgj_segment_t *seg, cgj_op_t *o, bool *dirty, bool 
                 in->blockDimX != k->block[0] || in->blockDimY != k->block[1] || in->blockDimZ != k->block[2] ||
                 in->sharedMemBytes != k->smem;
     if (!dims && !values_changed(o->kp)) return CUDA_SUCCESS;
-    CUDA_KERNEL_NODE_PARAMS_v2 p = *in;
-    p.gridDimX = k->grid[0], p.gridDimY = k->grid[1], p.gridDimZ = k->grid[2];
-    p.blockDimX = k->block[0], p.blockDimY = k->block[1], p.blockDimZ = k->block[2];
-    p.sharedMemBytes = k->smem;
     *did = true;
     if (o->devnode) *dirty = true; /* the block holds its values, whichever way they go now */
     if (o->devnode && !dims) {
         *on_gpu = true;
         return CUDA_SUCCESS;
     }
+    CUDA_KERNEL_NODE_PARAMS_v2 p = *in;
+    p.gridDimX = k->grid[0], p.gridDimY = k->grid[1], p.gridDimZ = k->grid[2];
+    p.blockDimX = k->block[0], p.blockDimY = k->block[1], p.blockDimZ = k->block[2];
+    p.sharedMemBytes = k->smem;
     return set_from_host(seg, o, p);
 }
 

@@ -202,6 +202,7 @@ typedef struct cgj_kparams {
      * again whenever `varying` changes (slots_stale). */
     cgj_slot_t *slots;
     uint32_t nconst, c8, c4, v8, v4;
+    uint32_t pieces; /* the varying slots' pieces of up to 8 bytes (a device patch's entries) */
     bool slots_stale;
 } cgj_kparams_t;
 

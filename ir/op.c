@@ -92,6 +92,8 @@ void cgj_kparams_split(cgj_kparams_t *kp)
     split_part(kp, true, 8, &at), kp->v8 = at;
     split_part(kp, true, 4, &at), kp->v4 = at;
     split_part(kp, true, 0, &at);
+    kp->pieces = 0;
+    for (uint32_t j = kp->nconst; j < kp->n; j++) kp->pieces += (kp->slots[j].sz + 7) / 8;
     kp->slots_stale = false;
 }
 
