@@ -44,17 +44,24 @@ CUfunction cgj_devpatch_kernel(CUcontext ctx);
  * False: the driver refused, and the node stays as it was. */
 bool cgj_devpatch_mark(CUgraphNode node, CUgraphDeviceNode *dn);
 
-/* Add to block b the update of `size` (1 to 8) bytes at `offset` of node dn (b not full).
- * Inline: replay adds every varying value of a segment's kernels before each launch. */
-static inline void cgj_devpatch_add(cgj_devpatch_block_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value,
+/* Add to block b the update of `size` (1 to 8) bytes at `offset` of node dn (b not full): the
+ * bytes at `value`, or (_put) the low `size` bytes of `value`, the others 0. Inline: replay adds
+ * every varying value of a segment's kernels before each launch. */
+static inline void cgj_devpatch_put(cgj_devpatch_block_t *b, CUgraphDeviceNode dn, uint32_t offset, uint64_t value,
                                     uint32_t size)
 {
     cgj_devpatch_entry_t *e = &b->e[b->n++];
     e->node = (uint64_t)(uintptr_t)dn;
-    e->value = 0;
-    memcpy(&e->value, value, size);
+    e->value = value;
     e->offset = offset;
     e->size = size;
+}
+static inline void cgj_devpatch_add(cgj_devpatch_block_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value,
+                                    uint32_t size)
+{
+    uint64_t v = 0;
+    memcpy(&v, value, size);
+    cgj_devpatch_put(b, dn, offset, v, size);
 }
 /* Add a patch node to the graph being captured on `cap`, with an empty block: captured before
  * the segment's own ops (a chain of them where there are several), so that every node of the

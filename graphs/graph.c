@@ -549,9 +549,18 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
 /* ---- patching: the run's values into the executable graph, node by node ---- */
 
 /* The blocks' ops' values are what the graph holds from now on (the graph has run with them). */
+/* The blocks' ops now hold their varying values (their constant ones never changed since the
+ * graph took them: a slot found varying later is listed as varying, and patched). */
 static void commit_gpu(cgj_gpu_blocks_t *g)
 {
-    for (uint32_t i = 0; i < g->nops; i++) memcpy(g->ops[i]->kp->inexec, g->ops[i]->kp->live, g->ops[i]->kp->size);
+    for (uint32_t i = 0; i < g->nops; i++) {
+        cgj_kparams_t *kp = g->ops[i]->kp;
+        const cgj_slot_t *sl = kp->slots;
+        uint32_t j = kp->nconst;
+        for (; j < kp->v8; j++) memcpy(kp->inexec + sl[j].off, kp->live + sl[j].off, 8);
+        for (; j < kp->v4; j++) memcpy(kp->inexec + sl[j].off, kp->live + sl[j].off, 4);
+        for (; j < kp->n; j++) memcpy(kp->inexec + sl[j].off, kp->live + sl[j].off, sl[j].sz);
+    }
     g->nops = 0;
 }
 
@@ -586,9 +595,21 @@ static bool gpu_add(cgj_op_t *o, cgj_gpu_blocks_t *g, uint32_t *at)
     if (!gpu_fits(gpu_pieces(kp), &k, &used, g->n)) return false;
     *at = k;
     const cgj_slot_t *sl = kp->slots;
-    for (uint32_t j = kp->nconst; j < kp->n; j++)
+    cgj_devpatch_block_t *b = &g->b[k];
+    uint32_t j = kp->nconst;
+    for (; j < kp->v8; j++) {
+        uint64_t v;
+        memcpy(&v, kp->live + sl[j].off, 8);
+        cgj_devpatch_put(b, o->devnode, sl[j].off, v, 8);
+    }
+    for (; j < kp->v4; j++) {
+        uint32_t v;
+        memcpy(&v, kp->live + sl[j].off, 4);
+        cgj_devpatch_put(b, o->devnode, sl[j].off, v, 4);
+    }
+    for (; j < kp->n; j++)
         for (uint32_t p = sl[j].off, end = sl[j].off + sl[j].sz; p < end; p += 8)
-            cgj_devpatch_add(&g->b[k], o->devnode, p, kp->live + p, end - p < 8 ? end - p : 8);
+            cgj_devpatch_add(b, o->devnode, p, kp->live + p, end - p < 8 ? end - p : 8);
     g->ops[g->nops++] = o;
     return true;
 }

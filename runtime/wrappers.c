@@ -75,15 +75,18 @@ static inline CUstream norm(CUstream s, bool pt)
 
 /* ---- kernels ---- */
 
-static void fill_kernel(cgj_call_t *c, CUfunction f, const unsigned g[3], const unsigned b[3],
-                        unsigned smem, void **params, void **extra)
+static inline __attribute__((always_inline)) void fill_kernel(cgj_call_t *c, CUfunction f, unsigned gx, unsigned gy,
+                                                             unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                                             unsigned smem, void **params, void **extra)
 {
     c->kind = CGJ_OP_KERNEL;
     c->u.k.f = f;
-    for (int i = 0; i < 3; i++) c->u.k.grid[i] = g[i], c->u.k.block[i] = b[i];
+    c->u.k.grid[0] = gx, c->u.k.grid[1] = gy, c->u.k.grid[2] = gz;
+    c->u.k.block[0] = bx, c->u.k.block[1] = by, c->u.k.block[2] = bz;
     c->u.k.smem = smem;
     c->u.k.params = params;
-    for (unsigned i = 0; !params && extra && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (CGJ_LIKELY(params) || !extra) return;
+    for (unsigned i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
         if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) c->u.k.blob = extra[i + 1];
         if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) c->u.k.blob_size = *(size_t *)extra[i + 1];
     }
@@ -97,7 +100,7 @@ static inline CUresult launch_kernel(bool pt, const char *api, __typeof__(cuLaun
     ORDER(norm(s, pt));
     IDLE_FORWARD(real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra));
     cgj_call_t c = {.api = api, .stream = norm(s, pt)};
-    fill_kernel(&c, f, (unsigned[]){gx, gy, gz}, (unsigned[]){bx, by, bz}, smem, params, extra);
+    fill_kernel(&c, f, gx, gy, gz, bx, by, bz, smem, params, extra);
     TRACE_CALL(c, real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra));
 }
 TWO_WRAPPERS(cuLaunchKernel, cuLaunchKernel_ptsz, launch_kernel,
@@ -113,9 +116,8 @@ static inline CUresult launch_kernel_ex(bool pt, const char *api, __typeof__(cuL
     IDLE_FORWARD(real(cfg, f, params, extra));
     if (!cfg) return real(cfg, f, params, extra);
     cgj_call_t c = {.api = api, .stream = norm(cfg->hStream, pt)};
-    fill_kernel(&c, f, (unsigned[]){cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},
-                (unsigned[]){cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ}, cfg->sharedMemBytes,
-                params, extra);
+    fill_kernel(&c, f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ,
+                cfg->sharedMemBytes, params, extra);
     c.u.k.attrs = cfg->attrs;
     c.u.k.nattrs = cfg->attrs ? cfg->numAttrs : 0;
     TRACE_CALL(c, real(cfg, f, params, extra));
