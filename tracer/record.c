@@ -156,6 +156,14 @@ void cgj_record_finish(cgj_thread_t *t)
         return;
     }
     cgj_reason_t why, newest = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP};
+    /* A run that left its variant for the shape of another (the other could not be taken
+     * there: a library call had run, or the program held the variant's blocks) says where the
+     * program is now: the next step begins in that variant, not again in the one it left. */
+    for (uint32_t k = 0; k < a->nvariants; k++)
+        if (cgj_shape_same(&a->variants[k]->list, &rec, &why)) {
+            __atomic_store_n(&a->current, k, __ATOMIC_RELAXED);
+            break;
+        }
     for (uint32_t d = a->ndrafts; d-- > 0;) {
         if (!cgj_shape_same(&a->drafts[d], &rec, &why)) {
             if (d + 1 == a->ndrafts) newest = why;

@@ -562,3 +562,30 @@ Test(tracer_replay_log, max_records_one_blacklists_at_the_first_disagreement)
     step_both("mr1", varying_count_step, 1, &b, NULL);
     cr_assert_eq(info_of("mr1").state, CGJ_STATE_BLACKLISTED);
 }
+
+/* Bursts of two shapes: 40 steps of one, 8 of the other, again and again. Each step allocates a
+ * block first (served from the trace's pool), so a replay that finds the other shape past it
+ * cannot continue in the other variant (the program holds this variant's block) and leaves the
+ * trace. Its recording is the other variant's shape, which exists: the next step must begin in
+ * that variant, not again in the one it left (each step of a 40-step burst leaving the trace,
+ * then the anchor given up as one whose replays keep exiting). tests/apps/lt_sample_loop under
+ * CGJIT_STEP=sync did that: cuBLASLt ran inside the step, so no switch was possible. */
+static void burst_step(int s, CUdeviceptr *b, void *ctx)
+{
+    bool other = s % 48 >= 40;
+    CUdeviceptr tmp;
+    OK(fk.mem_alloc(&tmp, 1 << 20));
+    OK(fk.dtod_async(tmp, b[0], N * sizeof(float), NULL));
+    OK(axpb_or_other(NULL, tmp, 0.5f, 1.0f, N, other));
+    OK(fk.dtod_async(b[0], tmp, N * sizeof(float), NULL));
+    OK(fk.mem_free(tmp));
+}
+
+Test(tracer_replay, a_step_that_left_for_a_known_shape_begins_the_next_in_it)
+{
+    cgj_trace_info_t i = run_scenario(&(scenario_t){
+        .name = "bursts", .fn = burst_step, .steps = 240, .nbufs = 1,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2), .replays = AT_LEAST(200)}});
+    cr_assert_leq(i.side_exits, 16, "%llu side exits: steps kept beginning in the variant they left",
+                  (unsigned long long)i.side_exits);
+}
