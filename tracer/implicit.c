@@ -132,16 +132,8 @@ static uint64_t kernel_hash(CUfunction f)
 }
 
 /* The topology of a call (Guards v2), without the values a replay patches: grids, copy and
- * memset sizes and operands. A loop whose grid or copy sizes follow the data is one cycle. A call
- * that synchronizes with the host is marked (CGJ_CYCLE_MARK). */
-static uint64_t signature_of(const cgj_call_t *c);
-static uint64_t signature(const cgj_call_t *c)
-{
-    uint64_t h = signature_of(c) & ~CGJ_CYCLE_MARK;
-    return cgj_implicit_delimits(c) ? h | CGJ_CYCLE_MARK : h;
-}
-
-static uint64_t signature_of(const cgj_call_t *c)
+ * memset sizes and operands. A loop whose grid or copy sizes follow the data is one cycle. */
+static uint64_t topology(const cgj_call_t *c)
 {
     uint64_t h = cgj_hash_bytes(&c->kind, sizeof c->kind, api_hash(c->api));
     uint64_t ord = stream_ordinal(c->stream);
@@ -161,6 +153,14 @@ static uint64_t signature_of(const cgj_call_t *c)
     default:
         return h | 1;
     }
+}
+
+/* A call's signature for the cycle detector: its topology, marked (CGJ_CYCLE_MARK) where the
+ * call synchronizes with the host. */
+static uint64_t signature(const cgj_call_t *c)
+{
+    uint64_t h = topology(c) & ~CGJ_CYCLE_MARK;
+    return cgj_implicit_delimits(c) ? h | CGJ_CYCLE_MARK : h;
 }
 
 /* What a call is, for a reader: "cuLaunchKernel:KERNEL" or the driver function alone (a long
