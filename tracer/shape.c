@@ -414,9 +414,17 @@ static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
     return true;
 }
 
+static __attribute__((noinline)) bool guard_full(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r);
+
+/* Every absorbed launch takes kernel_as_recorded first, in a frame of its own: the full guard's
+ * (its reason texts on the stack) would cost each call its set-up. */
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
 {
-    if (kernel_as_recorded(o, c)) return true; /* every absorbed launch: checked first */
+    return kernel_as_recorded(o, c) || guard_full(o, c, promote, r);
+}
+
+static bool guard_full(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
+{
     const addr_ctx_t *ctx = &exact;
     if (!call_shape_equal(&o->call, c, ctx, r)) return false;
     if (cgj_op_class[c->kind] == CGJ_CLASS_BOUNDARY) return true;
