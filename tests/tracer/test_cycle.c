@@ -366,6 +366,32 @@ Test(tracer_cycle, random_streams_never_lock)
     free(c);
 }
 
+/* cgj_cycle_marked counts the marked signatures of one turn of the locked cycle, whichever
+ * phase the stream is at: a loop of 10 with 3 marked, then one of 40 with 0, then none locked. */
+Test(tracer_cycle, marked_signatures_of_a_turn_are_counted)
+{
+    cgj_cycle_t *c = new_cycle(2);
+    uint64_t *l = random_loop(10, 11);
+    for (uint32_t e = 0; e < 10; e++) l[e] &= ~CGJ_CYCLE_MARK;
+    l[2] |= CGJ_CYCLE_MARK, l[5] |= CGJ_CYCLE_MARK, l[9] |= CGJ_CYCLE_MARK;
+    cr_assert_eq(cgj_cycle_marked(c), 0, "nothing locked yet");
+    for (int r = 0; r < 5; r++)
+        for (uint32_t e = 0; e < 10; e++) {
+            cgj_cycle_feed(c, l[e]);
+            if (cgj_cycle_period(c)) cr_assert_eq(cgj_cycle_marked(c), 3, "turn %d, element %u", r, e);
+        }
+    cr_assert_eq(cgj_cycle_period(c), 10);
+    uint64_t *m = random_loop(40, 12);
+    for (uint32_t e = 0; e < 40; e++) m[e] &= ~CGJ_CYCLE_MARK;
+    for (int r = 0; r < 4; r++)
+        for (uint32_t e = 0; e < 40; e++) cgj_cycle_feed(c, m[e]);
+    cr_assert_eq(cgj_cycle_period(c), 40);
+    cr_assert_eq(cgj_cycle_marked(c), 0);
+    cgj_cycle_reset(c);
+    cr_assert_eq(cgj_cycle_marked(c), 0);
+    free(l), free(m), free(c);
+}
+
 Test(tracer_cycle, reset_forgets)
 {
     uint64_t *l = random_loop(64, 5);
