@@ -256,7 +256,7 @@ static bool gpu_patchable(const cgj_op_t *o)
 /* The pieces (of up to 8 bytes) of kp's varying slots: its entries in a block. */
 static uint32_t gpu_pieces(cgj_kparams_t *kp)
 {
-    if (kp->slots_stale) cgj_kparams_split(kp);
+    cgj_kparams_slots(kp);
     return kp->pieces;
 }
 
@@ -548,7 +548,6 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
 
 /* ---- patching: the run's values into the executable graph, node by node ---- */
 
-/* The blocks' ops' values are what the graph holds from now on (the graph has run with them). */
 /* The blocks' ops now hold their varying values (their constant ones never changed since the
  * graph took them: a slot found varying later is listed as varying, and patched). */
 static void commit_gpu(cgj_gpu_blocks_t *g)
@@ -567,8 +566,7 @@ static void commit_gpu(cgj_gpu_blocks_t *g)
 /* Do kp's varying values differ from what the graph holds? */
 static bool values_changed(cgj_kparams_t *kp)
 {
-    if (kp->slots_stale) cgj_kparams_split(kp);
-    const cgj_slot_t *sl = kp->slots;
+    const cgj_slot_t *sl = cgj_kparams_slots(kp);
     uint32_t j = kp->nconst;
     for (; j < kp->v8; j++) {
         uint64_t a, b;

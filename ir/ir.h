@@ -208,6 +208,12 @@ typedef struct cgj_kparams {
 
 /* (Re)make kp->slots from kp->varying. */
 void cgj_kparams_split(cgj_kparams_t *kp);
+/* kp's slots (and the counts of their parts), made again first where `varying` changed. */
+static inline const cgj_slot_t *cgj_kparams_slots(cgj_kparams_t *kp)
+{
+    if (kp->slots_stale) cgj_kparams_split(kp);
+    return kp->slots;
+}
 
 /* A host-to-device copy whose source replay copies into pinned staging at call time (a
  * synchronous copy, or one from pageable memory), as opposed to an asynchronous copy from pinned

@@ -389,8 +389,7 @@ static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
         x->grid[1] != y->grid[1] || x->grid[2] != y->grid[2] || x->block[0] != y->block[0] ||
         x->block[1] != y->block[1] || x->block[2] != y->block[2])
         return false;
-    if (kp->slots_stale) cgj_kparams_split(kp);
-    const cgj_slot_t *sl = kp->slots;
+    const cgj_slot_t *sl = cgj_kparams_slots(kp);
     void *const *v = y->params;
     const uint8_t *rec = kp->rec;
     uint8_t *live = kp->live;
