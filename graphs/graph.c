@@ -583,31 +583,26 @@ static bool values_changed(cgj_kparams_t *kp)
     return false;
 }
 
-/* Add every varying byte of o to the blocks, in pieces of at most 8 (one update each), in
- * block *at or the next. False where they do not fit (slots found varying after the build):
- * nothing of o is added then. */
+/* Add every varying byte of o to the blocks, its pieces (kp->piece, up to 8 bytes each) one
+ * update each, in block *at or the next. False where they do not fit (slots found varying after
+ * the build): nothing of o is added then. */
 static bool gpu_add(cgj_op_t *o, cgj_gpu_blocks_t *g, uint32_t *at)
 {
     cgj_kparams_t *kp = o->kp;
     uint32_t used = g->b[*at].n, k = *at;
     if (!gpu_fits(gpu_pieces(kp), &k, &used, g->n)) return false;
     *at = k;
-    const cgj_slot_t *sl = kp->slots;
     cgj_devpatch_block_t *b = &g->b[k];
-    uint32_t j = kp->nconst;
-    for (; j < kp->v8; j++) {
+    const cgj_piece_t *pc = kp->piece;
+    for (uint32_t j = 0, n = kp->pieces; j < n; j++) {
         uint64_t v;
-        memcpy(&v, kp->live + sl[j].off, 8);
-        cgj_devpatch_put(b, o->devnode, sl[j].off, v, 8);
+        if (pc[j].sz == 8) {
+            memcpy(&v, kp->live + pc[j].off, 8);
+            cgj_devpatch_put(b, o->devnode, pc[j].off, v, 8);
+        } else {
+            cgj_devpatch_add(b, o->devnode, pc[j].off, kp->live + pc[j].off, pc[j].sz);
+        }
     }
-    for (; j < kp->v4; j++) {
-        uint32_t v;
-        memcpy(&v, kp->live + sl[j].off, 4);
-        cgj_devpatch_put(b, o->devnode, sl[j].off, v, 4);
-    }
-    for (; j < kp->n; j++)
-        for (uint32_t p = sl[j].off, end = sl[j].off + sl[j].sz; p < end; p += 8)
-            cgj_devpatch_add(b, o->devnode, p, kp->live + p, end - p < 8 ? end - p : 8);
     g->ops[g->nops++] = o;
     return true;
 }

@@ -185,6 +185,12 @@ typedef struct cgj_slot {
     uint32_t i, sz, off;
 } cgj_slot_t;
 
+/* Bytes [off, off + sz) of a parameter buffer, sz 1 to 8: one update of a node patched on the
+ * GPU (graphs/devpatch.h). */
+typedef struct cgj_piece {
+    uint32_t off, sz;
+} cgj_piece_t;
+
 /* Kernel parameters of a recorded launch: layout, recorded values and replay buffers. */
 typedef struct cgj_kparams {
     uint32_t n, size;  /* slots, blob bytes */
@@ -202,7 +208,13 @@ typedef struct cgj_kparams {
      * again whenever `varying` changes (slots_stale). */
     cgj_slot_t *slots;
     uint32_t nconst, c8, c4, v8, v4;
-    uint32_t pieces; /* the varying slots' pieces of up to 8 bytes (a device patch's entries) */
+    /* The varying bytes in windows of up to 8 in offset order (a device patch's entries, one
+     * each): a window starts at a varying byte and takes every varying byte of the next 8, so
+     * two 4-byte values side by side (a position and a KV length) are one update. The constant
+     * or padding bytes a window spans are written with it, as live holds them: the same bytes
+     * the node holds. */
+    cgj_piece_t *piece;
+    uint32_t pieces;
     bool slots_stale;
 } cgj_kparams_t;
 

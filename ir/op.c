@@ -48,8 +48,9 @@ static void *carve(uint8_t **at, size_t align, size_t bytes)
 static cgj_kparams_t *kparams_new(const cgj_layout_t *lay)
 {
     size_t n = lay->n ? lay->n : 1, size = lay->size ? lay->size : 1;
+    size_t npieces = n + size / 8 + 1; /* a slot's windows, at most one more than its 8-byte words */
     size_t total = sizeof(cgj_kparams_t) + n * (sizeof(cgj_slot_t) + 2 * sizeof(uint32_t) + 1 + sizeof(void *)) +
-                   3 * size + 16 * _Alignof(max_align_t); /* each carve aligns at most once */
+                   npieces * sizeof(cgj_piece_t) + 3 * size + 16 * _Alignof(max_align_t); /* each carve aligns at most once */
     uint8_t *at = cgj_xcalloc(1, total);
     cgj_kparams_t *kp = CARVE(&at, cgj_kparams_t, 1);
     kp->n = lay->n;
@@ -63,6 +64,7 @@ static cgj_kparams_t *kparams_new(const cgj_layout_t *lay)
     kp->varying = CARVE(&at, uint8_t, n);
     kp->ptrs = CARVE(&at, void *, n);
     kp->inexec = carve(&at, _Alignof(max_align_t), size);
+    kp->piece = CARVE(&at, cgj_piece_t, npieces);
     if (lay->n) { /* a kernel without parameters has no arrays to copy */
         memcpy(kp->off, lay->off, lay->n * sizeof(uint32_t));
         memcpy(kp->sz, lay->sz, lay->n * sizeof(uint32_t));
@@ -83,6 +85,36 @@ static void split_part(cgj_kparams_t *kp, bool varying, uint32_t sz, uint32_t *a
     }
 }
 
+/* kp->piece from the varying slots ([nconst, n) of kp->slots). A window starts at the first
+ * varying byte not yet covered and reaches 8 bytes on (or the buffer's end); a piece ends at the
+ * last varying byte inside its window. */
+static void make_pieces(cgj_kparams_t *kp)
+{
+    uint32_t nv = kp->n - kp->nconst, np = 0, wend = 0;
+    cgj_slot_t *v = cgj_xmalloc((nv ? nv : 1) * sizeof *v);
+    memcpy(v, kp->slots + kp->nconst, nv * sizeof *v);
+    for (uint32_t a = 1; a < nv; a++) /* by offset (a kernel's slots mostly are already) */
+        for (uint32_t b = a; b > 0 && v[b - 1].off > v[b].off; b--) {
+            cgj_slot_t x = v[b];
+            v[b] = v[b - 1], v[b - 1] = x;
+        }
+    for (uint32_t j = 0; j < nv; j++) {
+        uint32_t a = v[j].off, end = v[j].off + v[j].sz;
+        if (np && a < wend) { /* begins inside the last window: that piece grows to cover it */
+            cgj_piece_t *last = &kp->piece[np - 1];
+            uint32_t in = end < wend ? end : wend;
+            if (in - last->off > last->sz) last->sz = in - last->off;
+            a = in;
+        }
+        for (; a < end; a = wend) {
+            wend = a + 8 < kp->size ? a + 8 : kp->size;
+            kp->piece[np++] = (cgj_piece_t){.off = a, .sz = (end < wend ? end : wend) - a};
+        }
+    }
+    kp->pieces = np;
+    cgj_free(v);
+}
+
 void cgj_kparams_split(cgj_kparams_t *kp)
 {
     uint32_t at = 0;
@@ -92,8 +124,7 @@ void cgj_kparams_split(cgj_kparams_t *kp)
     split_part(kp, true, 8, &at), kp->v8 = at;
     split_part(kp, true, 4, &at), kp->v4 = at;
     split_part(kp, true, 0, &at);
-    kp->pieces = 0;
-    for (uint32_t j = kp->nconst; j < kp->n; j++) kp->pieces += (kp->slots[j].sz + 7) / 8;
+    make_pieces(kp);
     kp->slots_stale = false;
 }
 

@@ -264,6 +264,42 @@ Test(tracer_replay_devpatch, the_patch_node_is_set_only_where_values_changed)
         .fake = {.node_param_sets = IS(11), .device_updates = IS(40 * 12)}});
 }
 
+/* Twelve axpb kernels whose two 4-byte factors, side by side (bytes 8 to 16), change every
+ * step: one 8-byte update a kernel. */
+static void adjacent_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int j = 0; j < 12; j++)
+        OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f + 0.01f * (float)((s + j) % 7), (float)((s * 3 + j) % 5), N, 1));
+}
+
+Test(tracer_replay_devpatch, two_varying_values_side_by_side_are_one_update)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "adjacent", .fn = adjacent_step, .steps = 30, .nbufs = 1,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .varying_slots = IS(24), .side_exits = IS(0)},
+        .stats = {.params_patched_on_gpu = IS(28 * 12), .patch_launches = IS(28)},
+        .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 12)}});
+}
+
+/* The same kernels with the first factor (bytes 8 to 12) and the count (bytes 16 to 20)
+ * changing: 8 bytes from the first do not reach the second, so two updates a kernel. */
+static void apart_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int j = 0; j < 12; j++)
+        OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f + 0.01f * (float)((s + j) % 7), 1.0f, N - (s + j) % 2, 1));
+}
+
+Test(tracer_replay_devpatch, varying_values_more_than_8_bytes_apart_are_two_updates)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "apart", .fn = apart_step, .steps = 30, .nbufs = 1,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .varying_slots = IS(24), .side_exits = IS(0)},
+        .stats = {.params_patched_on_gpu = IS(28 * 12), .patch_launches = IS(28)},
+        .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 24)}});
+}
+
 /* A parameter passed as one packed buffer (`extra`) is one slot: all of its 8-byte pieces go in
  * the block, the pointer that never changes too (16 bytes: two updates). */
 static void packed_step(int s, CUdeviceptr *b, void *ctx)
