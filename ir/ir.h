@@ -196,7 +196,7 @@ typedef struct cgj_kparams {
     uint32_t n, size;  /* slots, blob bytes */
     bool extra_form;   /* launched with `extra` (one slot: the whole buffer) */
     uint32_t *off, *sz;
-    uint8_t *rec;      /* values seen when recorded */
+    const uint8_t *rec; /* values seen when recorded; written only through cgj_kparams_rec_mut */
     uint8_t *live;     /* values of the current run (constants + stashed varying slots) */
     uint8_t *inexec;   /* values the instantiated graph holds now */
     uint8_t *varying;  /* per slot: 1 if the value changes between runs */
@@ -208,6 +208,13 @@ typedef struct cgj_kparams {
      * again whenever `varying` changes (slots_stale). */
     cgj_slot_t *slots;
     uint32_t nconst, c8, c4, v8, v4;
+    /* The guard's copy of the constant 8- and 4-byte slots, made with `slots`: parameter index
+     * (gidx[j], j < c4) and recorded value (g8[j], j < c8; g4[j - c8], c8 <= j < c4), side by
+     * side, so that an absorbed launch's guard reads one value per slot. rec is written only
+     * through cgj_kparams_rec_mut, which has them made again. */
+    uint32_t *gidx;
+    uint64_t *g8;
+    uint32_t *g4;
     /* The varying bytes in windows of up to 8 in offset order (a device patch's entries, one
      * each): a window starts at a varying byte and takes every varying byte of the next 8, so
      * two 4-byte values side by side (a position and a KV length) are one update. The constant
@@ -220,6 +227,14 @@ typedef struct cgj_kparams {
 
 /* (Re)make kp->slots from kp->varying. */
 void cgj_kparams_split(cgj_kparams_t *kp);
+/* kp->rec, to be written (recorded, relocated, learned again): the guard's copy of it is made
+ * again before it is next read. */
+static inline uint8_t *cgj_kparams_rec_mut(cgj_kparams_t *kp)
+{
+    kp->slots_stale = true;
+    return (uint8_t *)kp->rec;
+}
+
 /* kp's slots (and the counts of their parts), made again first where `varying` changed. */
 static inline const cgj_slot_t *cgj_kparams_slots(cgj_kparams_t *kp)
 {

@@ -50,7 +50,7 @@ static cgj_kparams_t *kparams_new(const cgj_layout_t *lay)
     size_t n = lay->n ? lay->n : 1, size = lay->size ? lay->size : 1;
     size_t npieces = n + size / 8 + 1; /* a slot's windows, at most one more than its 8-byte words */
     size_t total = sizeof(cgj_kparams_t) + n * (sizeof(cgj_slot_t) + 2 * sizeof(uint32_t) + 1 + sizeof(void *)) +
-                   npieces * sizeof(cgj_piece_t) + 3 * size + 16 * _Alignof(max_align_t); /* each carve aligns at most once */
+                   npieces * sizeof(cgj_piece_t) + n * (2 * sizeof(uint32_t) + sizeof(uint64_t)) + 3 * size + 16 * _Alignof(max_align_t); /* each carve aligns at most once */
     uint8_t *at = cgj_xcalloc(1, total);
     cgj_kparams_t *kp = CARVE(&at, cgj_kparams_t, 1);
     kp->n = lay->n;
@@ -65,6 +65,9 @@ static cgj_kparams_t *kparams_new(const cgj_layout_t *lay)
     kp->ptrs = CARVE(&at, void *, n);
     kp->inexec = carve(&at, _Alignof(max_align_t), size);
     kp->piece = CARVE(&at, cgj_piece_t, npieces);
+    kp->gidx = CARVE(&at, uint32_t, n);
+    kp->g8 = CARVE(&at, uint64_t, n);
+    kp->g4 = CARVE(&at, uint32_t, n);
     if (lay->n) { /* a kernel without parameters has no arrays to copy */
         memcpy(kp->off, lay->off, lay->n * sizeof(uint32_t));
         memcpy(kp->sz, lay->sz, lay->n * sizeof(uint32_t));
@@ -124,6 +127,11 @@ void cgj_kparams_split(cgj_kparams_t *kp)
     split_part(kp, true, 8, &at), kp->v8 = at;
     split_part(kp, true, 4, &at), kp->v4 = at;
     split_part(kp, true, 0, &at);
+    for (uint32_t j = 0; j < kp->c4; j++) {
+        kp->gidx[j] = kp->slots[j].i;
+        if (j < kp->c8) memcpy(&kp->g8[j], kp->rec + kp->slots[j].off, 8);
+        else memcpy(&kp->g4[j - kp->c8], kp->rec + kp->slots[j].off, 4);
+    }
     make_pieces(kp);
     kp->slots_stale = false;
 }
@@ -160,7 +168,7 @@ bool cgj_oplist_record(cgj_oplist_t *l, const cgj_call_t *c, cgj_reason_code_t *
     if (c->kind == CGJ_OP_KERNEL) {
         o->kp = kparams_new(&lay);
         for (uint32_t i = 0; i < o->kp->n; i++)
-            memcpy(o->kp->rec + o->kp->off[i], cgj_call_slot(c, o->kp, i), o->kp->sz[i]);
+            memcpy(cgj_kparams_rec_mut(o->kp) + o->kp->off[i], cgj_call_slot(c, o->kp, i), o->kp->sz[i]);
         memcpy(o->kp->live, o->kp->rec, o->kp->size);
     }
     if (c->kind == CGJ_OP_LIB) o->lib = cgj_libop_new(c->u.l.lc);
@@ -179,7 +187,7 @@ void cgj_oplist_clone(cgj_oplist_t *l, const cgj_op_t *src)
                             .extra_form = src->kp->extra_form, .off = src->kp->off,
                             .sz = src->kp->sz};
         o->kp = kparams_new(&lay);
-        memcpy(o->kp->rec, src->kp->live, o->kp->size);
+        memcpy(cgj_kparams_rec_mut(o->kp), src->kp->live, o->kp->size);
         memcpy(o->kp->live, src->kp->live, o->kp->size);
     }
     if (src->lib) o->lib = cgj_libop_clone(src->lib);

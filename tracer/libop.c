@@ -286,5 +286,5 @@ void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc)
     memcpy(l->live_args, lc->args, lc->nargs * sizeof lc->args[0]);
     l->live_nargs = lc->nargs, l->live_never = lc->never, l->live_other_key = false;
     for (uint32_t j = 1; j <= l->nops; j++)
-        if (lib_op[j].kp) memcpy(lib_op[j].kp->rec, lib_op[j].kp->live, lib_op[j].kp->size);
+        if (lib_op[j].kp) memcpy(cgj_kparams_rec_mut(lib_op[j].kp), lib_op[j].kp->live, lib_op[j].kp->size);
 }

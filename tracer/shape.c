@@ -306,9 +306,10 @@ void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned)
         cgj_op_t *o = &l->ops[i];
         cgj_call_t *c = &o->call;
         if (o->kp) {
+            uint8_t *rec = cgj_kparams_rec_mut(o->kp);
             for (uint32_t s = 0; s < o->kp->n; s++)
                 for (uint32_t k = 0; k + 8 <= o->kp->sz[s]; k += 8) {
-                    relocate_word(o->kp->rec + o->kp->off[s] + k, &bl, planned, i);
+                    relocate_word(rec + o->kp->off[s] + k, &bl, planned, i);
                     relocate_word(o->kp->live + o->kp->off[s] + k, &bl, planned, i);
                 }
         } else if (c->kind == CGJ_OP_MEMCPY) {
@@ -394,17 +395,24 @@ static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
     const uint8_t *rec = kp->rec;
     uint8_t *live = kp->live;
     const uint32_t c8 = kp->c8, c4 = kp->c4, nconst = kp->nconst, v8 = kp->v8, v4 = kp->v4, n = kp->n;
-    uint32_t j = 0;
+    const uint32_t *gi = kp->gidx;
+    const uint64_t *g8 = kp->g8;
+    const uint32_t *g4 = kp->g4;
+    /* Differences gathered without a branch a slot: the loads of one slot do not wait for the
+     * last one's comparison. */
+    uint64_t d8 = 0;
+    uint32_t d4 = 0, j = 0;
     for (; j < c8; j++) {
-        uint64_t a, b;
-        memcpy(&a, rec + sl[j].off, 8), memcpy(&b, v[sl[j].i], 8);
-        if (a != b) return false;
+        uint64_t b;
+        memcpy(&b, v[gi[j]], 8);
+        d8 |= b ^ g8[j];
     }
     for (; j < c4; j++) {
-        uint32_t a, b;
-        memcpy(&a, rec + sl[j].off, 4), memcpy(&b, v[sl[j].i], 4);
-        if (a != b) return false;
+        uint32_t b;
+        memcpy(&b, v[gi[j]], 4);
+        d4 |= b ^ g4[j - c8];
     }
+    if (d8 | d4) return false;
     for (; j < nconst; j++)
         if (memcmp(rec + sl[j].off, v[sl[j].i], sl[j].sz)) return false;
     for (; j < v8; j++) memcpy(live + sl[j].off, v[sl[j].i], 8);
