@@ -32,6 +32,7 @@
 #include "base/config.h"
 #include "ir/reason.h"
 #include <cuda.h>
+#include <string.h>
 
 #define CGJ_CLASS_CAPTURE 0
 #define CGJ_CLASS_BOUNDARY 1
@@ -240,6 +241,18 @@ static inline const cgj_slot_t *cgj_kparams_slots(cgj_kparams_t *kp)
 {
     if (kp->slots_stale) cgj_kparams_split(kp);
     return kp->slots;
+}
+
+/* A call of `kind` on `stream`, its union zeroed. Every wrapped call begins so: zeroing the
+ * union alone is a few vector stores, where an initializer zeroing the whole call is a string
+ * store (rep stos on x86), tens of nanoseconds on every call. */
+static inline __attribute__((always_inline)) void cgj_call_init(cgj_call_t *c, cgj_op_kind_t kind, const char *api,
+                                                              CUstream stream)
+{
+    c->kind = kind;
+    c->api = api;
+    c->stream = stream;
+    memset(&c->u, 0, sizeof c->u);
 }
 
 /* A host-to-device copy whose source replay copies into pinned staging at call time (a

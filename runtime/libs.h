@@ -193,7 +193,8 @@ static inline void key_aliases(cgj_libcall_t *lc)
     do {                                                                              \
         cgj_probe_mark();                                                             \
         key_aliases(&(lc));                                                           \
-        cgj_call_t c_ = {.kind = CGJ_OP_LIB, .api = (name)};                          \
+        cgj_call_t c_;                                                                \
+        cgj_call_init(&c_, CGJ_OP_LIB, (name), NULL);                                 \
         c_.u.l.lc = &(lc);                                                            \
         int d_ = cgj_step_enter(&c_);                                                 \
         if (d_ == CGJ_ABSORB) return (ok);                                            \

@@ -75,16 +75,25 @@ static inline CUstream norm(CUstream s, bool pt)
 
 /* ---- kernels ---- */
 
-static inline __attribute__((always_inline)) void fill_kernel(cgj_call_t *c, CUfunction f, unsigned gx, unsigned gy,
-                                                             unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                                                             unsigned smem, void **params, void **extra)
+/* A kernel call: every field a kernel's call has is set, and nothing else (zeroing the whole
+ * call, union and all, was a string store of 104 bytes on every launch). */
+static inline __attribute__((always_inline)) void fill_kernel(cgj_call_t *c, const char *api, CUstream s, CUfunction f,
+                                                             unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                                             unsigned by, unsigned bz, unsigned smem, void **params,
+                                                             void **extra)
 {
     c->kind = CGJ_OP_KERNEL;
+    c->api = api;
+    c->stream = s;
     c->u.k.f = f;
     c->u.k.grid[0] = gx, c->u.k.grid[1] = gy, c->u.k.grid[2] = gz;
     c->u.k.block[0] = bx, c->u.k.block[1] = by, c->u.k.block[2] = bz;
     c->u.k.smem = smem;
     c->u.k.params = params;
+    c->u.k.blob = NULL;
+    c->u.k.blob_size = 0;
+    c->u.k.attrs = NULL;
+    c->u.k.nattrs = 0;
     if (CGJ_LIKELY(params) || !extra) return;
     for (unsigned i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
         if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) c->u.k.blob = extra[i + 1];
@@ -99,8 +108,8 @@ static inline CUresult launch_kernel(bool pt, const char *api, __typeof__(cuLaun
 {
     ORDER(norm(s, pt));
     IDLE_FORWARD(real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra));
-    cgj_call_t c = {.api = api, .stream = norm(s, pt)};
-    fill_kernel(&c, f, gx, gy, gz, bx, by, bz, smem, params, extra);
+    cgj_call_t c;
+    fill_kernel(&c, api, norm(s, pt), f, gx, gy, gz, bx, by, bz, smem, params, extra);
     TRACE_CALL(c, real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra));
 }
 TWO_WRAPPERS(cuLaunchKernel, cuLaunchKernel_ptsz, launch_kernel,
@@ -115,9 +124,9 @@ static inline CUresult launch_kernel_ex(bool pt, const char *api, __typeof__(cuL
     ORDER(norm(cfg ? cfg->hStream : NULL, pt));
     IDLE_FORWARD(real(cfg, f, params, extra));
     if (!cfg) return real(cfg, f, params, extra);
-    cgj_call_t c = {.api = api, .stream = norm(cfg->hStream, pt)};
-    fill_kernel(&c, f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ,
-                cfg->sharedMemBytes, params, extra);
+    cgj_call_t c;
+    fill_kernel(&c, api, norm(cfg->hStream, pt), f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX,
+                cfg->blockDimY, cfg->blockDimZ, cfg->sharedMemBytes, params, extra);
     c.u.k.attrs = cfg->attrs;
     c.u.k.nattrs = cfg->attrs ? cfg->numAttrs : 0;
     TRACE_CALL(c, real(cfg, f, params, extra));
@@ -131,7 +140,8 @@ static inline CUresult launch_host_func(bool pt, const char *api, __typeof__(cuL
 {
     ORDER(norm(s, pt));
     IDLE_FORWARD(real(s, fn, data));
-    cgj_call_t c = {.kind = CGJ_OP_HOST_FUNC, .api = api, .stream = norm(s, pt)};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_HOST_FUNC, api, norm(s, pt));
     c.u.h.fn = fn;
     c.u.h.data = data;
     TRACE_CALL(c, real(s, fn, data));
@@ -176,7 +186,8 @@ static inline CUresult memcpy_any(bool pt, const char *api, __typeof__(cuMemcpy)
 {
     OBSERVE(norm(NULL, pt), NULL, false); /* may read device memory back: as a sync would */
     IDLE_FORWARD(real(dst, src, n));
-    cgj_call_t c = {.api = api, .stream = norm(NULL, pt)};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_MEMCPY, api, norm(NULL, pt)); /* fill_copy says which */
     fill_copy(&c, dst, src, n, false);
     TRACE_CALL(c, real(dst, src, n));
 }
@@ -188,7 +199,8 @@ static inline CUresult memcpy_any_async(bool pt, const char *api, __typeof__(cuM
 {
     ORDER(norm(s, pt));
     IDLE_FORWARD(real(dst, src, n, s));
-    cgj_call_t c = {.api = api, .stream = norm(s, pt)};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_MEMCPY, api, norm(s, pt)); /* fill_copy says which */
     fill_copy(&c, dst, src, n, true);
     TRACE_CALL(c, real(dst, src, n, s));
 }
@@ -198,7 +210,8 @@ TWO_WRAPPERS(cuMemcpyAsync, cuMemcpyAsync_ptsz, memcpy_any_async,
 /* Host-to-device copies: replay stages the bytes of a host source at call time (tracer/replay.c);
  * a source that is device memory (unified addressing) makes a device-to-device copy. */
 #define H2D_CALL(api_, pt_, s_, async_)                                         \
-    cgj_call_t c = {.kind = CGJ_OP_MEMCPY, .api = api_, .stream = norm(s_, pt_)}; \
+    cgj_call_t c;                                                                \
+    cgj_call_init(&c, CGJ_OP_MEMCPY, api_, norm(s_, pt_));                       \
     fill_copy(&c, dst, (CUdeviceptr)(uintptr_t)src, n, async_)
 
 static inline CUresult memcpy_h2d(bool pt, const char *api, __typeof__(cuMemcpyHtoD) *real,
@@ -228,7 +241,8 @@ static inline CUresult memcpy_d2h(bool pt, const char *api, __typeof__(cuMemcpyD
 {
     OBSERVE(norm(NULL, pt), NULL, false);
     IDLE_FORWARD(real(dst, src, n));
-    cgj_call_t c = {.kind = CGJ_OP_READBACK, .api = api, .stream = norm(NULL, pt)};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_READBACK, api, norm(NULL, pt));
     TRACE_CALL(c, real(dst, src, n));
 }
 TWO_WRAPPERS(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, memcpy_d2h, (void *dst, CUdeviceptr src, size_t n),
@@ -239,7 +253,8 @@ static inline CUresult memcpy_d2h_async(bool pt, const char *api, __typeof__(cuM
 {
     OBSERVE(norm(s, pt), NULL, false);
     IDLE_FORWARD(real(dst, src, n, s));
-    cgj_call_t c = {.api = api, .stream = norm(s, pt)};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_MEMCPY, api, norm(s, pt)); /* fill_copy says which */
     fill_copy(&c, (CUdeviceptr)(uintptr_t)dst, src, n, true);
     TRACE_CALL(c, real(dst, src, n, s));
 }
@@ -251,7 +266,8 @@ static inline CUresult memcpy_d2d(bool pt, const char *api, __typeof__(cuMemcpyD
 {
     ORDER(norm(NULL, pt));
     IDLE_FORWARD(real(dst, src, n));
-    cgj_call_t c = {.kind = CGJ_OP_MEMCPY, .api = api, .stream = norm(NULL, pt)};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_MEMCPY, api, norm(NULL, pt));
     c.u.m.dir = CGJ_DIR_D2D, c.u.m.dst = dst, c.u.m.src = src, c.u.m.bytes = n;
     TRACE_CALL(c, real(dst, src, n));
 }
@@ -263,7 +279,8 @@ static inline CUresult memcpy_d2d_async(bool pt, const char *api, __typeof__(cuM
 {
     ORDER(norm(s, pt));
     IDLE_FORWARD(real(dst, src, n, s));
-    cgj_call_t c = {.kind = CGJ_OP_MEMCPY, .api = api, .stream = norm(s, pt)};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_MEMCPY, api, norm(s, pt));
     c.u.m.dir = CGJ_DIR_D2D, c.u.m.dst = dst, c.u.m.src = src, c.u.m.bytes = n;
     TRACE_CALL(c, real(dst, src, n, s));
 }
@@ -278,7 +295,7 @@ TWO_WRAPPERS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, memcpy_d2d_async,
     {                                                                                          \
         ORDER(norm(NULL, pt));                                                                 \
         IDLE_FORWARD(real(d, v, n));                                                           \
-        cgj_call_t c = {.kind = CGJ_OP_MEMSET, .api = api, .stream = norm(NULL, pt)};          \
+        cgj_call_t c; cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(NULL, pt)); \
         c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                \
         TRACE_CALL(c, real(d, v, n));                                                          \
     }                                                                                          \
@@ -290,7 +307,7 @@ TWO_WRAPPERS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, memcpy_d2d_async,
     {                                                                                          \
         ORDER(norm(s, pt));                                                                    \
         IDLE_FORWARD(real(d, v, n, s));                                                        \
-        cgj_call_t c = {.kind = CGJ_OP_MEMSET, .api = api, .stream = norm(s, pt)};             \
+        cgj_call_t c; cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(s, pt)); \
         c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                \
         TRACE_CALL(c, real(d, v, n, s));                                                       \
     }                                                                                          \
@@ -309,7 +326,8 @@ static inline CUresult event_record_flags(bool pt, const char *api,
 {
     ORDER(norm(s, pt));
     IDLE_FORWARD(real(ev, s, flags));
-    cgj_call_t c = {.kind = CGJ_OP_EVENT_RECORD, .api = api, .stream = norm(s, pt)};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_EVENT_RECORD, api, norm(s, pt));
     c.u.e.ev = ev, c.u.e.flags = flags;
     TRACE_CALL(c, real(ev, s, flags));
 }
@@ -321,7 +339,8 @@ static inline CUresult event_record(bool pt, const char *api, __typeof__(cuEvent
 {
     ORDER(norm(s, pt));
     IDLE_FORWARD(real(ev, s));
-    cgj_call_t c = {.kind = CGJ_OP_EVENT_RECORD, .api = api, .stream = norm(s, pt)};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_EVENT_RECORD, api, norm(s, pt));
     c.u.e.ev = ev;
     TRACE_CALL(c, real(ev, s));
 }
@@ -335,7 +354,8 @@ static inline CUresult stream_wait(bool pt, const char *api, __typeof__(cuStream
     OBSERVE(NULL, ev, false);
     ORDER(norm(s, pt));
     IDLE_FORWARD(real(s, ev, flags));
-    cgj_call_t c = {.kind = CGJ_OP_STREAM_WAIT, .api = api, .stream = norm(s, pt)};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_STREAM_WAIT, api, norm(s, pt));
     c.u.e.ev = ev, c.u.e.flags = flags;
     TRACE_CALL(c, real(s, ev, flags));
 }
@@ -348,7 +368,7 @@ TWO_WRAPPERS(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, stream_wait,
     {                                                                                          \
         observe;                                                                               \
         IDLE_FORWARD(real(h));                                                                 \
-        cgj_call_t c = {.kind = kind_, .api = api, .stream = norm(NULL, pt)};                  \
+        cgj_call_t c; cgj_call_init(&c, kind_, api, norm(NULL, pt)); \
         TRACE_CALL(c, real(h));                                                                \
     }
 BOUNDARY_BODY(stream_sync, CGJ_OP_SYNC, CUstream, OBSERVE(norm(h, pt), NULL, false))
@@ -366,7 +386,8 @@ CUresult cgj_w_cuCtxSynchronize(void)
 {
     OBSERVE(NULL, NULL, true);
     IDLE_FORWARD(cgj_graph_ctx_sync(NULL, false));
-    cgj_call_t c = {.kind = CGJ_OP_SYNC, .api = "cuCtxSynchronize", .stream = CU_STREAM_LEGACY};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_SYNC, "cuCtxSynchronize", CU_STREAM_LEGACY);
     TRACE_CALL(c, cgj_graph_ctx_sync(NULL, false));
 }
 
@@ -375,7 +396,8 @@ CUresult cgj_w_cuCtxSynchronize_v2(CUcontext ctx)
 {
     OBSERVE(NULL, NULL, true);
     IDLE_FORWARD(cgj_graph_ctx_sync(ctx, true));
-    cgj_call_t c = {.kind = CGJ_OP_SYNC, .api = "cuCtxSynchronize_v2", .stream = CU_STREAM_LEGACY};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_SYNC, "cuCtxSynchronize_v2", CU_STREAM_LEGACY);
     TRACE_CALL(c, cgj_graph_ctx_sync(ctx, true));
 }
 
@@ -392,7 +414,8 @@ CUresult cgj_w_cuMemFree_v2(CUdeviceptr p)
     if (CGJ_UNLIKELY(cgj_cfg.VERIFY_ALL)) cgj_live_remove(p);
     cgj_pointer_forget(p);
     IDLE_FORWARD(POOL_OR(p, cgj_drv.r_cuMemFree_v2(p)));
-    cgj_call_t c = {.kind = CGJ_OP_FREE, .api = "cuMemFree_v2", .stream = CU_STREAM_LEGACY};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_FREE, "cuMemFree_v2", CU_STREAM_LEGACY);
     c.u.a.addr = p;
     TRACE_CALL(c, POOL_OR(p, cgj_drv.r_cuMemFree_v2(p)));
 }
@@ -403,14 +426,15 @@ static inline CUresult mem_free_async(bool pt, const char *api, __typeof__(cuMem
     if (CGJ_UNLIKELY(cgj_cfg.VERIFY_ALL)) cgj_live_remove(p);
     cgj_pointer_forget(p);
     IDLE_FORWARD(POOL_OR(p, real(p, s)));
-    cgj_call_t c = {.kind = CGJ_OP_FREE, .api = api, .stream = norm(s, pt)};
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_FREE, api, norm(s, pt));
     c.u.a.addr = p;
     TRACE_CALL(c, POOL_OR(p, real(p, s)));
 }
 TWO_WRAPPERS(cuMemFreeAsync, cuMemFreeAsync_ptsz, mem_free_async, (CUdeviceptr p, CUstream s), p, s)
 
 #define ALLOC_CALL(api_, stream_, out_, bytes_)                                  \
-    cgj_call_t c = {.kind = CGJ_OP_ALLOC, .api = api_, .stream = stream_};       \
+    cgj_call_t c; cgj_call_init(&c, CGJ_OP_ALLOC, api_, stream_); \
     c.u.a.out = out_, c.u.a.bytes = bytes_
 
 /* CGJIT_VERIFY_ALL: what an allocation returned joins the memory the program holds. */
