@@ -298,18 +298,15 @@ static CUfunction gpu_patcher(cgj_trace_t *t, const cgj_segment_t *seg, uint32_t
     return cgj_devpatch_kernel(t->ctx);
 }
 
-/* A segment's patch nodes, their blocks as last made, and the ops whose values they hold. */
+/* A segment's patch nodes and their blocks as last made. */
 typedef struct cgj_gpu_blocks {
     uint32_t n;                              /* patch nodes, one block each */
     CUgraphNode node[CGJ_DEVPATCH_NODES_MAX];
-    cgj_op_t **ops;                          /* room for n * CGJ_DEVPATCH_ENTRIES */
-    uint32_t nops;
     cgj_devpatch_block_t b[];
 } cgj_gpu_blocks_t;
 
 static void gpu_free(cgj_segment_t *seg)
 {
-    if (seg->gpu) cgj_free(seg->gpu->ops);
     cgj_free(seg->gpu);
     seg->gpu = NULL;
 }
@@ -357,7 +354,6 @@ static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, lanes_
     gpu_free(seg);
     if (fn) { /* the patch nodes first, in a chain: every node of the segment depends on them */
         seg->gpu = cgj_xcalloc(1, sizeof *seg->gpu + blocks * sizeof seg->gpu->b[0]);
-        seg->gpu->ops = cgj_xcalloc(blocks * CGJ_DEVPATCH_ENTRIES, sizeof *seg->gpu->ops);
         for (uint32_t k = 0; k < blocks; k++) {
             CUresult r = cgj_devpatch_capture_node(fn, cap);
             CUstreamCaptureStatus st;
@@ -548,21 +544,6 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
 
 /* ---- patching: the run's values into the executable graph, node by node ---- */
 
-/* The blocks' ops now hold their varying values (their constant ones never changed since the
- * graph took them: a slot found varying later is listed as varying, and patched). */
-static void commit_gpu(cgj_gpu_blocks_t *g)
-{
-    for (uint32_t i = 0; i < g->nops; i++) {
-        cgj_kparams_t *kp = g->ops[i]->kp;
-        const cgj_slot_t *sl = kp->slots;
-        uint32_t j = kp->nconst;
-        for (; j < kp->v8; j++) memcpy(kp->inexec + sl[j].off, kp->live + sl[j].off, 8);
-        for (; j < kp->v4; j++) memcpy(kp->inexec + sl[j].off, kp->live + sl[j].off, 4);
-        for (; j < kp->n; j++) memcpy(kp->inexec + sl[j].off, kp->live + sl[j].off, sl[j].sz);
-    }
-    g->nops = 0;
-}
-
 /* Do kp's varying values differ from what the graph holds? */
 static bool values_changed(cgj_kparams_t *kp)
 {
@@ -584,8 +565,9 @@ static bool values_changed(cgj_kparams_t *kp)
 }
 
 /* Add every varying byte of o to the blocks, its pieces (kp->piece, up to 8 bytes each) one
- * update each, in block *at or the next. False where they do not fit (slots found varying after
- * the build): nothing of o is added then. */
+ * update each, in block *at or the next, and take them as what the graph holds (kp->inexec: its
+ * patch nodes write them; seg->node_stale says they have yet to run). False where they do not fit
+ * (slots found varying after the build): nothing of o is added then. */
 static bool gpu_add(cgj_op_t *o, cgj_gpu_blocks_t *g, uint32_t *at)
 {
     cgj_kparams_t *kp = o->kp;
@@ -598,12 +580,13 @@ static bool gpu_add(cgj_op_t *o, cgj_gpu_blocks_t *g, uint32_t *at)
         uint64_t v;
         if (pc[j].sz == 8) {
             memcpy(&v, kp->live + pc[j].off, 8);
+            memcpy(kp->inexec + pc[j].off, &v, 8);
             cgj_devpatch_put(b, o->devnode, pc[j].off, v, 8);
         } else {
+            memcpy(kp->inexec + pc[j].off, kp->live + pc[j].off, pc[j].sz);
             cgj_devpatch_add(b, o->devnode, pc[j].off, kp->live + pc[j].off, pc[j].sz);
         }
     }
-    g->ops[g->nops++] = o;
     return true;
 }
 
@@ -693,14 +676,41 @@ static CUresult patch_memset(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, bool 
     return CUDA_SUCCESS;
 }
 
+/* Blocks from every device-updatable op of the segment, from the start; those that do not fit
+ * are set from the host (no room left). */
+static CUresult gpu_blocks(cgj_segment_t *seg, cgj_trace_t *t, uint32_t *refused)
+{
+    cgj_gpu_blocks_t *g = seg->gpu;
+    for (uint32_t k = 0; k < g->n; k++) g->b[k].n = 0;
+    uint32_t at = 0;
+    for (uint32_t j = 0; j < seg->npatch; j++) {
+        cgj_op_t *o = &t->list.ops[seg->patch[j]];
+        if (!o->devnode || gpu_add(o, g, &at)) continue;
+        CUresult r = set_from_host(seg, o, o->inexec.k);
+        if (r != CUDA_SUCCESS) {
+            *refused = seg->patch[j];
+            return r;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
 /* Patch every listed node of the segment whose values differ from what the graph holds: from
  * the host, or through the patch nodes, which are given blocks with every device-updatable
- * node's varying bytes where any of them changed (or a launch with the last blocks failed); the
- * blocks' ops are committed once the graph is launched (commit_gpu). On a refusal, *refused is
- * the op's index and nothing is launched; a block a node refused is a failed launch. */
+ * node's varying bytes where any of them changed (or the last blocks made never ran). The
+ * blocks are made in the same pass as the check, while each op's values are at hand, and set
+ * into the patch nodes only where something changed: unchanged, they hold what the nodes
+ * already have. On a refusal, *refused is the op's index and nothing is launched; a block a
+ * node refused is a failed launch. */
 static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, cgj_patched_t *patched, uint32_t *refused)
 {
-    bool dirty = seg->node_stale;
+    bool dirty = seg->node_stale, room = true;
+    cgj_gpu_blocks_t *g = seg->patcher ? seg->gpu : NULL;
+    uint32_t at = 0;
+    if (g) {
+        for (uint32_t k = 0; k < g->n; k++) g->b[k].n = 0;
+        seg->node_stale = true; /* inexec takes the blocks' values: until the graph has run with them */
+    }
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
         bool did = false, on_gpu = false;
@@ -713,22 +723,13 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, cgj
         }
         patched->nodes += did;
         patched->on_gpu += on_gpu;
+        if (g && o->devnode && room) room = gpu_add(o, g, &at);
     }
-    if (!seg->patcher || !dirty) return CUDA_SUCCESS;
-    cgj_gpu_blocks_t *g = seg->gpu;
-    g->nops = 0;
-    for (uint32_t k = 0; k < g->n; k++) g->b[k].n = 0;
-    uint32_t at = 0;
-    for (uint32_t j = 0; j < seg->npatch; j++) {
-        cgj_op_t *o = &t->list.ops[seg->patch[j]];
-        if (!o->devnode || gpu_add(o, g, &at)) continue;
-        CUresult r = set_from_host(seg, o, o->inexec.k); /* no room left: from the host */
-        if (r != CUDA_SUCCESS) {
-            *refused = seg->patch[j];
-            return r;
-        }
+    if (!g || !dirty) return CUDA_SUCCESS;
+    if (!room) { /* an op past the blocks' room: made again, with it set from the host */
+        CUresult r = gpu_blocks(seg, t, refused);
+        if (r != CUDA_SUCCESS) return r;
     }
-    seg->node_stale = true; /* until the graph has run with them */
     for (uint32_t k = 0; k < g->n; k++) {
         CUresult r = cgj_devpatch_set_node(seg->exec, g->node[k], seg->patcher, &g->b[k]);
         if (r != CUDA_SUCCESS) return r;
@@ -768,10 +769,7 @@ CUresult cgj_graph_launch(cgj_trace_t *t, uint32_t s, uint64_t host_gen, cgj_pat
         if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamWaitEvent(seg->home, seg->pre[j], 0);
     }
     if (r == CUDA_SUCCESS) r = cgj_drv.r_cuGraphLaunch(seg->exec, seg->home);
-    if (r == CUDA_SUCCESS && seg->node_stale) {
-        commit_gpu(seg->gpu);
-        seg->node_stale = false;
-    }
+    if (r == CUDA_SUCCESS) seg->node_stale = false;
     if (r == CUDA_SUCCESS && seg->done) r = cgj_drv.r_cuEventRecord(seg->done, seg->home);
     for (uint32_t j = 0; j < seg->nothers && r == CUDA_SUCCESS; j++)
         r = cgj_drv.r_cuStreamWaitEvent(seg->others[j], seg->done, 0);
