@@ -8,7 +8,8 @@
  * device-updatable instead (CUDA 12.4), and the graph gets cgjit's patch kernel (devpatch.cu)
  * as its root node, ahead of every other node (a chain of such nodes, one per block of 168
  * updates the segment needs, at most CGJ_DEVPATCH_NODES_MAX). Where any of those kernels' values
- * changed, the host writes all their varying bytes, in pieces of up to 8, into the blocks and
+ * changed, the host writes all their varying bytes, in pieces of up to 8 (windows from a varying
+ * byte on: values side by side are one piece; ir/ir.h, cgj_piece_t), into the blocks and
  * sets each as its node's parameter (one cuGraphExecKernelNodeSetParams a block, for the whole
  * segment); when the graph runs, the nodes write them into the nodes after them, which the
  * driver applies within the same launch. Kernels past the last block's room are patched from the
