@@ -50,7 +50,8 @@ static cgj_kparams_t *kparams_new(const cgj_layout_t *lay)
     size_t n = lay->n ? lay->n : 1, size = lay->size ? lay->size : 1;
     size_t npieces = n + size / 8 + 1; /* a slot's windows, at most one more than its 8-byte words */
     size_t total = sizeof(cgj_kparams_t) + n * (sizeof(cgj_slot_t) + 2 * sizeof(uint32_t) + 1 + sizeof(void *)) +
-                   npieces * sizeof(cgj_piece_t) + n * (2 * sizeof(uint32_t) + sizeof(uint64_t)) + 3 * size + 16 * _Alignof(max_align_t); /* each carve aligns at most once */
+                   n * (2 * sizeof(uint32_t) + sizeof(uint64_t)) + npieces * sizeof(cgj_piece_t) + 3 * size +
+                   16 * _Alignof(max_align_t); /* each carve aligns at most once */
     uint8_t *at = cgj_xcalloc(1, total);
     cgj_kparams_t *kp = CARVE(&at, cgj_kparams_t, 1);
     kp->n = lay->n;

@@ -295,7 +295,8 @@ TWO_WRAPPERS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, memcpy_d2d_async,
     {                                                                                          \
         ORDER(norm(NULL, pt));                                                                 \
         IDLE_FORWARD(real(d, v, n));                                                           \
-        cgj_call_t c; cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(NULL, pt)); \
+        cgj_call_t c;                                                                          \
+        cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(NULL, pt));                                 \
         c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                \
         TRACE_CALL(c, real(d, v, n));                                                          \
     }                                                                                          \
@@ -307,7 +308,8 @@ TWO_WRAPPERS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, memcpy_d2d_async,
     {                                                                                          \
         ORDER(norm(s, pt));                                                                    \
         IDLE_FORWARD(real(d, v, n, s));                                                        \
-        cgj_call_t c; cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(s, pt)); \
+        cgj_call_t c;                                                                          \
+        cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(s, pt));                                    \
         c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                \
         TRACE_CALL(c, real(d, v, n, s));                                                       \
     }                                                                                          \
@@ -368,7 +370,8 @@ TWO_WRAPPERS(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, stream_wait,
     {                                                                                          \
         observe;                                                                               \
         IDLE_FORWARD(real(h));                                                                 \
-        cgj_call_t c; cgj_call_init(&c, kind_, api, norm(NULL, pt)); \
+        cgj_call_t c;                                                                          \
+        cgj_call_init(&c, kind_, api, norm(NULL, pt));                                         \
         TRACE_CALL(c, real(h));                                                                \
     }
 BOUNDARY_BODY(stream_sync, CGJ_OP_SYNC, CUstream, OBSERVE(norm(h, pt), NULL, false))
@@ -434,7 +437,8 @@ static inline CUresult mem_free_async(bool pt, const char *api, __typeof__(cuMem
 TWO_WRAPPERS(cuMemFreeAsync, cuMemFreeAsync_ptsz, mem_free_async, (CUdeviceptr p, CUstream s), p, s)
 
 #define ALLOC_CALL(api_, stream_, out_, bytes_)                                  \
-    cgj_call_t c; cgj_call_init(&c, CGJ_OP_ALLOC, api_, stream_); \
+    cgj_call_t c;                                                                \
+    cgj_call_init(&c, CGJ_OP_ALLOC, api_, stream_);                              \
     c.u.a.out = out_, c.u.a.bytes = bytes_
 
 /* CGJIT_VERIFY_ALL: what an allocation returned joins the memory the program holds. */
