@@ -11,6 +11,7 @@
  */
 #include "replay_common.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,6 +297,52 @@ Test(tracer_replay_devpatch, varying_values_more_than_8_bytes_apart_are_two_upda
     run_scenario(&(scenario_t){
         .name = "apart", .fn = apart_step, .steps = 30, .nbufs = 1,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .varying_slots = IS(24), .side_exits = IS(0)},
+        .stats = {.params_patched_on_gpu = IS(28 * 12), .patch_launches = IS(28)},
+        .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 24)}});
+}
+
+/* A kernel of parameters of every size: x (8 bytes at 0), a (1 at 8), b (2 at 10), c (1 at 12), n
+ * (4 at 16), e (8 at 24), natural alignment leaving padding at 9, 13-15 and 20-23. */
+static void k_mixed(void **p, const unsigned g[3], const unsigned blk[3], unsigned smem)
+{
+    (void)g, (void)blk, (void)smem;
+    float *x = *(float **)p[0];
+    uint8_t a = *(uint8_t *)p[1], c = *(uint8_t *)p[3];
+    uint16_t b = *(uint16_t *)p[2];
+    int n = *(int *)p[4];
+    int64_t e = *(int64_t *)p[5];
+    for (int i = 0; i < n; i++) x[i] = 0.5f * x[i] + (float)a + 2.0f * (float)b + 3.0f * (float)c + (float)e;
+}
+
+static CUfunction g_mixed;
+
+/* a, c and e change every step, b and n never: a's window (bytes 8 to 16) takes b, which the node
+ * holds already, and c, so a kernel's three varying values are two updates (bytes 8 to 13, and
+ * e's 24 to 32). */
+static void mixed_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    if (!g_mixed) {
+        static const size_t sizes[] = {8, 1, 2, 1, 4, 8};
+        g_mixed = fk.register_kernel("mixed", k_mixed, 6, sizes, 0, 0);
+    }
+    for (int j = 0; j < 12; j++) {
+        CUdeviceptr x = b[0];
+        uint8_t a = (uint8_t)((s + j) % 7), c = (uint8_t)((s * 3 + j) % 5);
+        uint16_t k = 300;
+        int n = N;
+        int64_t e = (s + j) % 11;
+        void *p[] = {&x, &a, &k, &c, &n, &e};
+        OK(fk.launch(g_mixed, 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
+    }
+}
+
+Test(tracer_replay_devpatch, a_window_spanning_a_constant_value_writes_it_as_the_node_holds_it)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "mixed", .fn = mixed_step, .steps = 30, .nbufs = 1,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .varying_slots = IS(36), .side_exits = IS(0)},
         .stats = {.params_patched_on_gpu = IS(28 * 12), .patch_launches = IS(28)},
         .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 24)}});
 }
