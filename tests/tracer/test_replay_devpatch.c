@@ -347,6 +347,30 @@ Test(tracer_replay_devpatch, a_window_spanning_a_constant_value_writes_it_as_the
         .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 24)}});
 }
 
+/* Twelve kernels whose counts change every other step, then a copy after them in the same
+ * graph whose source differs in the second recorded step (so the graph takes it as a value) and
+ * moves for good at step 11, where the graph refuses it (injected): the patch pass had written
+ * the kernels' new counts into the blocks, and nothing was launched. Step 12 has step 11's
+ * counts: its blocks must be set all the same (the segment is stale until a launch with them
+ * ran), or the patch node would give the kernels step 10's counts. */
+static void refused_copy_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    for (int j = 0; j < 12; j++) OK(fk_addk_launch(&fk, NULL, b[0], (s + 1) / 2 + j, N));
+    if (s == 11 && g_traced) fk.fail_next("cuGraphExecMemcpyNodeSetParams", CUDA_ERROR_INVALID_VALUE);
+    OK(fk.dtod_async(b[1], b[s == 1 || s >= 11 ? 3 : 2], N * sizeof(float), NULL));
+}
+
+Test(tracer_replay_devpatch, blocks_made_for_a_launch_that_never_ran_are_set_on_the_next)
+{
+    need_image();
+    run_scenario(&(scenario_t){
+        .name = "refused copy", .fn = refused_copy_step, .steps = 20, .nbufs = 4,
+        /* the one exit: step 11's refused copy; every step's buffers are compared with eager */
+        .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = IS(1)},
+        .stats = {.params_patched_on_gpu = MORE_THAN(0)}});
+}
+
 /* A parameter passed as one packed buffer (`extra`) is one slot: all of its 8-byte pieces go in
  * the block, the pointer that never changes too (16 bytes: two updates). */
 static void packed_step(int s, CUdeviceptr *b, void *ctx)
