@@ -356,7 +356,8 @@ static bool guard_values(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_rea
 }
 
 /* Are the n bytes at a and b equal? Kernel parameters are mostly 4 or 8 bytes: compared as
- * words, without a call (this is every absorbed launch's guard). */
+ * words, without a call (the full guard's promotion of a kernel's slots; the common case's
+ * constant slots are compared in kernel_as_recorded, from their own arrays). */
 static inline bool slot_eq(const void *a, const void *b, uint32_t n)
 {
     if (n == 8) {

@@ -273,14 +273,22 @@ static void adjacent_step(int s, CUdeviceptr *b, void *ctx)
         OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f + 0.01f * (float)((s + j) % 7), (float)((s * 3 + j) % 5), N, 1));
 }
 
-Test(tracer_replay_devpatch, two_varying_values_side_by_side_are_one_update)
+/* Twelve kernels a step for 30 steps, whose `varying` values make `updates` device updates a
+ * kernel: every replay (28) patches all twelve on the GPU through one block set into the graph's
+ * patch node. */
+static void pieces_scenario(const char *name, step_fn fn, uint64_t varying, uint64_t updates)
 {
     need_image();
     run_scenario(&(scenario_t){
-        .name = "adjacent", .fn = adjacent_step, .steps = 30, .nbufs = 1,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .varying_slots = IS(24), .side_exits = IS(0)},
+        .name = name, .fn = fn, .steps = 30, .nbufs = 1,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .varying_slots = IS(varying), .side_exits = IS(0)},
         .stats = {.params_patched_on_gpu = IS(28 * 12), .patch_launches = IS(28)},
-        .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 12)}});
+        .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 12 * updates)}});
+}
+
+Test(tracer_replay_devpatch, two_varying_values_side_by_side_are_one_update)
+{
+    pieces_scenario("adjacent", adjacent_step, 24, 1);
 }
 
 /* The same kernels with the first factor (bytes 8 to 12) and the count (bytes 16 to 20)
@@ -293,12 +301,7 @@ static void apart_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay_devpatch, varying_values_more_than_8_bytes_apart_are_two_updates)
 {
-    need_image();
-    run_scenario(&(scenario_t){
-        .name = "apart", .fn = apart_step, .steps = 30, .nbufs = 1,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .varying_slots = IS(24), .side_exits = IS(0)},
-        .stats = {.params_patched_on_gpu = IS(28 * 12), .patch_launches = IS(28)},
-        .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 24)}});
+    pieces_scenario("apart", apart_step, 24, 2);
 }
 
 /* A kernel of parameters of every size: x (8 bytes at 0), a (1 at 8), b (2 at 10), c (1 at 12), n
@@ -339,12 +342,7 @@ static void mixed_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay_devpatch, a_window_spanning_a_constant_value_writes_it_as_the_node_holds_it)
 {
-    need_image();
-    run_scenario(&(scenario_t){
-        .name = "mixed", .fn = mixed_step, .steps = 30, .nbufs = 1,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .varying_slots = IS(36), .side_exits = IS(0)},
-        .stats = {.params_patched_on_gpu = IS(28 * 12), .patch_launches = IS(28)},
-        .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 24)}});
+    pieces_scenario("mixed", mixed_step, 36, 2);
 }
 
 /* Twelve kernels whose counts change every other step, then a copy after them in the same
