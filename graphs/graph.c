@@ -566,9 +566,11 @@ static bool values_changed(cgj_kparams_t *kp)
 
 /* Add every varying byte of o to the blocks, its pieces (kp->piece, up to 8 bytes each) one
  * update each, in block *at or the next, and take them as what the graph holds (kp->inexec: its
- * patch nodes write them; seg->node_stale says they have yet to run). False where they do not fit
- * (slots found varying after the build): nothing of o is added then. */
-static bool gpu_add(cgj_op_t *o, cgj_gpu_blocks_t *g, uint32_t *at)
+ * patch nodes write them; seg->node_stale says they have yet to run). *changed: some piece
+ * differs from what the graph held (the bytes a piece spans besides varying ones are the node's
+ * own, the same in live and inexec). False where they do not fit (slots found varying after the
+ * build): nothing of o is added or taken then. */
+static bool gpu_add(cgj_op_t *o, cgj_gpu_blocks_t *g, uint32_t *at, bool *changed)
 {
     cgj_kparams_t *kp = o->kp;
     uint32_t used = g->b[*at].n, k = *at;
@@ -576,17 +578,22 @@ static bool gpu_add(cgj_op_t *o, cgj_gpu_blocks_t *g, uint32_t *at)
     *at = k;
     cgj_devpatch_block_t *b = &g->b[k];
     const cgj_piece_t *pc = kp->piece;
+    uint64_t d = 0;
     for (uint32_t j = 0, n = kp->pieces; j < n; j++) {
-        uint64_t v;
-        if (pc[j].sz == 8) {
-            memcpy(&v, kp->live + pc[j].off, 8);
-            memcpy(kp->inexec + pc[j].off, &v, 8);
-            cgj_devpatch_put(b, o->devnode, pc[j].off, v, 8);
+        uint64_t v = 0, was = 0;
+        uint32_t sz = pc[j].sz;
+        uint8_t *in = kp->inexec + pc[j].off;
+        if (sz == 8) {
+            memcpy(&v, kp->live + pc[j].off, 8), memcpy(&was, in, 8);
+            memcpy(in, &v, 8);
         } else {
-            memcpy(kp->inexec + pc[j].off, kp->live + pc[j].off, pc[j].sz);
-            cgj_devpatch_add(b, o->devnode, pc[j].off, kp->live + pc[j].off, pc[j].sz);
+            memcpy(&v, kp->live + pc[j].off, sz), memcpy(&was, in, sz);
+            memcpy(in, &v, sz);
         }
+        d |= v ^ was;
+        cgj_devpatch_put(b, o->devnode, pc[j].off, v, sz);
     }
+    *changed = d != 0;
     return true;
 }
 
@@ -614,13 +621,21 @@ static CUresult set_from_host(cgj_segment_t *seg, cgj_op_t *o, CUDA_KERNEL_NODE_
 
 /* *did: o's node takes new values, from the host or (*on_gpu too) through the patch node;
  * *dirty: a device-updatable node's values changed (the patch node's block is made again). */
+/* Do o's launch dimensions differ from what its node holds? */
+static bool dims_changed(const cgj_op_t *o)
+{
+    const __typeof__(o->call.u.k) *k = &o->call.u.k;
+    const CUDA_KERNEL_NODE_PARAMS_v2 *in = &o->inexec.k;
+    return in->gridDimX != k->grid[0] || in->gridDimY != k->grid[1] || in->gridDimZ != k->grid[2] ||
+           in->blockDimX != k->block[0] || in->blockDimY != k->block[1] || in->blockDimZ != k->block[2] ||
+           in->sharedMemBytes != k->smem;
+}
+
 static CUresult patch_kernel(cgj_segment_t *seg, cgj_op_t *o, bool *dirty, bool *did, bool *on_gpu)
 {
     const __typeof__(o->call.u.k) *k = &o->call.u.k;
     const CUDA_KERNEL_NODE_PARAMS_v2 *in = &o->inexec.k;
-    bool dims = in->gridDimX != k->grid[0] || in->gridDimY != k->grid[1] || in->gridDimZ != k->grid[2] ||
-                in->blockDimX != k->block[0] || in->blockDimY != k->block[1] || in->blockDimZ != k->block[2] ||
-                in->sharedMemBytes != k->smem;
+    bool dims = dims_changed(o);
     if (!dims && !values_changed(o->kp)) return CUDA_SUCCESS;
     *did = true;
     if (o->devnode) *dirty = true; /* the block holds its values, whichever way they go now */
@@ -685,7 +700,8 @@ static CUresult gpu_blocks(cgj_segment_t *seg, cgj_trace_t *t, uint32_t *refused
     uint32_t at = 0;
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
-        if (!o->devnode || gpu_add(o, g, &at)) continue;
+        bool changed;
+        if (!o->devnode || gpu_add(o, g, &at, &changed)) continue;
         CUresult r = set_from_host(seg, o, o->inexec.k);
         if (r != CUDA_SUCCESS) {
             *refused = seg->patch[j];
@@ -713,17 +729,26 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, cgj
     }
     for (uint32_t j = 0; j < seg->npatch; j++) {
         cgj_op_t *o = &t->list.ops[seg->patch[j]];
-        bool did = false, on_gpu = false;
-        CUresult r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg, o, &dirty, &did, &on_gpu)
-                     : o->call.kind == CGJ_OP_MEMCPY ? patch_memcpy(seg->exec, o, t->ctx, host_gen, &did)
-                                                     : patch_memset(seg->exec, o, t->ctx, &did);
+        bool did = false, on_gpu = false, gpu = g && o->devnode && room;
+        CUresult r = CUDA_SUCCESS;
+        if (gpu && o->call.kind == CGJ_OP_KERNEL && !dims_changed(o)) {
+            /* The common device-patched kernel: its pieces go in the block, compared with what
+             * the node holds as they go (one walk of its varying bytes). */
+            if ((room = gpu_add(o, g, &at, &did))) dirty |= did, on_gpu = did;
+            else r = patch_kernel(seg, o, &dirty, &did, &on_gpu);
+        } else {
+            r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg, o, &dirty, &did, &on_gpu)
+                : o->call.kind == CGJ_OP_MEMCPY ? patch_memcpy(seg->exec, o, t->ctx, host_gen, &did)
+                                                : patch_memset(seg->exec, o, t->ctx, &did);
+            bool changed;
+            if (r == CUDA_SUCCESS && gpu) room = gpu_add(o, g, &at, &changed);
+        }
         if (r != CUDA_SUCCESS) {
             *refused = seg->patch[j];
             return r;
         }
         patched->nodes += did;
         patched->on_gpu += on_gpu;
-        if (g && o->devnode && room) room = gpu_add(o, g, &at);
     }
     if (!g || !dirty) return CUDA_SUCCESS;
     if (!room) { /* an op past the blocks' room: made again, with it set from the host */

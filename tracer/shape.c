@@ -18,6 +18,7 @@
 #include "allocator/pool.h"
 #include "base/log.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -381,15 +382,37 @@ static inline bool slot_eq(const void *a, const void *b, uint32_t n)
  * launch dimensions are those of the last run, which the full guard would take again as they
  * are, and its varying slots are taken here (a decoder's kernels, whose position changes every
  * step, are such ops: each of them took the full guard before). */
+/* A kernel launch's function, grid, block and dynamic shared memory: 36 bytes side by side,
+ * compared as four 8-byte words and one 4-byte word with no branch between them. */
+typedef __typeof__(((cgj_call_t *)0)->u.k) cgj_kcall_t;
+_Static_assert(offsetof(cgj_kcall_t, grid) == offsetof(cgj_kcall_t, f) + 8 &&
+                   offsetof(cgj_kcall_t, block) == offsetof(cgj_kcall_t, grid) + 12 &&
+                   offsetof(cgj_kcall_t, smem) == offsetof(cgj_kcall_t, block) + 12,
+               "a launch's configuration is 36 contiguous bytes");
+static inline bool launch_config_eq(const cgj_kcall_t *x, const cgj_kcall_t *y)
+{
+    const char *a = (const char *)&x->f, *b = (const char *)&y->f;
+    uint64_t d = 0;
+    for (int w = 0; w < 4; w++) {
+        uint64_t p, q;
+        memcpy(&p, a + 8 * w, 8), memcpy(&q, b + 8 * w, 8);
+        d |= p ^ q;
+    }
+    uint32_t p4, q4;
+    memcpy(&p4, a + 32, 4), memcpy(&q4, b + 32, 4);
+    return !(d | (p4 ^ q4));
+}
+
 static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
 {
-    const __typeof__(c->u.k) *x = &o->call.u.k, *y = &c->u.k;
+    const cgj_kcall_t *x = &o->call.u.k, *y = &c->u.k;
     cgj_kparams_t *kp = o->kp;
-    if (c->kind != CGJ_OP_KERNEL || o->call.kind != CGJ_OP_KERNEL || !kp || kp->extra_form || !y->params ||
-        o->call.api != c->api || o->call.stream != c->stream || x->f != y->f ||
-        y->blob || x->blob || y->nattrs || x->nattrs || x->smem != y->smem || x->grid[0] != y->grid[0] ||
-        x->grid[1] != y->grid[1] || x->grid[2] != y->grid[2] || x->block[0] != y->block[0] ||
-        x->block[1] != y->block[1] || x->block[2] != y->block[2])
+    if (c->kind != CGJ_OP_KERNEL || o->call.kind != CGJ_OP_KERNEL || !kp || !y->params || o->call.api != c->api ||
+        o->call.stream != c->stream)
+        return false;
+    /* The other forms (a packed buffer, launch attributes) take the full guard. */
+    if (kp->extra_form || ((uintptr_t)y->blob | (uintptr_t)x->blob | y->nattrs | x->nattrs) ||
+        !launch_config_eq(x, y))
         return false;
     const cgj_slot_t *sl = cgj_kparams_slots(kp);
     void *const *v = y->params;
@@ -398,22 +421,32 @@ static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
     const uint32_t c8 = kp->c8, c4 = kp->c4, nconst = kp->nconst, v8 = kp->v8, v4 = kp->v4, n = kp->n;
     const uint32_t *gi = kp->gidx;
     const uint64_t *g8 = kp->g8;
-    const uint32_t *g4 = kp->g4;
-    /* Differences gathered without a branch a slot: the loads of one slot do not wait for the
-     * last one's comparison. */
-    uint64_t d8 = 0;
-    uint32_t d4 = 0, j = 0;
+    const uint32_t *g4 = kp->g4 - c8; /* g4[j] for c8 <= j < c4 */
+    /* Differences gathered without a branch a slot, two slots a turn into two accumulators: the
+     * loads of one slot do not wait for the last one's comparison. */
+    uint64_t d8 = 0, e8 = 0;
+    uint32_t d4 = 0, e4 = 0, j = 0;
+    for (; j + 1 < c8; j += 2) {
+        uint64_t a, b;
+        memcpy(&a, v[gi[j]], 8), memcpy(&b, v[gi[j + 1]], 8);
+        d8 |= a ^ g8[j], e8 |= b ^ g8[j + 1];
+    }
     for (; j < c8; j++) {
-        uint64_t b;
-        memcpy(&b, v[gi[j]], 8);
-        d8 |= b ^ g8[j];
+        uint64_t a;
+        memcpy(&a, v[gi[j]], 8);
+        d8 |= a ^ g8[j];
+    }
+    for (; j + 1 < c4; j += 2) {
+        uint32_t a, b;
+        memcpy(&a, v[gi[j]], 4), memcpy(&b, v[gi[j + 1]], 4);
+        d4 |= a ^ g4[j], e4 |= b ^ g4[j + 1];
     }
     for (; j < c4; j++) {
-        uint32_t b;
-        memcpy(&b, v[gi[j]], 4);
-        d4 |= b ^ g4[j - c8];
+        uint32_t a;
+        memcpy(&a, v[gi[j]], 4);
+        d4 |= a ^ g4[j];
     }
-    if (d8 | d4) return false;
+    if (d8 | e8 | d4 | e4) return false;
     for (; j < nconst; j++)
         if (memcmp(rec + sl[j].off, v[sl[j].i], sl[j].sz)) return false;
     for (; j < v8; j++) memcpy(live + sl[j].off, v[sl[j].i], 8);
