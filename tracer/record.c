@@ -145,6 +145,23 @@ static void drop_draft(cgj_anchor_t *a, uint32_t d)
     a->ndrafts--;
 }
 
+/* May a's next variant be built? The first two always; a third or later once the newest has
+ * replayed to its end at least once. An anchor whose newest variant never replayed meets steps
+ * that do not repeat (their shapes follow the data): each more variant would cost its recording,
+ * plan, capture and instantiation (more than a step's time for a long one) for runs that match
+ * none of them. Its runs that match no variant run eagerly, and leaving the trace too often
+ * blacklists it (BLACKLIST_EXITS). */
+static bool newest_replayed(cgj_anchor_t *a)
+{
+    if (a->nvariants < 2 || __atomic_load_n(&a->variants[a->nvariants - 1]->replays, __ATOMIC_RELAXED)) return true;
+    cgj_reason_t r;
+    cgj_reason_set(&r, CGJ_REASON_OFF_UNUSED_VARIANT, CGJ_REASON_NO_OP, "%u variants, the newest never replayed",
+                   a->nvariants);
+    cgj_anchor_note(a, &r);
+    CGJ_LOG(guards, "anchor '%s': no variant built: its newest of %u never replayed", a->name, a->nvariants);
+    return false;
+}
+
 void cgj_record_finish(cgj_thread_t *t)
 {
     cgj_anchor_t *a = t->anchor;
@@ -173,7 +190,7 @@ void cgj_record_finish(cgj_thread_t *t)
         /* A twin of an existing variant is worth building after an escape exit: its own
          * region double-buffers the blocks the program still holds. */
         if (a->nvariants < cgj_build_max_variants() && cgj_build_may_try(a) &&
-            (a->want_twin || !cgj_build_duplicates(a, &rec))) {
+            (a->want_twin || (!cgj_build_duplicates(a, &rec) && newest_replayed(a)))) {
             cgj_build_variant(a, &rec);
             a->want_twin = false;
         }

@@ -147,6 +147,64 @@ Test(tracer_replay, replays_that_keep_exiting_are_given_up)
     cr_assert_eq(i.reason_code, CGJ_REASON_BLACKLIST_EXITS, "%s", i.reason);
 }
 
+/* Shapes that come in pairs and never again (after ten steady steps, steps 10 and 11 launch one
+ * extra kernel, 12 and 13 two, ...): each pair's two recordings agree, so a variant could be
+ * built for it, and none would ever replay. The second variant is built; it never replays, so no
+ * third is (OFF_UNUSED_VARIANT), where before one was built for every pair up to
+ * CGJIT_MAX_VARIANTS (8 variants, each recorded, planned, captured and instantiated for
+ * nothing). */
+static void paired_length_step(int s, CUdeviceptr *b, void *ctx)
+{
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    int extra = s < 10 ? 0 : 1 + (s - 10) / 2;
+    for (int k = 0; k < extra; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.25f, N));
+}
+
+static bool g_unused_noted;
+
+static void note_unused_variant(const scenario_t *sc, int s, bufs_t *b)
+{
+    g_unused_noted |= info_of(sc->name).reason_code == CGJ_REASON_OFF_UNUSED_VARIANT;
+}
+
+Test(tracer_replay, a_newest_variant_that_never_replays_stops_the_building)
+{
+    run_scenario(&(scenario_t){.name = "paired_length", .fn = paired_length_step, .steps = 60, .nbufs = 2,
+                               .after = note_unused_variant,
+                               .info = {.variants = IS(2)},
+                               .stats = {.traces_built = IS(2)}});
+    cr_assert(g_unused_noted, "no step noted OFF_UNUSED_VARIANT");
+}
+
+/* Four shapes in pairs, over and over (AABBCCDDAABB...): every shape recurs, so every one gets
+ * its variant, the third and fourth once the one before them has replayed; then every step
+ * replays. */
+static void cycling_pairs_step(int s, CUdeviceptr *b, void *ctx)
+{
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    int extra = (s / 2) % 4;
+    for (int k = 0; k < extra; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.25f, N));
+}
+
+static uint64_t g_replays_at_40;
+
+static void note_replays_at_40(const scenario_t *sc, int s, bufs_t *b)
+{
+    if (s == 39) g_replays_at_40 = info_of(sc->name).replays;
+}
+
+Test(tracer_replay, shapes_that_recur_get_their_variants)
+{
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "cycling_pairs", .fn = cycling_pairs_step, .steps = 80,
+                                                    .nbufs = 2, .after = note_replays_at_40,
+                                                    .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(4)},
+                                                    .stats = {.traces_built = IS(4)}});
+    cr_assert_eq(i.replays - g_replays_at_40, 40, "only %llu of the last 40 steps replayed",
+                 (unsigned long long)(i.replays - g_replays_at_40));
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Blacklisting and variants
  * ------------------------------------------------------------------------------------------- */
