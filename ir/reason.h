@@ -79,8 +79,8 @@
       "steps too short for a graph to pay, or leaving their trace too often: see the side exits") \
     X(OFF_NO_GRAPH, "the step is too short for a graph: replayed, it would make the same calls",   \
       "nothing to do: such a step runs eagerly at no cost (CGJIT_GRAPH_MIN_OPS sets the shortest graph)") \
-    X(OFF_UNUSED_VARIANT, "no more variants are built: the newest never replayed",                \
-      "the step's shapes do not repeat: a run that matches no variant runs eagerly") \
+    X(OFF_UNUSED_VARIANT, "a variant waits for more runs of its shape: variants built before never replayed",                \
+      "the step's shapes follow the data: a run that matches no variant finishes eagerly") \
     /* blacklists */                                                                               \
     X(BLACKLIST_EXITS, "most replays left the trace", "see the side exits: the step differs too often") \
     X(BLACKLIST_LAUNCH, "a graph launch failed", "the driver refused the graph; the step runs eagerly") \

@@ -142,24 +142,22 @@ static void drop_draft(cgj_anchor_t *a, uint32_t d)
 {
     cgj_oplist_free(&a->drafts[d]);
     memmove(&a->drafts[d], &a->drafts[d + 1], (a->ndrafts - d - 1) * sizeof a->drafts[0]);
+    memmove(&a->draft_runs[d], &a->draft_runs[d + 1], (a->ndrafts - d - 1) * sizeof a->draft_runs[0]);
     a->ndrafts--;
 }
 
-/* May a's next variant be built? The first two always; a third or later once the newest has
- * replayed to its end at least once. An anchor whose newest variant never replayed meets steps
- * that do not repeat (their shapes follow the data): each more variant would cost its recording,
- * plan, capture and instantiation (more than a step's time for a long one) for runs that match
- * none of them. Its runs that match no variant run eagerly, and leaving the trace too often
- * blacklists it (BLACKLIST_EXITS). */
-static bool newest_replayed(cgj_anchor_t *a)
+/* Runs of one shape that build a variant of a: two (the recording and one that agrees with it),
+ * and one more for each of its variants beyond the first that never replayed to its end. An
+ * anchor whose later variants never replayed meets steps that do not repeat (their shapes
+ * follow the data: two alike batches, and never again); each such variant cost its recording,
+ * plan, capture and instantiation (more than a step's time for a long step) for nothing, so a
+ * shape must show itself more often before another is built. A shape that recurs still gets its
+ * variant, a few runs later. */
+static uint32_t runs_to_build(const cgj_anchor_t *a)
 {
-    if (a->nvariants < 2 || __atomic_load_n(&a->variants[a->nvariants - 1]->replays, __ATOMIC_RELAXED)) return true;
-    cgj_reason_t r;
-    cgj_reason_set(&r, CGJ_REASON_OFF_UNUSED_VARIANT, CGJ_REASON_NO_OP, "%u variants, the newest never replayed",
-                   a->nvariants);
-    cgj_anchor_note(a, &r);
-    CGJ_LOG(guards, "anchor '%s': no variant built: its newest of %u never replayed", a->name, a->nvariants);
-    return false;
+    uint32_t need = 2;
+    for (uint32_t k = 1; k < a->nvariants; k++) need += !__atomic_load_n(&a->variants[k]->replays, __ATOMIC_RELAXED);
+    return need;
 }
 
 void cgj_record_finish(cgj_thread_t *t)
@@ -187,10 +185,20 @@ void cgj_record_finish(cgj_thread_t *t)
             continue;
         }
         cgj_shape_classify(&rec, &a->drafts[d]);
+        bool twin = a->want_twin, dup = !twin && cgj_build_duplicates(a, &rec);
+        uint32_t need = runs_to_build(a);
+        if (!twin && !dup && a->nvariants < cgj_build_max_variants() && ++a->draft_runs[d] < need) {
+            cgj_reason_t r;
+            cgj_reason_set(&r, CGJ_REASON_OFF_UNUSED_VARIANT, CGJ_REASON_NO_OP,
+                           "%u runs of this shape so far, %u wanted: %u variants, some never replayed",
+                           a->draft_runs[d], need, a->nvariants);
+            cgj_anchor_note(a, &r);
+            cgj_oplist_free(&rec); /* the draft stays, to be matched again */
+            return;
+        }
         /* A twin of an existing variant is worth building after an escape exit: its own
          * region double-buffers the blocks the program still holds. */
-        if (a->nvariants < cgj_build_max_variants() && cgj_build_may_try(a) &&
-            (a->want_twin || (!cgj_build_duplicates(a, &rec) && newest_replayed(a)))) {
+        if (a->nvariants < cgj_build_max_variants() && cgj_build_may_try(a) && (twin || !dup)) {
             cgj_build_variant(a, &rec);
             a->want_twin = false;
         }
@@ -205,6 +213,7 @@ void cgj_record_finish(cgj_thread_t *t)
         cgj_anchor_fail(a, &newest);
     }
     if (a->ndrafts == CGJ_MAX_DRAFTS) drop_draft(a, 0);
+    a->draft_runs[a->ndrafts] = 1;
     a->drafts[a->ndrafts++] = rec;
     if (!a->nvariants && a->state != CGJ_STATE_BLACKLISTED) cgj_anchor_go(a, CGJ_STATE_RECORD);
 }

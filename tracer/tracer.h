@@ -75,6 +75,7 @@ struct cgj_anchor {
     cgj_state_t state;       /* changed only by cgj_anchor_go */
     int busy;
     cgj_oplist_t drafts[CGJ_MAX_DRAFTS]; /* newest last */
+    uint32_t draft_runs[CGJ_MAX_DRAFTS]; /* runs of each draft's shape seen so far */
     uint32_t ndrafts;
     cgj_trace_t *variants[CGJ_MAX_VARIANTS_HARD];
     uint32_t nvariants, current;

@@ -205,6 +205,28 @@ Test(tracer_replay, shapes_that_recur_get_their_variants)
                  (unsigned long long)(i.replays - g_replays_at_40));
 }
 
+/* A library's way of picking kernels changes for good after a one-off step (cuBLASLt after a
+ * sample of other shapes, lt_sample_loop): ten steady steps, two steps of another shape that
+ * never comes back (its variant never replays), then a new steady shape. The new shape must get
+ * its variant (a run later than the second did) and replay from then on. */
+static void new_steady_shape_step(int s, CUdeviceptr *b, void *ctx)
+{
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    int extra = s < 10 ? 0 : s < 12 ? 5 : 1;
+    for (int k = 0; k < extra; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+    OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.25f, N));
+}
+
+Test(tracer_replay, a_new_steady_shape_after_an_unused_variant_gets_its_own)
+{
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "new_steady", .fn = new_steady_shape_step, .steps = 80,
+                                                    .nbufs = 2, .after = note_replays_at_40,
+                                                    .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(3)},
+                                                    .stats = {.traces_built = IS(3)}});
+    cr_assert_eq(i.replays - g_replays_at_40, 40, "only %llu of the last 40 steps replayed",
+                 (unsigned long long)(i.replays - g_replays_at_40));
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Blacklisting and variants
  * ------------------------------------------------------------------------------------------- */
