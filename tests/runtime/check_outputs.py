@@ -200,6 +200,34 @@ def check_chrome_trace(tmp):
     assert exits and exits[0]["name"] == "side exit" and exits[0]["args"]["reason"], sorted(cats)
     steps = sum(len(v) for (ph, c), v in cats.items() if ph == "X" and c in ("replay", "exit", "record", "eager"))
     assert steps >= 60, "one event per step: %d" % steps
+    check_timeline_summary(path, cats)
+
+
+def check_timeline_summary(path, cats):
+    """scripts/timeline-summary.py on the same timeline: every step and build counted once, by
+    kind and per anchor; builds taken off the steps they ran in; anchors by total, largest first."""
+    tool = os.path.join(os.path.dirname(SCHEMA_PATH), "..", "scripts", "timeline-summary.py")
+    out = subprocess.run([sys.executable, tool, path, "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    for kind in ("replay", "exit", "record", "eager", "build"):
+        want = len(cats.get(("X", kind), []))
+        assert doc["counts"][kind] == want, (kind, doc["counts"], want)
+        per_anchor = sum(a["builds"]["count"] if kind == "build" else a["steps"].get(kind, {}).get("count", 0)
+                         for a in doc["anchors"])
+        assert per_anchor == want, (kind, per_anchor, want)
+    exits = sum(x["count"] for a in doc["anchors"] for x in a["exits"])
+    assert exits == len(cats.get(("i", "exit"), [])), (exits, len(cats.get(("i", "exit"), [])))
+    every = sum(e["dur"] for (ph, c), v in cats.items() if ph == "X" for e in v
+                if c in ("replay", "exit", "record", "eager"))
+    counted = sum(doc["totals_us"][k] for k in ("replay", "exit", "record", "eager", "build"))
+    assert abs(every - counted) < 1e-3 * max(every, 1.0), (every, counted)
+    totals = [a["total_us"] for a in doc["anchors"]]
+    assert totals == sorted(totals, reverse=True), totals
+    text = subprocess.run([sys.executable, tool, path], capture_output=True, text=True)
+    assert text.returncode == 0 and "anchors, host time in steps and builds by kind" in text.stdout, text
+    bad = subprocess.run([sys.executable, tool, SCHEMA_PATH], capture_output=True, text=True)
+    assert bad.returncode == 1 and "no traceEvents" in bad.stderr, bad
 
 
 def check_chrome_trace_capped(tmp):
