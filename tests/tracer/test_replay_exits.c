@@ -195,14 +195,20 @@ static void note_replays_at_40(const scenario_t *sc, int s, bufs_t *b)
     if (s == 39) g_replays_at_40 = info_of(sc->name).replays;
 }
 
+/* 80 steps of fn: `variants` variants built, and every one of the last 40 steps replayed. */
+static void check_variants_then_all_replay(const char *name, step_fn fn, int variants)
+{
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = name, .fn = fn, .steps = 80, .nbufs = 2,
+                                                    .after = note_replays_at_40,
+                                                    .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(variants)},
+                                                    .stats = {.traces_built = IS(variants)}});
+    cr_assert_eq(i.replays - g_replays_at_40, 40, "%s: only %llu of the last 40 steps replayed", name,
+                 (unsigned long long)(i.replays - g_replays_at_40));
+}
+
 Test(tracer_replay, shapes_that_recur_get_their_variants)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "cycling_pairs", .fn = cycling_pairs_step, .steps = 80,
-                                                    .nbufs = 2, .after = note_replays_at_40,
-                                                    .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(4)},
-                                                    .stats = {.traces_built = IS(4)}});
-    cr_assert_eq(i.replays - g_replays_at_40, 40, "only %llu of the last 40 steps replayed",
-                 (unsigned long long)(i.replays - g_replays_at_40));
+    check_variants_then_all_replay("cycling_pairs", cycling_pairs_step, 4);
 }
 
 /* A library's way of picking kernels changes for good after a one-off step (cuBLASLt after a
@@ -219,12 +225,7 @@ static void new_steady_shape_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, a_new_steady_shape_after_an_unused_variant_gets_its_own)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "new_steady", .fn = new_steady_shape_step, .steps = 80,
-                                                    .nbufs = 2, .after = note_replays_at_40,
-                                                    .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(3)},
-                                                    .stats = {.traces_built = IS(3)}});
-    cr_assert_eq(i.replays - g_replays_at_40, 40, "only %llu of the last 40 steps replayed",
-                 (unsigned long long)(i.replays - g_replays_at_40));
+    check_variants_then_all_replay("new_steady", new_steady_shape_step, 3);
 }
 
 /* ---------------------------------------------------------------------------------------------
