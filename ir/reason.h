@@ -79,6 +79,8 @@
       "steps too short for a graph to pay, or leaving their trace too often: see the side exits") \
     X(OFF_NO_GRAPH, "the step is too short for a graph: replayed, it would make the same calls",   \
       "nothing to do: such a step runs eagerly at no cost (CGJIT_GRAPH_MIN_OPS sets the shortest graph)") \
+    X(OFF_LONE_RECORDINGS, "runs that leave the trace are no longer recorded: the last ones matched nothing", \
+      "the step's shapes follow the data: such runs finish eagerly; one in a growing number is still recorded") \
     X(OFF_UNUSED_VARIANT, "a variant waits for more runs of its shape: variants built before never replayed",                \
       "the step's shapes follow the data: a run that matches no variant finishes eagerly") \
     /* blacklists */                                                                               \

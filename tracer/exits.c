@@ -63,13 +63,26 @@ static void count_exit(cgj_trace_t *tr, const cgj_reason_t *r)
     cgj_anchors_unlock();
 }
 
+/* Is the rest of a run that leaves a's trace recorded? Yes, but once the recordings of its last
+ * CGJ_LONE_RECORDS exited runs each matched nothing (steps whose shapes follow the data: a
+ * recording costs microseconds a call, more for a library call, and a long step's recording more
+ * than the step): then only the 1st, 2nd, 4th ... 64th exit after that is, and every 64th, so
+ * that a shape that comes back, or a program that settles, is still found. */
+static bool records_exit(cgj_anchor_t *a)
+{
+    if (a->lone_records < CGJ_LONE_RECORDS) return true;
+    uint64_t n = ++a->quiet_exits;
+    return !(n & (n - 1)) || n % 64 == 0;
+}
+
 void cgj_exit_side(cgj_thread_t *t, cgj_event_t ev, cgj_reason_t *r)
 {
     cgj_anchor_t *a = t->anchor;
     cgj_trace_t *tr = t->cur.trace;
     char text[320];
     cgj_exit_flush(t);
-    for (uint32_t i = 0; i < t->cur.pos; i++) cgj_oplist_clone(&t->rec, &tr->list.ops[i]);
+    bool record = records_exit(a);
+    for (uint32_t i = 0; record && i < t->cur.pos; i++) cgj_oplist_clone(&t->rec, &tr->list.ops[i]);
     __atomic_fetch_add(&tr->side_exits, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&a->side_exits, 1, __ATOMIC_RELAXED);
     t->exited = true;
@@ -79,7 +92,7 @@ void cgj_exit_side(cgj_thread_t *t, cgj_event_t ev, cgj_reason_t *r)
     cgj_anchor_note(a, r);
     CGJ_LOG(guards, "anchor '%s': side exit at op %u (%s): %s", a->name, r->op, cgj_reason_name(r->code),
             cgj_reason_format(r, text, sizeof text));
-    cgj_thread_go(t, ev, CGJ_MODE_RECORD);
+    cgj_thread_go(t, ev, record ? CGJ_MODE_RECORD : cgj_thread_eager_mode(t));
 }
 
 void cgj_exit_abort(cgj_thread_t *t, cgj_reason_t *r)

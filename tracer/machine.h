@@ -43,6 +43,10 @@
     X(OFF, BEGIN, EAGER, "an implicit step of a blacklisted or busy anchor")                    \
     X(REPLAY, GUARD_FAIL, RECORD, "absorbed work re-issued eagerly; the rest is recorded")      \
     X(REPLAY, OBSERVE, RECORD, "absorbed work re-issued eagerly; the rest is recorded")         \
+    X(REPLAY, GUARD_FAIL, PASSTHRU, "a marked step whose last exits' recordings matched nothing: absorbed work re-issued eagerly, the rest runs eagerly unrecorded") \
+    X(REPLAY, GUARD_FAIL, EAGER, "the same, an implicit step")                                  \
+    X(REPLAY, OBSERVE, PASSTHRU, "the same, another thread observing")                          \
+    X(REPLAY, OBSERVE, EAGER, "the same, an implicit step, another thread observing")           \
     X(RECORD, ABORT, PASSTHRU, "a marked step: the recording is dropped")                       \
     X(RECORD, ABORT, EAGER, "an implicit step: the recording is dropped")                       \
     X(REPLAY, ABORT, PASSTHRU, "a marked step: absorbed work re-issued eagerly first")          \

@@ -160,6 +160,24 @@ static uint32_t runs_to_build(const cgj_anchor_t *a)
     return need;
 }
 
+/* A recording of a run that left the trace and matched no variant and no draft is one more in a
+ * row (a run that matched resets the count); at CGJ_LONE_RECORDS the anchor's exits stop
+ * recording (cgj_exit_side), which the report says. */
+static void note_lone(const cgj_thread_t *t, cgj_anchor_t *a, bool matched)
+{
+    if (matched || !t->exited) {
+        a->lone_records = 0, a->quiet_exits = 0;
+        return;
+    }
+    if (++a->lone_records != CGJ_LONE_RECORDS) return;
+    cgj_reason_t r;
+    cgj_reason_set(&r, CGJ_REASON_OFF_LONE_RECORDINGS, CGJ_REASON_NO_OP,
+                   "the recordings of its last %u exited runs each matched no other", a->lone_records);
+    cgj_anchor_note(a, &r);
+    CGJ_LOG(guards, "anchor '%s': runs that leave the trace are no longer recorded: its last %u matched nothing",
+            a->name, a->lone_records);
+}
+
 void cgj_record_finish(cgj_thread_t *t)
 {
     cgj_anchor_t *a = t->anchor;
@@ -174,16 +192,15 @@ void cgj_record_finish(cgj_thread_t *t)
     /* A run that left its variant for the shape of another (the other could not be taken
      * there: a library call had run, or the program held the variant's blocks) says where the
      * program is now: the next step begins in that variant, not again in the one it left. */
-    for (uint32_t k = 0; k < a->nvariants; k++)
-        if (cgj_shape_same(&a->variants[k]->list, &rec, &why)) {
-            __atomic_store_n(&a->current, k, __ATOMIC_RELAXED);
-            break;
-        }
+    bool matched = false;
+    for (uint32_t k = 0; k < a->nvariants && !matched; k++)
+        if ((matched = cgj_shape_same(&a->variants[k]->list, &rec, &why))) __atomic_store_n(&a->current, k, __ATOMIC_RELAXED);
     for (uint32_t d = a->ndrafts; d-- > 0;) {
         if (!cgj_shape_same(&a->drafts[d], &rec, &why)) {
             if (d + 1 == a->ndrafts) newest = why;
             continue;
         }
+        a->lone_records = 0, a->quiet_exits = 0;
         cgj_shape_classify(&rec, &a->drafts[d]);
         bool twin = a->want_twin, dup = !twin && cgj_build_duplicates(a, &rec);
         uint32_t need = runs_to_build(a);
@@ -212,6 +229,7 @@ void cgj_record_finish(cgj_thread_t *t)
                 cgj_reason_format(&newest, text, sizeof text));
         cgj_anchor_fail(a, &newest);
     }
+    note_lone(t, a, matched);
     if (a->ndrafts == CGJ_MAX_DRAFTS) drop_draft(a, 0);
     a->draft_runs[a->ndrafts] = 1;
     a->drafts[a->ndrafts++] = rec;

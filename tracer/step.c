@@ -494,8 +494,9 @@ static int end_locked(cgj_thread_t *t)
         /* The eager figure is taken from runs that record nothing (probes, runs while replay is
          * off or the anchor blacklisted): a recording run holds the program's first-time costs
          * (module loading, library set-up) and cgjit's, and would make replay look as if it
-         * saved seconds. */
-        if (a && t->mode != CGJ_MODE_RECORD) {
+         * saved seconds; nor does a run that left its trace and finished unrecorded (its start
+         * was replayed). */
+        if (a && t->mode != CGJ_MODE_RECORD && !exited) {
             __atomic_fetch_add(&a->eager_ns, host_ns, __ATOMIC_RELAXED);
             __atomic_fetch_add(&a->eager_runs, 1, __ATOMIC_RELAXED);
         }

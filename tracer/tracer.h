@@ -26,6 +26,9 @@
 
 #define CGJ_MAX_VARIANTS_HARD 16
 #define CGJ_MAX_DRAFTS 4 /* eager recordings kept, so that A B A B finds its pairs */
+/* Recordings of exited runs in a row that matched nothing, after which exits stop recording
+ * (every draft slot then holds a shape seen once). */
+#define CGJ_LONE_RECORDS CGJ_MAX_DRAFTS
 
 /* An anchor: the named point where a step starts, and what cgjit knows of it. It moves along
  * CGJ_ANCHOR_TRANSITION_LIST (machine.h). One thread at a time runs a step of a given anchor
@@ -90,6 +93,10 @@ struct cgj_anchor {
     uint32_t exit_history;  /* one bit per replayed run, newest lowest: 1 if it left the trace */
     uint32_t history_len;
     bool want_twin;         /* an escape exit happened: a duplicate variant is welcome */
+    uint32_t lone_records;  /* recordings of runs that left the trace, in a row, that matched no
+                             * variant and no draft (record.c) ... */
+    uint64_t quiet_exits;   /* ... and the exits since they reached CGJ_LONE_RECORDS, run
+                             * without recording but for one in a growing number (exits.c) */
     bool long_steps;        /* a first run went CGJ_SYNC_FIRST_RECORD calls without ending */
     uint64_t last_used;     /* the begin serial of its last step (the coldest are evicted first) */
     uint32_t pool_failures; /* builds that found no pool memory ... */

@@ -228,6 +228,56 @@ Test(tracer_replay, a_new_steady_shape_after_an_unused_variant_gets_its_own)
     check_variants_then_all_replay("new_steady", new_steady_shape_step, 3);
 }
 
+/* Steps whose long form differs every time somewhere in its tail (data-dependent shapes), every
+ * other step the short form, which replays: each long run leaves the trace at the end of the
+ * short form. Its recordings match nothing; after CGJ_LONE_RECORDS of them in a row the exits
+ * stop recording but for one in a growing number (the 1st, 2nd, 4th ... after that), where
+ * before every exit recorded its whole run. From step `settle` on (when set) the long form is
+ * always the same: it must then get its variant (found by a recording made on the way) and
+ * replay. */
+#define LONE_TAIL 110
+static void lone_tail_step(int s, CUdeviceptr *b, void *ctx)
+{
+    int settle = ctx ? *(int *)ctx : 1 << 30;
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    OK(fk_addk_launch(&fk, NULL, b[1], 1, N));
+    if (s % 2 == 0) return;
+    int var = s >= settle ? 0 : (s / 2) % LONE_TAIL; /* no two alike in 220 steps */
+    for (int k = 0; k < LONE_TAIL; k++)
+        if (k == var) OK(fk_axpb_launch(&fk, NULL, b[1], 0.25f, (float)k, N, 1));
+        else OK(fk_copyscale_launch(&fk, NULL, b[0], b[1], 0.25f, N));
+}
+
+Test(tracer_replay, exits_whose_recordings_match_nothing_stop_recording)
+{
+    cgj_trace_info_t i = run_scenario(&(scenario_t){
+        .name = "lone_tail", .fn = lone_tail_step, .steps = 200, .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(1), .replays = AT_LEAST(98)}});
+    /* 100 long runs of 112 calls: about 11,000 ops recorded if each were; the first runs (before
+     * a variant: 2, and the lone streak of 4) and the 1st, 2nd, 4th, 8th, 16th, 32nd and 64th
+     * exit after it: 13 runs, under 1,500. */
+    cgj_stats_t st = stats_now();
+    cr_assert_lt(st.ops_recorded, 1500, "%llu ops recorded", (unsigned long long)st.ops_recorded);
+    cr_assert_geq(i.side_exits, 90, "%llu side exits", (unsigned long long)i.side_exits);
+}
+
+static uint64_t g_replays_before_last_40;
+
+static void note_replays_before_last_40(const scenario_t *sc, int s, bufs_t *b)
+{
+    if (s == sc->steps - 41) g_replays_before_last_40 = info_of(sc->name).replays;
+}
+
+Test(tracer_replay, a_shape_that_settles_after_lone_exits_still_gets_its_variant)
+{
+    int settle = 61;
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "lone_settles", .fn = lone_tail_step, .steps = 300,
+                                                    .nbufs = 2, .ctx = &settle, .after = note_replays_before_last_40,
+                                                    .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
+    cr_assert_eq(i.replays - g_replays_before_last_40, 40, "only %llu of the last 40 steps replayed",
+                 (unsigned long long)(i.replays - g_replays_before_last_40));
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Blacklisting and variants
  * ------------------------------------------------------------------------------------------- */
