@@ -46,8 +46,8 @@ CUfunction cgj_devpatch_kernel(CUcontext ctx);
 bool cgj_devpatch_mark(CUgraphNode node, CUgraphDeviceNode *dn);
 
 /* Add to block b the update of `size` (1 to 8) bytes at `offset` of node dn (b not full): the
- * bytes at `value`, or (_put) the low `size` bytes of `value`, the others 0. Inline: replay adds
- * every varying value of a segment's kernels before each launch. */
+ * low `size` bytes of `value`, the others 0. Inline: replay adds every varying value of a
+ * segment's kernels before each launch. */
 static inline void cgj_devpatch_put(cgj_devpatch_block_t *b, CUgraphDeviceNode dn, uint32_t offset, uint64_t value,
                                     uint32_t size)
 {
@@ -57,13 +57,7 @@ static inline void cgj_devpatch_put(cgj_devpatch_block_t *b, CUgraphDeviceNode d
     e->offset = offset;
     e->size = size;
 }
-static inline void cgj_devpatch_add(cgj_devpatch_block_t *b, CUgraphDeviceNode dn, uint32_t offset, const void *value,
-                                    uint32_t size)
-{
-    uint64_t v = 0;
-    memcpy(&v, value, size);
-    cgj_devpatch_put(b, dn, offset, v, size);
-}
+
 /* Add a patch node to the graph being captured on `cap`, with an empty block: captured before
  * the segment's own ops (a chain of them where there are several), so that every node of the
  * segment depends on it. */

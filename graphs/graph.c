@@ -619,8 +619,6 @@ static CUresult set_from_host(cgj_segment_t *seg, cgj_op_t *o, CUDA_KERNEL_NODE_
     return CUDA_SUCCESS;
 }
 
-/* *did: o's node takes new values, from the host or (*on_gpu too) through the patch node;
- * *dirty: a device-updatable node's values changed (the patch node's block is made again). */
 /* Do o's launch dimensions differ from what its node holds? */
 static bool dims_changed(const cgj_op_t *o)
 {
@@ -631,6 +629,8 @@ static bool dims_changed(const cgj_op_t *o)
            in->sharedMemBytes != k->smem;
 }
 
+/* *did: o's node takes new values, from the host or (*on_gpu too) through the patch node;
+ * *dirty: a device-updatable node's values changed (the patch node's block is made again). */
 static CUresult patch_kernel(cgj_segment_t *seg, cgj_op_t *o, bool *dirty, bool *did, bool *on_gpu)
 {
     const __typeof__(o->call.u.k) *k = &o->call.u.k;

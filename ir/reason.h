@@ -81,7 +81,7 @@
       "nothing to do: such a step runs eagerly at no cost (CGJIT_GRAPH_MIN_OPS sets the shortest graph)") \
     X(OFF_LONE_RECORDINGS, "runs that leave the trace are no longer recorded: the last ones matched nothing", \
       "the step's shapes follow the data: such runs finish eagerly; one in a growing number is still recorded") \
-    X(OFF_UNUSED_VARIANT, "a variant waits for more runs of its shape: variants built before never replayed",                \
+    X(OFF_UNUSED_VARIANT, "a variant waits for more runs of its shape: variants built before never replayed", \
       "the step's shapes follow the data: a run that matches no variant finishes eagerly") \
     /* blacklists */                                                                               \
     X(BLACKLIST_EXITS, "most replays left the trace", "see the side exits: the step differs too often") \

@@ -156,7 +156,8 @@ static void drop_draft(cgj_anchor_t *a, uint32_t d)
 static uint32_t runs_to_build(const cgj_anchor_t *a)
 {
     uint32_t need = 2;
-    for (uint32_t k = 1; k < a->nvariants; k++) need += !__atomic_load_n(&a->variants[k]->replays, __ATOMIC_RELAXED);
+    for (uint32_t k = 1; k < a->nvariants; k++)
+        need += !__atomic_load_n(&a->variants[k]->replays, __ATOMIC_RELAXED);
     return need;
 }
 
@@ -193,8 +194,10 @@ void cgj_record_finish(cgj_thread_t *t)
      * there: a library call had run, or the program held the variant's blocks) says where the
      * program is now: the next step begins in that variant, not again in the one it left. */
     bool matched = false;
-    for (uint32_t k = 0; k < a->nvariants && !matched; k++)
-        if ((matched = cgj_shape_same(&a->variants[k]->list, &rec, &why))) __atomic_store_n(&a->current, k, __ATOMIC_RELAXED);
+    for (uint32_t k = 0; k < a->nvariants && !matched; k++) {
+        matched = cgj_shape_same(&a->variants[k]->list, &rec, &why);
+        if (matched) __atomic_store_n(&a->current, k, __ATOMIC_RELAXED);
+    }
     for (uint32_t d = a->ndrafts; d-- > 0;) {
         if (!cgj_shape_same(&a->drafts[d], &rec, &why)) {
             if (d + 1 == a->ndrafts) newest = why;

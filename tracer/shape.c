@@ -374,14 +374,6 @@ static inline bool slot_eq(const void *a, const void *b, uint32_t n)
     return memcmp(a, b, n) == 0;
 }
 
-/* The guard of the common absorbed call, without its generality: a kernel launched exactly as
- * the op holds it (same wrapper, stream, function, kernelParams form without attributes,
- * launch dimensions and constant parameters). True when the full guard would hold without
- * promoting anything; the varying slots are taken then, as it takes them. False says nothing:
- * the call gets the full guard. An op whose values are patched (listed) qualifies too: its
- * launch dimensions are those of the last run, which the full guard would take again as they
- * are, and its varying slots are taken here (a decoder's kernels, whose position changes every
- * step, are such ops: each of them took the full guard before). */
 /* A kernel launch's function, grid, block and dynamic shared memory: 36 bytes side by side,
  * compared as four 8-byte words and one 4-byte word with no branch between them. */
 typedef __typeof__(((cgj_call_t *)0)->u.k) cgj_kcall_t;
@@ -403,6 +395,14 @@ static inline bool launch_config_eq(const cgj_kcall_t *x, const cgj_kcall_t *y)
     return !(d | (p4 ^ q4));
 }
 
+/* The guard of the common absorbed call, without its generality: a kernel launched exactly as
+ * the op holds it (same wrapper, stream, function, kernelParams form without attributes,
+ * launch dimensions and constant parameters). True when the full guard would hold without
+ * promoting anything; the varying slots are taken then, as it takes them. False says nothing:
+ * the call gets the full guard. An op whose values are patched (listed) qualifies too: its
+ * launch dimensions are those of the last run, which the full guard would take again as they
+ * are, and its varying slots are taken here (a decoder's kernels, whose position changes every
+ * step, are such ops: each of them took the full guard before). */
 static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
 {
     const cgj_kcall_t *x = &o->call.u.k, *y = &c->u.k;
