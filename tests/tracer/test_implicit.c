@@ -84,6 +84,43 @@ Test(tracer_implicit_sync, a_loop_with_one_sync_replays)
     cr_assert_eq(s.side_exits, 0);
 }
 
+/* Under `sync`, iterations of two forms: three kernels and a readback, or (every other one) the
+ * same three, then 80 more of which one, at a place that moves every time, is another kernel
+ * (shapes that follow the data), then the readback. The long form leaves the short trace past
+ * its end every time; its recordings never agree, so after 4 of them its exits finish
+ * unrecorded (but for one in a growing number), as an implicit step in eager mode. The results
+ * stay eager's; the short form keeps replaying. */
+Test(tracer_implicit_sync, exits_that_record_shapes_seen_once_stop_recording)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 4);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    const int iters = 200, tail = 80;
+    for (int it = 0; it < iters; it++) {
+        for (int j = 0; j < 3; j++) {
+            OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 0.01f * (float)j, N, 1));
+            host_axpb(ref, 0.5f, 0.01f * (float)j);
+        }
+        for (int j = 0; it % 2 && j < tail; j++) {
+            if (j == (it / 2) % tail) {
+                OK(fk_addk_launch(&fk, NULL, x, 1, N));
+                for (int i = 0; i < N; i++) ref[i] += 1.0f;
+            } else {
+                OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 0.25f, N, 1));
+                host_axpb(ref, 0.5f, 0.25f);
+            }
+        }
+        OK(fk.dtoh(seen, x, N * sizeof(float)));
+        cr_assert(!memcmp(ref, seen, sizeof ref), "iteration %d differs from eager arithmetic", it);
+    }
+    cgj_stats_t s = stats();
+    cr_assert_geq(s.steps_replayed, 90, "replayed %llu", (unsigned long long)s.steps_replayed);
+    cr_assert_geq(s.side_exits, 90, "%llu side exits", (unsigned long long)s.side_exits);
+    /* 100 long runs of 84 calls: 8,400 ops recorded if each were; under 1,500 with the first few
+     * and the 1st, 2nd, 4th ... 64th quiet exit recorded. */
+    cr_assert_lt(s.ops_recorded, 1500, "%llu ops recorded", (unsigned long long)s.ops_recorded);
+}
+
 /* A worker forked by a launcher that never initialized CUDA (one process per GPU) finds its
  * steps as any process does. */
 Test(tracer_implicit_sync, a_worker_forked_before_cuda_started_finds_its_steps)
