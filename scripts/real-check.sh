@@ -35,13 +35,18 @@
 #  - replayed: from the JSON report, over the anchors that ran at least 10 times,
 #    sum(replays) / sum(max(runs - 3, 0)) (n/a: no readable report; none>=10: no such anchor).
 #  - verify (-verify configurations): verify=N, the stderr lines "cgjit: verify: ...diverge...".
+# REAL_CHECK_BUDGET=S (seconds; default 0, none): a program is begun only while the time spent
+# so far plus the longest program so far fits in S; the ones left are rows "not run" (on a
+# machine lent for a while, the table comes out before the time is up, and REAL_CHECK_REUSE=1
+# later runs only what is left).
 # The summary table comes last, then PASS (every program not skipped identical under every
-# configuration) or FAIL. Exit status: 0 PASS, 1 FAIL, 2 bad usage.
+# configuration), FAIL, or INCOMPLETE (none failed, some not run within REAL_CHECK_BUDGET).
+# Exit status: 0 PASS, 1 FAIL, 2 bad usage, 3 INCOMPLETE.
 set -u
 
 usage() {
   echo "usage: $0 BUILD_DIR [OUTDIR]  (env: REAL_CHECK_CONFIGS REAL_CHECK_ONLY REAL_CHECK_EXTRA" \
-    "REAL_CHECK_TIMEOUT REAL_CHECK_REUSE)" >&2
+    "REAL_CHECK_TIMEOUT REAL_CHECK_REUSE REAL_CHECK_BUDGET)" >&2
   exit 2
 }
 die() { echo "real-check: $*" >&2; exit 2; }
@@ -62,6 +67,8 @@ extra=${REAL_CHECK_EXTRA:-}
 command -v timeout >/dev/null 2>&1 || die "timeout(1) is needed"
 command -v python3 >/dev/null 2>&1 || die "python3 is needed"
 case "$limit" in '' | *[!0-9]* | 0) die "REAL_CHECK_TIMEOUT must be a positive integer" ;; esac
+budget=${REAL_CHECK_BUDGET:-0}
+case "$budget" in '' | *[!0-9]*) die "REAL_CHECK_BUDGET must be a number of seconds (0: none)" ;; esac
 
 # config_env CONFIG: the cgjit variables of a configuration, one per line; fails on a bad name.
 config_env() {
@@ -236,8 +243,18 @@ rows=""
 details=""
 row() { rows="$rows$(printf '  %-24s %-20s %-18s %8s %10s %-9s %s' "$@")
 "; }
+started=$SECONDS longest=0 not_run=0 begun=""
 for i in "${!names[@]}"; do
   name=${names[$i]} cmd=${cmds[$i]} dir=${dirs[$i]}
+  # the program before took SECONDS - begun
+  [ -n "$begun" ] && [ $((SECONDS - begun)) -gt "$longest" ] && longest=$((SECONDS - begun))
+  begun=""
+  if [ "$budget" -gt 0 ] && [ $((SECONDS - started + longest)) -gt "$budget" ]; then
+    for config in $configs; do row "$name" "$config" "not run" "" "" "" "REAL_CHECK_BUDGET (${budget} s) spent"; done
+    not_run=$((not_run + 1))
+    continue
+  fi
+  begun=$SECONDS
   e1=$out/$name.eager1.out e2=$out/$name.eager2.out
   run "$name.eager1" "$dir" "$cmd"
   rc_e1=$rc
@@ -312,6 +329,10 @@ echo "real-check: GPU ${gpu:-unknown}, libcgjit $lib, runs in $out"
 [ -n "$details" ] && printf 'details:\n%s' "$details"
 printf '  %-24s %-20s %-18s %8s %10s %-9s %s\n' program config verdict speed replayed verify note
 printf '%s' "$rows"
+if [ "$failed" -eq 0 ] && [ "$not_run" -gt 0 ]; then
+  echo "INCOMPLETE: $not_run program(s) not run within REAL_CHECK_BUDGET=$budget s (none failed)"
+  exit 3
+fi
 if [ "$failed" -eq 0 ]; then
   echo "PASS"
   exit 0

@@ -2,7 +2,8 @@
 # test_real_check.sh REAL_CHECK_SH BUILD_DIR — scripts/real-check.sh's verdicts on programs made
 # up for it (no GPU): one whose output never changes (identical), one whose eager runs differ by
 # a float atomic's last digit and whose cgjit runs stay within that (within eager spread), and
-# one whose cgjit runs stray further than its eager runs (DIFFERS, the check fails).
+# one whose cgjit runs stray further than its eager runs (DIFFERS, the check fails); and
+# REAL_CHECK_BUDGET leaving programs "not run" (INCOMPLETE).
 set -euo pipefail
 script=${1:?usage: test_real_check.sh REAL_CHECK_SH BUILD_DIR}
 [ -d "${2:?usage: test_real_check.sh REAL_CHECK_SH BUILD_DIR}" ]
@@ -45,4 +46,23 @@ status=$(run bad.txt bad)
 cat "$tmp/bad.log"
 [ "$status" -eq 1 ] || { echo "FAIL: exit status $status where a run strays past the eager spread"; exit 1; }
 grep -q '^  strays  *sync  *DIFFERS at line 1' "$tmp/bad.log" || { echo "FAIL: strays not DIFFERS at line 1"; exit 1; }
-echo "PASS: identical, within eager spread and DIFFERS told apart"
+# REAL_CHECK_BUDGET: a program that takes 2 s a run; with 5 s of budget the first runs, the
+# others are rows "not run", and the check says INCOMPLETE (exit 3), not PASS.
+{
+  printf 'slow1\tsleep 2; echo same\n'
+  printf 'slow2\tsleep 2; echo same\n'
+  printf 'slow3\tsleep 2; echo same\n'
+} >"$tmp/slow.txt"
+status=0
+REAL_CHECK_EXTRA="$tmp/slow.txt" REAL_CHECK_CONFIGS=sync REAL_CHECK_BUDGET=5 REAL_CHECK_TIMEOUT=60 \
+  bash "$script" "$build" "$tmp/slow" >"$tmp/slow.log" 2>&1 || status=$?
+cat "$tmp/slow.log"
+[ "$status" -eq 3 ] || { echo "FAIL: exit status $status where programs were left for the budget"; exit 1; }
+grep -q '^  slow1  *sync  *identical' "$tmp/slow.log" || { echo "FAIL: the first program did not run"; exit 1; }
+[ "$(grep -c '^  slow[23]  *sync  *not run  .*REAL_CHECK_BUDGET (5 s) spent' "$tmp/slow.log")" -eq 2 ] ||
+  { echo "FAIL: the programs past the budget are not rows 'not run'"; exit 1; }
+grep -q '^INCOMPLETE: 2 program(s) not run' "$tmp/slow.log" || { echo "FAIL: no INCOMPLETE line"; exit 1; }
+status=0
+REAL_CHECK_BUDGET=soon bash "$script" "$build" "$tmp/bad-budget" >/dev/null 2>&1 || status=$?
+[ "$status" -eq 2 ] || { echo "FAIL: exit status $status for REAL_CHECK_BUDGET=soon"; exit 1; }
+echo "PASS: identical, within eager spread and DIFFERS told apart; a budget leaves rows not run"
