@@ -6,7 +6,8 @@
 #    medians say otherwise, and the check passes, saying how many rounds it took;
 #  - slow: 10% slower in every round: rounds go up to APPS_CHECK_MAX_PAIRS, and the check fails;
 #  - short: a second anchor turned off as too short for a graph (its steps run eagerly by design)
-#    is no missing replay: PASS; offcost: a second anchor off for another reason is: FAIL.
+#    is no missing replay: PASS; offcost: a second anchor off for another reason is: FAIL;
+#  - sleepy1, sleepy2: a budget that fits one of them: the other is a row "not run" (INCOMPLETE).
 # Exit 77 (skipped, with the reason) where no C compiler is found for the stand-in library.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -76,4 +77,19 @@ run offcost
 [ "$status" -eq 1 ] || fail "offcost: status $status, expected 1"
 echo "$log" | grep -q "replay share below 95%" || fail "offcost: the table does not say the share is below 95%"
 
-echo "PASS: apps-check adds rounds to a verdict near the line (drifting: $r rounds) and fails a slow program"
+# APPS_CHECK_BUDGET: stand-ins that take 1 s a run (6 runs a program); with 3 s of budget the
+# first runs, the next is a row "not run", and the check says INCOMPLETE (exit 3).
+stand_in sleepy1 "100" "80"
+stand_in sleepy2 "100" "80"
+for f in sleepy1 sleepy2; do sed -i '2i sleep 1' "$out/build/tests/apps/${f}_static"; done
+status=0
+APPS_CHECK_ONLY="sleepy1 sleepy2" APPS_CHECK_PAIRS=2 APPS_CHECK_MAX_PAIRS=2 APPS_CHECK_BUDGET=3 \
+  bash "$check" "$out/build" "$out/sleepy" >"$out/sleepy.log" 2>&1 || status=$?
+log=$(cat "$out/sleepy.log")
+[ "$status" -eq 3 ] || fail "budget: status $status, expected 3"
+echo "$log" | grep -q '^  sleepy1 .* yes' || fail "budget: the first program did not run"
+echo "$log" | grep -q '^  sleepy2  *static  *-  *not run  *APPS_CHECK_BUDGET (3 s) spent' || fail "budget: no row 'not run'"
+echo "$log" | grep -q '^INCOMPLETE: 1 of 2 programs not run' || fail "budget: no INCOMPLETE line"
+
+echo "PASS: apps-check adds rounds to a verdict near the line (drifting: $r rounds), fails a slow program," \
+  "and leaves programs past APPS_CHECK_BUDGET not run"
