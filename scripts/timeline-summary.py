@@ -5,9 +5,11 @@ anchor, from the timeline cgjit writes with CGJIT_TRACE_FILE (docs/diagnostics.m
 For each anchor, largest total first: its steps by how they ran (replay: replayed to the end;
 exit: left the trace, finished eagerly; record: recorded; eager: an eager probe or a run while
 replay was off or blacklisted), each with its count, median and total host time; its builds
-(count, total time, the largest variant's ops); and its side exits by reason. Then the totals
-by kind over all anchors. A build runs inside the step whose recording it is built from: its
-time is counted as the build's, not that step's.
+(count, total time, the largest variant's ops); its side exits by reason; and, where it has
+eager steps, a rough net: what its replays saved against its eager median, less its builds and
+what its recorded and exited steps took beyond that median. Then the totals by kind over all
+anchors. A build runs inside the step whose recording it is built from: its time is counted as
+the build's, not that step's.
 
 What to look for when a program runs slower with cgjit than without (docs/troubleshooting.md):
   - exit steps much longer than the anchor's replay or eager steps: the step leaves its trace,
@@ -43,6 +45,20 @@ def load(path):
         print("timeline-summary: %s: no traceEvents (not a CGJIT_TRACE_FILE timeline)" % path, file=sys.stderr)
         sys.exit(1)
     return doc, events
+
+
+def net_us(steps, builds):
+    """What the anchor's replays saved less what its warm-up and exits cost, in us, taking its
+    eager steps' median as what every step would have cost without cgjit; None without eager
+    steps to take it from. Rough: steps of one anchor need not be alike (a step whose length
+    follows the data), and a recording also runs the step."""
+    eager = steps.get("eager")
+    if not eager:
+        return None
+    e = statistics.median(eager)
+    saved = sum(e - d for d in steps.get("replay", []))
+    spent = sum(d - e for k in ("record", "exit") for d in steps.get(k, [])) + builds["total_us"]
+    return saved - spent
 
 
 def summarize(events):
@@ -83,7 +99,7 @@ def summarize(events):
         total = sum(x["total_us"] for x in st.values()) + bl["total_us"]
         exits = sorted(a["exits"].items(), key=lambda kv: -kv[1])
         out.append({"name": a["name"], "total_us": total, "steps": st, "builds": bl,
-                    "exits": [{"reason": k, "count": n} for k, n in exits]})
+                    "exits": [{"reason": k, "count": n} for k, n in exits], "net_us": net_us(a["steps"], bl)})
     out.sort(key=lambda a: -a["total_us"])
     totals = {k: sum(a["steps"].get(k, {}).get("total_us", 0) for a in out) for k in KINDS}
     totals["build"] = sum(a["builds"]["total_us"] for a in out)
@@ -129,6 +145,9 @@ def main(argv):
             print("      build   %5d, total %.1f ms, largest %d ops" % (b["count"], b["total_us"] / 1e3, b["most_ops"]))
         for x in a["exits"][:3]:
             print("      exits   %5d  %s" % (x["count"], x["reason"]))
+        if a["net_us"] is not None:
+            print("      net     %+.1f ms against its eager median: %s" % (
+                a["net_us"] / 1e3, "replay paid" if a["net_us"] >= 0 else "cost more than it saved"))
     if len(anchors) > top:
         print("  (%d more anchors: --top N)" % (len(anchors) - top))
     return 0

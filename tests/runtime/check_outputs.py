@@ -224,6 +224,8 @@ def check_timeline_summary(path, cats):
     assert abs(every - counted) < 1e-3 * max(every, 1.0), (every, counted)
     totals = [a["total_us"] for a in doc["anchors"]]
     assert totals == sorted(totals, reverse=True), totals
+    for a in doc["anchors"]:  # a net only against eager steps of its own
+        assert (a["net_us"] is None) == ("eager" not in a["steps"]), a
     text = subprocess.run([sys.executable, tool, path], capture_output=True, text=True)
     assert text.returncode == 0 and "anchors, host time in steps and builds by kind" in text.stdout, text
     bad = subprocess.run([sys.executable, tool, SCHEMA_PATH], capture_output=True, text=True)
