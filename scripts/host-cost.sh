@@ -6,6 +6,9 @@
 # largest functions first. What the bench on a GPU measures besides (the driver's graph
 # launches, the GPU) is not here: this is the part cgjit's code decides.
 #
+# Then what a run that leaves its trace costs beyond the same run eagerly, and a call in an
+# eager implicit step against an untraced one (step_cost_app, the same fake driver).
+#
 # Usage: scripts/host-cost.sh [BUILD] [STEPS]   (defaults: build, 2000)
 # Exit status: 0; 1 where the app failed (outputs not eager's, too few steps replayed); 2 on bad
 # usage or a build without the app.
@@ -19,6 +22,19 @@ if [ ! -x "$app" ]; then
 fi
 case $steps in '' | *[!0-9]*) echo "host-cost: STEPS must be a number" >&2; exit 2 ;; esac
 
+# The paths of a step that does not replay to its end (tests/runtime/step_cost_app.c): a run that
+# leaves its trace, and a call in an eager implicit step (CGJIT_STEP=sync) against one that
+# cgjit does not trace (CGJIT_STEP=off).
+path_costs() {
+  local sc=$build/tests/step_cost_app out off on
+  [ -x "$sc" ] || return 0
+  out=$("$sc" exits 400) || { echo "$out" >&2; exit 1; }
+  echo "host-cost: a run that left its trace: $(echo "$out" | sed -n 's/^ *a run that left the trace: //p')"
+  off=$(CGJIT_STEP=off "$sc" eager 2000 | sed -n 's/^ *\([0-9.]*\) ns per call.*/\1/p')
+  on=$(CGJIT_STEP=sync "$sc" eager 2000 | sed -n 's/^ *\([0-9.]*\) ns per call.*/\1/p')
+  echo "host-cost: a call in an eager implicit step: $on ns under CGJIT_STEP=sync, $off ns untraced (CGJIT_STEP=off)"
+}
+
 runs=()
 for i in 1 2 3 4 5; do
   out=$("$app" "$steps") || { echo "$out" >&2; exit 1; }
@@ -27,6 +43,7 @@ for i in 1 2 3 4 5; do
 done
 median=$(printf '%s\n' "${runs[@]}" | sort -g | sed -n 3p)
 echo "host-cost: launch loop ${median} ns per absorbed launch (median of 5 runs: ${runs[*]})"
+path_costs
 
 if ! command -v valgrind >/dev/null 2>&1; then
   echo "host-cost: no valgrind here: instructions per call not counted"
