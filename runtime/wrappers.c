@@ -37,6 +37,7 @@ static inline CUstream norm(CUstream s, bool pt)
             if (cgj_step_enter(&(c)) == CGJ_ABSORB) return v_;                 \
             return cgj_step_leave(&(c), v_);                                   \
         }                                                                      \
+        if (cgj_step_passes(&(c))) return (expr);                              \
         if (cgj_step_enter(&(c)) == CGJ_ABSORB) return CUDA_SUCCESS;           \
         CUresult r_ = (expr);                                                  \
         return cgj_step_leave(&(c), r_);                                       \

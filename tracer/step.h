@@ -77,6 +77,13 @@ void cgj_step_verify_ran(void);
 /* The call returned r; returns what the program gets: r, or (r being success) an error that
  * re-issuing this thread's absorbed work met since, as an asynchronous error surfaces. */
 CUresult cgj_step_leave(const cgj_call_t *c, CUresult r);
+/* Before cgj_step_enter: is c a call of an implicit step running eagerly under CGJIT_STEP=sync
+ * that does not end it (no synchronization, no library call, no probe timing it, no error
+ * waiting to be returned)? Then nothing is to be done with it but count it toward the step's
+ * length, which this does: the wrapper makes the call and returns its result, without
+ * cgj_step_enter and cgj_step_leave (a program whose steps run eagerly makes most of its calls
+ * this way). */
+bool cgj_step_passes(const cgj_call_t *c);
 /* A call cgjit cannot trace, inside a step: abort the step to eager (pending work first). */
 void cgj_step_untraceable(const char *api);
 /* The program's own stream capture (tracer/captures.c): before cuStreamBeginCapture*, the step

@@ -121,6 +121,42 @@ Test(tracer_implicit_sync, exits_that_record_shapes_seen_once_stop_recording)
     cr_assert_lt(s.ops_recorded, 1500, "%llu ops recorded", (unsigned long long)s.ops_recorded);
 }
 
+/* The same loop, its long form leaving the trace; in iteration `fail` the re-issue of the three
+ * absorbed launches at the exit fails. The program gets the error once, from the call at which
+ * the step left its trace, whether that exit records the rest of its run or (quiet: its anchor's
+ * exits no longer record) runs it eagerly; the calls after it pass cgjit by its shortest path. */
+static void reissue_error_reaches_the_next_call(int fail)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 4);
+    float seen[N];
+    for (int it = 0; it <= fail; it++) {
+        if (it == fail) fk.fail_next("cuLaunchKernel", CUDA_ERROR_LAUNCH_FAILED);
+        CUresult got[3 + 40];
+        int n = 0;
+        for (int j = 0; j < 3; j++) got[n++] = fk_axpb_launch(&fk, NULL, x, 0.5f, 0.01f * (float)j, N, 1);
+        for (int j = 0; it % 2 && j < 40; j++)
+            got[n++] = j == it % 40 ? fk_addk_launch(&fk, NULL, x, 1, N) : fk_axpb_launch(&fk, NULL, x, 0.5f, 0.25f, N, 1);
+        OK(fk.dtoh(seen, x, N * sizeof(float)));
+        for (int j = 0; j < n; j++) {
+            bool want = it == fail && j == 3;
+            cr_assert_eq(got[j], want ? CUDA_ERROR_LAUNCH_FAILED : CUDA_SUCCESS, "iteration %d, call %d: %d", it, j,
+                         (int)got[j]);
+        }
+    }
+    cr_assert_eq(fk.fail_pending(), 0, "the injected failure was not met");
+}
+
+/* Iteration 11: its exit is recorded (the anchor's 1st after 4 lone recordings); 15: it is not. */
+Test(tracer_implicit_sync, a_reissue_error_at_a_recorded_exit_reaches_the_next_call)
+{
+    reissue_error_reaches_the_next_call(11);
+}
+
+Test(tracer_implicit_sync, a_reissue_error_at_an_unrecorded_exit_reaches_the_next_call)
+{
+    reissue_error_reaches_the_next_call(15);
+}
+
 /* A worker forked by a launcher that never initialized CUDA (one process per GPU) finds its
  * steps as any process does. */
 Test(tracer_implicit_sync, a_worker_forked_before_cuda_started_finds_its_steps)
