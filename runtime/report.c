@@ -43,7 +43,7 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
     char text[320];
     uint32_t segs = 0;
     fprintf(f, "    variant %u: %u ops (%u kernels), %u segment(s), %u varying slot(s), %llu replays, %llu side exits\n",
-            k + 1, t->list.n, t->kernels, t->nsegs, t->varying_slots,
+            k + 1, t->list.n, t->kernels, t->nsegs, __atomic_load_n(&t->varying_slots, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&t->replays, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&t->side_exits, __ATOMIC_RELAXED));
     for (uint32_t s = 0; s + 1 < t->nsegs; s++) {

@@ -146,7 +146,7 @@ static void variant(FILE *f, const cgj_trace_t *t)
     fprintf(f, "%u", t->list.n);
     num(f, "kernels", t->kernels);
     num(f, "segments", t->nsegs);
-    num(f, "varying_slots", t->varying_slots);
+    num(f, "varying_slots", __atomic_load_n(&t->varying_slots, __ATOMIC_RELAXED));
     num(f, "gpu_patched_kernels", cgj_report_gpu_patched(t, NULL));
     num(f, "replays", __atomic_load_n(&t->replays, __ATOMIC_RELAXED));
     num(f, "side_exits", __atomic_load_n(&t->side_exits, __ATOMIC_RELAXED));

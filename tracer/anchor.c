@@ -36,7 +36,8 @@ static cgj_anchor_t *find_locked(const char *name)
     return cgj_map_find(&by_name, name_key(name), name_is, name, &v) ? (cgj_anchor_t *)(uintptr_t)v : NULL;
 }
 
-cgj_anchor_t *cgj_anchor_get(const char *name)
+/* The anchor `name`, made (with `order`: a sibling's) where there is none yet. */
+static cgj_anchor_t *get(const char *name, uint32_t order)
 {
     pthread_mutex_lock(&table_lock);
     cgj_anchor_t *a = find_locked(name);
@@ -45,12 +46,18 @@ cgj_anchor_t *cgj_anchor_get(const char *name)
         a->name = cgj_xstrdup(name);
         a->state = CGJ_STATE_WARMUP;
         a->reason.op = CGJ_REASON_NO_OP;
+        a->order = order;
         a->next = anchors;
         anchors = a;
         cgj_map_add(&by_name, name_key(name), (uint64_t)(uintptr_t)a);
     }
     pthread_mutex_unlock(&table_lock);
     return a;
+}
+
+cgj_anchor_t *cgj_anchor_get(const char *name)
+{
+    return get(name, 0);
 }
 
 cgj_anchor_t *cgj_anchor_sibling(cgj_anchor_t *a)
@@ -62,9 +69,8 @@ cgj_anchor_t *cgj_anchor_sibling(cgj_anchor_t *a)
     if (hash) len = (size_t)(hash - a->name);
     char *name = cgj_xmalloc(len + 16);
     snprintf(name, len + 16, "%.*s#%u", (int)len, a->name, a->order + 2);
-    s = cgj_anchor_get(name);
+    s = get(name, a->order + 1); /* its order set as it is made, under the table's lock */
     cgj_free(name);
-    s->order = a->order + 1; /* the same value by every thread that gets here */
     __atomic_store_n(&a->sibling, s, __ATOMIC_RELEASE);
     return s;
 }
@@ -322,7 +328,7 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->ops = t->list.n;
     out->kernels = t->kernels;
     out->segments = t->nsegs;
-    out->varying_slots = t->varying_slots;
+    out->varying_slots = __atomic_load_n(&t->varying_slots, __ATOMIC_RELAXED);
     out->allocations = t->nblocks;
     out->pool_bytes = t->pool_bytes;
     out->naive_bytes = t->naive_bytes;

@@ -122,7 +122,7 @@ static void note_promoted(cgj_thread_t *t, uint32_t before)
     cgj_graph_list(tr, t->cur.pos);
     o->promoted = false;
     uint32_t slots = o->kp ? o->kp->nvarying - before : 0;
-    tr->varying_slots += slots;
+    __atomic_fetch_add(&tr->varying_slots, slots, __ATOMIC_RELAXED); /* the report reads it meanwhile */
     CGJ_STAT_ADD(slots_promoted, slots);
     CGJ_STAT_ADD(values_promoted, 1);
     CGJ_LOG(guards, "anchor '%s': op %u (%s): its values vary from now on (%u parameter slot(s))", t->anchor->name,

@@ -12,8 +12,14 @@
  * - a flusher synchronizes the context and the legacy stream, flushing whichever thread holds
  *   absorbed work;
  * - a reporter reads what the API offers (cgj_stats, cgj_trace_info, cgj_mode_get, cgj_report).
+ * With the argument `implicit` the same runs without markers under CGJIT_STEP=sync: each step
+ * ends at a synchronization of its stream, and the odd workers' steps launch 0 to 4 launches more
+ * from one step to the next (an identity), so their steps run eagerly while the others replay:
+ * calls of eager steps pass cgjit by its shortest path (cgj_step_passes) beside threads that
+ * flush one another.
  * At the end every thread's buffer must equal its eager result bitwise. Exit status 0 on
- * success, 1 on a mismatch or when nothing replayed or no thread flushed another.
+ * success, 1 on a mismatch or when nothing replayed or no thread flushed another (implicit: when
+ * no step replayed or none ran eagerly).
  */
 #define _GNU_SOURCE
 #include <cgjit.h>
@@ -23,6 +29,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +55,15 @@ static CUstream shared_stream;
 static CUevent shared_event;
 static int failures;
 static pthread_barrier_t start; /* the workers begin their steps together */
+static bool implicit;            /* no markers: CGJIT_STEP=sync finds the steps */
+
+static void step_begin(const char *name)
+{
+    if (!implicit) cgj_trace_begin(name);
+}
+
+/* The end of a step: a marker, or (implicit) the synchronization of its stream that ends it. */
+static void step_end(CUstream s);
 
 #define CHECK(call)                                                             \
     do {                                                                        \
@@ -73,6 +89,12 @@ static void run(CUstream s, CUdeviceptr x, float a, float b)
     CHECK(launch(axpb, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
 }
 
+static void step_end(CUstream s)
+{
+    if (implicit) CHECK(stream_sync(s));
+    else cgj_trace_end();
+}
+
 static void *worker(void *arg)
 {
     int id = (int)(intptr_t)arg;
@@ -89,12 +111,13 @@ static void *worker(void *arg)
     pthread_barrier_wait(&start);
     for (int step = 0; step < STEPS; step++) {
         float a = 0.5f, b = (float)(step % 7);
-        cgj_trace_begin(name);
+        step_begin(name);
         run(s, x, a, b);
         run(s, x, 1.0f, 0.25f);
+        for (int k = 0; implicit && id % 2 && k < (step * 7) % 5; k++) run(s, x, 1.0f, 0.0f);
         if (step % 5 == 0) CHECK(stream_wait(s, shared_event, 0));
         if (step % 3 == 0) run(shared_stream, mine, 1.0f, 0.0f);
-        cgj_trace_end();
+        step_end(s);
         if (step % 4 == 0) CHECK(stream_sync(shared_stream));
         for (int i = 0; i < N; i++) want[i] = (a * want[i] + b) + 0.25f;
     }
@@ -123,14 +146,14 @@ static void *legacy_worker(void *arg)
     pthread_barrier_wait(&start);
     for (int step = 0; step < STEPS; step++) {
         float a = 0.75f, b = (float)(step % 5);
-        cgj_trace_begin(name);
+        step_begin(name);
         run(CU_STREAM_LEGACY, x, a, b);
         for (int k = 1; k < LEGACY_OPS; k++) {
             if (k == LEGACY_OPS / 2) sched_yield(); /* another thread's call may come here */
             run(CU_STREAM_LEGACY, x, 1.0f, -0.5f);
         }
         if (step % 7 == 3) (void)stream_query(CU_STREAM_LEGACY);
-        cgj_trace_end();
+        step_end(CU_STREAM_LEGACY);
         for (int i = 0; i < N; i++) {
             want[i] = a * want[i] + b;
             for (int k = 1; k < LEGACY_OPS; k++) want[i] -= 0.5f;
@@ -186,8 +209,14 @@ static void *reporter(void *arg)
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    implicit = argc == 2 && !strcmp(argv[1], "implicit");
+    if (argc > 2 || (argc == 2 && !implicit)) {
+        fprintf(stderr, "usage: stress_threads [implicit]\n");
+        return 2;
+    }
+    if (implicit) setenv("CGJIT_STEP", "sync", 1);
     char exe[PATH_MAX], path[PATH_MAX + 32];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return 1;
@@ -230,11 +259,13 @@ int main(void)
     pthread_barrier_destroy(&start);
     cgj_stats_t st;
     cgj_stats(&st);
-    printf("stress_threads: %d + %d (legacy stream) threads x %d steps, %llu replayed, %llu side exits, "
-           "%d mismatches\n", THREADS, LEGACY, STEPS, (unsigned long long)st.steps_replayed,
+    printf("stress_threads%s: %d + %d (legacy stream) threads x %d steps, %llu replayed, %llu eager, %llu side "
+           "exits, %d mismatches\n", implicit ? " implicit" : "", THREADS, LEGACY, STEPS,
+           (unsigned long long)st.steps_replayed, (unsigned long long)st.steps_eager,
            (unsigned long long)st.side_exits, failures);
     if (ctx_sync_refused)
         printf("stress_threads: %d cuCtxSynchronize calls met a graph capture of cgjit's on another thread\n",
                ctx_sync_refused);
+    if (implicit) return failures || ctx_sync_refused || st.steps_replayed == 0 || st.steps_eager == 0;
     return failures || ctx_sync_refused || st.steps_replayed == 0 || st.side_exits == 0;
 }
