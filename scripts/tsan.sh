@@ -6,7 +6,8 @@
 # their own and on a shared one, eight threads on the legacy stream flushing one another, a
 # thread that synchronizes everything, and a reporter reading the API's figures meanwhile.
 # A race shows only where the threads happen to meet, so the program runs TSAN_RUNS times
-# (default 5), once without markers (CGJIT_STEP=sync) and once more under CGJIT_VERIFY. Exit status: the first failing run's (ThreadSanitizer reports make it fail:
+# (default 5), once without markers under each of CGJIT_STEP=sync and auto, and once more under
+# CGJIT_VERIFY. Exit status: the first failing run's (ThreadSanitizer reports make it fail:
 # halt_on_error), else 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,9 @@ cmake --build "$build" -j"$(nproc)" --target stress_threads fakecuda
 for ((i = 1; i <= runs; i++)); do
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" "$build/tests/stress_threads"
 done
-# Without markers (CGJIT_STEP=sync): eager steps' calls take the shortest path beside the others.
+# Without markers (CGJIT_STEP=sync, then auto): eager steps' calls take the shortest path
+# beside the others (sync); steps found as cycles on every thread at once (auto).
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" "$build/tests/stress_threads" implicit
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" "$build/tests/stress_threads" auto
 # Once more with every replayed graph checked (CGJIT_VERIFY): its copies run beside the threads.
 CGJIT_VERIFY=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" "$build/tests/stress_threads"

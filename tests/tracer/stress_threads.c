@@ -12,8 +12,8 @@
  * - a flusher synchronizes the context and the legacy stream, flushing whichever thread holds
  *   absorbed work;
  * - a reporter reads what the API offers (cgj_stats, cgj_trace_info, cgj_mode_get, cgj_report).
- * With the argument `implicit` the same runs without markers under CGJIT_STEP=sync: each step
- * ends at a synchronization of its stream, and the odd workers' steps launch 0 to 4 launches more
+ * With the argument `implicit` the same runs without markers under CGJIT_STEP=sync (`auto`:
+ * CGJIT_STEP=auto, steps found as cycles): each step ends at a synchronization of its stream, and the odd workers' steps launch 0 to 4 launches more
  * from one step to the next (an identity), so their steps run eagerly while the others replay:
  * calls of eager steps pass cgjit by its shortest path (cgj_step_passes) beside threads that
  * flush one another.
@@ -211,12 +211,13 @@ static void *reporter(void *arg)
 
 int main(int argc, char **argv)
 {
-    implicit = argc == 2 && !strcmp(argv[1], "implicit");
+    bool auto_steps = argc == 2 && !strcmp(argv[1], "auto");
+    implicit = auto_steps || (argc == 2 && !strcmp(argv[1], "implicit"));
     if (argc > 2 || (argc == 2 && !implicit)) {
-        fprintf(stderr, "usage: stress_threads [implicit]\n");
+        fprintf(stderr, "usage: stress_threads [implicit|auto]\n");
         return 2;
     }
-    if (implicit) setenv("CGJIT_STEP", "sync", 1);
+    if (implicit) setenv("CGJIT_STEP", auto_steps ? "auto" : "sync", 1);
     char exe[PATH_MAX], path[PATH_MAX + 32];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return 1;
@@ -260,7 +261,7 @@ int main(int argc, char **argv)
     cgj_stats_t st;
     cgj_stats(&st);
     printf("stress_threads%s: %d + %d (legacy stream) threads x %d steps, %llu replayed, %llu eager, %llu side "
-           "exits, %d mismatches\n", implicit ? " implicit" : "", THREADS, LEGACY, STEPS,
+           "exits, %d mismatches\n", auto_steps ? " auto" : implicit ? " implicit" : "", THREADS, LEGACY, STEPS,
            (unsigned long long)st.steps_replayed, (unsigned long long)st.steps_eager,
            (unsigned long long)st.side_exits, failures);
     if (ctx_sync_refused)
