@@ -203,7 +203,7 @@ void cgj_record_finish(cgj_thread_t *t)
             if (d + 1 == a->ndrafts) newest = why;
             continue;
         }
-        a->lone_records = 0, a->quiet_exits = 0;
+        note_lone(t, a, true);
         cgj_shape_classify(&rec, &a->drafts[d]);
         bool twin = a->want_twin, dup = !twin && cgj_build_duplicates(a, &rec);
         uint32_t need = runs_to_build(a);

@@ -241,12 +241,12 @@ bool cgj_step_passes(const cgj_call_t *c)
     cgj_thread_t *t = &cgj_tls;
     /* Unlocked: a thread leaves EAGER only by itself (another thread flushes only a thread with
      * absorbed work pending, which one running eagerly has none of). The tests are
-     * cgj_implicit_stays' and cgj_step_enter's, without the count taken twice where they fail.
-     * An error re-issuing met waits for cgj_step_leave: such a call takes the long way. */
-    if (cgj_thread_mode(t) != CGJ_MODE_EAGER || !t->implicit || t->lib_depth || t->routed ||
-        CGJ_UNLIKELY(t->probe.probing) || c->kind == CGJ_OP_LIB || cgj_implicit_delimits(c) || t->find.finds_cycles ||
-        t->sync_calls + 1 >= t->find.sync_long || __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_SYNC ||
-        __atomic_load_n(&t->deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS)
+     * cgj_step_enter's and cgj_implicit_stays', the count taken only where the call passes (where
+     * it does not, cgj_step_enter takes it). An error re-issuing met waits for cgj_step_leave:
+     * such a call takes the long way. */
+    if (cgj_thread_mode(t) != CGJ_MODE_EAGER || t->lib_depth || t->routed || CGJ_UNLIKELY(t->probe.probing) ||
+        c->kind == CGJ_OP_LIB || __atomic_load_n(&t->deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS ||
+        !cgj_implicit_counts(t, c) || !cgj_implicit_goes_on(t, t->sync_calls + 1))
         return false;
     t->sync_calls++;
     t->polled = false; /* as repeats_query: this call is no query */

@@ -321,11 +321,22 @@ static inline bool cgj_implicit_delimits(const cgj_call_t *c)
 {
     return c->kind == CGJ_OP_SYNC || c->kind == CGJ_OP_READBACK || c->kind == CGJ_OP_QUERY;
 }
+/* Is c a call of the implicit step in progress that counts toward its length (one that does not
+ * end it)? */
+static inline bool cgj_implicit_counts(const cgj_thread_t *t, const cgj_call_t *c)
+{
+    return t->mode != CGJ_MODE_OFF && t->implicit && !cgj_implicit_delimits(c);
+}
+/* Does a sync-policy step of `calls` calls so far go on (not too long without a
+ * synchronization, and no cycle finding taken over)? */
+static inline bool cgj_implicit_goes_on(const cgj_thread_t *t, uint32_t calls)
+{
+    return calls < t->find.sync_long && !t->find.finds_cycles &&
+           __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
+}
 static inline bool cgj_implicit_stays(cgj_thread_t *t, const cgj_call_t *c)
 {
-    return t->mode != CGJ_MODE_OFF && t->implicit && !cgj_implicit_delimits(c) && ++t->sync_calls < t->find.sync_long &&
-           !t->find.finds_cycles &&
-           __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
+    return cgj_implicit_counts(t, c) && cgj_implicit_goes_on(t, ++t->sync_calls);
 }
 void cgj_implicit_enable(cgj_step_policy_t policy);
 /* The thread ends: its cycle detector goes back to the pool. */
