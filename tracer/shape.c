@@ -416,37 +416,46 @@ static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
         return false;
     const cgj_slot_t *sl = cgj_kparams_slots(kp);
     void *const *v = y->params;
-    const uint8_t *rec = kp->rec;
-    uint8_t *live = kp->live;
-    const uint32_t c8 = kp->c8, c4 = kp->c4, nconst = kp->nconst, v8 = kp->v8, v4 = kp->v4, n = kp->n;
     const uint32_t *gi = kp->gidx;
     const uint64_t *g8 = kp->g8;
+    const size_t c8 = kp->c8, c4 = kp->c4;
     const uint32_t *g4 = kp->g4 - c8; /* g4[j] for c8 <= j < c4 */
-    /* Differences gathered without a branch a slot, two slots a turn into two accumulators: the
-     * loads of one slot do not wait for the last one's comparison. */
+    /* Differences gathered without a branch a slot into two accumulators (the loads of one slot
+     * do not wait for the last one's comparison), the 4-byte slots four a turn; size_t indices
+     * and the tail's bounds loaded after the test keep the loops free of spills. */
     uint64_t d8 = 0, e8 = 0;
-    uint32_t d4 = 0, e4 = 0, j = 0;
-    for (; j + 1 < c8; j += 2) {
+    uint32_t d4 = 0, e4 = 0;
+    size_t j = 0;
+    for (; j + 2 <= c8; j += 2) {
         uint64_t a, b;
         memcpy(&a, v[gi[j]], 8), memcpy(&b, v[gi[j + 1]], 8);
         d8 |= a ^ g8[j], e8 |= b ^ g8[j + 1];
     }
-    for (; j < c8; j++) {
+    if (j < c8) {
         uint64_t a;
         memcpy(&a, v[gi[j]], 8);
-        d8 |= a ^ g8[j];
+        d8 |= a ^ g8[j], j++;
     }
-    for (; j + 1 < c4; j += 2) {
+    for (; j + 4 <= c4; j += 4) {
+        uint32_t a, b, a2, b2;
+        memcpy(&a, v[gi[j]], 4), memcpy(&b, v[gi[j + 1]], 4);
+        memcpy(&a2, v[gi[j + 2]], 4), memcpy(&b2, v[gi[j + 3]], 4);
+        d4 |= (a ^ g4[j]) | (a2 ^ g4[j + 2]), e4 |= (b ^ g4[j + 1]) | (b2 ^ g4[j + 3]);
+    }
+    for (; j + 2 <= c4; j += 2) {
         uint32_t a, b;
         memcpy(&a, v[gi[j]], 4), memcpy(&b, v[gi[j + 1]], 4);
         d4 |= a ^ g4[j], e4 |= b ^ g4[j + 1];
     }
-    for (; j < c4; j++) {
+    if (j < c4) {
         uint32_t a;
         memcpy(&a, v[gi[j]], 4);
-        d4 |= a ^ g4[j];
+        d4 |= a ^ g4[j], j++;
     }
     if (d8 | e8 | d4 | e4) return false;
+    const size_t nconst = kp->nconst, v8 = kp->v8, v4 = kp->v4, n = kp->n;
+    const uint8_t *rec = kp->rec;
+    uint8_t *live = kp->live;
     for (; j < nconst; j++)
         if (memcmp(rec + sl[j].off, v[sl[j].i], sl[j].sz)) return false;
     for (; j < v8; j++) memcpy(live + sl[j].off, v[sl[j].i], 8);

@@ -150,6 +150,67 @@ Test(tracer_replay, a_constant_that_starts_varying_is_promoted)
         .stats = {.slots_promoted = IS(2), .params_patched = MORE_THAN(0)}});
 }
 
+/* A kernel of many parameters, each folded into its output: 3 pointers (8 bytes), then WIDE_4
+ * 4-byte values (ints and floats). The absorbed-launch guard compares its constant slots in
+ * unrolled groups (two 8-byte slots a turn, four and two 4-byte ones); a slot any group skipped
+ * would replay a stale value and show in the output. */
+#define WIDE_4 19
+static CUfunction g_wide;
+
+static void k_wide(void **p, const unsigned g[3], const unsigned blk[3], unsigned smem)
+{
+    (void)g, (void)blk, (void)smem;
+    float *x = *(float **)p[0];
+    const float *y = *(float **)p[1], *z = *(float **)p[2];
+    float acc = 0;
+    for (int k = 0; k < WIDE_4; k++) {
+        int v;
+        memcpy(&v, p[3 + k], 4);
+        acc += (float)(v % 1000) * (float)(k + 1);
+    }
+    for (int i = 0; i < N; i++) x[i] = 0.5f * x[i] + y[i] - z[i] + acc / 64.0f;
+}
+
+/* Step 10: parameter *ctx differs from every other step's (a pointer: another buffer; a value:
+ * 7 more). */
+static void wide_step(int s, CUdeviceptr *b, void *ctx)
+{
+    int d = s == 10 ? *(const int *)ctx : -1;
+    CUdeviceptr x = d == 0 ? b[3] : b[0], y = d == 1 ? b[3] : b[1], z = d == 2 ? b[3] : b[2];
+    int v[WIDE_4];
+    void *p[3 + WIDE_4] = {&x, &y, &z};
+    for (int k = 0; k < WIDE_4; k++) {
+        v[k] = 11 * k + 3 + (d == 3 + k ? 7 : 0);
+        p[3 + k] = &v[k];
+    }
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = 32, cfg.blockDimY = cfg.blockDimZ = 1;
+    OK(fk_addk_launch(&fk, NULL, b[3], 1, N)); /* three kernels: one graph, not issued eagerly */
+    OK(fk.launch_ex(&cfg, g_wide, p, NULL));
+    OK(fk_addk_launch(&fk, NULL, b[3], 2, N));
+}
+
+Test(tracer_replay, each_constant_parameter_of_a_wide_kernel_is_guarded)
+{
+    size_t sizes[3 + WIDE_4];
+    for (int k = 0; k < 3 + WIDE_4; k++) sizes[k] = k < 3 ? 8 : 4;
+    g_wide = fk.register_kernel("wide", k_wide, 3 + WIDE_4, sizes, 0, 0);
+    /* One anchor per slot, all others constant, so that the differing slot sits at its own place
+     * in the guard's groups: it is promoted (a value both recorded runs shared is patched from
+     * then on), no run leaves the trace, and the buffers are eager's after every step. */
+    for (int k = 0; k < 3 + WIDE_4; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "wide%d", k);
+        run_scenario(&(scenario_t){
+            .name = name, .fn = wide_step, .ctx = &k, .steps = 14, .nbufs = 4,
+            .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = IS(0), .variants = IS(1), .replays = IS(12),
+                     .varying_slots = IS(1)}});
+    }
+    cr_assert_eq(stats_now().slots_promoted, 3 + WIDE_4);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Segments: boundary ops inside a step
  * ------------------------------------------------------------------------------------------- */
