@@ -29,16 +29,6 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static cgj_thread_t **registry;
 static size_t nregistry, capregistry;
 
-void cgj_thread_lock(cgj_thread_t *t)
-{
-    cgj_spin_lock(&t->lock);
-}
-
-void cgj_thread_unlock(cgj_thread_t *t)
-{
-    cgj_spin_unlock(&t->lock);
-}
-
 void cgj_thread_unregister(cgj_thread_t *t)
 {
     pthread_mutex_lock(&registry_lock);

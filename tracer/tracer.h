@@ -23,6 +23,7 @@
 
 #include "tracer/step.h"
 #include "tracer/thread.h"
+#include "base/spin.h"
 
 #define CGJ_MAX_VARIANTS_HARD 16
 #define CGJ_MAX_DRAFTS 4 /* eager recordings kept, so that A B A B finds its pairs */
@@ -176,8 +177,10 @@ void cgj_watch_forked(void);
 /* Put t in the registry other threads flush through; true the first time. */
 bool cgj_thread_register(cgj_thread_t *t);
 void cgj_thread_unregister(cgj_thread_t *t);
-void cgj_thread_lock(cgj_thread_t *t);
-void cgj_thread_unlock(cgj_thread_t *t);
+/* t's lock (held while it steps, or by another thread flushing it): inline, every call of a
+ * step takes it. */
+static inline void cgj_thread_lock(cgj_thread_t *t) { cgj_spin_lock(&t->lock); }
+static inline void cgj_thread_unlock(cgj_thread_t *t) { cgj_spin_unlock(&t->lock); }
 /* Move t's step along a row of CGJ_TRANSITION_LIST (asserted). */
 void cgj_thread_go(cgj_thread_t *t, cgj_event_t ev, cgj_mode_t to);
 /* The mode an eager step of t takes: EAGER (implicit) or PASSTHRU (marked). */
