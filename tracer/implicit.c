@@ -135,21 +135,15 @@ static uint64_t kernel_hash(CUfunction f)
  * memset sizes and operands. A loop whose grid or copy sizes follow the data is one cycle. */
 static uint64_t topology(const cgj_call_t *c)
 {
-    uint64_t h = cgj_hash_bytes(&c->kind, sizeof c->kind, api_hash(c->api));
-    uint64_t ord = stream_ordinal(c->stream);
-    h = cgj_hash_bytes(&ord, sizeof ord, h);
+    uint64_t h = cgj_hash_word((uint64_t)c->kind, api_hash(c->api));
+    h = cgj_hash_word(stream_ordinal(c->stream), h);
     switch (c->kind) {
-    case CGJ_OP_KERNEL: {
-        uint64_t k = kernel_hash(c->u.k.f);
-        return cgj_hash_bytes(&k, sizeof k, h) | 1;
-    }
+    case CGJ_OP_KERNEL:
+        return cgj_hash_word(kernel_hash(c->u.k.f), h) | 1;
     case CGJ_OP_MEMCPY:
-        h = cgj_hash_bytes(&c->u.m.dir, sizeof c->u.m.dir, h);
-        return cgj_hash_bytes(&c->u.m.direct, sizeof c->u.m.direct, h) | 1;
-    case CGJ_OP_ALLOC: {
-        uint64_t cls = cgj_plan_size_class(c->u.a.bytes);
-        return cgj_hash_bytes(&cls, sizeof cls, h) | 1;
-    }
+        return cgj_hash_word((uint64_t)(unsigned)c->u.m.dir << 1 | (c->u.m.direct ? 1 : 0), h) | 1;
+    case CGJ_OP_ALLOC:
+        return cgj_hash_word(cgj_plan_size_class(c->u.a.bytes), h) | 1;
     default:
         return h | 1;
     }
