@@ -43,6 +43,14 @@ static inline uint64_t mix(uint64_t x)
 /* The signature at stream position pos; pos must be one of the last CGJ_CYCLE_RING fed. */
 static inline uint64_t at(const cgj_cycle_t *c, uint64_t pos) { return c->ring[pos % CGJ_CYCLE_RING]; }
 
+/* The same for the position `off` after the one in ring slot `base` (off < CGJ_CYCLE_RING): the
+ * loops over a whole cycle read it so, a subtraction where `at` divides. */
+static inline uint64_t at_off(const cgj_cycle_t *c, uint32_t base, uint32_t off)
+{
+    uint32_t slot = base + off;
+    return c->ring[slot >= CGJ_CYCLE_RING ? slot - CGJ_CYCLE_RING : slot];
+}
+
 static inline uint32_t slot_back(uint32_t slot, uint32_t d)
 {
     return slot >= d ? slot - d : slot + CGJ_CYCLE_RING - d;
@@ -71,8 +79,8 @@ uint64_t cgj_cycle_id(const cgj_cycle_t *c) { return c->id; }
 
 uint32_t cgj_cycle_marked(const cgj_cycle_t *c)
 {
-    uint32_t n = 0;
-    for (uint64_t k = 1; k <= c->period; k++) n += (at(c, c->n - k) & CGJ_CYCLE_MARK) != 0;
+    uint32_t n = 0, base = (uint32_t)((c->n - c->period) % CGJ_CYCLE_RING);
+    for (uint32_t k = 0; k < c->period; k++) n += (at_off(c, base, k) & CGJ_CYCLE_MARK) != 0;
     return n;
 }
 
@@ -179,11 +187,11 @@ static void propose(cgj_cycle_t *c, uint64_t i, uint32_t d)
  * periodic. */
 static uint32_t primitive(const cgj_cycle_t *c, uint64_t i, uint32_t d)
 {
-    uint64_t start = i + 1 - d;
+    uint32_t base = (uint32_t)((i + 1 - d) % CGJ_CYCLE_RING);
     for (uint32_t e = 1; e <= d / 2; e++) {
         if (d % e) continue;
         uint32_t t = 0;
-        while (t < d - e && at(c, start + t) == at(c, start + t + e)) t++;
+        while (t < d - e && at_off(c, base, t) == at_off(c, base, t + e)) t++;
         if (t == d - e) return e;
     }
     return d;
@@ -193,9 +201,10 @@ static uint32_t primitive(const cgj_cycle_t *c, uint64_t i, uint32_t d)
  * word: that rotation is unique). Two-pointer minimum-rotation algorithm, O(p), no memory. */
 static uint32_t least_rotation(const cgj_cycle_t *c, uint64_t start, uint32_t p)
 {
-    uint32_t a = 0, b = 1, k = 0;
+    uint32_t a = 0, b = 1, k = 0, base = (uint32_t)(start % CGJ_CYCLE_RING);
     while (a < p && b < p && k < p) {
-        uint64_t x = at(c, start + (a + k) % p), y = at(c, start + (b + k) % p);
+        uint32_t ak = a + k, bk = b + k; /* < 2p: one subtraction wraps them */
+        uint64_t x = at_off(c, base, ak >= p ? ak - p : ak), y = at_off(c, base, bk >= p ? bk - p : bk);
         if (x == y) {
             k++;
             continue;
@@ -217,7 +226,8 @@ static bool lock(cgj_cycle_t *c, uint64_t i, uint32_t d)
     uint64_t start = i + 1 - p;
     uint32_t m = least_rotation(c, start, p);
     uint64_t h = mix(p ^ 0x6a09e667f3bcc908ull);
-    for (uint32_t t = 0; t < p; t++) h = mix(h + at(c, start + (m + t) % p));
+    uint32_t base = (uint32_t)(start % CGJ_CYCLE_RING);
+    for (uint32_t t = 0, mt = m; t < p; t++, mt = mt + 1 == p ? 0 : mt + 1) h = mix(h + at_off(c, base, mt));
     c->period = p;
     c->id = h ? h : 1;
     c->phase = p - 1 - m; /* the head is position start + m */
