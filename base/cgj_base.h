@@ -35,18 +35,23 @@ uint64_t cgj_now_ns(void);
 /* FNV-1a over bytes, for anchor names and signatures. */
 uint64_t cgj_hash_bytes(const void *p, size_t n, uint64_t seed);
 
-/* One 64-bit word into a running hash (a multiply-xorshift mix, the finalizer of MurmurHash3):
- * a dozen instructions where cgj_hash_bytes takes four a byte. For hashes taken on every call
- * (the cycle detector's signatures) and never written anywhere that outlives the process. */
-static inline uint64_t cgj_hash_word(uint64_t v, uint64_t seed)
+/* The finalizer of MurmurHash3: every bit of x reaches every bit of the result. */
+static inline uint64_t cgj_mix64(uint64_t x)
 {
-    uint64_t x = seed ^ (v * 0x9e3779b97f4a7c15ull);
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
     x ^= x >> 33;
     x *= 0xc4ceb9fe1a85ec53ull;
     x ^= x >> 33;
     return x;
+}
+
+/* One 64-bit word into a running hash: a dozen instructions where cgj_hash_bytes takes four a
+ * byte. For hashes taken on every call (the cycle detector's signatures) and never written
+ * anywhere that outlives the process. */
+static inline uint64_t cgj_hash_word(uint64_t v, uint64_t seed)
+{
+    return cgj_mix64(seed ^ (v * 0x9e3779b97f4a7c15ull));
 }
 
 /* Calls cgjit itself is making on this thread into a library (fusion/'s cuBLASLt matmuls, at

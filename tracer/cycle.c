@@ -30,15 +30,7 @@ _Static_assert(CGJ_CYCLE_MAX_PERIOD < 65536, "table positions are 16 bits");
 _Static_assert(CGJ_CYCLE_RING >= 2 * CGJ_CYCLE_MAX_PERIOD + MAX_K, "ring too small");
 _Static_assert(CGJ_CYCLE_MIXED > MAX_K, "mixed[] too small");
 
-static inline uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
+static inline uint64_t mix(uint64_t x) { return cgj_mix64(x); }
 
 /* The signature at stream position pos; pos must be one of the last CGJ_CYCLE_RING fed. */
 static inline uint64_t at(const cgj_cycle_t *c, uint64_t pos) { return c->ring[pos % CGJ_CYCLE_RING]; }
