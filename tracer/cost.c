@@ -312,6 +312,12 @@ void cgj_cost_probe_end(cgj_thread_t *t)
     t->probe.probing = false;
 }
 
+/* A place's end for the log: the anchor whose step came before a begin (none: the thread's first). */
+static const char *place_name(const void *pred)
+{
+    return pred ? ((const cgj_anchor_t *)pred)->name : "(none)";
+}
+
 void cgj_cost_begin(cgj_anchor_t *a, cgj_thread_t *t, const void *pred, uint64_t now, cgj_cost_kind_t kind)
 {
     t->probe.probing = kind == CGJ_COST_EAGER;
@@ -338,6 +344,9 @@ void cgj_cost_begin(cgj_anchor_t *a, cgj_thread_t *t, const void *pred, uint64_t
             c->eager[k] = c->last_own_ns < ns ? ns - c->last_own_ns : ns;
             c->paired[k] = pace;
             c->neager++;
+            CGJ_LOG(cost, "anchor '%s': pair %llu of its window, after '%s' until after '%s': eager %.1f us, replay %.1f us", a->name,
+                    (unsigned long long)c->neager, place_name(c->last_pred), place_name(pred), (double)c->eager[k] / 1e3,
+                    (double)pace / 1e3);
             judge(a);
         }
     }

@@ -116,9 +116,20 @@ def check_json_implicit(tmp):
 
 def check_json_eager_figure(tmp):
     # With the cost model's probes, the eager figure comes from them (runs that record nothing).
-    doc = json_report(tmp, ["implicit", 60], {"CGJIT_STEP": "sync", "CGJIT_COST": "1"})
+    env = {"CGJIT_STEP": "sync", "CGJIT_COST": "1", "CGJIT_LOG": "cost",
+           "CGJIT_LOG_FILE": os.path.join(tmp, "cost-%p.txt")}
+    doc = json_report(tmp, ["implicit", 60], env)
     a = [a for a in doc["anchors"] if a["name"].startswith("sync:cuLaunchKernel:axpb:")][0]
     assert a["probes"] + a["off_runs"] > 0 and a["eager_host_ns_per_run"] > 0, a
+    # CGJIT_LOG=cost names each pair's place (the anchors whose steps came before its begins)
+    # and its two periods.
+    log = open(os.path.join(tmp, "cost-%d.txt" % doc["pid"])).read()
+    pairs = re.findall(r"anchor '([^']+)': pair (\d+) of its window, after '([^']+)' until after '([^']+)': "
+                       r"eager ([0-9.]+) us, replay ([0-9.]+) us", log)
+    assert pairs, "no pair in the cost log:\n" + log[:2000]
+    numbers = [int(p[1]) for p in pairs]  # a strike starts a fresh window
+    assert numbers[0] == 1 and all(n == m + 1 or n == 1 for m, n in zip(numbers, numbers[1:])), numbers
+    assert all(p[0] == a["name"] and float(p[4]) > 0 and float(p[5]) > 0 for p in pairs), pairs
 
 
 def check_json_marked(tmp):
