@@ -383,9 +383,6 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         return guard_exit(t, &why);
     tr = t->cur.trace;
     cgj_op_t *o = &tr->list.ops[t->cur.pos];
-    /* The common op, a kernel of a graph segment: none of the cases below is its. */
-    if (CGJ_LIKELY(o->call.kind == CGJ_OP_KERNEL && !o->lib && !o->stage && !tr->segs[t->cur.seg].eager))
-        goto absorbed;
     if (o->lib && replay_lib(t, c)) return CGJ_ABSORB;
     o = &t->cur.trace->list.ops[t->cur.pos]; /* replay_lib may have switched variants */
     tr = t->cur.trace;
@@ -418,7 +415,6 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         if (tr->segs[t->cur.seg].chained && t->cur.pos == tr->segs[t->cur.seg].end) chunk_done(t);
         return CGJ_EXECUTE;
     }
-absorbed:
     cgj_thread_absorbed(t, o->call.stream);
     t->cur.pos++;
     t->cur.absorbed++;
