@@ -344,9 +344,10 @@ void cgj_cost_begin(cgj_anchor_t *a, cgj_thread_t *t, const void *pred, uint64_t
             c->eager[k] = c->last_own_ns < ns ? ns - c->last_own_ns : ns;
             c->paired[k] = pace;
             c->neager++;
-            CGJ_LOG(cost, "anchor '%s': pair %llu of its window, after '%s' until after '%s': eager %.1f us, replay %.1f us", a->name,
-                    (unsigned long long)c->neager, place_name(c->last_pred), place_name(pred), (double)c->eager[k] / 1e3,
-                    (double)pace / 1e3);
+            CGJ_LOG(cost,
+                    "anchor '%s': pair %llu of its window, after '%s' until after '%s': eager %.1f us, replay %.1f us",
+                    a->name, (unsigned long long)c->neager, place_name(c->last_pred), place_name(pred),
+                    (double)c->eager[k] / 1e3, (double)pace / 1e3);
             judge(a);
         }
     }

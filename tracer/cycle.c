@@ -30,7 +30,6 @@ _Static_assert(CGJ_CYCLE_MAX_PERIOD < 65536, "table positions are 16 bits");
 _Static_assert(CGJ_CYCLE_RING >= 2 * CGJ_CYCLE_MAX_PERIOD + MAX_K, "ring too small");
 _Static_assert(CGJ_CYCLE_MIXED > MAX_K, "mixed[] too small");
 
-static inline uint64_t mix(uint64_t x) { return cgj_mix64(x); }
 
 /* The signature at stream position pos; pos must be one of the last CGJ_CYCLE_RING fed. */
 static inline uint64_t at(const cgj_cycle_t *c, uint64_t pos) { return c->ring[pos % CGJ_CYCLE_RING]; }
@@ -82,10 +81,10 @@ uint32_t cgj_cycle_marked(const cgj_cycle_t *c)
  * keeps the mixed signatures of the last MAX_K positions for that). */
 static void roll_to(cgj_cycle_t *c, uint64_t j)
 {
-    uint64_t mj = mix(at(c, j));
+    uint64_t mj = cgj_mix64(at(c, j));
     bool from_prev = c->rolled == j && j > 0;
     if (!from_prev)
-        for (uint64_t t = j >= MAX_K ? j - MAX_K : 0; t < j; t++) c->mixed[t % CGJ_CYCLE_MIXED] = mix(at(c, t));
+        for (uint64_t t = j >= MAX_K ? j - MAX_K : 0; t < j; t++) c->mixed[t % CGJ_CYCLE_MIXED] = cgj_mix64(at(c, t));
     c->mixed[j % CGJ_CYCLE_MIXED] = mj;
     for (int s = 0; s < CGJ_CYCLE_SCALES; s++) {
         uint32_t k = scale_k[s];
@@ -217,9 +216,9 @@ static bool lock(cgj_cycle_t *c, uint64_t i, uint32_t d)
     uint32_t p = primitive(c, i, d);
     uint64_t start = i + 1 - p;
     uint32_t m = least_rotation(c, start, p);
-    uint64_t h = mix(p ^ 0x6a09e667f3bcc908ull);
+    uint64_t h = cgj_mix64(p ^ 0x6a09e667f3bcc908ull);
     uint32_t base = (uint32_t)(start % CGJ_CYCLE_RING);
-    for (uint32_t t = 0, mt = m; t < p; t++, mt = mt + 1 == p ? 0 : mt + 1) h = mix(h + at_off(c, base, mt));
+    for (uint32_t t = 0, mt = m; t < p; t++, mt = mt + 1 == p ? 0 : mt + 1) h = cgj_mix64(h + at_off(c, base, mt));
     c->period = p;
     c->id = h ? h : 1;
     c->phase = p - 1 - m; /* the head is position start + m */
