@@ -124,6 +124,34 @@ static void mark_host_visible(cgj_trace_t *tr)
     }
 }
 
+/* Are a and b the same call of a step as far as where chunks end goes: the same kind, the same
+ * kernel, the same library call's group? */
+static bool same_place(const cgj_op_t *a, const cgj_op_t *b)
+{
+    if (a->call.kind != b->call.kind || !a->lib != !b->lib || (a->lib && a->lib->nops != b->lib->nops)) return false;
+    return a->call.kind != CGJ_OP_KERNEL || a->call.u.k.f == b->call.u.k.f;
+}
+
+/* Chunks end where the recorded host time between calls adds up (graphs/graph.c), and two
+ * recordings of one anchor rarely saw the same gaps. A run that leaves one variant for another
+ * can only switch where both have a segment beginning at the pending work's first op: the new
+ * variant takes the gaps of the variant it shares the longest prefix with, up to the call where
+ * they part, so that their chunks end at the same ops there. */
+static void align_chunks(const cgj_anchor_t *a, cgj_trace_t *tr)
+{
+    const cgj_trace_t *best = NULL;
+    uint32_t best_n = 0;
+    for (uint32_t k = 0; k < a->nvariants; k++) {
+        const cgj_trace_t *u = a->variants[k];
+        uint32_t n = 0;
+        while (n < tr->list.n && n < u->list.n && same_place(&tr->list.ops[n], &u->list.ops[n])) n++;
+        if (n > best_n) best = u, best_n = n;
+    }
+    if (!best) return;
+    uint32_t end = best_n < tr->list.n && best_n < best->list.n ? best_n + 1 : best_n; /* the gap before they part */
+    for (uint32_t i = 0; i < end; i++) tr->list.ops[i].gap_ns = best->list.ops[i].gap_ns;
+}
+
 void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
 {
     cgj_trace_t *tr = cgj_xcalloc(1, sizeof *tr);
@@ -146,7 +174,7 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     CGJ_STAT_ADD(fusions, fs.chains);
     CGJ_STAT_ADD(ops_fused, fs.ops);
     CGJ_STAT_ADD(fusions_dropped, fs.dropped);
-    if (ok) cgj_graph_segments(tr);
+    if (ok) align_chunks(a, tr), cgj_graph_segments(tr);
     ok = ok && stage_copies(tr, &why) && cgj_graph_build(tr, &why);
     tr->plan_ns = t1 - t0;
     tr->build_ns = cgj_now_ns() - t1;

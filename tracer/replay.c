@@ -102,13 +102,24 @@ static bool takes_values(const cgj_trace_t *tr, uint32_t i)
 /* Does variant v match the calls absorbed since the current segment began, and c? Stashes
  * into v if so. Earlier segments are launched already: what v would have done there no longer
  * matters, only that its segment starts where the pending work starts. */
-static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, const cgj_call_t *c, bool promote)
+static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, const cgj_call_t *c, bool promote,
+                            cgj_reason_t *why)
 {
-    cgj_reason_t why;
-    if (c ? v->list.n <= t->cur.pos : v->list.n != t->cur.pos) return false;
+    if (c ? v->list.n <= t->cur.pos : v->list.n != t->cur.pos) {
+        cgj_reason_set(why, CGJ_REASON_EXIT_PAST_END, CGJ_REASON_NO_OP, "%u ops", v->list.n);
+        return false;
+    }
     for (uint32_t i = first; i < t->cur.pos; i++)
-        if (!cgj_guard(&v->list.ops[i], &t->cur.trace->list.ops[i].call, false, &why)) return false;
-    return !c || cgj_guard(&v->list.ops[t->cur.pos], c, promote && takes_values(v, t->cur.pos), &why);
+        if (!cgj_guard(&v->list.ops[i], &t->cur.trace->list.ops[i].call, false, why)) return false;
+    return !c || cgj_guard(&v->list.ops[t->cur.pos], c, promote && takes_values(v, t->cur.pos), why);
+}
+
+/* CGJIT_LOG=guards: why variant k was not taken where the current one failed at op `pos`. */
+static void log_not_taken(const cgj_thread_t *t, uint32_t k, const char *what, const cgj_reason_t *why)
+{
+    char text[320];
+    CGJ_LOG(guards, "anchor '%s': at op %u, variant %u not taken: %s%s%s", t->anchor->name, t->cur.pos, k, what,
+            why ? ": " : "", why ? cgj_reason_format(why, text, sizeof text) : "");
 }
 
 /* Op t->cur.pos of the current trace took values it held for constants (cgj_guard with promote;
@@ -157,22 +168,51 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
 {
     cgj_anchor_t *a = t->anchor;
     uint32_t first = t->cur.trace->segs[t->cur.seg].first;
-    if (t->cur.allocs_served) return false; /* the program holds this variant's pool addresses */
+    if (t->cur.allocs_served) { /* the program holds this variant's pool addresses */
+        CGJ_LOG(guards, "anchor '%s': at op %u, no other variant: the step was served pool blocks", a->name,
+                t->cur.pos);
+        return false;
+    }
     for (uint32_t k = 0; k < a->nvariants; k++) {
         cgj_trace_t *v = a->variants[k];
-        uint32_t s = v == t->cur.trace ? UINT32_MAX : segment_at(v, first);
-        if (s == UINT32_MAX || (c && (v->list.n <= t->cur.pos || __atomic_load_n(&v->list.ops[t->cur.pos].held, __ATOMIC_ACQUIRE)))) continue;
-        if (t->cur.passed && !v->segs[s].eager) continue; /* ops that ran would run again in its graph */
+        if (v == t->cur.trace) continue;
+        uint32_t s = segment_at(v, first);
+        cgj_reason_t why;
+        if (s == UINT32_MAX) {
+            log_not_taken(t, k, "no segment begins where the pending work does", NULL);
+            continue;
+        }
+        if (c && (v->list.n <= t->cur.pos || __atomic_load_n(&v->list.ops[t->cur.pos].held, __ATOMIC_ACQUIRE))) {
+            log_not_taken(t, k, v->list.n <= t->cur.pos ? "shorter" : "its block is held", NULL);
+            continue;
+        }
+        if (t->cur.passed && !v->segs[s].eager) { /* ops that ran would run again in its graph */
+            log_not_taken(t, k, "ops already ran that its graph holds", NULL);
+            continue;
+        }
         /* The pending work must lie in v's segment s: where v ends a chunk earlier than the
          * current trace (chunks follow each recording's host time), v's next segment would hold
          * absorbed work that is never launched. */
-        if (t->cur.pos > v->segs[s].end || (t->cur.pos == v->segs[s].end && v->segs[s].chained && c)) continue;
+        if (t->cur.pos > v->segs[s].end || (t->cur.pos == v->segs[s].end && v->segs[s].chained && c)) {
+            log_not_taken(t, k, "its chunk ends before the pending work does", NULL);
+            continue;
+        }
         uint32_t before = c && v->list.ops[t->cur.pos].kp ? v->list.ops[t->cur.pos].kp->nvarying : 0;
-        if ((lc && !absorbs(v, t->cur.pos, lc)) || !variant_matches(t, v, first, c, promote)) continue;
+        if (lc && !absorbs(v, t->cur.pos, lc)) {
+            log_not_taken(t, k, "does not absorb the library call", NULL);
+            continue;
+        }
+        if (!variant_matches(t, v, first, c, promote, &why)) {
+            log_not_taken(t, k, "differs", &why);
+            continue;
+        }
         bool waited = false, fits = true;
         for (uint32_t i = first + t->cur.passed; i < t->cur.pos && fits; i++)
             fits = !v->list.ops[i].stage || v->list.ops[i].stage_cap >= v->list.ops[i].call.u.m.bytes;
-        if (!fits) continue;
+        if (!fits) {
+            log_not_taken(t, k, "its staging is smaller than the bytes held", NULL);
+            continue;
+        }
         for (uint32_t i = first + t->cur.passed; i < t->cur.pos; i++) { /* carry the staged bytes over */
             cgj_op_t *o = &v->list.ops[i];
             if (!o->stage) continue;
@@ -338,15 +378,31 @@ static bool pool_op(cgj_thread_t *t, const cgj_call_t *c)
     return true;
 }
 
+/* Does no other variant hold the ops of a segment that begins at `first` in a graph? An op that
+ * ran as the program made it could not be in a graph launched after a switch to such a variant:
+ * a run that leaves the current variant there would leave the trace (an anchor begun at several
+ * places of a loop, a short step at one and a long one at another, switched at every run). */
+static bool eager_in_every_variant(const cgj_thread_t *t, uint32_t first)
+{
+    const cgj_anchor_t *a = t->anchor;
+    for (uint32_t k = 0; k < a->nvariants; k++) {
+        const cgj_trace_t *v = a->variants[k];
+        uint32_t s = v == t->cur.trace ? UINT32_MAX : segment_at(v, first);
+        if (s != UINT32_MAX && !v->segs[s].eager) return false;
+    }
+    return true;
+}
+
 /* Op o (at t->cur.pos, its guard held) is in a segment too small for a graph, which replay would
  * issue eagerly at the segment's end anyway, and nothing of the segment is held before it: the
  * program's call runs now, as eager runs it, and the segment's launch skips it. Holding it back
- * would only start it later, and make other threads that wait for it flush it. */
+ * would only start it later, and make other threads that wait for it flush it. Unless another
+ * variant holds it in a graph: then it is held, so that the run can still switch there. */
 static bool passes(const cgj_thread_t *t, const cgj_op_t *o)
 {
     const cgj_segment_t *seg = &t->cur.trace->segs[t->cur.seg];
     return seg->eager && t->cur.pos == seg->first + t->cur.passed && cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE &&
-           !o->lib && !t->lib_open;
+           !o->lib && !t->lib_open && eager_in_every_variant(t, seg->first);
 }
 
 /* A copy from pageable memory (staged) in a segment too small for a graph runs as the program
@@ -378,8 +434,11 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
         return CGJ_EXECUTE;
     }
+    /* A failed guard tries, in turn: another variant as it is, new values in this one, new values
+     * in another (an anchor begun at several places: the value changed at the place whose
+     * variant this run is not in yet). */
     if (!cgj_guard(&t->cur.trace->list.ops[t->cur.pos], c, false, &why) && !try_switch(t, c) && !promote_values(t, c) &&
-        !(t->lib_open && try_switch_to(t, c, NULL, true)))
+        !try_switch_to(t, c, NULL, true))
         return guard_exit(t, &why);
     tr = t->cur.trace;
     cgj_op_t *o = &tr->list.ops[t->cur.pos];

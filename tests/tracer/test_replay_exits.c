@@ -8,6 +8,7 @@
  * (replay_common.h). Assertions on the text of cgj_trace_info's reason stay in the tests, one
  * per line.
  */
+#include <time.h>
 #include <unistd.h>
 
 #include "replay_common.h"
@@ -719,4 +720,110 @@ Test(tracer_replay, a_step_that_left_for_a_known_shape_begins_the_next_in_it)
         .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2), .replays = AT_LEAST(200)}});
     cr_assert_leq(i.side_exits, 16, "%llu side exits: steps kept beginning in the variant they left",
                   (unsigned long long)i.side_exits);
+}
+
+/* ---- one anchor begun at several places of a loop ----
+ * As a kernel that follows each synchronization of a PyTorch program (torchvision's detection
+ * heads): each place makes a step of its own shape under the same anchor, and each run begins
+ * in the variant the run before it ended in, so its first ops match that variant's until the
+ * shapes part. Segments of fewer than 3 ops run as made (CGJIT_GRAPH_MIN_OPS 3, the default). */
+static void places_setup(void)
+{
+    setenv("CGJIT_GRAPH_MIN_OPS", "3", 1);
+    setup();
+}
+
+TestSuite(tracer_places, .init = places_setup);
+
+static uint64_t g_exits_at_40;
+
+static void note_exits_at_40(const scenario_t *sc, int s, bufs_t *b)
+{
+    (void)b;
+    if (s == sc->steps - 41) g_exits_at_40 = info_of(sc->name).side_exits;
+}
+
+static void check_no_exit_in_last_40(const scenario_t *sc)
+{
+    cgj_trace_info_t i = run_scenario(sc);
+    cr_assert_eq(i.side_exits, g_exits_at_40, "%s: %llu side exits in the last 40 steps", sc->name,
+                 (unsigned long long)(i.side_exits - g_exits_at_40));
+}
+
+/* At even steps the kernel and one more (a step too short for a graph, run as made), at odd
+ * steps the same kernel and ten more (a graph). The kernel's op runs as made in the short
+ * variant only where no other variant holds it in a graph: a long run begun in the short
+ * variant then still switches to the long one where they part. */
+static void short_and_long_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    if (s % 2 == 0) {
+        OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.25f, N));
+        return;
+    }
+    for (int k = 0; k < 10; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+}
+
+Test(tracer_places, a_short_and_a_long_step_switch_variants_without_leaving)
+{
+    check_no_exit_in_last_40(&(scenario_t){
+        .name = "short_long", .fn = short_and_long_step, .steps = 100, .nbufs = 2, .after = note_exits_at_40,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
+}
+
+/* The short step's second kernel takes a scale that changes every 16 steps: the short variant
+ * held it for a constant. A short run begun in the long variant switches to the short one with
+ * the new value patched in (it varies from then on), as a run begun in the short variant itself
+ * takes it, instead of leaving the trace. */
+static void short_with_new_value_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    if (s % 2 == 0) {
+        OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.25f * (float)(1 + s / 16), N));
+        return;
+    }
+    for (int k = 0; k < 10; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+}
+
+Test(tracer_places, a_switch_takes_a_value_the_other_variant_held_for_a_constant)
+{
+    check_no_exit_in_last_40(&(scenario_t){
+        .name = "short_value", .fn = short_with_new_value_step, .steps = 100, .nbufs = 2,
+        .after = note_exits_at_40, .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)},
+        .stats = {.values_promoted = MORE_THAN(0)}});
+}
+
+/* Eight kernels both places share, then four of each place's own. The program works on the host
+ * for 300 us before the fourth kernel at one place and before the sixth at the other (more than
+ * CGJIT_CHUNK_US, 50): each recording would end a chunk at another op of the shared part. The
+ * variant built second takes the first's gaps where they share their calls, so their chunks end
+ * at the same ops, and a run switches where the places part. */
+static void spin_us(int us)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec) < us * 1000LL);
+}
+
+static void host_work_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    for (int k = 0; k < 8; k++) {
+        if (k == (s % 2 ? 5 : 3)) spin_us(300);
+        OK(fk_addk_launch(&fk, NULL, b[0], k, N));
+    }
+    for (int k = 0; k < 4; k++) {
+        if (s % 2) OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.5f, N));
+        else OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+    }
+}
+
+Test(tracer_places, chunks_end_at_the_same_ops_where_variants_share_their_calls)
+{
+    check_no_exit_in_last_40(&(scenario_t){
+        .name = "host_work", .fn = host_work_step, .steps = 100, .nbufs = 2, .after = note_exits_at_40,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2), .segments = AT_LEAST(2)}});
 }
