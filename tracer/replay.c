@@ -202,15 +202,18 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
             log_not_taken(t, k, "does not absorb the library call", NULL);
             continue;
         }
-        if (!variant_matches(t, v, first, c, promote, &why)) {
-            log_not_taken(t, k, "differs", &why);
-            continue;
-        }
+        /* Asked before the guards: with `promote`, a guard that holds has taken new values. */
         bool waited = false, fits = true;
-        for (uint32_t i = first + t->cur.passed; i < t->cur.pos && fits; i++)
-            fits = !v->list.ops[i].stage || v->list.ops[i].stage_cap >= v->list.ops[i].call.u.m.bytes;
+        for (uint32_t i = first + t->cur.passed; i < t->cur.pos && fits; i++) {
+            const cgj_call_t *held = &t->cur.trace->list.ops[i].call; /* this run's values */
+            fits = !v->list.ops[i].stage || (held->kind == CGJ_OP_MEMCPY && v->list.ops[i].stage_cap >= held->u.m.bytes);
+        }
         if (!fits) {
             log_not_taken(t, k, "its staging is smaller than the bytes held", NULL);
+            continue;
+        }
+        if (!variant_matches(t, v, first, c, promote, &why)) {
+            log_not_taken(t, k, "differs", &why);
             continue;
         }
         for (uint32_t i = first + t->cur.passed; i < t->cur.pos; i++) { /* carry the staged bytes over */
@@ -428,6 +431,7 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     cgj_trace_t *tr = t->cur.trace;
     cgj_reason_t why;
     cgj_call_t tmp;
+    bool run_now = false;
     if (t->cur.pos < tr->list.n) c = as_pool_free(c, &tr->list.ops[t->cur.pos], &tmp);
     if (t->cur.pos >= tr->list.n && !try_switch(t, c)) {
         cgj_reason_set(&why, CGJ_REASON_EXIT_PAST_END, CGJ_REASON_NO_OP, "%s after the trace's %u ops", c->api, tr->list.n);
@@ -464,11 +468,12 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         o = &t->cur.trace->list.ops[t->cur.pos];
     } else if (cgj_call_staged(&o->call) && tr->segs[t->cur.seg].eager && !o->lib && !t->lib_open) {
         if (!issue_held(t)) return CGJ_EXECUTE;
+        run_now = true; /* no staging of its own: it runs now, whatever other variants hold */
     } else if (o->stage && !stage_bytes(t, o, c, &why)) {
         return guard_exit(t, &why);
     }
     tr = t->cur.trace;
-    if (passes(t, o)) {
+    if (run_now || passes(t, o)) {
         t->cur.pos++;
         t->cur.passed++;
         if (tr->segs[t->cur.seg].chained && t->cur.pos == tr->segs[t->cur.seg].end) chunk_done(t);

@@ -772,6 +772,32 @@ Test(tracer_places, a_short_and_a_long_step_switch_variants_without_leaving)
         .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
 }
 
+/* The short step is the kernel and a copy from pageable memory, whose bytes change every step:
+ * a copy of a segment too short for a graph has no staging of its own and runs as the program
+ * makes it, with the kernel held before it, even where the long variant holds that kernel in a
+ * graph. */
+static float g_short_src[N];
+
+static void short_copy_and_long_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    if (s % 2 == 0) {
+        for (int i = 0; i < N; i++) g_short_src[i] = (float)(s + i);
+        OK(fk.htod_async(b[1], g_short_src, sizeof g_short_src, NULL));
+        memset(g_short_src, 0xEE, sizeof g_short_src); /* the program reuses its buffer at once */
+        return;
+    }
+    for (int k = 0; k < 10; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+}
+
+Test(tracer_places, a_short_step_with_a_pageable_copy_and_a_long_step_switch_without_leaving)
+{
+    check_no_exit_in_last_40(&(scenario_t){
+        .name = "short_copy", .fn = short_copy_and_long_step, .steps = 100, .nbufs = 2,
+        .after = note_exits_at_40, .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
+}
+
 /* The short step's second kernel takes a scale that changes every 16 steps: the short variant
  * held it for a constant. A short run begun in the long variant switches to the short one with
  * the new value patched in (it varies from then on), as a run begun in the short variant itself
