@@ -324,7 +324,10 @@ void cgj_cost_begin(cgj_anchor_t *a, cgj_thread_t *t, const void *pred, uint64_t
     t->probe.calls_ns = t->probe.call_in_ns = 0;
     t->probe.own_ns = t->probe.wrap_in_ns = 0;
     cgj_cost_t *c = &a->cost;
-    if (c->last_thread == t && c->last_kind != CGJ_COST_NONE && now > c->last_ns &&
+    /* While replay is off there is nothing to pair an eager period with, nor anything to judge
+     * until replay is tried again, which starts a fresh window: an anchor off for good (a step
+     * too short for a graph) would otherwise look for a pair at every run. */
+    if (c->last_thread == t && c->last_kind != CGJ_COST_NONE && now > c->last_ns && a->state != CGJ_STATE_OFF &&
         settled(a, __atomic_load_n(&a->runs, __ATOMIC_RELAXED))) {
         uint64_t ns = now - c->last_ns, pace;
         if (c->last_kind == CGJ_COST_REPLAY) {

@@ -695,6 +695,43 @@ Test(tracer_replay_log, max_records_one_blacklists_at_the_first_disagreement)
     cr_assert_eq(info_of("mr1").state, CGJ_STATE_BLACKLISTED);
 }
 
+/* Two shapes in turn, and once a third that neither variant holds: under CGJIT_LOG=guards the
+ * side exit it makes comes after a line for each variant, saying why it was not taken. */
+static void third_shape_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    if (s == 31) OK(fk_axpb_launch(&fk, NULL, b[1], 0.25f, 1.0f, N, 1));
+    else if (s % 2) OK(fk_addk_launch(&fk, NULL, b[1], 3, N));
+    else OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.25f, N));
+    OK(fk_addk_launch(&fk, NULL, b[0], 1, N));
+}
+
+Test(tracer_replay_log, a_side_exit_says_why_each_other_variant_was_not_taken)
+{
+    char path[] = "/tmp/cgjit_variantsXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    setenv("CGJIT_LOG", "guards", 1);
+    setenv("CGJIT_LOG_FILE", path, 1);
+    fk_open(&fk);
+    run_scenario(&(scenario_t){.name = "third", .fn = third_shape_step, .steps = 36, .nbufs = 2,
+                               .info = {.variants = IS(2)}});
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    char line[1024];
+    int not_taken = 0, exits_after = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "at op 1, variant ") && strstr(line, " not taken: differs: kernel function differs")) not_taken++;
+        if (strstr(line, "side exit at op 1 (DIFF_KERNEL)") && not_taken) exits_after++;
+    }
+    fclose(f);
+    unlink(path);
+    cr_assert_geq(not_taken, 1, "no variant's refusal logged");
+    cr_assert_geq(exits_after, 1, "no side exit after the refusals");
+}
+
 /* Bursts of two shapes: 40 steps of one, 8 of the other, again and again. Each step allocates a
  * block first (served from the trace's pool), so a replay that finds the other shape past it
  * cannot continue in the other variant (the program holds this variant's block) and leaves the
