@@ -645,15 +645,21 @@ Test(tracer_replay, failed_build_of_a_second_variant_keeps_the_first)
 
 TestSuite(tracer_replay_log);
 
-Test(tracer_replay_log, guard_failure_is_at_the_differing_op)
+/* fk_open with CGJIT_LOG=cats written to a new file, named in path (a mkstemp template). */
+static void open_logging_to(char *path, const char *cats)
 {
-    char path[] = "/tmp/cgjit_guardsXXXXXX";
     int fd = mkstemp(path);
     cr_assert(fd >= 0);
     close(fd);
-    setenv("CGJIT_LOG", "guards", 1);
+    setenv("CGJIT_LOG", cats, 1);
     setenv("CGJIT_LOG_FILE", path, 1);
     fk_open(&fk);
+}
+
+Test(tracer_replay_log, guard_failure_is_at_the_differing_op)
+{
+    char path[] = "/tmp/cgjit_guardsXXXXXX";
+    open_logging_to(path, "guards");
     run_scenario(&(scenario_t){.name = "six_log", .fn = six_op_step, .steps = 24, .nbufs = 4,
                                .info = {.side_exits = IS(6)}});
     FILE *f = fopen(path, "r");
@@ -710,12 +716,7 @@ static void third_shape_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay_log, a_side_exit_says_why_each_other_variant_was_not_taken)
 {
     char path[] = "/tmp/cgjit_variantsXXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
-    setenv("CGJIT_LOG", "guards", 1);
-    setenv("CGJIT_LOG_FILE", path, 1);
-    fk_open(&fk);
+    open_logging_to(path, "guards");
     run_scenario(&(scenario_t){.name = "third", .fn = third_shape_step, .steps = 36, .nbufs = 2,
                                .info = {.variants = IS(2)}});
     FILE *f = fopen(path, "r");
