@@ -51,6 +51,12 @@
 # program only while the time spent plus the longest program so far fits in S: the ones left
 # are rows "not run", and the last line says INCOMPLETE (on a machine lent for a while, the
 # table comes out before the time is up; APPS_CHECK_REUSE=1 later runs only what is left).
+# APPS_CHECK_JOBS=N (default 1): the programs are dealt into N groups, each checked by an
+# apps-check of its own, side by side on the one GPU, into OUTDIR (logs OUTDIR/job.K.log); then
+# the table is made from their runs, as APPS_CHECK_REUSE=1 would make it. Programs that share
+# the GPU and the host run at another pace than alone: the speedup is then reported only
+# (APPS_CHECK_SPEED=report), and the check is one of outputs and replayed shares, in about a
+# N-th of the time. A program no job began (APPS_CHECK_BUDGET) is a row "not run".
 # Exit status: 0 when every run exited 0, every output is identical and every share and speedup
 # holds (or is only reported); 1 otherwise; 2 on bad usage; 3 when none failed but some
 # programs were not run within APPS_CHECK_BUDGET.
@@ -74,6 +80,8 @@ replay_mode=${APPS_CHECK_REPLAY:-enforce}
 only=${APPS_CHECK_ONLY:-}
 reuse=${APPS_CHECK_REUSE:-0}
 budget=${APPS_CHECK_BUDGET:-0}
+jobs=${APPS_CHECK_JOBS:-1}
+table_only=0
 min_speedup=0.98
 min_share=0.95
 own_graph_apps=" own_graphs torch_cuda_graphs " # their own graphs: the share is no target
@@ -84,6 +92,7 @@ case "$max_pairs" in '' | *[!0-9]*) echo "apps-check: APPS_CHECK_MAX_PAIRS must 
 [ "$max_pairs" -ge "$pairs" ] || max_pairs=$pairs
 case "$limit" in '' | *[!0-9]* | 0) echo "apps-check: APPS_CHECK_TIMEOUT must be a positive integer" >&2; exit 2 ;; esac
 case "$budget" in '' | *[!0-9]*) echo "apps-check: APPS_CHECK_BUDGET must be a number of seconds (0: none)" >&2; exit 2 ;; esac
+case "$jobs" in '' | *[!0-9]* | 0) echo "apps-check: APPS_CHECK_JOBS must be a positive integer" >&2; exit 2 ;; esac
 if [ ! -f "$lib" ]; then
   echo "apps-check: $lib not found (build first)" >&2
   exit 2
@@ -209,6 +218,22 @@ selected() {
   return 1
 }
 
+# classify EXE: sets base, app (the program's name) and flavour; false for a file that is no
+# program, or one APPS_CHECK_ONLY leaves out.
+classify() {
+  if [ ! -f "$1" ] || [ ! -x "$1" ]; then return 1; fi
+  base=$(basename "$1")
+  case "$base" in
+    *.fatbin) return 1 ;;
+    *_static) app=${base%_static} flavour=static ;;
+    *_shared) app=${base%_shared} flavour=shared ;;
+    no_cuda) app=$base flavour=host ;;
+    torch_*) app=$base flavour=torch ;;
+    *) app=$base flavour=driver ;;
+  esac
+  selected "$base" "$app"
+}
+
 # one_round I: round I of the current program, every kind once, starting at kind I - 1; adds to
 # the per-kind figures (times, shares, ...) of the program and to details.
 one_round() {
@@ -278,6 +303,25 @@ slow_policy() {
   return 1
 }
 
+# APPS_CHECK_JOBS: the programs dealt into groups, each checked by a job of its own; this one
+# then makes the table from their runs.
+if [ "$jobs" -gt 1 ]; then
+  declare -a group=()
+  k=0
+  for exe in "$apps"/*; do
+    classify "$exe" || continue
+    group[k % jobs]="${group[k % jobs]:-} $base"
+    k=$((k + 1))
+  done
+  for k in "${!group[@]}"; do
+    APPS_CHECK_JOBS=1 APPS_CHECK_ONLY="${group[$k]}" APPS_CHECK_SPEED=report bash "$0" "$build" "$out" \
+      >"$out/job.$((k + 1)).log" 2>&1 &
+  done
+  wait
+  echo "apps-check: ${#group[@]} jobs done (logs $out/job.*.log); the table from their runs"
+  reuse=1 table_only=1 speed_mode=report
+fi
+
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 [ -n "$gpu" ] || gpu="unknown (nvidia-smi gave no name)"
 
@@ -288,21 +332,17 @@ details=""
 n=0
 started=$SECONDS longest=0 not_run=0 begun=""
 for exe in "$apps"/*; do
-  if [ ! -f "$exe" ] || [ ! -x "$exe" ]; then continue; fi
-  base=$(basename "$exe")
-  case "$base" in
-    *.fatbin) continue ;;
-    *_static) app=${base%_static} flavour=static ;;
-    *_shared) app=${base%_shared} flavour=shared ;;
-    no_cuda) app=$base flavour=host ;;
-    torch_*) app=$base flavour=torch ;;
-    *) app=$base flavour=driver ;;
-  esac
-  selected "$base" "$app" || continue
+  classify "$exe" || continue
   n=$((n + 1))
   # the program before took SECONDS - begun
   [ -n "$begun" ] && [ $((SECONDS - begun)) -gt "$longest" ] && longest=$((SECONDS - begun))
   begun=""
+  if [ "$table_only" = 1 ] && [ ! -f "$out/$base.eager.1.rc" ]; then
+    rows="$rows$(printf '  %-22s %-7s %-5s %-9s' "$app" "$flavour" "-" "not run")  its job did not begin it (APPS_CHECK_BUDGET)
+"
+    not_run=$((not_run + 1))
+    continue
+  fi
   if [ "$budget" -gt 0 ] && [ $((SECONDS - started + longest)) -gt "$budget" ]; then
     rows="$rows$(printf '  %-22s %-7s %-5s %-9s' "$app" "$flavour" "-" "not run")  APPS_CHECK_BUDGET (${budget} s) spent
 "
@@ -458,7 +498,11 @@ echo "details (report anchors, differences, failures):"
 printf '%s' "${details:-  none
 }"
 echo
-echo "apps-check on $gpu; $pairs round(s) per program (up to $max_pairs where a speedup was below $min_speedup); outputs in $out"
+if [ "$jobs" -gt 1 ]; then
+  echo "apps-check on $gpu; $pairs round(s) per program, in $jobs jobs side by side; outputs in $out"
+else
+  echo "apps-check on $gpu; $pairs round(s) per program (up to $max_pairs where a speedup was below $min_speedup); outputs in $out"
+fi
 echo "  share = sum(replays) / sum(max(runs - 3, 0)) over anchors with >= 10 runs (lowest round);" \
   "speedup = median eager us / median us with cgjit; in-proc = the report's eager/replay of its first anchor"
 printf '  %-22s %-7s %-5s %-9s %-15s %10s %10s %8s %8s  %s\n' app flavour step identical \

@@ -7,7 +7,9 @@
 #  - slow: 10% slower in every round: rounds go up to APPS_CHECK_MAX_PAIRS, and the check fails;
 #  - short: a second anchor turned off as too short for a graph (its steps run eagerly by design)
 #    is no missing replay: PASS; offcost: a second anchor off for another reason is: FAIL;
-#  - sleepy1, sleepy2: a budget that fits one of them: the other is a row "not run" (INCOMPLETE).
+#  - sleepy1, sleepy2: a budget that fits one of them: the other is a row "not run" (INCOMPLETE);
+#  - APPS_CHECK_JOBS=2 on steady, slow and offcost: a row each from the jobs' runs, none run
+#    again, the speedup reported only (slow passes), offcost's share still a failure.
 # Exit 77 (skipped, with the reason) where no C compiler is found for the stand-in library.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,6 +58,7 @@ run() { # NAME: run the check on one program; sets status and log
 }
 fail() { echo "FAIL: $*"; echo "$log" | tail -n 12; exit 1; }
 rounds() { find "$out/$1" -name "$1_static.eager.*.out" | wc -l; }
+rounds_in() { find "$out/$1" -name "$2_static.eager.*.out" | wc -l; } # OUTDIR NAME
 
 run steady
 [ "$status" -eq 0 ] || fail "steady: status $status, expected 0"
@@ -91,5 +94,33 @@ echo "$log" | grep -q '^  sleepy1 .* yes' || fail "budget: the first program did
 echo "$log" | grep -q '^  sleepy2  *static  *-  *not run  *APPS_CHECK_BUDGET (3 s) spent' || fail "budget: no row 'not run'"
 echo "$log" | grep -q '^INCOMPLETE: 1 of 2 programs not run' || fail "budget: no INCOMPLETE line"
 
+# APPS_CHECK_JOBS=2: the programs dealt into two jobs, each with a log of its own; the table
+# has a row for every program, made from the jobs' runs (no program runs again), and the
+# speedup is reported only: the slow program passes, the one that replays too little does not.
+rm -rf "$out/state"/*
+status=0
+APPS_CHECK_ONLY="steady slow offcost" APPS_CHECK_PAIRS=2 APPS_CHECK_JOBS=2 \
+  bash "$check" "$out/build" "$out/jobs" >"$out/jobs.log" 2>&1 || status=$?
+log=$(cat "$out/jobs.log")
+[ "$status" -eq 1 ] || fail "jobs: status $status, expected 1 (offcost)"
+[ -s "$out/jobs/job.1.log" ] && [ -s "$out/jobs/job.2.log" ] || fail "jobs: no log of each job"
+for p in steady slow offcost; do
+  echo "$log" | grep -q "^  $p  *static  *sync  *yes" || fail "jobs: no row for $p"
+  [ "$(rounds_in jobs $p)" -eq 2 ] || fail "jobs: $p ran $(rounds_in jobs $p) eager rounds, expected 2"
+done
+[ "$(cat "$out/state/steady.eager")" -eq 2 ] || fail "jobs: steady ran eagerly $(cat "$out/state/steady.eager") times, expected 2"
+echo "$log" | grep -q "speedup reported only" || fail "jobs: the speedup is not said to be reported only"
+echo "$log" | grep -q "replay share below 95%" || fail "jobs: offcost's share is not flagged"
+
+# Jobs under a budget: a program its job did not begin is a row "not run" of the table.
+stand_in sleepy3 "100" "80"
+sed -i '2i sleep 1' "$out/build/tests/apps/sleepy3_static"
+status=0
+APPS_CHECK_ONLY="sleepy1 sleepy2 sleepy3" APPS_CHECK_PAIRS=2 APPS_CHECK_JOBS=2 APPS_CHECK_BUDGET=3 \
+  bash "$check" "$out/build" "$out/jobs_budget" >"$out/jobs_budget.log" 2>&1 || status=$?
+log=$(cat "$out/jobs_budget.log")
+[ "$status" -eq 3 ] || fail "jobs and budget: status $status, expected 3"
+echo "$log" | grep -q '^  sleepy3  *static  *-  *not run  *its job did not begin it' || fail "jobs and budget: no row 'not run'"
+
 echo "PASS: apps-check adds rounds to a verdict near the line (drifting: $r rounds), fails a slow program," \
-  "and leaves programs past APPS_CHECK_BUDGET not run"
+  "leaves programs past APPS_CHECK_BUDGET not run, and checks programs in jobs side by side"
