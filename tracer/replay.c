@@ -99,19 +99,55 @@ static bool takes_values(const cgj_trace_t *tr, uint32_t i)
     return o->node || tr->segs[o->seg].eager;
 }
 
+/* Op `at` of trace tr took values it held for constants (cgj_guard with promote; `before`: its
+ * varying parameter slots until then): they vary from now on, and its node joins its segment's
+ * patch list. */
+static void note_promoted(const cgj_thread_t *t, cgj_trace_t *tr, uint32_t at, uint32_t before)
+{
+    cgj_op_t *o = &tr->list.ops[at];
+    if (!o->promoted) return;
+    cgj_graph_list(tr, at);
+    o->promoted = false;
+    uint32_t slots = o->kp ? o->kp->nvarying - before : 0;
+    __atomic_fetch_add(&tr->varying_slots, slots, __ATOMIC_RELAXED); /* the report reads it meanwhile */
+    CGJ_STAT_ADD(slots_promoted, slots);
+    CGJ_STAT_ADD(values_promoted, 1);
+    CGJ_LOG(guards, "anchor '%s': op %u (%s): its values vary from now on (%u parameter slot(s))", t->anchor->name, at,
+            o->call.api, slots);
+}
+
 /* Does variant v match the calls absorbed since the current segment began, and c? Stashes
  * into v if so. Earlier segments are launched already: what v would have done there no longer
  * matters, only that its segment starts where the pending work starts. */
 static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, const cgj_call_t *c, bool promote,
                             cgj_reason_t *why)
 {
-    if (c ? v->list.n <= t->cur.pos : v->list.n != t->cur.pos) {
+    const uint32_t pos = t->cur.pos;
+    const cgj_op_t *held = t->cur.trace->list.ops; /* their calls hold this run's values */
+    if (c ? v->list.n <= pos : v->list.n != pos) {
         cgj_reason_set(why, CGJ_REASON_EXIT_PAST_END, CGJ_REASON_NO_OP, "%u ops", v->list.n);
         return false;
     }
-    for (uint32_t i = first; i < t->cur.pos; i++)
-        if (!cgj_guard(&v->list.ops[i], &t->cur.trace->list.ops[i].call, false, why)) return false;
-    return !c || cgj_guard(&v->list.ops[t->cur.pos], c, promote && takes_values(v, t->cur.pos), why);
+    if (!promote) {
+        for (uint32_t i = first; i < pos; i++)
+            if (!cgj_guard(&v->list.ops[i], &held[i].call, false, why)) return false;
+        return !c || cgj_guard(&v->list.ops[pos], c, false, why);
+    }
+    /* With `promote`, the calls held since the segment began may take new values in v too
+     * (another place of the loop, on other pointers): every op is asked first, and only then
+     * are the values taken and the promoted ops listed, so that v is left as it was unless the
+     * switch happens (the caller switches once this holds). */
+    for (uint32_t i = first; i < pos; i++)
+        if (!cgj_guard_would_hold(&v->list.ops[i], &held[i].call, takes_values(v, i), why)) return false;
+    if (c && !cgj_guard_would_hold(&v->list.ops[pos], c, takes_values(v, pos), why)) return false;
+    for (uint32_t i = first; i <= pos && (i < pos || c); i++) {
+        cgj_op_t *o = &v->list.ops[i];
+        uint32_t before = o->kp ? o->kp->nvarying : 0;
+        bool held_ok = cgj_guard(o, i < pos ? &held[i].call : c, takes_values(v, i), why);
+        CGJ_ASSERT(held_ok, "a guard that would hold did not");
+        note_promoted(t, v, i, before);
+    }
+    return true;
 }
 
 /* CGJIT_LOG=guards: why variant k was not taken where the current one failed at op `pos`. */
@@ -120,24 +156,6 @@ static void log_not_taken(const cgj_thread_t *t, uint32_t k, const char *what, c
     char text[320];
     CGJ_LOG(guards, "anchor '%s': at op %u, variant %u not taken: %s%s%s", t->anchor->name, t->cur.pos, k, what,
             why ? ": " : "", why ? cgj_reason_format(why, text, sizeof text) : "");
-}
-
-/* Op t->cur.pos of the current trace took values it held for constants (cgj_guard with promote;
- * `before`: its varying parameter slots until then): they vary from now on, and its node joins
- * its segment's patch list. */
-static void note_promoted(cgj_thread_t *t, uint32_t before)
-{
-    cgj_trace_t *tr = t->cur.trace;
-    cgj_op_t *o = &tr->list.ops[t->cur.pos];
-    if (!o->promoted) return;
-    cgj_graph_list(tr, t->cur.pos);
-    o->promoted = false;
-    uint32_t slots = o->kp ? o->kp->nvarying - before : 0;
-    __atomic_fetch_add(&tr->varying_slots, slots, __ATOMIC_RELAXED); /* the report reads it meanwhile */
-    CGJ_STAT_ADD(slots_promoted, slots);
-    CGJ_STAT_ADD(values_promoted, 1);
-    CGJ_LOG(guards, "anchor '%s': op %u (%s): its values vary from now on (%u parameter slot(s))", t->anchor->name,
-            t->cur.pos, o->call.api, slots);
 }
 
 /* Under CGJIT_VERIFY, a call absorbed whole runs for real after its group is absorbed: a group
@@ -197,7 +215,6 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
             log_not_taken(t, k, "its chunk ends before the pending work does", NULL);
             continue;
         }
-        uint32_t before = c && v->list.ops[t->cur.pos].kp ? v->list.ops[t->cur.pos].kp->nvarying : 0;
         if (lc && !absorbs(v, t->cur.pos, lc)) {
             log_not_taken(t, k, "does not absorb the library call", NULL);
             continue;
@@ -233,7 +250,6 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
         t->cur.seg = s;
         __atomic_store_n(&a->current, k, __ATOMIC_RELAXED); /* the report reads it */
         CGJ_STAT_ADD(variant_switches, 1);
-        if (c) note_promoted(t, before);
         return true;
     }
     return false;
@@ -283,7 +299,7 @@ static bool promote_values(cgj_thread_t *t, const cgj_call_t *c)
     cgj_reason_t why;
     uint32_t before = o->kp ? o->kp->nvarying : 0;
     if (!takes_values(tr, t->cur.pos) || !cgj_guard(o, c, true, &why)) return false;
-    note_promoted(t, before);
+    note_promoted(t, tr, t->cur.pos, before);
     return true;
 }
 

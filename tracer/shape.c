@@ -339,18 +339,19 @@ static const addr_ctx_t exact = {NULL, NULL, 0, 0};
 
 /* The values of call c against op o's: taken when the op's values vary (listed), or newly
  * with `promote`; else a difference fails. */
-static bool guard_values(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
+static bool guard_values(cgj_op_t *o, const cgj_call_t *c, bool promote, bool dry, cgj_reason_t *r)
 {
     if (empty_for(o, c)) {
         cgj_reason_set(r, CGJ_REASON_DIFF_ZERO_LENGTH, CGJ_REASON_NO_OP, NULL);
         return false;
     }
     if (o->listed && !o->fixed) {
-        take_values(o, c);
+        if (!dry) take_values(o, c);
         return true;
     }
     if (call_values_equal(&o->call, c, &exact, r)) return true;
     if (!promote || o->fixed) return false;
+    if (dry) return true;
     take_values(o, c); /* the graph takes the new value: patched from now on */
     o->promoted = true;
     return true;
@@ -464,16 +465,23 @@ static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
     return true;
 }
 
-static __attribute__((noinline)) bool guard_full(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r);
+static __attribute__((noinline)) bool guard_full(cgj_op_t *o, const cgj_call_t *c, bool promote, bool dry,
+                                                  cgj_reason_t *r);
 
 /* Every absorbed launch takes kernel_as_recorded first, in a frame of its own: the full guard's
  * (its reason texts on the stack) would cost each call its set-up. */
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
 {
-    return kernel_as_recorded(o, c) || guard_full(o, c, promote, r);
+    return kernel_as_recorded(o, c) || guard_full(o, c, promote, false, r);
 }
 
-static bool guard_full(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
+bool cgj_guard_would_hold(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r)
+{
+    return guard_full(o, c, promote, true, r);
+}
+
+/* With `dry`, nothing is taken or promoted: true says the guard would hold. */
+static bool guard_full(cgj_op_t *o, const cgj_call_t *c, bool promote, bool dry, cgj_reason_t *r)
 {
     const addr_ctx_t *ctx = &exact;
     if (!call_shape_equal(&o->call, c, ctx, r)) return false;
@@ -503,8 +511,8 @@ static bool guard_full(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reaso
                        kp->sz[i], cgj_log_hex(e, kp->rec + kp->off[i], kp->sz[i]), cgj_log_hex(g, v, kp->sz[i]));
         return false;
     }
-    if (!guard_values(o, c, promote, r)) return false;
-    for (uint32_t i = 0; take && i < kp->n; i++) {
+    if (!guard_values(o, c, promote, dry, r)) return false;
+    for (uint32_t i = 0; take && !dry && i < kp->n; i++) {
         const void *v = cgj_call_slot(c, kp, i);
         if (!kp->varying[i] && !slot_eq(kp->rec + kp->off[i], v, kp->sz[i])) {
             /* A value the two recorded runs happened to share: patching it is as exact as

@@ -223,6 +223,8 @@ void cgj_shape_relocate(cgj_oplist_t *l, const CUdeviceptr *planned);
  * knows the op takes new values: a graph node, or an op its segment issues eagerly), a constant
  * slot or value that differs becomes varying instead of failing; o->promoted is then set. */
 bool cgj_guard(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r);
+/* Would cgj_guard(o, c, promote, r) hold? o is left as it is either way. */
+bool cgj_guard_would_hold(cgj_op_t *o, const cgj_call_t *c, bool promote, cgj_reason_t *r);
 
 /* ---- libop.c ---- */
 /* Learn how the group of LIB op `at` in `a` derives its kernel parameters from the call's

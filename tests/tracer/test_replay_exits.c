@@ -891,3 +891,27 @@ Test(tracer_places, chunks_end_at_the_same_ops_where_variants_share_their_calls)
         .name = "host_work", .fn = host_work_step, .steps = 100, .nbufs = 2, .after = note_exits_at_40,
         .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2), .segments = AT_LEAST(2)}});
 }
+
+/* Both places begin with the same two kernels; from step 30 on, the long place's first kernel
+ * takes another scale. A long run begins in the short variant, which takes the new scale (its
+ * op varies from then on), and where the places part, the long variant still holds the old
+ * scale for a constant in that first op, already held: the switch takes the new values in the
+ * held ops too, instead of leaving the trace. */
+static void shared_prefix_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    OK(fk_axpb_launch(&fk, NULL, b[0], s % 2 && s >= 30 ? 0.75f : 0.5f, 1.0f, N, 1));
+    OK(fk_addk_launch(&fk, NULL, b[0], 2, N));
+    if (s % 2 == 0) {
+        OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.25f, N));
+        return;
+    }
+    for (int k = 0; k < 10; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+}
+
+Test(tracer_places, a_switch_takes_new_values_in_the_ops_it_held_before)
+{
+    check_no_exit_in_last_40(&(scenario_t){
+        .name = "shared_prefix", .fn = shared_prefix_step, .steps = 100, .nbufs = 2, .after = note_exits_at_40,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
+}
