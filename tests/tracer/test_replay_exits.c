@@ -915,3 +915,53 @@ Test(tracer_places, a_switch_takes_new_values_in_the_ops_it_held_before)
         .name = "shared_prefix", .fn = shared_prefix_step, .steps = 100, .nbufs = 2, .after = note_exits_at_40,
         .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
 }
+
+/* Places chosen at random, each with a shape of its own under one anchor, and values that change
+ * now and then at each place (a first kernel's scale, a later kernel's buffer and scale, a
+ * copy's bytes), some steps with a read-back in their middle: whatever the switches, the
+ * promotions and the exits do, every step leaves memory as eager execution does (compared after
+ * each), and most steps replay. */
+static uint32_t mix32(uint32_t x)
+{
+    x ^= x >> 16, x *= 0x7feb352dU, x ^= x >> 15, x *= 0x846ca68bU, x ^= x >> 16;
+    return x;
+}
+
+static float g_random_src[N];
+
+static void random_places_step(int s, CUdeviceptr *b, void *ctx)
+{
+    uint32_t seed = *(uint32_t *)ctx, h = mix32(seed * 1000003U + (uint32_t)s), p = h % 4;
+    float first = 0.5f + 0.25f * (float)((s / (17 + 5 * (int)p)) % 3);
+    OK(fk_axpb_launch(&fk, NULL, b[0], first, 1.0f, N, 1));
+    if (p == 0) { /* two ops: too short for a graph; a copy from pageable memory */
+        for (int i = 0; i < N; i++) g_random_src[i] = (float)(s + i);
+        OK(fk.htod_async(b[1], g_random_src, sizeof g_random_src, NULL));
+        memset(g_random_src, 0xEE, sizeof g_random_src);
+        return;
+    }
+    OK(fk_addk_launch(&fk, NULL, b[0], 1, N));
+    CUdeviceptr other = b[2 + (s / (11 + (int)p)) % 2];
+    if (p == 1) {
+        for (int k = 0; k < 6; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+    } else if (p == 2) {
+        OK(fk_copyscale_launch(&fk, NULL, other, b[0], 0.125f * (float)(1 + s % 3), N));
+        float h_out[N];
+        OK(fk.dtoh(h_out, other, sizeof h_out)); /* a read-back: the segment ends here */
+        for (int k = 0; k < 3; k++) OK(fk_addk_launch(&fk, NULL, b[1], k + (int)(h_out[0] > 1e9f), N));
+    } else {
+        for (int k = 0; k < 8; k++) OK(fk_addk_launch(&fk, NULL, k % 2 ? other : b[1], k, N));
+    }
+}
+
+Test(tracer_places, places_at_random_stay_exact)
+{
+    for (uint32_t seed = 1; seed <= 6; seed++) {
+        char name[32];
+        snprintf(name, sizeof name, "random_%u", seed);
+        cgj_trace_info_t i = run_scenario(&(scenario_t){.name = name, .fn = random_places_step, .steps = 200,
+                                                         .nbufs = 4, .ctx = &seed});
+        cr_assert_geq(i.replays, 100, "%s: %llu of 200 steps replayed (%llu side exits; %s)", name,
+                      (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.reason);
+    }
+}
