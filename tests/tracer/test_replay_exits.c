@@ -965,3 +965,60 @@ Test(tracer_places, places_at_random_stay_exact)
                       (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.reason);
     }
 }
+
+/* The same with more kinds of work at the places: a memset whose value changes, an allocation
+ * inside the step (served from the pool when replayed), a second stream forked and joined with
+ * events. */
+static CUstream g_side;
+static CUevent g_fork, g_join;
+
+static void make_side_stream(const scenario_t *sc, int s, bufs_t *b)
+{
+    (void)sc, (void)s, (void)b;
+    if (g_side) return;
+    OK(fk.stream_create(&g_side, CU_STREAM_NON_BLOCKING));
+    OK(fk.event_create(&g_fork, CU_EVENT_DISABLE_TIMING));
+    OK(fk.event_create(&g_join, CU_EVENT_DISABLE_TIMING));
+}
+
+static void random_rich_step(int s, CUdeviceptr *b, void *ctx)
+{
+    uint32_t seed = *(uint32_t *)ctx, h = mix32(seed * 7919U + (uint32_t)s), p = h % 4;
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f + 0.25f * (float)((s / (13 + 3 * (int)p)) % 2), 1.0f, N, 1));
+    if (p == 0) {
+        for (int i = 0; i < N; i++) g_random_src[i] = (float)(2 * s + i);
+        OK(fk.htod_async(b[1], g_random_src, sizeof g_random_src, NULL));
+        return;
+    }
+    OK(fk_addk_launch(&fk, NULL, b[0], 1, N));
+    if (p == 1) {
+        OK(fk.memset32_async(b[3], 0x3f800000u + (unsigned)(s % 3), N, NULL));
+        for (int k = 0; k < 4; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+    } else if (p == 2) {
+        CUdeviceptr tmp;
+        OK(fk.mem_alloc(&tmp, N * sizeof(float)));
+        OK(fk.dtod_async(tmp, b[0], N * sizeof(float), NULL));
+        OK(fk_copyscale_launch(&fk, NULL, b[1], tmp, 0.25f * (float)(1 + (s / 9) % 2), N));
+        OK(fk.mem_free(tmp));
+        for (int k = 0; k < 2; k++) OK(fk_addk_launch(&fk, NULL, b[2], k, N));
+    } else {
+        OK(fk.event_record(g_fork, NULL));
+        OK(fk.stream_wait(g_side, g_fork, 0));
+        OK(fk_addk_launch(&fk, g_side, b[2], 5, N));
+        OK(fk.event_record(g_join, g_side));
+        OK(fk.stream_wait(NULL, g_join, 0));
+        for (int k = 0; k < 3; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+    }
+}
+
+Test(tracer_places, places_at_random_with_memsets_allocations_and_streams_stay_exact)
+{
+    for (uint32_t seed = 1; seed <= 6; seed++) {
+        char name[32];
+        snprintf(name, sizeof name, "rich_%u", seed);
+        cgj_trace_info_t i = run_scenario(&(scenario_t){.name = name, .fn = random_rich_step, .steps = 200,
+                                                         .nbufs = 4, .ctx = &seed, .prepare = make_side_stream});
+        cr_assert_geq(i.replays, 100, "%s: %llu of 200 steps replayed (%llu side exits; %s)", name,
+                      (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.reason);
+    }
+}
