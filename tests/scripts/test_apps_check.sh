@@ -56,6 +56,13 @@ run() { # NAME: run the check on one program; sets status and log
     >"$out/$1.log" 2>&1 || status=$?
   log=$(cat "$out/$1.log")
 }
+run_with() { # NAME VAR=VALUE...: the check with those variables, into $out/NAME; sets status and log
+  local name=$1
+  shift
+  status=0
+  env "$@" bash "$check" "$out/build" "$out/$name" >"$out/$name.log" 2>&1 || status=$?
+  log=$(cat "$out/$name.log")
+}
 fail() { echo "FAIL: $*"; echo "$log" | tail -n 12; exit 1; }
 rounds() { find "$out/$1" -name "$1_static.eager.*.out" | wc -l; }
 rounds_in() { find "$out/$1" -name "$2_static.eager.*.out" | wc -l; } # OUTDIR NAME
@@ -85,10 +92,7 @@ echo "$log" | grep -q "replay share below 95%" || fail "offcost: the table does 
 stand_in sleepy1 "100" "80"
 stand_in sleepy2 "100" "80"
 for f in sleepy1 sleepy2; do sed -i '2i sleep 1' "$out/build/tests/apps/${f}_static"; done
-status=0
-APPS_CHECK_ONLY="sleepy1 sleepy2" APPS_CHECK_PAIRS=2 APPS_CHECK_MAX_PAIRS=2 APPS_CHECK_BUDGET=3 \
-  bash "$check" "$out/build" "$out/sleepy" >"$out/sleepy.log" 2>&1 || status=$?
-log=$(cat "$out/sleepy.log")
+run_with sleepy APPS_CHECK_ONLY="sleepy1 sleepy2" APPS_CHECK_PAIRS=2 APPS_CHECK_MAX_PAIRS=2 APPS_CHECK_BUDGET=3
 [ "$status" -eq 3 ] || fail "budget: status $status, expected 3"
 echo "$log" | grep -q '^  sleepy1 .* yes' || fail "budget: the first program did not run"
 echo "$log" | grep -q '^  sleepy2  *static  *-  *not run  *APPS_CHECK_BUDGET (3 s) spent' || fail "budget: no row 'not run'"
@@ -98,10 +102,7 @@ echo "$log" | grep -q '^INCOMPLETE: 1 of 2 programs not run' || fail "budget: no
 # has a row for every program, made from the jobs' runs (no program runs again), and the
 # speedup is reported only: the slow program passes, the one that replays too little does not.
 rm -rf "$out/state"/*
-status=0
-APPS_CHECK_ONLY="steady slow offcost" APPS_CHECK_PAIRS=2 APPS_CHECK_JOBS=2 \
-  bash "$check" "$out/build" "$out/jobs" >"$out/jobs.log" 2>&1 || status=$?
-log=$(cat "$out/jobs.log")
+run_with jobs APPS_CHECK_ONLY="steady slow offcost" APPS_CHECK_PAIRS=2 APPS_CHECK_JOBS=2
 [ "$status" -eq 1 ] || fail "jobs: status $status, expected 1 (offcost)"
 [ -s "$out/jobs/job.1.log" ] && [ -s "$out/jobs/job.2.log" ] || fail "jobs: no log of each job"
 for p in steady slow offcost; do
@@ -115,10 +116,7 @@ echo "$log" | grep -q "replay share below 95%" || fail "jobs: offcost's share is
 # Jobs under a budget: a program its job did not begin is a row "not run" of the table.
 stand_in sleepy3 "100" "80"
 sed -i '2i sleep 1' "$out/build/tests/apps/sleepy3_static"
-status=0
-APPS_CHECK_ONLY="sleepy1 sleepy2 sleepy3" APPS_CHECK_PAIRS=2 APPS_CHECK_JOBS=2 APPS_CHECK_BUDGET=3 \
-  bash "$check" "$out/build" "$out/jobs_budget" >"$out/jobs_budget.log" 2>&1 || status=$?
-log=$(cat "$out/jobs_budget.log")
+run_with jobs_budget APPS_CHECK_ONLY="sleepy1 sleepy2 sleepy3" APPS_CHECK_PAIRS=2 APPS_CHECK_JOBS=2 APPS_CHECK_BUDGET=3
 [ "$status" -eq 3 ] || fail "jobs and budget: status $status, expected 3"
 echo "$log" | grep -q '^  sleepy3  *static  *-  *not run  *its job did not begin it' || fail "jobs and budget: no row 'not run'"
 
