@@ -140,7 +140,7 @@ static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, con
     for (uint32_t i = first; i < pos; i++)
         if (!cgj_guard_would_hold(&v->list.ops[i], &held[i].call, takes_values(v, i), why)) return false;
     if (c && !cgj_guard_would_hold(&v->list.ops[pos], c, takes_values(v, pos), why)) return false;
-    for (uint32_t i = first; i <= pos && (i < pos || c); i++) {
+    for (uint32_t i = first, end = c ? pos + 1 : pos; i < end; i++) {
         cgj_op_t *o = &v->list.ops[i];
         uint32_t before = o->kp ? o->kp->nvarying : 0;
         bool held_ok = cgj_guard(o, i < pos ? &held[i].call : c, takes_values(v, i), why);
