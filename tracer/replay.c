@@ -208,6 +208,13 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
             log_not_taken(t, k, "ops already ran that its graph holds", NULL);
             continue;
         }
+        /* CGJIT_VERIFY: the held calls ran for real already, to be checked against the graph; a
+         * segment too short for one would issue them again. The run leaves the trace instead,
+         * which issues nothing (exits.c). */
+        if (v->segs[s].eager && cgj_verify_running(t)) {
+            log_not_taken(t, k, "under CGJIT_VERIFY, its segment is too short for a graph", NULL);
+            continue;
+        }
         /* The pending work must lie in v's segment s: where v ends a chunk earlier than the
          * current trace (chunks follow each recording's host time), v's next segment would hold
          * absorbed work that is never launched. */

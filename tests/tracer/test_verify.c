@@ -331,3 +331,42 @@ Test(tracer_verify, its_copies_are_done_before_the_graph_and_the_program_go_on)
     defer(0);
     cr_assert_geq(st.verify_segments, STEPS - 3, "%llu graphs checked", (unsigned long long)st.verify_segments);
 }
+
+/* One anchor at two places: at even steps the kernel and a copy from pageable memory (a segment
+ * too short for a graph, CGJIT_GRAPH_MIN_OPS 3), at odd steps the kernel and six more (a graph).
+ * A run begun in the long variant has run its first kernel for real (checked against the
+ * graph) when the shapes part: a switch to the short variant would issue it again, eagerly, at
+ * its segment's end. Under CGJIT_VERIFY such a run leaves the trace (which issues nothing), and
+ * every step's results are eager's. */
+static float g_two_src[N];
+
+static void two_places(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    OK(fk_axpb_launch(&fk, NULL, b[0], 2.0f, 1.0f, N, 1));
+    if (s % 2 == 0) {
+        for (int i = 0; i < N; i++) g_two_src[i] = (float)(s + i);
+        OK(fk.htod_async(b[1], g_two_src, sizeof g_two_src, NULL));
+        return;
+    }
+    for (int k = 0; k < 6; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+}
+
+static void setup_verify_min3(void)
+{
+    setenv("CGJIT_VERIFY", "1", 1);
+    setenv("CGJIT_COST", "0", 1);
+    setenv("CGJIT_GRAPH_MIN_OPS", "3", 1);
+    setup();
+}
+
+TestSuite(tracer_verify_min3, .init = setup_verify_min3, .timeout = 60);
+
+Test(tracer_verify_min3, a_switch_to_a_segment_too_short_for_a_graph_runs_nothing_twice)
+{
+    run_checked("verify_two_places", two_places, 2, 2 * STEPS);
+    cgj_trace_info_t i = info_of("verify_two_places");
+    cr_assert_eq(i.variants, 2);
+    cr_assert_geq(i.side_exits, STEPS - 4, "%llu side exits: short runs begun in the long variant switched",
+                  (unsigned long long)i.side_exits);
+}
