@@ -39,10 +39,12 @@
     X(ABORT_CONTEXT, "the step runs in another CUDA context than its trace was built in",         \
       "give each context's steps an anchor of their own (markers), or keep one context current")  \
     /* differences: side exits in replay, disagreements in recording */                           \
-    X(DIFF_OPERATION, "operation differs", "the step does different work from run to run")       \
+    X(DIFF_OPERATION, "operation differs",                                                         \
+      "the step does different work from run to run; CGJIT_LOG=guards says why no other variant took it") \
     X(DIFF_API, "driver function differs", "the step calls different driver functions")          \
     X(DIFF_STREAM, "stream differs", "use the same streams in every step")                        \
-    X(DIFF_KERNEL, "kernel function differs", "the step launches different kernels")             \
+    X(DIFF_KERNEL, "kernel function differs",                                                      \
+      "the step launches different kernels; CGJIT_LOG=guards says why no other variant took it")  \
     X(DIFF_GRID, "grid differs", "patched where the graph takes it; this node refused a patch before")  \
     X(DIFF_BLOCK, "block differs", "patched where the graph takes it; this node refused a patch before") \
     X(DIFF_SMEM, "dynamic shared memory differs", "patched where the graph takes it; this node refused a patch before") \
