@@ -14,12 +14,18 @@
 
 #define STEPS 24
 
-static void setup_verify(void)
+/* The fake driver opened under CGJIT_VERIFY, without the cost model, graphs from min_ops ops. */
+static void open_verifying(const char *min_ops)
 {
     setenv("CGJIT_VERIFY", "1", 1);
     setenv("CGJIT_COST", "0", 1);
-    setenv("CGJIT_GRAPH_MIN_OPS", "1", 1);
+    setenv("CGJIT_GRAPH_MIN_OPS", min_ops, 1);
     setup();
+}
+
+static void setup_verify(void)
+{
+    open_verifying("1");
 }
 
 TestSuite(tracer_verify, .init = setup_verify, .timeout = 60);
@@ -354,10 +360,7 @@ static void two_places(int s, CUdeviceptr *b, void *ctx)
 
 static void setup_verify_min3(void)
 {
-    setenv("CGJIT_VERIFY", "1", 1);
-    setenv("CGJIT_COST", "0", 1);
-    setenv("CGJIT_GRAPH_MIN_OPS", "3", 1);
-    setup();
+    open_verifying("3");
 }
 
 TestSuite(tracer_verify_min3, .init = setup_verify_min3, .timeout = 60);
