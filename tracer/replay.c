@@ -456,7 +456,7 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     cgj_call_t tmp;
     bool run_now = false;
     if (t->cur.pos < tr->list.n) c = as_pool_free(c, &tr->list.ops[t->cur.pos], &tmp);
-    if (t->cur.pos >= tr->list.n && !try_switch(t, c)) {
+    if (t->cur.pos >= tr->list.n && !try_switch(t, c) && !try_switch_to(t, c, NULL, true)) { /* past its end */
         cgj_reason_set(&why, CGJ_REASON_EXIT_PAST_END, CGJ_REASON_NO_OP, "%s after the trace's %u ops", c->api, tr->list.n);
         cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
         return CGJ_EXECUTE;
@@ -570,7 +570,8 @@ void cgj_replay_end(cgj_thread_t *t)
     cgj_anchor_t *a = t->anchor;
     cgj_trace_t *tr = t->cur.trace;
     CGJ_STAT_ADD(ops_absorbed, t->cur.absorbed);
-    if (t->cur.pos != tr->list.n && try_switch(t, NULL)) tr = t->cur.trace; /* a variant that ends here */
+    if (t->cur.pos != tr->list.n && (try_switch(t, NULL) || try_switch_to(t, NULL, NULL, true)))
+        tr = t->cur.trace; /* a variant that ends here, with new values where needed */
     if (t->cur.pos == tr->list.n) {
         launch_segment(t); /* on failure the step has become eager */
         if (t->mode == CGJ_MODE_REPLAY) {

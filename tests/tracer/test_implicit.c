@@ -766,3 +766,82 @@ Test(tracer_implicit_auto, a_long_cycle_of_synchronized_iterations_is_stepped_at
                   iters, buf);
     free(buf);
 }
+
+/* ---- one anchor at several places, found by CGJIT_STEP=sync ----
+ * Every iteration begins with the same kernel and ends with a read-back, at one of four places
+ * drawn at random, each with work of its own in between (none; more kernels on another buffer;
+ * a kernel that reads the first one's result; more kernels on the same buffer), and a value of
+ * the first kernel that changes now and then at each place: every step begins at the same kernel
+ * after a synchronization, so one anchor holds every place's shape, as after each `nonzero` of a
+ * detection model. The read-backs are checked against the same arithmetic on the host. */
+static uint32_t mix32(uint32_t x)
+{
+    x ^= x >> 16, x *= 0x7feb352dU, x ^= x >> 15, x *= 0x846ca68bU, x ^= x >> 16;
+    return x;
+}
+
+static void host_addk(float *x, int k)
+{
+    for (int i = 0; i < N; i++) x[i] += (float)k;
+}
+
+static void host_copyscale(float *d, const float *s, float sc)
+{
+    for (int i = 0; i < N; i++) d[i] = sc * s[i] + 0.5f * d[i];
+}
+
+static void random_places_loop(uint32_t seed, int iters)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 4), y = fk_alloc_floats(&fk, N, 5), z = fk_alloc_floats(&fk, N, 6);
+    float rx[N], ry[N], rz[N], seen[N];
+    OK(fk.dtoh(rx, x, sizeof rx));
+    OK(fk.dtoh(ry, y, sizeof ry));
+    OK(fk.dtoh(rz, z, sizeof rz));
+    for (int it = 0; it < iters; it++) {
+        uint32_t p = mix32(seed * 2654435761U + (uint32_t)it) % 4;
+        float b = 0.01f * (float)((it / (9 + 4 * (int)p)) % 3);
+        OK(fk_axpb_launch(&fk, NULL, x, 0.5f, b, N, 1));
+        host_axpb(rx, 0.5f, b);
+        CUdeviceptr read = x;
+        const float *ref = rx;
+        if (p == 1) {
+            for (int k = 1; k <= 5; k++) {
+                OK(fk_addk_launch(&fk, NULL, y, k, N));
+                host_addk(ry, k);
+            }
+            read = y, ref = ry;
+        } else if (p == 2) {
+            OK(fk_copyscale_launch(&fk, NULL, z, x, 0.25f, N));
+            host_copyscale(rz, rx, 0.25f);
+            OK(fk_addk_launch(&fk, NULL, z, 3, N));
+            host_addk(rz, 3);
+            read = z, ref = rz;
+        } else if (p == 3) {
+            for (int k = 0; k < 6; k++) {
+                OK(fk_addk_launch(&fk, NULL, x, k % 2 ? -1 : 1, N));
+                host_addk(rx, k % 2 ? -1 : 1);
+            }
+        }
+        OK(fk.dtoh(seen, read, sizeof seen));
+        cr_assert(!memcmp(ref, seen, sizeof seen), "seed %u, iteration %d (place %u) differs from eager arithmetic",
+                  seed, it, p);
+    }
+}
+
+TestSuite(tracer_implicit_places, .init = sync_setup);
+
+Test(tracer_implicit_places, places_at_random_behind_one_anchor_stay_exact_and_replay)
+{
+    for (uint32_t seed = 1; seed <= 4; seed++) random_places_loop(seed, 300);
+    cgj_stats_t s = stats();
+    cr_assert_geq(s.steps_replayed, 1000, "replayed %llu of 1200 steps (%llu side exits, %llu switches)",
+                  (unsigned long long)s.steps_replayed, (unsigned long long)s.side_exits,
+                  (unsigned long long)s.variant_switches);
+}
+
+TestSuite(tracer_implicit_places_auto, .init = auto_setup);
+
+Test(tracer_implicit_places_auto, places_at_random_stay_exact_under_auto)
+{
+    for (uint32_t seed = 1; seed <= 2; seed++) random_places_loop(seed, 300);
+}
