@@ -134,13 +134,18 @@ static bool variant_matches(cgj_thread_t *t, cgj_trace_t *v, uint32_t first, con
         return !c || cgj_guard(&v->list.ops[pos], c, false, why);
     }
     /* With `promote`, the calls held since the segment began may take new values in v too
-     * (another place of the loop, on other pointers): every op is asked first, and only then
-     * are the values taken and the promoted ops listed, so that v is left as it was unless the
-     * switch happens (the caller switches once this holds). */
-    for (uint32_t i = first; i < pos; i++)
-        if (!cgj_guard_would_hold(&v->list.ops[i], &held[i].call, takes_values(v, i), why)) return false;
-    if (c && !cgj_guard_would_hold(&v->list.ops[pos], c, takes_values(v, pos), why)) return false;
-    for (uint32_t i = first, end = c ? pos + 1 : pos; i < end; i++) {
+     * (another place of the loop, on other pointers): every op is asked first (as it is, else
+     * whether it would take them), and only then are constants promoted and the promoted ops
+     * listed, so that v keeps its constants unless the switch happens (the caller switches once
+     * this holds). */
+    const uint32_t end = c ? pos + 1 : pos;
+    for (uint32_t i = first; i < end; i++) { /* as they are first: the common case, the guard's fast path */
+        const cgj_call_t *call = i < pos ? &held[i].call : c;
+        if (!cgj_guard(&v->list.ops[i], call, false, why) &&
+            !cgj_guard_would_hold(&v->list.ops[i], call, takes_values(v, i), why))
+            return false;
+    }
+    for (uint32_t i = first; i < end; i++) {
         cgj_op_t *o = &v->list.ops[i];
         uint32_t before = o->kp ? o->kp->nvarying : 0;
         bool held_ok = cgj_guard(o, i < pos ? &held[i].call : c, takes_values(v, i), why);
