@@ -235,7 +235,8 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
         bool waited = false, fits = true;
         for (uint32_t i = first + t->cur.passed; i < t->cur.pos && fits; i++) {
             const cgj_call_t *held = &t->cur.trace->list.ops[i].call; /* this run's values */
-            fits = !v->list.ops[i].stage || (held->kind == CGJ_OP_MEMCPY && v->list.ops[i].stage_cap >= held->u.m.bytes);
+            const cgj_op_t *o = &v->list.ops[i];
+            fits = !o->stage || (held->kind == CGJ_OP_MEMCPY && o->stage_cap >= held->u.m.bytes);
         }
         if (!fits) {
             log_not_taken(t, k, "its staging is smaller than the bytes held", NULL);
@@ -270,6 +271,14 @@ static bool try_switch_to(cgj_thread_t *t, const cgj_call_t *c, const cgj_libcal
 static bool try_switch(cgj_thread_t *t, const cgj_call_t *c)
 {
     return try_switch_to(t, c, NULL, false);
+}
+
+/* Another variant as it is, else one that takes this run's values where it held constants:
+ * where the current variant has no op to take new values (the run goes past its end, or ends
+ * before it). */
+static bool try_switch_or_promote(cgj_thread_t *t, const cgj_call_t *c)
+{
+    return try_switch(t, c) || try_switch_to(t, c, NULL, true);
 }
 
 /* A free the trace recorded as the step freeing its own allocation. */
@@ -461,7 +470,7 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     cgj_call_t tmp;
     bool run_now = false;
     if (t->cur.pos < tr->list.n) c = as_pool_free(c, &tr->list.ops[t->cur.pos], &tmp);
-    if (t->cur.pos >= tr->list.n && !try_switch(t, c) && !try_switch_to(t, c, NULL, true)) { /* past its end */
+    if (t->cur.pos >= tr->list.n && !try_switch_or_promote(t, c)) { /* past its end */
         cgj_reason_set(&why, CGJ_REASON_EXIT_PAST_END, CGJ_REASON_NO_OP, "%s after the trace's %u ops", c->api, tr->list.n);
         cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
         return CGJ_EXECUTE;
@@ -575,7 +584,7 @@ void cgj_replay_end(cgj_thread_t *t)
     cgj_anchor_t *a = t->anchor;
     cgj_trace_t *tr = t->cur.trace;
     CGJ_STAT_ADD(ops_absorbed, t->cur.absorbed);
-    if (t->cur.pos != tr->list.n && (try_switch(t, NULL) || try_switch_to(t, NULL, NULL, true)))
+    if (t->cur.pos != tr->list.n && try_switch_or_promote(t, NULL))
         tr = t->cur.trace; /* a variant that ends here, with new values where needed */
     if (t->cur.pos == tr->list.n) {
         launch_segment(t); /* on failure the step has become eager */

@@ -21,7 +21,8 @@
  *     eager execution computed, and prints what it prints without cgjit.
  * A side exit in a checked segment re-issues nothing: its calls ran already (exits.c asks
  * cgj_verify_flush); for the same reason a run in a checked segment does not switch to a variant
- * whose segment there is too short for a graph (replay.c), which would issue them again. Segments issued eagerly have no graph to check; a segment holding a host
+ * whose segment there is too short for a graph (replay.c), which would issue them again.
+ * Segments issued eagerly have no graph to check; a segment holding a host
  * function is not checked (it would run twice); one whose ops name at launch an allocation not
  * known at its start cannot be compared and keeps E. Those count as unchecked, with a reason.
  *

@@ -724,7 +724,8 @@ Test(tracer_replay_log, a_side_exit_says_why_each_other_variant_was_not_taken)
     char line[1024];
     int not_taken = 0, exits_after = 0;
     while (fgets(line, sizeof line, f)) {
-        if (strstr(line, "at op 1, variant ") && strstr(line, " not taken: differs: kernel function differs")) not_taken++;
+        if (strstr(line, "at op 1, variant ") && strstr(line, " not taken: differs: kernel function differs"))
+            not_taken++;
         if (strstr(line, "side exit at op 1 (DIFF_KERNEL)") && not_taken) exits_after++;
     }
     fclose(f);
