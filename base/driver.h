@@ -192,6 +192,8 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuGraphMemsetNodeGetParams, cuGraphMemsetNodeGetParams)                 \
     D(cuGraphExecMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams)         \
     D(cuGraphExecMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams)         \
+    D(cuGraphExecEventRecordNodeSetEvent, cuGraphExecEventRecordNodeSetEvent) \
+    D(cuGraphExecEventWaitNodeSetEvent, cuGraphExecEventWaitNodeSetEvent)     \
     D(cuMemHostAlloc, cuMemHostAlloc)                                         \
     D(cuCtxGetDevice, cuCtxGetDevice)                                         \
     D(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity)           \

@@ -98,10 +98,31 @@ static bool names_host_memory(const cgj_op_t *o)
            ((o->call.u.m.dir == CGJ_DIR_H2D && o->call.u.m.direct) || o->call.u.m.dir == CGJ_DIR_D2H);
 }
 
-/* Ops whose values the executable graph can take without a rebuild: their nodes are kept. */
-static bool has_node(const cgj_op_t *o)
+/* Ops whose values the executable graph can take without a rebuild: their nodes are kept. A
+ * wait ordered inside its segment (`ordered`) is an edge, no node. */
+static bool has_node(const cgj_op_t *o, bool ordered)
 {
-    return o->call.kind == CGJ_OP_KERNEL || o->call.kind == CGJ_OP_MEMCPY || o->call.kind == CGJ_OP_MEMSET;
+    return o->call.kind == CGJ_OP_KERNEL || o->call.kind == CGJ_OP_MEMCPY || o->call.kind == CGJ_OP_MEMSET ||
+           o->call.kind == CGJ_OP_EVENT_RECORD || (o->call.kind == CGJ_OP_STREAM_WAIT && !ordered);
+}
+
+/* The segment's event ops as its graph is built: each one's previous and its nearest with the
+ * same event (ir.h; replay's guard holds a run to that pattern). */
+static void event_pattern(cgj_trace_t *t, const cgj_segment_t *seg)
+{
+    uint32_t last = UINT32_MAX;
+    for (uint32_t i = seg->first; i < seg->end; i++) {
+        cgj_op_t *o = &t->list.ops[i];
+        if (o->call.kind != CGJ_OP_EVENT_RECORD && o->call.kind != CGJ_OP_STREAM_WAIT) continue;
+        o->ev_prev = last == UINT32_MAX ? 0 : i - last;
+        o->ev_same = 0;
+        for (uint32_t j = last; j != UINT32_MAX && !o->ev_same;) {
+            const cgj_op_t *p = &t->list.ops[j];
+            if (p->call.u.e.ev == o->call.u.e.ev) o->ev_same = i - j;
+            j = p->ev_prev ? j - p->ev_prev : UINT32_MAX;
+        }
+        last = i;
+    }
 }
 
 /* ---- capture lanes ----
@@ -371,9 +392,11 @@ static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, lanes_
         if (r == CUDA_SUCCESS && lane_of(ls, seg->home, &r)) ls->l[0].cap = cap;
         if (r != CUDA_SUCCESS) FAIL(CAPTURE, NO_OP, "lanes: %s", cgj_driver_errstr(r));
     }
+    event_pattern(t, seg);
     for (uint32_t i = seg->first; i < seg->end; i++) {
         cgj_op_t *o = &t->list.ops[i];
         CUstream on = cap;
+        o->node = NULL;
         if (o->fused) { /* the chain's kernel at its last op; no node for its ops */
             CUresult r = t->fused[o->fused - 1].last == i ? fused_issue(t, o, multi ? ls : NULL, cap) : CUDA_SUCCESS;
             if (r != CUDA_SUCCESS) FAIL(CAPTURE, i, "fused kernel: %s", cgj_driver_errstr(r));
@@ -384,7 +407,7 @@ static bool capture_ops(cgj_trace_t *t, cgj_segment_t *seg, CUstream cap, lanes_
                                                                                : lane_issue(ls, o, ordered, &on);
         if (r != CUDA_SUCCESS) FAIL(CAPTURE, i, "%s: %s", o->call.api, cgj_driver_errstr(r));
         /* every value may turn out to vary: keep the node to patch it */
-        if (has_node(o) && !keep_node(o, on, i, why)) return false;
+        if (has_node(o, ordered) && !keep_node(o, on, i, why)) return false;
     }
     CUresult r = lanes_join(ls);
     if (r != CUDA_SUCCESS) FAIL(CAPTURE, NO_OP, "joining the lanes: %s", cgj_driver_errstr(r));
@@ -397,7 +420,8 @@ static CUresult read_node(cgj_op_t *o)
     switch (o->call.kind) {
     case CGJ_OP_KERNEL: return cgj_drv.r_cuGraphKernelNodeGetParams_v2(o->node, &o->inexec.k);
     case CGJ_OP_MEMCPY: return cgj_drv.r_cuGraphMemcpyNodeGetParams(o->node, &o->inexec.m);
-    default: return cgj_drv.r_cuGraphMemsetNodeGetParams(o->node, &o->inexec.s);
+    case CGJ_OP_MEMSET: return cgj_drv.r_cuGraphMemsetNodeGetParams(o->node, &o->inexec.s);
+    default: o->inexec.e = o->call.u.e.ev; return CUDA_SUCCESS; /* an event node: the event captured */
     }
 }
 
@@ -692,6 +716,20 @@ static CUresult patch_memset(CUgraphExec exec, cgj_op_t *o, CUcontext ctx, bool 
     return CUDA_SUCCESS;
 }
 
+/* An event record or wait node takes the run's event (a wait ordered inside the segment is an
+ * edge: the guard held its event to the record's). */
+static CUresult patch_event(CUgraphExec exec, cgj_op_t *o, bool *did)
+{
+    CUevent ev = o->call.u.e.ev;
+    if (!o->node || ev == o->inexec.e) return CUDA_SUCCESS;
+    CUresult r = o->call.kind == CGJ_OP_EVENT_RECORD ? cgj_drv.r_cuGraphExecEventRecordNodeSetEvent(exec, o->node, ev)
+                                                     : cgj_drv.r_cuGraphExecEventWaitNodeSetEvent(exec, o->node, ev);
+    if (r != CUDA_SUCCESS) return r;
+    o->inexec.e = ev;
+    *did = true;
+    return CUDA_SUCCESS;
+}
+
 /* Blocks from every device-updatable op of the segment, from the start; those that do not fit
  * are set from the host (no room left). */
 static CUresult gpu_blocks(cgj_segment_t *seg, cgj_trace_t *t, uint32_t *refused)
@@ -740,7 +778,8 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, cgj
         } else {
             r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg, o, &dirty, &did, &on_gpu)
                 : o->call.kind == CGJ_OP_MEMCPY ? patch_memcpy(seg->exec, o, t->ctx, host_gen, &did)
-                                                : patch_memset(seg->exec, o, t->ctx, &did);
+                : o->call.kind == CGJ_OP_MEMSET ? patch_memset(seg->exec, o, t->ctx, &did)
+                                                : patch_event(seg->exec, o, &did);
             bool changed;
             if (r == CUDA_SUCCESS && gpu) room = gpu_add(o, g, &at, &changed);
         }

@@ -327,13 +327,15 @@ typedef struct cgj_libop {
     uint64_t absorbed, called;
 } cgj_libop_t;
 
-/* What the executable graph holds for a kernel, copy or memset node (Guards v2): the node's
- * parameters as the driver reported them at build time, updated by every patch. The op's call
- * holds the current run's values; where they differ at launch, the node is patched. */
+/* What the executable graph holds for a kernel, copy, memset or event node (Guards v2): the
+ * node's parameters as the driver reported them at build time (an event node: its event),
+ * updated by every patch. The op's call holds the current run's values; where they differ at
+ * launch, the node is patched. */
 typedef union cgj_nodeparams {
     CUDA_KERNEL_NODE_PARAMS_v2 k;
     CUDA_MEMCPY3D m;
     CUDA_MEMSET_NODE_PARAMS s;
+    CUevent e;
 } cgj_nodeparams_t;
 
 typedef struct cgj_op {
@@ -343,11 +345,18 @@ typedef struct cgj_op {
     cgj_libop_t *lib;  /* LIB only */
     void *stage;       /* H2D: pinned staging buffer owned by the trace ... */
     size_t stage_cap;  /* ... and its size (it grows with the copy) */
-    CUgraphNode node;  /* KERNEL, MEMCPY, MEMSET in a trace: its node in the segment graph */
+    CUgraphNode node;  /* KERNEL, MEMCPY, MEMSET, EVENT_RECORD and a STREAM_WAIT not ordered
+                        * inside its segment, in a trace: its node in the segment graph */
     CUgraphDeviceNode devnode; /* KERNEL: the node's device handle where it is patched on the GPU
                         * (graphs/devpatch.h), else NULL */
     cgj_nodeparams_t inexec; /* what the executable graph holds for the node */
     uint32_t seg;      /* the segment it belongs to */
+    uint32_t ev_prev;  /* EVENT_RECORD, STREAM_WAIT in a graph segment: how many ops back the
+                        * segment's previous such op is (0: none) ... */
+    uint32_t ev_same;  /* ... and the nearest one with the same event when the graph was built
+                        * (0: none). Events may differ from run to run (taken from a pool), as
+                        * long as the run's events repeat in the pattern the graph was built
+                        * with (tracer/shape.c) */
     uint32_t gap_ns;   /* host time the program spent before this call since its previous
                         * recorded call returned (its own work: Python, cuBLAS's heuristics),
                         * the smaller of the two recorded runs', saturated; 0 for a step's

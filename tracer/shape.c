@@ -109,8 +109,8 @@ static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, const add
         if (!ADDR_EQ(a->u.a.addr, b->u.a.addr)) DIFF(FREED_ADDR);
         return true;
     case CGJ_OP_EVENT_RECORD:
-    case CGJ_OP_STREAM_WAIT:
-        if (a->u.e.ev != b->u.e.ev || a->u.e.flags != b->u.e.flags) DIFF(EVENT);
+    case CGJ_OP_STREAM_WAIT: /* the event itself is a value: programs take theirs from a pool */
+        if (a->u.e.flags != b->u.e.flags) DIFF(EVENT);
         return true;
     case CGJ_OP_HOST_FUNC:
         if (a->u.h.fn != b->u.h.fn || a->u.h.data != b->u.h.data) DIFF(HOST_FUNC);
@@ -146,6 +146,10 @@ static bool call_values_equal(const cgj_call_t *a, const cgj_call_t *b, const ad
         if (!ADDR_EQ(a->u.s.dst, b->u.s.dst) || a->u.s.value != b->u.s.value || a->u.s.count != b->u.s.count)
             DIFF(MEMSET);
         return true;
+    case CGJ_OP_EVENT_RECORD:
+    case CGJ_OP_STREAM_WAIT:
+        if (a->u.e.ev != b->u.e.ev) DIFF(EVENT);
+        return true;
     default:
         return true;
     }
@@ -169,9 +173,29 @@ static void take_values(cgj_op_t *o, const cgj_call_t *c)
     case CGJ_OP_MEMSET:
         d->u.s.dst = c->u.s.dst, d->u.s.value = c->u.s.value, d->u.s.count = c->u.s.count;
         break;
+    case CGJ_OP_EVENT_RECORD:
+    case CGJ_OP_STREAM_WAIT:
+        d->u.e.ev = c->u.e.ev;
+        break;
     default:
         break;
     }
+}
+
+/* Event op o's event this run, ev, against the ops of its graph segment before it, which hold
+ * this run's events already: the nearest one with the same event must be as many ops back as
+ * when the graph was built (o->ev_same), else the graph's orderings are not this run's (a wait
+ * it holds as an edge from one record, the program's own on another). Holding for every event
+ * op of the segment, the run's events fall into the same groups as the build's. */
+static bool event_pattern_holds(const cgj_op_t *o, CUevent ev)
+{
+    uint32_t back = 0;
+    for (const cgj_op_t *p = o; p->ev_prev;) {
+        back += p->ev_prev;
+        p -= p->ev_prev;
+        if (p->call.u.e.ev == ev) return back == o->ev_same;
+    }
+    return !o->ev_same;
 }
 
 /* A copy or memset of nothing: the graph cannot hold one where it holds a real one. */
@@ -343,6 +367,13 @@ static bool guard_values(cgj_op_t *o, const cgj_call_t *c, bool promote, bool dr
 {
     if (empty_for(o, c)) {
         cgj_reason_set(r, CGJ_REASON_DIFF_ZERO_LENGTH, CGJ_REASON_NO_OP, NULL);
+        return false;
+    }
+    /* Another event only where the run's events keep the build's pattern; a dry run (a switch's
+     * held ops, whose segment holds another run's events) takes none. */
+    if ((c->kind == CGJ_OP_EVENT_RECORD || c->kind == CGJ_OP_STREAM_WAIT) &&
+        ((dry && c->u.e.ev != o->call.u.e.ev) || !event_pattern_holds(o, c->u.e.ev))) {
+        cgj_reason_set(r, CGJ_REASON_DIFF_EVENT, CGJ_REASON_NO_OP, "the run's events repeat in another pattern");
         return false;
     }
     if (o->listed && !o->fixed) {

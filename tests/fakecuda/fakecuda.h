@@ -74,6 +74,8 @@ typedef struct fakecuda_counts {
 /* Counters count successful calls only (a call failed by fakecuda_fail_next counts nothing). */
 FAKECUDA_API void fakecuda_get_counts(fakecuda_counts_t *out);
 FAKECUDA_API void fakecuda_reset_counts(void);
+/* How many times event ev was recorded, by a stream or by a graph's event record node. */
+FAKECUDA_API unsigned fakecuda_event_records(CUevent ev);
 
 /* Fail the next call of the named driver function (exported name, e.g.
  * "cuGraphInstantiateWithFlags") with err, once. Calls queue: failing the same name twice fails

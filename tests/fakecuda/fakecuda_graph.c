@@ -164,7 +164,10 @@ void op_run(const fc_op *op)
         else
             value_write(op);
         break;
-    default: /* event record/wait, empty: events are always complete */
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: /* events are always complete: counted, for the tests */
+        if (op->event) ++*(unsigned *)(void *)op->event;
+        break;
+    default: /* event wait, empty */
         break;
     }
 }
@@ -595,6 +598,34 @@ FC_DEFINE(cuGraphExecMemsetNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode h
     }
     unlock();
     return err;
+}
+
+/* As the driver: an event record or wait node of the exec takes another event. */
+static CUresult exec_set_event(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent ev, CUgraphNodeType type)
+{
+    lock();
+    fc_exec *x = live_get(hGraphExec, K_EXEC);
+    fc_op *op = x ? exec_op(x, hNode, type) : NULL;
+    CUresult err = !x || !live_get(ev, K_EVENT) ? CUDA_ERROR_INVALID_HANDLE : !op ? CUDA_ERROR_INVALID_VALUE
+                                                                                  : CUDA_SUCCESS;
+    if (err == CUDA_SUCCESS) {
+        op->event = ev;
+        g_counts.node_param_sets++;
+    }
+    unlock();
+    return err;
+}
+
+FC_DEFINE(cuGraphExecEventRecordNodeSetEvent, (CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event))
+{
+    FAIL_POINT();
+    return exec_set_event(hGraphExec, hNode, event, CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+}
+
+FC_DEFINE(cuGraphExecEventWaitNodeSetEvent, (CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event))
+{
+    FAIL_POINT();
+    return exec_set_event(hGraphExec, hNode, event, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
 }
 
 /* Replace an exec kernel op's function, dims and parameter values (read through the given

@@ -333,7 +333,7 @@ FC_DEFINE(cuEventCreate, (CUevent * phEvent, unsigned int Flags))
     FAIL_POINT();
     (void)Flags;
     if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
-    char *e = malloc(1); /* an event has no state: always complete */
+    unsigned *e = calloc(1, sizeof *e); /* always complete; the times it was recorded (for tests) */
     if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
     lock();
     int bad = live_add(e, K_EVENT);
@@ -443,16 +443,18 @@ static CUresult event_record(CUevent ev, CUstream h, int ptds, unsigned flags)
     CUresult err = event_check(ev);
     if (err != CUDA_SUCCESS) return err;
     if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
-    if (!(flags & CU_EVENT_RECORD_EXTERNAL)) {
-        fc_stream *s = NULL;
-        int legacy;
-        lock();
-        if (stream_get(h, ptds, &s, &legacy) == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
-            note_capture_event(ev, capture_origin(s));
-        unlock();
+    int capturing = 0;
+    fc_stream *s = NULL;
+    int legacy;
+    lock();
+    if (stream_get(h, ptds, &s, &legacy) == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        capturing = 1;
+        if (!(flags & CU_EVENT_RECORD_EXTERNAL)) note_capture_event(ev, capture_origin(s));
     }
-    fc_op op = {.type = (flags & CU_EVENT_RECORD_EXTERNAL) ? CU_GRAPH_NODE_TYPE_EVENT_RECORD
-                                                            : CU_GRAPH_NODE_TYPE_EMPTY,
+    unlock();
+    /* Run now, a record counts (fakecuda_event_records); captured, only an external one is a node. */
+    fc_op op = {.type = (flags & CU_EVENT_RECORD_EXTERNAL) || !capturing ? CU_GRAPH_NODE_TYPE_EVENT_RECORD
+                                                                         : CU_GRAPH_NODE_TYPE_EMPTY,
                 .event = ev};
     return submit(h, ptds, 0, &op);
 }
@@ -747,3 +749,12 @@ FC_PTSZ(cuStreamGetCaptureInfo_v3, (CUstream hStream, CUstreamCaptureStatus *cap
                                       const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
         capture_info(hStream, ptds, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
                      numDependencies_out))
+
+FAKECUDA_API unsigned fakecuda_event_records(CUevent ev)
+{
+    lock();
+    unsigned *e = live_get(ev, K_EVENT);
+    unsigned n = e ? *e : 0;
+    unlock();
+    return n;
+}

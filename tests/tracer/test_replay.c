@@ -437,6 +437,26 @@ Test(tracer_replay, waits_on_events_recorded_elsewhere)
                                .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(2), .replays = IS(38)}});
 }
 
+/* The same, the outside event taken from a pool of three: the step's wait node takes each. */
+static CUevent g_outside_pool[3];
+
+static void produce_outside_pooled(const scenario_t *sc, int s, bufs_t *b)
+{
+    g_outside_ev = g_outside_pool[s % 3];
+    produce_outside(sc, s, b);
+}
+
+Test(tracer_replay, waits_on_pooled_events_recorded_elsewhere)
+{
+    OK(fk.stream_create(&g_prod, 0));
+    for (int k = 0; k < 3; k++) OK(fk.event_create(&g_outside_pool[k], 0));
+    OK(fk.event_create(&g_ev, 0));
+    run_scenario(&(scenario_t){.name = "outside_event_pool", .fn = outside_event_step, .steps = 40, .nbufs = 2,
+                               .before = produce_outside_pooled,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(2), .replays = IS(38)},
+                               .fake = {.node_param_sets = AT_LEAST(30)}});
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Host-to-device staging
  * ------------------------------------------------------------------------------------------- */
@@ -514,6 +534,89 @@ Test(tracer_replay, events_across_streams_replay)
     run_scenario(&(scenario_t){
         .name = "events", .fn = events_step, .steps = 100, .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .ops = IS(7), .segments = IS(1), .replays = IS(98)}});
+}
+
+/* Events taken from a pool, as PyTorch and XLA take theirs: each step records and waits on
+ * other events of the pool, in the same pattern (two distinct events a step), or every
+ * `same_every`-th step on one event twice (another pattern: the second wait is ordered after the
+ * second record, not the first). */
+#define POOL 6
+static CUevent g_pool[POOL];
+static unsigned g_records[POOL];
+static int g_same_every;
+static unsigned (*g_event_records)(CUevent);
+
+static int pool_first(int s) { return (2 * s) % POOL; }
+static int pool_second(int s) { return g_same_every && s % g_same_every == 0 ? pool_first(s) : (2 * s + 1) % POOL; }
+
+static void pool_step(int s, CUdeviceptr *b, void *ctx)
+{
+    CUevent e1 = g_pool[pool_first(s)], e2 = g_pool[pool_second(s)];
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)(s % 4), N, 1));
+    OK(fk.event_record(e1, NULL));
+    OK(fk.stream_wait(g_side, e1, 0));
+    OK(fk_copyscale_launch(&fk, g_side, b[1], b[0], 0.5f, N));
+    OK(fk.event_record(e2, g_side));
+    OK(fk.stream_wait(NULL, e2, 0));
+    OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 1.0f, N, 1));
+}
+
+static void pool_before(const scenario_t *sc, int s, bufs_t *b)
+{
+    for (int k = 0; k < POOL; k++) g_records[k] = g_event_records(g_pool[k]);
+}
+
+/* Each event the step recorded was recorded as often by both runs of the step (eager, and
+ * replayed or not), and no other: a graph that kept another step's event would record that one. */
+static void pool_after(const scenario_t *sc, int s, bufs_t *b)
+{
+    for (int k = 0; k < POOL; k++) {
+        unsigned want = 2 * ((k == pool_first(s)) + (k == pool_second(s)));
+        cr_assert_eq(g_event_records(g_pool[k]) - g_records[k], want, "step %d: event %d recorded %u times, want %u",
+                     s, k, g_event_records(g_pool[k]) - g_records[k], want);
+    }
+}
+
+static void pool_setup(int same_every)
+{
+    g_event_records = (unsigned (*)(CUevent))dlsym(fk.handle, "fakecuda_event_records");
+    cr_assert(g_event_records);
+    OK(fk.stream_create(&g_side, 0));
+    for (int k = 0; k < POOL; k++) OK(fk.event_create(&g_pool[k], 0));
+    g_same_every = same_every;
+}
+
+Test(tracer_replay, events_from_a_pool_replay_renamed)
+{
+    pool_setup(0);
+    run_scenario(&(scenario_t){.name = "event_pool", .fn = pool_step, .steps = 100, .nbufs = 2,
+                               .before = pool_before, .after = pool_after,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .ops = IS(7), .segments = IS(1),
+                                        .replays = IS(98)}});
+}
+
+Test(tracer_replay, events_from_a_pool_in_another_pattern_leave_the_trace)
+{
+    pool_setup(7);
+    run_scenario(&(scenario_t){.name = "event_pool_pattern", .fn = pool_step, .steps = 100, .nbufs = 2,
+                               .before = pool_before, .after = pool_after,
+                               .info = {.replays = AT_LEAST(70)}});
+}
+
+/* The driver refuses one event change: that run goes on eagerly, exact; the event is then
+ * guarded as a constant (a run on another one leaves the trace). */
+static void pool_refuse(const scenario_t *sc, int s, bufs_t *b)
+{
+    pool_before(sc, s, b);
+    if (s == 10) fk.fail_next("cuGraphExecEventRecordNodeSetEvent", CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(tracer_replay, an_event_change_the_driver_refuses_runs_eagerly)
+{
+    pool_setup(0);
+    run_scenario(&(scenario_t){.name = "event_pool_refused", .fn = pool_step, .steps = 40, .nbufs = 2,
+                               .before = pool_refuse, .after = pool_after, .info = {.replays = AT_LEAST(8)}});
+    cr_assert(!fk.fail_pending(), "the refusal was not met");
 }
 
 static void host_func_count(void *data) { ++*(int *)data; }
