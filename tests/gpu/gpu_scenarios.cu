@@ -93,6 +93,7 @@ typedef struct set {
     float *d[NBUF];       /* device buffers, N floats each */
     cudaStream_t stream;  /* a created non-blocking stream */
     cudaEvent_t ev;
+    cudaEvent_t pool[4];  /* events taken in turn, as PyTorch and XLA take theirs from a pool */
     float *pageable;      /* malloc'ed host buffer, N floats */
 } set_t;
 
@@ -103,6 +104,8 @@ static void set_init(set_t *s, float init[NBUF][N]) {
     }
     CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     CHECK(cudaEventCreateWithFlags(&s->ev, cudaEventDisableTiming));
+    for (int k = 0; k < 4; k++)
+        CHECK(cudaEventCreateWithFlags(&s->pool[k], cudaEventDisableTiming));
     s->pageable = (float *)malloc(BYTES);
     if (!s->pageable) {
         printf("FAIL %s (out of host memory)\n", scenario_name);
@@ -116,6 +119,8 @@ static void set_free(set_t *s) {
         CHECK(cudaFree(s->d[b]));
     CHECK(cudaStreamDestroy(s->stream));
     CHECK(cudaEventDestroy(s->ev));
+    for (int k = 0; k < 4; k++)
+        CHECK(cudaEventDestroy(s->pool[k]));
     free(s->pageable);
 }
 
@@ -235,6 +240,26 @@ static void step_streams(set_t *s, int step) {
     k_axpy<<<GRID, BLOCK, 0, s->stream>>>(y, acc, 0.01f, N);
     k_affine<<<GRID, BLOCK, 0, s->stream>>>(y, 0.99f, 0.0f, N);
     CHECK(cudaStreamSynchronize(s->stream));
+}
+
+/* event_pool: stream 0 and a created stream ordered by two events that change every step (taken
+ * in turn from a pool of four); the host waits on the second, then reads on the created stream
+ * what the step left (its graph must record the step's event, not the one it was built with). */
+static void step_event_pool(set_t *s, int step) {
+    float *x = s->d[0], *y = s->d[1];
+    cudaEvent_t e1 = s->pool[(2 * step) % 4], e2 = s->pool[(2 * step + 1) % 4];
+    affine_chain(x, step % 2, 3, 0);
+    CHECK(cudaEventRecord(e1, 0));
+    CHECK(cudaStreamWaitEvent(s->stream, e1, 0));
+    k_axpy<<<GRID, BLOCK, 0, s->stream>>>(y, x, 0.01f, N);
+    k_affine<<<GRID, BLOCK, 0, s->stream>>>(y, 0.99f, 0.001f, N);
+    CHECK(cudaEventRecord(e2, s->stream));
+    CHECK(cudaStreamWaitEvent(0, e2, 0));
+    affine_chain(x, 3, 2, 0);
+    CHECK(cudaEventSynchronize(e2));
+    CHECK(cudaMemcpyAsync(s->pageable, y, BYTES, cudaMemcpyDeviceToHost, s->stream));
+    CHECK(cudaStreamSynchronize(s->stream));
+    k_axpy<<<GRID, BLOCK, 0, 0>>>(x, y, 0.001f * s->pageable[step % N], N);
 }
 
 /* misuse: the eager step is 10 kernels; the traced one wraps them in API misuse. */
@@ -495,6 +520,7 @@ static const scenario_t SCENARIOS[] = {
     {"patch_on_gpu", 2, step_patch_on_gpu, NULL, expect_patch_on_gpu},
     {"blacklist", 1, step_blacklist, NULL, expect_blacklist},
     {"streams", 4, step_streams, NULL, expect_streams},
+    {"event_pool", 2, step_event_pool, NULL, expect_streams},
     {"misuse", 1, step_misuse, traced_misuse, expect_misuse},
     {"temporaries", 1, step_temporaries, NULL, expect_temporaries},
     {"async_temporaries", 1, step_async_temporaries, NULL, expect_async_temporaries},
