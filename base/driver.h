@@ -194,6 +194,7 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuGraphExecMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams)         \
     D(cuGraphExecEventRecordNodeSetEvent, cuGraphExecEventRecordNodeSetEvent) \
     D(cuGraphExecEventWaitNodeSetEvent, cuGraphExecEventWaitNodeSetEvent)     \
+    D(cuGraphExecHostNodeSetParams, cuGraphExecHostNodeSetParams)             \
     D(cuMemHostAlloc, cuMemHostAlloc)                                         \
     D(cuCtxGetDevice, cuCtxGetDevice)                                         \
     D(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity)           \

@@ -103,7 +103,8 @@ static bool names_host_memory(const cgj_op_t *o)
 static bool has_node(const cgj_op_t *o, bool ordered)
 {
     return o->call.kind == CGJ_OP_KERNEL || o->call.kind == CGJ_OP_MEMCPY || o->call.kind == CGJ_OP_MEMSET ||
-           o->call.kind == CGJ_OP_EVENT_RECORD || (o->call.kind == CGJ_OP_STREAM_WAIT && !ordered);
+           o->call.kind == CGJ_OP_HOST_FUNC || o->call.kind == CGJ_OP_EVENT_RECORD ||
+           (o->call.kind == CGJ_OP_STREAM_WAIT && !ordered);
 }
 
 /* The segment's event ops as its graph is built: each one's previous and its nearest with the
@@ -421,6 +422,7 @@ static CUresult read_node(cgj_op_t *o)
     case CGJ_OP_KERNEL: return cgj_drv.r_cuGraphKernelNodeGetParams_v2(o->node, &o->inexec.k);
     case CGJ_OP_MEMCPY: return cgj_drv.r_cuGraphMemcpyNodeGetParams(o->node, &o->inexec.m);
     case CGJ_OP_MEMSET: return cgj_drv.r_cuGraphMemsetNodeGetParams(o->node, &o->inexec.s);
+    case CGJ_OP_HOST_FUNC: o->inexec.h = o->call.u.h.data; return CUDA_SUCCESS; /* the data captured */
     default: o->inexec.e = o->call.u.e.ev; return CUDA_SUCCESS; /* an event node: the event captured */
     }
 }
@@ -730,6 +732,18 @@ static CUresult patch_event(CUgraphExec exec, cgj_op_t *o, bool *did)
     return CUDA_SUCCESS;
 }
 
+/* A host node takes the run's data (its function is the same: a guarded shape). */
+static CUresult patch_host(CUgraphExec exec, cgj_op_t *o, bool *did)
+{
+    if (o->call.u.h.data == o->inexec.h) return CUDA_SUCCESS;
+    CUDA_HOST_NODE_PARAMS p = {.fn = o->call.u.h.fn, .userData = o->call.u.h.data};
+    CUresult r = cgj_drv.r_cuGraphExecHostNodeSetParams(exec, o->node, &p);
+    if (r != CUDA_SUCCESS) return r;
+    o->inexec.h = p.userData;
+    *did = true;
+    return CUDA_SUCCESS;
+}
+
 /* Blocks from every device-updatable op of the segment, from the start; those that do not fit
  * are set from the host (no room left). */
 static CUresult gpu_blocks(cgj_segment_t *seg, cgj_trace_t *t, uint32_t *refused)
@@ -779,7 +793,8 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, cgj
             r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg, o, &dirty, &did, &on_gpu)
                 : o->call.kind == CGJ_OP_MEMCPY ? patch_memcpy(seg->exec, o, t->ctx, host_gen, &did)
                 : o->call.kind == CGJ_OP_MEMSET ? patch_memset(seg->exec, o, t->ctx, &did)
-                                                : patch_event(seg->exec, o, &did);
+                : o->call.kind == CGJ_OP_HOST_FUNC ? patch_host(seg->exec, o, &did)
+                                                   : patch_event(seg->exec, o, &did);
             bool changed;
             if (r == CUDA_SUCCESS && gpu) room = gpu_add(o, g, &at, &changed);
         }

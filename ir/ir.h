@@ -327,8 +327,8 @@ typedef struct cgj_libop {
     uint64_t absorbed, called;
 } cgj_libop_t;
 
-/* What the executable graph holds for a kernel, copy, memset or event node (Guards v2): the
- * node's parameters as the driver reported them at build time (an event node: its event),
+/* What the executable graph holds for a kernel, copy, memset, host or event node (Guards v2):
+ * the node's parameters as the driver reported them at build time (an event node: its event),
  * updated by every patch. The op's call holds the current run's values; where they differ at
  * launch, the node is patched. */
 typedef union cgj_nodeparams {
@@ -336,6 +336,7 @@ typedef union cgj_nodeparams {
     CUDA_MEMCPY3D m;
     CUDA_MEMSET_NODE_PARAMS s;
     CUevent e;
+    void *h; /* a host node: its data */
 } cgj_nodeparams_t;
 
 typedef struct cgj_op {
@@ -345,8 +346,8 @@ typedef struct cgj_op {
     cgj_libop_t *lib;  /* LIB only */
     void *stage;       /* H2D: pinned staging buffer owned by the trace ... */
     size_t stage_cap;  /* ... and its size (it grows with the copy) */
-    CUgraphNode node;  /* KERNEL, MEMCPY, MEMSET, EVENT_RECORD and a STREAM_WAIT not ordered
-                        * inside its segment, in a trace: its node in the segment graph */
+    CUgraphNode node;  /* KERNEL, MEMCPY, MEMSET, HOST_FUNC, EVENT_RECORD and a STREAM_WAIT not
+                        * ordered inside its segment, in a trace: its node in the segment graph */
     CUgraphDeviceNode devnode; /* KERNEL: the node's device handle where it is patched on the GPU
                         * (graphs/devpatch.h), else NULL */
     cgj_nodeparams_t inexec; /* what the executable graph holds for the node */

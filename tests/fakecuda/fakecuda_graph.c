@@ -628,6 +628,24 @@ FC_DEFINE(cuGraphExecEventWaitNodeSetEvent, (CUgraphExec hGraphExec, CUgraphNode
     return exec_set_event(hGraphExec, hNode, event, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
 }
 
+/* As the driver: a host node of the exec takes another function and data. */
+FC_DEFINE(cuGraphExecHostNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *p))
+{
+    FAIL_POINT();
+    if (!p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    fc_exec *x = live_get(hGraphExec, K_EXEC);
+    fc_op *op = x ? exec_op(x, hNode, CU_GRAPH_NODE_TYPE_HOST) : NULL;
+    CUresult err = !x ? CUDA_ERROR_INVALID_HANDLE : !op ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    if (err == CUDA_SUCCESS) {
+        op->host.fn = p->fn;
+        op->host.data = p->userData;
+        g_counts.node_param_sets++;
+    }
+    unlock();
+    return err;
+}
+
 /* Replace an exec kernel op's function, dims and parameter values (read through the given
  * kernelParams or extra with the registered sizes of the new function). */
 FC_DEFINE(cuGraphExecKernelNodeSetParams_v2, (CUgraphExec hGraphExec, CUgraphNode hNode,

@@ -48,7 +48,7 @@
     X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuGraphExecDestroy) X(cuGraphGetNodes) X(cuGraphDestroyNode) X(cuGraphNodeGetType)      \
     X(cuGraphKernelNodeGetParams_v2) X(cuGraphExecKernelNodeSetParams_v2)                                      \
     X(cuGraphMemcpyNodeGetParams) X(cuGraphMemsetNodeGetParams) X(cuGraphExecMemcpyNodeSetParams)               \
-    X(cuGraphExecMemsetNodeSetParams) X(cuGraphExecEventRecordNodeSetEvent) X(cuGraphExecEventWaitNodeSetEvent) X(cuGraphKernelNodeSetAttribute) X(cuGraphKernelNodeGetAttribute)        \
+    X(cuGraphExecMemsetNodeSetParams) X(cuGraphExecEventRecordNodeSetEvent) X(cuGraphExecEventWaitNodeSetEvent) X(cuGraphExecHostNodeSetParams) X(cuGraphKernelNodeSetAttribute) X(cuGraphKernelNodeGetAttribute)        \
     X(cuModuleLoadData) X(cuModuleGetFunction)                                                                 \
     X(cuCtxSynchronize_v2) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuCtxWaitEvent)                       \
     X(cuMemcpy2D_v2) X(cuMemcpy2D_v2_ptds) X(cuMemcpy2DUnaligned_v2) X(cuMemcpy2DUnaligned_v2_ptds)             \

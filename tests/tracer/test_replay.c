@@ -603,6 +603,35 @@ Test(tracer_replay, events_from_a_pool_in_another_pattern_leave_the_trace)
                                .info = {.replays = AT_LEAST(70)}});
 }
 
+static void host_func_count(void *data) { ++*(int *)data; }
+
+/* A host function whose data is made for each call (XLA's callbacks): each run calls it with
+ * its own, in turn one of three counters; both runs of a step count the same one. */
+static int g_host_slots[2][3];
+
+static void host_data_step(int s, CUdeviceptr *b, void *ctx)
+{
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    OK(fk.host_func(NULL, host_func_count, &g_host_slots[g_traced][s % 3]));
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.25f, 1.0f, N, 1));
+}
+
+static void host_data_after(const scenario_t *sc, int s, bufs_t *b)
+{
+    OK(fk.ctx_sync());
+    for (int k = 0; k < 3; k++)
+        cr_assert_eq(g_host_slots[1][k], g_host_slots[0][k], "step %d: counter %d called %d times replayed, %d eagerly",
+                     s, k, g_host_slots[1][k], g_host_slots[0][k]);
+    cr_assert_eq(g_host_slots[0][s % 3], s / 3 + 1);
+}
+
+Test(tracer_replay, host_functions_with_new_data_each_call_replay)
+{
+    run_scenario(&(scenario_t){.name = "host_data", .fn = host_data_step, .steps = 30, .nbufs = 1,
+                               .after = host_data_after,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28)}});
+}
+
 /* The driver refuses one event change: that run goes on eagerly, exact; the event is then
  * guarded as a constant (a run on another one leaves the trace). */
 static void pool_refuse(const scenario_t *sc, int s, bufs_t *b)
@@ -619,7 +648,6 @@ Test(tracer_replay, an_event_change_the_driver_refuses_runs_eagerly)
     cr_assert(!fk.fail_pending(), "the refusal was not met");
 }
 
-static void host_func_count(void *data) { ++*(int *)data; }
 static int g_host_calls[2];
 
 static void host_func_step(int s, CUdeviceptr *b, void *ctx)
