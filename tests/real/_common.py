@@ -137,3 +137,25 @@ def param_checksum(torch, model):
     with torch.no_grad():
         total = torch.stack([p.detach().double().sum() for p in model.parameters()]).sum()
     return f64(total.item())
+
+
+def jax_setup(preallocate=True):
+    """jax and jax.numpy, on the GPU (the CPU under REAL_CPU=1), XLA's ops deterministic; where
+    JAX or a GPU for it is missing, nothing to do. preallocate=False leaves XLA's pool to grow
+    (its default takes most of the GPU's memory at start)."""
+    os.environ.setdefault("XLA_FLAGS", "--xla_gpu_deterministic_ops=true")
+    if not preallocate:
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if CPU:
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as e:
+        nothing(f"jax is not installed ({e})")
+    if not CPU:
+        try:
+            jax.devices("gpu")
+        except RuntimeError as e:
+            nothing(f"no CUDA device for JAX ({e})")
+    return jax, jnp

@@ -6,23 +6,9 @@ step's batch drawn on the device from a key split off the last, the loss read ba
 every step; 60 steps. XLA runs deterministic ops (--xla_gpu_deterministic_ops), so two eager runs
 print the same bits. stdout: every step's loss, then a checksum of the parameters; stderr:
 "jax_mlp_train: median_us=<x>"."""
-import os
+from _common import Timer, f32, jax_setup, steps
 
-os.environ.setdefault("XLA_FLAGS", "--xla_gpu_deterministic_ops=true")
-from _common import CPU, Timer, f32, nothing, steps  # noqa: E402
-
-if CPU:
-    os.environ["JAX_PLATFORMS"] = "cpu"
-try:
-    import jax
-    import jax.numpy as jnp
-except ImportError as e:
-    nothing(f"jax is not installed ({e})")
-if not CPU:
-    try:
-        jax.devices("gpu")
-    except RuntimeError as e:
-        nothing(f"no CUDA device for JAX ({e})")
+jax, jnp = jax_setup()
 
 IN, HID, OUT, BATCH = 256, 512, 10, 64
 LR, B1, B2, EPS = 1e-3, 0.9, 0.999, 1e-8

@@ -7,25 +7,11 @@ every iteration (a Python float passed in), the total heat read back with float(
 then a checksum of the grid; stderr: "jax_ops_loop: median_us=<x>" (per 10 iterations and their
 read-back)."""
 import math
-import os
 import time
 
-os.environ.setdefault("XLA_FLAGS", "--xla_gpu_deterministic_ops=true")
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-from _common import CPU, Timer, f32, nothing, steps  # noqa: E402
+from _common import Timer, f32, jax_setup, steps
 
-if CPU:
-    os.environ["JAX_PLATFORMS"] = "cpu"
-try:
-    import jax
-    import jax.numpy as jnp
-except ImportError as e:
-    nothing(f"jax is not installed ({e})")
-if not CPU:
-    try:
-        jax.devices("gpu")
-    except RuntimeError as e:
-        nothing(f"no CUDA device for JAX ({e})")
+jax, jnp = jax_setup(preallocate=False)
 
 N, ITERS, EVERY, ALPHA = 256, steps(200), 10, 0.2
 u = jax.random.uniform(jax.random.PRNGKey(2), (N, N), jnp.float32)

@@ -515,15 +515,21 @@ Test(tracer_replay, legacy_and_per_thread_streams_in_one_step)
 static CUstream g_side;
 static CUevent g_ev1, g_ev2;
 
-static void events_step(int s, CUdeviceptr *b, void *ctx)
+/* Stream 0 and g_side ordered by two events: e1 recorded on 0 and waited on by g_side, e2 back. */
+static void two_stream_step(int s, CUdeviceptr *b, CUevent e1, CUevent e2)
 {
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)(s % 4), N, 1));
-    OK(fk.event_record(g_ev1, NULL));
-    OK(fk.stream_wait(g_side, g_ev1, 0));
+    OK(fk.event_record(e1, NULL));
+    OK(fk.stream_wait(g_side, e1, 0));
     OK(fk_copyscale_launch(&fk, g_side, b[1], b[0], 0.5f, N));
-    OK(fk.event_record(g_ev2, g_side));
-    OK(fk.stream_wait(NULL, g_ev2, 0));
+    OK(fk.event_record(e2, g_side));
+    OK(fk.stream_wait(NULL, e2, 0));
     OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 1.0f, N, 1));
+}
+
+static void events_step(int s, CUdeviceptr *b, void *ctx)
+{
+    two_stream_step(s, b, g_ev1, g_ev2);
 }
 
 Test(tracer_replay, events_across_streams_replay)
@@ -551,14 +557,7 @@ static int pool_second(int s) { return g_same_every && s % g_same_every == 0 ? p
 
 static void pool_step(int s, CUdeviceptr *b, void *ctx)
 {
-    CUevent e1 = g_pool[pool_first(s)], e2 = g_pool[pool_second(s)];
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)(s % 4), N, 1));
-    OK(fk.event_record(e1, NULL));
-    OK(fk.stream_wait(g_side, e1, 0));
-    OK(fk_copyscale_launch(&fk, g_side, b[1], b[0], 0.5f, N));
-    OK(fk.event_record(e2, g_side));
-    OK(fk.stream_wait(NULL, e2, 0));
-    OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 1.0f, N, 1));
+    two_stream_step(s, b, g_pool[pool_first(s)], g_pool[pool_second(s)]);
 }
 
 static void pool_before(const scenario_t *sc, int s, bufs_t *b)
