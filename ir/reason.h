@@ -32,6 +32,9 @@
       "the kernel cannot be replayed; a newer driver reports layouts of more kernels")            \
     X(ABORT_UNTRACEABLE, "a call cgjit cannot trace was made inside the step",                    \
       "move the call out of the step (before cgj_trace_begin or after cgj_trace_end)")            \
+    X(ABORT_OWN_GRAPH_ALLOC, "the step allocates memory and launches a graph of the program's own", \
+      "allocate before the step: a replay hands the step's allocations other addresses than eager " \
+      "execution, and a graph of the program's own may hold the ones it was given before")       \
     X(ABORT_CAPTURE, "the program captures a CUDA graph of its own",                              \
       "nothing to do: its capture runs as it would without cgjit, and steps resume after cuStreamEndCapture") \
     X(ABORT_NESTED, "cgj_trace_begin inside a step (steps do not nest)",                          \
@@ -106,6 +109,8 @@
     X(BREAK_READBACK, "a copy the host reads at once (to pageable memory)",                       \
       "copy into pinned memory with an async copy, then synchronize once")                         \
     X(BREAK_FREE, "a free of memory the step did not allocate", "free outside the step")         \
+    X(BREAK_OWN_GRAPH, "a graph of the program's own, launched when the program launches it",     \
+      "nothing to do: the work before it is launched first, in the program's order")              \
     X(BREAK_CHUNK, "a chunk of CGJIT_CHUNK_OPS ops, launched while the rest is absorbed", "")    \
     X(BREAK_IDLE, "the program works on the host before its next call (CGJIT_CHUNK_US): the chunk so far runs meanwhile", \
       "nothing to do: the GPU runs the chunk while the host works")                               \

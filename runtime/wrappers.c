@@ -555,14 +555,17 @@ CUresult cgj_w_cuMemHostUnregister(void *p)
     return cgj_drv.r_cuMemHostUnregister(p);
 }
 
-/* ---- a program's own graph launch: cgjit does not nest graphs yet ---- */
+/* ---- a program's own graph launch: inside a step it ends a segment and runs as the program
+ * launches it, after the work absorbed before it ---- */
 
 static inline CUresult graph_launch(bool pt, const char *api, __typeof__(cuGraphLaunch) *real,
                                     CUgraphExec g, CUstream s)
 {
     ORDER(norm(s, pt));
-    if (cgj_tracing()) cgj_step_untraceable(api);
-    return real(g, s);
+    IDLE_FORWARD(real(g, s));
+    cgj_call_t c;
+    cgj_call_init(&c, CGJ_OP_GRAPH_LAUNCH, api, norm(s, pt));
+    TRACE_CALL(c, real(g, s));
 }
 TWO_WRAPPERS(cuGraphLaunch, cuGraphLaunch_ptsz, graph_launch, (CUgraphExec g, CUstream s), g, s)
 

@@ -491,30 +491,60 @@ static void app_graph_step(int s, CUdeviceptr *b, void *ctx)
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 0.0f, N, 1));
 }
 
-Test(tracer_replay, app_graph_launch_inside_a_step_aborts)
+/* The program's graph runs where the program launches it, after the work absorbed before it
+ * (launched first) and before the work after it: the step replays around it. */
+Test(tracer_replay, app_graph_launch_inside_a_step_runs_as_made)
+{
+    OK(fk.stream_create(&g_cap_stream, CU_STREAM_NON_BLOCKING));
+    run_scenario(&(scenario_t){.name = "app_graph", .fn = app_graph_step, .steps = 20, .nbufs = 1,
+                               .prepare = build_app_graphs,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(2)},
+                               .stats = {.aborts = IS(0)}});
+}
+
+/* A step that allocates and launches a graph of the program's own runs eagerly: a replay would
+ * hand the step's allocation another address than the one the program's graph may hold. */
+static void app_graph_alloc_step(int s, CUdeviceptr *b, void *ctx)
+{
+    CUdeviceptr tmp;
+    OK(fk.mem_alloc(&tmp, N * sizeof(float)));
+    OK(fk_copyscale_launch(&fk, NULL, tmp, b[0], 2.0f, N));
+    OK(fk.graph_launch(g_app_exec[g_traced], NULL));
+    OK(fk_copyscale_launch(&fk, NULL, b[0], tmp, 0.5f, N));
+    OK(fk.mem_free(tmp));
+}
+
+Test(tracer_replay, app_graph_launch_in_a_step_that_allocates_runs_eagerly)
 {
     OK(fk.stream_create(&g_cap_stream, CU_STREAM_NON_BLOCKING));
     cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "app_graph", .fn = app_graph_step, .steps = 20, .nbufs = 1, .prepare = build_app_graphs,
-        .info = {.state = IS(CGJ_STATE_BLACKLISTED)},
-        .stats = {.aborts = MORE_THAN(0)}});
-    cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_UNTRACEABLE, "reason: %s", i.reason);
+        .name = "app_graph_alloc", .fn = app_graph_alloc_step, .steps = 20, .nbufs = 1, .prepare = build_app_graphs,
+        .info = {.replays = IS(0)}, .stats = {.aborts = MORE_THAN(0)}});
+    cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_OWN_GRAPH_ALLOC, "reason: %s", i.reason);
 }
 
-/* An untraceable call in a step that is being replayed: absorbed ops must run first. */
+/* An untraceable call (a 2D copy) in a step that is being replayed: absorbed ops run first. */
+static __typeof__(cuMemcpy2D) *g_copy2d;
+
 static void late_capture_step(int s, CUdeviceptr *b, void *ctx)
 {
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
     OK(fk_addk_launch(&fk, NULL, b[0], 2, N));
-    if (s == 10) OK(fk.graph_launch(g_app_exec[g_traced], NULL));
+    if (s == 10) {
+        CUDA_MEMCPY2D p = {.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = b[0], .srcPitch = N * sizeof(float),
+                           .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = b[1], .dstPitch = N * sizeof(float),
+                           .WidthInBytes = N * sizeof(float), .Height = 1};
+        OK(g_copy2d(&p));
+    }
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.25f, 1.0f, N, 1));
 }
 
 Test(tracer_replay, untraceable_call_during_replay_flushes_absorbed_ops)
 {
     OK(fk.stream_create(&g_cap_stream, CU_STREAM_NON_BLOCKING));
+    OK(fk.gpa("cuMemcpy2D", (void **)&g_copy2d, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
     run_scenario(&(scenario_t){
-        .name = "late", .fn = late_capture_step, .steps = 30, .nbufs = 1, .prepare = build_app_graphs,
+        .name = "late", .fn = late_capture_step, .steps = 30, .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), /* one abort after a trace exists does not blacklist */
                  .replays = IS(30 - 2 - 1)},
         .stats = {.aborts = IS(1)}});
