@@ -72,12 +72,13 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     W(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph)                            \
     W(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph)                       \
     W(cuStreamEndCapture, cuStreamEndCapture) W(cuStreamEndCapture_ptsz, cuStreamEndCapture) \
-    CGJ_DRIVER_UNTRACEABLE(W)
+    CGJ_DRIVER_AS_MADE(W)
 
-/* U(exported, prototype, (parameters), (arguments)): calls that issue GPU work cgjit cannot
- * trace yet; inside a step they abort it to eager. runtime/wrappers.c generates their wrappers
- * from this table. */
-#define CGJ_DRIVER_UNTRACEABLE(U)                                                          \
+/* U(exported, prototype, (parameters), (arguments)): calls that issue GPU work cgjit does not
+ * capture; inside a step each ends a segment and runs as the program makes it, after the work
+ * absorbed before it (tracer: an AS_MADE op). runtime/wrappers.c generates their wrappers from
+ * this table. */
+#define CGJ_DRIVER_AS_MADE(U)                                                          \
     U(cuMemcpy2D_v2, cuMemcpy2D, (const CUDA_MEMCPY2D *p), (p)) \
     U(cuMemcpy2D_v2_ptds, cuMemcpy2D, (const CUDA_MEMCPY2D *p), (p)) \
     U(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned, (const CUDA_MEMCPY2D *p), (p)) \

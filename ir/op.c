@@ -223,6 +223,7 @@ cgj_reason_code_t cgj_op_break_reason(const cgj_op_t *o)
     case CGJ_OP_READBACK: return CGJ_REASON_BREAK_READBACK;
     case CGJ_OP_FREE: return CGJ_REASON_BREAK_FREE;
     case CGJ_OP_GRAPH_LAUNCH: return CGJ_REASON_BREAK_OWN_GRAPH;
+    case CGJ_OP_AS_MADE: return CGJ_REASON_BREAK_AS_MADE;
     default: return o->handoff ? CGJ_REASON_BREAK_HANDOFF : o->chunk_end ? o->chunk_end : CGJ_REASON_BREAK_CHUNK;
     }
 }

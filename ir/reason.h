@@ -111,6 +111,8 @@
     X(BREAK_FREE, "a free of memory the step did not allocate", "free outside the step")         \
     X(BREAK_OWN_GRAPH, "a graph of the program's own, launched when the program launches it",     \
       "nothing to do: the work before it is launched first, in the program's order")              \
+    X(BREAK_AS_MADE, "work cgjit does not capture (a 2D/3D, array or peer copy, a cooperative launch, a stream memory operation), run as the program makes it", \
+      "nothing to do: the work before it is launched first, in the program's order")              \
     X(BREAK_CHUNK, "a chunk of CGJIT_CHUNK_OPS ops, launched while the rest is absorbed", "")    \
     X(BREAK_IDLE, "the program works on the host before its next call (CGJIT_CHUNK_US): the chunk so far runs meanwhile", \
       "nothing to do: the GPU runs the chunk while the host works")                               \

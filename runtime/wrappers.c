@@ -612,17 +612,20 @@ static inline CUresult capture_end(bool pt, const char *api, __typeof__(cuStream
 }
 TWO_WRAPPERS(cuStreamEndCapture, cuStreamEndCapture_ptsz, capture_end, (CUstream s, CUgraph *g), s, g)
 
-/* ---- calls that issue work cgjit cannot trace yet: inside a step they abort it ---- */
+/* ---- calls that issue work cgjit does not capture: inside a step they end a segment and run
+ * as the program makes them, after the work absorbed before them ---- */
 
-#define UNTRACEABLE(exported, proto, params, args)                \
-    CUresult cgj_w_##exported params                              \
-    {                                                             \
-        OBSERVE(NULL, NULL, true);                                \
-        if (cgj_tracing()) cgj_step_untraceable(#exported);       \
-        return cgj_drv.r_##exported args;                         \
+#define AS_MADE(exported, proto, params, args)                                   \
+    CUresult cgj_w_##exported params                                             \
+    {                                                                            \
+        OBSERVE(NULL, NULL, true);                                               \
+        IDLE_FORWARD(cgj_drv.r_##exported args);                                 \
+        cgj_call_t c;                                                            \
+        cgj_call_init(&c, CGJ_OP_AS_MADE, #exported, CU_STREAM_LEGACY);          \
+        TRACE_CALL(c, cgj_drv.r_##exported args);                                \
     }
 
-CGJ_DRIVER_UNTRACEABLE(UNTRACEABLE)
+CGJ_DRIVER_AS_MADE(AS_MADE)
 
 /* ---- exports: a program linked with -lcuda calls the driver's symbols directly; with libcgjit
  * ahead of libcuda in the lookup order (preloaded, or linked first) those calls land here.

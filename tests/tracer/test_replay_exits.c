@@ -523,31 +523,42 @@ Test(tracer_replay, app_graph_launch_in_a_step_that_allocates_runs_eagerly)
     cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_OWN_GRAPH_ALLOC, "reason: %s", i.reason);
 }
 
-/* An untraceable call (a 2D copy) in a step that is being replayed: absorbed ops run first. */
+/* A call cgjit does not capture (a 2D copy), run as made. Once in a replayed step: the run
+ * leaves the trace there, the absorbed work first. In every step: the step replays around it. */
 static __typeof__(cuMemcpy2D) *g_copy2d;
 
-static void late_capture_step(int s, CUdeviceptr *b, void *ctx)
+static void copy2d(CUdeviceptr dst, CUdeviceptr src)
+{
+    CUDA_MEMCPY2D p = {.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = src, .srcPitch = N * sizeof(float),
+                       .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = dst, .dstPitch = N * sizeof(float),
+                       .WidthInBytes = N * sizeof(float), .Height = 1};
+    OK(g_copy2d(&p));
+}
+
+static void late_copy_step(int s, CUdeviceptr *b, void *ctx)
 {
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
     OK(fk_addk_launch(&fk, NULL, b[0], 2, N));
-    if (s == 10) {
-        CUDA_MEMCPY2D p = {.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = b[0], .srcPitch = N * sizeof(float),
-                           .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = b[1], .dstPitch = N * sizeof(float),
-                           .WidthInBytes = N * sizeof(float), .Height = 1};
-        OK(g_copy2d(&p));
-    }
+    if (s == 10 || ctx) copy2d(b[1], b[0]);
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.25f, 1.0f, N, 1));
+    if (ctx) OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, (float)s, N, 1));
 }
 
-Test(tracer_replay, untraceable_call_during_replay_flushes_absorbed_ops)
+Test(tracer_replay, a_call_run_as_made_once_in_a_replayed_step_comes_after_the_absorbed_work)
 {
-    OK(fk.stream_create(&g_cap_stream, CU_STREAM_NON_BLOCKING));
     OK(fk.gpa("cuMemcpy2D", (void **)&g_copy2d, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
-    run_scenario(&(scenario_t){
-        .name = "late", .fn = late_capture_step, .steps = 30, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), /* one abort after a trace exists does not blacklist */
-                 .replays = IS(30 - 2 - 1)},
-        .stats = {.aborts = IS(1)}});
+    run_scenario(&(scenario_t){.name = "late", .fn = late_copy_step, .steps = 30, .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(30 - 2 - 1), .side_exits = IS(1)},
+                               .stats = {.aborts = IS(0)}});
+}
+
+Test(tracer_replay, a_call_run_as_made_in_every_step_ends_a_segment)
+{
+    static int every;
+    OK(fk.gpa("cuMemcpy2D", (void **)&g_copy2d, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    run_scenario(&(scenario_t){.name = "as_made", .fn = late_copy_step, .ctx = &every, .steps = 30, .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .segments = IS(2)},
+                               .stats = {.aborts = IS(0)}});
 }
 
 /* ---------------------------------------------------------------------------------------------
