@@ -32,9 +32,9 @@
       "the kernel cannot be replayed; a newer driver reports layouts of more kernels")            \
     X(ABORT_UNTRACEABLE, "a call cgjit cannot trace was made inside the step",                    \
       "move the call out of the step (before cgj_trace_begin or after cgj_trace_end)")            \
-    X(ABORT_OWN_GRAPH_ALLOC, "the step allocates memory and launches a graph of the program's own", \
+    X(ABORT_AS_MADE_ALLOC, "the step allocates memory and makes a call cgjit runs as made (a graph of the program's own, a 2D/3D copy, ...)", \
       "allocate before the step: a replay hands the step's allocations other addresses than eager " \
-      "execution, and a graph of the program's own may hold the ones it was given before")       \
+      "execution and reuses them by its plan, which cannot see what such a call reads or writes") \
     X(ABORT_CAPTURE, "the program captures a CUDA graph of its own",                              \
       "nothing to do: its capture runs as it would without cgjit, and steps resume after cuStreamEndCapture") \
     X(ABORT_NESTED, "cgj_trace_begin inside a step (steps do not nest)",                          \

@@ -520,7 +520,7 @@ Test(tracer_replay, app_graph_launch_in_a_step_that_allocates_runs_eagerly)
     cgj_trace_info_t i = run_scenario(&(scenario_t){
         .name = "app_graph_alloc", .fn = app_graph_alloc_step, .steps = 20, .nbufs = 1, .prepare = build_app_graphs,
         .info = {.replays = IS(0)}, .stats = {.aborts = MORE_THAN(0)}});
-    cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_OWN_GRAPH_ALLOC, "reason: %s", i.reason);
+    cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_AS_MADE_ALLOC, "reason: %s", i.reason);
 }
 
 /* A call cgjit does not capture (a 2D copy), run as made. Once in a replayed step: the run
@@ -559,6 +559,27 @@ Test(tracer_replay, a_call_run_as_made_in_every_step_ends_a_segment)
     run_scenario(&(scenario_t){.name = "as_made", .fn = late_copy_step, .ctx = &every, .steps = 30, .nbufs = 2,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .segments = IS(2)},
                                .stats = {.aborts = IS(0)}});
+}
+
+/* Such a call on memory the step allocated: the step runs eagerly (the pool's plan cannot see
+ * what the call touches). */
+static void as_made_alloc_step(int s, CUdeviceptr *b, void *ctx)
+{
+    CUdeviceptr tmp;
+    OK(fk.mem_alloc(&tmp, N * sizeof(float)));
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    copy2d(tmp, b[0]);
+    OK(fk_copyscale_launch(&fk, NULL, b[1], tmp, 0.5f, N));
+    OK(fk.mem_free(tmp));
+}
+
+Test(tracer_replay, a_call_run_as_made_in_a_step_that_allocates_runs_eagerly)
+{
+    OK(fk.gpa("cuMemcpy2D", (void **)&g_copy2d, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "as_made_alloc", .fn = as_made_alloc_step, .steps = 20,
+                                                    .nbufs = 2, .info = {.replays = IS(0)},
+                                                    .stats = {.aborts = MORE_THAN(0)}});
+    cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_AS_MADE_ALLOC, "reason: %s", i.reason);
 }
 
 /* ---------------------------------------------------------------------------------------------
