@@ -94,10 +94,12 @@ typedef struct set {
     cudaStream_t stream;  /* a created non-blocking stream */
     cudaEvent_t ev;
     cudaEvent_t pool[4];  /* events taken in turn, as PyTorch and XLA take theirs from a pool */
+    cudaGraphExec_t own;  /* a graph of the program's own (own_graph), made at its first step */
     float *pageable;      /* malloc'ed host buffer, N floats */
 } set_t;
 
 static void set_init(set_t *s, float init[NBUF][N]) {
+    s->own = NULL;
     for (int b = 0; b < NBUF; b++) {
         CHECK(cudaMalloc((void **)&s->d[b], BYTES));
         CHECK(cudaMemcpy(s->d[b], init[b], BYTES, cudaMemcpyHostToDevice));
@@ -121,6 +123,8 @@ static void set_free(set_t *s) {
     CHECK(cudaEventDestroy(s->ev));
     for (int k = 0; k < 4; k++)
         CHECK(cudaEventDestroy(s->pool[k]));
+    if (s->own)
+        CHECK(cudaGraphExecDestroy(s->own));
     free(s->pageable);
 }
 
@@ -260,6 +264,35 @@ static void step_event_pool(set_t *s, int step) {
     CHECK(cudaMemcpyAsync(s->pageable, y, BYTES, cudaMemcpyDeviceToHost, s->stream));
     CHECK(cudaStreamSynchronize(s->stream));
     k_axpy<<<GRID, BLOCK, 0, 0>>>(x, y, 0.001f * s->pageable[step % N], N);
+}
+
+/* own_graph: a graph of the program's own (two kernels on x, captured at the first step) launched
+ * between the step's kernels, as torch.cuda.graph and XLA's command buffers are: the kernels
+ * before it must run first, those after it after. */
+static void step_own_graph(set_t *s, int step) {
+    float *x = s->d[0], *y = s->d[1];
+    if (!s->own) {
+        cudaGraph_t g;
+        CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
+        affine_chain(x, 7, 2, s->stream);
+        CHECK(cudaStreamEndCapture(s->stream, &g));
+        CHECK(cudaGraphInstantiate(&s->own, g, 0));
+        CHECK(cudaGraphDestroy(g));
+    }
+    affine_chain(x, step % 2, 3, 0);
+    CHECK(cudaGraphLaunch(s->own, 0));
+    k_axpy<<<GRID, BLOCK, 0, 0>>>(y, x, 0.01f, N);
+    affine_chain(x, 3, 2, 0);
+}
+
+/* as_made: a 2D copy (work cgjit does not capture) between the step's kernels, run as made. */
+static void step_as_made(set_t *s, int step) {
+    float *x = s->d[0], *y = s->d[1];
+    affine_chain(x, step % 2, 3, 0);
+    CHECK(cudaMemcpy2DAsync(y, 64 * sizeof(float), x, 64 * sizeof(float), 32 * sizeof(float), N / 64,
+                            cudaMemcpyDeviceToDevice, 0));
+    k_affine<<<GRID, BLOCK, 0, 0>>>(y, 0.99f, 0.001f * (float)(step % 7), N);
+    affine_chain(x, 3, 2, 0);
 }
 
 /* misuse: the eager step is 10 kernels; the traced one wraps them in API misuse. */
@@ -521,6 +554,8 @@ static const scenario_t SCENARIOS[] = {
     {"blacklist", 1, step_blacklist, NULL, expect_blacklist},
     {"streams", 4, step_streams, NULL, expect_streams},
     {"event_pool", 2, step_event_pool, NULL, expect_streams},
+    {"own_graph", 2, step_own_graph, NULL, expect_streams},
+    {"as_made", 2, step_as_made, NULL, expect_streams},
     {"misuse", 1, step_misuse, traced_misuse, expect_misuse},
     {"temporaries", 1, step_temporaries, NULL, expect_temporaries},
     {"async_temporaries", 1, step_async_temporaries, NULL, expect_async_temporaries},
