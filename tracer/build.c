@@ -44,6 +44,23 @@ static void dump_allocs(const cgj_anchor_t *a, const cgj_plan_block_t *pb, size_
     fclose(f);
 }
 
+/* Is all of the trace's GPU work on one stream? Then it runs in the program's order (graphs and
+ * calls issued as made alike), and a block's memory may serve a later block once it is freed. On
+ * several streams, work that ran as made on one stream is not ordered before a graph launched
+ * on another: where the program's free would have waited for it (cuMemFree), the pool's reuse
+ * would not. */
+static bool one_stream(const cgj_oplist_t *l)
+{
+    const cgj_op_t *first = NULL;
+    for (uint32_t i = 0; i < l->n; i++) {
+        const cgj_op_t *o = &l->ops[i];
+        if (cgj_op_class[o->call.kind] != CGJ_CLASS_CAPTURE) continue;
+        if (!first) first = o;
+        else if (o->call.stream != first->call.stream) return false;
+    }
+    return true;
+}
+
 /* Plan the in-step allocations of tr into one pool region and relocate the trace there. */
 static bool plan_memory(const cgj_anchor_t *a, cgj_trace_t *tr, cgj_reason_t *why)
 {
@@ -53,10 +70,13 @@ static bool plan_memory(const cgj_anchor_t *a, cgj_trace_t *tr, cgj_reason_t *wh
         cgj_blocks_free(&bl);
         return true;
     }
+    /* Blocks share memory only where the step's work is in one order (one_stream); else each
+     * is planned as live over the whole step (an escaping block's lifetime). */
+    bool share = one_stream(&tr->list);
     cgj_plan_block_t *pb = cgj_xcalloc(bl.n, sizeof *pb);
     for (uint32_t j = 0; j < bl.n; j++)
         pb[j] = (cgj_plan_block_t){.size = cgj_plan_size_class(bl.b[j].bytes), .start = bl.b[j].start,
-                                   .end = bl.b[j].escapes ? CGJ_PLAN_ESCAPES : bl.b[j].end};
+                                   .end = bl.b[j].escapes || !share ? CGJ_PLAN_ESCAPES : bl.b[j].end};
     cgj_plan_result_t res;
     cgj_plan(pb, bl.n, &res);
     if (cgj_cfg.DUMP_ALLOCS[0]) dump_allocs(a, pb, bl.n);

@@ -362,3 +362,47 @@ Test(tracer_pool, an_output_allocated_after_temporaries_is_double_buffered)
     }
     assert_double_buffered("late_out", 80); /* each step begins in the twin whose output is free */
 }
+
+/* Temporaries on two streams: a kernel on a side stream writes the first, which the main stream
+ * reads after an event, then frees; the second is allocated after. Work on two streams is not
+ * in one order in a replay (a segment run as made on one, a graph on the other), so the two do
+ * not share memory, where on one stream they would. */
+static CUstream g_side;
+static CUevent g_side_done;
+
+static void two_stream_temps_step(int s, CUdeviceptr x)
+{
+    CUdeviceptr a = 0, c = 0;
+    OK(fk.mem_alloc(&a, N * sizeof(float)));
+    OK(fk.memset32_async(a, 0, N, g_side));
+    OK(fk_copyscale_launch(&fk, g_side, a, x, 2.0f, N));
+    OK(fk.event_record(g_side_done, g_side));
+    OK(fk.stream_wait(NULL, g_side_done, 0));
+    OK(fk_copyscale_launch(&fk, NULL, x, a, 0.5f, N));
+    OK(fk.mem_free(a));
+    OK(fk.mem_alloc(&c, N * sizeof(float)));
+    OK(fk.memset32_async(c, 0, N, NULL));
+    OK(fk_copyscale_launch(&fk, NULL, c, x, 1.0f, N));
+    OK(fk_axpb_launch(&fk, NULL, c, 0.9f, (float)(s % 4), N, 1));
+    OK(fk_copyscale_launch(&fk, NULL, x, c, 1.0f, N));
+    OK(fk.mem_free(c));
+}
+
+Test(tracer_pool, temporaries_on_two_streams_do_not_share_memory)
+{
+    OK(fk.stream_create(&g_side, CU_STREAM_NON_BLOCKING));
+    OK(fk.event_create(&g_side_done, 0));
+    CUdeviceptr e = fk_alloc_floats(&fk, N, 3), t = fk_alloc_floats(&fk, N, 3);
+    for (int s = 0; s < 40; s++) {
+        two_stream_temps_step(s, e);
+        cr_assert_eq(cgj_trace_begin("temps2"), CGJ_OK);
+        two_stream_temps_step(s, t);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        compare(e, t, "x", s);
+    }
+    cgj_trace_info_t i = info_of("temps2");
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s", i.reason);
+    cr_assert_eq(i.replays, 38);
+    cr_assert_eq(i.allocations, 2);
+    cr_assert_eq(i.pool_bytes, i.naive_bytes, "blocks of a step on two streams share memory");
+}
