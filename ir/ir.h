@@ -52,7 +52,9 @@
     X(READBACK, CGJ_CLASS_BOUNDARY, "copy the host observes at once (to pageable memory)") \
     X(FREE, CGJ_CLASS_BOUNDARY, "free of device memory the step did not allocate")        \
     X(GRAPH_LAUNCH, CGJ_CLASS_BOUNDARY, "launch of a graph of the program's own")          \
-    X(AS_MADE, CGJ_CLASS_BOUNDARY, "GPU work cgjit does not capture (2D/3D, array and peer copies, cooperative launches, stream memory operations), run as made") \
+    X(AS_MADE, CGJ_CLASS_BOUNDARY,                                                   \
+      "GPU work cgjit does not capture (2D/3D, array and peer copies, cooperative launches, "     \
+      "stream memory operations), run as made")                                     \
     X(ALLOC, CGJ_CLASS_POOL, "allocation inside the step")                                 \
     X(POOL_FREE, CGJ_CLASS_POOL, "free of an allocation made inside the step")               \
     X(LIB, CGJ_CLASS_MARKER, "library call (cuBLAS, cuBLASLt, cuDNN) grouping the ops it issued")

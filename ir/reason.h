@@ -32,7 +32,9 @@
       "the kernel cannot be replayed; a newer driver reports layouts of more kernels")            \
     X(ABORT_UNTRACEABLE, "a call cgjit cannot trace was made inside the step",                    \
       "move the call out of the step (before cgj_trace_begin or after cgj_trace_end)")            \
-    X(ABORT_AS_MADE_ALLOC, "the step allocates memory and makes a call cgjit runs as made (a graph of the program's own, a 2D/3D copy, ...)", \
+    X(ABORT_AS_MADE_ALLOC,                                                                         \
+      "the step allocates memory and makes a call cgjit runs as made (a graph of the program's "   \
+      "own, a 2D/3D copy, ...)",                                                                    \
       "allocate before the step: a replay hands the step's allocations other addresses than eager " \
       "execution and reuses them by its plan, which cannot see what such a call reads or writes") \
     X(ABORT_CAPTURE, "the program captures a CUDA graph of its own",                              \
@@ -111,7 +113,9 @@
     X(BREAK_FREE, "a free of memory the step did not allocate", "free outside the step")         \
     X(BREAK_OWN_GRAPH, "a graph of the program's own, launched when the program launches it",     \
       "nothing to do: the work before it is launched first, in the program's order")              \
-    X(BREAK_AS_MADE, "work cgjit does not capture (a 2D/3D, array or peer copy, a cooperative launch, a stream memory operation), run as the program makes it", \
+    X(BREAK_AS_MADE,                                                                               \
+      "work cgjit does not capture (a 2D/3D, array or peer copy, a cooperative launch, a stream "  \
+      "memory operation), run as the program makes it",                                           \
       "nothing to do: the work before it is launched first, in the program's order")              \
     X(BREAK_CHUNK, "a chunk of CGJIT_CHUNK_OPS ops, launched while the rest is absorbed", "")    \
     X(BREAK_IDLE, "the program works on the host before its next call (CGJIT_CHUNK_US): the chunk so far runs meanwhile", \
