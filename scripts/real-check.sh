@@ -9,7 +9,8 @@
 # starting with # and empty ones ignored), COMMAND run with `bash -c` in the folder of that file
 # (third-party C/CUDA code is built there, never committed: tests/real/README.md). A program prints
 # its results on stdout and "NAME: median_us=X" on stderr; one whose eager run prints "nothing to
-# do" (a library or the GPU missing) is skipped. REAL_CHECK_ONLY="NAME ..." runs only those.
+# do" (a library or the GPU missing) is skipped. REAL_CHECK_ONLY="NAME ..." runs only those, in
+# that order.
 #
 # Runs, each under `timeout REAL_CHECK_TIMEOUT` seconds (default 300), one after the other: eager
 # twice (no preload), then once per configuration of REAL_CHECK_CONFIGS (default "sync auto"):
@@ -123,6 +124,18 @@ if [ -n "$extra" ]; then
     [[ "$line" == *$'\t'* ]] || die "REAL_CHECK_EXTRA: no tab in line '$line'"
     add_program "${line%%$'\t'*}" "${line#*$'\t'}" "$extra_dir"
   done <"$extra"
+fi
+# REAL_CHECK_ONLY's order is the order they run in (a budget is spent on the first ones).
+if [ -n "$only" ]; then
+  sorted_names=() sorted_cmds=() sorted_dirs=()
+  for w in $only; do
+    for i in "${!names[@]}"; do
+      if [ "${names[$i]}" = "$w" ]; then
+        sorted_names+=("${names[$i]}") sorted_cmds+=("${cmds[$i]}") sorted_dirs+=("${dirs[$i]}")
+      fi
+    done
+  done
+  names=("${sorted_names[@]}") cmds=("${sorted_cmds[@]}") dirs=("${sorted_dirs[@]}")
 fi
 [ ${#names[@]} -gt 0 ] || die "no program to run${only:+ (REAL_CHECK_ONLY=$only)}"
 

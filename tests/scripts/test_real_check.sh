@@ -62,7 +62,16 @@ grep -q '^  slow1  *sync  *identical' "$tmp/slow.log" || { echo "FAIL: the first
 [ "$(grep -c '^  slow[23]  *sync  *not run  .*REAL_CHECK_BUDGET (5 s) spent' "$tmp/slow.log")" -eq 2 ] ||
   { echo "FAIL: the programs past the budget are not rows 'not run'"; exit 1; }
 grep -q '^INCOMPLETE: 2 program(s) not run' "$tmp/slow.log" || { echo "FAIL: no INCOMPLETE line"; exit 1; }
+# REAL_CHECK_ONLY's order is the order of the runs: the budget goes to slow3, then nothing is left.
+status=0
+REAL_CHECK_EXTRA="$tmp/slow.txt" REAL_CHECK_ONLY="slow3 slow1" REAL_CHECK_CONFIGS=sync REAL_CHECK_BUDGET=5 \
+  REAL_CHECK_TIMEOUT=60 bash "$script" "$build" "$tmp/order" >"$tmp/order.log" 2>&1 || status=$?
+cat "$tmp/order.log"
+[ "$status" -eq 3 ] || { echo "FAIL: exit status $status with REAL_CHECK_ONLY in another order"; exit 1; }
+grep -q '^  slow3  *sync  *identical' "$tmp/order.log" || { echo "FAIL: REAL_CHECK_ONLY's first program did not run first"; exit 1; }
+grep -q '^  slow1  *sync  *not run' "$tmp/order.log" || { echo "FAIL: REAL_CHECK_ONLY's second program ran"; exit 1; }
+! grep -q '^  slow2 ' "$tmp/order.log" || { echo "FAIL: a program REAL_CHECK_ONLY leaves out has a row"; exit 1; }
 status=0
 REAL_CHECK_BUDGET=soon bash "$script" "$build" "$tmp/bad-budget" >/dev/null 2>&1 || status=$?
 [ "$status" -eq 2 ] || { echo "FAIL: exit status $status for REAL_CHECK_BUDGET=soon"; exit 1; }
-echo "PASS: identical, within eager spread and DIFFERS told apart; a budget leaves rows not run"
+echo "PASS: identical, within eager spread and DIFFERS told apart; a budget leaves rows not run, in REAL_CHECK_ONLY's order"
