@@ -250,10 +250,42 @@ static bool shape_loop(const cgj_oplist_t *a, const cgj_oplist_t *b, const cgj_b
     return false;
 }
 
+/* How many ops back from op i of l the nearest op naming the same event is, within [from, i)
+ * (0: none). */
+static uint32_t same_event_back(const cgj_oplist_t *l, uint32_t from, uint32_t i)
+{
+    CUevent ev = l->ops[i].call.u.e.ev;
+    for (uint32_t j = i; j-- > from;) {
+        cgj_op_kind_t k = l->ops[j].call.kind;
+        if ((k == CGJ_OP_EVENT_RECORD || k == CGJ_OP_STREAM_WAIT) && l->ops[j].call.u.e.ev == ev) return i - j;
+    }
+    return 0;
+}
+
+/* Do the event ops of two runs of one shape group alike by event, within each stretch between
+ * boundary ops? Events are values (taken from a pool), but how they group is what a graph's
+ * edges and nodes are made of: a run that groups them otherwise is another shape, so that it
+ * gets a variant of its own. Alike over a stretch, they are alike over any segment inside it,
+ * which is what the guard holds a run to (event_pattern_holds). */
+static bool events_group_alike(const cgj_oplist_t *a, const cgj_oplist_t *b, cgj_reason_t *r)
+{
+    uint32_t from = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        cgj_op_kind_t k = a->ops[i].call.kind;
+        if (cgj_op_class[k] == CGJ_CLASS_BOUNDARY) from = i + 1;
+        if ((k != CGJ_OP_EVENT_RECORD && k != CGJ_OP_STREAM_WAIT) ||
+            same_event_back(a, from, i) == same_event_back(b, from, i))
+            continue;
+        cgj_reason_set(r, CGJ_REASON_DIFF_EVENT, i, "%s: the run's events group otherwise", b->ops[i].call.api);
+        return false;
+    }
+    return true;
+}
+
 bool cgj_shape_same(const cgj_oplist_t *a, const cgj_oplist_t *b, cgj_reason_t *r)
 {
     cgj_blocks_t ta = cgj_blocks_of(a), tb = cgj_blocks_of(b);
-    bool same = shape_loop(a, b, &ta, &tb, r);
+    bool same = shape_loop(a, b, &ta, &tb, r) && events_group_alike(a, b, r);
     cgj_blocks_free(&ta), cgj_blocks_free(&tb);
     return same;
 }
