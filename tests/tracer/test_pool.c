@@ -168,17 +168,24 @@ static void size_change_step(int s, CUdeviceptr x)
     OK(fk.mem_free(tmp));
 }
 
-Test(tracer_pool, allocation_size_change_never_gives_a_wrong_result)
+/* `steps` steps of `step`, each run eagerly on one buffer, then traced as `name` on another
+ * (both from `seed`), compared after each; the anchor's info at the end. */
+static cgj_trace_info_t against_eager(const char *name, void (*step)(int, CUdeviceptr), int steps, unsigned seed)
 {
-    CUdeviceptr e = fk_alloc_floats(&fk, N, 9), t = fk_alloc_floats(&fk, N, 9);
-    for (int s = 0; s < 80; s++) {
-        size_change_step(s, e);
-        cr_assert_eq(cgj_trace_begin("sizes"), CGJ_OK);
-        size_change_step(s, t);
+    CUdeviceptr e = fk_alloc_floats(&fk, N, seed), t = fk_alloc_floats(&fk, N, seed);
+    for (int s = 0; s < steps; s++) {
+        step(s, e);
+        cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
+        step(s, t);
         cr_assert_eq(cgj_trace_end(), CGJ_OK);
         compare(e, t, "x", s);
     }
-    cgj_trace_info_t i = info_of("sizes");
+    return info_of(name);
+}
+
+Test(tracer_pool, allocation_size_change_never_gives_a_wrong_result)
+{
+    cgj_trace_info_t i = against_eager("sizes", size_change_step, 80, 9);
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s", i.reason);
     cr_assert_geq(i.replays, 60);
     cr_assert(i.side_exits > 0 || i.variants == 2, "the bigger steps leave the first variant");
@@ -392,15 +399,7 @@ Test(tracer_pool, temporaries_on_two_streams_do_not_share_memory)
 {
     OK(fk.stream_create(&g_side, CU_STREAM_NON_BLOCKING));
     OK(fk.event_create(&g_side_done, 0));
-    CUdeviceptr e = fk_alloc_floats(&fk, N, 3), t = fk_alloc_floats(&fk, N, 3);
-    for (int s = 0; s < 40; s++) {
-        two_stream_temps_step(s, e);
-        cr_assert_eq(cgj_trace_begin("temps2"), CGJ_OK);
-        two_stream_temps_step(s, t);
-        cr_assert_eq(cgj_trace_end(), CGJ_OK);
-        compare(e, t, "x", s);
-    }
-    cgj_trace_info_t i = info_of("temps2");
+    cgj_trace_info_t i = against_eager("temps2", two_stream_temps_step, 40, 3);
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s", i.reason);
     cr_assert_eq(i.replays, 38);
     cr_assert_eq(i.allocations, 2);
