@@ -114,14 +114,9 @@ static void event_pattern(cgj_trace_t *t, const cgj_segment_t *seg)
     uint32_t last = UINT32_MAX;
     for (uint32_t i = seg->first; i < seg->end; i++) {
         cgj_op_t *o = &t->list.ops[i];
-        if (o->call.kind != CGJ_OP_EVENT_RECORD && o->call.kind != CGJ_OP_STREAM_WAIT) continue;
+        if (!cgj_op_names_event(o->call.kind)) continue;
         o->ev_prev = last == UINT32_MAX ? 0 : i - last;
-        o->ev_same = 0;
-        for (uint32_t j = last; j != UINT32_MAX && !o->ev_same;) {
-            const cgj_op_t *p = &t->list.ops[j];
-            if (p->call.u.e.ev == o->call.u.e.ev) o->ev_same = i - j;
-            j = p->ev_prev ? j - p->ev_prev : UINT32_MAX;
-        }
+        o->ev_same = cgj_op_event_back(o, o->call.u.e.ev);
         last = i;
     }
 }
@@ -790,11 +785,13 @@ static CUresult patch(cgj_segment_t *seg, cgj_trace_t *t, uint64_t host_gen, cgj
             if ((room = gpu_add(o, g, &at, &did))) dirty |= did, on_gpu = did;
             else r = patch_kernel(seg, o, &dirty, &did, &on_gpu);
         } else {
-            r = o->call.kind == CGJ_OP_KERNEL   ? patch_kernel(seg, o, &dirty, &did, &on_gpu)
-                : o->call.kind == CGJ_OP_MEMCPY ? patch_memcpy(seg->exec, o, t->ctx, host_gen, &did)
-                : o->call.kind == CGJ_OP_MEMSET ? patch_memset(seg->exec, o, t->ctx, &did)
-                : o->call.kind == CGJ_OP_HOST_FUNC ? patch_host(seg->exec, o, &did)
-                                                   : patch_event(seg->exec, o, &did);
+            switch (o->call.kind) {
+            case CGJ_OP_KERNEL: r = patch_kernel(seg, o, &dirty, &did, &on_gpu); break;
+            case CGJ_OP_MEMCPY: r = patch_memcpy(seg->exec, o, t->ctx, host_gen, &did); break;
+            case CGJ_OP_MEMSET: r = patch_memset(seg->exec, o, t->ctx, &did); break;
+            case CGJ_OP_HOST_FUNC: r = patch_host(seg->exec, o, &did); break;
+            default: r = patch_event(seg->exec, o, &did); break; /* a record, or a wait with a node */
+            }
             bool changed;
             if (r == CUDA_SUCCESS && gpu) room = gpu_add(o, g, &at, &changed);
         }

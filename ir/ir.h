@@ -507,6 +507,14 @@ void cgj_oplist_free(cgj_oplist_t *l);
 const char *cgj_op_describe(const cgj_op_t *o, char *buf, size_t len);
 /* The reason a boundary op ends a segment (BREAK_*). */
 cgj_reason_code_t cgj_op_break_reason(const cgj_op_t *o);
+/* Does an op of kind k name an event (a record, or a wait)? */
+static inline bool cgj_op_names_event(cgj_op_kind_t k)
+{
+    return k == CGJ_OP_EVENT_RECORD || k == CGJ_OP_STREAM_WAIT;
+}
+/* How many ops back from event op o the nearest event op of its graph segment naming event ev
+ * is, along the segment's chain of event ops (ev_prev); 0 for none. */
+uint32_t cgj_op_event_back(const cgj_op_t *o, CUevent ev);
 
 /* ---- blocks.c: the in-step allocations of a recording ---- */
 

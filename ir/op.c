@@ -215,6 +215,17 @@ const char *cgj_op_describe(const cgj_op_t *o, char *buf, size_t len)
     return buf;
 }
 
+uint32_t cgj_op_event_back(const cgj_op_t *o, CUevent ev)
+{
+    uint32_t back = 0;
+    for (const cgj_op_t *p = o; p->ev_prev;) {
+        back += p->ev_prev;
+        p -= p->ev_prev;
+        if (p->call.u.e.ev == ev) return back;
+    }
+    return 0;
+}
+
 cgj_reason_code_t cgj_op_break_reason(const cgj_op_t *o)
 {
     switch (o->call.kind) {

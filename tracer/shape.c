@@ -190,18 +190,12 @@ static void take_values(cgj_op_t *o, const cgj_call_t *c)
 
 /* Event op o's event this run, ev, against the ops of its graph segment before it, which hold
  * this run's events already: the nearest one with the same event must be as many ops back as
- * when the graph was built (o->ev_same), else the graph's orderings are not this run's (a wait
- * it holds as an edge from one record, the program's own on another). Holding for every event
- * op of the segment, the run's events fall into the same groups as the build's. */
+ * when the graph was built (o->ev_same, found the same way), else the graph's orderings are not
+ * this run's (a wait it holds as an edge from one record, the program's own on another). Holding
+ * for every event op of the segment, the run's events fall into the same groups as the build's. */
 static bool event_pattern_holds(const cgj_op_t *o, CUevent ev)
 {
-    uint32_t back = 0;
-    for (const cgj_op_t *p = o; p->ev_prev;) {
-        back += p->ev_prev;
-        p -= p->ev_prev;
-        if (p->call.u.e.ev == ev) return back == o->ev_same;
-    }
-    return !o->ev_same;
+    return cgj_op_event_back(o, ev) == o->ev_same;
 }
 
 /* A copy or memset of nothing: the graph cannot hold one where it holds a real one. */
@@ -255,10 +249,8 @@ static bool shape_loop(const cgj_oplist_t *a, const cgj_oplist_t *b, const cgj_b
 static uint32_t same_event_back(const cgj_oplist_t *l, uint32_t from, uint32_t i)
 {
     CUevent ev = l->ops[i].call.u.e.ev;
-    for (uint32_t j = i; j-- > from;) {
-        cgj_op_kind_t k = l->ops[j].call.kind;
-        if ((k == CGJ_OP_EVENT_RECORD || k == CGJ_OP_STREAM_WAIT) && l->ops[j].call.u.e.ev == ev) return i - j;
-    }
+    for (uint32_t j = i; j-- > from;)
+        if (cgj_op_names_event(l->ops[j].call.kind) && l->ops[j].call.u.e.ev == ev) return i - j;
     return 0;
 }
 
@@ -273,8 +265,7 @@ static bool events_group_alike(const cgj_oplist_t *a, const cgj_oplist_t *b, cgj
     for (uint32_t i = 0; i < a->n; i++) {
         cgj_op_kind_t k = a->ops[i].call.kind;
         if (cgj_op_class[k] == CGJ_CLASS_BOUNDARY) from = i + 1;
-        if ((k != CGJ_OP_EVENT_RECORD && k != CGJ_OP_STREAM_WAIT) ||
-            same_event_back(a, from, i) == same_event_back(b, from, i))
+        if (!cgj_op_names_event(k) || same_event_back(a, from, i) == same_event_back(b, from, i))
             continue;
         cgj_reason_set(r, CGJ_REASON_DIFF_EVENT, i, "%s: the run's events group otherwise", b->ops[i].call.api);
         return false;
@@ -409,7 +400,7 @@ static bool guard_values(cgj_op_t *o, const cgj_call_t *c, bool promote, bool dr
     }
     /* Another event only where the run's events keep the build's pattern; a dry run (a switch's
      * held ops, whose segment holds another run's events) takes none. */
-    if ((c->kind == CGJ_OP_EVENT_RECORD || c->kind == CGJ_OP_STREAM_WAIT) &&
+    if (cgj_op_names_event(c->kind) &&
         ((dry && c->u.e.ev != o->call.u.e.ev) || !event_pattern_holds(o, c->u.e.ev))) {
         cgj_reason_set(r, CGJ_REASON_DIFF_EVENT, CGJ_REASON_NO_OP, "the run's events repeat in another pattern");
         return false;
