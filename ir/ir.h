@@ -380,12 +380,12 @@ typedef struct cgj_op {
     bool host_visible; /* KERNEL in a trace: an argument word points into page-locked host
                         * memory (mapped: the kernel may write what the host reads with no CUDA
                         * call, such as a flag it spins on): its chunk ends here (graphs/graph.c) */
-    uint32_t fused;    /* in a trace: 1 + the index of the fused chain (cgj_trace_t.fused) this op
-                        * belongs to, 0 for none; graphs/ emits the chain's kernel at its last op */
     bool handoff;      /* another thread issued work that could observe this op's stream right
                         * after it, in every recording (a PyTorch autograd worker taking over
                         * the main thread's stream): its segment launches as soon as it is
                         * absorbed, so the other thread never finds the work held back */
+    uint32_t fused;    /* in a trace: 1 + the index of the fused chain (cgj_trace_t.fused) this op
+                        * belongs to, 0 for none; graphs/ emits the chain's kernel at its last op */
 } cgj_op_t;
 
 /* A growing list of ops: a recording in progress, or the ops of a trace. */
