@@ -855,15 +855,22 @@ static void check_no_exit_in_last_40(const scenario_t *sc)
  * steps the same kernel and ten more (a graph). The kernel's op runs as made in the short
  * variant only where no other variant holds it in a graph: a long run begun in the short
  * variant then still switches to the long one where they part. */
-static void short_and_long_step(int s, CUdeviceptr *b, void *ctx)
+/* The two places' own work: at even steps one copy (a segment too short for a graph), at odd
+ * steps ten kernels. */
+static void short_or_long(int s, CUdeviceptr *b)
 {
-    (void)ctx;
-    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
     if (s % 2 == 0) {
         OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.25f, N));
         return;
     }
     for (int k = 0; k < 10; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+}
+
+static void short_and_long_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    short_or_long(s, b);
 }
 
 Test(tracer_places, a_short_and_a_long_step_switch_variants_without_leaving)
@@ -965,11 +972,7 @@ static void shared_prefix_step(int s, CUdeviceptr *b, void *ctx)
     (void)ctx;
     OK(fk_axpb_launch(&fk, NULL, b[0], s % 2 && s >= 30 ? 0.75f : 0.5f, 1.0f, N, 1));
     OK(fk_addk_launch(&fk, NULL, b[0], 2, N));
-    if (s % 2 == 0) {
-        OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.25f, N));
-        return;
-    }
-    for (int k = 0; k < 10; k++) OK(fk_addk_launch(&fk, NULL, b[1], k, N));
+    short_or_long(s, b);
 }
 
 Test(tracer_places, a_switch_takes_new_values_in_the_ops_it_held_before)
