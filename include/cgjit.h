@@ -136,7 +136,8 @@ CGJ_API int cgj_trace_end(void);
     X(verify_divergences, "checked graphs whose results differed from eager execution (each reported on stderr)") \
     X(verify_unchecked, "graphs CGJIT_VERIFY could not check (reported once per anchor with the reason)") \
     X(params_patched_on_gpu, "of params_patched, kernel nodes patched on the GPU by cgjit's patch kernel (CGJIT_DEVICE_PATCH)") \
-    X(patch_launches, "blocks of values set into a segment graph's patch node, whose kernel writes them into the graph's device-updatable kernel nodes as it runs (CGJIT_DEVICE_PATCH)")
+    X(patch_launches, "blocks of values set into a segment graph's patch node, whose kernel writes them into the graph's device-updatable kernel nodes as it runs (CGJIT_DEVICE_PATCH)") \
+    X(launch_host_ns, "host nanoseconds replay spent launching segment graphs: setting patched values and cuGraphLaunch, the driver's part of a replayed step's host time")
 
 /*
  * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields

@@ -47,7 +47,11 @@ static void launch_segment(cgj_thread_t *t)
     bool runs = !verifying || cgj_verify_before(t);
     bool gated = runs && !verifying && cgj_verify_on(); /* a graph not checked: no window meets it */
     if (gated) cgj_verify_calls_enter();
-    if (runs) r = cgj_graph_launch(tr, t->cur.seg, cgj_pointer_host_generation(), &patched, &refused, t->cur.passed);
+    if (runs) {
+        uint64_t t0 = cgj_now_ns();
+        r = cgj_graph_launch(tr, t->cur.seg, cgj_pointer_host_generation(), &patched, &refused, t->cur.passed);
+        CGJ_STAT_ADD(launch_host_ns, cgj_now_ns() - t0);
+    }
     if (gated) cgj_verify_calls_leave();
     if (verifying && runs) cgj_verify_after(t, r);
     CGJ_STAT_ADD(params_patched, patched.nodes);

@@ -327,6 +327,27 @@ Test(runtime_api, max_ops_lets_a_short_step_replay)
     cr_assert_eq(cgj_trace_info("short", &i), CGJ_OK);
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "a step of exactly CGJIT_MAX_OPS calls is traced");
     cr_assert_eq(i.replays, 4);
+    /* Each replay launched its graph: the host time of those launches is counted, and no
+     * eager run adds to it. */
+    cgj_stats_t st;
+    cr_assert_eq(cgj_stats(&st), CGJ_OK);
+    cr_assert_eq(st.graph_launches, 4);
+    cr_assert_gt(st.launch_host_ns, 0, "segment launches took no host time");
+}
+
+Test(runtime_api, eager_steps_count_no_launch_time)
+{
+    fk_open(&fk);
+    CUdeviceptr t = fk_alloc_floats(&fk, N, 3);
+    for (int s = 0; s < 2; s++) { /* recorded twice, never replayed */
+        cr_assert_eq(cgj_trace_begin("twice"), CGJ_OK);
+        for (int k = 0; k < 4; k++) fk_axpb_launch(&fk, NULL, t, 0.5f, (float)k, N, 1);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    }
+    cgj_stats_t st;
+    cr_assert_eq(cgj_stats(&st), CGJ_OK);
+    cr_assert_eq(st.graph_launches, 0);
+    cr_assert_eq(st.launch_host_ns, 0);
 }
 
 /* ---- report ---- */
