@@ -32,7 +32,9 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
  *    between launches, and a graph launched only at the step's synchronization would leave the
  *    GPU idle all that time, then make the host wait for all of the step's GPU work at once.
  *    Gaps inside a library call's group do not count (absorbed whole, the library does not run)
- *    and no chunk ends inside one;
+ *    and no chunk ends inside one. Nor does one end so where what is left before the boundary
+ *    is a short tail (tail_is_short): the GPU would gain less than the extra graph launch
+ *    costs (a decode step's read-back after its last kernel joins the last chunk);
  *  - at a handoff op (another thread takes over the stream there), even right before a boundary
  *    or at the step's end: the other thread comes before the step's next call;
  *  - after a collective's group (NCCL), likewise: its kernels wait for peers, which may wait
@@ -42,6 +44,16 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
  *    may wait for what it writes there with no CUDA call at all (a flag it spins on).
  * Nor does a chunk end inside a fused chain (fusion/): its kernel stands at the chain's last op,
  * and a side exit must find the whole chain in the chunk it re-issues. */
+/* A tail too short to be worth a chunk of its own: at most TAIL_OPS captured ops, with the
+ * program's recorded host time before them and before the boundary under a sixteenth of
+ * CGJIT_CHUNK_US (a graph launch costs the host a few microseconds; the GPU would start the
+ * chunk before that tail at most this much earlier). */
+enum { TAIL_OPS = 4 };
+static bool tail_is_short(uint32_t ops, uint64_t host_ns, uint64_t chunk_ns)
+{
+    return ops <= TAIL_OPS && host_ns * 16 < chunk_ns;
+}
+
 static void split_segments(cgj_trace_t *t)
 {
     uint32_t n = t->list.n, cap = 0, chunk = (uint32_t)cgj_cfg.CHUNK_OPS;
@@ -54,16 +66,23 @@ static void split_segments(cgj_trace_t *t)
         uint32_t first = i, captured = 0, group_end = 0; /* ops before group_end are a group's */
         uint32_t coll_end = 0; /* a collective's group ends before op coll_end */
         uint64_t gaps = 0;
+        /* What is left after op k up to the boundary: captured ops, and host time before each of
+         * the calls after op k, the boundary's own included (none at the step's end). */
+        uint32_t left_ops = 0;
+        uint64_t left_ns = 0;
+        for (uint32_t k = i; k < j; k++) left_ops += cgj_op_class[t->list.ops[k].call.kind] == CGJ_CLASS_CAPTURE;
+        for (uint32_t k = i + 1; k <= j && k < n; k++) left_ns += t->list.ops[k].gap_ns;
         for (uint32_t k = i; k < j; k++) {
             cgj_op_t *o = &t->list.ops[k];
             o->chunk_end = CGJ_REASON_NONE;
             if (o->lib) group_end = k + 1 + o->lib->nops;
             if (o->lib && o->lib->collective) coll_end = group_end;
-            if (cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE) captured++;
+            if (cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE) captured++, left_ops--;
+            if (k > i) left_ns -= o->gap_ns; /* the host time before op k is behind now */
             bool grouped = k + 1 < group_end || (o->fused && t->fused[o->fused - 1].last > k);
             if (k + 1 < j && !grouped) gaps += t->list.ops[k + 1].gap_ns;
             bool full = chunk && captured >= chunk;
-            bool idle = chunk_ns && captured && gaps >= chunk_ns;
+            bool idle = chunk_ns && captured && gaps >= chunk_ns && !tail_is_short(left_ops, left_ns, chunk_ns);
             bool coll = k + 1 == coll_end, seen = o->host_visible && !grouped;
             if (((full || idle) && k + 1 < j && !grouped) || o->handoff || coll || seen) {
                 o->chunk_end = coll ? CGJ_REASON_BREAK_COLLECTIVE

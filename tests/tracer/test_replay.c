@@ -978,6 +978,49 @@ Test(tracer_replay_chunks, calls_in_a_row_stay_in_one_chunk, .init = gap_setup)
         .fake = {.graph_launches = IS(18 * 2)}});
 }
 
+/* A decode step's shape: host work before each launch, adding up to CGJIT_CHUNK_US at the
+ * last kernel, then at once a read-back into pinned memory and the synchronization. The
+ * read-back is a short tail: it joins the last chunk, not a graph launch of its own. With more
+ * host work before it, the GPU gains enough to launch the chunk before it on its own. */
+static float *g_tail_pin[2];
+static int g_tail_gap_us; /* the host work before the read-back */
+
+static void tail_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int k = 0; k < 5; k++) {
+        if (k) host_work(k < 4 ? 50 : 49); /* 199 us before the last kernel */
+        OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)(k + s % 3), N, 1));
+    }
+    host_work(g_tail_gap_us); /* crosses CGJIT_CHUNK_US=200 at the last kernel */
+    OK(fk.dtoh_async(g_tail_pin[g_traced], b[0], N * sizeof(float), NULL));
+    OK(fk.stream_sync(NULL));
+}
+
+static void tail_copies_equal(const scenario_t *sc, int s, bufs_t *b)
+{
+    cr_assert(memcmp(g_tail_pin[0], g_tail_pin[1], N * sizeof(float)) == 0, "step %d: read-back differs", s);
+}
+
+Test(tracer_replay_chunks, a_short_tail_joins_the_last_chunk, .init = gap_setup)
+{
+    for (int k = 0; k < 2; k++) OK(fk.host_alloc((void **)&g_tail_pin[k], N * sizeof(float), 0));
+    g_tail_gap_us = 2;
+    run_scenario(&(scenario_t){.name = "short_tail", .fn = tail_step, .steps = 20, .nbufs = 1,
+                               .after = tail_copies_equal,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(2)},
+                               .fake = {.graph_launches = IS(18)}}); /* the sync's segment is empty */
+}
+
+Test(tracer_replay_chunks, a_tail_after_long_host_work_is_a_chunk, .init = gap_setup)
+{
+    for (int k = 0; k < 2; k++) OK(fk.host_alloc((void **)&g_tail_pin[k], N * sizeof(float), 0));
+    g_tail_gap_us = 40; /* over CGJIT_CHUNK_US / 16 */
+    run_scenario(&(scenario_t){.name = "long_tail", .fn = tail_step, .steps = 20, .nbufs = 1,
+                               .after = tail_copies_equal,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(3)},
+                               .fake = {.graph_launches = IS(18 * 2)}});
+}
+
 /* Two variants whose chunks end at different ops: the short step (4 launches) works on the
  * host after its second launch, so its variant ends a chunk there; the long one (8 launches) does
  * not. A short run that begins in the long variant and ends after 4 ops switches to the short
