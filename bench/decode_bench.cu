@@ -303,6 +303,7 @@ int main(int argc, char **argv) {
             step(&sets[k], k, (CUstream)st, 0);
     double *per[SETS], *hpc[SETS]; /* per round: mean step time, host ns per call */
     double *lpc = (double *)calloc(rounds, sizeof(double)); /* per round: replay's segment launches, us per step */
+    double *npc = (double *)calloc(rounds, sizeof(double)); /* per round: graph launches per step */
     for (int k = 0; k < SETS; k++)
         per[k] = (double *)calloc(rounds, sizeof(double)), hpc[k] = (double *)calloc(rounds, sizeof(double));
     for (int r = 0; r < rounds; r++)
@@ -317,7 +318,8 @@ int main(int argc, char **argv) {
             cgj_stats(&st1);
             hpc[k][r] = sets[k].host_calls > calls0 ? (sets[k].host_ns - ns0) / (sets[k].host_calls - calls0) : 0;
             if (k == SET_REPLAY)
-                lpc[r] = (double)(st1.launch_host_ns - st0.launch_host_ns) / steps / 1e3;
+                lpc[r] = (double)(st1.launch_host_ns - st0.launch_host_ns) / steps / 1e3,
+                npc[r] = (double)(st1.graph_launches - st0.graph_launches) / steps;
         }
 
     /* Every set ran the same steps: the same bits. */
@@ -351,10 +353,10 @@ int main(int argc, char **argv) {
     printf("  eager/replay %.3fx, replay/graphs %.3fx (target <= 1.02), replay host %.1f ns per absorbed call "
            "(target <= 200)\n",
            us[SET_EAGER] / us[SET_REPLAY], us[SET_REPLAY] / us[SET_GRAPHS], host_per_call[SET_REPLAY]);
-    double launch_us = median(lpc, rounds);
+    double launch_us = median(lpc, rounds), launches_per_step = median(npc, rounds);
     printf("  replay's segment launches (patched values set, cuGraphLaunch: the driver's part): %.2f us of host "
-           "time per step in %u launches (the last at the synchronization, after the host time above)\n",
-           launch_us, info.segments);
+           "time per step in %.1f graph launches (the last at the synchronization, after the host time above)\n",
+           launch_us, launches_per_step);
     printf("  cgjit: %s, %llu replays, %u segment(s), %u ops, reason \"%s\"; the program's graphs: %u updates, %u "
            "instantiations again\n",
            cgj_state_name(info.state), (unsigned long long)info.replays, info.segments, info.ops, info.reason,
@@ -369,10 +371,10 @@ int main(int argc, char **argv) {
         fprintf(f,
                 "{\"gpu\": \"%s\", \"launches\": %d, \"host_ns\": %d, \"rounds\": %d, \"steps\": %d, "
                 "\"eager_us\": %.3f, \"replay_us\": %.3f, \"graphs_us\": %.3f, \"replay_host_ns_per_call\": %.1f, "
-                "\"eager_host_ns_per_call\": %.1f, \"replay_launch_us_per_step\": %.3f, \"timer_ns_per_launch\": %.1f, \"segments\": %u, \"replays\": %llu, "
+                "\"eager_host_ns_per_call\": %.1f, \"replay_launch_us_per_step\": %.3f, \"replay_graph_launches_per_step\": %.1f, \"timer_ns_per_launch\": %.1f, \"segments\": %u, \"replays\": %llu, "
                 "\"identical\": %s}\n",
                 prop.name, LAUNCHES, g_host_ns, rounds, steps, us[SET_EAGER], us[SET_REPLAY], us[SET_GRAPHS],
-                host_per_call[SET_REPLAY], host_per_call[SET_EAGER], launch_us, g_timer_ns, info.segments,
+                host_per_call[SET_REPLAY], host_per_call[SET_EAGER], launch_us, launches_per_step, g_timer_ns, info.segments,
                 (unsigned long long)info.replays, equal ? "true" : "false");
         fclose(f);
     }
