@@ -62,7 +62,7 @@
     X(DEVICE_PATCH, INT, 8, 0, 1000000, "device-patch", INT, "N", NULL,                                  \
       "a segment graph with at least N kernels to patch every run has them patched on the GPU by a kernel of cgjit's at the graph's root (0: every node is patched from the host)") \
     X(CHUNK_US, INT, 50, 0, 1000000, "chunk-us", INT, "US", NULL,                                        \
-      "replay also ends a chunk where the program spent US microseconds of its own host time between the chunk's calls (as recorded), so the GPU runs the chunk meanwhile (0: chunks by op count only)") \
+      "replay also ends a chunk where the program spent US microseconds of its own host time between the chunk's calls (as recorded), so the GPU runs the chunk meanwhile, unless what is left before the next boundary is a short tail (docs/replay.md) (0: chunks by op count only)") \
     X(GRAPH_MIN_OPS, INT, 3, 1, 1000000, "graph-min-ops", INT, "N", NULL,                               \
       "a segment of fewer than N graph ops is issued eagerly at replay, not launched as a graph (too small to pay for a graph's launch)") \
     X(COST, BOOL, 1, 0, 1, "cost", BOOL, "0|1", NULL,                                                   \

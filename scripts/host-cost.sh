@@ -1,7 +1,8 @@
 #!/bin/bash
 # host-cost.sh — cgjit's own host cost per absorbed launch, without a GPU: tests/host_cost_app
 # (a step shaped like cgjit-bench-decode's, on the fake driver) run 5 times, the median of its
-# launch loop's wall time per absorbed launch; then, where valgrind is installed, the
+# launch loop's wall time per absorbed launch, and each call's own time after 300 ns of host
+# work (--host-ns: the latency the bench's step sees); then, where valgrind is installed, the
 # instructions per absorbed call spent in libcgjit (callgrind, 300 steps, replay only), the
 # largest functions first. What the bench on a GPU measures besides (the driver's graph
 # launches, the GPU) is not here: this is the part cgjit's code decides.
@@ -43,6 +44,15 @@ for i in 1 2 3 4 5; do
 done
 median=$(printf '%s\n' "${runs[@]}" | sort -g | sed -n 3p)
 echo "host-cost: launch loop ${median} ns per absorbed launch (median of 5 runs: ${runs[*]})"
+# The same calls one at a time, after 300 ns of host work each (the bench's step): the latency
+# of a call the CPU cannot overlap with the one before.
+lat=()
+for i in 1 2 3 4 5; do
+  out=$("$app" "$steps" --host-ns 300) || { echo "$out" >&2; exit 1; }
+  lat+=("$(echo "$out" | sed -n 's/.*host work: \([0-9.-]*\) ns.*/\1/p')")
+done
+median=$(printf '%s\n' "${lat[@]}" | sort -g | sed -n 3p)
+echo "host-cost: one call after 300 ns of host work ${median} ns per absorbed launch (median of 5 runs: ${lat[*]})"
 path_costs
 
 if ! command -v valgrind >/dev/null 2>&1; then

@@ -6,13 +6,17 @@
  * callgrind too; what it measures is cgjit's part of a launch, which the bench on a GPU cannot
  * separate from the driver's.
  *
- *   host_cost_app [STEPS [--no-eager]]   (default 2000 steps)
+ *   host_cost_app [STEPS [--no-eager] [--host-ns NS]]   (default 2000 steps, NS 0)
  *
  * Prints the wall time per absorbed launch of the timed steps' launch loops (from step 20 on:
  * the loop alone; each step is one graph, CGJIT_CHUNK_US=0 unless set, launched at its end, which
- * the fake driver runs on the host) and the steps replayed. The same steps run eagerly first on
- * buffers of their own (not with --no-eager, for a profile of replay alone); the exit status is
- * 1 where the two sets of buffers differ or too few steps replayed, 0 otherwise.
+ * the fake driver runs on the host) and the steps replayed. Calls in a row overlap in the CPU,
+ * so the loop gives cgjit's throughput; with --host-ns the program works NS ns on the host
+ * before each launch, as the bench's ggml-like step does, and each launch call is timed on its
+ * own (less an empty timing's cost): the latency of one absorbed call that comes after other
+ * work. The same steps run eagerly first on buffers of their own (not with --no-eager, for a
+ * profile of replay alone); the exit status is 1 where the two sets of buffers differ or too few
+ * steps replayed, 0 otherwise.
  */
 #include "fakeapp.h"
 #include <cgjit.h>
@@ -64,7 +68,38 @@ typedef struct set {
     CUdeviceptr buf[BUFS], tok;
 } set_t;
 
-/* One step on set s; the launch loop's wall time returned. */
+static int g_host_ns; /* --host-ns: host work before each launch (0: launches in a row) */
+
+/* The program's host work before a launch: a spin on the clock for g_host_ns. */
+static void host_work(void)
+{
+    double t0 = now_ns();
+    while (now_ns() - t0 < g_host_ns) {
+    }
+}
+
+/* What timing an empty stretch costs: two clock reads (median of 9 blocks of 2000). */
+static double empty_timing_ns(void)
+{
+    double v[9];
+    for (int b = 0; b < 9; b++) {
+        double sum = 0;
+        for (int i = 0; i < 2000; i++) {
+            double t0 = now_ns();
+            sum += now_ns() - t0;
+        }
+        v[b] = sum / 2000;
+    }
+    for (int i = 1; i < 9; i++) /* insertion sort: nine values */
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double x = v[j];
+            v[j] = v[j - 1], v[j - 1] = x;
+        }
+    return v[4];
+}
+
+/* One step on set s; the launch loop's wall time returned (with --host-ns: the launch calls'
+ * own time, each timed apart). */
 static double step(set_t *s, int step_no, float *out)
 {
     int host_tok[4] = {step_no % 97, 0, 0, 0};
@@ -73,7 +108,7 @@ static double step(set_t *s, int step_no, float *out)
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
     cfg.blockDimX = 32, cfg.blockDimY = cfg.blockDimZ = 1;
-    double t0 = now_ns();
+    double t0 = now_ns(), calls = 0;
     for (int l = 0; l < LAUNCHES; l++) {
         CUdeviceptr a = s->buf[l % BUFS], b = s->buf[(l + 1) % BUFS], o = s->buf[(l + 2) % BUFS], tok = s->tok;
         int n = N, pos = step_no, kv = step_no + 1, ne[4] = {N, 1, 1, 1}, nb[4] = {4, 4 * N, 4 * N, 4 * N};
@@ -81,9 +116,16 @@ static double step(set_t *s, int step_no, float *out)
         float scale = 0.5f, eps = 1.0f / 1024;
         void *p[20] = {&a, &b, &o, &n, &pos, &kv, &scale, &ne[0], &ne[1], &ne[2], &ne[3],
                        &nb[0], &nb[1], &nb[2], &nb[3], &op, &eps, &layer, &head, &tok};
-        check(fk.launch_ex(&cfg, g_op, p, NULL), "cuLaunchKernelEx");
+        if (g_host_ns) {
+            host_work();
+            double c0 = now_ns();
+            check(fk.launch_ex(&cfg, g_op, p, NULL), "cuLaunchKernelEx");
+            calls += now_ns() - c0;
+        } else {
+            check(fk.launch_ex(&cfg, g_op, p, NULL), "cuLaunchKernelEx");
+        }
     }
-    double t = now_ns() - t0;
+    double t = g_host_ns ? calls : now_ns() - t0;
     check(fk.dtoh_async(out, s->buf[0], N * sizeof(float), NULL), "read-back");
     check(fk.stream_sync(NULL), "synchronize");
     return t;
@@ -103,11 +145,24 @@ static void set_new(set_t *s)
 int main(int argc, char **argv)
 {
     int steps = argc > 1 ? atoi(argv[1]) : 2000;
-    bool eager_too = !(argc > 2 && !strcmp(argv[2], "--no-eager"));
-    if (steps < 40 || argc > 3 || (argc > 2 && eager_too)) {
-        fprintf(stderr, "usage: host_cost_app [STEPS >= 40 [--no-eager]]\n");
+    bool eager_too = true, bad = steps < 40;
+    for (int i = 2; i < argc && !bad; i++) {
+        if (!strcmp(argv[i], "--no-eager")) {
+            eager_too = false;
+        } else if (!strcmp(argv[i], "--host-ns") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            bad = *end || v < 0 || v > 1000000;
+            g_host_ns = (int)v;
+        } else {
+            bad = true;
+        }
+    }
+    if (bad) {
+        fprintf(stderr, "usage: host_cost_app [STEPS >= 40 [--no-eager] [--host-ns NS (0-1000000)]]\n");
         return 2;
     }
+    double empty = g_host_ns ? empty_timing_ns() : 0;
     setenv("CGJIT_CHUNK_US", "0", 0); /* one graph a step: the launch loop holds no graph launch */
     fk_open(&fk);
     size_t sizes[20];
@@ -133,9 +188,14 @@ int main(int argc, char **argv)
     printf("host_cost_app: %d steps of %d launches (20 parameters), %llu replayed, outputs %s\n", steps, LAUNCHES,
            (unsigned long long)info.replays,
            !eager_too ? "not compared (--no-eager)" : same ? "identical to eager" : "DIFFER from eager");
-    printf("  launch loop: %.1f ns per absorbed launch (wall time, steps 20 on; the fake driver's graph launch "
-           "not included)\n",
-           loop_ns / (steps - 20) / LAUNCHES);
+    if (g_host_ns)
+        printf("  one launch call after %d ns of host work: %.1f ns per absorbed launch (each call timed apart, "
+               "less %.1f ns an empty timing costs; steps 20 on)\n",
+               g_host_ns, loop_ns / (steps - 20) / LAUNCHES - empty, empty);
+    else
+        printf("  launch loop: %.1f ns per absorbed launch (wall time, steps 20 on; the fake driver's graph launch "
+               "not included)\n",
+               loop_ns / (steps - 20) / LAUNCHES);
     free(eager_out), free(replay_out);
     return same && replayed ? 0 : 1;
 }
