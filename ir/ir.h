@@ -392,7 +392,9 @@ typedef struct cgj_op {
 typedef struct cgj_oplist {
     cgj_op_t *ops;
     uint32_t n, cap;
+    uint32_t kinds; /* bit k: an op of kind k is in the list (lists only grow) */
 } cgj_oplist_t;
+_Static_assert(CGJ_OP_COUNT <= 32, "cgj_oplist_t.kinds has a bit per op kind");
 
 /* One graph of a trace: the capture ops [first, end), then (if end < nops) boundary op `end`. */
 typedef struct cgj_segment {

@@ -28,8 +28,9 @@ const unsigned char cgj_op_class[CGJ_OP_COUNT] = {
 #undef CGJ_OP_CLASS
 };
 
-static cgj_op_t *oplist_push(cgj_oplist_t *l)
+static cgj_op_t *oplist_push(cgj_oplist_t *l, cgj_op_kind_t kind)
 {
+    l->kinds |= 1u << kind;
     return CGJ_VEC_ADD(l->ops, l->n, l->cap);
 }
 
@@ -164,7 +165,7 @@ bool cgj_oplist_record(cgj_oplist_t *l, const cgj_call_t *c, cgj_reason_code_t *
         *why = CGJ_REASON_ABORT_NO_LAYOUT;
         return false;
     }
-    cgj_op_t *o = oplist_push(l);
+    cgj_op_t *o = oplist_push(l, c->kind);
     o->call = *c;
     if (c->kind == CGJ_OP_KERNEL) {
         o->kp = kparams_new(&lay);
@@ -179,7 +180,7 @@ bool cgj_oplist_record(cgj_oplist_t *l, const cgj_call_t *c, cgj_reason_code_t *
 
 void cgj_oplist_clone(cgj_oplist_t *l, const cgj_op_t *src)
 {
-    cgj_op_t *o = oplist_push(l);
+    cgj_op_t *o = oplist_push(l, src->call.kind);
     o->call = src->call;
     o->handoff = src->handoff;
     o->gap_ns = src->gap_ns;

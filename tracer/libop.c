@@ -274,7 +274,7 @@ void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc)
 {
     cgj_libop_t *l = lib_op->lib;
     /* The trace's op list is only read through the group: a one-group view of it. */
-    cgj_oplist_t view = {lib_op, l->nops + 1, l->nops + 1};
+    cgj_oplist_t view = {.ops = lib_op, .n = l->nops + 1, .cap = l->nops + 1};
     sample_t n = {l, lc->args, lc->key, lc->keylen, lc->nargs, &view, 0, NULL, true, false, NULL};
     sample_t o = {l, l->args, l->key, l->keylen, l->nargs, &view, 0, NULL, false, l->synthetic, l->seen};
     l->never = lc->never;

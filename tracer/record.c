@@ -56,24 +56,14 @@ static bool record_op(cgj_thread_t *t, const cgj_call_t *c, cgj_reason_code_t *w
     return true;
 }
 
-/* A call run as made: a graph of the program's own, or work cgjit does not capture. */
-static bool as_made(cgj_op_kind_t k)
-{
-    return k == CGJ_OP_GRAPH_LAUNCH || k == CGJ_OP_AS_MADE;
-}
-
 /* Does the recording both allocate and make a call run as made? A replay serves the step's
  * allocations from its pool, at other addresses than the eager runs got, and lets blocks share
  * memory by the lifetimes its plan sees: a program's graph made outside the step may hold the
  * eager addresses, and what such a call reads or writes, on which stream, is not in the plan. */
 static bool as_made_with_alloc(const cgj_oplist_t *l)
 {
-    bool made = false, alloc = false;
-    for (uint32_t i = 0; i < l->n && !(made && alloc); i++) {
-        made |= as_made(l->ops[i].call.kind);
-        alloc |= l->ops[i].call.kind == CGJ_OP_ALLOC;
-    }
-    return made && alloc;
+    /* Calls run as made: a graph of the program's own, or work cgjit does not capture. */
+    return (l->kinds & (1u << CGJ_OP_GRAPH_LAUNCH | 1u << CGJ_OP_AS_MADE)) && (l->kinds & 1u << CGJ_OP_ALLOC);
 }
 
 static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
@@ -90,7 +80,7 @@ static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
         abort_with(t, CGJ_REASON_ABORT_MAX_OPS, c->api, NULL);
     else if (!record_op(t, c, &why))
         abort_with(t, why, c->api, NULL);
-    else if ((as_made(c->kind) || c->kind == CGJ_OP_ALLOC) && as_made_with_alloc(&t->rec))
+    else if (as_made_with_alloc(&t->rec))
         abort_with(t, CGJ_REASON_ABORT_AS_MADE_ALLOC, c->api, NULL);
     else
         CGJ_STAT_ADD(ops_recorded, 1);
