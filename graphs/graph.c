@@ -47,7 +47,9 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
 /* A tail too short to be worth a chunk of its own: at most TAIL_OPS captured ops, with the
  * program's recorded host time before them and before the boundary under a sixteenth of
  * CGJIT_CHUNK_US (a graph launch costs the host a few microseconds; the GPU would start the
- * chunk before that tail at most this much earlier). */
+ * chunk before that tail at most this much earlier). Only before a boundary op: at the step's
+ * end no call says how long the host works after the tail, and the last chunk is launched only
+ * then. */
 enum { TAIL_OPS = 4 };
 static bool tail_is_short(uint32_t ops, uint64_t host_ns, uint64_t chunk_ns)
 {
@@ -82,7 +84,7 @@ static void split_segments(cgj_trace_t *t)
             bool grouped = k + 1 < group_end || (o->fused && t->fused[o->fused - 1].last > k);
             if (k + 1 < j && !grouped) gaps += t->list.ops[k + 1].gap_ns;
             bool full = chunk && captured >= chunk;
-            bool idle = chunk_ns && captured && gaps >= chunk_ns && !tail_is_short(left_ops, left_ns, chunk_ns);
+            bool idle = chunk_ns && captured && gaps >= chunk_ns && !(j < n && tail_is_short(left_ops, left_ns, chunk_ns));
             bool coll = k + 1 == coll_end, seen = o->host_visible && !grouped;
             if (((full || idle) && k + 1 < j && !grouped) || o->handoff || coll || seen) {
                 o->chunk_end = coll ? CGJ_REASON_BREAK_COLLECTIVE

@@ -1021,6 +1021,34 @@ Test(tracer_replay_chunks, a_tail_after_long_host_work_is_a_chunk, .init = gap_s
                                .fake = {.graph_launches = IS(18 * 2)}});
 }
 
+/* The same tail at the step's end, with host work after it: no call says how long the host
+ * works before cgj_trace_end, so the chunk before the tail still launches on its own. */
+static void tail_at_end_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int k = 0; k < 5; k++) {
+        if (k) host_work(k < 4 ? 50 : 49);
+        OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)(k + s % 3), N, 1));
+    }
+    host_work(2);
+    OK(fk.dtoh_async(g_tail_pin[g_traced], b[0], N * sizeof(float), NULL));
+    host_work(1000); /* then the step ends */
+}
+
+static void tail_at_end_equal(const scenario_t *sc, int s, bufs_t *b)
+{
+    OK(fk.stream_sync(NULL));
+    tail_copies_equal(sc, s, b);
+}
+
+Test(tracer_replay_chunks, a_tail_at_the_steps_end_stays_a_chunk, .init = gap_setup)
+{
+    for (int k = 0; k < 2; k++) OK(fk.host_alloc((void **)&g_tail_pin[k], N * sizeof(float), 0));
+    run_scenario(&(scenario_t){.name = "tail_at_end", .fn = tail_at_end_step, .steps = 20, .nbufs = 1,
+                               .after = tail_at_end_equal,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(2)},
+                               .fake = {.graph_launches = IS(18 * 2)}});
+}
+
 /* Two variants whose chunks end at different ops: the short step (4 launches) works on the
  * host after its second launch, so its variant ends a chunk there; the long one (8 launches) does
  * not. A short run that begins in the long variant and ends after 4 ops switches to the short
