@@ -22,6 +22,18 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
     CGJ_VEC_PUSH(t->segs, t->nsegs, *cap, ((cgj_segment_t){.first = first, .end = end, .chained = chained}));
 }
 
+/* A tail too short to be worth a chunk of its own: at most TAIL_OPS captured ops, with the
+ * program's recorded host time before them and before the boundary under a sixteenth of
+ * CGJIT_CHUNK_US (a graph launch costs the host a few microseconds; the GPU would start the
+ * chunk before that tail at most this much earlier). Only before a boundary op: at the step's
+ * end no call says how long the host works after the tail, and the last chunk is launched only
+ * then. */
+enum { TAIL_OPS = 4 };
+static bool tail_is_short(uint32_t ops, uint64_t host_ns, uint64_t chunk_ns)
+{
+    return ops <= TAIL_OPS && host_ns * 16 < chunk_ns;
+}
+
 /* Segments run from one boundary op to the next, cut into chunks, each launched as soon as its
  * last op is absorbed: the GPU starts while the host still absorbs the rest, as it would have
  * started on eager launches, and a side exit re-issues at most one chunk's ops eagerly, never
@@ -44,18 +56,6 @@ static void push_segment(cgj_trace_t *t, uint32_t *cap, uint32_t first, uint32_t
  *    may wait for what it writes there with no CUDA call at all (a flag it spins on).
  * Nor does a chunk end inside a fused chain (fusion/): its kernel stands at the chain's last op,
  * and a side exit must find the whole chain in the chunk it re-issues. */
-/* A tail too short to be worth a chunk of its own: at most TAIL_OPS captured ops, with the
- * program's recorded host time before them and before the boundary under a sixteenth of
- * CGJIT_CHUNK_US (a graph launch costs the host a few microseconds; the GPU would start the
- * chunk before that tail at most this much earlier). Only before a boundary op: at the step's
- * end no call says how long the host works after the tail, and the last chunk is launched only
- * then. */
-enum { TAIL_OPS = 4 };
-static bool tail_is_short(uint32_t ops, uint64_t host_ns, uint64_t chunk_ns)
-{
-    return ops <= TAIL_OPS && host_ns * 16 < chunk_ns;
-}
-
 static void split_segments(cgj_trace_t *t)
 {
     uint32_t n = t->list.n, cap = 0, chunk = (uint32_t)cgj_cfg.CHUNK_OPS;

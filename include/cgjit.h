@@ -137,7 +137,7 @@ CGJ_API int cgj_trace_end(void);
     X(verify_unchecked, "graphs CGJIT_VERIFY could not check (reported once per anchor with the reason)") \
     X(params_patched_on_gpu, "of params_patched, kernel nodes patched on the GPU by cgjit's patch kernel (CGJIT_DEVICE_PATCH)") \
     X(patch_launches, "blocks of values set into a segment graph's patch node, whose kernel writes them into the graph's device-updatable kernel nodes as it runs (CGJIT_DEVICE_PATCH)") \
-    X(launch_host_ns, "host nanoseconds replay spent launching segment graphs: setting patched values and cuGraphLaunch, the driver's part of a replayed step's host time")
+    X(launch_host_ns, "host nanoseconds replay spent launching segments: filling and setting patched values and cuGraphLaunch (or issuing the calls of a segment too short for a graph), the launches' part of a replayed step's host time")
 
 /*
  * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields
