@@ -11,6 +11,8 @@
 #include "fakecuda.h"
 #include <cgjit.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 typedef struct fk {
     void *handle;
@@ -85,6 +87,26 @@ CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdevic
 /* The program's side of its own graph: end the capture on stream s, instantiate the graph,
  * launch it on s, synchronize s, destroy both; the first error. */
 CUresult fk_capture_end_and_run(fk_t *fk, CUstream s);
+
+/* The host's monotonic clock, in ns: what the cost apps time with. */
+static inline double fk_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static inline int fk_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* v[0..n) in ascending order (the cost apps take medians of their timings). */
+static inline void fk_sort(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, fk_cmp_double);
+}
 
 /* cgjit's report (cgj_report) as text, for a test to search; free() it. */
 static inline char *fk_report_text(void)

@@ -57,13 +57,6 @@ static void check(CUresult r, const char *what)
     }
 }
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
 typedef struct set {
     CUdeviceptr buf[BUFS], tok;
 } set_t;
@@ -73,8 +66,8 @@ static int g_host_ns; /* --host-ns: host work before each launch (0: launches in
 /* The program's host work before a launch: a spin on the clock for g_host_ns. */
 static void host_work(void)
 {
-    double t0 = now_ns();
-    while (now_ns() - t0 < g_host_ns) {
+    double t0 = fk_now_ns();
+    while (fk_now_ns() - t0 < g_host_ns) {
     }
 }
 
@@ -85,16 +78,12 @@ static double empty_timing_ns(void)
     for (int b = 0; b < 9; b++) {
         double sum = 0;
         for (int i = 0; i < 2000; i++) {
-            double t0 = now_ns();
-            sum += now_ns() - t0;
+            double t0 = fk_now_ns();
+            sum += fk_now_ns() - t0;
         }
         v[b] = sum / 2000;
     }
-    for (int i = 1; i < 9; i++) /* insertion sort: nine values */
-        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-            double x = v[j];
-            v[j] = v[j - 1], v[j - 1] = x;
-        }
+    fk_sort(v, 9);
     return v[4];
 }
 
@@ -108,7 +97,7 @@ static double step(set_t *s, int step_no, float *out)
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
     cfg.blockDimX = 32, cfg.blockDimY = cfg.blockDimZ = 1;
-    double t0 = now_ns(), calls = 0;
+    double t0 = fk_now_ns(), calls = 0;
     for (int l = 0; l < LAUNCHES; l++) {
         CUdeviceptr a = s->buf[l % BUFS], b = s->buf[(l + 1) % BUFS], o = s->buf[(l + 2) % BUFS], tok = s->tok;
         int n = N, pos = step_no, kv = step_no + 1, ne[4] = {N, 1, 1, 1}, nb[4] = {4, 4 * N, 4 * N, 4 * N};
@@ -118,14 +107,14 @@ static double step(set_t *s, int step_no, float *out)
                        &nb[0], &nb[1], &nb[2], &nb[3], &op, &eps, &layer, &head, &tok};
         if (g_host_ns) {
             host_work();
-            double c0 = now_ns();
+            double c0 = fk_now_ns();
             check(fk.launch_ex(&cfg, g_op, p, NULL), "cuLaunchKernelEx");
-            calls += now_ns() - c0;
+            calls += fk_now_ns() - c0;
         } else {
             check(fk.launch_ex(&cfg, g_op, p, NULL), "cuLaunchKernelEx");
         }
     }
-    double t = g_host_ns ? calls : now_ns() - t0;
+    double t = g_host_ns ? calls : fk_now_ns() - t0;
     check(fk.dtoh_async(out, s->buf[0], N * sizeof(float), NULL), "read-back");
     check(fk.stream_sync(NULL), "synchronize");
     return t;

@@ -31,25 +31,12 @@
 #define TAIL 112
 static fk_t fk;
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
 static void check(CUresult r, const char *what)
 {
     if (r != CUDA_SUCCESS) {
         fprintf(stderr, "step_cost_app: %s failed (%d)\n", what, (int)r);
         exit(1);
     }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void exit_step(CUdeviceptr *b, int s)
@@ -73,13 +60,13 @@ static int exits(int steps)
     int n = 0;
     if (!extra) return 1;
     for (int s = 0; s < steps; s++) {
-        double t0 = now_ns();
+        double t0 = fk_now_ns();
         exit_step(e, s);
-        double t1 = now_ns();
+        double t1 = fk_now_ns();
         check(cgj_trace_begin("exits") == CGJ_OK ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN, "cgj_trace_begin");
         exit_step(t, s);
         check(cgj_trace_end() == CGJ_OK ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN, "cgj_trace_end");
-        double t2 = now_ns();
+        double t2 = fk_now_ns();
         if (s >= 20 && s % 2) extra[n++] = (t2 - t1) - (t1 - t0);
     }
     float he[N], ht[N];
@@ -92,7 +79,7 @@ static int exits(int steps)
     cgj_trace_info_t info;
     memset(&info, 0, sizeof info);
     cgj_trace_info("exits", &info);
-    qsort(extra, (size_t)n, sizeof *extra, cmp_double);
+    fk_sort(extra, (size_t)n);
     bool taken = info.side_exits >= (uint64_t)steps / 3 && info.replays >= (uint64_t)steps / 3;
     printf("step_cost_app exits: %d steps, %llu replayed, %llu left the trace; outputs %s\n", steps,
            (unsigned long long)info.replays, (unsigned long long)info.side_exits,
@@ -113,10 +100,10 @@ static int eager(int iters)
     bool same = true;
     for (int it = 0; it < iters; it++) {
         int k = 20 + (it * 7919) % 13;
-        double t0 = now_ns();
+        double t0 = fk_now_ns();
         for (int j = 0; j < k; j++) check(fk_axpb_launch(&fk, NULL, x, 0.5f, (float)(j % 3), N, 1), "axpb");
         check(fk.dtoh(seen, x, sizeof seen), "read-back");
-        double t1 = now_ns();
+        double t1 = fk_now_ns();
         for (int j = 0; j < k; j++)
             for (int i = 0; i < N; i++) ref[i] = 0.5f * ref[i] + (float)(j % 3);
         same = same && !memcmp(ref, seen, sizeof ref);
