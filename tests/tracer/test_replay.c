@@ -985,14 +985,21 @@ Test(tracer_replay_chunks, calls_in_a_row_stay_in_one_chunk, .init = gap_setup)
 static float *g_tail_pin[2];
 static int g_tail_gap_us; /* the host work before the read-back */
 
-static void tail_step(int s, CUdeviceptr *b, void *ctx)
+/* Five launches with 199 us of host work between them, then host work of gap_us (crossing
+ * CGJIT_CHUNK_US=200 at the last kernel) and the read-back into pinned memory. */
+static void launches_then_tail(int s, CUdeviceptr *b, int gap_us)
 {
     for (int k = 0; k < 5; k++) {
-        if (k) host_work(k < 4 ? 50 : 49); /* 199 us before the last kernel */
+        if (k) host_work(k < 4 ? 50 : 49);
         OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)(k + s % 3), N, 1));
     }
-    host_work(g_tail_gap_us); /* crosses CGJIT_CHUNK_US=200 at the last kernel */
+    host_work(gap_us);
     OK(fk.dtoh_async(g_tail_pin[g_traced], b[0], N * sizeof(float), NULL));
+}
+
+static void tail_step(int s, CUdeviceptr *b, void *ctx)
+{
+    launches_then_tail(s, b, g_tail_gap_us);
     OK(fk.stream_sync(NULL));
 }
 
@@ -1025,12 +1032,7 @@ Test(tracer_replay_chunks, a_tail_after_long_host_work_is_a_chunk, .init = gap_s
  * works before cgj_trace_end, so the chunk before the tail still launches on its own. */
 static void tail_at_end_step(int s, CUdeviceptr *b, void *ctx)
 {
-    for (int k = 0; k < 5; k++) {
-        if (k) host_work(k < 4 ? 50 : 49);
-        OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)(k + s % 3), N, 1));
-    }
-    host_work(2);
-    OK(fk.dtoh_async(g_tail_pin[g_traced], b[0], N * sizeof(float), NULL));
+    launches_then_tail(s, b, 2);
     host_work(1000); /* then the step ends */
 }
 
