@@ -23,8 +23,10 @@
  * synchronization, less the program's own host work). At the end the three
  * sets must hold the same bits.
  *
- * Usage: cgjit-bench-decode [--rounds R] [--steps S] [--host-ns NS] [--json FILE]
- *        (defaults 15, 40, 300). Exit status: 0 identical and replayed; 1 a check failed;
+ * Usage: cgjit-bench-decode [--rounds R] [--steps S] [--host-ns NS] [--json FILE] [--call-times]
+ *        (defaults 15, 40, 300). --call-times also times each replayed launch call on its own and
+ *        prints their spread and the step's costliest positions (the clock reads add to the other
+ *        figures). Exit status: 0 identical and replayed; 1 a check failed;
  *        2 bad options; 77 no GPU.
  */
 #include <cgjit.h>
@@ -36,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 enum { LAYERS = 12, PER_LAYER = 15, LAUNCHES = LAYERS * PER_LAYER, N = 8192, BLOCK = 256, OUTS = 16, WARMUP = 8 };
@@ -105,6 +108,13 @@ typedef struct set {
     int step;      /* the next step's index */
     cudaGraphExec_t exec; /* SET_GRAPHS: the program's own executable graph */
     double host_ns, host_calls, own_ns; /* host time of timed steps, calls, the program's own work */
+    double pre_ns, loop_ns, post_ns; /* host_ns split: begin and copy in; the launches; the read-back */
+    /* SET_REPLAY: host_ns and its split count the steps cgjit replayed; all_ns every timed step,
+     * cgjit's eager probes (CGJIT_COST: one step in 64 or 128 runs eagerly, to measure that
+     * replay pays) among them. */
+    double all_ns, all_calls;
+    uint64_t replays_seen; /* the anchor's replays after the last step */
+    long eager_steps;      /* timed steps cgjit ran eagerly */
 } set_t;
 
 static CUfunction g_fn;
@@ -146,12 +156,23 @@ static void launch(set_t *s, CUstream st, int layer, int k, int cur) {
 /* The launches of one step, host work before each; the state ends in x[0] (an even count of
  * ping-pong launches). */
 static_assert(LAUNCHES % 2 == 0, "the step's state must end in x[0]");
-static void launches(set_t *s, CUstream st, double *own) {
+static double *g_call_ns; /* --call-times: each timed replayed launch call's own time, by step then position */
+static size_t g_call_n, g_call_cap;
+static long g_steps_timed; /* timed steps per set */
+static long g_faults[SETS], g_switches[SETS]; /* page faults and context switches in the timed blocks */
+
+static void launches(set_t *s, CUstream st, double *own, int timed_calls) {
     int cur = 0;
     for (int l = 0; l < LAYERS; l++)
         for (int k = 0; k < PER_LAYER; k++) {
             host_work(own);
-            launch(s, st, l, k, cur);
+            if (timed_calls && g_call_n < g_call_cap) {
+                double c0 = now_ns();
+                launch(s, st, l, k, cur);
+                g_call_ns[g_call_n++] = now_ns() - c0;
+            } else {
+                launch(s, st, l, k, cur);
+            }
             cur = 1 - cur;
         }
 }
@@ -160,7 +181,8 @@ static void launches(set_t *s, CUstream st, double *own) {
  * the set's figures when timed. */
 static void step(set_t *s, int which, CUstream st, int timed) {
     static int host_tok; /* pageable, as llama.cpp hands ggml its inputs */
-    double own = 0, t0 = now_ns();
+    double own = 0, t0 = now_ns(), ta = 0, tb = 0;
+    size_t call_n0 = g_call_n;
     if (which == SET_REPLAY && cgj_trace_begin("decode") != CGJ_OK) {
         fprintf(stderr, "decode: cgj_trace_begin failed\n");
         exit(1);
@@ -170,7 +192,7 @@ static void step(set_t *s, int which, CUstream st, int timed) {
     if (which == SET_GRAPHS) {
         cudaGraph_t g;
         CHECK(cudaStreamBeginCapture((cudaStream_t)st, cudaStreamCaptureModeRelaxed));
-        launches(s, st, &own);
+        launches(s, st, &own, 0);
         CHECK(cudaStreamEndCapture((cudaStream_t)st, &g));
         cudaGraphExecUpdateResultInfo info;
         if (s->exec && cudaGraphExecUpdate(s->exec, g, &info) == cudaSuccess) {
@@ -186,7 +208,9 @@ static void step(set_t *s, int which, CUstream st, int timed) {
         CHECK(cudaGraphDestroy(g));
         CHECK(cudaGraphLaunch(s->exec, (cudaStream_t)st));
     } else {
-        launches(s, st, &own);
+        ta = now_ns();
+        launches(s, st, &own, timed && which == SET_REPLAY);
+        tb = now_ns();
     }
     CKD(drv.dtoh(s->out, (CUdeviceptr)s->x[0], OUTS * sizeof(float), st));
     double t1 = now_ns();
@@ -197,7 +221,27 @@ static void step(set_t *s, int which, CUstream st, int timed) {
     }
     volatile float sink = s->out[0]; /* the host reads the outputs */
     (void)sink;
+    int absorbed = 1; /* every call of the step absorbed (SET_REPLAY), or not SET_REPLAY */
+    if (which == SET_REPLAY) {
+        cgj_trace_info_t ti;
+        memset(&ti, 0, sizeof ti);
+        cgj_trace_info("decode", &ti);
+        absorbed = ti.replays > s->replays_seen;
+        s->replays_seen = ti.replays;
+    }
     if (timed) {
+        s->all_ns += t1 - t0 - own - g_timer_ns * LAUNCHES;
+        s->all_calls += LAUNCHES + 2;
+    }
+    if (timed && !absorbed) {
+        s->eager_steps++;
+        g_call_n = call_n0; /* its calls went to the driver: no absorbed call's time */
+    } else if (timed) {
+        if (which != SET_GRAPHS) {
+            s->pre_ns += ta - t0;
+            s->loop_ns += tb - ta - own - g_timer_ns * LAUNCHES;
+            s->post_ns += t1 - tb;
+        }
         s->host_ns += t1 - t0 - own - g_timer_ns * LAUNCHES;
         s->host_calls += LAUNCHES + 2;
         s->own_ns += own;
@@ -230,8 +274,48 @@ static double timer_overhead_ns(void) {
     return m > 0 ? m : 0;
 }
 
+/* --call-times: the replayed launch calls' own times (less an empty timing's cost), spread over
+ * calls and the positions in the step that cost most. */
+static void print_call_times(void) {
+    double e[1001];
+    for (int i = 0; i < 1001; i++) {
+        double a = now_ns();
+        e[i] = now_ns() - a;
+    }
+    double empty = median(e, 1001), pos_sum[LAUNCHES] = {0}, sum = 0;
+    size_t n = g_call_n - g_call_n % LAUNCHES;
+    for (size_t i = 0; i < n; i++) {
+        g_call_ns[i] -= empty;
+        pos_sum[i % LAUNCHES] += g_call_ns[i], sum += g_call_ns[i];
+    }
+    int top[5] = {0, 0, 0, 0, 0};
+    for (int k = 0; k < 5; k++) {
+        int best = -1;
+        for (int p = 0; p < LAUNCHES; p++) {
+            int taken = 0;
+            for (int j = 0; j < k; j++)
+                taken |= top[j] == p;
+            if (!taken && (best < 0 || pos_sum[p] > pos_sum[best]))
+                best = p;
+        }
+        top[k] = best;
+    }
+    qsort(g_call_ns, n, sizeof *g_call_ns, cmp_double);
+    printf("  replayed launch calls timed apart (less %.1f ns an empty timing): mean %.1f ns, p10 %.1f, median %.1f, "
+           "p90 %.1f, p99 %.1f, max %.1f\n",
+           empty, sum / n, g_call_ns[n / 10], g_call_ns[n / 2], g_call_ns[n * 9 / 10], g_call_ns[n * 99 / 100],
+           g_call_ns[n - 1]);
+    printf("  page faults per step: eager %.2f, replay %.2f, graphs %.2f; context switches per step: %.2f, %.2f, %.2f\n",
+           (double)g_faults[0] / g_steps_timed, (double)g_faults[1] / g_steps_timed, (double)g_faults[2] / g_steps_timed,
+           (double)g_switches[0] / g_steps_timed, (double)g_switches[1] / g_steps_timed,
+           (double)g_switches[2] / g_steps_timed);
+    printf("  costliest positions in the step (mean ns):");
+    for (int k = 0; k < 5; k++)
+        printf(" %d: %.0f%s", top[k], pos_sum[top[k]] / (n / LAUNCHES), k < 4 ? "," : "\n");
+}
+
 static void usage(void) {
-    fprintf(stderr, "usage: cgjit-bench-decode [--rounds R] [--steps S] [--host-ns NS] [--json FILE]\n");
+    fprintf(stderr, "usage: cgjit-bench-decode [--rounds R] [--steps S] [--host-ns NS] [--json FILE] [--call-times]\n");
     exit(2);
 }
 
@@ -246,7 +330,12 @@ static int int_arg(const char *s, int min, int max) {
 int main(int argc, char **argv) {
     int rounds = 15, steps = 40;
     const char *json = NULL;
+    int call_times = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--call-times")) {
+            call_times = 1;
+            continue;
+        }
         if (i + 1 >= argc)
             usage();
         if (!strcmp(argv[i], "--rounds"))
@@ -298,28 +387,55 @@ int main(int argc, char **argv) {
     free(init);
 
     g_timer_ns = timer_overhead_ns();
+    if (call_times) {
+        g_call_cap = (size_t)rounds * steps * LAUNCHES;
+        g_call_ns = (double *)calloc(g_call_cap, sizeof(double));
+        g_steps_timed = (long)rounds * steps;
+        if (!g_call_ns)
+            g_call_cap = 0;
+    }
     for (int i = 0; i < WARMUP; i++)
         for (int k = 0; k < SETS; k++)
             step(&sets[k], k, (CUstream)st, 0);
     double *per[SETS], *hpc[SETS]; /* per round: mean step time, host ns per call */
     double *lpc = (double *)calloc(rounds, sizeof(double)); /* per round: replay's segment launches, us per step */
     double *npc = (double *)calloc(rounds, sizeof(double)); /* per round: graph launches per step */
+    double *apc = (double *)calloc(rounds, sizeof(double)); /* per round: replay, host ns per call, probes included */
+    double *split[3]; /* per round, replay: begin and copy in, launch loop, read-back; us per replayed step */
+    for (int j = 0; j < 3; j++)
+        split[j] = (double *)calloc(rounds, sizeof(double));
     for (int k = 0; k < SETS; k++)
         per[k] = (double *)calloc(rounds, sizeof(double)), hpc[k] = (double *)calloc(rounds, sizeof(double));
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < SETS; k++) {
             double t0 = now_ns(), ns0 = sets[k].host_ns, calls0 = sets[k].host_calls;
+            double pre0 = sets[k].pre_ns, loop0 = sets[k].loop_ns, post0 = sets[k].post_ns;
+            double all0 = sets[k].all_ns, all_calls0 = sets[k].all_calls;
+            long eager0 = sets[k].eager_steps;
             cgj_stats_t st0, st1;
             memset(&st0, 0, sizeof st0), memset(&st1, 0, sizeof st1);
             cgj_stats(&st0);
+            struct rusage ru0, ru1;
+            getrusage(RUSAGE_SELF, &ru0);
             for (int i = 0; i < steps; i++)
                 step(&sets[k], k, (CUstream)st, 1);
+            getrusage(RUSAGE_SELF, &ru1);
+            g_faults[k] += ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt;
+            g_switches[k] += ru1.ru_nvcsw - ru0.ru_nvcsw + ru1.ru_nivcsw - ru0.ru_nivcsw;
             per[k][r] = (now_ns() - t0) / steps / 1e3;
             cgj_stats(&st1);
             hpc[k][r] = sets[k].host_calls > calls0 ? (sets[k].host_ns - ns0) / (sets[k].host_calls - calls0) : 0;
-            if (k == SET_REPLAY)
-                lpc[r] = (double)(st1.launch_host_ns - st0.launch_host_ns) / steps / 1e3,
-                npc[r] = (double)(st1.graph_launches - st0.graph_launches) / steps;
+            if (k == SET_REPLAY) {
+                double nrep = (double)(steps - (sets[k].eager_steps - eager0));
+                if (nrep < 1)
+                    nrep = 1;
+                split[0][r] = (sets[k].pre_ns - pre0) / nrep / 1e3;
+                split[1][r] = (sets[k].loop_ns - loop0) / nrep / 1e3;
+                split[2][r] = (sets[k].post_ns - post0) / nrep / 1e3;
+                lpc[r] = (double)(st1.launch_host_ns - st0.launch_host_ns) / nrep / 1e3;
+                npc[r] = (double)(st1.graph_launches - st0.graph_launches) / nrep;
+                apc[r] = (sets[k].all_ns - all0) / (sets[k].all_calls - all_calls0);
+            }
         }
 
     /* Every set ran the same steps: the same bits. */
@@ -353,10 +469,20 @@ int main(int argc, char **argv) {
     printf("  eager/replay %.3fx, replay/graphs %.3fx (target <= 1.02), replay host %.1f ns per absorbed call "
            "(target <= 200)\n",
            us[SET_EAGER] / us[SET_REPLAY], us[SET_REPLAY] / us[SET_GRAPHS], host_per_call[SET_REPLAY]);
+    double all_per_call = median(apc, rounds);
+    printf("  replay's host ns/call counts the steps cgjit replayed; %ld of its %ld timed steps ran eagerly (cgjit's "
+           "probes that measure that replay pays: CGJIT_COST); with them, %.1f ns per call\n",
+           sets[SET_REPLAY].eager_steps, (long)rounds * steps, all_per_call);
     double launch_us = median(lpc, rounds), launches_per_step = median(npc, rounds);
     printf("  replay's segment launches (patched values set, cuGraphLaunch: the driver's part): %.2f us of host "
-           "time per step in %.1f graph launches (the last at the synchronization, after the host time above)\n",
+           "time per replayed step in %.1f graph launches (the last at the synchronization, after the host time above)\n",
            launch_us, launches_per_step);
+    double pre_us = median(split[0], rounds), loop_us = median(split[1], rounds), post_us = median(split[2], rounds);
+    printf("  replay's host time per replayed step: begin and copy in %.2f us, %d launches %.2f us (%.1f ns each), read-back "
+           "%.2f us\n",
+           pre_us, LAUNCHES, loop_us, loop_us * 1e3 / LAUNCHES, post_us);
+    if (g_call_n)
+        print_call_times();
     printf("  cgjit: %s, %llu replays, %u segment(s), %u ops, reason \"%s\"; the program's graphs: %u updates, %u "
            "instantiations again\n",
            cgj_state_name(info.state), (unsigned long long)info.replays, info.segments, info.ops, info.reason,
@@ -371,10 +497,11 @@ int main(int argc, char **argv) {
         fprintf(f,
                 "{\"gpu\": \"%s\", \"launches\": %d, \"host_ns\": %d, \"rounds\": %d, \"steps\": %d, "
                 "\"eager_us\": %.3f, \"replay_us\": %.3f, \"graphs_us\": %.3f, \"replay_host_ns_per_call\": %.1f, "
-                "\"eager_host_ns_per_call\": %.1f, \"replay_launch_us_per_step\": %.3f, \"replay_graph_launches_per_step\": %.1f, \"timer_ns_per_launch\": %.1f, \"segments\": %u, \"replays\": %llu, "
+                "\"eager_host_ns_per_call\": %.1f, \"replay_host_ns_per_call_with_probes\": %.1f, \"replay_eager_steps\": %ld, \"replay_launch_us_per_step\": %.3f, \"replay_graph_launches_per_step\": %.1f, "
+                "\"replay_begin_us_per_step\": %.3f, \"replay_loop_us_per_step\": %.3f, \"replay_readback_us_per_step\": %.3f, \"timer_ns_per_launch\": %.1f, \"segments\": %u, \"replays\": %llu, "
                 "\"identical\": %s}\n",
                 prop.name, LAUNCHES, g_host_ns, rounds, steps, us[SET_EAGER], us[SET_REPLAY], us[SET_GRAPHS],
-                host_per_call[SET_REPLAY], host_per_call[SET_EAGER], launch_us, launches_per_step, g_timer_ns, info.segments,
+                host_per_call[SET_REPLAY], host_per_call[SET_EAGER], all_per_call, sets[SET_REPLAY].eager_steps, launch_us, launches_per_step, pre_us, loop_us, post_us, g_timer_ns, info.segments,
                 (unsigned long long)info.replays, equal ? "true" : "false");
         fclose(f);
     }
