@@ -397,6 +397,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < WARMUP; i++)
         for (int k = 0; k < SETS; k++)
             step(&sets[k], k, (CUstream)st, 0);
+    cgj_trace_info_t before;
+    memset(&before, 0, sizeof before);
+    cgj_trace_info("decode", &before); /* its probes so far: the timed steps' are counted apart */
     double *per[SETS], *hpc[SETS]; /* per round: mean step time, host ns per call */
     double *lpc = (double *)calloc(rounds, sizeof(double)); /* per round: replay's segment launches, us per step */
     double *npc = (double *)calloc(rounds, sizeof(double)); /* per round: graph launches per step */
@@ -470,9 +473,11 @@ int main(int argc, char **argv) {
            "(target <= 200)\n",
            us[SET_EAGER] / us[SET_REPLAY], us[SET_REPLAY] / us[SET_GRAPHS], host_per_call[SET_REPLAY]);
     double all_per_call = median(apc, rounds);
-    printf("  replay's host ns/call counts the steps cgjit replayed; %ld of its %ld timed steps ran eagerly (cgjit's "
-           "probes that measure that replay pays: CGJIT_COST); with them, %.1f ns per call\n",
-           sets[SET_REPLAY].eager_steps, (long)rounds * steps, all_per_call);
+    printf("  replay's host ns/call counts the steps cgjit replayed to their end; %ld of its %ld timed steps were "
+           "not (%llu of them cgjit's probes, run eagerly to measure that replay pays: CGJIT_COST); with them, "
+           "%.1f ns per call\n",
+           sets[SET_REPLAY].eager_steps, (long)rounds * steps, (unsigned long long)(info.probes - before.probes),
+           all_per_call);
     double launch_us = median(lpc, rounds), launches_per_step = median(npc, rounds);
     printf("  replay's segment launches (patched values set, cuGraphLaunch: the driver's part): %.2f us of host "
            "time per replayed step in %.1f graph launches (the last at the synchronization, after the host time above)\n",
