@@ -32,10 +32,17 @@
 #    other the note says eager-differs, and equal to either eager run counts as identical; output
 #    with the eager runs' words, whose numbers are no further from eager than the eager runs are
 #    from each other, is "within eager spread" (within_spread below) and passes.
-#  - speed: the eager runs' mean median_us / the cgjit run's (n/a without the stderr line).
+#  - speed: the eager runs' mean median_us / the cgjit run's (n/a without the stderr line); with
+#    REAL_CHECK_ROUNDS, the median over the eager runs / the median over the cgjit runs.
 #  - replayed: from the JSON report, over the anchors that ran at least 10 times,
 #    sum(replays) / sum(max(runs - 3, 0)) (n/a: no readable report; none>=10: no such anchor).
 #  - verify (-verify configurations): verify=N, the stderr lines "cgjit: verify: ...diverge...".
+# REAL_CHECK_ROUNDS=N (default 1): each configuration also runs N - 1 more times, each time beside
+# an eager run of its own (the configuration first in even rounds, eager first in odd ones:
+# NAME.CONFIG.rR and NAME.CONFIG.eager.rR), and every one of its runs must print what eager does.
+# The speed is then the median of all the eager times over the median of the configuration's:
+# a program's pace moves between processes on a shared machine (by 2x between consecutive runs
+# on a lent H200), and one run of each kind is no figure. The note says how many runs it took.
 # REAL_CHECK_BUDGET=S (seconds; default 0, none): a program is begun only while the time spent
 # so far plus the longest program so far fits in S; the ones left are rows "not run" (on a
 # machine lent for a while, the table comes out before the time is up, and REAL_CHECK_REUSE=1
@@ -47,7 +54,7 @@ set -u
 
 usage() {
   echo "usage: $0 BUILD_DIR [OUTDIR]  (env: REAL_CHECK_CONFIGS REAL_CHECK_ONLY REAL_CHECK_EXTRA" \
-    "REAL_CHECK_TIMEOUT REAL_CHECK_REUSE REAL_CHECK_BUDGET)" >&2
+    "REAL_CHECK_TIMEOUT REAL_CHECK_REUSE REAL_CHECK_BUDGET REAL_CHECK_ROUNDS)" >&2
   exit 2
 }
 die() { echo "real-check: $*" >&2; exit 2; }
@@ -70,6 +77,8 @@ command -v python3 >/dev/null 2>&1 || die "python3 is needed"
 case "$limit" in '' | *[!0-9]* | 0) die "REAL_CHECK_TIMEOUT must be a positive integer" ;; esac
 budget=${REAL_CHECK_BUDGET:-0}
 case "$budget" in '' | *[!0-9]*) die "REAL_CHECK_BUDGET must be a number of seconds (0: none)" ;; esac
+rounds=${REAL_CHECK_ROUNDS:-1}
+case "$rounds" in '' | *[!0-9]* | 0) die "REAL_CHECK_ROUNDS must be a positive integer" ;; esac
 
 # config_env CONFIG: the cgjit variables of a configuration, one per line; fails on a bad name.
 config_env() {
@@ -164,6 +173,20 @@ us() {
     awk '{ v[$1] = $2 } END { for (k in v) print k, v[k] }' | sort
 }
 
+# medians FILE...: "NAME X" for each NAME that the runs' stderr files print (us), X the median
+# of its values over the runs.
+medians() {
+  local f
+  for f in "$@"; do us "$f"; done | python3 -c '
+import statistics, sys
+v = {}
+for line in sys.stdin:
+    k, x = line.split()
+    v.setdefault(k, []).append(float(x))
+for k in sorted(v):
+    print(k, "%.3f" % statistics.median(v[k]))'
+}
+
 # diff_line A B: the first line where files A and B differ ("?" if cmp names none). cmp says
 # "differ: byte B, line L", "EOF on A after byte B, line L" (A has L whole lines: L + 1 differs)
 # or "EOF on A after byte B, in line L".
@@ -250,6 +273,48 @@ tail_of() {
 
 rc_text() { case "$1" in 124 | 137) echo "timeout" ;; *) echo "exit $1" ;; esac; }
 
+# judge STEM [PREFIX]: the verdict of run STEM (exit status rc) against the eager runs e1 and e2
+# (spread: how they differ): identical, within eager spread, DIFFERS at line N, or its exit. With
+# PREFIX (a later round's "round R: "), the verdict so far stands unless this run is worse: a
+# failure is PREFIX and its verdict. A failing run sets failed and adds to details; a first
+# round's note says which eager run it equals or how far it is within their spread.
+judge() {
+  local stem=$1 prefix=${2:-} v n w
+  if [ "$rc" -ne 0 ]; then
+    v=$(rc_text "$rc")
+  elif cmp -s "$e1" "$out/$stem.out"; then
+    v=identical
+  elif [ "${spread#eager-differs}" != "$spread" ] && cmp -s "$e2" "$out/$stem.out"; then
+    v=identical
+    [ -z "$prefix" ] && note="$spread; equals eager2"
+  elif [ "${spread#eager-differs}" != "$spread" ] && w=$(within_spread "$e1" "$e2" "$out/$stem.out"); then
+    v="within eager spread"
+    [ -z "$prefix" ] && note="$spread; $w"
+  else
+    n=$(diff_line "$e1" "$out/$stem.out")
+    v="DIFFERS at line $n"
+    details="$details  $stem, line $n:
+    eager: $(sed -n "${n}p" "$e1" 2>/dev/null | cut -c 1-150)
+    cgjit: $(sed -n "${n}p" "$out/$stem.out" 2>/dev/null | cut -c 1-150)
+"
+  fi
+  if [ "$v" != identical ] && [ "$v" != "within eager spread" ]; then
+    failed=1
+    if [ "$v" = "${v#DIFFERS}" ]; then
+      details="$details  $stem ($v) stderr tail:
+$(tail_of "$out/$stem.err")
+"
+    fi
+  fi
+  if [ -z "$prefix" ]; then
+    verdict=$v
+  elif [ "$v" != identical ] && [ "$v" != "within eager spread" ]; then
+    verdict=$prefix$v
+  elif [ "$v" != identical ] && [ "$verdict" = identical ]; then
+    verdict=$v note="${note:+$note; }${prefix%: } within eager spread"
+  fi
+}
+
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 failed=0
 rows=""
@@ -301,32 +366,30 @@ $(tail_of "$out/$name.eager2.err")
     mapfile -t vars < <(config_env "$config")
     run "$stem" "$dir" "$cmd" "${vars[@]}" "CGJIT_REPORT=json:$out/$stem.%p.report.json"
     note=$spread
-    if [ "$rc" -ne 0 ]; then
-      verdict=$(rc_text "$rc")
-    elif cmp -s "$e1" "$out/$stem.out"; then
-      verdict=identical
-    elif [ "${spread#eager-differs}" != "$spread" ] && cmp -s "$e2" "$out/$stem.out"; then
-      verdict=identical note="$spread; equals eager2"
-    elif [ "${spread#eager-differs}" != "$spread" ] && w=$(within_spread "$e1" "$e2" "$out/$stem.out"); then
-      verdict="within eager spread" note="$spread; $w"
+    judge "$stem"
+    # More rounds, each a run of the configuration beside an eager run of its own.
+    eager_errs=("$out/$name.eager1.err" "$out/$name.eager2.err") config_errs=("$out/$stem.err")
+    for ((r = 2; r <= rounds; r++)); do
+      for kind in $([ $((r % 2)) = 0 ] && echo "cgjit eager" || echo "eager cgjit"); do
+        if [ "$kind" = eager ]; then
+          run "$stem.eager.r$r" "$dir" "$cmd"
+          eager_errs+=("$out/$stem.eager.r$r.err")
+          [ "$rc" -eq 0 ] || { failed=1; note="${note:+$note; }eager round $r $(rc_text "$rc")"; }
+        else
+          run "$stem.r$r" "$dir" "$cmd" "${vars[@]}" "CGJIT_REPORT=json:$out/$stem.r$r.%p.report.json"
+          config_errs+=("$out/$stem.r$r.err")
+          [ "$verdict" = identical ] || [ "$verdict" = "within eager spread" ] && judge "$stem.r$r" "round $r: "
+        fi
+      done
+    done
+    [ "$rounds" -gt 1 ] && note="${note:+$note; }speed of $((rounds + 1)) eager and $rounds cgjit runs"
+    # The speed per NAME printed by both (eager mean, or the medians over rounds / cgjit's), joined by "/".
+    if [ "$rounds" -gt 1 ]; then
+      te=$(medians "${eager_errs[@]}") tc=$(medians "${config_errs[@]}")
     else
-      n=$(diff_line "$e1" "$out/$stem.out")
-      verdict="DIFFERS at line $n"
-      details="$details  $stem, line $n:
-    eager: $(sed -n "${n}p" "$e1" 2>/dev/null | cut -c 1-150)
-    cgjit: $(sed -n "${n}p" "$out/$stem.out" 2>/dev/null | cut -c 1-150)
-"
+      te=$t_e tc=$(us "$out/$stem.err")
     fi
-    if [ "$verdict" != identical ] && [ "$verdict" != "within eager spread" ]; then
-      failed=1
-      if [ "$verdict" = "${verdict#DIFFERS}" ]; then
-        details="$details  $stem ($verdict) stderr tail:
-$(tail_of "$out/$stem.err")
-"
-      fi
-    fi
-    # The speed per NAME printed by both (eager mean / cgjit), joined by "/".
-    speed=$(printf '%s\n' "$t_e" | awk -v c="$(us "$out/$stem.err")" '
+    speed=$(printf '%s\n' "$te" | awk -v c="$tc" '
       BEGIN { n = split(c, l, "\n"); for (i = 1; i <= n; i++) { split(l[i], kv, " "); v[kv[1]] = kv[2] } }
       NF == 2 && ($1 in v) && v[$1] > 0 { out = out (out == "" ? "" : "/") sprintf("%.2fx", $2 / v[$1]) }
       END { print (out == "" ? "n/a" : out) }')

@@ -2,8 +2,9 @@
 # test_real_check.sh REAL_CHECK_SH BUILD_DIR — scripts/real-check.sh's verdicts on programs made
 # up for it (no GPU): one whose output never changes (identical), one whose eager runs differ by
 # a float atomic's last digit and whose cgjit runs stay within that (within eager spread), and
-# one whose cgjit runs stray further than its eager runs (DIFFERS, the check fails); and
-# REAL_CHECK_BUDGET leaving programs "not run" (INCOMPLETE).
+# one whose cgjit runs stray further than its eager runs (DIFFERS, the check fails);
+# REAL_CHECK_BUDGET leaving programs "not run" (INCOMPLETE); and REAL_CHECK_ROUNDS (medians over
+# alternating runs, every run checked).
 set -euo pipefail
 script=${1:?usage: test_real_check.sh REAL_CHECK_SH BUILD_DIR}
 [ -d "${2:?usage: test_real_check.sh REAL_CHECK_SH BUILD_DIR}" ]
@@ -74,4 +75,30 @@ grep -q '^  slow1  *sync  *not run' "$tmp/order.log" || { echo "FAIL: REAL_CHECK
 status=0
 REAL_CHECK_BUDGET=soon bash "$script" "$build" "$tmp/bad-budget" >/dev/null 2>&1 || status=$?
 [ "$status" -eq 2 ] || { echo "FAIL: exit status $status for REAL_CHECK_BUDGET=soon"; exit 1; }
-echo "PASS: identical, within eager spread and DIFFERS told apart; a budget leaves rows not run, in REAL_CHECK_ONLY's order"
+# REAL_CHECK_ROUNDS=3 under sync: runs eager1, eager2, sync, then sync.r2 before its eager run
+# (even round), then eager before sync.r3. Each run prints a line and its time, from a list; the
+# speed is the median of the eager times (100 300 110 90: 105) over the median of sync's (50 500
+# 52: 52), 2.02x, where the first runs alone would say 4.00x. A program whose third cgjit run
+# prints something else fails with that round named.
+paced() { # NAME "LINE per run" "TIME per run"
+  printf '%s\tn=$(cat %s.n 2>/dev/null || echo 0); echo $((n + 1)) > %s.n; o=(%s); t=(%s); echo "value ${o[$n]}"; echo "%s: median_us=${t[$n]}" >&2\n' \
+    "$1" "$1" "$1" "$2" "$3" "$1"
+}
+{
+  paced paced "7 7 7 7 7 7 7" "100 300 50 500 110 90 52"
+  paced late "7 7 7 7 7 7 8" "100 100 100 100 100 100 100"
+} >"$tmp/rounds.txt"
+status=0
+REAL_CHECK_EXTRA="$tmp/rounds.txt" REAL_CHECK_ONLY="paced late" REAL_CHECK_CONFIGS=sync REAL_CHECK_ROUNDS=3 REAL_CHECK_TIMEOUT=60 \
+  bash "$script" "$build" "$tmp/rounds" >"$tmp/rounds.log" 2>&1 || status=$?
+cat "$tmp/rounds.log"
+[ "$status" -eq 1 ] || { echo "FAIL: exit status $status where a later round differs"; exit 1; }
+grep -q '^  paced  *sync  *identical  *2.02x .*speed of 4 eager and 3 cgjit runs' "$tmp/rounds.log" ||
+  { echo "FAIL: paced's speed is not the medians' over the rounds"; exit 1; }
+grep -q '^  late  *sync  *round 3: DIFFERS at line 1' "$tmp/rounds.log" || { echo "FAIL: late's third round not DIFFERS"; exit 1; }
+[ -f "$tmp/rounds/paced.sync.r2.out" ] && [ -f "$tmp/rounds/paced.sync.eager.r3.out" ] ||
+  { echo "FAIL: the rounds' runs are not in OUTDIR"; exit 1; }
+status=0
+REAL_CHECK_ROUNDS=0 bash "$script" "$build" "$tmp/bad-rounds" >/dev/null 2>&1 || status=$?
+[ "$status" -eq 2 ] || { echo "FAIL: exit status $status for REAL_CHECK_ROUNDS=0"; exit 1; }
+echo "PASS: identical, within eager spread and DIFFERS told apart; a budget leaves rows not run, in REAL_CHECK_ONLY's order; rounds give medians and are checked too"
