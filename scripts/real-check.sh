@@ -378,7 +378,7 @@ $(tail_of "$out/$name.eager2.err")
         else
           run "$stem.r$r" "$dir" "$cmd" "${vars[@]}" "CGJIT_REPORT=json:$out/$stem.r$r.%p.report.json"
           config_errs+=("$out/$stem.r$r.err")
-          [ "$verdict" = identical ] || [ "$verdict" = "within eager spread" ] && judge "$stem.r$r" "round $r: "
+          if [ "$verdict" = identical ] || [ "$verdict" = "within eager spread" ]; then judge "$stem.r$r" "round $r: "; fi
         fi
       done
     done
