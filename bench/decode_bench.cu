@@ -113,6 +113,7 @@ typedef struct set {
      * cgjit's eager probes (CGJIT_COST: one step in 64 or 128 runs eagerly, to measure that
      * replay pays) among them. */
     double all_ns, all_calls;
+    double win_launch_ns; /* SET_REPLAY: of host_ns, the segment launches inside the window */
     uint64_t replays_seen; /* the anchor's replays after the last step */
     long eager_steps;      /* timed steps cgjit ran eagerly */
 } set_t;
@@ -181,6 +182,10 @@ static void launches(set_t *s, CUstream st, double *own, int timed_calls) {
  * the set's figures when timed. */
 static void step(set_t *s, int which, CUstream st, int timed) {
     static int host_tok; /* pageable, as llama.cpp hands ggml its inputs */
+    cgj_stats_t st0, st1; /* SET_REPLAY: the launches' host time before the window and at its end */
+    memset(&st0, 0, sizeof st0), memset(&st1, 0, sizeof st1);
+    if (which == SET_REPLAY)
+        cgj_stats(&st0);
     double own = 0, t0 = now_ns(), ta = 0, tb = 0;
     size_t call_n0 = g_call_n;
     if (which == SET_REPLAY && cgj_trace_begin("decode") != CGJ_OK) {
@@ -214,6 +219,8 @@ static void step(set_t *s, int which, CUstream st, int timed) {
     }
     CKD(drv.dtoh(s->out, (CUdeviceptr)s->x[0], OUTS * sizeof(float), st));
     double t1 = now_ns();
+    if (which == SET_REPLAY)
+        cgj_stats(&st1);
     CKD(drv.sync(st));
     if (which == SET_REPLAY && cgj_trace_end() != CGJ_OK) {
         fprintf(stderr, "decode: cgj_trace_end failed\n");
@@ -245,6 +252,7 @@ static void step(set_t *s, int which, CUstream st, int timed) {
         s->host_ns += t1 - t0 - own - g_timer_ns * LAUNCHES;
         s->host_calls += LAUNCHES + 2;
         s->own_ns += own;
+        s->win_launch_ns += (double)(st1.launch_host_ns - st0.launch_host_ns);
     }
     s->step++;
 }
@@ -404,6 +412,7 @@ int main(int argc, char **argv) {
     double *lpc = (double *)calloc(rounds, sizeof(double)); /* per round: replay's segment launches, us per step */
     double *npc = (double *)calloc(rounds, sizeof(double)); /* per round: graph launches per step */
     double *apc = (double *)calloc(rounds, sizeof(double)); /* per round: replay, host ns per call, probes included */
+    double *cpc = (double *)calloc(rounds, sizeof(double)); /* per round: replayed steps' calls alone, ns per call */
     double *split[3]; /* per round, replay: begin and copy in, launch loop, read-back; us per replayed step */
     for (int j = 0; j < 3; j++)
         split[j] = (double *)calloc(rounds, sizeof(double));
@@ -413,7 +422,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < SETS; k++) {
             double t0 = now_ns(), ns0 = sets[k].host_ns, calls0 = sets[k].host_calls;
             double pre0 = sets[k].pre_ns, loop0 = sets[k].loop_ns, post0 = sets[k].post_ns;
-            double all0 = sets[k].all_ns, all_calls0 = sets[k].all_calls;
+            double all0 = sets[k].all_ns, all_calls0 = sets[k].all_calls, win0 = sets[k].win_launch_ns;
             long eager0 = sets[k].eager_steps;
             cgj_stats_t st0, st1;
             memset(&st0, 0, sizeof st0), memset(&st1, 0, sizeof st1);
@@ -438,6 +447,8 @@ int main(int argc, char **argv) {
                 lpc[r] = (double)(st1.launch_host_ns - st0.launch_host_ns) / nrep / 1e3;
                 npc[r] = (double)(st1.graph_launches - st0.graph_launches) / nrep;
                 apc[r] = (sets[k].all_ns - all0) / (sets[k].all_calls - all_calls0);
+                if (sets[k].host_calls > calls0)
+                    cpc[r] = (sets[k].host_ns - ns0 - (sets[k].win_launch_ns - win0)) / (sets[k].host_calls - calls0);
             }
         }
 
@@ -482,6 +493,10 @@ int main(int argc, char **argv) {
     printf("  replay's segment launches (patched values set, cuGraphLaunch: the driver's part): %.2f us of host "
            "time per replayed step in %.1f graph launches (the last at the synchronization, after the host time above)\n",
            launch_us, launches_per_step);
+    double calls_alone = median(cpc, rounds);
+    printf("  replayed steps' host time less the segment launches inside it (the absorbed calls alone, the copy in and "
+           "the read-back among them): %.1f ns per call\n",
+           calls_alone);
     double pre_us = median(split[0], rounds), loop_us = median(split[1], rounds), post_us = median(split[2], rounds);
     printf("  replay's host time per replayed step: begin and copy in %.2f us, %d launches %.2f us (%.1f ns each), read-back "
            "%.2f us\n",
@@ -502,11 +517,11 @@ int main(int argc, char **argv) {
         fprintf(f,
                 "{\"gpu\": \"%s\", \"launches\": %d, \"host_ns\": %d, \"rounds\": %d, \"steps\": %d, "
                 "\"eager_us\": %.3f, \"replay_us\": %.3f, \"graphs_us\": %.3f, \"replay_host_ns_per_call\": %.1f, "
-                "\"eager_host_ns_per_call\": %.1f, \"replay_host_ns_per_call_with_probes\": %.1f, \"replay_eager_steps\": %ld, \"replay_launch_us_per_step\": %.3f, \"replay_graph_launches_per_step\": %.1f, "
+                "\"eager_host_ns_per_call\": %.1f, \"replay_host_ns_per_call_with_probes\": %.1f, \"replay_calls_alone_ns_per_call\": %.1f, \"replay_eager_steps\": %ld, \"replay_launch_us_per_step\": %.3f, \"replay_graph_launches_per_step\": %.1f, "
                 "\"replay_begin_us_per_step\": %.3f, \"replay_loop_us_per_step\": %.3f, \"replay_readback_us_per_step\": %.3f, \"timer_ns_per_launch\": %.1f, \"segments\": %u, \"replays\": %llu, "
                 "\"identical\": %s}\n",
                 prop.name, LAUNCHES, g_host_ns, rounds, steps, us[SET_EAGER], us[SET_REPLAY], us[SET_GRAPHS],
-                host_per_call[SET_REPLAY], host_per_call[SET_EAGER], all_per_call, sets[SET_REPLAY].eager_steps, launch_us, launches_per_step, pre_us, loop_us, post_us, g_timer_ns, info.segments,
+                host_per_call[SET_REPLAY], host_per_call[SET_EAGER], all_per_call, calls_alone, sets[SET_REPLAY].eager_steps, launch_us, launches_per_step, pre_us, loop_us, post_us, g_timer_ns, info.segments,
                 (unsigned long long)info.replays, equal ? "true" : "false");
         fclose(f);
     }

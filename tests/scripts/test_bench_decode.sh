@@ -27,6 +27,8 @@ assert d["launches"] == 180 and d["graphs_us"] > 0, d
 # The replayed steps' host time, split, and the steps cgjit ran eagerly counted apart.
 assert 0 <= d["replay_eager_steps"] <= 10, d
 assert d["replay_loop_us_per_step"] > 0 and d["replay_host_ns_per_call_with_probes"] > 0, d
+# The window less its segment launches: the absorbed calls alone, never more than the whole.
+assert 0 < d["replay_calls_alone_ns_per_call"] <= d["replay_host_ns_per_call"], d
 PY
 grep -q "replayed launch calls timed apart" "$out/decode.log" || { echo "FAIL: --call-times printed no spread"; exit 1; }
 echo "PASS: cgjit-bench-decode ran on the GPU"
