@@ -159,7 +159,6 @@ static void launch(set_t *s, CUstream st, int layer, int k, int cur) {
 static_assert(LAUNCHES % 2 == 0, "the step's state must end in x[0]");
 static double *g_call_ns; /* --call-times: each timed replayed launch call's own time, by step then position */
 static size_t g_call_n, g_call_cap;
-static long g_steps_timed; /* timed steps per set */
 static long g_faults[SETS], g_switches[SETS]; /* page faults and context switches in the timed blocks */
 
 static void launches(set_t *s, CUstream st, double *own, int timed_calls) {
@@ -284,8 +283,9 @@ static double timer_overhead_ns(void) {
 }
 
 /* --call-times: the replayed launch calls' own times (less an empty timing's cost), spread over
- * calls and the positions in the step that cost most. */
-static void print_call_times(void) {
+ * calls and the positions in the step that cost most; page faults and context switches per step
+ * of the `timed` steps each set ran. */
+static void print_call_times(long timed) {
     double e[1001];
     for (int i = 0; i < 1001; i++) {
         double a = now_ns();
@@ -315,9 +315,8 @@ static void print_call_times(void) {
            empty, sum / n, g_call_ns[n / 10], g_call_ns[n / 2], g_call_ns[n * 9 / 10], g_call_ns[n * 99 / 100],
            g_call_ns[n - 1]);
     printf("  page faults per step: eager %.2f, replay %.2f, graphs %.2f; context switches per step: %.2f, %.2f, %.2f\n",
-           (double)g_faults[0] / g_steps_timed, (double)g_faults[1] / g_steps_timed, (double)g_faults[2] / g_steps_timed,
-           (double)g_switches[0] / g_steps_timed, (double)g_switches[1] / g_steps_timed,
-           (double)g_switches[2] / g_steps_timed);
+           (double)g_faults[0] / timed, (double)g_faults[1] / timed, (double)g_faults[2] / timed,
+           (double)g_switches[0] / timed, (double)g_switches[1] / timed, (double)g_switches[2] / timed);
     printf("  costliest positions in the step (mean ns):");
     for (int k = 0; k < 5; k++)
         printf(" %d: %.0f%s", top[k], pos_sum[top[k]] / (n / LAUNCHES), k < 4 ? "," : "\n");
@@ -399,7 +398,6 @@ int main(int argc, char **argv) {
     if (call_times) {
         g_call_cap = (size_t)rounds * steps * LAUNCHES;
         g_call_ns = (double *)calloc(g_call_cap, sizeof(double));
-        g_steps_timed = (long)rounds * steps;
         if (!g_call_ns)
             g_call_cap = 0;
     }
@@ -503,7 +501,7 @@ int main(int argc, char **argv) {
            "%.2f us\n",
            pre_us, LAUNCHES, loop_us, loop_us * 1e3 / LAUNCHES, post_us);
     if (g_call_n)
-        print_call_times();
+        print_call_times((long)rounds * steps);
     printf("  cgjit: %s, %llu replays, %u segment(s), %u ops, reason \"%s\"; the program's graphs: %u updates, %u "
            "instantiations again\n",
            cgj_state_name(info.state), (unsigned long long)info.replays, info.segments, info.ops, info.reason,
