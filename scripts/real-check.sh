@@ -32,8 +32,8 @@
 #    other the note says eager-differs, and equal to either eager run counts as identical; output
 #    with the eager runs' words, whose numbers are no further from eager than the eager runs are
 #    from each other, is "within eager spread" (within_spread below) and passes.
-#  - speed: the eager runs' mean median_us / the cgjit run's (n/a without the stderr line); with
-#    REAL_CHECK_ROUNDS, the median over the eager runs / the median over the cgjit runs.
+#  - speed: the median over the eager runs of their median_us (of two, their mean) / the median
+#    over the cgjit runs' (one without REAL_CHECK_ROUNDS); n/a without the stderr line.
 #  - replayed: from the JSON report, over the anchors that ran at least 10 times,
 #    sum(replays) / sum(max(runs - 3, 0)) (n/a: no readable report; none>=10: no such anchor).
 #  - verify (-verify configurations): verify=N, the stderr lines "cgjit: verify: ...diverge...".
@@ -359,8 +359,6 @@ $(tail_of "$out/$name.eager2.err")
   elif ! cmp -s "$e1" "$e2"; then
     spread="eager-differs (line $(diff_line "$e1" "$e2"))"
   fi
-  t_e=$( (us "$out/$name.eager1.err"; us "$out/$name.eager2.err") |
-    awk '{ s[$1] += $2; c[$1]++ } END { for (k in s) printf "%s %.3f\n", k, s[k] / c[k] }' | sort)
   for config in $configs; do
     stem=$name.$config
     mapfile -t vars < <(config_env "$config")
@@ -383,12 +381,8 @@ $(tail_of "$out/$name.eager2.err")
       done
     done
     [ "$rounds" -gt 1 ] && note="${note:+$note; }speed of $((rounds + 1)) eager and $rounds cgjit runs"
-    # The speed per NAME printed by both (eager mean, or the medians over rounds / cgjit's), joined by "/".
-    if [ "$rounds" -gt 1 ]; then
-      te=$(medians "${eager_errs[@]}") tc=$(medians "${config_errs[@]}")
-    else
-      te=$t_e tc=$(us "$out/$stem.err")
-    fi
+    # The speed per NAME printed by both (the eager runs' median / the cgjit runs'), joined by "/".
+    te=$(medians "${eager_errs[@]}") tc=$(medians "${config_errs[@]}")
     speed=$(printf '%s\n' "$te" | awk -v c="$tc" '
       BEGIN { n = split(c, l, "\n"); for (i = 1; i <= n; i++) { split(l[i], kv, " "); v[kv[1]] = kv[2] } }
       NF == 2 && ($1 in v) && v[$1] > 0 { out = out (out == "" ? "" : "/") sprintf("%.2fx", $2 / v[$1]) }

@@ -100,6 +100,11 @@ if [ ! -f "$tmp/rounds/paced.sync.r2.out" ] || [ ! -f "$tmp/rounds/paced.sync.ea
   echo "FAIL: the rounds' runs are not in OUTDIR"
   exit 1
 fi
+# One round: the two eager runs' median (their mean, 200) over the one sync run's 50: 4.00x.
+paced once "7 7 7" "100 300 50" >"$tmp/once.txt"
+REAL_CHECK_EXTRA="$tmp/once.txt" REAL_CHECK_ONLY=once REAL_CHECK_CONFIGS=sync REAL_CHECK_TIMEOUT=60 \
+  bash "$script" "$build" "$tmp/once" >"$tmp/once.log" 2>&1 || { cat "$tmp/once.log"; echo "FAIL: one round failed"; exit 1; }
+grep -q '^  once  *sync  *identical  *4.00x ' "$tmp/once.log" || { cat "$tmp/once.log"; echo "FAIL: one round's speed is not the eager runs' mean over the run's"; exit 1; }
 status=0
 REAL_CHECK_ROUNDS=0 bash "$script" "$build" "$tmp/bad-rounds" >/dev/null 2>&1 || status=$?
 [ "$status" -eq 2 ] || { echo "FAIL: exit status $status for REAL_CHECK_ROUNDS=0"; exit 1; }
