@@ -577,7 +577,7 @@ TWO_WRAPPERS(cuGraphLaunch, cuGraphLaunch_ptsz, graph_launch, (CUgraphExec g, CU
 
 static inline CUresult capture_began(const char *api, CUstream s, CUresult r)
 {
-    if (r == CUDA_SUCCESS) cgj_step_capture_began(s, api);
+    cgj_step_capture_began(s, r, api);
     return r;
 }
 
@@ -585,9 +585,9 @@ static inline CUresult capture_began(const char *api, CUstream s, CUresult r)
     CUresult cgj_w_##exported params                                                  \
     {                                                                                 \
         CUstream s_ = norm(s, stream_pt);                                             \
-        ORDER(s_);                                                                    \
-        cgj_step_capture_begin(#exported);                                            \
         if (!cgj_drv.r_##exported) return CUDA_ERROR_NOT_SUPPORTED;                   \
+        ORDER(s_);                                                                    \
+        cgj_step_capture_begin(s_, #exported);                                        \
         return capture_began(#exported, s_, cgj_drv.r_##exported(__VA_ARGS__));       \
     }
 CAPTURE_BEGIN(cuStreamBeginCapture_v2, false, (CUstream s, CUstreamCaptureMode mode), s, mode)

@@ -121,8 +121,15 @@ void cgj_exit_launch_failed(cgj_thread_t *t, CUresult err)
     cgj_thread_go(t, CGJ_EVENT_ERROR, cgj_thread_eager_mode(t));
 }
 
+/* Is s blocking? The driver is asked only while no capture of the program runs: asked about a
+ * capturing stream, it fails and invalidates the capture (tracer/captures.c answers then). */
+static bool stream_blocking(CUstream s)
+{
+    return CGJ_UNLIKELY(cgj_program_capturing()) ? cgj_captures_blocking(s) : cgj_stream_blocking(s);
+}
+
 /* Could `s`/`ev` observe the pending work of t? Work on s waits for work on s itself and, s
- * being blocking (cgj_stream_blocking), for the legacy stream's; work on the legacy stream waits
+ * being blocking (stream_blocking), for the legacy stream's; work on the legacy stream waits
  * for every blocking stream's: a non-blocking stream never waits for another thread's replay
  * held back on the legacy stream, nor the other way. A per-thread default stream is one of the calling thread's: it shares no handle
  * with t's ops, only the legacy stream's ordering. */
@@ -130,7 +137,7 @@ static bool observes(const cgj_thread_t *t, CUstream s, CUevent ev, bool everyth
 {
     if (everything) return true;
     const cgj_trace_t *tr = t->cur.trace;
-    bool waits_legacy = s && cgj_stream_blocking(s);
+    bool waits_legacy = s && stream_blocking(s);
     CUstream non_blocking = NULL; /* the last stream found non-blocking: ops come in runs */
     for (uint32_t i = tr->segs[t->cur.seg].first + t->cur.passed; i < t->cur.pos; i++) {
         const cgj_call_t *c = &tr->list.ops[i].call;
@@ -140,7 +147,7 @@ static bool observes(const cgj_thread_t *t, CUstream s, CUevent ev, bool everyth
         if (c->stream == CU_STREAM_LEGACY) {
             if (waits_legacy) return true;
         } else if (s == CU_STREAM_LEGACY && c->stream != non_blocking) {
-            if (cgj_stream_blocking(c->stream)) return true;
+            if (stream_blocking(c->stream)) return true;
             non_blocking = c->stream;
         }
     }
@@ -157,7 +164,7 @@ static bool observes_recording(const cgj_thread_t *t, CUstream s, CUevent ev, bo
         if (t->rec.ops[i].call.kind == CGJ_OP_EVENT_RECORD && t->rec.ops[i].call.u.e.ev == ev) return true;
     if (everything || s == CU_STREAM_LEGACY) return mask != 0;
     if (!s) return false;
-    if (mask >> cgj_stream_bucket(CU_STREAM_LEGACY) & 1 && cgj_stream_blocking(s)) return true;
+    if (mask >> cgj_stream_bucket(CU_STREAM_LEGACY) & 1 && stream_blocking(s)) return true;
     return s != CU_STREAM_PER_THREAD && (mask >> cgj_stream_bucket(s) & 1);
 }
 

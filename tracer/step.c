@@ -337,10 +337,13 @@ void cgj_step_untraceable(const char *api)
     cgj_thread_unlock(t);
 }
 
-void cgj_step_capture_begin(const char *api)
+void cgj_step_capture_begin(CUstream s, const char *api)
 {
     cgj_thread_t *t = &cgj_tls;
-    if (!cgj_tracing()) return;
+    if (!cgj_tracing()) {
+        cgj_captures_beginning(s);
+        return;
+    }
     cgj_thread_lock(t);
     if (t->mode >= CGJ_MODE_RECORD) {
         cgj_reason_t r;
@@ -351,6 +354,7 @@ void cgj_step_capture_begin(const char *api)
      * once (a marked step still pairs with its end). */
     if (t->mode != CGJ_MODE_OFF && t->implicit) end_locked(t);
     cgj_thread_unlock(t);
+    cgj_captures_beginning(s);
 }
 
 void cgj_step_observe(CUstream s, CUevent ev, bool everything)

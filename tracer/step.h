@@ -86,12 +86,12 @@ CUresult cgj_step_leave(const cgj_call_t *c, CUresult r);
 bool cgj_step_passes(const cgj_call_t *c);
 /* A call cgjit cannot trace, inside a step: abort the step to eager (pending work first). */
 void cgj_step_untraceable(const char *api);
-/* The program's own stream capture (tracer/captures.c): before cuStreamBeginCapture*, the step
- * is aborted (its absorbed work issued, so none of it lands in the program's graph); after it
- * succeeded on stream s, and after cuStreamEndCapture on s returned r, the capture is counted
- * and forgotten. */
-void cgj_step_capture_begin(const char *api);
-void cgj_step_capture_began(CUstream s, const char *api);
+/* The program's own stream capture (tracer/captures.c): before cuStreamBeginCapture* on stream
+ * s, the step is aborted (its absorbed work issued, so none of it lands in the program's graph)
+ * and the capture counted; after the begin returned r it is kept (or forgotten where r is an
+ * error), and after cuStreamEndCapture on s returned r, forgotten. */
+void cgj_step_capture_begin(CUstream s, const char *api);
+void cgj_step_capture_began(CUstream s, CUresult r, const char *api);
 void cgj_step_capture_ended(CUstream s, CUresult r);
 
 int cgj_step_begin(const char *name);

@@ -199,7 +199,12 @@ CUresult cgj_thread_take_deferred(cgj_thread_t *t);
 void cgj_threads_forked(void);
 
 /* The program's own stream captures in progress (captures.c; cgj_program_capturing in step.h):
- * in a child after fork(), none. */
+ * one on stream s counts from just before its begin reaches the driver; in a child after fork(),
+ * none. cgj_captures_blocking: is s blocking, answered without the driver while captures run
+ * (cuStreamGetFlags on a capturing stream invalidates its capture): as asked at the begin of a
+ * capture on s, and true for any other stream. */
+void cgj_captures_beginning(CUstream s);
+bool cgj_captures_blocking(CUstream s);
 void cgj_captures_forked(void);
 /* The registry, for visiting other threads: lock, count, get, unlock. */
 void cgj_registry_lock(void);

@@ -41,8 +41,9 @@
  *  - a synchronizing or "potentially unsafe" call (sync copies and sets, stream/event sync and
  *    query, allocation and free) fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED while a capture
  *    in GLOBAL mode runs in any thread, or one in THREAD_LOCAL mode runs in the calling thread;
- *  - syncing or querying a capturing stream, or syncing the context during any capture, fails
- *    with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED.
+ *  - syncing or querying a capturing stream (cuStreamGetFlags among the queries, as the real
+ *    driver 580 has it), or syncing the context during any capture, fails with
+ *    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED.
  * Each such failure invalidates the captures it concerns: later work on them fails with
  * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and cuStreamEndCapture returns that error and no graph.
  *

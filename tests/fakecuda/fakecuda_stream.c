@@ -246,9 +246,17 @@ FC_DEFINE(cuStreamGetFlags, (CUstream hStream, unsigned int *flags))
     }
     lock();
     fc_stream *s = live_get(hStream, K_STREAM);
-    if (s) *flags = s->flags;
+    CUresult err = s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    /* As the real driver (580, H200): asked of a capturing stream, it fails and invalidates the
+     * capture. */
+    if (s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        capture_invalidate(s);
+        err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    } else if (s) {
+        *flags = s->flags;
+    }
     unlock();
-    return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    return err;
 }
 
 FC_DEFINE(cuStreamCreateWithPriority, (CUstream * phStream, unsigned int flags, int priority))

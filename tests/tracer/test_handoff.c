@@ -233,3 +233,75 @@ Test(tracer_handoff, a_non_blocking_stream_observes_nothing_on_the_legacy_stream
         cr_assert_eq(i.replays, steps - 2, "%s: state %s: %s", names[k], cgj_state_name(i.state), i.reason);
     }
 }
+
+/* ---- the program captures a graph on one thread while another holds a step ---- */
+
+static CUstream g_cap;
+static int g_capture_failures;
+
+/* B captures its own graph on g_cap (thread-local mode, as PyTorch's cudagraph trees do) while
+ * A holds its step's work on the legacy stream, then runs the graph. */
+static void *capturing_main(void *arg)
+{
+    int steps = *(int *)arg;
+    for (int s = 0; s < steps; s++) {
+        pthread_barrier_wait(&g_bar); /* A's launches are recorded or absorbed */
+        CUresult r = fk.begin_capture(g_cap, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+        for (int k = 0; k < 2 && r == CUDA_SUCCESS; k++) r = fk_axpb_launch(&fk, g_cap, g_y, 0.5f, (float)k, N, 1);
+        if (r == CUDA_SUCCESS) r = fk_capture_end_and_run(&fk, g_cap);
+        if (r != CUDA_SUCCESS) g_capture_failures++;
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < N; i++) g_expect_y[i] = 0.5f * g_expect_y[i] + (float)k;
+        if (memcmp(g_expect_y, (float *)(uintptr_t)g_y, sizeof g_expect_y)) g_mismatches++;
+        pthread_barrier_wait(&g_bar); /* A may end its step */
+    }
+    return NULL;
+}
+
+/* Each launch into the capture asks whether another thread's held work could be overtaken,
+ * which depends on the capture's stream being blocking: the driver must not be asked that about
+ * a capturing stream (it fails and invalidates the capture). Every capture succeeds and gives
+ * eager's results; with a stream created non-blocking, A's replay is not disturbed either. */
+static void run_capture_beside_a_step(unsigned cap_flags)
+{
+    int steps = 24;
+    start();
+    g_capture_failures = 0;
+    g_y = fk_alloc_floats(&fk, N, 35);
+    memcpy(g_expect_y, (float *)(uintptr_t)g_y, sizeof g_expect_y);
+    OK(fk.stream_create(&g_cap, cap_flags));
+    pthread_t b;
+    cr_assert_eq(pthread_create(&b, NULL, capturing_main, &steps), 0);
+    for (int s = 0; s < steps; s++) {
+        cr_assert_eq(cgj_trace_begin("held"), CGJ_OK);
+        for (int k = 0; k < 3; k++) OK(fk_axpb_launch(&fk, NULL, g_x, 0.5f, (float)k, N, 1));
+        pthread_barrier_wait(&g_bar);
+        pthread_barrier_wait(&g_bar); /* B's capture ended */
+        OK(fk.stream_sync(NULL));
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        for (int k = 0; k < 3; k++) expect_axpb(0.5f, (float)k);
+        cr_assert(x_is_expected(), "step %d", s);
+    }
+    pthread_join(b, NULL);
+    OK(fk.stream_destroy(g_cap));
+    cr_assert_eq(g_capture_failures, 0, "the program's capture failed %d times of %d", g_capture_failures, steps);
+    cr_assert_eq(g_mismatches, 0, "the program's graphs gave other results %d times", g_mismatches);
+    cgj_trace_info_t i = info_of("held");
+    cr_assert_gt(i.replays, 0, "state %s: %s", cgj_state_name(i.state), i.reason);
+    if (cap_flags & CU_STREAM_NON_BLOCKING) {
+        cr_assert_eq(i.side_exits, 0, "a non-blocking capture observes nothing on the legacy stream: %s", i.reason);
+        cr_assert_eq(i.replays, steps - 2, "state %s: %s", cgj_state_name(i.state), i.reason);
+    }
+}
+
+Test(tracer_handoff, a_capture_on_a_non_blocking_stream_beside_a_step)
+{
+    run_capture_beside_a_step(CU_STREAM_NON_BLOCKING);
+}
+
+/* Created blocking, the capture's stream waits for the legacy stream: A's held work is issued
+ * before the capture begins, never into it. */
+Test(tracer_handoff, a_capture_on_a_blocking_stream_beside_a_step)
+{
+    run_capture_beside_a_step(0);
+}

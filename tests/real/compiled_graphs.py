@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""compiled_graphs — the small transformer of compiled_train.py under
+torch.compile(mode="reduce-overhead"): Inductor's kernels replayed through PyTorch's own CUDA
+graphs (cudagraph trees: stream capture on a side stream, a private memory pool, graph launches
+each step), as users write it to cut launch overhead themselves. Under cgjit the program's own
+graphs must come through exactly as they are. 30 training steps (AdamW foreach left eager, the
+loss read with .item() every step), then 20 steps of greedy decoding over a sliding window of
+fixed length under inference_mode, the compiled forward replayed by PyTorch's graphs, each token
+read back. Inductor's cache in a directory of this program's own, as compiled_train.py.
+stdout: each step's loss, each token, a parameter checksum; stderr:
+"compiled_graphs: median_us=<x>" (the training steps)."""
+import os
+import tempfile
+
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), "cgjit-real-inductor"))
+
+from _common import CPU, Timer, f32, nothing, param_checksum, setup, steps  # noqa: E402
+
+torch, dev = setup(strict=True)
+if CPU:
+    nothing("torch.compile's CUDA graphs are what this program checks")
+try:
+    import triton  # noqa: F401  (Inductor's GPU backend)
+except ImportError:
+    nothing("triton is not installed: torch.compile has no GPU backend")
+
+VOCAB, WIDTH, HEADS, LAYERS, SEQ, BATCH = 512, 128, 4, 3, 64, 8
+nn, F = torch.nn, torch.nn.functional
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(WIDTH), nn.LayerNorm(WIDTH)
+        self.qkv, self.proj = nn.Linear(WIDTH, 3 * WIDTH), nn.Linear(WIDTH, WIDTH)
+        self.up, self.down = nn.Linear(WIDTH, 4 * WIDTH), nn.Linear(4 * WIDTH, WIDTH)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(WIDTH, dim=2)
+        q, k, v = (z.view(b, t, HEADS, c // HEADS).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.down(F.gelu(self.up(self.ln2(x)), approximate="tanh"))
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.pos = nn.Embedding(VOCAB, WIDTH), nn.Embedding(SEQ, WIDTH)
+        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
+        self.ln, self.head = nn.LayerNorm(WIDTH), nn.Linear(WIDTH, VOCAB, bias=False)
+
+    def forward(self, idx):
+        x = self.emb(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.ln(x))
+
+
+def loss_of(model, x):
+    logits = model(x[:, :-1])
+    return F.cross_entropy(logits.reshape(-1, VOCAB), x[:, 1:].reshape(-1))
+
+
+model = Model().to(dev).train()
+train_step = torch.compile(loss_of, mode="reduce-overhead")
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1, foreach=True)
+gen = torch.Generator().manual_seed(1)
+timer = Timer("compiled_graphs")
+for step in range(steps(30)):
+    with timer:
+        x = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=gen).to(dev)
+        torch.compiler.cudagraph_mark_step_begin()
+        loss = train_step(model, x)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        value = loss.item()
+    print(f"step {step}: loss {f32(value)}")
+
+model.eval()
+forward = torch.compile(model, mode="reduce-overhead")
+window = torch.randint(0, VOCAB, (1, SEQ), generator=gen).to(dev)
+with torch.inference_mode():
+    for i in range(steps(20)):
+        torch.compiler.cudagraph_mark_step_begin()
+        token = forward(window)[0, -1].argmax()
+        window = torch.cat([window[:, 1:], token.view(1, 1)], dim=1)
+        print(f"token {i}: {token.item()}")
+print(f"parameters sum {param_checksum(torch, model)}")
+timer.report(skip=3)
