@@ -139,6 +139,20 @@ def param_checksum(torch, model):
     return f64(total.item())
 
 
+def cupy_setup():
+    """cupy, with a CUDA device for it; where CuPy or a device is missing, nothing to do."""
+    try:
+        import cupy as cp
+    except ImportError as e:
+        nothing(f"cupy is not installed ({e})")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            nothing("no CUDA device")
+    except Exception as e:  # CUDARuntimeError, or no driver library at all
+        nothing(f"no CUDA device ({e})")
+    return cp
+
+
 def jax_setup(preallocate=True):
     """jax and jax.numpy, on the GPU (the CPU under REAL_CPU=1), XLA's ops deterministic; where
     JAX or a GPU for it is missing, nothing to do. preallocate=False leaves XLA's pool to grow

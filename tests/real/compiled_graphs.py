@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""compiled_graphs — the small transformer of compiled_train.py under
+"""compiled_graphs — the small transformer of compiled_train.py (_tiny_transformer.py) under
 torch.compile(mode="reduce-overhead"): Inductor's kernels replayed through PyTorch's own CUDA
 graphs (cudagraph trees: stream capture on a side stream, a private memory pool, graph launches
 each step), as users write it to cut launch overhead themselves. Under cgjit the program's own
@@ -24,38 +24,10 @@ try:
 except ImportError:
     nothing("triton is not installed: torch.compile has no GPU backend")
 
-VOCAB, WIDTH, HEADS, LAYERS, SEQ, BATCH = 512, 128, 4, 3, 64, 8
-nn, F = torch.nn, torch.nn.functional
+from _tiny_transformer import BATCH, SEQ, VOCAB, model_class  # noqa: E402
 
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(WIDTH), nn.LayerNorm(WIDTH)
-        self.qkv, self.proj = nn.Linear(WIDTH, 3 * WIDTH), nn.Linear(WIDTH, WIDTH)
-        self.up, self.down = nn.Linear(WIDTH, 4 * WIDTH), nn.Linear(4 * WIDTH, WIDTH)
-
-    def forward(self, x):
-        b, t, c = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(WIDTH, dim=2)
-        q, k, v = (z.view(b, t, HEADS, c // HEADS).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
-        return x + self.down(F.gelu(self.up(self.ln2(x)), approximate="tanh"))
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.emb, self.pos = nn.Embedding(VOCAB, WIDTH), nn.Embedding(SEQ, WIDTH)
-        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
-        self.ln, self.head = nn.LayerNorm(WIDTH), nn.Linear(WIDTH, VOCAB, bias=False)
-
-    def forward(self, idx):
-        x = self.emb(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
-        for blk in self.blocks:
-            x = blk(x)
-        return self.head(self.ln(x))
+F = torch.nn.functional
+Model = model_class(torch)
 
 
 def loss_of(model, x):

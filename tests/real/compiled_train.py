@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""compiled_train — a small transformer trained under torch.compile in its default mode, as its
+"""compiled_train — a small transformer (_tiny_transformer.py) trained under torch.compile in its default mode, as its
 users write it: Inductor's generated Triton kernels (launched by Triton's own launcher through the
 driver), cuBLAS GEMMs, SDPA, the forward and backward compiled, no CUDA graphs of PyTorch's own;
 AdamW (foreach) left eager, gradient clipping, batches of random tokens made on the CPU, pinned
@@ -23,38 +23,14 @@ try:
 except ImportError:
     nothing("triton is not installed: torch.compile has no GPU backend")
 
-VOCAB, WIDTH, HEADS, LAYERS, SEQ, BATCH = 512, 128, 4, 3, 64, 8
-nn, F = torch.nn, torch.nn.functional
+from _tiny_transformer import BATCH, SEQ, VOCAB, model_class  # noqa: E402
+
+F = torch.nn.functional
 
 
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(WIDTH), nn.LayerNorm(WIDTH)
-        self.qkv, self.proj = nn.Linear(WIDTH, 3 * WIDTH), nn.Linear(WIDTH, WIDTH)
-        self.up, self.down = nn.Linear(WIDTH, 4 * WIDTH), nn.Linear(4 * WIDTH, WIDTH)
-
-    def forward(self, x):
-        b, t, c = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(WIDTH, dim=2)
-        q, k, v = (z.view(b, t, HEADS, c // HEADS).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
-        return x + self.down(F.gelu(self.up(self.ln2(x)), approximate="tanh"))
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.emb, self.pos = nn.Embedding(VOCAB, WIDTH), nn.Embedding(SEQ, WIDTH)
-        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
-        self.ln, self.head = nn.LayerNorm(WIDTH), nn.Linear(WIDTH, VOCAB, bias=False)
-
+class Model(model_class(torch)):
     def forward(self, idx, targets):
-        x = self.emb(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
-        for blk in self.blocks:
-            x = blk(x)
-        logits = self.head(self.ln(x))
+        logits = super().forward(idx)
         return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
 
 

@@ -9,17 +9,9 @@ checksums read back with .item(); 40 steps. stdout: each step's checksums as hex
 stderr: "cupy_libs: median_us=<x>"."""
 import time
 
-from _common import Timer, f64, nothing
+from _common import Timer, cupy_setup, f64, nothing
 
-try:
-    import cupy as cp
-except ImportError as e:
-    nothing(f"cupy is not installed ({e})")
-try:
-    if cp.cuda.runtime.getDeviceCount() < 1:
-        nothing("no CUDA device")
-except Exception as e:  # CUDARuntimeError, or no driver library at all
-    nothing(f"no CUDA device ({e})")
+cp = cupy_setup()
 try:
     import cupyx.scipy.sparse as sparse
 except ImportError as e:

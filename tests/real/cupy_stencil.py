@@ -9,17 +9,9 @@ iterations. stdout: the residual of every 10th iteration, then a checksum of the
 import math
 import time
 
-from _common import Timer, f32, f64, nothing
+from _common import Timer, cupy_setup, f32, f64
 
-try:
-    import cupy as cp
-except ImportError as e:
-    nothing(f"cupy is not installed ({e})")
-try:
-    if cp.cuda.runtime.getDeviceCount() < 1:
-        nothing("no CUDA device")
-except Exception as e:  # CUDARuntimeError, or no driver library at all
-    nothing(f"no CUDA device ({e})")
+cp = cupy_setup()
 
 N, ITERS, EVERY = 512, 300, 10
 jacobi = cp.ElementwiseKernel(
