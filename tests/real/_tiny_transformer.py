@@ -1,9 +1,30 @@
-"""_tiny_transformer — the small decoder-only transformer compiled_train.py and
-compiled_graphs.py compile (pre-LayerNorm blocks, SDPA with a causal mask, tanh GELU, learned
-positions, a head without bias). Not a program of its own: scripts/real-check.sh runs no
-tests/real/_*.py."""
+"""_tiny_transformer — what compiled_train.py and compiled_graphs.py share: their set-up for
+torch.compile, and the small decoder-only transformer they compile (pre-LayerNorm blocks, SDPA
+with a causal mask, tanh GELU, learned positions, a head without bias). Not a program of its
+own: scripts/real-check.sh runs no tests/real/_*.py."""
+import os
+import tempfile
+
+from _common import CPU, nothing, setup
 
 VOCAB, WIDTH, HEADS, LAYERS, SEQ, BATCH = 512, 128, 4, 3, 64, 8
+
+
+def compiled_setup(cpu_reason):
+    """torch and the device, seeded and strict (_common.setup), for a program that checks
+    torch.compile's GPU code (on the CPU: nothing to do, for cpu_reason). Inductor's
+    compiled code and its autotuning choices go to a cache directory of the corpus's own
+    (TORCHINDUCTOR_CACHE_DIR, unless given), so every run after the first takes the same kernels;
+    without Triton, torch.compile has no GPU backend: nothing to do."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), "cgjit-real-inductor"))
+    torch, dev = setup(strict=True)
+    if CPU:
+        nothing(cpu_reason)
+    try:
+        import triton  # noqa: F401  (Inductor's GPU backend)
+    except ImportError:
+        nothing("triton is not installed: torch.compile has no GPU backend")
+    return torch, dev
 
 
 def model_class(torch):

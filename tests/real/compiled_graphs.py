@@ -9,22 +9,10 @@ fixed length under inference_mode, the compiled forward replayed by PyTorch's gr
 read back. Inductor's cache in a directory of this program's own, as compiled_train.py.
 stdout: each step's loss, each token, a parameter checksum; stderr:
 "compiled_graphs: median_us=<x>" (the training steps)."""
-import os
-import tempfile
+from _common import Timer, f32, param_checksum, steps
+from _tiny_transformer import BATCH, SEQ, VOCAB, compiled_setup, model_class
 
-os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), "cgjit-real-inductor"))
-
-from _common import CPU, Timer, f32, nothing, param_checksum, setup, steps  # noqa: E402
-
-torch, dev = setup(strict=True)
-if CPU:
-    nothing("torch.compile's CUDA graphs are what this program checks")
-try:
-    import triton  # noqa: F401  (Inductor's GPU backend)
-except ImportError:
-    nothing("triton is not installed: torch.compile has no GPU backend")
-
-from _tiny_transformer import BATCH, SEQ, VOCAB, model_class  # noqa: E402
+torch, dev = compiled_setup("torch.compile's CUDA graphs are what this program checks")
 
 F = torch.nn.functional
 Model = model_class(torch)

@@ -1,29 +1,18 @@
 #!/usr/bin/env python3
-"""compiled_train — a small transformer (_tiny_transformer.py) trained under torch.compile in its default mode, as its
-users write it: Inductor's generated Triton kernels (launched by Triton's own launcher through the
-driver), cuBLAS GEMMs, SDPA, the forward and backward compiled, no CUDA graphs of PyTorch's own;
-AdamW (foreach) left eager, gradient clipping, batches of random tokens made on the CPU, pinned
-and copied with non_blocking=True, the loss read with .item() every step; 40 steps. Inductor's
-compiled code and its autotuning choices are kept in a cache directory of this program's own
-(TORCHINDUCTOR_CACHE_DIR, set here unless given), so every run after the first takes the same
-kernels: two eager runs print the same bits. stdout: the loss of every step, then a checksum of
-the parameters; stderr: "compiled_train: median_us=<x>"."""
-import os
-import tempfile
+"""compiled_train — a small transformer (_tiny_transformer.py) trained under torch.compile in its
+default mode, as its users write it: Inductor's generated Triton kernels (launched by Triton's
+own launcher through the driver), cuBLAS GEMMs, SDPA, the forward and backward compiled, no CUDA
+graphs of PyTorch's own; AdamW (foreach) left eager, gradient clipping, batches of random tokens
+made on the CPU, pinned and copied with non_blocking=True, the loss read with .item() every step;
+40 steps. Inductor's compiled code and its autotuning choices are kept in a cache directory of
+this program's own (TORCHINDUCTOR_CACHE_DIR, set by _tiny_transformer.compiled_setup unless
+given), so every run after the first takes the same kernels: two eager runs print the same bits.
+stdout: the loss of every step, then a checksum of the parameters; stderr: "compiled_train:
+median_us=<x>"."""
+from _common import Timer, f32, param_checksum, pinned, steps
+from _tiny_transformer import BATCH, SEQ, VOCAB, compiled_setup, model_class
 
-os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), "cgjit-real-inductor"))
-
-from _common import CPU, Timer, f32, nothing, param_checksum, pinned, setup, steps  # noqa: E402
-
-torch, dev = setup(strict=True)
-if CPU:
-    nothing("torch.compile's GPU code is what this program checks")
-try:
-    import triton  # noqa: F401  (Inductor's GPU backend)
-except ImportError:
-    nothing("triton is not installed: torch.compile has no GPU backend")
-
-from _tiny_transformer import BATCH, SEQ, VOCAB, model_class  # noqa: E402
+torch, dev = compiled_setup("torch.compile's GPU code is what this program checks")
 
 F = torch.nn.functional
 
