@@ -340,20 +340,18 @@ void cgj_step_untraceable(const char *api)
 void cgj_step_capture_begin(CUstream s, const char *api)
 {
     cgj_thread_t *t = &cgj_tls;
-    if (!cgj_tracing()) {
-        cgj_captures_beginning(s);
-        return;
+    if (cgj_tracing()) {
+        cgj_thread_lock(t);
+        if (t->mode >= CGJ_MODE_RECORD) {
+            cgj_reason_t r;
+            cgj_reason_set(&r, CGJ_REASON_ABORT_CAPTURE, CGJ_REASON_NO_OP, "%s", api);
+            cgj_exit_abort(t, &r);
+        }
+        /* An implicit step ends here: the capture's calls then run outside any step, forwarded
+         * at once (a marked step still pairs with its end). */
+        if (t->mode != CGJ_MODE_OFF && t->implicit) end_locked(t);
+        cgj_thread_unlock(t);
     }
-    cgj_thread_lock(t);
-    if (t->mode >= CGJ_MODE_RECORD) {
-        cgj_reason_t r;
-        cgj_reason_set(&r, CGJ_REASON_ABORT_CAPTURE, CGJ_REASON_NO_OP, "%s", api);
-        cgj_exit_abort(t, &r);
-    }
-    /* An implicit step ends here: the capture's calls then run outside any step, forwarded at
-     * once (a marked step still pairs with its end). */
-    if (t->mode != CGJ_MODE_OFF && t->implicit) end_locked(t);
-    cgj_thread_unlock(t);
     cgj_captures_beginning(s);
 }
 
