@@ -61,11 +61,11 @@
 #define _GNU_SOURCE
 #include "fakecublas.h"
 #include "fakecuda.h"
+#include "fakelib.h"
 
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -89,8 +89,6 @@ static struct {
     __typeof__(cuMemsetD32Async) *memset32_async;
     __typeof__(cuMemcpyDtoDAsync_v2) *dtod_async;
 } drv;
-static bool drv_ok;
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 /* Kernels, registered once with the fake driver. */
 enum {
@@ -108,14 +106,12 @@ typedef struct ws_layout {
 
 static unsigned long g_calls, g_ws_errors, g_kernels_run;
 
-static void count(unsigned long *c) { __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
-
 /* ---------------------------------------------------------------------------------------------
  * Handles
  * ------------------------------------------------------------------------------------------- */
 
 struct cublasContext {
-    struct cublasContext *next; /* live list */
+    fakelib_obj_t live; /* on the live list (fakelib.h) */
     CUstream stream;
     cublasPointerMode_t pointer_mode;
     cublasMath_t math_mode;
@@ -131,44 +127,18 @@ struct cublasContext {
 };
 static int g_heuristics;
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* fork() while another thread holds g_lock (a leaf: nothing else is called under it) would
- * leave the child waiting for it forever (issue 29, item 10): fork takes it first, the parent
- * releases it, the child gets a new one. */
-static void fork_prepare(void) { pthread_mutex_lock(&g_lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&g_lock); }
-static void fork_child(void) { pthread_mutex_init(&g_lock, NULL); }
-
-__attribute__((constructor)) static void fork_safety(void)
+static bool has_workspace(const fakelib_obj_t *o, const void *ws)
 {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
-static struct cublasContext *g_live;
-
-static bool handle_live(cublasHandle_t h)
-{
-    bool live = false;
-    pthread_mutex_lock(&g_lock);
-    for (struct cublasContext *c = g_live; c && !live; c = c->next) live = c == h;
-    pthread_mutex_unlock(&g_lock);
-    return live;
+    return ((const struct cublasContext *)o)->ws == *(const CUdeviceptr *)ws;
 }
 
 /* Is ws the current workspace of a live handle? */
-static bool workspace_live(CUdeviceptr ws)
-{
-    bool live = false;
-    pthread_mutex_lock(&g_lock);
-    for (struct cublasContext *c = g_live; c && !live; c = c->next) live = ws && c->ws == ws;
-    pthread_mutex_unlock(&g_lock);
-    return live;
-}
+static bool workspace_live(CUdeviceptr ws) { return ws && fakelib_live_any(has_workspace, &ws); }
 
 /* First statement of every entry point taking a handle. */
 #define CHECK_HANDLE(h)                                            \
     do {                                                           \
-        if (!(h) || !handle_live(h)) return CUBLAS_STATUS_NOT_INITIALIZED; \
+        if (!(h) || !fakelib_live(h)) return CUBLAS_STATUS_NOT_INITIALIZED; \
     } while (0)
 
 /* ---------------------------------------------------------------------------------------------
@@ -180,10 +150,10 @@ static bool workspace_live(CUdeviceptr ws)
 /* Every kernel starts here: the workspace must be live; it counts the launch there. */
 static bool ws_touch(void **params, int kernel)
 {
-    count(&g_kernels_run);
+    fakelib_count(&g_kernels_run);
     CUdeviceptr ws = P(CUdeviceptr, 0);
     if (!workspace_live(ws)) {
-        count(&g_ws_errors);
+        fakelib_count(&g_ws_errors);
         fprintf(stderr, "fakecublas: kernel %d ran with workspace 0x%llx, which no live handle owns\n",
                 kernel, (unsigned long long)ws);
         return false;
@@ -321,23 +291,13 @@ static void k_gemm_d(void **params, const unsigned grid[3], const unsigned block
  * Initialization: the driver's entry points and the kernels
  * ------------------------------------------------------------------------------------------- */
 
-static void init(void)
+static bool init(void)
 {
-    /* The driver the test set up (CGJIT_DRIVER: the fake, by path), so that a real libcuda.so.1
-     * found first in the library path on a GPU machine is never used. */
-    const char *path = getenv("CGJIT_DRIVER");
-    void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (!lib) return;
-    __typeof__(fakecuda_register_kernel) *reg = (__typeof__(reg))dlsym(lib, "fakecuda_register_kernel");
-    if (!reg) return;
-    __typeof__(cuGetProcAddress_v2) *gpa = (__typeof__(gpa))dlsym(lib, "cuGetProcAddress_v2");
-    if (!gpa) return;
-#define RESOLVE(field, name)                                                                    \
-    do {                                                                                        \
-        CUdriverProcAddressQueryResult st_;                                                     \
-        if (gpa(name, (void **)&drv.field, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st_) != CUDA_SUCCESS || \
-            !drv.field)                                                                         \
-            return;                                                                             \
+    __typeof__(fakecuda_register_kernel) *reg = fakelib_driver_open();
+    if (!reg) return false;
+#define RESOLVE(field, name)                                        \
+    do {                                                            \
+        if (!fakelib_resolve(name, (void **)&drv.field)) return false; \
     } while (0)
     RESOLVE(mem_alloc, "cuMemAlloc");
     RESOLVE(mem_free, "cuMemFree");
@@ -371,16 +331,12 @@ static void init(void)
     for (int i = 0; i < K_COUNT; i++) {
         /* Registered as CUkernel handles, as the CUDA runtime inside the real library hands them. */
         kern[i] = reg(defs[i].name, defs[i].fn, defs[i].n, defs[i].sizes, 1, 0);
-        if (!kern[i]) return;
+        if (!kern[i]) return false;
     }
-    drv_ok = true;
+    return true;
 }
 
-static bool ready(void)
-{
-    pthread_once(&init_once, init);
-    return drv_ok;
-}
+static bool ready(void) { return fakelib_ready(init); }
 
 static cublasStatus_t launch(cublasHandle_t h, int k, long work, void **params)
 {
@@ -408,10 +364,7 @@ FB_API cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
     }
     c->ws_bytes = FAKECUBLAS_WORKSPACE_BYTES;
     c->ws_owned = true;
-    pthread_mutex_lock(&g_lock);
-    c->next = g_live;
-    g_live = c;
-    pthread_mutex_unlock(&g_lock);
+    fakelib_live_add(&c->live);
     *handle = c;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -419,16 +372,7 @@ FB_API cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
 FB_API cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
 {
     if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    bool found = false;
-    pthread_mutex_lock(&g_lock);
-    for (struct cublasContext **p = &g_live; *p; p = &(*p)->next)
-        if (*p == handle) {
-            *p = handle->next;
-            found = true;
-            break;
-        }
-    pthread_mutex_unlock(&g_lock);
-    if (!found) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (!fakelib_live_remove(&handle->live)) return CUBLAS_STATUS_NOT_INITIALIZED;
     cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
     if (handle->ws_owned && drv.mem_free(handle->ws) != CUDA_SUCCESS) st = CUBLAS_STATUS_INTERNAL_ERROR;
     free(handle);
@@ -476,13 +420,13 @@ FB_API cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspa
         if (drv.mem_alloc(&ws, FAKECUBLAS_WORKSPACE_BYTES) != CUDA_SUCCESS) return CUBLAS_STATUS_ALLOC_FAILED;
         bytes = FAKECUBLAS_WORKSPACE_BYTES;
     }
-    pthread_mutex_lock(&g_lock);
+    fakelib_lock();
     CUdeviceptr old = handle->ws;
     bool old_owned = handle->ws_owned;
     handle->ws = ws;
     handle->ws_bytes = bytes;
     handle->ws_owned = !workspace;
-    pthread_mutex_unlock(&g_lock);
+    fakelib_unlock();
     if (old_owned && drv.mem_free(old) != CUDA_SUCCESS) return CUBLAS_STATUS_INTERNAL_ERROR;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -496,7 +440,7 @@ static bool host_mode(cublasHandle_t h) { return h->pointer_mode == CUBLAS_POINT
 FB_API cublasStatus_t cublasSaxpy_v2(cublasHandle_t handle, int n, const float *alpha, const float *x, int incx,
                                      float *y, int incy)
 {
-    count(&g_calls);
+    fakelib_count(&g_calls);
     CHECK_HANDLE(handle);
     if (n < 0 || !alpha) return CUBLAS_STATUS_INVALID_VALUE;
     if (n == 0) return CUBLAS_STATUS_SUCCESS;
@@ -507,7 +451,7 @@ FB_API cublasStatus_t cublasSaxpy_v2(cublasHandle_t handle, int n, const float *
 
 FB_API cublasStatus_t cublasSscal_v2(cublasHandle_t handle, int n, const float *alpha, float *x, int incx)
 {
-    count(&g_calls);
+    fakelib_count(&g_calls);
     CHECK_HANDLE(handle);
     if (n < 0 || !alpha) return CUBLAS_STATUS_INVALID_VALUE;
     if (n == 0 || incx <= 0) return CUBLAS_STATUS_SUCCESS;
@@ -518,7 +462,7 @@ FB_API cublasStatus_t cublasSscal_v2(cublasHandle_t handle, int n, const float *
 
 FB_API cublasStatus_t cublasScopy_v2(cublasHandle_t handle, int n, const float *x, int incx, float *y, int incy)
 {
-    count(&g_calls);
+    fakelib_count(&g_calls);
     CHECK_HANDLE(handle);
     if (n < 0) return CUBLAS_STATUS_INVALID_VALUE;
     if (n == 0) return CUBLAS_STATUS_SUCCESS;
@@ -534,7 +478,7 @@ FB_API cublasStatus_t cublasScopy_v2(cublasHandle_t handle, int n, const float *
 FB_API cublasStatus_t cublasSdot_v2(cublasHandle_t handle, int n, const float *x, int incx, const float *y,
                                     int incy, float *result)
 {
-    count(&g_calls);
+    fakelib_count(&g_calls);
     CHECK_HANDLE(handle);
     if (n < 0 || !result) return CUBLAS_STATUS_INVALID_VALUE;
     if (n == 0) {
@@ -598,7 +542,7 @@ FB_API cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t tr
                                      int m, int n, int k, const float *alpha, const float *A, int lda,
                                      const float *B, int ldb, const float *beta, float *C, int ldc)
 {
-    count(&g_calls);
+    fakelib_count(&g_calls);
     CHECK_HANDLE(handle);
     if (!op_ok(transa) || !op_ok(transb) || m < 0 || n < 0 || k < 0 || !alpha || !beta)
         return CUBLAS_STATUS_INVALID_VALUE;

@@ -4,8 +4,8 @@
  * One rank per communicator (ncclCommInitAll with one device): what NCCL does on one GPU. It
  * exports, with nccl.h's signatures: ncclGetErrorString, ncclCommInitAll, ncclCommDestroy,
  * ncclAllReduce, ncclBroadcast, ncclGroupStart and ncclGroupEnd. Like the real library it works
- * through the driver only, reached as fakecublas.c reaches it (CGJIT_DRIVER, cuGetProcAddress),
- * so cgjit sees its allocations and launches.
+ * through the driver only, reached as a real library reaches it (fakelib.h: CGJIT_DRIVER,
+ * cuGetProcAddress), so cgjit sees its allocations and launches.
  *
  * Behaviour that matters to the tests:
  *  - A communicator owns device state (cuMemAlloc at init, cuMemFree at destroy): a step counter
@@ -25,11 +25,10 @@
 #define _GNU_SOURCE
 #include "fakenccl.h"
 #include "fakecuda.h"
+#include "fakelib.h"
 
 #include <cuda.h>
-#include <dlfcn.h>
 #include <nccl.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,12 +43,8 @@ static struct {
     __typeof__(cuLaunchKernel) *launch;
 } drv;
 static CUfunction kern;
-static bool drv_ok;
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static unsigned long g_calls, g_kernels, g_errors;
 static int g_fifo;
-
-static void count(unsigned long *c) { __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
 
 typedef struct devstate {
     uint64_t steps;  /* kernels of the communicator that ran */
@@ -57,52 +52,27 @@ typedef struct devstate {
 } devstate_t;
 
 struct ncclComm {
-    struct ncclComm *next;
+    fakelib_obj_t live; /* on the live list (fakelib.h) */
     CUdeviceptr state;
     uint64_t seq; /* calls enqueued */
 };
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* fork() while another thread holds g_lock (a leaf: nothing else is called under it) would
- * leave the child waiting for it forever (issue 29, item 10): fork takes it first, the parent
- * releases it, the child gets a new one. */
-static void fork_prepare(void) { pthread_mutex_lock(&g_lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&g_lock); }
-static void fork_child(void) { pthread_mutex_init(&g_lock, NULL); }
-
-__attribute__((constructor)) static void fork_safety(void)
+static bool has_state(const fakelib_obj_t *o, const void *s)
 {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
-static struct ncclComm *g_live;
-
-static bool comm_live(ncclComm_t c)
-{
-    bool live = false;
-    pthread_mutex_lock(&g_lock);
-    for (struct ncclComm *p = g_live; p && !live; p = p->next) live = p == c;
-    pthread_mutex_unlock(&g_lock);
-    return live;
+    return ((const struct ncclComm *)o)->state == *(const CUdeviceptr *)s;
 }
 
-static bool state_live(CUdeviceptr s)
-{
-    bool live = false;
-    pthread_mutex_lock(&g_lock);
-    for (struct ncclComm *p = g_live; p && !live; p = p->next) live = s && p->state == s;
-    pthread_mutex_unlock(&g_lock);
-    return live;
-}
+/* Is s the device state of a live communicator? */
+static bool state_live(CUdeviceptr s) { return s && fakelib_live_any(has_state, &s); }
 
 /* (state, send, recv, bytes, work, fifo) */
 static void k_coll(void **params, const unsigned grid[3], const unsigned block[3], unsigned smem)
 {
     (void)grid, (void)block, (void)smem;
-    count(&g_kernels);
+    fakelib_count(&g_kernels);
     CUdeviceptr st = *(CUdeviceptr *)params[0];
     if (!state_live(st)) {
-        count(&g_errors);
+        fakelib_count(&g_errors);
         fprintf(stderr, "fakenccl: a kernel ran with state 0x%llx, which no live communicator owns\n",
                 (unsigned long long)st);
         return;
@@ -111,7 +81,7 @@ static void k_coll(void **params, const unsigned grid[3], const unsigned block[3
     uint64_t work = *(uint64_t *)params[4];
     if (*(int *)params[5]) {
         if (work != d->work) {
-            count(&g_errors);
+            fakelib_count(&g_errors);
             fprintf(stderr, "fakenccl: a kernel ran with work %llu where the FIFO is at %llu\n",
                     (unsigned long long)work, (unsigned long long)d->work);
             return;
@@ -124,29 +94,19 @@ static void k_coll(void **params, const unsigned grid[3], const unsigned block[3
     if (send != recv) memmove(recv, send, bytes);
 }
 
-static void init(void)
+static bool init(void)
 {
-    const char *path = getenv("CGJIT_DRIVER");
-    void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (!lib) return;
-    __typeof__(fakecuda_register_kernel) *reg = (__typeof__(reg))dlsym(lib, "fakecuda_register_kernel");
-    __typeof__(cuGetProcAddress_v2) *gpa = (__typeof__(gpa))dlsym(lib, "cuGetProcAddress_v2");
-    if (!reg || !gpa) return;
-    CUdriverProcAddressQueryResult q;
-    if (gpa("cuMemAlloc", (void **)&drv.mem_alloc, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
-        gpa("cuMemFree", (void **)&drv.mem_free, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
-        gpa("cuLaunchKernel", (void **)&drv.launch, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS)
-        return;
+    __typeof__(fakecuda_register_kernel) *reg = fakelib_driver_open();
+    if (!reg || !fakelib_resolve("cuMemAlloc", (void **)&drv.mem_alloc) ||
+        !fakelib_resolve("cuMemFree", (void **)&drv.mem_free) ||
+        !fakelib_resolve("cuLaunchKernel", (void **)&drv.launch))
+        return false;
     static const size_t sizes[] = {8, 8, 8, 8, 8, 4};
     kern = reg("fakenccl_collective", k_coll, 6, sizes, 1, 0);
-    drv_ok = kern != NULL;
+    return kern != NULL;
 }
 
-static bool ready(void)
-{
-    pthread_once(&init_once, init);
-    return drv_ok;
-}
+static bool ready(void) { return fakelib_ready(init); }
 
 /* ---- groups: queued calls ---- */
 
@@ -187,9 +147,9 @@ static size_t type_bytes(ncclDataType_t t)
 static ncclResult_t collective(const void *send, void *recv, size_t count_, ncclDataType_t dt, int op,
                                ncclComm_t comm, cudaStream_t s)
 {
-    count(&g_calls);
+    fakelib_count(&g_calls);
     if (!ready()) return ncclSystemError;
-    if (!comm || !comm_live(comm) || !type_bytes(dt) || op < 0 || op >= (int)ncclNumOps || !send || !recv)
+    if (!comm || !fakelib_live(comm) || !type_bytes(dt) || op < 0 || op >= (int)ncclNumOps || !send || !recv)
         return ncclInvalidArgument;
     queued_t q = {comm, send, recv, count_ * type_bytes(dt), s};
     if (t_depth) {
@@ -240,24 +200,14 @@ FN_API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
         return ncclUnhandledCudaError;
     }
     memset((void *)(uintptr_t)c->state, 0, sizeof(devstate_t));
-    pthread_mutex_lock(&g_lock);
-    c->next = g_live;
-    g_live = c;
-    pthread_mutex_unlock(&g_lock);
+    fakelib_live_add(&c->live);
     comms[0] = c;
     return ncclSuccess;
 }
 
 FN_API ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
-    if (!comm || !comm_live(comm)) return ncclInvalidArgument;
-    pthread_mutex_lock(&g_lock);
-    for (struct ncclComm **p = &g_live; *p; p = &(*p)->next)
-        if (*p == comm) {
-            *p = comm->next;
-            break;
-        }
-    pthread_mutex_unlock(&g_lock);
+    if (!comm || !fakelib_live_remove(&comm->live)) return ncclInvalidArgument;
     drv.mem_free(comm->state);
     free(comm);
     return ncclSuccess;
@@ -274,5 +224,5 @@ FN_API unsigned long fakenccl_errors(void) { return __atomic_load_n(&g_errors, _
 FN_API void fakenccl_set_fifo(int on) { g_fifo = on; }
 FN_API uint64_t fakenccl_steps(ncclComm_t comm)
 {
-    return comm_live(comm) ? ((devstate_t *)(uintptr_t)comm->state)->steps : 0;
+    return fakelib_live(comm) ? ((devstate_t *)(uintptr_t)comm->state)->steps : 0;
 }
