@@ -15,7 +15,7 @@
  *   freed at position p and one allocated at p do not overlap. Positions need not be dense.
  * - An escaping block (end == CGJ_PLAN_ESCAPES: never freed in the step) is treated as live over
  *   the whole step, not only from its start: its slot is never shared with any other block of
- *   the step (DESIGN.md, Memory), because the program may still hold it when the next replay
+ *   the step (docs/design.md, Memory), because the program may still hold it when the next replay
  *   starts writing the step's first temporaries. Its `start` is kept, but does not matter to the
  *   plan. The lower bound counts it as live at every position too.
  */
@@ -30,7 +30,7 @@
 #define CGJ_PLAN_ESCAPES UINT32_MAX
 
 /* The size class of an allocation of `bytes`: the bytes its block is planned with. A step whose
- * allocation sizes vary within their classes keeps its plan (DESIGN.md, Memory). Classes are
+ * allocation sizes vary within their classes keeps its plan (docs/design.md, Memory). Classes are
  * four per power of two (at most 25% over), at least CGJ_PLAN_ALIGN. */
 static inline uint64_t cgj_plan_size_class(uint64_t bytes)
 {

@@ -1,7 +1,7 @@
 /*
  * cgj_base.h — what every cgjit module needs: assertions, branch hints, small helpers.
  *
- * Failure tiers (DESIGN.md): a broken invariant aborts with file, line and message
+ * Failure tiers: a broken invariant aborts with file, line and message
  * (CGJ_ASSERT); a trace that cannot continue aborts the trace, never the program; a CUDA error
  * from the application's own call is returned to it unchanged.
  */

@@ -1,5 +1,5 @@
 /*
- * fusion.h — passes over a built trace, between recording and graph emission (DESIGN.md, Fusion).
+ * fusion.h — passes over a built trace, between recording and graph emission (docs/design.md, Fusion).
  *
  * In mode `default` (and `max-autotune`), a run of elementwise kernels on one stream, each
  * registered with what it computes (spec.h), becomes one generated kernel: producer and consumer

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check-layers.py SOURCE_DIR BUILD_DIR — the library's dependency order, checked.
 
-DESIGN.md's layout: runtime -> tracer -> {fusion, allocator} -> graphs -> ir -> base. A file may
+docs/design.md's layout: runtime -> tracer -> {fusion, allocator} -> graphs -> ir -> base. A file may
 use its own folder and the folders below it; never a folder above, never a sibling (fusion and
 allocator do not use each other). This script checks it twice:
 

@@ -1,5 +1,5 @@
 /*
- * cycle.h — the per-thread cycle detector behind CGJIT_STEP=auto (DESIGN.md, issue 5 point 2).
+ * cycle.h — the per-thread cycle detector behind CGJIT_STEP=auto (docs/steps.md).
  *
  * Every driver call of a thread has a nonzero 64-bit signature. The detector is fed them one by
  * one and finds the loop: it locks on a period p (1 <= p <= CGJ_CYCLE_MAX_PERIOD) once the last

@@ -1,7 +1,7 @@
 /*
  * shape.c — comparing calls with ops, and recordings with each other; the replay guard.
  *
- * Guards v2 (DESIGN.md): the shape of a call is its topology — op kind, driver function, stream,
+ * Guards (docs/design.md): the shape of a call is its topology — op kind, driver function, stream,
  * kernel function and parameter form, launch attributes, copy direction and memory kinds, events,
  * host functions, the size class of an allocation. Shapes are compared exactly: a different
  * stream or kernel is a different step. Everything else is a *value* the executable graph can
