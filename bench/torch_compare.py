@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch reference timings for cgjit-bench's library and elementwise workloads (issue 4, point 5).
+"""PyTorch reference timings for cgjit-bench's library and elementwise workloads.
 
 Builds the three models and the two elementwise workloads of cgjit-bench's C workloads with the
 same shapes and math, in PyTorch, fp32 without TF32, inference only (torch.no_grad()), and times

@@ -5,8 +5,8 @@
  * Every plan is checked against definitions computed here independently and by brute force:
  * two blocks whose lifetimes overlap (an escaping block overlaps every block) never share a
  * byte; offsets are aligned; the pool is the top of the highest block; the lower bound is the
- * largest total live at the start of some block. Then lower <= planned <= naive, and the target
- * of issue 3: planned <= 1.10 x lower bound.
+ * largest total live at the start of some block. Then lower <= planned <= naive, and the
+ * planner's target: planned <= 1.10 x lower bound.
  *
  * Random traces come from a generator with fixed seeds (so every run plans the same traces);
  * its shapes mix sizes (1 byte .. 64 MiB, a few size classes, small odd sizes), free orders
@@ -425,10 +425,10 @@ Test(allocator_plan, hundred_thousand_blocks, .timeout = 600)
     big_case("100k blocks, queue of 1000", 100000, 1000, 1, 0);
 }
 
-/* Issue 29, item 8: traces no heuristic brings within the target keep every search running
- * to the end of the budget; before the budget covered every search and counted sorts and
- * moves, such traces of 100 and 1000 blocks took 1.6 s and more (150 million units of the
- * extra searches alone, at 10 ns each). Now their work is bounded, and so is their time. */
+/* Traces no heuristic brings within the target keep every search running to the end of the
+ * budget. The budget covers every search and counts sorts and moves, so their work is bounded,
+ * and so is their time: uncounted, such traces of 100 and 1000 blocks took 1.6 s and more (150
+ * million units of the extra searches alone, at 10 ns each). */
 static cgj_plan_block_t *adversarial_trace(size_t n, size_t cap, int bimodal, uint64_t seed)
 {
     rng_t r = {seed};

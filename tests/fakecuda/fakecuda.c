@@ -98,7 +98,7 @@ void lock(void) { pthread_mutex_lock(&g_lock); }
 void unlock(void) { pthread_mutex_unlock(&g_lock); }
 
 /* fork() while another thread holds the lock would leave the child a lock that no thread of
- * its own ever releases: its first call hangs (issue 29, item 10). So fork takes the lock first
+ * its own ever releases: its first call hangs. So fork takes the lock first
  * (no thread is half-way through a change then), the parent releases it, the child gets a new
  * one. The lock is recursive: cgjit's own prepare handler asks this driver for its device
  * count, and it runs before ours (handlers prepare in the reverse order of registration, and

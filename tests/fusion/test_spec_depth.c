@@ -4,7 +4,7 @@
  * with a message, never a crash, whatever the stack. Linked with cgjit's objects (INTERNAL).
  *
  * A parser that recurses once per level needs stack in proportion to the nesting: 30 000 levels
- * overflowed the 8 MiB main stack, 4000 a 1 MiB one (issue 29). The deep specs here are parsed
+ * overflowed the 8 MiB main stack, 4000 a 1 MiB one. The deep specs here are parsed
  * on the main thread and on threads with small stacks (SMALL_STACK), where a parser that still
  * recursed without a bound would crash the test process, which Criterion reports as a failure.
  */

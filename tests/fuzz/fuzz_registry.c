@@ -7,7 +7,7 @@
  * their own reports to descriptor 2 and their own stream, which this leaves alone. A few
  * lookups follow each file (names its lines may register, plain and mangled), then the registry
  * is emptied, so that memory stays flat over millions of inputs. The stack may grow to 1 MiB
- * only (fuzz_stack.h): a line's nesting must not need more (issue 29's 4000 levels did).
+ * only (fuzz_stack.h): a line's nesting must not need more (4000 levels once did).
  *
  *     fuzz_registry -max_total_time=60 tests/fuzz/corpus/registry
  */

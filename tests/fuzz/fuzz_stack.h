@@ -2,7 +2,7 @@
  * fuzz_stack.h — the stack bound of the harnesses whose input nests (fuzz_spec.c,
  * fuzz_registry.c): the main thread's stack may grow to FUZZ_STACK_LIMIT only (RLIMIT_STACK
  * bounds its growth), so that a parser whose stack use grows with its input overflows at a size
- * the fuzzer reaches (the nesting of issue 29 needed megabytes of text under the default 8 MiB).
+ * the fuzzer reaches (a nesting deep enough to overflow the default 8 MiB needs megabytes of text).
  * Called first from LLVMFuzzerInitialize.
  */
 #ifndef CGJ_FUZZ_STACK_H

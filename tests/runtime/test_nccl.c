@@ -200,7 +200,7 @@ static uint64_t stuck_now(void)
 /* A replayed all-reduce whose kernels never complete (the driver says "not ready", as when a
  * peer never makes the call) is reported after CGJIT_COLLECTIVE_TIMEOUT_S (1 s here), once;
  * the program's work is left alone. Asserted on what the watchdog did, never on how long the
- * test waited (issue 29, item 9: sleeps sized for an idle machine failed on a loaded one): the
+ * test waited (sleeps sized for an idle machine fail on a loaded one): the
  * watchdog queries the collective's event at most every 100 ms, and each query takes one "not
  * ready" from the fake driver's queue (NOT_READY_ANSWERS, 6.4 s of them at the least), so the
  * report must come while some are left; then it must not come again in three more queries. */

@@ -8,7 +8,7 @@
  * - LEGACY threads run their steps on the legacy stream, which every one of them shares: each
  *   call there must first flush the absorbed work of the others (cgj_step_observe), so threads
  *   flush one another all the time, while each reads its own pending state (tracer/step.h,
- *   cgj_others_pending_on: issue 29, item 4);
+ *   cgj_others_pending_on: counts read without a lock while other threads change them);
  * - a flusher synchronizes the context and the legacy stream, flushing whichever thread holds
  *   absorbed work;
  * - a reporter reads what the API offers (cgj_stats, cgj_trace_info, cgj_mode_get, cgj_report).

@@ -495,7 +495,7 @@ Test(tracer_cycle, small_alphabet_locks_checked_by_brute_force)
 }
 
 /* Long runs: what the detector finds over millions of calls. How fast it is belongs to the
- * benchmarks, not here: a duration asserted in a test fails on a loaded machine (issue 29). */
+ * benchmarks, not here: a duration asserted in a test fails on a loaded machine. */
 Test(tracer_cycle, ten_million_calls_of_a_period_1000_loop, .timeout = 600)
 {
     uint64_t *l = random_loop(1000, 42);

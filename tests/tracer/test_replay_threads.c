@@ -163,7 +163,7 @@ Test(tracer_replay, threads_whose_steps_begin_alike_and_overlap_each_replay)
                   (unsigned long long)a.side_exits, (unsigned long long)b.side_exits);
 }
 
-/* fork() while another thread replays (issue 29, item 10): the child synchronizes and exits.
+/* fork() while another thread replays: the child synchronizes and exits.
  * It once hung, 1 child in 20 to 40, on the fake driver's lock, held by the replaying thread at
  * the fork; the fake's atfork handlers give the child a free one. A child that hangs is ended
  * by its alarm (a failure, not a hung suite). */
