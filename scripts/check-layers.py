@@ -185,7 +185,8 @@ def check_sizes(src, problems):
             with open(os.path.join(d, name), encoding="utf-8") as f:
                 lines = sum(1 for _ in f)
             if lines > MAX_LINES:
-                problems.append(f"{folder}/{name} has {lines} lines, over the {MAX_LINES}-line bound: split it by concern")
+                problems.append(f"{folder}/{name} has {lines} lines, over the {MAX_LINES}-line bound: "
+                                "split it by concern")
     return n
 
 
