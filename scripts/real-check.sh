@@ -10,7 +10,8 @@
 # (third-party C/CUDA code is built there, never committed: tests/real/README.md). A program prints
 # its results on stdout and "NAME: median_us=X" on stderr; one whose eager run prints "nothing to
 # do" (a library or the GPU missing) is skipped. REAL_CHECK_ONLY="NAME ..." runs only those, in
-# that order.
+# that order. REAL_CHECK_CORPUS=0 leaves tests/real out altogether (no python3 program is run):
+# REAL_CHECK_EXTRA's programs only.
 #
 # Runs, each under `timeout REAL_CHECK_TIMEOUT` seconds (default 300), one after the other: eager
 # twice (no preload), then once per configuration of REAL_CHECK_CONFIGS (default "sync auto"):
@@ -54,7 +55,7 @@ set -u
 
 usage() {
   echo "usage: $0 BUILD_DIR [OUTDIR]  (env: REAL_CHECK_CONFIGS REAL_CHECK_ONLY REAL_CHECK_EXTRA" \
-    "REAL_CHECK_TIMEOUT REAL_CHECK_REUSE REAL_CHECK_BUDGET REAL_CHECK_ROUNDS)" >&2
+    "REAL_CHECK_CORPUS REAL_CHECK_TIMEOUT REAL_CHECK_REUSE REAL_CHECK_BUDGET REAL_CHECK_ROUNDS)" >&2
   exit 2
 }
 die() { echo "real-check: $*" >&2; exit 2; }
@@ -71,12 +72,14 @@ limit=${REAL_CHECK_TIMEOUT:-300}
 only=${REAL_CHECK_ONLY:-}
 reuse=${REAL_CHECK_REUSE:-0}
 extra=${REAL_CHECK_EXTRA:-}
+corpus=${REAL_CHECK_CORPUS:-1}
 [ -f "$lib" ] || die "$lib not found (build first)"
 command -v timeout >/dev/null 2>&1 || die "timeout(1) is needed"
 command -v python3 >/dev/null 2>&1 || die "python3 is needed"
 case "$limit" in '' | *[!0-9]* | 0) die "REAL_CHECK_TIMEOUT must be a positive integer" ;; esac
 budget=${REAL_CHECK_BUDGET:-0}
 case "$budget" in '' | *[!0-9]*) die "REAL_CHECK_BUDGET must be a number of seconds (0: none)" ;; esac
+case "$corpus" in 0 | 1) ;; *) die "REAL_CHECK_CORPUS must be 1 (tests/real and REAL_CHECK_EXTRA) or 0 (REAL_CHECK_EXTRA only)" ;; esac
 rounds=${REAL_CHECK_ROUNDS:-1}
 case "$rounds" in '' | *[!0-9]* | 0) die "REAL_CHECK_ROUNDS must be a positive integer" ;; esac
 
@@ -106,25 +109,34 @@ add_program() {
   if [ -n "$only" ] && [[ " $only " != *" $1 "* ]]; then return; fi
   names+=("$1") cmds+=("$2") dirs+=("$3")
 }
-for f in "$root"/tests/real/*.py; do
-  [ -f "$f" ] || continue
-  base=$(basename "$f" .py)
-  case "$base" in _*) continue ;; esac
-  add_program "$base" "python3 $(printf '%q' "$f")" "$root"
-done
-# Data-parallel programs (tests/real/dist), started by torchrun on two GPUs where there are two.
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-for f in "$root"/tests/real/dist/*.py; do
-  [ -f "$f" ] || continue
-  for layout in $(sed -n 's/^LAYOUTS = (\(.*\))$/\1/p' "$f" | tr -d '",'); do
-    name="$(basename "$f" .py | sed 's/_dist$//')_$layout"
-    if [ "${gpus:-0}" -ge 2 ]; then
-      add_program "$name" "python3 -m torch.distributed.run --standalone --nproc_per_node=2 $(printf '%q' "$f") $layout" "$root"
-    else
-      add_program "$name" "echo 'nothing to do: needs two GPUs, nvidia-smi lists ${gpus:-0}'" "$root"
-    fi
+# The corpus: tests/real/*.py, and the data-parallel programs of tests/real/dist, started by
+# torchrun on two GPUs where there are two.
+add_corpus() {
+  local f base layout name gpus
+  for f in "$root"/tests/real/*.py; do
+    [ -f "$f" ] || continue
+    base=$(basename "$f" .py)
+    case "$base" in _*) continue ;; esac
+    add_program "$base" "python3 $(printf '%q' "$f")" "$root"
   done
-done
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  for f in "$root"/tests/real/dist/*.py; do
+    [ -f "$f" ] || continue
+    for layout in $(sed -n 's/^LAYOUTS = (\(.*\))$/\1/p' "$f" | tr -d '",'); do
+      name="$(basename "$f" .py | sed 's/_dist$//')_$layout"
+      if [ "${gpus:-0}" -ge 2 ]; then
+        add_program "$name" "python3 -m torch.distributed.run --standalone --nproc_per_node=2 $(printf '%q' "$f") $layout" "$root"
+      else
+        add_program "$name" "echo 'nothing to do: needs two GPUs, nvidia-smi lists ${gpus:-0}'" "$root"
+      fi
+    done
+  done
+}
+if [ "$corpus" = 1 ]; then
+  add_corpus
+elif [ -z "$extra" ]; then
+  die "REAL_CHECK_CORPUS=0 without REAL_CHECK_EXTRA: no program to run"
+fi
 if [ -n "$extra" ]; then
   [ -f "$extra" ] || die "REAL_CHECK_EXTRA: '$extra' is not a file"
   extra_dir=$(cd "$(dirname "$extra")" && pwd)

@@ -5,11 +5,17 @@
 # one whose cgjit runs stray further than its eager runs (DIFFERS, the check fails);
 # REAL_CHECK_BUDGET leaving programs "not run" (INCOMPLETE); and REAL_CHECK_ROUNDS (medians over
 # alternating runs, every run checked).
+#
+# Only these programs run (REAL_CHECK_CORPUS=0): the corpus of tests/real is never started here,
+# so no budget of the test is spent on anything else, however slow the machine or its python3.
+# The budget's verdicts hold on any machine: each of the programs it is tested on sleeps 2 s a
+# run, so the first takes 6 s or more, past the 5 s of budget, and nothing else takes any of it.
 set -euo pipefail
 script=${1:?usage: test_real_check.sh REAL_CHECK_SH BUILD_DIR}
 [ -d "${2:?usage: test_real_check.sh REAL_CHECK_SH BUILD_DIR}" ]
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export REAL_CHECK_CORPUS=0
 # The verdicts are what is tested, not cgjit: an empty libcgjit.so, which the loader ignores
 # (a sanitizer build's library cannot be preloaded into the shell's programs).
 build=$tmp/build
@@ -63,6 +69,9 @@ grep -q '^  slow1  *sync  *identical' "$tmp/slow.log" || { echo "FAIL: the first
 [ "$(grep -c '^  slow[23]  *sync  *not run  .*REAL_CHECK_BUDGET (5 s) spent' "$tmp/slow.log")" -eq 2 ] ||
   { echo "FAIL: the programs past the budget are not rows 'not run'"; exit 1; }
 grep -q '^INCOMPLETE: 2 program(s) not run' "$tmp/slow.log" || { echo "FAIL: no INCOMPLETE line"; exit 1; }
+# The budget went to slow1 alone: no other run began (REAL_CHECK_CORPUS=0).
+others=$(grep '^== ' "$tmp/slow.log" | grep -v '^== slow1\.' || true)
+[ -z "$others" ] || { echo "FAIL: runs other than slow1's under the budget: $others"; exit 1; }
 # REAL_CHECK_ONLY's order is the order of the runs: the budget goes to slow3, then nothing is left.
 status=0
 REAL_CHECK_EXTRA="$tmp/slow.txt" REAL_CHECK_ONLY="slow3 slow1" REAL_CHECK_CONFIGS=sync REAL_CHECK_BUDGET=5 \
@@ -105,6 +114,9 @@ paced once "7 7 7" "100 300 50" >"$tmp/once.txt"
 REAL_CHECK_EXTRA="$tmp/once.txt" REAL_CHECK_ONLY=once REAL_CHECK_CONFIGS=sync REAL_CHECK_TIMEOUT=60 \
   bash "$script" "$build" "$tmp/once" >"$tmp/once.log" 2>&1 || { cat "$tmp/once.log"; echo "FAIL: one round failed"; exit 1; }
 grep -q '^  once  *sync  *identical  *4.00x ' "$tmp/once.log" || { cat "$tmp/once.log"; echo "FAIL: one round's speed is not the eager runs' mean over the run's"; exit 1; }
+status=0
+REAL_CHECK_CORPUS=no bash "$script" "$build" "$tmp/bad-corpus" >/dev/null 2>&1 || status=$?
+[ "$status" -eq 2 ] || { echo "FAIL: exit status $status for REAL_CHECK_CORPUS=no"; exit 1; }
 status=0
 REAL_CHECK_ROUNDS=0 bash "$script" "$build" "$tmp/bad-rounds" >/dev/null 2>&1 || status=$?
 [ "$status" -eq 2 ] || { echo "FAIL: exit status $status for REAL_CHECK_ROUNDS=0"; exit 1; }
