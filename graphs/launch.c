@@ -301,4 +301,3 @@ bool cgj_graph_staging_wait(cgj_segment_t *seg)
     cgj_drv.r_cuEventSynchronize(seg->done);
     return true;
 }
-
