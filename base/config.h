@@ -5,11 +5,16 @@
  * its --help, and docs/configuration.md's table (`cgjit-run --config-table`) are all
  * expanded from that one table, so none of them can drift from the others. A malformed value
  * produces a one-line warning naming the variable and the value used instead (the default); it
- * never stops the program (cgjit-run, by contrast, refuses it with status 2). The value is quoted
- * with its control characters escaped, so that the warning stays one line whatever it holds.
- * Variables are read with secure_getenv: a set-user-ID or file-capability program gets the
- * defaults. cgj_config_set parses one value as loading does (the fuzzer's entry, and the
- * launcher's checks share cgj_config_int and cgj_config_report with it).
+ * never stops the program (cgjit-run, by contrast, refuses it with status 2). Every value that
+ * has a form is checked here, as it is read, whether or not a CUDA driver is found later: the
+ * integers and booleans, CGJIT_REPORT, CGJIT_MODE, CGJIT_STEP and CGJIT_LOG's categories; a
+ * CGJIT_* variable that names no tunable (a misspelling) is warned about too. The value is quoted
+ * with its control characters and invalid UTF-8 escaped (cgj_text_str), so that the warning stays
+ * one line whatever it holds. Variables are read with secure_getenv, and so is every other
+ * variable cgjit reads that names a path (HOME, XDG_CACHE_HOME, CUDA_HOME): a set-user-ID or
+ * file-capability program gets the defaults. cgj_config_set parses one value as loading does
+ * (the fuzzer's entry, and the launcher's checks share cgj_config_int and cgj_config_report with
+ * it).
  *
  * Columns: X(NAME, KIND, DEFAULT, MIN, MAX, OPTION, OPTKIND, METAVAR, SHOWN, DOC)
  *  - the variable is CGJIT_<NAME>; KIND INT, BOOL (1/0, true/false, yes/no, on/off) or STR;
@@ -77,6 +82,8 @@
       "1: verify (CGJIT_VERIFY) with every allocation the program holds copied aside and compared, not only those a graph's ops name: also catches and undoes a graph that writes where none of its ops point (slower still)") \
     X(BUSY, BOOL, 0, 0, 1, "busy", FLAG, NULL, NULL,                                                  \
       "1: measure each replaying anchor's GPU-busy time per step with CUPTI's activity API; the report prints replay / GPU-busy (CUPTI adds host time to every driver call: such a run's speed is not the program's)") \
+    X(GOVERN, INT, 1, 0, 2, "govern", INT, "0|1|2", NULL,                                          \
+      "the governor: 1 alternates windows with cgjit active and dormant, measures the program's pace in each and keeps the faster; 0 leaves replay to each step's own cost model; 2 keeps cgjit dormant for the whole run (every call straight through: what preloading alone costs)") \
     X(COLLECTIVE_TIMEOUT_S, INT, 60, 0, 86400, "collective-timeout-s", INT, "S", NULL,                \
       "a replayed NCCL collective that has not completed after S seconds is reported on stderr: a peer never made the same call (0: not watched)") \
     X(MODE, STR, "reduce-overhead", 0, 0, "mode", MODE, "MODE", NULL,                               \
@@ -140,9 +147,6 @@ typedef enum cgj_report_kind { CGJ_REPORT_OFF, CGJ_REPORT_TEXT, CGJ_REPORT_JSON 
  * or "text:FILE"; *file is FILE (NULL for none). -1 if s is none of these. File names may hold
  * %p (base/file.h). */
 int cgj_config_report(const char *s, const char **file);
-/* The n bytes of a variable's value s as a warning quotes them: control characters escaped as
- * \xNN, so that the warning stays one line. */
-void cgj_config_put_value(FILE *f, const char *s, size_t n);
 /* The value of a boolean word (1/0, true/false, yes/no, on/off, any case), or -1. */
 int cgj_config_bool(const char *s);
 /* `s` as an integer from min to max into *out: decimal digits, a '-' before them at most, nothing

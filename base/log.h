@@ -5,6 +5,12 @@
  * category costs one load and one branch at the call site: arguments are not evaluated.
  * Lines read "cgjit[CATEGORY] ..." on stderr and "cgjit[PID:CATEGORY] ..." in a log file, which
  * several processes may append to (CGJIT_LOG_FILE; `%p` in its name is the pid).
+ *
+ * Messages hold what programs and users give (kernel and anchor names, file names, registry
+ * lines), which may be any bytes. Every line cgjit writes, to the log or as a message on stderr,
+ * is formatted first and then written with control characters, backslashes and bytes of no
+ * valid UTF-8 sequence escaped (cgj_text_str of base/json.h): it stays one line, and a terminal
+ * never interprets it.
  */
 #ifndef CGJ_LOG_H
 #define CGJ_LOG_H
@@ -21,6 +27,7 @@
     X(blacklist, "why an anchor was blacklisted or a step aborted to eager")   \
     X(cost, "each judgement of the cost model: eager probes against replays")  \
     X(interpose, "driver symbols handed out through dlsym/cuGetProcAddress")   \
+    X(govern, "the governor's heartbeat, windows and judgements (active or dormant)")  \
     X(api, "cgj_* API calls and their errors")
 
 typedef enum cgj_log_cat {
@@ -39,6 +46,9 @@ void cgj_log_forked(void);
 /* The stream logs and reports go to. */
 FILE *cgj_log_stream(void);
 void cgj_log_write(cgj_log_cat_t cat, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A message for the user on stderr, whatever CGJIT_LOG says: "cgjit: " and the text, escaped as
+ * the essay says, on one line. */
+void cgj_log_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Hex of up to 32 bytes into buf (at least 2*32+4 bytes), for guard messages. */
 const char *cgj_log_hex(char *buf, const void *p, size_t n);
 

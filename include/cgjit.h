@@ -163,6 +163,56 @@ static inline int cgj_stats(cgj_stats_t *out)
     return cgj_stats_read(out);
 }
 
+/* The governor (CGJIT_GOVERN): cgjit measures the program's pace with itself active and dormant
+ * (every call straight through), in alternating windows, and keeps the faster. Its states:
+ * X(NAME, "name", description). */
+#define CGJ_GOVERN_STATE_LIST(X)                                                                   \
+    X(OFF, "off", "CGJIT_GOVERN=0, or CGJIT_VERIFY: each anchor's cost model alone decides, never dormant") \
+    X(HELD, "held dormant", "CGJIT_GOVERN=2: dormant for the whole run")                          \
+    X(LEARN, "learning", "counting step begins to choose the heartbeat, the step that repeats most") \
+    X(SETTLE, "settling", "the heartbeat is chosen; a few beats before the first window")         \
+    X(MEASURE, "measuring", "alternating windows active and dormant")                              \
+    X(ACTIVE, "active", "measured: the program runs faster with cgjit active")                    \
+    X(DORMANT, "dormant", "measured: the program runs faster without cgjit; every call goes straight through")
+
+typedef enum cgj_govern_state {
+#define CGJ_GOVERN_STATE_ENUM(name, text, doc) CGJ_GOVERN_##name,
+    CGJ_GOVERN_STATE_LIST(CGJ_GOVERN_STATE_ENUM)
+#undef CGJ_GOVERN_STATE_ENUM
+} cgj_govern_state_t;
+
+typedef struct cgj_govern_info {
+    uint64_t size;               /* sizeof(cgj_govern_info_t) as the caller was built with */
+    int32_t state;               /* a cgj_govern_state_t */
+    int32_t dormant;             /* 1: dormant now */
+    int32_t last_dormant;        /* the last judgement's decision (1: dormant) */
+    int32_t reserved;
+    char heartbeat[160];         /* the heartbeat's step (its anchor's name); "" before one */
+    uint64_t beats;              /* heartbeats counted */
+    uint64_t windows;            /* measurement windows closed */
+    uint64_t pairs_total;        /* pairs of windows measured in all */
+    uint64_t judgements;         /* decisions taken (first ones and re-checks) */
+    uint64_t phases;             /* heartbeats chosen: one per phase of the program */
+    uint64_t switches;           /* changes between active and dormant */
+    uint64_t pairs;              /* pairs behind the last judgement ... */
+    double ratio, lo, hi;        /* ... its speed with cgjit active over dormant (above 1: faster
+                                  * with cgjit), with its one-sided 95% bounds */
+    uint64_t cur_pairs;          /* a judgement in progress: its pairs so far ... */
+    double cur_ratio;            /* ... and their ratio */
+    uint64_t measure_dormant_ns; /* time spent in dormant windows to measure */
+    uint64_t dormant_ns;         /* time spent dormant in all */
+} cgj_govern_info_t;
+
+/* Fill *out (out->size bytes of it) with the governor's figures. CGJ_ERR_INVALID_ARG as for
+ * cgj_stats_read. */
+CGJ_API int cgj_govern_read(cgj_govern_info_t *out);
+static inline int cgj_govern(cgj_govern_info_t *out)
+{
+    if (out) out->size = sizeof *out;
+    return cgj_govern_read(out);
+}
+CGJ_API const char *cgj_govern_state_name(int state);
+
 /* Anchor states: X(NAME, description). */
 #define CGJ_STATE_LIST(X)                                                           \
     X(WARMUP, "first run: executes eagerly, recorded as a draft")                   \

@@ -24,7 +24,6 @@
 #include "allocator/live.h"
 #include "allocator/pointers.h"
 #include "allocator/pool.h"
-#include "base/json.h"
 #include "base/log.h"
 #include "runtime/libs.h"
 #include "runtime/report.h"
@@ -45,7 +44,7 @@ static __thread bool in_init;
  * steps), off when it was linked (it marks them). */
 static bool preloaded(void)
 {
-    const char *pre = getenv("LD_PRELOAD");
+    const char *pre = secure_getenv("LD_PRELOAD");
     Dl_info self;
     if (!pre || !dladdr((void *)cgj_runtime_init, &self) || !self.dli_fname) return false;
     const char *base = strrchr(self.dli_fname, '/');
@@ -61,17 +60,12 @@ static bool preloaded(void)
     return false;
 }
 
+/* config.c warned about a value of no policy and made it empty: the default. */
 static cgj_step_policy_t step_policy(void)
 {
-    const char *s = cgj_cfg.STEP;
-    cgj_step_policy_t def = preloaded() ? CGJ_STEP_SYNC : CGJ_STEP_OFF;
-    if (!*s) return def;
-    int p = cgj_step_policy_parse(s);
+    int p = cgj_cfg.STEP[0] ? cgj_step_policy_parse(cgj_cfg.STEP) : -1;
     if (p >= 0) return (cgj_step_policy_t)p;
-    fputs("cgjit: warning: CGJIT_STEP='", stderr);
-    cgj_text_str(stderr, s); /* the value as it came, on one line */
-    fprintf(stderr, "' is not sync, auto or off; using %s\n", cgj_step_policy_name(def));
-    return def;
+    return preloaded() ? CGJ_STEP_SYNC : CGJ_STEP_OFF;
 }
 
 /* fork(): the child never waits for a lock a thread of the parent held (that thread does not
@@ -124,6 +118,7 @@ static int init_locked(void)
     if (cgj_cfg.DISABLE) return CGJ_ERR_DISABLED;
     cgj_wrappers_init();
     cgj_step_implicit_enable(step_policy());
+    cgj_gov_init(); /* the governor, on by default (CGJIT_GOVERN) */
     pthread_atfork(fork_prepare, NULL, fork_child);
     CGJ_LOG(interpose, "driver '%s' loaded", cgj_cfg.DRIVER);
     return CGJ_OK;

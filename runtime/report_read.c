@@ -1,6 +1,7 @@
 /*
  * report_read.c — what a program reads back from cgjit field by field: the process-wide
- * counters (cgj_stats), one anchor's figures (cgj_trace_info) and state names. Structs carry
+ * counters (cgj_stats), one anchor's figures (cgj_trace_info), the governor's (cgj_govern) and
+ * state names. Structs carry
  * their own size (cgjit.h): a caller built against an older or newer header gets the fields
  * it knows, and a size no header ever had (above READ_SIZE_MAX) is refused.
  */
@@ -27,7 +28,8 @@ CGJ_API const char *cgj_state_name(int state)
  * bytes a release: no cgjit.h will come near 4 KiB (each struct is a few hundred bytes today,
  * checked below), so a size above it is refused, and nothing is written. */
 #define READ_SIZE_MAX 4096
-_Static_assert(sizeof(cgj_stats_t) <= READ_SIZE_MAX / 4 && sizeof(cgj_trace_info_t) <= READ_SIZE_MAX / 4,
+_Static_assert(sizeof(cgj_stats_t) <= READ_SIZE_MAX / 4 && sizeof(cgj_trace_info_t) <= READ_SIZE_MAX / 4 &&
+                   sizeof(cgj_govern_info_t) <= READ_SIZE_MAX / 4,
                "the structs must stay far below the size a caller may claim");
 
 static bool size_ok(const void *out)
@@ -69,4 +71,23 @@ CGJ_API int cgj_trace_info_read(const char *name, cgj_trace_info_t *out)
     int st = cgj_anchor_info(name, &i);
     if (st == CGJ_OK) copy_sized(out, &i, sizeof i);
     return st;
+}
+
+CGJ_API const char *cgj_govern_state_name(int state)
+{
+    static const char *const names[] = {
+#define CGJ_GOVERN_STATE_NAME(name, text, doc) text,
+        CGJ_GOVERN_STATE_LIST(CGJ_GOVERN_STATE_NAME)
+#undef CGJ_GOVERN_STATE_NAME
+    };
+    return state >= 0 && (size_t)state < CGJ_ARRAY_LEN(names) ? names[state] : "?";
+}
+
+CGJ_API int cgj_govern_read(cgj_govern_info_t *out)
+{
+    if (!size_ok(out)) return CGJ_ERR_INVALID_ARG;
+    cgj_govern_info_t g = {.size = sizeof g};
+    cgj_gov_get(&g);
+    copy_sized(out, &g, sizeof g);
+    return CGJ_OK;
 }

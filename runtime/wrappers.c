@@ -74,6 +74,11 @@ static inline CUstream norm(CUstream s, bool pt)
         return body(true, #pt_exported, cgj_drv.r_##pt_exported, __VA_ARGS__);      \
     }
 
+/* The names of the calls below that are not made by a body taking `api`: a wrapper's
+ * heartbeat test (CGJ_GOV_BEAT) and its call must name it by the same address. */
+static const char ctx_sync_api[] = "cuCtxSynchronize", ctx_sync_v2_api[] = "cuCtxSynchronize_v2";
+static const char free_api[] = "cuMemFree_v2", alloc_api[] = "cuMemAlloc_v2", alloc_pitch_api[] = "cuMemAllocPitch_v2";
+
 /* ---- kernels ---- */
 
 /* A kernel call: every field a kernel's call has is set, and nothing else (zeroing the whole
@@ -108,6 +113,7 @@ static inline CUresult launch_kernel(bool pt, const char *api, __typeof__(cuLaun
                                      CUstream s, void **params, void **extra)
 {
     ORDER(norm(s, pt));
+    CGJ_GOV_BEAT(api, norm(s, pt), f);
     IDLE_FORWARD(real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra));
     cgj_call_t c;
     fill_kernel(&c, api, norm(s, pt), f, gx, gy, gz, bx, by, bz, smem, params, extra);
@@ -123,6 +129,7 @@ static inline CUresult launch_kernel_ex(bool pt, const char *api, __typeof__(cuL
                                         void **extra)
 {
     ORDER(norm(cfg ? cfg->hStream : NULL, pt));
+    CGJ_GOV_BEAT(api, norm(cfg ? cfg->hStream : NULL, pt), f);
     IDLE_FORWARD(real(cfg, f, params, extra));
     if (!cfg) return real(cfg, f, params, extra);
     cgj_call_t c;
@@ -140,6 +147,7 @@ static inline CUresult launch_host_func(bool pt, const char *api, __typeof__(cuL
                                         CUstream s, CUhostFn fn, void *data)
 {
     ORDER(norm(s, pt));
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(s, fn, data));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_HOST_FUNC, api, norm(s, pt));
@@ -186,6 +194,7 @@ static inline CUresult memcpy_any(bool pt, const char *api, __typeof__(cuMemcpy)
                                   CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
     OBSERVE(norm(NULL, pt), NULL, false); /* may read device memory back: as a sync would */
+    CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);
     IDLE_FORWARD(real(dst, src, n));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_MEMCPY, api, norm(NULL, pt)); /* fill_copy says which */
@@ -199,6 +208,7 @@ static inline CUresult memcpy_any_async(bool pt, const char *api, __typeof__(cuM
                                         CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
     ORDER(norm(s, pt));
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(dst, src, n, s));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_MEMCPY, api, norm(s, pt)); /* fill_copy says which */
@@ -219,6 +229,7 @@ static inline CUresult memcpy_h2d(bool pt, const char *api, __typeof__(cuMemcpyH
                                   CUdeviceptr dst, const void *src, size_t n)
 {
     ORDER(norm(NULL, pt));
+    CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);
     IDLE_FORWARD(real(dst, src, n));
     H2D_CALL(api, pt, NULL, false);
     TRACE_CALL(c, real(dst, src, n));
@@ -230,6 +241,7 @@ static inline CUresult memcpy_h2d_async(bool pt, const char *api, __typeof__(cuM
                                         CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
     ORDER(norm(s, pt));
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(dst, src, n, s));
     H2D_CALL(api, pt, s, true);
     TRACE_CALL(c, real(dst, src, n, s));
@@ -241,6 +253,8 @@ static inline CUresult memcpy_d2h(bool pt, const char *api, __typeof__(cuMemcpyD
                                   void *dst, CUdeviceptr src, size_t n)
 {
     OBSERVE(norm(NULL, pt), NULL, false);
+    CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);
+    CGJ_GOV_TICK();
     IDLE_FORWARD(real(dst, src, n));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_READBACK, api, norm(NULL, pt));
@@ -253,6 +267,7 @@ static inline CUresult memcpy_d2h_async(bool pt, const char *api, __typeof__(cuM
                                         void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
     OBSERVE(norm(s, pt), NULL, false);
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(dst, src, n, s));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_MEMCPY, api, norm(s, pt)); /* fill_copy says which */
@@ -266,6 +281,7 @@ static inline CUresult memcpy_d2d(bool pt, const char *api, __typeof__(cuMemcpyD
                                   CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
     ORDER(norm(NULL, pt));
+    CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);
     IDLE_FORWARD(real(dst, src, n));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_MEMCPY, api, norm(NULL, pt));
@@ -279,6 +295,7 @@ static inline CUresult memcpy_d2d_async(bool pt, const char *api, __typeof__(cuM
                                         CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
     ORDER(norm(s, pt));
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(dst, src, n, s));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_MEMCPY, api, norm(s, pt));
@@ -295,6 +312,7 @@ TWO_WRAPPERS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, memcpy_d2d_async,
                                         CUdeviceptr d, type v, size_t n)                       \
     {                                                                                          \
         ORDER(norm(NULL, pt));                                                                 \
+        CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);                                               \
         IDLE_FORWARD(real(d, v, n));                                                           \
         cgj_call_t c;                                                                          \
         cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(NULL, pt));                                 \
@@ -308,6 +326,7 @@ TWO_WRAPPERS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, memcpy_d2d_async,
                                                CUdeviceptr d, type v, size_t n, CUstream s)    \
     {                                                                                          \
         ORDER(norm(s, pt));                                                                    \
+        CGJ_GOV_BEAT(api, norm(s, pt), NULL);                                                  \
         IDLE_FORWARD(real(d, v, n, s));                                                        \
         cgj_call_t c;                                                                          \
         cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(s, pt));                                    \
@@ -328,6 +347,7 @@ static inline CUresult event_record_flags(bool pt, const char *api,
                                           CUstream s, unsigned flags)
 {
     ORDER(norm(s, pt));
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(ev, s, flags));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_EVENT_RECORD, api, norm(s, pt));
@@ -341,6 +361,7 @@ static inline CUresult event_record(bool pt, const char *api, __typeof__(cuEvent
                                     CUevent ev, CUstream s)
 {
     ORDER(norm(s, pt));
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(ev, s));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_EVENT_RECORD, api, norm(s, pt));
@@ -356,6 +377,7 @@ static inline CUresult stream_wait(bool pt, const char *api, __typeof__(cuStream
      * must be issued before the wait, or the waiting stream would run ahead of it. */
     OBSERVE(NULL, ev, false);
     ORDER(norm(s, pt));
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(s, ev, flags));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_STREAM_WAIT, api, norm(s, pt));
@@ -370,6 +392,8 @@ TWO_WRAPPERS(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, stream_wait,
     static inline CUresult name(bool pt, const char *api, CUresult (*real)(type), type h)     \
     {                                                                                          \
         observe;                                                                               \
+        CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);                                               \
+        if (kind_ == CGJ_OP_SYNC) CGJ_GOV_TICK();                                              \
         IDLE_FORWARD(real(h));                                                                 \
         cgj_call_t c;                                                                          \
         cgj_call_init(&c, kind_, api, norm(NULL, pt));                                         \
@@ -389,9 +413,11 @@ CUresult cgj_w_cuEventQuery(CUevent ev) { return event_query(false, "cuEventQuer
 CUresult cgj_w_cuCtxSynchronize(void)
 {
     OBSERVE(NULL, NULL, true);
+    CGJ_GOV_BEAT(ctx_sync_api, CU_STREAM_LEGACY, NULL);
+    CGJ_GOV_TICK();
     IDLE_FORWARD(cgj_graph_ctx_sync(NULL, false));
     cgj_call_t c;
-    cgj_call_init(&c, CGJ_OP_SYNC, "cuCtxSynchronize", CU_STREAM_LEGACY);
+    cgj_call_init(&c, CGJ_OP_SYNC, ctx_sync_api, CU_STREAM_LEGACY);
     TRACE_CALL(c, cgj_graph_ctx_sync(NULL, false));
 }
 
@@ -399,9 +425,11 @@ CUresult cgj_w_cuCtxSynchronize(void)
 CUresult cgj_w_cuCtxSynchronize_v2(CUcontext ctx)
 {
     OBSERVE(NULL, NULL, true);
+    CGJ_GOV_BEAT(ctx_sync_v2_api, CU_STREAM_LEGACY, NULL);
+    CGJ_GOV_TICK();
     IDLE_FORWARD(cgj_graph_ctx_sync(ctx, true));
     cgj_call_t c;
-    cgj_call_init(&c, CGJ_OP_SYNC, "cuCtxSynchronize_v2", CU_STREAM_LEGACY);
+    cgj_call_init(&c, CGJ_OP_SYNC, ctx_sync_v2_api, CU_STREAM_LEGACY);
     TRACE_CALL(c, cgj_graph_ctx_sync(ctx, true));
 }
 
@@ -417,9 +445,10 @@ CUresult cgj_w_cuMemFree_v2(CUdeviceptr p)
 {
     if (CGJ_UNLIKELY(cgj_cfg.VERIFY_ALL)) cgj_live_remove(p);
     cgj_pointer_forget(p);
+    CGJ_GOV_BEAT(free_api, CU_STREAM_LEGACY, NULL);
     IDLE_FORWARD(POOL_OR(p, cgj_drv.r_cuMemFree_v2(p)));
     cgj_call_t c;
-    cgj_call_init(&c, CGJ_OP_FREE, "cuMemFree_v2", CU_STREAM_LEGACY);
+    cgj_call_init(&c, CGJ_OP_FREE, free_api, CU_STREAM_LEGACY);
     c.u.a.addr = p;
     TRACE_CALL(c, POOL_OR(p, cgj_drv.r_cuMemFree_v2(p)));
 }
@@ -429,6 +458,7 @@ static inline CUresult mem_free_async(bool pt, const char *api, __typeof__(cuMem
 {
     if (CGJ_UNLIKELY(cgj_cfg.VERIFY_ALL)) cgj_live_remove(p);
     cgj_pointer_forget(p);
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(POOL_OR(p, real(p, s)));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_FREE, api, norm(s, pt));
@@ -451,9 +481,10 @@ static inline CUresult held(CUresult r, const CUdeviceptr *p, size_t n)
 
 static CUresult mem_alloc(CUdeviceptr *p, size_t n)
 {
+    CGJ_GOV_BEAT(alloc_api, CU_STREAM_LEGACY, NULL);
     IDLE_FORWARD(cgj_drv.r_cuMemAlloc_v2(p, n));
     if (!p) return cgj_drv.r_cuMemAlloc_v2(p, n);
-    ALLOC_CALL("cuMemAlloc_v2", CU_STREAM_LEGACY, p, n);
+    ALLOC_CALL(alloc_api, CU_STREAM_LEGACY, p, n);
     TRACE_CALL(c, cgj_drv.r_cuMemAlloc_v2(p, n));
 }
 
@@ -464,9 +495,10 @@ CUresult cgj_w_cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 
 static CUresult mem_alloc_pitch(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned e)
 {
+    CGJ_GOV_BEAT(alloc_pitch_api, CU_STREAM_LEGACY, NULL);
     IDLE_FORWARD(cgj_drv.r_cuMemAllocPitch_v2(p, pitch, w, h, e));
     if (!p || !pitch) return cgj_drv.r_cuMemAllocPitch_v2(p, pitch, w, h, e);
-    ALLOC_CALL("cuMemAllocPitch_v2", CU_STREAM_LEGACY, p, w * h);
+    ALLOC_CALL(alloc_pitch_api, CU_STREAM_LEGACY, p, w * h);
     c.u.a.pitch_out = pitch, c.u.a.width = w, c.u.a.height = h, c.u.a.elem = e;
     TRACE_CALL(c, cgj_drv.r_cuMemAllocPitch_v2(p, pitch, w, h, e));
 }
@@ -480,6 +512,7 @@ CUresult cgj_w_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_
 static inline CUresult mem_alloc_async_call(bool pt, const char *api, __typeof__(cuMemAllocAsync) *real,
                                             CUdeviceptr *p, size_t n, CUstream s)
 {
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(p, n, s));
     if (!p) return real(p, n, s);
     ALLOC_CALL(api, norm(s, pt), p, n);
@@ -497,6 +530,7 @@ TWO_WRAPPERS(cuMemAllocAsync, cuMemAllocAsync_ptsz, mem_alloc_async,
 static inline CUresult mem_alloc_pool_call(bool pt, const char *api, __typeof__(cuMemAllocFromPoolAsync) *real,
                                            CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
 {
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(p, n, pool, s));
     if (!p) return real(p, n, pool, s);
     ALLOC_CALL(api, norm(s, pt), p, n);
@@ -562,6 +596,7 @@ static inline CUresult graph_launch(bool pt, const char *api, __typeof__(cuGraph
                                     CUgraphExec g, CUstream s)
 {
     ORDER(norm(s, pt));
+    CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(g, s));
     cgj_call_t c;
     cgj_call_init(&c, CGJ_OP_GRAPH_LAUNCH, api, norm(s, pt));
@@ -618,10 +653,12 @@ TWO_WRAPPERS(cuStreamEndCapture, cuStreamEndCapture_ptsz, capture_end, (CUstream
 #define AS_MADE(exported, proto, params, args)                                   \
     CUresult cgj_w_##exported params                                             \
     {                                                                            \
+        static const char name_[] = #exported;                                   \
         OBSERVE(NULL, NULL, true);                                               \
+        CGJ_GOV_BEAT(name_, CU_STREAM_LEGACY, NULL);                             \
         IDLE_FORWARD(cgj_drv.r_##exported args);                                 \
         cgj_call_t c;                                                            \
-        cgj_call_init(&c, CGJ_OP_AS_MADE, #exported, CU_STREAM_LEGACY);          \
+        cgj_call_init(&c, CGJ_OP_AS_MADE, name_, CU_STREAM_LEGACY);          \
         TRACE_CALL(c, cgj_drv.r_##exported args);                                \
     }
 

@@ -327,8 +327,10 @@ void cgj_cost_begin(cgj_anchor_t *a, cgj_thread_t *t, const void *pred, uint64_t
     /* While replay is off there is nothing to pair an eager period with, nor anything to judge
      * until replay is tried again, which starts a fresh window: an anchor off for good (a step
      * too short for a graph) would otherwise look for a pair at every run. */
+    /* Nor is a period that spans a dormant window of the governor's (govern.c) one of either kind. */
+    uint32_t epoch = __atomic_load_n(&cgj_gov_epoch, __ATOMIC_RELAXED);
     if (c->last_thread == t && c->last_kind != CGJ_COST_NONE && now > c->last_ns && a->state != CGJ_STATE_OFF &&
-        settled(a, __atomic_load_n(&a->runs, __ATOMIC_RELAXED))) {
+        c->last_epoch == epoch && settled(a, __atomic_load_n(&a->runs, __ATOMIC_RELAXED))) {
         uint64_t ns = now - c->last_ns, pace;
         if (c->last_kind == CGJ_COST_REPLAY) {
             uint32_t k = c->nrecent++ % CGJ_COST_RECENT;
@@ -358,4 +360,5 @@ void cgj_cost_begin(cgj_anchor_t *a, cgj_thread_t *t, const void *pred, uint64_t
     c->last_pred = pred;
     c->last_ns = now;
     c->last_kind = kind;
+    c->last_epoch = epoch;
 }

@@ -47,12 +47,36 @@
 
 int cgj_implicit_policy;
 
+/* Implicit stepping holds one count of cgj_tracing_threads while its policy is on and the
+ * governor has it awake (govern.c holds it while dormant): every call is looked at then. The
+ * policy and the hold change under one lock, so that the count is taken and given back once. */
+static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool held;
+
+static void share(int was_policy, bool was_held, int policy, bool hold)
+{
+    bool had = was_policy != CGJ_STEP_OFF && !was_held, has = policy != CGJ_STEP_OFF && !hold;
+    if (has && !had) __atomic_fetch_add(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
+    if (had && !has) __atomic_fetch_sub(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
+}
+
 void cgj_implicit_enable(cgj_step_policy_t policy)
 {
     if (policy == CGJ_STEP_OFF) return;
-    __atomic_store_n(&cgj_implicit_policy, policy, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&cgj_tracing_threads, 1, __ATOMIC_RELAXED); /* every call is looked at */
+    pthread_mutex_lock(&share_lock);
+    int was = __atomic_exchange_n(&cgj_implicit_policy, policy, __ATOMIC_RELAXED);
+    share(was, held, policy, held); /* every call is looked at */
+    pthread_mutex_unlock(&share_lock);
     CGJ_LOG(trace, "implicit steps: CGJIT_STEP=%s", cgj_step_policy_name(policy));
+}
+
+void cgj_implicit_hold(bool hold)
+{
+    pthread_mutex_lock(&share_lock);
+    int policy = __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED);
+    share(policy, held, policy, hold);
+    held = hold;
+    pthread_mutex_unlock(&share_lock);
 }
 
 void cgj_implicit_disable_silently(void)
@@ -60,11 +84,20 @@ void cgj_implicit_disable_silently(void)
     __atomic_store_n(&cgj_implicit_policy, CGJ_STEP_OFF, __ATOMIC_RELAXED);
 }
 
+void cgj_implicit_forked(void)
+{
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    memcpy(&share_lock, &fresh, sizeof share_lock);
+    held = false;
+}
+
 bool cgj_implicit_disable(void)
 {
+    pthread_mutex_lock(&share_lock);
     int was = __atomic_exchange_n(&cgj_implicit_policy, CGJ_STEP_OFF, __ATOMIC_RELAXED);
+    share(was, held, CGJ_STEP_OFF, held);
+    pthread_mutex_unlock(&share_lock);
     if (was == CGJ_STEP_OFF) return false;
-    __atomic_fetch_sub(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
     CGJ_LOG(trace, "markers in use: implicit steps (CGJIT_STEP=%s) end", cgj_step_policy_name(was));
     return true;
 }

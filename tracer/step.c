@@ -37,6 +37,8 @@ void cgj_step_forked(bool cuda_before)
         cgj_implicit_disable_silently();
     }
     cgj_threads_forked();
+    cgj_implicit_forked();
+    cgj_gov_forked();
     cgj_verify_forked();
     cgj_captures_forked();
     cgj_anchors_forked();
@@ -44,6 +46,7 @@ void cgj_step_forked(bool cuda_before)
     /* The threads' count started afresh: implicit steps look at every call again. */
     if (__atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF)
         __atomic_fetch_add(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
+    if (cgj_cfg.VERIFY && !forked) __atomic_fetch_add(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
 }
 
 /* The CUDA runtime may have unbound an exiting thread's context already (its own TLS destructor
@@ -143,7 +146,9 @@ static bool route(cgj_thread_t *t, const cgj_call_t *c)
     cgj_implicit_decide(t, c, &d);
     if (d.route == CGJ_ROUTE_STAY) return true;
     if (t->mode != CGJ_MODE_OFF) end_locked(t);
-    if (d.route == CGJ_ROUTE_OUTSIDE) return false;
+    /* Dormant (govern.c): a step in progress ends as it would, and none begins. */
+    if (d.route == CGJ_ROUTE_OUTSIDE || __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) return false;
+    cgj_gov_begun(c, d.name);
     begin_locked(t, d.name, true);
     return true;
 }
@@ -173,13 +178,14 @@ bool cgj_step_tracing(void)
     cgj_mode_t m = cgj_thread_mode(&cgj_tls);
     return m >= CGJ_MODE_EAGER ||
            (m == CGJ_MODE_OFF && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF &&
-            !cgj_program_capturing()) ||
+            !cgj_program_capturing() && !__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) ||
            __atomic_load_n(&cgj_tls.deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS;
 }
 
 bool cgj_step_take(void)
 {
-    if (!cgj_step_tracing()) return false;
+    /* CGJIT_VERIFY: every call, so that work touching memory passes verify's gate (verify.c). */
+    if (!cgj_step_tracing() && !CGJ_UNLIKELY(cgj_cfg.VERIFY)) return false;
     if (CGJ_UNLIKELY(cgj_tls.probe.probing)) cgj_probe_mark();
     return true;
 }
@@ -233,6 +239,7 @@ int cgj_step_enter(const cgj_call_t *c)
     if (c->kind == CGJ_OP_LIB && d == CGJ_EXECUTE) t->lib_depth++; /* the library runs now */
     if (CGJ_UNLIKELY(d == CGJ_ABSORB && c->kind == CGJ_OP_LIB && cgj_verify_running(t))) d = CGJ_RUN_ABSORBED;
     cgj_thread_unlock(t);
+    if (CGJ_UNLIKELY(cgj_cfg.VERIFY) && d == CGJ_EXECUTE) cgj_verify_call_begin(c); /* ended in cgj_step_leave */
     return d;
 }
 
@@ -243,8 +250,9 @@ bool cgj_step_passes(const cgj_call_t *c)
      * absorbed work pending, which one running eagerly has none of). The tests are
      * cgj_step_enter's and cgj_implicit_stays', the count taken only where the call passes (where
      * it does not, cgj_step_enter takes it). An error re-issuing met waits for cgj_step_leave:
-     * such a call takes the long way. */
-    if (cgj_thread_mode(t) != CGJ_MODE_EAGER || t->lib_depth || t->routed || CGJ_UNLIKELY(t->probe.probing) ||
+     * such a call takes the long way, as every call does under CGJIT_VERIFY (verify.c's gate). */
+    if (cgj_thread_mode(t) != CGJ_MODE_EAGER || t->lib_depth || t->routed ||
+        CGJ_UNLIKELY(t->probe.probing | cgj_cfg.VERIFY) ||
         c->kind == CGJ_OP_LIB || __atomic_load_n(&t->deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS ||
         !cgj_implicit_counts(t, c) || !cgj_implicit_goes_on(t, t->sync_calls + 1))
         return false;
@@ -277,18 +285,18 @@ bool cgj_step_verify_first(const cgj_call_t *c)
         run = cgj_verify_running(t);
     }
     cgj_thread_unlock(t);
-    if (run) cgj_verify_calls_enter(); /* left in cgj_step_verify_ran */
+    if (run) cgj_verify_call_begin(c); /* ended in cgj_step_verify_ran */
     return run;
 }
 
 void cgj_step_verify_run(void)
 {
-    cgj_verify_calls_enter();
+    cgj_verify_call_begin(NULL);
 }
 
 void cgj_step_verify_ran(void)
 {
-    cgj_verify_calls_leave();
+    cgj_verify_call_end();
 }
 
 /* The library call whose LIB op is open returned (ok: successfully). */
@@ -306,6 +314,7 @@ CUresult cgj_step_leave(const cgj_call_t *c, CUresult r)
 {
     cgj_thread_t *t = &cgj_tls;
     uint64_t out_ns = CGJ_UNLIKELY(t->probe.probing) ? cgj_now_ns() : 0; /* the real call returned (cost.c) */
+    if (CGJ_UNLIKELY(cgj_cfg.VERIFY)) cgj_verify_call_end();
     cgj_thread_lock(t);
     if (t->repeat) {
         t->repeat = false;
@@ -477,6 +486,11 @@ int cgj_step_begin(const char *name)
         cgj_step_begin_eager();
         return CGJ_OK;
     }
+    if (cgj_gov_marked(name)) { /* dormant: straight through, still paired with its end */
+        if (t->mode != CGJ_MODE_OFF) return CGJ_ERR_NESTED;
+        cgj_step_begin_eager();
+        return CGJ_OK;
+    }
     enter_thread(t);
     cgj_thread_lock(t);
     int st = begin_locked(t, name, false);
@@ -547,6 +561,7 @@ int cgj_step_end(void)
 
 void cgj_step_implicit_enable(cgj_step_policy_t policy)
 {
+    if (cgj_cfg.VERIFY) __atomic_fetch_add(&cgj_tracing_threads, 1, __ATOMIC_RELAXED); /* cgj_step_take */
     cgj_implicit_enable(policy);
 }
 

@@ -137,6 +137,29 @@ static inline bool cgj_others_pending_on(CUstream s)
     return cgj_step_others_pending_on(s);
 }
 
+/* ---- the governor (tracer/govern.c): is the process faster with cgjit active or dormant? ----
+ * Every wrapped driver call tells it where the heartbeat may be (CGJ_GOV_BEAT: one load and one
+ * compare, whatever the state); a synchronization while dormant asks whether the heartbeat
+ * stopped (CGJ_GOV_TICK). Dormant, implicit stepping lets go of every call and no step begins. */
+extern const char *cgj_gov_api; /* the heartbeat's driver function (NULL: none) */
+extern int cgj_gov_dormant;
+extern uint32_t cgj_gov_epoch;  /* bumped at each switch */
+void cgj_gov_seen(const char *api, const void *stream, const void *f);
+void cgj_gov_tick(void);
+#define CGJ_GOV_BEAT(api, stream, f)                                                               \
+    do {                                                                                           \
+        if (CGJ_UNLIKELY(__atomic_load_n(&cgj_gov_api, __ATOMIC_RELAXED) == (api)))                 \
+            cgj_gov_seen((api), (const void *)(stream), (const void *)(f));                         \
+    } while (0)
+#define CGJ_GOV_TICK()                                                                             \
+    do {                                                                                           \
+        if (CGJ_UNLIKELY(__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED))) cgj_gov_tick();      \
+    } while (0)
+/* At start-up, after the configuration (CGJIT_GOVERN, CGJIT_VERIFY). */
+void cgj_gov_init(void);
+/* The governor's figures (cgjit.h); out->size is the caller's. */
+void cgj_gov_get(cgj_govern_info_t *out);
+
 /* Process-wide counters (tracer/threads.c); the public cgj_stats() copies them. */
 extern cgj_stats_t cgj_g_stats;
 #define CGJ_STAT_ADD(field, v) __atomic_fetch_add(&cgj_g_stats.field, (v), __ATOMIC_RELAXED)

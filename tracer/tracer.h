@@ -41,7 +41,8 @@ typedef enum { CGJ_COST_NONE, CGJ_COST_EAGER, CGJ_COST_REPLAY } cgj_cost_kind_t;
 typedef struct cgj_cost {
     uint64_t last_ns;           /* when the anchor's last step began ... */
     const void *last_thread;    /* ... on which thread ... */
-    cgj_cost_kind_t last_kind;  /* ... as which kind of run */
+    cgj_cost_kind_t last_kind;  /* ... as which kind of run, in which of the governor's epochs */
+    uint32_t last_epoch;
     uint64_t eager[CGJ_COST_EAGER_WINDOW]; /* eager periods, ns ... */
     uint64_t paired[CGJ_COST_EAGER_WINDOW]; /* ... each with the median of the replay periods
                                  * right before it at the same place in the program's loop (at
@@ -212,6 +213,14 @@ void cgj_registry_unlock(void);
 size_t cgj_registry_count(void);
 cgj_thread_t *cgj_registry_get(size_t i);
 
+/* ---- govern.c ---- */
+/* A step begins at call c (implicit) as anchor `name`: learning counts it; a phase may end. */
+void cgj_gov_begun(const cgj_call_t *c, const char *name);
+/* A marked step `name` begins: counted, and a beat where it is the heartbeat. True: the governor
+ * is dormant (the step runs straight through). */
+bool cgj_gov_marked(const char *name);
+void cgj_gov_forked(void);
+
 /* ---- shape.c ---- */
 /* Do two recordings have the same topology? On false, *r says where and how they differ. */
 bool cgj_shape_same(const cgj_oplist_t *a, const cgj_oplist_t *b, cgj_reason_t *r);
@@ -270,8 +279,14 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched);
  * to be re-issued). */
 bool cgj_verify_flush(cgj_thread_t *t);
 void cgj_verify_free(cgj_thread_t *t);
-/* A replaying thread's work that must not meet another thread's window (verify.c's essay):
- * calls run for real in a checked segment, graphs of unchecked ones. */
+/* Work that must not meet another thread's window (verify.c's essay), between begin and end:
+ * call c run for real (by cgj_step_enter's leave, or before replay absorbs it in a checked
+ * segment), or (c NULL) a library call replay absorbed whole that runs too. It waits while a
+ * window is open, and every open check whose memory it may write notes it. Nothing for a call
+ * that touches no memory (a synchronization, an event, an allocation). */
+void cgj_verify_call_begin(const cgj_call_t *c);
+void cgj_verify_call_end(void);
+/* The same around a graph of an unchecked segment (its memory not told). */
 void cgj_verify_calls_enter(void);
 void cgj_verify_calls_leave(void);
 void cgj_verify_forked(void);
@@ -349,6 +364,10 @@ static inline bool cgj_implicit_stays(cgj_thread_t *t, const cgj_call_t *c)
     return cgj_implicit_counts(t, c) && cgj_implicit_goes_on(t, ++t->sync_calls);
 }
 void cgj_implicit_enable(cgj_step_policy_t policy);
+/* The governor's hold (govern.c): while held, implicit stepping lets every call go straight
+ * through; the policy stays as it is. */
+void cgj_implicit_hold(bool hold);
+void cgj_implicit_forked(void);
 /* The thread ends: its cycle detector goes back to the pool. */
 void cgj_implicit_thread_exit(cgj_thread_t *t);
 /* Turn implicit stepping off for good; false if it was off already. */

@@ -68,6 +68,8 @@ void fk_open(fk_t *fk)
     /* Timing decides nothing in these tests unless one asks for it: replay is never turned off
      * for cost, no run is an eager probe (the cost model's own tests set CGJIT_COST=1). */
     setenv("CGJIT_COST", "0", 0);
+    /* Nor does the governor make the process dormant (its own tests set CGJIT_GOVERN=1). */
+    setenv("CGJIT_GOVERN", "0", 0);
     /* Small steps are graphs here, so that every test's few ops exercise the graphs (tests of
      * the eager small segments set CGJIT_GRAPH_MIN_OPS themselves). */
     setenv("CGJIT_GRAPH_MIN_OPS", "1", 0);

@@ -1,0 +1,327 @@
+/*
+ * test_govern.c — the governor (tracer/govern.c) against the fake driver on a fake clock: a
+ * program cgjit makes slower goes dormant and stays there; one it makes faster stays active and
+ * pays only the measurement; a program with two phases gets two judgements; switching never
+ * cuts a step; a heartbeat on one thread with work on another; a child after fork() starts
+ * afresh. Results equal eager execution throughout.
+ *
+ * The fake driver's launches can cost host time (fk.set_delays): a graph launch that costs more
+ * than the kernels it replaces makes replay slower than eager, a kernel launch that costs makes
+ * it faster. The clock is fake (tests/common/fake_clock.h), so what the governor measures, and
+ * decides, depends on the program's calls alone, never on how loaded the machine is. Each step's
+ * anchor keeps replaying whatever it costs (CGJIT_COST=0): the governor alone decides here.
+ */
+#define _GNU_SOURCE
+#include "replay_common.h"
+
+#include "fake_clock.h"
+
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void govern_setup(void)
+{
+    setenv("CGJIT_GOVERN", "1", 1);
+    setenv("CGJIT_COST", "0", 1);
+    fk_open(&fk);
+    fake_clock_start(fk.handle);
+}
+
+TestSuite(tracer_govern, .init = govern_setup);
+
+static cgj_govern_info_t govern_now(void)
+{
+    cgj_govern_info_t g;
+    cr_assert_eq(cgj_govern(&g), CGJ_OK);
+    return g;
+}
+
+/* One step's work: the program's own host work, then two kernels. */
+static void work(CUdeviceptr x, int s)
+{
+    host_work(100);
+    OK(fk_addk_launch(&fk, NULL, x, s % 7, N));
+    OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 1.0f, N, 1));
+}
+
+/* The same on the host: what x holds after step s. */
+static void model(float *h, int s)
+{
+    for (int i = 0; i < N; i++) h[i] = (h[i] + (float)(s % 7)) * 0.5f + 1.0f;
+}
+
+typedef struct {
+    CUdeviceptr x;
+    float h[N];
+    int s;
+} prog_t;
+
+static void prog_init(prog_t *p)
+{
+    p->x = fk_alloc_floats(&fk, N, 3);
+    OK(fk.dtoh(p->h, p->x, sizeof p->h));
+    p->s = 0;
+}
+
+/* `steps` marked steps named `name`, checked against the host model at the end. */
+static void run_marked(prog_t *p, const char *name, int steps)
+{
+    for (int k = 0; k < steps; k++, p->s++) {
+        cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
+        work(p->x, p->s);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        model(p->h, p->s);
+    }
+    float got[N];
+    OK(fk.dtoh(got, p->x, sizeof got));
+    cr_assert(memcmp(got, p->h, sizeof got) == 0, "%s: results differ from eager after step %d", name, p->s);
+}
+
+Test(tracer_govern, a_program_cgjit_makes_slower_goes_dormant_and_stays)
+{
+    fk.set_delays(0, 300); /* a graph launch costs 300 us, a kernel launch nothing */
+    prog_t p;
+    prog_init(&p);
+    run_marked(&p, "slow", 1500);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_eq(g.state, CGJ_GOVERN_DORMANT, "state %s", cgj_govern_state_name(g.state));
+    cr_assert(g.dormant);
+    cr_assert_geq(g.judgements, 1);
+    cr_assert_lt(g.ratio, 1.0, "active/dormant %.3f", g.ratio);
+    cr_assert_lt(g.hi, 1.0, "upper bound %.3f", g.hi);
+    cr_assert_geq(g.pairs, 3);
+    cr_assert_str_eq(g.heartbeat, "slow");
+    uint64_t judged = g.judgements, replays = info_of("slow").replays;
+    run_marked(&p, "slow", 14000);
+    fk.set_delays(0, 0);
+    g = govern_now();
+    cr_assert_eq(g.state, CGJ_GOVERN_DORMANT, "state %s after more steps", cgj_govern_state_name(g.state));
+    cr_assert_gt(g.judgements, judged, "the decision was never checked again");
+    cr_assert(g.last_dormant, "a check found active faster");
+    /* Dormant, steps run straight through: only the re-checks' active windows replayed. */
+    uint64_t more = info_of("slow").replays - replays;
+    cr_assert_lt(more, 14000 / 20, "%llu of 14000 steps replayed while dormant", (unsigned long long)more);
+}
+
+Test(tracer_govern, a_program_cgjit_makes_faster_stays_active)
+{
+    fk.set_delays(50, 0); /* each kernel launch costs 50 us, a graph launch nothing */
+    prog_t p;
+    prog_init(&p);
+    uint64_t t0 = fake_clock_ns;
+    run_marked(&p, "fast", 20000);
+    uint64_t elapsed = fake_clock_ns - t0;
+    fk.set_delays(0, 0);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_eq(g.state, CGJ_GOVERN_ACTIVE, "state %s", cgj_govern_state_name(g.state));
+    cr_assert(!g.dormant);
+    cr_assert_gt(g.ratio, 1.1, "active/dormant %.3f", g.ratio);
+    cr_assert_gt(g.lo, 1.0, "lower bound %.3f", g.lo);
+    cr_assert_geq(g.judgements, 2, "one judgement in 20000 steps: no check again");
+    /* The measurement's cost: the time spent dormant, a small share of the run once decided. */
+    cr_assert_eq(g.measure_dormant_ns, g.dormant_ns);
+    cr_assert_lt(g.dormant_ns, elapsed / 5, "dormant %llu of %llu ns", (unsigned long long)g.dormant_ns,
+                 (unsigned long long)elapsed);
+    cr_assert_gt(info_of("fast").replays, 18000);
+}
+
+Test(tracer_govern, each_phase_of_a_program_gets_its_own_judgement)
+{
+    fk.set_delays(50, 0);
+    prog_t p;
+    prog_init(&p);
+    run_marked(&p, "prefill", 1500);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_eq(g.phases, 1);
+    cr_assert_geq(g.judgements, 1);
+    cr_assert_str_eq(g.heartbeat, "prefill");
+    uint64_t judged = g.judgements;
+    run_marked(&p, "decode", 2000);
+    fk.set_delays(0, 0);
+    g = govern_now();
+    cr_assert_eq(g.phases, 2, "%llu phases", (unsigned long long)g.phases);
+    cr_assert_str_eq(g.heartbeat, "decode");
+    cr_assert_gt(g.judgements, judged, "the second phase was not judged");
+    cr_assert_eq(g.state, CGJ_GOVERN_ACTIVE, "state %s", cgj_govern_state_name(g.state));
+}
+
+/* A phase that went dormant ends when its heartbeat stops: the next phase is judged too. */
+Test(tracer_govern, a_dormant_phase_ends_when_its_heartbeat_stops)
+{
+    fk.set_delays(0, 300);
+    prog_t p;
+    prog_init(&p);
+    run_marked(&p, "slow", 1500);
+    cr_assert_eq(govern_now().state, CGJ_GOVERN_DORMANT);
+    fk.set_delays(50, 0);
+    host_work(500000); /* half a second of other work: the heartbeat stopped */
+    run_marked(&p, "fast", 2000);
+    fk.set_delays(0, 0);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_eq(g.phases, 2, "%llu phases", (unsigned long long)g.phases);
+    cr_assert_str_eq(g.heartbeat, "fast");
+    cr_assert_eq(g.state, CGJ_GOVERN_ACTIVE, "state %s", cgj_govern_state_name(g.state));
+}
+
+/* ---- implicit steps: the governor switches between steps, never inside one ---- */
+
+static void implicit_setup(void)
+{
+    setenv("CGJIT_STEP", "sync", 1);
+    govern_setup();
+}
+
+TestSuite(tracer_govern_implicit, .init = implicit_setup);
+
+Test(tracer_govern_implicit, switching_never_cuts_a_step)
+{
+    fk.set_delays(0, 300); /* replay is slower: the governor switches during its measurement */
+    prog_t p;
+    prog_init(&p);
+    for (int k = 0; k < 3000; k++, p.s++) {
+        work(p.x, p.s);
+        host_work(50);
+        OK(fk.ctx_sync()); /* the step's end */
+        model(p.h, p.s);
+    }
+    fk.set_delays(0, 0);
+    float got[N];
+    OK(fk.dtoh(got, p.x, sizeof got));
+    cr_assert(memcmp(got, p.h, sizeof got) == 0, "results differ from eager");
+    cgj_govern_info_t g = govern_now();
+    cgj_stats_t st = stats_now();
+    cr_assert_geq(g.switches, 3, "%llu switches", (unsigned long long)g.switches);
+    cr_assert_eq(g.state, CGJ_GOVERN_DORMANT, "state %s", cgj_govern_state_name(g.state));
+    cr_assert_gt(st.steps_replayed, 0);
+    /* A switch inside a step would leave it early: a side exit, or an abort. */
+    cr_assert_eq(st.side_exits, 0, "%llu side exits", (unsigned long long)st.side_exits);
+    cr_assert_eq(st.aborts, 0, "%llu aborts", (unsigned long long)st.aborts);
+}
+
+/* ---- threads: the heartbeat on one thread, the work on another ---- */
+
+typedef struct {
+    prog_t p;
+    int steps;
+    pthread_barrier_t *bar;
+} worker_t;
+
+static void *worker(void *arg)
+{
+    worker_t *w = arg;
+    for (int k = 0; k < w->steps; k++) {
+        pthread_barrier_wait(w->bar);
+        run_marked(&w->p, "work", 1);
+        pthread_barrier_wait(w->bar);
+    }
+    return NULL;
+}
+
+Test(tracer_govern, a_heartbeat_on_one_thread_with_the_work_on_another)
+{
+    fk.set_delays(50, 0);
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 2);
+    worker_t w = {.steps = 1500, .bar = &bar};
+    prog_init(&w.p);
+    prog_t beat;
+    prog_init(&beat);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, worker, &w), 0);
+    for (int k = 0; k < w.steps; k++) {
+        pthread_barrier_wait(&bar);
+        run_marked(&beat, "beat", 2); /* the most frequent step: the heartbeat */
+        pthread_barrier_wait(&bar);
+    }
+    pthread_join(th, NULL);
+    pthread_barrier_destroy(&bar);
+    fk.set_delays(0, 0);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_str_eq(g.heartbeat, "beat");
+    cr_assert_geq(g.judgements, 1);
+    cr_assert_eq(g.state, CGJ_GOVERN_ACTIVE, "state %s", cgj_govern_state_name(g.state));
+}
+
+/* ---- fork(): the child judges afresh ---- */
+
+Test(tracer_govern, a_child_after_fork_starts_afresh)
+{
+    fk.set_delays(0, 300);
+    prog_t p;
+    prog_init(&p);
+    run_marked(&p, "slow", 1500);
+    cr_assert_eq(govern_now().state, CGJ_GOVERN_DORMANT);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        cgj_govern_info_t g;
+        g.size = sizeof g;
+        int ok = cgj_govern_read(&g) == CGJ_OK && g.state == CGJ_GOVERN_LEARN && !g.dormant && !g.heartbeat[0] &&
+                 cgj_trace_begin("child") == CGJ_OK && cgj_trace_end() == CGJ_OK;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child saw the parent's governor");
+    cr_assert_eq(govern_now().state, CGJ_GOVERN_DORMANT, "the parent's decision changed");
+}
+
+/* ---- CGJIT_GOVERN=0 and 2 ---- */
+
+static void off_setup(void)
+{
+    setenv("CGJIT_GOVERN", "0", 1);
+    setenv("CGJIT_COST", "0", 1);
+    fk_open(&fk);
+    fake_clock_start(fk.handle);
+}
+
+TestSuite(tracer_govern_off, .init = off_setup);
+
+Test(tracer_govern_off, off_never_goes_dormant)
+{
+    fk.set_delays(0, 300);
+    prog_t p;
+    prog_init(&p);
+    run_marked(&p, "slow", 1500);
+    fk.set_delays(0, 0);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_eq(g.state, CGJ_GOVERN_OFF);
+    cr_assert_eq(g.switches, 0);
+    cgj_trace_info_t i = info_of("slow");
+    cr_assert_geq(i.replays, 1500 - 3, "%llu of 1500 steps replayed", (unsigned long long)i.replays);
+}
+
+static void held_setup(void)
+{
+    setenv("CGJIT_GOVERN", "2", 1);
+    setenv("CGJIT_STEP", "sync", 1);
+    fk_open(&fk);
+}
+
+TestSuite(tracer_govern_held, .init = held_setup);
+
+Test(tracer_govern_held, held_dormant_records_nothing)
+{
+    prog_t p;
+    prog_init(&p);
+    run_marked(&p, "held", 50);
+    for (int k = 0; k < 50; k++, p.s++) {
+        work(p.x, p.s);
+        OK(fk.ctx_sync());
+        model(p.h, p.s);
+    }
+    float got[N];
+    OK(fk.dtoh(got, p.x, sizeof got));
+    cr_assert(memcmp(got, p.h, sizeof got) == 0);
+    cgj_govern_info_t g = govern_now();
+    cgj_stats_t st = stats_now();
+    cr_assert_eq(g.state, CGJ_GOVERN_HELD);
+    cr_assert(g.dormant);
+    cr_assert_eq(st.steps_replayed, 0);
+    cr_assert_eq(st.ops_recorded, 0, "%llu calls recorded", (unsigned long long)st.ops_recorded);
+    cgj_trace_info_t i;
+    cr_assert_eq(cgj_trace_info("held", &i), CGJ_ERR_NOT_FOUND);
+}

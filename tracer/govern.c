@@ -1,0 +1,384 @@
+/*
+ * govern.c — the governor: is the whole process faster with cgjit active than without it?
+ *
+ * The cost model (cost.c) judges each anchor by its own periods. Time cgjit costs outside them
+ * (recordings and side exits of anchors that never pay, waits on other threads, the
+ * interposition itself) it cannot see. The governor judges the process as the program sees it:
+ * by the pace of its *heartbeat*, the call that begins its most frequent step.
+ *
+ * How. While *learning*, every step's begin is counted by the call that began it (its driver
+ * function, stream and kernel; for a marked step, its name); after LEARN_BEGINS begins the most
+ * frequent becomes the heartbeat, and its calls are counted from then on wherever they are made
+ * (runtime/wrappers.c's CGJ_GOV_BEAT: one load and one compare per call). After SETTLE_BEATS
+ * beats the governor *measures*: it alternates windows in which cgjit is *active* (steps found,
+ * recorded, replayed and probed as ever) and *dormant* (every call straight through: nothing
+ * recorded, no cycle detection, no step begun; graphs, pools and traces kept, so an active window
+ * after a dormant one rebuilds nothing). A window closes at a beat once it holds WIN_BEATS beats
+ * and WIN_MIN_NS; its pace is its time per beat. Windows come in pairs, ordered A D, D A, A D ...
+ * so that a drifting pace cancels; each pair gives d = ln(dormant pace / active pace), positive
+ * where cgjit makes the program faster. After MIN_PAIRS pairs a one-sided 95% t-test decides:
+ * active where the mean of d is above 0 with confidence, dormant where below; where the interval
+ * lies inside +/- EQUIV_PCT (no difference worth a measurement) or MAX_PAIRS are in, the point
+ * estimate decides, so the process is never kept in a state measured slower. The decision then
+ * *holds* for HOLD_FACTOR times the beats the measurement took (doubling after each re-check that
+ * confirms it), and is checked again.
+ *
+ * Phases. A program that moves on (prefill then decode, training then evaluation) has a new
+ * heartbeat: while active, PHASE_OTHERS begins of other steps in a row with no beat, and while
+ * dormant, no beat for PHASE_QUIET_PERIODS of its periods (asked at synchronizations), start a
+ * new judgement from learning, active.
+ *
+ * Switching is a flag (cgj_gov_dormant) and implicit stepping's share of the fast-path count
+ * (implicit.c, cgj_implicit_hold). A thread in a step finishes it as it began; a step only
+ * *begins* active or dormant, so no step is ever cut. Every switch bumps cgj_gov_epoch: the cost
+ * model pairs no period across one.
+ *
+ * Threads: beats and begins come from any thread; the state is under one mutex (beats are at
+ * most one per step). The hot path reads cgj_gov_api and cgj_gov_dormant with relaxed loads.
+ */
+#include "tracer/tracer.h"
+#include "base/log.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define LEARN_BEGINS 64        /* step begins counted before the heartbeat is chosen */
+#define NCAND 16               /* candidate heartbeats kept while learning */
+#define SETTLE_BEATS 8         /* beats after the choice before the first window */
+#define WIN_BEATS 8            /* a window holds at least this many beats ... */
+#define WIN_MIN_NS 20000000ull /* ... and at least 20 ms */
+#define MIN_PAIRS 3
+#define MAX_PAIRS 12
+#define EQUIV_PCT 1            /* an interval inside +/- this is no difference worth measuring on */
+#define HOLD_FACTOR 16         /* a decision holds this many times the beats its measurement took */
+#define PHASE_OTHERS 512       /* other steps begun in a row with no beat: a new phase */
+#define PHASE_QUIET_PERIODS 32 /* dormant: no beat for this many periods: a new phase ... */
+#define PHASE_QUIET_MIN_NS 200000000ull /* ... and at least 200 ms */
+
+const char *cgj_gov_api;
+int cgj_gov_dormant;
+uint32_t cgj_gov_epoch;
+
+/* The key of a marked step's begin (cgj_trace_begin): its name's hash is the heartbeat's key. */
+static const char marked_api[] = "cgj_trace_begin";
+
+typedef struct {
+    const char *api;
+    const void *stream, *f;
+    uint64_t count;
+    char name[160];
+} cand_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Dormant, the heartbeat has stopped once there was no beat until quiet_at (beat() sets it,
+ * 0: not watched); read without the lock by cgj_gov_tick. */
+static uint64_t quiet_at;
+static struct {
+    bool on;
+    cgj_govern_state_t st;
+    cand_t cand[NCAND];
+    uint32_t ncand;
+    uint64_t begins;
+    cand_t beat;             /* the heartbeat (api NULL: none) */
+    uint64_t settle;
+    uint64_t last_beat_ns, period_ns; /* the last beat, and a running estimate of the period */
+    uint64_t others;         /* other steps begun since the last beat */
+    /* measurement */
+    uint64_t win_t0, win_beats;
+    uint32_t pair, win_in_pair;
+    double pace[2];          /* this pair's paces: [0] active, [1] dormant */
+    double d[MAX_PAIRS];
+    uint32_t npairs;
+    uint64_t measure_beats;
+    /* decision */
+    bool decided_dormant, decided;
+    uint64_t hold_left, hold_len;
+    /* figures */
+    cgj_govern_info_t info;
+    uint64_t dormant_since_ns; /* dormant now: since when */
+} g;
+
+/* One-sided 95% critical values of Student's t, by degrees of freedom (1 ...). */
+static double t95(uint32_t df)
+{
+    static const double t[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796};
+    return df == 0 ? 1e9 : df <= sizeof t / sizeof *t ? t[df - 1] : 1.782;
+}
+
+static void set_state(cgj_govern_state_t st)
+{
+    g.st = st;
+    __atomic_store_n(&g.info.state, (int32_t)st, __ATOMIC_RELAXED);
+}
+
+/* Active or dormant from now on (under the lock). */
+static void set_dormant(bool dormant, uint64_t now)
+{
+    if (__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED) == (int)dormant) return;
+    if (dormant) g.dormant_since_ns = now;
+    else if (g.dormant_since_ns) g.info.dormant_ns += now - g.dormant_since_ns, g.dormant_since_ns = 0;
+    __atomic_store_n(&cgj_gov_dormant, dormant, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&cgj_gov_epoch, 1, __ATOMIC_RELAXED);
+    cgj_implicit_hold(dormant);
+    g.info.switches++;
+    CGJ_LOG(govern, "%s", dormant ? "dormant: every call goes straight through" : "active");
+}
+
+/* A new judgement: learning the heartbeat, active. */
+static void learn(uint64_t now, const char *why)
+{
+    if (g.beat.api) CGJ_LOG(govern, "the heartbeat '%s' %s: a new phase, learning its heartbeat", g.beat.name, why);
+    set_dormant(false, now);
+    __atomic_store_n(&cgj_gov_api, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&quiet_at, 0, __ATOMIC_RELAXED);
+    memset(&g.beat, 0, sizeof g.beat);
+    g.ncand = 0;
+    g.begins = 0;
+    g.others = 0;
+    g.decided = false;
+    g.hold_len = 0;
+    set_state(CGJ_GOVERN_LEARN);
+}
+
+static void start_window(uint64_t now)
+{
+    /* Pairs alternate A D, D A, ...: the first window of pair p is dormant where p is odd. */
+    bool dormant = (g.pair % 2 == 1) == (g.win_in_pair == 0);
+    set_dormant(dormant, now);
+    g.win_t0 = now;
+    g.win_beats = 0;
+}
+
+static void start_measure(uint64_t now)
+{
+    g.pair = g.win_in_pair = 0;
+    g.npairs = 0;
+    g.measure_beats = 0;
+    set_state(CGJ_GOVERN_MEASURE);
+    start_window(now);
+}
+
+/* The mean and one-sided 95% half-width of the pairs' d. */
+static void stats(double *mean, double *half)
+{
+    double s = 0, ss = 0;
+    for (uint32_t i = 0; i < g.npairs; i++) s += g.d[i];
+    double m = s / g.npairs;
+    for (uint32_t i = 0; i < g.npairs; i++) ss += (g.d[i] - m) * (g.d[i] - m);
+    double sd = g.npairs > 1 ? sqrt(ss / (g.npairs - 1)) : 0;
+    *mean = m;
+    *half = g.npairs > 1 ? t95(g.npairs - 1) * sd / sqrt((double)g.npairs) : 1e9;
+}
+
+/* Decide where the pairs allow it; true when decided. */
+static bool judge(uint64_t now)
+{
+    if (g.npairs < MIN_PAIRS) return false;
+    double m, h, eq = log(1 + EQUIV_PCT / 100.0);
+    stats(&m, &h);
+    bool sure = m - h > 0 || m + h < 0, equal = m - h > -eq && m + h < eq;
+    if (!sure && !equal && g.npairs < MAX_PAIRS) return false;
+    bool dormant = m < 0;
+    cgj_govern_info_t *in = &g.info;
+    in->ratio = exp(m);
+    in->lo = exp(m - h);
+    in->hi = exp(m + h);
+    in->pairs = g.npairs;
+    in->judgements++;
+    in->last_dormant = dormant;
+    snprintf(in->heartbeat, sizeof in->heartbeat, "%s", g.beat.name);
+    uint64_t len = HOLD_FACTOR * g.measure_beats;
+    g.hold_len = g.decided && g.decided_dormant == dormant && g.hold_len ? g.hold_len * 2 : len;
+    g.hold_left = g.hold_len;
+    g.decided = true;
+    g.decided_dormant = dormant;
+    CGJ_LOG(govern,
+            "judgement %llu on '%s': active/dormant speed %.3fx (95%% interval %.3f-%.3f) over %u pairs: %s for %llu beats",
+            (unsigned long long)in->judgements, g.beat.name, in->ratio, in->lo, in->hi, g.npairs,
+            dormant ? "dormant" : "active", (unsigned long long)g.hold_left);
+    set_dormant(dormant, now);
+    set_state(dormant ? CGJ_GOVERN_DORMANT : CGJ_GOVERN_ACTIVE);
+    return true;
+}
+
+static void close_window(uint64_t now)
+{
+    bool dormant = __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED);
+    double pace = (double)(now - g.win_t0) / (double)g.win_beats;
+    g.pace[dormant] = pace;
+    g.info.windows++;
+    if (dormant) g.info.measure_dormant_ns += now - g.win_t0;
+    CGJ_LOG(govern, "window %llu (%s): %llu beats, %.1f us a beat", (unsigned long long)g.info.windows,
+            dormant ? "dormant" : "active", (unsigned long long)g.win_beats, pace / 1e3);
+    if (++g.win_in_pair == 2) {
+        if (g.npairs < MAX_PAIRS) g.d[g.npairs++] = log(g.pace[1] / g.pace[0]);
+        g.info.pairs_total++;
+        g.win_in_pair = 0;
+        g.pair++;
+        if (judge(now)) return;
+    }
+    start_window(now);
+}
+
+/* A beat at `now` (under the lock). */
+static void beat(uint64_t now)
+{
+    if (g.last_beat_ns && now > g.last_beat_ns) {
+        uint64_t p = now - g.last_beat_ns;
+        g.period_ns = g.period_ns ? (g.period_ns * 7 + p) / 8 : p;
+    }
+    g.last_beat_ns = now;
+    uint64_t quiet = g.period_ns * PHASE_QUIET_PERIODS;
+    __atomic_store_n(&quiet_at, now + (quiet > PHASE_QUIET_MIN_NS ? quiet : PHASE_QUIET_MIN_NS), __ATOMIC_RELAXED);
+    g.others = 0;
+    g.info.beats++;
+    switch (g.st) {
+    case CGJ_GOVERN_SETTLE:
+        if (++g.settle >= SETTLE_BEATS) start_measure(now);
+        break;
+    case CGJ_GOVERN_MEASURE:
+        g.measure_beats++;
+        if (++g.win_beats >= WIN_BEATS && now - g.win_t0 >= WIN_MIN_NS) close_window(now);
+        break;
+    case CGJ_GOVERN_ACTIVE:
+    case CGJ_GOVERN_DORMANT:
+        if (g.hold_left && --g.hold_left == 0) {
+            CGJ_LOG(govern, "checking the decision again");
+            start_measure(now);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+void cgj_gov_seen(const char *api, const void *stream, const void *f)
+{
+    if (!g.on) return;
+    pthread_mutex_lock(&lock);
+    if (g.beat.api == api && g.beat.stream == stream && g.beat.f == f) beat(cgj_now_ns());
+    pthread_mutex_unlock(&lock);
+}
+
+static uint64_t name_key(const char *name)
+{
+    return cgj_hash_bytes(name, strlen(name), 0x9e7) | 1;
+}
+
+/* Learning: count a begin by its call; the most frequent after LEARN_BEGINS is the heartbeat. */
+static void count_begin(const char *api, const void *stream, const void *f, const char *name)
+{
+    cand_t *c = NULL;
+    for (uint32_t i = 0; i < g.ncand && !c; i++)
+        if (g.cand[i].api == api && g.cand[i].stream == stream && g.cand[i].f == f) c = &g.cand[i];
+    if (!c) {
+        uint32_t k = g.ncand < NCAND ? g.ncand++ : 0;
+        for (uint32_t i = 1; g.ncand == NCAND && i < NCAND; i++) /* full: the rarest goes */
+            if (g.cand[i].count < g.cand[k].count) k = i;
+        c = &g.cand[k];
+        *c = (cand_t){.api = api, .stream = stream, .f = f};
+        snprintf(c->name, sizeof c->name, "%s", name);
+    }
+    c->count++;
+    if (++g.begins < LEARN_BEGINS) return;
+    cand_t *best = &g.cand[0];
+    for (uint32_t i = 1; i < g.ncand; i++)
+        if (g.cand[i].count > best->count) best = &g.cand[i];
+    g.beat = *best;
+    g.settle = 0;
+    g.last_beat_ns = g.period_ns = 0;
+    g.info.phases++;
+    set_state(CGJ_GOVERN_SETTLE);
+    __atomic_store_n(&cgj_gov_api, g.beat.api, __ATOMIC_RELAXED);
+    CGJ_LOG(govern, "heartbeat: '%s' (%llu of the last %llu step begins)", g.beat.name,
+            (unsigned long long)best->count, (unsigned long long)g.begins);
+}
+
+static void begun(const char *api, const void *stream, const void *f, const char *name)
+{
+    if (!g.on) return;
+    pthread_mutex_lock(&lock);
+    if (g.st == CGJ_GOVERN_LEARN) {
+        count_begin(api, stream, f, name);
+    } else if (!(g.beat.api == api && g.beat.stream == stream && g.beat.f == f) && ++g.others >= PHASE_OTHERS) {
+        learn(cgj_now_ns(), "stopped while other steps ran");
+        count_begin(api, stream, f, name);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void cgj_gov_begun(const cgj_call_t *c, const char *name)
+{
+    begun(c->api, c->stream, c->kind == CGJ_OP_KERNEL ? (const void *)c->u.k.f : NULL, name);
+}
+
+bool cgj_gov_marked(const char *name)
+{
+    if (!g.on) return __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED); /* CGJIT_GOVERN=2: held */
+    const void *key = (const void *)(uintptr_t)name_key(name);
+    if (!__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) begun(marked_api, NULL, key, name);
+    if (__atomic_load_n(&cgj_gov_api, __ATOMIC_RELAXED) == marked_api) cgj_gov_seen(marked_api, NULL, key);
+    if (__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) cgj_gov_tick();
+    return __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED);
+}
+
+void cgj_gov_tick(void)
+{
+    if (!g.on) return;
+    uint64_t now = cgj_now_ns(), at = __atomic_load_n(&quiet_at, __ATOMIC_RELAXED);
+    if (!at || now <= at) return;
+    pthread_mutex_lock(&lock);
+    if (__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED) && quiet_at && now > quiet_at) learn(now, "stopped beating");
+    pthread_mutex_unlock(&lock);
+}
+
+void cgj_gov_init(void)
+{
+    int mode = (int)cgj_cfg.GOVERN;
+    if (cgj_cfg.VERIFY) mode = 0; /* every replay is to be checked: none is to be skipped */
+    pthread_mutex_lock(&lock);
+    memset(&g, 0, sizeof g);
+    g.on = mode == 1;
+    set_state(mode == 1 ? CGJ_GOVERN_LEARN : mode == 2 ? CGJ_GOVERN_HELD : CGJ_GOVERN_OFF);
+    pthread_mutex_unlock(&lock);
+    if (mode == 2) {
+        g.dormant_since_ns = cgj_now_ns();
+        __atomic_store_n(&cgj_gov_dormant, 1, __ATOMIC_RELAXED);
+        cgj_implicit_hold(true);
+        CGJ_LOG(govern, "CGJIT_GOVERN=2: dormant for the whole run");
+    }
+}
+
+void cgj_gov_forked(void)
+{
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    memcpy(&lock, &fresh, sizeof lock);
+    __atomic_store_n(&cgj_gov_api, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&cgj_gov_dormant, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&quiet_at, 0, __ATOMIC_RELAXED);
+    bool on = g.on;
+    memset(&g, 0, sizeof g);
+    g.on = on;
+    set_state(on ? CGJ_GOVERN_LEARN : CGJ_GOVERN_OFF);
+}
+
+void cgj_gov_get(cgj_govern_info_t *out)
+{
+    uint64_t size = out->size;
+    pthread_mutex_lock(&lock);
+    *out = g.info;
+    out->size = size;
+    out->state = g.st;
+    out->dormant = __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED);
+    if (g.dormant_since_ns) out->dormant_ns += cgj_now_ns() - g.dormant_since_ns;
+    if (g.beat.api && !out->heartbeat[0]) snprintf(out->heartbeat, sizeof out->heartbeat, "%s", g.beat.name);
+    if (g.st == CGJ_GOVERN_MEASURE && g.npairs) { /* a judgement in progress */
+        double m, h;
+        stats(&m, &h);
+        out->cur_pairs = g.npairs;
+        out->cur_ratio = exp(m);
+    }
+    pthread_mutex_unlock(&lock);
+}
