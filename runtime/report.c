@@ -170,6 +170,26 @@ static void report_reason(FILE *f, int c)
             cgj_reason_message(c), hint[0] ? "; " : "", hint);
 }
 
+/* The governor's line: its decision, the measured ratio and what measuring it cost. */
+static void report_governor(FILE *f, const cgj_govern_info_t *g)
+{
+    fprintf(f, "  governor (CGJIT_GOVERN): %s", cgj_govern_state_name(g->state));
+    if (g->judgements)
+        fprintf(f, "; last judgement: %s, active/dormant %.3fx (95%% bounds %.3f-%.3f) over %llu pairs of windows",
+                g->last_dormant ? "dormant" : "active", g->ratio, g->lo, g->hi, (unsigned long long)g->pairs);
+    else if (g->cur_pairs)
+        fprintf(f, "; measuring: active/dormant %.3fx over %llu pairs so far", g->cur_ratio,
+                (unsigned long long)g->cur_pairs);
+    fputc('\n', f);
+    if (g->heartbeat[0]) {
+        fputs("    heartbeat '", f);
+        cgj_text_str(f, g->heartbeat);
+        fprintf(f, "': %llu beats, %llu windows, %llu judgement(s), %llu phase(s), %.3f s dormant to measure (%.3f s dormant in all)\n",
+                (unsigned long long)g->beats, (unsigned long long)g->windows, (unsigned long long)g->judgements,
+                (unsigned long long)g->phases, g->measure_dormant_ns / 1e9, g->dormant_ns / 1e9);
+    }
+}
+
 static void report_summary(FILE *f, const cgj_report_data_t *d)
 {
     char status[320];
@@ -181,14 +201,21 @@ static void report_summary(FILE *f, const cgj_report_data_t *d)
         const char *off = cgj_gpubusy_status();
         fprintf(f, "  CGJIT_BUSY: %s\n", off[0] ? off : cgj_gpubusy_describe(seen, sizeof seen));
     }
+    cgj_govern_info_t g = {.size = sizeof g};
+    cgj_govern_read(&g);
     if (!d->stats.steps) {
         fprintf(f, "  summary: no step ran\n");
+    } else if (g.judgements) { /* measured: the anchors' own sums come with each anchor */
+        fprintf(f, "  summary: %llu of %llu steps replayed (%.1f%%); measured in this process: %.3fx as fast with cgjit active as dormant\n",
+                (unsigned long long)d->stats.steps_replayed, (unsigned long long)d->stats.steps,
+                100.0 * cgj_report_share(d), g.ratio);
     } else {
         double saved = d->saved_ns;
-        fprintf(f, "  summary: %llu of %llu steps replayed (%.1f%%); about %.3f s of host time %s\n",
+        fprintf(f, "  summary: %llu of %llu steps replayed (%.1f%%); the anchors' own estimate: about %.3f s of host time %s\n",
                 (unsigned long long)d->stats.steps_replayed, (unsigned long long)d->stats.steps,
                 100.0 * cgj_report_share(d), (saved < 0 ? -saved : saved) / 1e9, saved < 0 ? "lost" : "saved");
     }
+    report_governor(f, &g);
     if (d->ntop) fprintf(f, "  top reasons steps ran eagerly, with what to do:\n");
     for (int k = 0; k < d->ntop; k++) report_reason(f, d->top[k]);
 }
@@ -243,7 +270,7 @@ CGJ_API void cgj_report(FILE *f)
     cgj_anchors_lock();
     cgj_report_data_gather(&d);
     report_summary(f, &d);
-    if (d.nanchors > d.nonce) fprintf(f, "  anchors, most host time saved or lost first:\n");
+    if (d.nanchors > d.nonce) fprintf(f, "  anchors, most host time saved or lost first (each anchor's own estimate):\n");
     for (size_t k = 0; k < d.nanchors - d.nonce; k++) report_anchor(f, &d.anchors[k]);
     report_once(f, &d);
     cgj_anchors_unlock();

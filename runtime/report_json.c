@@ -80,6 +80,33 @@ static void summary(FILE *f, const cgj_report_data_t *d)
     fputs("]}", f);
 }
 
+static void governor(FILE *f)
+{
+    cgj_govern_info_t g = {.size = sizeof g};
+    cgj_govern_read(&g);
+    cgj_json_key(f, "governor", 0);
+    fputc('{', f);
+    cgj_json_key(f, "state", 1);
+    cgj_json_str(f, cgj_govern_state_name(g.state));
+    num(f, "dormant", (uint64_t)g.dormant);
+    str(f, "heartbeat", g.heartbeat);
+    num(f, "judgements", g.judgements);
+    if (g.judgements) str(f, "decision", g.last_dormant ? "dormant" : "active");
+    else cgj_json_key(f, "decision", 0), fputs("null", f);
+    real(f, "ratio", g.judgements ? g.ratio : 0);
+    real(f, "ratio_low", g.judgements ? g.lo : 0);
+    real(f, "ratio_high", g.judgements ? g.hi : 0);
+    num(f, "pairs", g.pairs);
+    num(f, "pairs_total", g.pairs_total);
+    num(f, "windows", g.windows);
+    num(f, "beats", g.beats);
+    num(f, "phases", g.phases);
+    num(f, "switches", g.switches);
+    num(f, "measure_dormant_ns", g.measure_dormant_ns);
+    num(f, "dormant_ns", g.dormant_ns);
+    fputc('}', f);
+}
+
 static void counters(FILE *f, const cgj_stats_t *s)
 {
     cgj_json_key(f, "counters", 0);
@@ -248,6 +275,8 @@ void cgj_report_json(FILE *f)
     str(f, "policy", cgj_step_policy_name(__atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED)));
     fputc('\n', f);
     summary(f, &d);
+    fputc('\n', f);
+    governor(f);
     fputc('\n', f);
     counters(f, &d.stats);
     fputc('\n', f);
