@@ -7,8 +7,9 @@
 # largest functions first. What the bench on a GPU measures besides (the driver's graph
 # launches, the GPU) is not here: this is the part cgjit's code decides.
 #
-# Then what a run that leaves its trace costs beyond the same run eagerly, and a call in an
-# eager implicit step against an untraced one (step_cost_app, the same fake driver).
+# Then what a run that leaves its trace costs beyond the same run eagerly, a call in an eager
+# implicit step against an untraced one, and a call while the governor holds cgjit dormant against
+# one cgjit is not in at all (step_cost_app, the same fake driver).
 #
 # Usage: scripts/host-cost.sh [BUILD] [STEPS]   (defaults: build, 2000)
 # Exit status: 0; 1 where the app failed (outputs not eager's, too few steps replayed); 2 on bad
@@ -34,6 +35,19 @@ path_costs() {
   off=$(CGJIT_STEP=off "$sc" eager 2000 | sed -n 's/^ *\([0-9.]*\) ns per call.*/\1/p')
   on=$(CGJIT_STEP=sync "$sc" eager 2000 | sed -n 's/^ *\([0-9.]*\) ns per call.*/\1/p')
   echo "host-cost: a call in an eager implicit step: $on ns under CGJIT_STEP=sync, $off ns untraced (CGJIT_STEP=off)"
+  # What a dormant window of the governor costs a call: CGJIT_GOVERN=2 holds cgjit dormant (every
+  # call straight through, the heartbeat test still made) against no cgjit in the calls at all
+  # (CGJIT_DISABLE=1: the driver's own functions are handed out). Medians of 5 runs each.
+  local dor=() dis=()
+  for _ in 1 2 3 4 5; do
+    dor+=("$(CGJIT_GOVERN=2 CGJIT_STEP=sync "$sc" eager 2000 | sed -n 's/^ *\([0-9.]*\) ns per call.*/\1/p')")
+    dis+=("$(CGJIT_DISABLE=1 "$sc" eager 2000 | sed -n 's/^ *\([0-9.]*\) ns per call.*/\1/p')")
+  done
+  local md mx
+  md=$(printf '%s\n' "${dor[@]}" | sort -g | sed -n 3p)
+  mx=$(printf '%s\n' "${dis[@]}" | sort -g | sed -n 3p)
+  echo "host-cost: a call while dormant (CGJIT_GOVERN=2): $md ns, without cgjit in the call (CGJIT_DISABLE=1): $mx ns;" \
+    "$(awk -v a="$md" -v b="$mx" 'BEGIN { printf "%.1f", a - b }') ns over (medians of 5)"
 }
 
 runs=()
@@ -71,3 +85,19 @@ callgrind_annotate "$tmp/cg.out" 2>/dev/null | grep 'libcgjit' |
         line[shown++] = sprintf("  %8.1f  %s", n / calls, $(NF - 1)) } }
        END { printf "host-cost: %.0f instructions per absorbed call in libcgjit (callgrind, %d calls), largest first:\n", total / calls, calls;
              for (i = 0; i < shown; i++) print line[i] }'
+
+# Instructions a call costs while the governor holds cgjit dormant, over no cgjit in the call
+# (CGJIT_DISABLE=1): step_cost_app's eager loop at 2000 and at 4000 iterations, so that start-up
+# cancels, over the calls the 2000 more iterations make.
+sc=$build/tests/step_cost_app
+[ -x "$sc" ] || exit 0
+collected() {
+  env "$@" valgrind --tool=callgrind --callgrind-out-file="$tmp/x.out" "$sc" eager "$iters" 2>&1 >/dev/null |
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+iters=2000 d1=$(collected CGJIT_GOVERN=2 CGJIT_STEP=sync) x1=$(collected CGJIT_DISABLE=1)
+iters=4000 d2=$(collected CGJIT_GOVERN=2 CGJIT_STEP=sync) x2=$(collected CGJIT_DISABLE=1)
+awk -v d1="$d1" -v d2="$d2" -v x1="$x1" -v x2="$x2" 'BEGIN {
+  calls = 0; for (it = 2000; it < 4000; it++) calls += 21 + (it * 7919) % 13
+  printf "host-cost: a call while dormant: %.1f instructions over no cgjit in the call (callgrind, %d calls)\n",
+    ((d2 - d1) - (x2 - x1)) / calls, calls }'
