@@ -245,6 +245,12 @@ def anchors(path, cache):
 
 def check_links(src, problems):
     docs = tracked(src, ["*.md"])
+    files = set(tracked(src, ["*"]))  # a link must reach what a fresh clone has, not a build's output
+    present = files | {os.path.dirname(f) for f in files}
+    for d in list(present):
+        while d:
+            d = os.path.dirname(d)
+            present.add(d)
     cache, nlinks = {}, 0
     root = os.path.realpath(src)
     for doc in docs:
@@ -259,8 +265,9 @@ def check_links(src, problems):
                 else os.path.join(src, doc)
             if not os.path.realpath(dest).startswith(root + os.sep) and os.path.realpath(dest) != root:
                 problems.append(f"{doc}: link {target} leaves the repository")
-            elif not os.path.exists(dest):
-                problems.append(f"{doc}: link {target}: no file {os.path.relpath(dest, src)}")
+            elif not os.path.exists(dest) or os.path.relpath(dest, src).replace(os.sep, "/") not in present \
+                    and os.path.relpath(dest, src) != ".":
+                problems.append(f"{doc}: link {target}: no file {os.path.relpath(dest, src)} in the repository")
             elif anchor and dest.endswith(".md") and anchor not in anchors(dest, cache):
                 problems.append(f"{doc}: link {target}: no heading or anchor '{anchor}' in "
                                 f"{os.path.relpath(dest, src)}")
@@ -269,7 +276,7 @@ def check_links(src, problems):
 
 STALE = [
     (re.compile(r"(?<![\w/.])DESIGN\.md"), "cites DESIGN.md, which the repository does not have (docs/design.md)"),
-    (re.compile(r"\b[Ii]ssues? #?\d+\b|\(#\d+\)|\bissue #|\(issue[:,)]"),
+    (re.compile(r"\b[Ii]ssues? #?\d+(?:'s|[,.:;)]|\s+(?:item|point)\b|$)|\(#\d+\)|\b[Ii]ssue #\d|\(issue[:,)]"),
      "cites a numbered issue of a tracker the repository does not have: say the reason instead"),
 ]
 STALE_FILES = ["*.c", "*.h", "*.cu", "*.py", "*.sh", "*.md", "*.txt", "*.cmake", "*.in", "*.map"]
