@@ -35,6 +35,7 @@
 #include "tracer/tracer.h"
 #include "base/log.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define PROBE_FIRST 3    /* while the eager window fills: one run in 3 is an eager probe */
@@ -101,6 +102,24 @@ void cgj_cost_end_eager(cgj_anchor_t *a, uint64_t host_ns, uint64_t calls_ns, ui
     __atomic_fetch_add(&c->timed_probes, 1, __ATOMIC_RELAXED);
 }
 
+/* Turn replay of `a` off for OFF_RUNS runs, 4, 8 ... times as many each time after the first,
+ * with `why` (its code and detail set; when replay is tried again is added to the detail). */
+static void turn_off(cgj_anchor_t *a, cgj_reason_t *why)
+{
+    cgj_cost_t *c = &a->cost;
+    uint32_t k = c->offs < OFF_DOUBLINGS ? c->offs : OFF_DOUBLINGS;
+    uint64_t off_runs = (uint64_t)OFF_RUNS << (k ? k + 1 : 0);
+    c->offs++;
+    c->retry_at = __atomic_load_n(&a->runs, __ATOMIC_RELAXED) + off_runs;
+    size_t len = strlen(why->detail);
+    snprintf(why->detail + len, sizeof why->detail - len, "; tried again in %llu runs", (unsigned long long)off_runs);
+    cgj_anchor_go(a, CGJ_STATE_OFF);
+    cgj_anchor_note(a, why);
+    CGJ_STAT_ADD(anchors_off, 1);
+    char text[320];
+    CGJ_LOG(blacklist, "anchor '%s' turned off: %s", a->name, cgj_reason_format(why, text, sizeof text));
+}
+
 /* Enough pairs: compare, and turn replay off where it does not pay. */
 static void judge(cgj_anchor_t *a)
 {
@@ -142,19 +161,37 @@ static void judge(cgj_anchor_t *a)
         return;
     }
     c->strikes = 0;
-    uint32_t k = c->offs < OFF_DOUBLINGS ? c->offs : OFF_DOUBLINGS;
-    uint64_t off_runs = (uint64_t)OFF_RUNS << (k ? k + 1 : 0);
-    c->offs++;
-    c->retry_at = __atomic_load_n(&a->runs, __ATOMIC_RELAXED) + off_runs;
     cgj_reason_t why;
     cgj_reason_set(&why, CGJ_REASON_OFF_COST, CGJ_REASON_NO_OP,
-                   "replay %.1f us per step against %.1f us eager (medians of %u eager runs, each against the last replays at its place in the loop: replay/eager %.2f); tried again in %llu runs",
-                   (double)r / 1e3, (double)e / 1e3, n, (double)q / 1e3, (unsigned long long)off_runs);
-    cgj_anchor_go(a, CGJ_STATE_OFF);
-    cgj_anchor_note(a, &why);
-    CGJ_STAT_ADD(anchors_off, 1);
-    char text[320];
-    CGJ_LOG(blacklist, "anchor '%s' turned off: %s", a->name, cgj_reason_format(&why, text, sizeof text));
+                   "replay %.1f us per step against %.1f us eager (medians of %u eager runs, each against the last replays at its place in the loop: replay/eager %.2f)",
+                   (double)r / 1e3, (double)e / 1e3, n, (double)q / 1e3);
+    turn_off(a, &why);
+}
+
+/* Runs that record or leave the trace cost what eager execution costs and more (the recording,
+ * the re-issued chunk); replays to their end save what eager execution would have cost. Where,
+ * over WASTE_RUNS such runs or more, the first exceed the second (each against the anchor's
+ * eager host time per run: its probes and its runs while off), the anchor costs the process
+ * more than it gives it (a detector whose steps take a new shape every few images): OFF. */
+#define WASTE_RUNS 8
+
+void cgj_cost_ended(cgj_anchor_t *a, bool clean, uint64_t host_ns)
+{
+    cgj_cost_t *c = &a->cost;
+    if (clean) c->clean_ns += host_ns, c->clean_runs++;
+    else c->waste_ns += host_ns, c->waste_runs++;
+    uint64_t er = __atomic_load_n(&a->eager_runs, __ATOMIC_RELAXED);
+    if (!cgj_cfg.COST || cgj_verify_on() || clean || a->state != CGJ_STATE_REPLAY || c->waste_runs < WASTE_RUNS || !er)
+        return;
+    double eager = (double)__atomic_load_n(&a->eager_ns, __ATOMIC_RELAXED) / (double)er;
+    double extra = (double)c->waste_ns - eager * (double)c->waste_runs;
+    double saved = eager * (double)c->clean_runs - (double)c->clean_ns;
+    if (extra <= saved) return;
+    cgj_reason_t why;
+    cgj_reason_set(&why, CGJ_REASON_OFF_WASTE, CGJ_REASON_NO_OP,
+                   "%llu runs that recorded or left the trace cost %.3f ms beyond eager, %llu replays saved %.3f ms",
+                   (unsigned long long)c->waste_runs, extra / 1e6, (unsigned long long)c->clean_runs, saved / 1e6);
+    turn_off(a, &why);
 }
 
 /* A step whose trace launches no graph (every segment shorter than CGJIT_GRAPH_MIN_OPS) and
@@ -243,6 +280,7 @@ bool cgj_cost_eager(cgj_anchor_t *a)
             return true;
         }
         c->neager = 0; /* a fresh look at replay */
+        c->waste_ns = c->waste_runs = c->clean_ns = c->clean_runs = 0;
         c->nrecent = 0;
         c->unpaired = 0;
         c->clear = 0;

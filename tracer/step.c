@@ -538,6 +538,8 @@ static int end_locked(cgj_thread_t *t)
     } else if (a) {
         __atomic_fetch_add(&a->replay_ns, host_ns, __ATOMIC_RELAXED);
     }
+    /* A run of an anchor that could replay: a replay to its end, or one that recorded or left. */
+    if (a && a->nvariants && (replayed || mode == CGJ_MODE_RECORD)) cgj_cost_ended(a, replayed && !exited, host_ns);
     if (a && t->implicit && mode == CGJ_MODE_EAGER) /* the call that began it, and those that stayed */
         cgj_cost_off_ran(a, t->sync_calls + 1);
     if (a) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);

@@ -72,6 +72,9 @@ typedef struct cgj_cost {
     uint64_t reissued;          /* absorbed ops re-issued at side exits and aborts */
     uint64_t probes, off_runs;  /* runs made eager: probes, and runs while replay was off */
     uint64_t record_ns, recorded_ops; /* warm-up: time spent recording calls, and how many */
+    uint64_t waste_ns, waste_runs; /* runs that recorded or left the trace while it could replay:
+                                 * host time from begin to end, and how many ... */
+    uint64_t clean_ns, clean_runs; /* ... and replays that ran to their end (OFF_WASTE) */
     uint64_t first_replay_run;  /* the run that first replayed (0: none yet) */
 } cgj_cost_t;
 
@@ -149,6 +152,10 @@ bool cgj_cost_eager(cgj_anchor_t *a);
 /* A replay of a ran to its end (or left its trace: exited): an anchor whose replay cannot pay
  * goes OFF once its steps keep matching the short trace. */
 void cgj_cost_replayed(cgj_anchor_t *a, bool exited);
+/* A step of a ended after host_ns from its begin: a replay to its end (clean), or a run that
+ * recorded or left the trace while a could replay (waste). An anchor whose waste costs more than
+ * its clean replays save, against its eager runs, goes OFF (OFF_WASTE). */
+void cgj_cost_ended(cgj_anchor_t *a, bool clean, uint64_t host_ns);
 /* An implicit step of a ran eagerly to its end, `calls` calls: an anchor off for want of a
  * graph whose trace is shorter has replay tried again. */
 void cgj_cost_off_ran(cgj_anchor_t *a, uint32_t calls);

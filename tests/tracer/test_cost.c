@@ -395,3 +395,26 @@ Test(tracer_cost, warm_up_is_measured)
     cr_assert_gt(i.build_ns, 0);
     cr_assert_geq(i.build_ns, i.instantiate_ns);
 }
+
+/* A step whose shape follows the data in most runs: 3 launches, then in 3 runs of 4 a tail of
+ * 40 more whose kernel changes at a place that moves every run. Those runs leave the trace and
+ * re-issue eagerly what they absorbed; the replays of the short shape save little. Recording and
+ * exiting costs the process more than replay gives it: the anchor goes OFF (OFF_WASTE). */
+static void shifting_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    host_work(20);
+    for (int k = 0; k < 3; k++) OK(fk_addk_launch(&fk, NULL, b[0], k, N));
+    if (s % 4 == 0) return;
+    for (int k = 0; k < 40; k++) OK(axpb_or_other(NULL, b[0], 0.5f, (float)k, N, k == (s * 7) % 40));
+}
+
+Test(tracer_cost, recordings_and_exits_that_cost_more_than_replays_save_turn_replay_off)
+{
+    fk.set_delays(5, 0); /* an eager launch costs 5 us: re-issued chunks cost, short replays save little */
+    cgj_trace_info_t i = run_traced_fn("shifting", 60, shifting_step);
+    fk.set_delays(0, 0);
+    cr_assert_eq(i.state, CGJ_STATE_OFF, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_eq(i.reason_code, CGJ_REASON_OFF_WASTE, "%s", i.reason);
+    cr_assert_gt(i.off_runs, 0, "no run counted as run while replay was off");
+}
