@@ -12,7 +12,8 @@
  * EXIT (a replay leaves its trace for a reason other than a difference), BLACKLIST (the anchor
  * runs eagerly for good), BUILD (a trace could not be made into graphs), BREAK (what ends a
  * segment: a graph launch before the call), LIB (why a library call is never absorbed whole),
- * FUSE (why an elementwise chain replays unfused: the chain's kernels then run as recorded).
+ * FUSE (why an elementwise chain replays unfused: the chain's kernels then run as recorded),
+ * VERIFY (why CGJIT_VERIFY left a graph segment unchecked: its calls ran eagerly).
  */
 #ifndef CGJ_REASON_H
 #define CGJ_REASON_H
@@ -164,7 +165,10 @@
     X(FUSE_VALIDATE, "a fused kernel could not be validated (scratch memory or a launch failed)", \
       "the device may be short of memory") \
     X(FUSE_PENDING, "a fused kernel is compiling in the background: the chain replays unfused until it is ready", \
-      "nothing to do: the step is built again, fused, once the compiler is done (CGJIT_FUSE_BACKGROUND=0 compiles at the build)")
+      "nothing to do: the step is built again, fused, once the compiler is done (CGJIT_FUSE_BACKGROUND=0 compiles at the build)") \
+    /* segments CGJIT_VERIFY does not check */                                                     \
+    X(VERIFY_SHARED, "CGJIT_VERIFY did not check a segment: another thread's work wrote memory the segment uses while its calls ran (they ran eagerly; their results are kept)", \
+      "nothing to do: a segment is checked where no other thread writes its memory between its start and its graph")
 
 typedef enum cgj_reason_code {
 #define CGJ_REASON_ENUM(code, msg, hint) CGJ_REASON_##code,

@@ -5,10 +5,13 @@
 # that steps from many threads at once (tests/tracer/stress_threads.c): threads on streams of
 # their own and on a shared one, eight threads on the legacy stream flushing one another, a
 # thread that synchronizes everything, and a reporter reading the API's figures meanwhile.
-# A race shows only where the threads happen to meet, so the program runs TSAN_RUNS times
-# (default 5), once without markers under each of CGJIT_STEP=sync and auto, and once more under
-# CGJIT_VERIFY. Exit status: the first failing run's (ThreadSanitizer reports make it fail:
-# halt_on_error), else 0.
+# It runs in six configurations: with markers, without them under CGJIT_STEP=sync (`implicit`:
+# eager steps' calls take the shortest path beside the others) and CGJIT_STEP=auto (`auto`: steps
+# found as cycles on every thread at once), and each of the three again under CGJIT_VERIFY (every
+# replayed graph checked: its windows of copies beside the other threads' eager work). A race
+# shows only where the threads happen to meet, so each configuration runs TSAN_RUNS times
+# (default 5). Exit status: the first failing run's (ThreadSanitizer reports make it fail:
+# halt_on_error), else 0; a line per configuration says how many runs were clean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-tsan}
@@ -16,12 +19,14 @@ runs=${TSAN_RUNS:-5}
 export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCGJIT_TSAN=ON -DCGJIT_GPU_TESTS=OFF -DCGJIT_BENCH=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target stress_threads fakecuda
-for ((i = 1; i <= runs; i++)); do
-  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" "$build/tests/stress_threads"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+for verify in 0 1; do
+  for mode in markers implicit auto; do
+    arg=$mode
+    [ "$mode" = markers ] && arg=
+    for ((i = 1; i <= runs; i++)); do
+      CGJIT_VERIFY=$verify "$build/tests/stress_threads" $arg
+    done
+    echo "tsan.sh: stress_threads $mode, CGJIT_VERIFY=$verify: $runs of $runs runs clean"
+  done
 done
-# Without markers (CGJIT_STEP=sync, then auto): eager steps' calls take the shortest path
-# beside the others (sync); steps found as cycles on every thread at once (auto).
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" "$build/tests/stress_threads" implicit
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" "$build/tests/stress_threads" auto
-# Once more with every replayed graph checked (CGJIT_VERIFY): its copies run beside the threads.
-CGJIT_VERIFY=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" "$build/tests/stress_threads"

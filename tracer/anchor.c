@@ -80,8 +80,10 @@ void cgj_anchors_forked(void)
     pthread_mutex_init(&table_lock, NULL);
 }
 
-/* The thread running a's step changes its state and reason; the API and the report read them:
- * both under the table's lock. Counters are atomic. */
+/* The thread running a's step (the one that took `busy`) changes its state, reason and variants
+ * under the table's lock and reads them without it; the API and the report read them under the
+ * lock. Counters, `current` and `gpu_id`, which other threads read without the lock, are atomic
+ * everywhere. */
 static void go_locked(cgj_anchor_t *a, cgj_state_t to)
 {
     if (a->state == to && to != CGJ_STATE_REPLAY) return;
@@ -132,7 +134,7 @@ void cgj_anchor_publish(cgj_anchor_t *a, cgj_trace_t *tr)
     if (CGJ_UNLIKELY(cgj_timeline_on)) timeline_build(a, tr);
     pthread_mutex_lock(&table_lock);
     a->variants[a->nvariants] = tr;
-    a->current = a->nvariants++;
+    __atomic_store_n(&a->current, a->nvariants++, __ATOMIC_RELAXED);
     go_locked(a, CGJ_STATE_REPLAY);
     pthread_mutex_unlock(&table_lock);
 }
@@ -168,8 +170,9 @@ void cgj_anchor_fail(cgj_anchor_t *a, const cgj_reason_t *r)
 {
     cgj_anchor_note(a, r);
     if (a->nvariants || a->state == CGJ_STATE_BLACKLISTED) return;
-    if (__atomic_add_fetch(&a->record_failures, 1, __ATOMIC_RELAXED) >= (uint32_t)cgj_cfg.MAX_RECORDS) {
-        CGJ_LOG(blacklist, "anchor '%s': %u eager runs disagreed", a->name, a->record_failures);
+    uint32_t failures = __atomic_add_fetch(&a->record_failures, 1, __ATOMIC_RELAXED);
+    if (failures >= (uint32_t)cgj_cfg.MAX_RECORDS) {
+        CGJ_LOG(blacklist, "anchor '%s': %u eager runs disagreed", a->name, failures);
         blacklist(a, r);
     }
 }
@@ -186,7 +189,7 @@ void cgj_anchor_note_run(cgj_anchor_t *a, bool exited)
     if (a->history_len < EXIT_WINDOW) a->history_len++;
     int n = __builtin_popcount(a->exit_history);
     if (a->history_len < EXIT_WINDOW || n < EXIT_LIMIT) return;
-    const cgj_trace_t *tr = a->variants[a->current];
+    const cgj_trace_t *tr = a->variants[__atomic_load_n(&a->current, __ATOMIC_RELAXED)];
     const cgj_exit_count_t *top = NULL;
     for (uint32_t i = 0; i < tr->nexits; i++)
         if (!top || tr->exits[i].count > top->count) top = &tr->exits[i];
@@ -309,7 +312,8 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->eager_step_ns = __atomic_load_n(&a->cost.eager_med_ns, __ATOMIC_RELAXED);
     out->replay_step_ns = __atomic_load_n(&a->cost.replay_med_ns, __ATOMIC_RELAXED);
     uint64_t busy_ns, busy_steps;
-    if (a->gpu_id && cgj_gpubusy_figures(a->gpu_id, &busy_ns, &busy_steps))
+    uint32_t gpu_id = __atomic_load_n(&a->gpu_id, __ATOMIC_RELAXED);
+    if (gpu_id && cgj_gpubusy_figures(gpu_id, &busy_ns, &busy_steps))
         out->gpu_busy_ns = busy_ns / busy_steps, out->gpu_busy_steps = busy_steps;
     out->reissued_ops = __atomic_load_n(&a->cost.reissued, __ATOMIC_RELAXED);
     out->record_ns = __atomic_load_n(&a->cost.record_ns, __ATOMIC_RELAXED);

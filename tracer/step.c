@@ -376,7 +376,7 @@ void cgj_step_observe(CUstream s, CUevent ev, bool everything)
 static bool same_context(const cgj_thread_t *t, cgj_anchor_t *a)
 {
     CUcontext cur = t->ctx;
-    const cgj_trace_t *tr = a->variants[a->current];
+    const cgj_trace_t *tr = a->variants[__atomic_load_n(&a->current, __ATOMIC_RELAXED)];
     if (cur == tr->ctx) return true;
     cgj_reason_t r;
     cgj_reason_set(&r, CGJ_REASON_ABORT_CONTEXT, CGJ_REASON_NO_OP, "%p, built in %p", (void *)cur, (void *)tr->ctx);
@@ -410,9 +410,10 @@ static void gpubusy_begin(cgj_anchor_t *a)
 {
     if (gpubusy_pushed) cgj_gpubusy_pop(), gpubusy_pushed = false; /* a step that ended otherwise */
     if (!cgj_gpubusy_on()) return;
-    if (!a->gpu_id) a->gpu_id = cgj_gpubusy_id();
-    if (!a->gpu_id) return;
-    cgj_gpubusy_push(a->gpu_id, __atomic_load_n(&a->runs, __ATOMIC_RELAXED));
+    uint32_t id = __atomic_load_n(&a->gpu_id, __ATOMIC_RELAXED); /* the report reads it */
+    if (!id) __atomic_store_n(&a->gpu_id, id = cgj_gpubusy_id(), __ATOMIC_RELAXED);
+    if (!id) return;
+    cgj_gpubusy_push(id, __atomic_load_n(&a->runs, __ATOMIC_RELAXED));
     gpubusy_pushed = true;
 }
 

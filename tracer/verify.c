@@ -27,15 +27,27 @@
  * known at its start cannot be compared and keeps E. Those count as unchecked, with a reason.
  *
  * Threads: while one thread copies its memory aside, puts S0 back and runs its graph (the
- * window), no other replaying thread issues work: the calls a checked segment runs for real,
- * the graphs of unchecked segments and the windows themselves pass a process-wide gate, held
- * shared by the calls and alone by a window. Eager, recording and passing-through threads do
- * not pass it: their work may still meet a window.
+ * windows), no other thread's work runs: every call that touches memory and runs for real on
+ * any thread (eager, recording, passing through, outside any step, or run by a checked segment),
+ * every library call replay absorbed and runs too, and every graph of an unchecked segment pass
+ * a process-wide gate, held shared by the work and alone by a window (under CGJIT_VERIFY every
+ * call of every thread is looked at, step.c). Work passes the gate only around the real call:
+ * a thread waiting for it holds nothing a window waits for, so a window never waits for a
+ * thread that waits for it. Between the windows of one check, other threads' work goes on: work
+ * that writes memory of an open check (a kernel parameter word, a copy's or memset's
+ * destination, a free falling in one of its allocations; a graph, a library call or a host
+ * function: anywhere) marks it there, and at the second window an allocation that another
+ * thread wrote meanwhile and that the segment's ops name leaves the segment unchecked
+ * (CGJ_REASON_VERIFY_SHARED, eager results kept): put back as it was at the start, it would undo
+ * that thread's work and make a difference of verify's own. Allocations in S0 that the ops no
+ * longer name (values an earlier run of the trace had, on another thread perhaps) are left out
+ * of the second window: the graph does not touch them, and their bytes are another's.
  * Limits: memory a kernel reaches only through pointers stored in device memory (pointer
  * arrays), or past the allocation its parameter names, is not in the set: a difference there
  * shows only where it flows into memory that is, and the graph's writes there are not undone.
  * CGJIT_VERIFY_ALL adds every allocation the program holds (allocator/live.h) to every set, so
- * such writes are compared and undone too, at the cost of copying all of it per graph. A
+ * such writes are compared and undone too, at the cost of copying all of it per graph (one that
+ * another thread wrote meanwhile is left out of the second window). A
  * nondeterministic kernel (atomic float accumulation) differs from itself and is reported as it
  * would be between two eager runs.
  * Cost: four context synchronizations and three copies of the segment's memory per graph, plus a
@@ -50,6 +62,7 @@
 #include "base/driver.h"
 #include "base/log.h"
 #include "base/spin.h"
+#include "ir/layout.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -59,7 +72,8 @@
 typedef struct vrange {
     CUdeviceptr base;
     size_t size;
-    size_t at; /* offset of its copy in the shadows */
+    size_t at;  /* offset of its copy in the shadows */
+    bool met;   /* another thread's work wrote it since S0 (under checks_lock) */
 } vrange_t;
 
 typedef struct vset {
@@ -68,13 +82,18 @@ typedef struct vset {
     size_t total;
 } vset_t;
 
+/* A thread's check. Its thread writes `active` and the set's ranges under checks_lock (or while
+ * not active, when no other thread reads them); other threads read them under checks_lock, and
+ * mark `met` there. */
 struct cgj_verify {
     bool active;        /* the current segment's calls run for real: S0 holds its memory */
+    bool met_all;       /* another thread's work on memory not told ran since S0 */
     uint32_t seg;       /* the segment checked */
     vset_t set;         /* S0's ranges */
     CUdeviceptr s0, e;  /* shadows: memory at the segment's start, and eager results */
     size_t shadow_cap;
     uint8_t *hg, *he;   /* host buffers the comparison reads through */
+    struct cgj_verify *next; /* every thread's check (checks) */
 };
 
 enum { HOST_CHUNK = 8 << 20, MAX_REPORTS = 20, MAX_CHUNKS = 4096 };
@@ -85,27 +104,34 @@ bool cgj_verify_on(void)
     return cgj_cfg.VERIFY != 0;
 }
 
-/* The gate between windows and replaying threads' work (see the essay). Writers first: a
- * window must not wait behind a stream of calls. */
+/* ---- the gate between windows and other threads' work (see the essay) ----
+ * Writers first: a window must not wait behind a stream of calls. */
 #ifdef PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
 #define GATE_INIT PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
 #else
 #define GATE_INIT PTHREAD_RWLOCK_INITIALIZER
 #endif
 static pthread_rwlock_t gate = GATE_INIT;
+static __thread unsigned shared;    /* this thread's holds of the gate, shared (taken once) */
+static __thread bool call_holds;    /* cgj_verify_call_begin took one, for cgj_verify_call_end */
 
-void cgj_verify_calls_enter(void)
+static struct cgj_verify *checks;   /* every thread's check */
+static int checks_lock;
+
+static void shared_enter(void)
 {
-    pthread_rwlock_rdlock(&gate);
+    if (!shared++) pthread_rwlock_rdlock(&gate);
 }
 
-void cgj_verify_calls_leave(void)
+static void shared_leave(void)
 {
-    pthread_rwlock_unlock(&gate);
+    if (!--shared) pthread_rwlock_unlock(&gate);
 }
 
 static void window_enter(void)
 {
+    /* A thread that held the gate shared would wait for itself. */
+    CGJ_ASSERT(!shared, "a verify window opened by a thread whose work holds the gate");
     pthread_rwlock_wrlock(&gate);
 }
 
@@ -117,6 +143,98 @@ static void window_leave(void)
 void cgj_verify_forked(void)
 {
     gate = (pthread_rwlock_t)GATE_INIT;
+    shared = 0, call_holds = false;
+    checks = NULL, checks_lock = 0; /* the parent's threads are not in the child */
+}
+
+enum { MAX_VALUES = 256 }; /* words of one call that may name memory, beyond which: anywhere */
+
+/* The values call c may write memory at, into v (n of them); false: anywhere, or not told. */
+static bool call_writes(const cgj_call_t *c, CUdeviceptr *v, unsigned *n)
+{
+    *n = 0;
+    cgj_layout_t lay;
+    switch (c->kind) {
+    case CGJ_OP_KERNEL:
+        if (!cgj_layout_get(c, &lay) || (!lay.extra_form && !c->u.k.params)) return false;
+        for (uint32_t i = 0; i < lay.n; i++) {
+            const uint8_t *p = lay.extra_form ? c->u.k.blob : c->u.k.params[i];
+            /* the 8-byte words of the blob, as add_op reads them */
+            for (uint32_t b = (8 - lay.off[i] % 8) % 8; p && b + 8 <= lay.sz[i]; b += 8) {
+                if (*n == MAX_VALUES) return false;
+                memcpy(&v[(*n)++], p + b, sizeof *v);
+            }
+        }
+        return true;
+    case CGJ_OP_MEMCPY:
+        v[(*n)++] = c->u.m.dir == CGJ_DIR_D2H ? (CUdeviceptr)(uintptr_t)c->u.m.hdst : c->u.m.dst;
+        return true;
+    case CGJ_OP_MEMSET:
+        v[(*n)++] = c->u.s.dst;
+        return true;
+    case CGJ_OP_FREE:
+    case CGJ_OP_POOL_FREE:
+        v[(*n)++] = c->u.a.addr;
+        return true;
+    case CGJ_OP_READBACK: /* to pageable memory, which no check holds */
+        return true;
+    default: /* a host function, a graph of the program's own, work run as made */
+        return false;
+    }
+}
+
+/* Work of this thread's (on values v[0..n), or anywhere) runs now, the gate held: every other
+ * open check whose memory it may write notes it. */
+static void mark(const CUdeviceptr *v, unsigned n, bool anywhere)
+{
+    const struct cgj_verify *self = cgj_tls.verify;
+    cgj_spin_lock(&checks_lock);
+    for (struct cgj_verify *c = checks; c; c = c->next) {
+        if (c == self || !c->active) continue;
+        if (anywhere) c->met_all = true;
+        for (uint32_t i = 0; i < c->set.n && !anywhere; i++)
+            for (unsigned k = 0; k < n && !c->set.r[i].met; k++)
+                c->set.r[i].met = c->set.r[i].base && v[k] - c->set.r[i].base < c->set.r[i].size;
+    }
+    cgj_spin_unlock(&checks_lock);
+}
+
+/* Does kind k's work touch memory (a window must not meet it)? Synchronizations, queries, events
+ * and allocations do not; a library call's driver calls pass one by one. */
+static bool touches_memory(cgj_op_kind_t k)
+{
+    return k == CGJ_OP_KERNEL || k == CGJ_OP_MEMCPY || k == CGJ_OP_MEMSET || k == CGJ_OP_HOST_FUNC ||
+           k == CGJ_OP_READBACK || k == CGJ_OP_FREE || k == CGJ_OP_GRAPH_LAUNCH || k == CGJ_OP_AS_MADE ||
+           k == CGJ_OP_POOL_FREE;
+}
+
+void cgj_verify_call_begin(const cgj_call_t *c)
+{
+    if (call_holds || (c && !touches_memory(c->kind))) return;
+    CUdeviceptr v[MAX_VALUES];
+    unsigned n = 0;
+    bool told = c && call_writes(c, v, &n);
+    shared_enter();
+    call_holds = true;
+    if (!told || n) mark(v, n, !told);
+}
+
+void cgj_verify_call_end(void)
+{
+    if (!call_holds) return;
+    call_holds = false;
+    shared_leave();
+}
+
+void cgj_verify_calls_enter(void)
+{
+    shared_enter();
+    mark(NULL, 0, true);
+}
+
+void cgj_verify_calls_leave(void)
+{
+    shared_leave();
 }
 
 static void set_add(vset_t *s, CUdeviceptr base, size_t size)
@@ -124,7 +242,7 @@ static void set_add(vset_t *s, CUdeviceptr base, size_t size)
     for (uint32_t i = 0; i < s->n; i++)
         if (s->r[i].base == base) return;
     if (s->n == s->cap) s->r = cgj_xrealloc(s->r, (s->cap = s->cap ? 2 * s->cap : 32) * sizeof *s->r);
-    s->r[s->n++] = (vrange_t){base, size, s->total};
+    s->r[s->n++] = (vrange_t){base, size, s->total, false};
     s->total += (size + 255) & ~(size_t)255;
 }
 
@@ -204,7 +322,7 @@ static void unchecked(cgj_thread_t *t, const char *why)
     cgj_spin_unlock(&lock);
     if (tell)
         fprintf(stderr, "cgjit: verify: anchor '%s', run %llu, segment %u: not checked: %s (told once per anchor)\n",
-            t->anchor->name, (unsigned long long)t->anchor->runs, t->cur.seg, why);
+            t->anchor->name, (unsigned long long)__atomic_load_n(&t->anchor->runs, __ATOMIC_RELAXED), t->cur.seg, why);
 }
 
 /* Every thread's shadows, so that no range of a set is one of them: an op's value from an
@@ -304,11 +422,30 @@ static void copy_failed(cgj_thread_t *t, const vset_t *s, uint32_t bad, CUresult
     unchecked(t, why);
 }
 
+/* The check begins (in its first window) or ends: other threads' work marks it while it runs. */
+static void set_active(struct cgj_verify *v, bool on)
+{
+    cgj_spin_lock(&checks_lock);
+    v->active = on;
+    v->met_all = false;
+    cgj_spin_unlock(&checks_lock);
+}
+
+static struct cgj_verify *check_of(cgj_thread_t *t)
+{
+    if (t->verify) return t->verify;
+    t->verify = cgj_xcalloc(1, sizeof *t->verify);
+    cgj_spin_lock(&checks_lock);
+    t->verify->next = checks;
+    checks = t->verify;
+    cgj_spin_unlock(&checks_lock);
+    return t->verify;
+}
+
 void cgj_verify_enter(cgj_thread_t *t)
 {
     cgj_trace_t *tr = t->cur.trace;
-    if (!t->verify) t->verify = cgj_xcalloc(1, sizeof *t->verify);
-    struct cgj_verify *v = t->verify;
+    struct cgj_verify *v = check_of(t);
     if (v->active || t->cur.seg >= tr->nsegs) return;
     const cgj_segment_t *seg = &tr->segs[t->cur.seg];
     if (t->cur.pos != seg->first || seg->eager || !seg->ncapture) return;
@@ -340,10 +477,10 @@ void cgj_verify_enter(cgj_thread_t *t)
     }
     /* S0 is whole before the program's calls, on their own streams, change what it copies. */
     if (r == CUDA_SUCCESS) r = cgj_graph_ctx_sync(NULL, false);
+    v->seg = t->cur.seg;
+    if (r == CUDA_SUCCESS) set_active(v, true); /* before any other thread's work may write it */
     window_leave();
     if (r != CUDA_SUCCESS) return copy_failed(t, &v->set, bad, r);
-    v->active = true;
-    v->seg = t->cur.seg;
 }
 
 bool cgj_verify_running(const cgj_thread_t *t)
@@ -354,8 +491,41 @@ bool cgj_verify_running(const cgj_thread_t *t)
 bool cgj_verify_flush(cgj_thread_t *t)
 {
     if (!cgj_verify_running(t)) return false;
-    t->verify->active = false;
+    set_active(t->verify, false);
     return true;
+}
+
+/* In the second window: the ranges the segment's ops no longer name (now) are left out, and so,
+ * under CGJIT_VERIFY_ALL, is one no op names that another thread wrote. The first range the ops
+ * name that another thread wrote since S0, or UINT32_MAX. */
+static uint32_t keep_named(struct cgj_verify *v, const vset_t *now)
+{
+    uint32_t hit = UINT32_MAX;
+    cgj_spin_lock(&checks_lock);
+    for (uint32_t i = 0; i < v->set.n; i++) {
+        vrange_t *r = &v->set.r[i];
+        bool named = false, met = r->met || v->met_all;
+        for (uint32_t j = 0; j < now->n && !named && r->base; j++) named = now->r[j].base == r->base;
+        if (named && met && hit == UINT32_MAX) hit = i;
+        else if (!named && (met || !cgj_cfg.VERIFY_ALL)) r->base = 0;
+    }
+    cgj_spin_unlock(&checks_lock);
+    return hit;
+}
+
+/* Not checked: another thread's work wrote range `at` (or, met_all, memory not told) meanwhile. */
+static void shared_met(cgj_thread_t *t, const struct cgj_verify *v, uint32_t at)
+{
+    cgj_reason_t r;
+    char why[320];
+    if (v->met_all)
+        cgj_reason_set(&r, CGJ_REASON_VERIFY_SHARED, CGJ_REASON_NO_OP,
+                       "a graph, a library call or a host function of another thread ran meanwhile");
+    else
+        cgj_reason_set(&r, CGJ_REASON_VERIFY_SHARED, CGJ_REASON_NO_OP, "the allocation at %#llx (%zu bytes)",
+                       (unsigned long long)v->set.r[at].base, v->set.r[at].size);
+    cgj_anchor_note(t->anchor, &r);
+    unchecked(t, cgj_reason_format(&r, why, sizeof why));
 }
 
 bool cgj_verify_before(cgj_thread_t *t)
@@ -363,7 +533,7 @@ bool cgj_verify_before(cgj_thread_t *t)
     struct cgj_verify *v = t->verify;
     if (!v || !v->active) return false;
     if (v->seg != t->cur.seg) {
-        v->active = false;
+        set_active(v, false);
         unchecked(t, "replay continued in another segment");
         return false;
     }
@@ -378,14 +548,22 @@ bool cgj_verify_before(cgj_thread_t *t)
         known = false;
         for (uint32_t j = 0; j < v->set.n && !known; j++) known = v->set.r[j].base == now.r[i].base;
     }
-    cgj_free(now.r);
     if (!known) {
-        v->active = false;
+        cgj_free(now.r);
+        set_active(v, false);
         unchecked(t, "its ops name an allocation not known at its start (eager results kept)");
         return false;
     }
     uint32_t bad = UINT32_MAX;
     window_enter(); /* left in cgj_verify_after */
+    uint32_t met = keep_named(v, &now);
+    cgj_free(now.r);
+    if (met != UINT32_MAX) { /* eager results kept */
+        shared_met(t, v, met);
+        set_active(v, false);
+        window_leave();
+        return false;
+    }
     CUresult r = cgj_graph_ctx_sync(NULL, false);
     if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->e, true, &bad);
     if (r == CUDA_SUCCESS) r = copy_set(&v->set, v->s0, false, &bad);
@@ -393,7 +571,7 @@ bool cgj_verify_before(cgj_thread_t *t)
      * done: a graph on a non-blocking stream would start on memory still being put back. */
     if (r == CUDA_SUCCESS) r = cgj_graph_ctx_sync(NULL, false);
     if (r != CUDA_SUCCESS) {
-        v->active = false;
+        set_active(v, false);
         restore_eager(v); /* eager results kept */
         window_leave();
         copy_failed(t, &v->set, bad, r);
@@ -469,7 +647,8 @@ static void report(cgj_thread_t *t, const vrange_t *r, const diff_t *d)
             "cgjit: verify: anchor '%s', run %llu, segment %u (ops %u-%u): the graph diverges from eager execution "
             "in the allocation at %#llx (%zu bytes), first at byte %zu: eager %08x (%g), graph %08x (%g); %zu of "
             "%zu words differ, worst difference %g (as float32); last op naming it: %s\n",
-            t->anchor->name, (unsigned long long)t->anchor->runs, t->cur.seg, t->cur.trace->segs[t->cur.seg].first,
+            t->anchor->name, (unsigned long long)__atomic_load_n(&t->anchor->runs, __ATOMIC_RELAXED), t->cur.seg,
+            t->cur.trace->segs[t->cur.seg].first,
             t->cur.trace->segs[t->cur.seg].end - 1, (unsigned long long)r->base, r->size, d->first, d->ev, (double)fe, d->gv,
             (double)fg, d->differing, d->words, d->worst, who);
 }
@@ -482,7 +661,7 @@ void cgj_verify_after(cgj_thread_t *t, CUresult launched)
         window_leave();
         return;
     }
-    v->active = false;
+    set_active(v, false);
     CGJ_STAT_ADD(verify_segments, 1);
     bool differs = false;
     if (cgj_graph_ctx_sync(NULL, false) != CUDA_SUCCESS) {
@@ -508,6 +687,13 @@ void cgj_verify_free(cgj_thread_t *t)
 {
     struct cgj_verify *v = t->verify;
     if (!v) return;
+    cgj_spin_lock(&checks_lock);
+    for (struct cgj_verify **p = &checks; *p; p = &(*p)->next)
+        if (*p == v) {
+            *p = v->next;
+            break;
+        }
+    cgj_spin_unlock(&checks_lock);
     shadows_free(v);
     cgj_free(v->set.r), cgj_free(v->hg), cgj_free(v->he), cgj_free(v);
     t->verify = NULL;

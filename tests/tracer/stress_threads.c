@@ -212,6 +212,8 @@ static void *reporter(void *arg)
 int main(int argc, char **argv)
 {
     bool auto_steps = argc == 2 && !strcmp(argv[1], "auto");
+    const char *verify_env = getenv("CGJIT_VERIFY");
+    bool verify = verify_env && strcmp(verify_env, "0") != 0;
     implicit = auto_steps || (argc == 2 && !strcmp(argv[1], "implicit"));
     if (argc > 2 || (argc == 2 && !implicit)) {
         fprintf(stderr, "usage: stress_threads [implicit|auto]\n");
@@ -267,6 +269,12 @@ int main(int argc, char **argv)
     if (ctx_sync_refused)
         printf("stress_threads: %d cuCtxSynchronize calls met a graph capture of cgjit's on another thread\n",
                ctx_sync_refused);
+    /* CGJIT_VERIFY: a divergence here is verify's own (each thread's results equal eager's). */
+    if (verify)
+        printf("stress_threads: CGJIT_VERIFY: %llu graphs checked, %llu diverged, %llu not checked\n",
+               (unsigned long long)st.verify_segments, (unsigned long long)st.verify_divergences,
+               (unsigned long long)st.verify_unchecked);
+    if (verify && (st.verify_divergences || !st.verify_segments)) return 1;
     if (implicit) return failures || ctx_sync_refused || st.steps_replayed == 0 || st.steps_eager == 0;
     return failures || ctx_sync_refused || st.steps_replayed == 0 || st.side_exits == 0;
 }

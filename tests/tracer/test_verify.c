@@ -373,3 +373,185 @@ Test(tracer_verify_min3, a_switch_to_a_segment_too_short_for_a_graph_runs_nothin
     cr_assert_geq(i.side_exits, STEPS - 4, "%llu side exits: short runs begun in the long variant switched",
                   (unsigned long long)i.side_exits);
 }
+
+/* ---- another thread's eager work on a checked segment's memory ----
+ * A helper thread, outside any step (the program uses markers), launches on a stream of its own
+ * when the test asks it to: an add on the buffer X that the main thread's checked segment reads.
+ * Its kernels must neither run inside a window of the check (where the memory is being copied
+ * aside and put back) nor be undone by one, and verify must not take them for a divergence. */
+#include <pthread.h>
+#include <time.h>
+
+static struct helper {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    CUstream s;
+    CUdeviceptr x;
+    int asked, launching, ran, done, quit; /* requests and how far the last one got */
+} hp = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0, 0};
+
+/* x[i] += 1, noting that it ran (the helper's kernel). */
+static void k_add_one(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
+{
+    (void)g, (void)b, (void)smem;
+    float *x = *(float **)p[0];
+    for (int i = 0; i < N; i++) x[i] += 1.0f;
+    pthread_mutex_lock(&hp.mu);
+    hp.ran++;
+    pthread_cond_broadcast(&hp.cv);
+    pthread_mutex_unlock(&hp.mu);
+}
+
+static CUfunction add_one;
+
+static void *helper_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&hp.mu);
+    for (int served = 0;;) {
+        while (hp.asked == served && !hp.quit) pthread_cond_wait(&hp.cv, &hp.mu);
+        if (hp.asked == served) break;
+        served++;
+        hp.launching++;
+        pthread_cond_broadcast(&hp.cv);
+        pthread_mutex_unlock(&hp.mu);
+        void *params[] = {&hp.x};
+        CUresult r = fk.launch(add_one, 1, 1, 1, 32, 1, 1, 0, hp.s, params, NULL);
+        pthread_mutex_lock(&hp.mu);
+        hp.done += r == CUDA_SUCCESS;
+        pthread_cond_broadcast(&hp.cv);
+    }
+    pthread_mutex_unlock(&hp.mu);
+    return NULL;
+}
+
+static pthread_t helper_start(CUdeviceptr x)
+{
+    static const size_t sizes[] = {8};
+    add_one = fk.register_kernel("add_one", k_add_one, 1, sizes, 0, 0);
+    OK(fk.stream_create(&hp.s, CU_STREAM_NON_BLOCKING));
+    hp.x = x;
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, helper_main, NULL), 0);
+    return th;
+}
+
+static void helper_stop(pthread_t th)
+{
+    pthread_mutex_lock(&hp.mu);
+    hp.quit = 1;
+    pthread_cond_broadcast(&hp.cv);
+    pthread_mutex_unlock(&hp.mu);
+    pthread_join(th, NULL);
+    OK(fk.stream_sync(hp.s));
+}
+
+/* Ask for one launch; `wait`: until it returned. */
+static void helper_ask(bool wait)
+{
+    pthread_mutex_lock(&hp.mu);
+    int want = ++hp.asked;
+    pthread_cond_broadcast(&hp.cv);
+    while (wait && hp.done < want) pthread_cond_wait(&hp.cv, &hp.mu);
+    pthread_mutex_unlock(&hp.mu);
+}
+
+/* The main thread's step on its own non-blocking stream: y = x + y / 2, then y = 2y + 1; at `mid` steps
+ * the helper adds one to x between the two, its launch returned before the second. */
+static CUstream main_s;
+
+static void read_x_then_scale(CUdeviceptr y, CUdeviceptr x, bool mid)
+{
+    OK(fk_copyscale_launch(&fk, main_s, y, x, 1.0f, N));
+    if (mid) helper_ask(true);
+    OK(fk_axpb_launch(&fk, main_s, y, 2.0f, 1.0f, N, 1));
+}
+
+Test(tracer_verify, another_threads_kernel_between_the_windows_is_kept_and_not_a_divergence)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 3), y = fk_alloc_floats(&fk, N, 4);
+    float hx[N], hy[N], got[N];
+    OK(fk.dtoh(hx, x, sizeof hx));
+    OK(fk.dtoh(hy, y, sizeof hy));
+    OK(fk.stream_create(&main_s, CU_STREAM_NON_BLOCKING));
+    pthread_t th = helper_start(x);
+    int asked = 0;
+    for (int s = 0; s < STEPS; s++) {
+        bool mid = s >= 6 && s % 3 == 0; /* replayed steps, their segment checked */
+        cr_assert_eq(cgj_trace_begin("verify_shared"), CGJ_OK);
+        read_x_then_scale(y, x, mid);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        OK(fk.stream_sync(main_s));
+        for (int i = 0; i < N; i++) {
+            float t = 1.0f * hx[i] + 0.5f * hy[i];
+            hy[i] = 2.0f * t + 1.0f;
+            hx[i] += mid ? 1.0f : 0.0f;
+        }
+        asked += mid;
+        if (mid && asked == 1)
+            cr_assert_eq(info_of("verify_shared").reason_code, CGJ_REASON_VERIFY_SHARED, "%s",
+                         info_of("verify_shared").reason);
+        OK(fk.dtoh(got, y, sizeof got));
+        cr_assert(memcmp(got, hy, sizeof got) == 0, "step %d: the step's results are not eager's", s);
+        OK(fk.dtoh(got, x, sizeof got));
+        cr_assert(memcmp(got, hx, sizeof got) == 0, "step %d: the helper's add to x was undone", s);
+    }
+    helper_stop(th);
+    cgj_stats_t st = stats_now();
+    cr_assert_eq(st.verify_divergences, 0, "the helper's add was taken for a divergence of the graph");
+    cr_assert_geq(st.verify_unchecked, (uint64_t)asked, "%llu not checked", (unsigned long long)st.verify_unchecked);
+    cr_assert_geq(st.verify_segments, STEPS - 3 - asked, "%llu checked", (unsigned long long)st.verify_segments);
+}
+
+/* The probe: y[i] = 0.5 y[i] + x[i]. Run from the graph (its second run in a checked step: the
+ * first is the program's own call), that is inside the check's second window, it asks the helper
+ * for a launch on x and waits until the helper is inside its launch, then gives the helper's
+ * kernel 200 ms to run: it must not, before the window is over. */
+static int probe_runs, probe_armed, met_window;
+
+static void k_probe(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
+{
+    (void)g, (void)b, (void)smem;
+    float *y = *(float **)p[0], *x = *(float **)p[1];
+    for (int i = 0; i < N; i++) y[i] = 0.5f * y[i] + x[i];
+    if (!probe_armed || ++probe_runs != 2) return;
+    pthread_mutex_lock(&hp.mu);
+    int want = ++hp.asked, ran = hp.ran;
+    pthread_cond_broadcast(&hp.cv);
+    while (hp.launching < want) pthread_cond_wait(&hp.cv, &hp.mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 200 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+    while (hp.ran == ran && pthread_cond_timedwait(&hp.cv, &hp.mu, &until) == 0) {}
+    met_window += hp.ran != ran;
+    pthread_mutex_unlock(&hp.mu);
+}
+
+Test(tracer_verify, another_threads_kernel_never_runs_inside_a_window)
+{
+    static const size_t sizes[] = {8, 8};
+    CUfunction probe = fk.register_kernel("probe", k_probe, 2, sizes, 0, 0);
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 5), y = fk_alloc_floats(&fk, N, 6);
+    OK(fk.stream_create(&main_s, CU_STREAM_NON_BLOCKING));
+    pthread_t th = helper_start(x);
+    int armed = 0;
+    for (int s = 0; s < 12; s++) {
+        probe_runs = 0;
+        probe_armed = s == 6 || s == 9;
+        armed += probe_armed;
+        cr_assert_eq(cgj_trace_begin("verify_window"), CGJ_OK);
+        void *params[] = {&y, &x};
+        OK(fk.launch(probe, 1, 1, 1, 32, 1, 1, 0, main_s, params, NULL));
+        OK(fk_axpb_launch(&fk, main_s, y, 2.0f, 1.0f, N, 1));
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        OK(fk.stream_sync(main_s));
+        if (probe_armed) cr_assert_eq(probe_runs, 2, "step %d: the graph was not checked", s);
+    }
+    helper_stop(th);
+    cr_assert_eq(met_window, 0, "another thread's kernel ran inside a verify window");
+    pthread_mutex_lock(&hp.mu);
+    cr_assert_eq(hp.ran, armed, "the helper's kernels ran %d times of %d", hp.ran, armed);
+    pthread_mutex_unlock(&hp.mu);
+    cr_assert_eq(stats_now().verify_divergences, 0);
+}
