@@ -1,12 +1,16 @@
 /* config.c — parse CGJIT_* variables into cgj_cfg; the step policies. See config.h. */
 #define _GNU_SOURCE /* secure_getenv */
 #include "base/config.h"
+#include "base/json.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/auxv.h>
 
 cgj_config_t cgj_cfg = {
 #define CGJ_CFG_DEFAULT(name, kind, def, min, max, opt, optkind, metavar, shown, doc) .name = def,
@@ -66,25 +70,22 @@ void cgj_jit_mode_set(cgj_jit_mode_t m)
     __atomic_store_n(&cgj_cfg.MODE, jit_mode_names[m], __ATOMIC_RELEASE);
 }
 
-void cgj_config_put_value(FILE *f, const char *s, size_t n)
-{
-    for (const unsigned char *p = (const unsigned char *)s; p < (const unsigned char *)s + n; p++)
-        if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\x%02x", *p); /* cgjit-run has no json.c */
-        else fputc(*p, f);
-}
-
-/* A warning about CGJIT_<var>='value': the value quoted with its control characters escaped, so
- * that the warning is one line whatever the value holds. */
+/* A warning about CGJIT_<var>='value': the value quoted, the whole line escaped (cgj_text_str),
+ * so that it is one line whatever the value holds. */
 __attribute__((format(printf, 3, 4))) static void warn(const char *var, const char *value, const char *fmt, ...)
 {
+    char why[512];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "cgjit: warning: %s='", var);
-    cgj_config_put_value(stderr, value, strlen(value));
-    fputs("' ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
+    flockfile(stderr);
+    fprintf(stderr, "cgjit: warning: %s='", var);
+    cgj_text_str(stderr, value);
+    fputs("' ", stderr);
+    cgj_text_str(stderr, why);
+    fputc('\n', stderr);
+    funlockfile(stderr);
 }
 
 /* CGJIT_MODE: a name of CGJ_JIT_MODE_LIST, else the default with a warning. */
@@ -140,6 +141,41 @@ static void check_report(void)
     }
 }
 
+/* CGJIT_STEP: empty (the default: sync when preloaded, off when linked) or a policy of
+ * CGJ_STEP_POLICY_LIST, else the default with a warning. */
+static void check_step(void)
+{
+    if (!cgj_cfg.STEP[0] || cgj_step_policy_parse(cgj_cfg.STEP) >= 0) return;
+    warn("CGJIT_STEP", cgj_cfg.STEP, "is not sync, auto or off; using the default (sync when preloaded, off when linked)");
+    cgj_cfg.STEP = "";
+}
+
+/* CGJIT_LOG: categories of base/log.h or `all`, comma-separated; unknown ones are named in one
+ * warning (the log leaves them out; the others are used). */
+static void check_log(void)
+{
+    static const char *const names[] = {
+#define CGJ_CFG_LOG_NAME(name, doc) #name,
+        CGJ_LOG_LIST(CGJ_CFG_LOG_NAME)
+#undef CGJ_CFG_LOG_NAME
+        "all"};
+    char unknown[256] = "", known[256] = "";
+    for (const char *s = cgj_cfg.LOG; *s; s += *s == ',') {
+        size_t len = strcspn(s, ","), at = strlen(unknown);
+        bool found = len == 0;
+        for (size_t i = 0; !found && i < sizeof names / sizeof names[0]; i++)
+            found = strlen(names[i]) == len && !strncmp(names[i], s, len);
+        if (!found) snprintf(unknown + at, sizeof unknown - at, "%s'%.*s'", at ? ", " : "", (int)len, s);
+        s += len;
+    }
+    if (!unknown[0]) return;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t at = strlen(known);
+        snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", names[i]);
+    }
+    warn("CGJIT_LOG", cgj_cfg.LOG, "names no category %s (known: %s); the others are used", unknown, known);
+}
+
 static void set_INT(const char *var, const char *s, long long *out, long long def, long long min, long long max)
 {
     if (cgj_config_int(s, min, max, out) == 0) return;
@@ -161,6 +197,8 @@ static void set_STR(const char *var, const char *s, const char **out, const char
     *out = s;
     if (out == &cgj_cfg.REPORT) check_report();
     if (out == &cgj_cfg.MODE) check_mode();
+    if (out == &cgj_cfg.STEP) check_step();
+    if (out == &cgj_cfg.LOG) check_log();
 }
 
 int cgj_config_set(const char *var, const char *value)
@@ -172,6 +210,34 @@ int cgj_config_set(const char *var, const char *value)
     return -1;
 }
 
+/* Is `entry` (NAME=VALUE of the environment) a CGJIT_* variable cgjit does not know? CGJIT_LIB
+ * is cgjit-run's. */
+static bool unknown_variable(const char *entry)
+{
+    size_t len = strcspn(entry, "=");
+    if (strncmp(entry, "CGJIT_", 6) || !entry[len] || (len == 9 && !strncmp(entry, "CGJIT_LIB", 9))) return false;
+#define CGJ_CFG_KNOWN(name, kind, def, min, max, opt, optkind, metavar, shown, doc) \
+    if (len == sizeof("CGJIT_" #name) - 1 && !strncmp(entry, "CGJIT_" #name, len)) return false;
+    CGJ_CONFIG_LIST(CGJ_CFG_KNOWN)
+#undef CGJ_CFG_KNOWN
+    return true;
+}
+
+/* A CGJIT_* variable that names no tunable (a misspelling) is warned about; in secure execution
+ * (a set-user-ID program) the environment is not read, as secure_getenv reads none. */
+static void check_names(void)
+{
+    extern char **environ;
+    if (getauxval(AT_SECURE)) return;
+    for (char **e = environ; e && *e; e++) {
+        if (!unknown_variable(*e)) continue;
+        char var[64];
+        size_t len = strcspn(*e, "=");
+        snprintf(var, sizeof var, "%.*s", (int)(len < 63 ? len : 63), *e);
+        warn(var, *e + len + 1, "is no cgjit variable, and is ignored (cgjit-run --config-table lists them)");
+    }
+}
+
 void cgj_config_load(void)
 {
 #define CGJ_CFG_PARSE(name, kind, def, min, max, opt, optkind, metavar, shown, doc) \
@@ -181,6 +247,7 @@ void cgj_config_load(void)
 #undef CGJ_CFG_PARSE
     check_report();
     check_mode(); /* also unset: the mode is one of the names' own strings (cgj_jit_mode) */
+    check_names();
     if (cgj_cfg.VERIFY_ALL) cgj_cfg.VERIFY = 1; /* verify, over all the memory */
 }
 

@@ -2,6 +2,7 @@
 #include "base/json.h"
 
 #include <stdbool.h>
+#include <string.h>
 
 static const char hex[] = "0123456789abcdef";
 
@@ -57,21 +58,27 @@ void cgj_json_key(FILE *f, const char *key, int first)
 void cgj_text_str(FILE *f, const char *s)
 {
     if (!s) s = "(null)";
+    char out[256]; /* written in pieces, not a byte at a time: stderr has no buffer */
+    size_t k = 0;
     for (const char *p = s; *p;) {
+        if (k > sizeof out - 8) fwrite(out, 1, k, f), k = 0;
         unsigned char c = (unsigned char)*p;
         size_t n = cgj_utf8_len(p);
         /* C1 controls are U+0080..U+009F: 0xc2 0x80..0x9f */
         bool shown = n == 1 ? c >= 0x20 && c != 0x7f && c != '\\' : n > 1 && !(c == 0xc2 && (unsigned char)p[1] < 0xa0);
         if (shown) {
-            fwrite(p, 1, n, f);
+            memcpy(out + k, p, n);
+            k += n;
             p += n;
             continue;
         }
-        if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c == '\r') fputs("\\r", f);
-        else if (c == '\\') fputs("\\\\", f);
-        else fprintf(f, "\\x%c%c", hex[c >> 4], hex[c & 15]);
+        out[k++] = '\\';
+        if (c == '\n') out[k++] = 'n';
+        else if (c == '\t') out[k++] = 't';
+        else if (c == '\r') out[k++] = 'r';
+        else if (c == '\\') out[k++] = '\\';
+        else out[k++] = 'x', out[k++] = hex[c >> 4], out[k++] = hex[c & 15];
         p++; /* a C1 control's second byte is no valid start: it is escaped next */
     }
+    fwrite(out, 1, k, f);
 }

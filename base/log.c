@@ -2,6 +2,8 @@
 #include "base/log.h"
 #include "base/config.h"
 #include "base/file.h"
+#include "base/json.h"
+#include "base/mem.h"
 
 #include <errno.h>
 
@@ -20,23 +22,15 @@ static const char *const cat_names[] = {
 #undef CGJ_LOG_NAME
 };
 
+/* A category of CGJIT_LOG; config.c warned about unknown ones when it read the variable. */
 static void enable_category(const char *name, size_t len)
 {
     if (len == 3 && strncmp(name, "all", 3) == 0) {
         cgj_log_mask = (1u << CGJ_LOG_COUNT) - 1;
         return;
     }
-    for (int i = 0; i < CGJ_LOG_COUNT; i++) {
-        if (strlen(cat_names[i]) == len && strncmp(cat_names[i], name, len) == 0) {
-            cgj_log_mask |= 1u << i;
-            return;
-        }
-    }
-    fputs("cgjit: warning: CGJIT_LOG: unknown category '", stderr);
-    cgj_config_put_value(stderr, name, len);
-    fputs("' (known:", stderr);
-    for (int i = 0; i < CGJ_LOG_COUNT; i++) fprintf(stderr, " %s", cat_names[i]);
-    fprintf(stderr, " all)\n");
+    for (int i = 0; i < CGJ_LOG_COUNT; i++)
+        if (strlen(cat_names[i]) == len && strncmp(cat_names[i], name, len) == 0) cgj_log_mask |= 1u << i;
 }
 
 void cgj_log_forked(void)
@@ -55,8 +49,8 @@ void cgj_log_init(void)
             setvbuf(f, NULL, _IOLBF, 0);
             log_out = f;
         } else {
-            fprintf(stderr, "cgjit: warning: CGJIT_LOG_FILE='%s' cannot be opened (%s); logging to stderr\n",
-                    path, cgj_file_strerror(errno));
+            cgj_log_message("warning: CGJIT_LOG_FILE='%s' cannot be opened (%s); logging to stderr", path,
+                            cgj_file_strerror(errno));
         }
     }
     const char *s = cgj_cfg.LOG;
@@ -73,19 +67,47 @@ FILE *cgj_log_stream(void)
     return log_out ? log_out : stderr;
 }
 
+/* `prefix`, then fmt formatted and escaped (log.h), then a newline, to f. */
+static void put_line(FILE *f, const char *prefix, const char *fmt, va_list ap)
+{
+    char line[1024], *text = line;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    if (n >= (int)sizeof line) { /* rare: formatted again into a buffer that fits */
+        text = cgj_xmalloc((size_t)n + 1);
+        vsnprintf(text, (size_t)n + 1, fmt, again);
+    }
+    va_end(again);
+    flockfile(f);
+    fputs(prefix, f);
+    cgj_text_str(f, n < 0 ? "(a message that cannot be formatted)" : text);
+    fputc('\n', f);
+    funlockfile(f);
+    if (text != line) cgj_free(text);
+}
+
 void cgj_log_write(cgj_log_cat_t cat, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     pthread_mutex_lock(&log_lock);
     FILE *f = cgj_log_stream();
+    char prefix[64];
     if (f == stderr)
-        fprintf(f, "cgjit[%s] ", cat_names[cat]);
+        snprintf(prefix, sizeof prefix, "cgjit[%s] ", cat_names[cat]);
     else /* a file several processes may append to: each line says whose it is */
-        fprintf(f, "cgjit[%ld:%s] ", (long)getpid(), cat_names[cat]);
-    vfprintf(f, fmt, ap);
-    fputc('\n', f);
+        snprintf(prefix, sizeof prefix, "cgjit[%ld:%s] ", (long)getpid(), cat_names[cat]);
+    put_line(f, prefix, fmt, ap);
     pthread_mutex_unlock(&log_lock);
+    va_end(ap);
+}
+
+void cgj_log_message(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    put_line(stderr, "cgjit: ", fmt, ap);
     va_end(ap);
 }
 

@@ -56,7 +56,7 @@ CGJ_API int cgj_op_register_elementwise(const char *kernel, const char *spec)
     }
     char err[200];
     if (!cgj_fusion_register(kernel, spec, err, sizeof err)) {
-        fprintf(stderr, "cgjit: cgj_op_register_elementwise(\"%s\"): %s; the kernel stays opaque\n", kernel, err);
+        cgj_log_message("cgj_op_register_elementwise(\"%s\"): %s; the kernel stays opaque", kernel, err);
         return CGJ_ERR_SPEC;
     }
     return CGJ_OK;

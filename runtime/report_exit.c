@@ -70,7 +70,7 @@ static pid_t writer_pid;  /* the process whose writer thread runs; 0: none */
 static FILE *open_output(const char *var, const char *name, char *path, size_t len)
 {
     FILE *f = cgj_file_replace(cgj_file_expand(name, path, len));
-    if (!f) fprintf(stderr, "cgjit: warning: %s: '%s' cannot be written (%s)\n", var, path, cgj_file_strerror(errno));
+    if (!f) cgj_log_message("warning: %s: '%s' cannot be written (%s)", var, path, cgj_file_strerror(errno));
     return f;
 }
 
@@ -98,7 +98,7 @@ static void write_trace(bool last)
     if (!f) return;
     snprintf(process, sizeof process, "%s (cgjit)", program_invocation_short_name);
     bool ok = cgj_timeline_write(f, process);
-    if (fclose(f) != 0 || !ok) fprintf(stderr, "cgjit: warning: CGJIT_TRACE_FILE: writing '%s' failed\n", path);
+    if (fclose(f) != 0 || !ok) cgj_log_message("warning: CGJIT_TRACE_FILE: writing '%s' failed", path);
 }
 
 static void write_outputs(bool last)

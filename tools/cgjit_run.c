@@ -27,6 +27,7 @@
  */
 #define _GNU_SOURCE
 #include "base/config.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "cgjit.h" /* the version macros only: cgjit-run does not link libcgjit */
 
@@ -125,7 +126,7 @@ static const char *const jit_mode_docs[] = {
 #undef CGJ_RUN_MODE_DOC
 };
 
-/* Print `doc` wrapped at 52 columns, every line after the first indented by `indent`. */
+/* Print `doc` wrapped to end by column 76, every line after the first indented by `indent`. */
 static void print_wrapped(FILE *f, const char *doc, int indent)
 {
     const int width = 76 - indent;
@@ -156,6 +157,26 @@ static const char *alone_value(const option_t *o)
     return o->kind == OPT_FLAG || o->kind == OPT_REPORT ? "=1" : "";
 }
 
+/* The option's head as --help shows it: "--name=METAVAR", "-h, --help". */
+static const char *help_head(const option_t *o, char *buf, size_t len)
+{
+    char opt[60];
+    snprintf(buf, len, "%s%s", o->kind == OPT_HELP ? "-h, " : "", option_head(o, opt, sizeof opt));
+    return buf;
+}
+
+/* The column every option's description starts at: two spaces after the widest head. */
+static int help_column(void)
+{
+    int width = 0;
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        char head[64];
+        int n = options[i].name ? (int)strlen(help_head(&options[i], head, sizeof head)) : 0;
+        width = n > width ? n : width;
+    }
+    return 2 + width + 2;
+}
+
 static void print_help(FILE *f)
 {
     fprintf(f,
@@ -174,23 +195,22 @@ static void print_help(FILE *f)
             "\n"
             "Options:\n",
             prog_name, prog_name);
+    const int col = help_column();
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const option_t *o = &options[i];
         if (!o->name) continue;
-        char head[64], opt[60];
-        snprintf(head, sizeof head, "%s%s", o->kind == OPT_HELP ? "-h, " : "", option_head(o, opt, sizeof opt));
-        fprintf(f, "  %-22s", head);
-        print_wrapped(f, o->doc, 24);
+        char head[64];
+        fprintf(f, "  %-*s", col - 2, help_head(o, head, sizeof head));
+        print_wrapped(f, o->doc, col);
         for (int p = 0; o->kind == OPT_STEP && p < CGJ_STEP_POLICY_COUNT; p++) {
-            fprintf(f, "%24s  %-4s  ", "", cgj_step_policy_name(p));
-            print_wrapped(f, policy_docs[p], 32);
+            fprintf(f, "%*s  %-4s  ", col, "", cgj_step_policy_name(p));
+            print_wrapped(f, policy_docs[p], col + 8);
         }
         for (int m = 0; o->kind == OPT_MODE && m < CGJ_JIT_MODE_COUNT; m++) {
-            fprintf(f, "%24s  %s\n%30s", "", cgj_jit_mode_name(m), "");
-            print_wrapped(f, jit_mode_docs[m], 30);
+            fprintf(f, "%*s  %s\n%*s", col, "", cgj_jit_mode_name(m), col + 6, "");
+            print_wrapped(f, jit_mode_docs[m], col + 6);
         }
-        if (o->var)
-            fprintf(f, "                        [%s%s, default %s]\n", o->var, alone_value(o), o->def);
+        if (o->var) fprintf(f, "%*s[%s%s, default %s]\n", col, "", o->var, alone_value(o), o->def);
     }
     fprintf(f,
             "\n"
@@ -328,15 +348,35 @@ static void print_man(FILE *f)
           f);
 }
 
+/* "cgjit-run: " and the message on stderr, on one line: what the user gave (a value, a path, a
+ * program's name) may hold any bytes, so control characters and invalid UTF-8 are escaped
+ * (cgj_text_str), as the library's messages are. */
+static void vsay(const char *fmt, va_list ap)
+{
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
+    fprintf(stderr, "%s: ", prog_name);
+    cgj_text_str(stderr, msg ? msg : fmt);
+    fputc('\n', stderr);
+    free(msg);
+}
+
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+}
+
 /* One line naming the problem, one pointing at --help; exit status 2. */
 __attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", prog_name);
-    vfprintf(stderr, fmt, ap);
+    vsay(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nTry '%s --help' for more information.\n", prog_name);
+    fprintf(stderr, "Try '%s --help' for more information.\n", prog_name);
     exit(2);
 }
 
@@ -450,16 +490,16 @@ static void find_lib(const char *opt_lib, const char *argv0, char *out)
     if (given) {
         int e = usable_file(given, out);
         if (e) {
-            fprintf(stderr, "%s: %s: libcgjit.so '%s': %s\n", prog_name, opt_lib ? "--lib" : "CGJIT_LIB",
-                    given, e == EINVAL ? "not a regular file" : strerror(e));
+            say("%s: libcgjit.so '%s': %s", opt_lib ? "--lib" : "CGJIT_LIB", given,
+                e == EINVAL ? "not a regular file" : strerror(e));
             exit(2);
         }
         return;
     }
     char dir[PATH_MAX];
     if (!own_dir(argv0, dir)) {
-        fprintf(stderr, "%s: cannot tell which folder %s is in, so libcgjit.so is not found next to it; "
-                        "give it with --lib=PATH or CGJIT_LIB\n", prog_name, prog_name);
+        say("cannot tell which folder %s is in, so libcgjit.so is not found next to it; "
+            "give it with --lib=PATH or CGJIT_LIB", prog_name);
         exit(2);
     }
     const char *sep = strcmp(dir, "/") == 0 ? "" : "/";
@@ -480,8 +520,8 @@ static void find_lib(const char *opt_lib, const char *argv0, char *out)
         snprintf(cand, sizeof cand, "%s%s%s" CGJ_RUN_SONAME, dir, sep, sub[i]);
         if (usable_file(cand, out) == 0) return;
     }
-    fprintf(stderr, "%s: libcgjit.so not found; tried %s (and %s in each folder) "
-                    "(give it with --lib=PATH or CGJIT_LIB)\n", prog_name, tried, CGJ_RUN_SONAME);
+    say("libcgjit.so not found; tried %s (and %s in each folder) (give it with --lib=PATH or CGJIT_LIB)", tried,
+        CGJ_RUN_SONAME);
     exit(2);
 }
 
@@ -562,7 +602,7 @@ int main(int argc, char **argv)
     find_lib(opt_lib, argv[0], lib);
     if (strpbrk(lib, ": ")) {
         /* ld.so splits LD_PRELOAD at colons and spaces: such a path cannot be preloaded */
-        fprintf(stderr, "%s: cannot preload '%s': LD_PRELOAD cannot hold a path with ':' or ' '\n", prog_name, lib);
+        say("cannot preload '%s': LD_PRELOAD cannot hold a path with ':' or ' '", lib);
         return 2;
     }
     const char *old = getenv("LD_PRELOAD");
@@ -596,6 +636,6 @@ int main(int argc, char **argv)
     }
     execvp(argv[i], argv + i);
     int e = errno;
-    fprintf(stderr, "%s: %s: %s\n", prog_name, argv[i], strerror(e));
+    say("%s: %s", argv[i], strerror(e));
     return e == ENOENT || e == ENOTDIR ? 127 : 126;
 }

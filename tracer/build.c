@@ -34,7 +34,7 @@ static void dump_allocs(const cgj_anchor_t *a, const cgj_plan_block_t *pb, size_
     cgj_file_mkdir(dir);
     FILE *f = cgj_file_open(path, true);
     if (!f) {
-        fprintf(stderr, "cgjit: warning: CGJIT_DUMP_ALLOCS: cannot write %s: %s\n", path, strerror(errno));
+        cgj_log_message("warning: CGJIT_DUMP_ALLOCS: cannot write %s: %s", path, cgj_file_strerror(errno));
         return;
     }
     fputs("# cgjit allocation trace of anchor '", f);

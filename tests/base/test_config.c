@@ -34,7 +34,7 @@ static void clear_env(void)
 {
     static const char *const vars[] = {"CGJIT_DISABLE",   "CGJIT_LOG",       "CGJIT_LOG_FILE",
                                        "CGJIT_DRIVER",    "CGJIT_MAX_RECORDS", "CGJIT_MAX_VARIANTS",
-                                       "CGJIT_MAX_OPS",   "CGJIT_REPORT"};
+                                       "CGJIT_MAX_OPS",   "CGJIT_REPORT",    "CGJIT_STEP"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
 }
 
@@ -213,13 +213,45 @@ Test(base_config, int_parser_is_strict)
     }
 }
 
-/* A value with a newline or a terminal escape still makes one warning line. */
+/* A value with a newline, a terminal escape (C0 or C1) or bytes of no UTF-8 still makes one
+ * warning line, escaped as every message cgjit writes (base/log.h). */
 Test(base_config, warning_escapes_control_characters)
 {
-    setenv("CGJIT_MAX_OPS", "12\n\x1b[31m", 1);
+    setenv("CGJIT_MAX_OPS", "12\n\x1b[31m\xc2\x9b\xff\\", 1);
     const char *err = load_captured();
-    cr_assert_str_eq(err, "cgjit: warning: CGJIT_MAX_OPS='12\\x0a\\x1b[31m' is not an integer from 16 to 4294967295; "
-                          "using 100000\n");
+    cr_assert_str_eq(err, "cgjit: warning: CGJIT_MAX_OPS='12\\n\\x1b[31m\\xc2\\x9b\\xff\\\\' is not an integer from 16 "
+                          "to 4294967295; using 100000\n");
+}
+
+/* CGJIT_STEP is checked as it is read, as CGJIT_MODE is, not where a driver is found later:
+ * a program without one is told too. */
+Test(base_config, step_of_no_policy_warns_as_it_is_read)
+{
+    setenv("CGJIT_STEP", "bogus\x1b", 1);
+    const char *err = load_captured();
+    cr_assert_str_eq(err, "cgjit: warning: CGJIT_STEP='bogus\\x1b' is not sync, auto or off; using the default "
+                          "(sync when preloaded, off when linked)\n");
+    cr_assert_str_eq(cgj_cfg.STEP, "");
+    setenv("CGJIT_STEP", "auto", 1);
+    err = load_captured();
+    cr_assert_str_empty(err);
+    cr_assert_str_eq(cgj_cfg.STEP, "auto");
+}
+
+/* A CGJIT_* variable that is no tunable is a misspelling: one warning each, in the same form;
+ * CGJIT_LIB is cgjit-run's. */
+Test(base_config, a_variable_of_no_tunable_is_warned_about)
+{
+    setenv("CGJIT_SETP", "auto", 1);
+    setenv("CGJIT_LIB", "/opt/cgjit/libcgjit.so", 1);
+    setenv("CGJIT_MAX_OP", "12", 1);
+    const char *err = load_captured();
+    cr_assert(strstr(err, "cgjit: warning: CGJIT_SETP='auto' is no cgjit variable, and is ignored"), "%s", err);
+    cr_assert(strstr(err, "cgjit: warning: CGJIT_MAX_OP='12' is no cgjit variable"), "%s", err);
+    cr_assert_null(strstr(err, "CGJIT_LIB"), "%s", err);
+    int lines = 0;
+    for (const char *p = err; (p = strchr(p, '\n')); p++) lines++;
+    cr_assert_eq(lines, 2, "%s", err);
 }
 
 /* cgj_config_set: one value parsed as loading it would (the fuzzer's entry). */
@@ -267,13 +299,14 @@ Test(base_config, describe_lists_every_tunable)
 
 /* ---- log categories ---- */
 
+/* CGJIT_LOG and CGJIT_LOG_FILE read and the log started: what stderr got meanwhile. */
 static const char *log_init_captured(const char *log, const char *file)
 {
     if (log) setenv("CGJIT_LOG", log, 1);
     if (file) setenv("CGJIT_LOG_FILE", file, 1);
-    cgj_config_load();
     cgj_log_mask = 0;
     capture_begin();
+    cgj_config_load();
     cgj_log_init();
     return capture_end();
 }
@@ -294,6 +327,9 @@ static const log_case_t log_cases[] = {
     {"log_unknown_category_warns_and_keeps_the_others", "trace,bogus,,graphs",
      (1u << CGJ_LOG_trace) | (1u << CGJ_LOG_graphs), {"warning", "'bogus'", "guards", "all"}},
     {"log_prefix_of_a_category_is_unknown", "tra", 0, {"'tra'"}},
+    /* in the form of every other variable's warning, with each unknown category named */
+    {"log_unknown_categories_in_one_warning", "api,x,y",
+     1u << CGJ_LOG_api, {"cgjit: warning: CGJIT_LOG='api,x,y' names no category 'x', 'y' (known: trace,"}},
 };
 
 ParameterizedTestParameters(base_config, log_categories)
@@ -373,6 +409,34 @@ Test(base_config, log_file_unwritable_falls_back_to_stderr)
     const char *err = log_init_captured("trace", "/nonexistent-dir/cgjit.log");
     cr_assert(strstr(err, "warning") && strstr(err, "/nonexistent-dir/cgjit.log"), "'%s'", err);
     cr_assert_eq(cgj_log_stream(), stderr);
+}
+
+/* What a program gives (a kernel's or an anchor's name) is any bytes: every log line is written
+ * with its control characters and invalid UTF-8 escaped, on one line. */
+Test(base_config, log_lines_are_escaped)
+{
+    log_init_captured("api", NULL);
+    capture_begin();
+    CGJ_LOG(api, "kernel '%s' at %d", "k\n\x1b]0;owned\x07\xc3\x28\xe2\x82\xac", 3);
+    const char *err = capture_end();
+    cr_assert_str_eq(err, "cgjit[api] kernel 'k\\n\\x1b]0;owned\\x07\\xc3(\xe2\x82\xac' at 3\n");
+    char big[3000]; /* longer than the line buffer: formatted whole */
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    big[1500] = '\r';
+    capture_begin();
+    CGJ_LOG(api, "%s|", big);
+    err = capture_end();
+    cr_assert_eq(strlen(err), strlen("cgjit[api] ") + sizeof big - 1 + 1 + 1 + 1, "%zu", strlen(err));
+    cr_assert(strstr(err, "a\\ra") && !strchr(err, '\r') && !strcmp(err + strlen(err) - 2, "|\n"), "%s", err);
+}
+
+Test(base_config, messages_are_escaped)
+{
+    capture_begin();
+    cgj_log_message("%s:%u: kernel '%s'", "ops\ttxt", 7u, "a\x1b[2J\xff");
+    const char *err = capture_end();
+    cr_assert_str_eq(err, "cgjit: ops\\ttxt:7: kernel 'a\\x1b[2J\\xff'\n");
 }
 
 Test(base_config, log_hex)

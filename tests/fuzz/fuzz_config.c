@@ -1,7 +1,7 @@
 /*
  * fuzz_config.c — libFuzzer harness for the values of CGJIT_* variables (base/config.c): integers
  * with bounds, booleans, CGJIT_REPORT's forms, the step policies and modes, CGJIT_LOG's
- * categories (base/log.c).
+ * categories (checked in base/config.c, used by base/log.c).
  *
  * An input reads "NAME=VALUE" (NAME without CGJIT_): VALUE is set as CGJIT_NAME would be loaded
  * (cgj_config_set). Where NAME is no tunable, the first byte picks one (its index modulo the
@@ -9,7 +9,8 @@
  * one (every INT row's bounds, the boolean words, the report forms, the names). Besides the
  * sanitizers' checks, a broken invariant aborts (a finding):
  *  - after a set, an INT tunable lies within its bounds, a BOOL is 0 or 1, CGJIT_REPORT is one
- *    of its forms, CGJIT_MODE a mode, the log mask within its categories;
+ *    of its forms, CGJIT_MODE a mode, CGJIT_STEP a policy or empty, the log mask within its
+ *    categories;
  *  - what a parser accepts reads back the same (an integer printed and parsed again, a policy
  *    or mode by its name), and a boolean word is one of the eight;
  *  - stderr gets nothing for a valid value and exactly one line, with no control character in
@@ -92,6 +93,23 @@ static int capture_end(void)
     return lines;
 }
 
+/* Is every comma-separated name of s a category of base/log.h or `all`? */
+static bool known_categories(const char *s)
+{
+    static const char *const names[] = {
+#define FUZZ_CATEGORY(name, doc) #name,
+        CGJ_LOG_LIST(FUZZ_CATEGORY)
+#undef FUZZ_CATEGORY
+        "all"};
+    for (; *s; s += *s == ',') {
+        size_t len = strcspn(s, ","), i = 0;
+        while (len && i < sizeof names / sizeof names[0] && (strlen(names[i]) != len || strncmp(names[i], s, len))) i++;
+        if (len && i == sizeof names / sizeof names[0]) return false;
+        s += len;
+    }
+    return true;
+}
+
 /* The tunable row r after cgj_config_set(r->var, value). */
 static void check_row(const row_t *r, const char *value, int lines)
 {
@@ -112,6 +130,12 @@ static void check_row(const row_t *r, const char *value, int lines)
     } else if (r->field == &cgj_cfg.MODE) {
         CHECK(cgj_jit_mode_parse(s) >= 0 && (int)cgj_jit_mode() >= 0 && cgj_jit_mode() < CGJ_JIT_MODE_COUNT);
         CHECK(lines == (cgj_jit_mode_parse(value) >= 0 ? 0 : 1));
+    } else if (r->field == &cgj_cfg.STEP) { /* a policy or empty, else warned about and empty */
+        bool valid = !*value || cgj_step_policy_parse(value) >= 0;
+        CHECK(valid ? s == value : !*s);
+        CHECK(lines == (valid ? 0 : 1));
+    } else if (r->field == &cgj_cfg.LOG) { /* taken as it is; unknown categories in one warning */
+        CHECK(s == value && lines == (known_categories(value) ? 0 : 1));
     } else {
         CHECK(s == value && lines == 0); /* other strings are taken as they are */
     }

@@ -20,6 +20,8 @@
 #include "fakeapp.h"
 #include "ir/reason.h"
 
+#include "../common/stderr_capture.h"
+
 #define N 64
 static fk_t fk;
 
@@ -231,6 +233,33 @@ Test(runtime_api, no_driver)
     cgj_stats_t st;
     cr_assert_eq(cgj_stats(&st), CGJ_OK);
     cr_assert_eq(st.ops_recorded, 0);
+}
+
+/* A malformed value is told as the configuration is read: without a driver as with one. */
+Test(runtime_api, no_driver_still_warns_about_a_bad_step_policy)
+{
+    setenv("CGJIT_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    setenv("CGJIT_STEP", "bogus", 1);
+    capture_begin();
+    cr_assert_eq(cgj_trace_begin("x"), CGJ_ERR_NO_DRIVER);
+    const char *err = capture_end();
+    cr_assert(strstr(err, "cgjit: warning: CGJIT_STEP='bogus' is not sync, auto or off"), "stderr: '%s'", err);
+}
+
+/* A name or spec the program passes is shown escaped: one line, nothing a terminal acts on. */
+Test(runtime_api, names_in_messages_are_escaped)
+{
+    setenv("CGJIT_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    setenv("CGJIT_LOG", "api", 1);
+    capture_begin();
+    cr_assert_eq(cgj_op_register_elementwise("k\x1b[2J\n", "(inout float x, count int n): x = \xff"), CGJ_ERR_SPEC);
+    cr_assert_eq(cgj_trace_begin("step\r\x1b]0;t\x07"), CGJ_ERR_NO_DRIVER);
+    const char *err = capture_end();
+    cr_assert(strstr(err, "cgjit: cgj_op_register_elementwise(\"k\\x1b[2J\\n\"): "), "%s", err);
+    cr_assert(strstr(err, "cgjit[api] cgj_trace_begin(\"step\\r\\x1b]0;t\\x07\"): "), "%s", err);
+    for (const unsigned char *c = (const unsigned char *)err; *c; c++)
+        cr_assert(*c == '\n' || (*c >= 0x20 && *c < 0x7f), "byte %#x on stderr: %s", *c, err);
+    cgj_trace_end();
 }
 
 Test(runtime_api, disabled)

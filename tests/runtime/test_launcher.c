@@ -230,7 +230,7 @@ Test(runtime_launcher, help_documents_every_option)
         cr_expect(strstr(r->out, names[i]), "--help does not mention %s", names[i]);
     /* the step modes, each explained */
     cr_expect(strstr(r->out, "  sync  a step is the work between two host"));
-    cr_expect(strstr(r->out, "  auto  detect the repeating cycle of driver calls"));
+    cr_expect(strstr(r->out, "  auto  detect the repeating cycle of driver"));
     cr_expect(strstr(r->out, "  off   record nothing"));
     cr_expect(strstr(r->out, "markers in the code take precedence"));
     /* each option's variable and its default: the library's (base/config.h) where it has one */
@@ -261,6 +261,33 @@ Test(runtime_launcher, help_documents_every_option)
     r = LAUNCH("--report", "--help", "/bin/false"); /* --help anywhere among the options */
     cr_assert_eq(r->status, 0);
     cr_assert_str_eq(r->out, out);
+}
+
+/* Every option of --help: "  --name=METAVAR", two spaces or more, its description at one column
+ * for all; the lines that go on with it start there or further in. No option runs into its text. */
+Test(runtime_launcher, help_aligns_every_option)
+{
+    const char *s = strstr(LAUNCH("--help")->out, "\nOptions:\n");
+    cr_assert_not_null(s);
+    size_t options = 0, column = 0;
+    for (s += 10; *s && *s != '\n'; s += strcspn(s, "\n") + 1) { /* up to the blank line after them */
+        int len = (int)strcspn(s, "\n");
+        size_t lead = strspn(s, " "), at = lead;
+        if (lead == 2 && s[2] == '-') {
+            const char *gap = strstr(s + 2, "  ");
+            cr_assert(gap && gap < s + len, "an option without its description: %.*s", len, s);
+            at = (size_t)(gap - s) + strspn(gap, " ");
+            column = column ? column : at;
+            cr_expect_eq(at, column, "description at column %zu, not %zu: %.*s", at, column, len, s);
+            options++;
+        }
+        cr_expect(column && at >= column && at < (size_t)len, "left of column %zu: %.*s", column, len, s);
+    }
+    size_t want = 6; /* --lib, --print-env, --config-table, --help, --version, --man */
+#define CGJ_TEST_COUNT(name, kind, def, min, max, opt, optkind, metavar, shown, doc) want += opt != NULL;
+    CGJ_CONFIG_LIST(CGJ_TEST_COUNT)
+#undef CGJ_TEST_COUNT
+    cr_assert_eq(options, want, "%zu option lines, %zu options", options, want);
 }
 
 /* docs/configuration.md's table is exactly what the launcher prints from base/config.h. */
@@ -564,6 +591,16 @@ Test(runtime_launcher, integer_errors_give_the_range)
     EXPECT_ERROR("'15' is not an integer from 16 to 4294967295", "--max-ops=15", "/bin/true");
     EXPECT_ERROR("'0' is not an integer from 1 to 1048576", "--pool-reserve-gb=0", "/bin/true");
     EXPECT_ERROR("from 0 to 86400", "--report-every-s=-1", "/bin/true");
+}
+
+/* What the user gave comes back escaped (controls, bytes of no UTF-8): one line, nothing raw. */
+Test(runtime_launcher, errors_show_values_escaped)
+{
+    EXPECT_ERROR("--step: '\\x1b[2J\\nx\\xff' is not sync, auto or off", "--step=\x1b[2J\nx\xff", "/bin/true");
+    EXPECT_ERROR("unknown option '--a\\rb'", "--a\rb", "/bin/true");
+    result_t *r = LAUNCH("/nonexistent/a\x1b]0;b\x07");
+    cr_assert_eq(r->status, 127, "%s", r->err);
+    cr_assert_str_eq(r->err, "cgjit-run: /nonexistent/a\\x1b]0;b\\x07: No such file or directory\n");
 }
 
 /* --report alone sets 1; --report=VALUE takes any form CGJIT_REPORT takes (json:FILE as --help
