@@ -1,8 +1,10 @@
 /* file.c — files and directories a user names, opened safely; see file.h. */
 #include "base/file.h"
+#include "base/mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -65,9 +67,70 @@ FILE *cgj_file_replace(const char *path)
     return as_stream(fd, "w");
 }
 
+int cgj_file_open_read(int dir, const char *path, int flags, size_t max, struct stat *st)
+{
+    int fd = openat(dir, path, flags | O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return -1;
+    int err = fstat(fd, st) != 0                        ? errno
+              : !S_ISREG(st->st_mode)                   ? EINVAL
+              : (uintmax_t)st->st_size > (uintmax_t)max ? EFBIG
+              : fcntl(fd, F_SETFL, 0) != 0              ? errno
+                                                        : 0;
+    if (err) {
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+char *cgj_file_read_fd(int fd, size_t max, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = cgj_xmalloc(cap);
+    for (;;) {
+        if (n == cap - 1) { /* full but for the NUL: grow, up to max and one byte to see more */
+            if (n > max) break;
+            cap = cap - 1 < max / 2 ? 2 * cap : max + 2;
+            buf = cgj_xrealloc(buf, cap);
+        }
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int err = errno;
+            cgj_free(buf);
+            errno = err;
+            return NULL;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    if (n > max) {
+        cgj_free(buf);
+        errno = EFBIG;
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+char *cgj_file_read(const char *path, size_t max, size_t *len)
+{
+    struct stat st;
+    int fd = cgj_file_open_read(AT_FDCWD, path, 0, max, &st);
+    if (fd < 0) return NULL;
+    char *buf = cgj_file_read_fd(fd, max, len);
+    int err = errno;
+    close(fd);
+    errno = err;
+    return buf;
+}
+
 const char *cgj_file_strerror(int err)
 {
     if (err == EINVAL) return "not a regular file";
+    if (err == EFBIG) return "larger than cgjit reads";
     if (err == ELOOP) return "a symbolic link (never followed)";
     return strerror(err);
 }

@@ -19,12 +19,21 @@
  * where the output goes without being files: /dev/stdout and /dev/stderr write to the program's
  * own descriptors 1 and 2 (a duplicate, whatever they are), and /dev/null discards. On Linux
  * the first two are links to /proc/self/fd/N, which O_NOFOLLOW would refuse.
+ *
+ * Files cgjit reads (the registry of CGJIT_OPS, the kernel cache's entries, cgjit-plan's trace)
+ * are opened the same way: without blocking, so a FIFO is refused at once whether or not a
+ * writer exists, and only a regular file, checked on the descriptor. What is read is bounded: a
+ * file larger than its reader's bound is refused (EFBIG) before anything is read, and reading
+ * stops past the bound all the same (a file that grows while it is read, a pipe on standard
+ * input), so no input can make cgjit wait or take memory without end.
  */
 #ifndef CGJ_FILE_H
 #define CGJ_FILE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 /* Open `path` for appending (created 0600 if absent), or create it anew (`fresh`: fails if it
  * exists). Never through a symbolic link; never blocks. NULL with errno set on failure. */
@@ -33,9 +42,22 @@ FILE *cgj_file_open(const char *path, bool fresh);
  * written again by the next run). Never through a symbolic link; never blocks. NULL with errno
  * set. */
 FILE *cgj_file_replace(const char *path);
-/* Why cgj_file_open or cgj_file_replace failed, for a warning: strerror(err), except "not a
- * regular file" for what is refused as no file (a FIFO, a device, a socket) and "a symbolic
- * link (never followed)". */
+/* Open `path` to read, relative to the directory descriptor `dir` (AT_FDCWD: as open does), with
+ * `flags` added (O_NOFOLLOW where a symbolic link must not be followed): only a regular file of
+ * at most `max` bytes, never blocking on the way; *st is what fstat said of it. The descriptor,
+ * in blocking mode, or -1 with errno set: EINVAL for what is no regular file (a FIFO, a device,
+ * a directory, a socket), EFBIG for a larger file. */
+int cgj_file_open_read(int dir, const char *path, int flags, size_t max, struct stat *st);
+/* What remains of descriptor `fd`, read to its end into a new buffer (cgj_free) with a NUL after
+ * its *len bytes; at most `max` bytes: NULL with errno EFBIG where there is more, or with the
+ * read's errno. Any descriptor (a pipe on standard input too). */
+char *cgj_file_read_fd(int fd, size_t max, size_t *len);
+/* The regular file `path` whole, as cgj_file_open_read and cgj_file_read_fd take it (symbolic
+ * links followed: the user named the file); NULL with errno set. */
+char *cgj_file_read(const char *path, size_t max, size_t *len);
+/* Why a cgj_file_* function failed, for a message: strerror(err), except "not a regular file"
+ * for what is refused as no file (a FIFO, a device, a socket, a directory), "larger than cgjit
+ * reads" (EFBIG) and "a symbolic link (never followed)". */
 const char *cgj_file_strerror(int err);
 /* `name` with %p replaced by the process id and %% by %, into out[len] (truncated, always
  * terminated); any other % is kept as it is. Returns out. */

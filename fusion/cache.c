@@ -22,14 +22,20 @@
  *    writable by group or others; any other (a link, a FIFO, a device, another user's file)
  *    reads as absent, silently, and the next write replaces it. Entries are created 0600.
  * Checks are made on descriptors, not names: the folder is opened once (O_NOFOLLOW) and fstat'd,
- * the entry is opened relative to that descriptor (openat, O_NOFOLLOW, O_NONBLOCK: a FIFO does
- * not block the open) and fstat'd, and a writer's temporary file is created and renamed relative
- * to it too. What was checked is what is read; a name swapped in between is never followed.
- * Root is no exception: it trusts only what root owns.
+ * the entry is opened relative to that descriptor as every file cgjit reads is (base/file.h:
+ * O_NOFOLLOW here, O_NONBLOCK so that a FIFO does not block the open, a regular file of at most
+ * the largest entry's size, else absent) and fstat'd, and a writer's temporary file is created
+ * and renamed relative to it too. What was checked is what is read; a name swapped in between is
+ * never followed. Root is no exception: it trusts only what root owns.
+ *
+ * The folder comes from CGJIT_CACHE_DIR, else $XDG_CACHE_HOME/cgjit, else $HOME/.cache/cgjit,
+ * each read with secure_getenv (base/config.h): a set-user-ID program has no disk cache.
  */
+#define _GNU_SOURCE /* secure_getenv */
 #include "fusion/fusion.h"
 #include "base/config.h"
 #include "base/file.h"
+#include "base/log.h"
 #include "base/mem.h"
 
 #include <errno.h>
@@ -59,7 +65,8 @@ void cgj_fusion_cache_key(const char *source, const char *arch, int nvrtc_versio
 
 const char *cgj_fusion_cache_dir(char *buf, size_t len)
 {
-    const char *dir = cgj_cfg.CACHE_DIR, *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *dir = cgj_cfg.CACHE_DIR, *xdg = secure_getenv("XDG_CACHE_HOME");
+    const char *home = secure_getenv("HOME");
     if (dir && !strcmp(dir, "off")) buf[0] = 0;
     else if (dir && dir[0]) snprintf(buf, len, "%s", dir);
     else if (xdg && xdg[0] == '/') snprintf(buf, len, "%s/cgjit", xdg);
@@ -87,7 +94,7 @@ static void warn_folder(const char *dir, const char *why)
 {
     static int warned;
     if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
-    fprintf(stderr, "cgjit: the cache folder %s %s; the disk cache is not used\n", dir, why);
+    cgj_log_message("the cache folder %s %s; the disk cache is not used", dir, why);
 }
 
 /* Open the cache folder dir as the essay says it may be used: its descriptor, or -1 where it is
@@ -156,13 +163,13 @@ static bool read_all(int fd, void *p, size_t n)
  * fits its length: a new buffer of *len bytes, or NULL. */
 static void *read_entry(int dfd, const char *name, size_t *len)
 {
-    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return NULL;
     struct stat sb;
+    int fd = cgj_file_open_read(dfd, name, O_NOFOLLOW, sizeof(header_t) + MAX_ENTRY, &sb);
+    if (fd < 0) return NULL;
     header_t h;
     void *data = NULL;
-    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() && !(sb.st_mode & (S_IWGRP | S_IWOTH)) &&
-        read_all(fd, &h, sizeof h) && header_ok(&h, (uint64_t)sb.st_size)) {
+    if (sb.st_uid == geteuid() && !(sb.st_mode & (S_IWGRP | S_IWOTH)) && read_all(fd, &h, sizeof h) &&
+        header_ok(&h, (uint64_t)sb.st_size)) {
         *len = sizeof h + h.size;
         data = cgj_xmalloc(*len);
         memcpy(data, &h, sizeof h);

@@ -31,8 +31,9 @@
  * `spec`. False with a message in err if the spec does not parse. Thread-safe. */
 bool cgj_fusion_register(const char *kernel, const char *spec, char *err, size_t errlen);
 /* Register every line of registry file `path` ('KERNEL (PARAMS): OUT = EXPR', '#' comments);
- * each bad line is reported on stderr with its number. Returns the bad lines, -1 if the file
- * cannot be read. */
+ * each bad line is reported on stderr with its number. Returns the bad lines, -1 (with a
+ * message) if the file cannot be read, is no regular file (a FIFO, a device, a directory) or is
+ * larger than 16 MiB. */
 int cgj_fusion_load_file(const char *path);
 /* The same from stream f, named `path` in the messages (cgj_fusion_load_file; the fuzzer's). */
 int cgj_fusion_load_stream(FILE *f, const char *path);

@@ -9,11 +9,15 @@
  * spec found stays valid; a later registration of the same name wins. A registry file is read
  * line by line, and a line that cannot be read whole as written (too long, a NUL byte, a name
  * too long) is reported and registers nothing: a spec cut short could mean something else.
+ * The file is read as every file cgjit reads is (base/file.h): a regular file only, never
+ * blocking (a FIFO is refused at once), of at most REGISTRY_MAX_BYTES, else one message and
+ * nothing registered. Messages quote the file's bytes escaped (base/log.h).
  * The descriptions of library calls (runtime/libs_*.c) are specs of static text, parsed once
  * each and kept likewise.
  */
 #include "fusion/fusion.h"
 #include "base/config.h"
+#include "base/file.h"
 #include "base/mem.h"
 
 #include "base/log.h"
@@ -75,6 +79,7 @@ static bool names(const char *reg, const char *kernel)
  * something else (`x = x * 2` read as `x = x`) and a next line made of its tail. */
 #define LINE_MAX_BYTES 4096
 #define NAME_MAX_BYTES 256
+#define REGISTRY_MAX_BYTES (16u << 20)
 
 /* The next line of f, its '\n' dropped, into line[LINE_MAX_BYTES] (cut if longer); *n its whole
  * length. False at the end of the file. */
@@ -97,9 +102,9 @@ static bool load_line(const char *path, unsigned no, char *line, size_t n)
 {
     if (n >= LINE_MAX_BYTES || memchr(line, 0, n)) {
         if (n >= LINE_MAX_BYTES)
-            fprintf(stderr, "cgjit: %s:%u: a line longer than %d bytes; the line is ignored\n", path, no, LINE_MAX_BYTES - 1);
+            cgj_log_message("%s:%u: a line longer than %d bytes; the line is ignored", path, no, LINE_MAX_BYTES - 1);
         else
-            fprintf(stderr, "cgjit: %s:%u: a NUL byte in the line; the line is ignored\n", path, no);
+            cgj_log_message("%s:%u: a NUL byte in the line; the line is ignored", path, no);
         return false;
     }
     line[strcspn(line, "\r")] = 0;
@@ -107,20 +112,19 @@ static bool load_line(const char *path, unsigned no, char *line, size_t n)
     if (!*p || *p == '#') return true;
     size_t len = strcspn(p, " \t(");
     if (len >= NAME_MAX_BYTES) {
-        fprintf(stderr, "cgjit: %s:%u: a kernel name longer than %d bytes; the line is ignored\n", path, no,
-                NAME_MAX_BYTES - 1);
+        cgj_log_message("%s:%u: a kernel name longer than %d bytes; the line is ignored", path, no, NAME_MAX_BYTES - 1);
         return false;
     }
     char name[NAME_MAX_BYTES], err[200];
     snprintf(name, sizeof name, "%.*s", (int)len, p);
     const char *spec = p + len + strspn(p + len, " \t");
     if (!*spec) {
-        fprintf(stderr, "cgjit: %s:%u: '%s' has no spec ('KERNEL (PARAMS): OUT = EXPR'); the kernel stays opaque\n",
-                path, no, name);
+        cgj_log_message("%s:%u: '%s' has no spec ('KERNEL (PARAMS): OUT = EXPR'); the kernel stays opaque", path, no,
+                        name);
         return false;
     }
     if (!cgj_fusion_register(name, spec, err, sizeof err)) {
-        fprintf(stderr, "cgjit: %s:%u: kernel '%s': %s; the kernel stays opaque\n", path, no, name, err);
+        cgj_log_message("%s:%u: kernel '%s': %s; the kernel stays opaque", path, no, name, err);
         return false;
     }
     return true;
@@ -138,13 +142,21 @@ int cgj_fusion_load_stream(FILE *f, const char *path)
 
 int cgj_fusion_load_file(const char *path)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        fprintf(stderr, "cgjit: CGJIT_OPS=%s: %s; no kernel is registered from it\n", path, strerror(errno));
+    size_t len = 0;
+    char *text = cgj_file_read(path, REGISTRY_MAX_BYTES, &len);
+    FILE *f = text && len ? fmemopen(text, len, "r") : NULL;
+    if (!text || (len && !f)) {
+        if (errno == EFBIG)
+            cgj_log_message("CGJIT_OPS=%s: larger than %u bytes; no kernel is registered from it", path,
+                            REGISTRY_MAX_BYTES);
+        else
+            cgj_log_message("CGJIT_OPS=%s: %s; no kernel is registered from it", path, cgj_file_strerror(errno));
+        cgj_free(text);
         return -1;
     }
-    int bad = cgj_fusion_load_stream(f, path);
-    fclose(f);
+    int bad = f ? cgj_fusion_load_stream(f, path) : 0; /* an empty file registers nothing */
+    if (f) fclose(f);
+    cgj_free(text);
     return bad;
 }
 

@@ -4,14 +4,25 @@
  * The trace is the text format of allocator/plan.h (what CGJIT_DUMP_ALLOCS writes): one event
  * per line, `a ID BYTES` or `f ID`. The planner is the one a running program gets, so these
  * figures are the ones the exit report shows for that trace.
+ *
+ * FILE is read as cgjit reads every input (base/file.h): a regular file only, opened without
+ * blocking (a FIFO, /dev/zero or a directory is refused at once), of at most INPUT_MAX_BYTES;
+ * standard input ('-') may be a pipe, and is read up to the same bound. Messages show the file's
+ * name with its control characters and invalid UTF-8 escaped, as the parser shows the tokens.
  */
 #include "allocator/plan.h"
 #include "base/cgj_base.h"
+#include "base/file.h"
+#include "base/json.h"
+#include "base/mem.h"
 #include "cgjit.h" /* the version macros */
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define INPUT_MAX_BYTES (256u << 20)
 
 static const char usage[] =
     "usage: cgjit-plan FILE\n"
@@ -31,8 +42,22 @@ static const char usage[] =
     "  a ID BYTES      allocation of BYTES (decimal) bytes, named ID (a token without spaces)\n"
     "  f ID            free of the live allocation named ID\n"
     "\n"
-    "Exit status: 0 (also for --help and --version); 2 for bad input (the message names the line), an unreadable file or wrong\n"
-    "usage.\n";
+    "FILE must be a regular file of at most 256 MiB (a FIFO, a device or a folder is refused);\n"
+    "standard input is read up to the same size.\n"
+    "\n"
+    "Exit status: 0 (also for --help and --version); 2 for bad input (the message names the\n"
+    "line), an unreadable or unsuitable file, or wrong usage.\n";
+
+/* `name` as messages show it: control characters and invalid UTF-8 escaped (cgj_text_str). */
+static char *shown_name(const char *name)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&out, &len);
+    if (!m) return (char *)name;
+    cgj_text_str(m, name);
+    return fclose(m) == 0 && out ? out : (char *)name;
+}
 
 static void print_figures(const cgj_plan_result_t *r)
 {
@@ -59,8 +84,15 @@ int main(int argc, char **argv)
         return 2;
     }
     int from_stdin = strcmp(argv[1], "-") == 0;
-    const char *name = from_stdin ? "<stdin>" : argv[1];
-    FILE *f = from_stdin ? stdin : fopen(argv[1], "r");
+    char *name = shown_name(from_stdin ? "<stdin>" : argv[1]);
+    size_t len = 0;
+    char *text = from_stdin ? cgj_file_read_fd(0, INPUT_MAX_BYTES, &len) : cgj_file_read(argv[1], INPUT_MAX_BYTES, &len);
+    if (!text) {
+        if (errno == EFBIG) fprintf(stderr, "cgjit-plan: %s: larger than %u bytes\n", name, INPUT_MAX_BYTES);
+        else fprintf(stderr, "cgjit-plan: %s: %s\n", name, cgj_file_strerror(errno));
+        return 2;
+    }
+    FILE *f = fmemopen(len ? text : (char *)"\n", len ? len : 1, "r"); /* fmemopen takes no empty buffer */
     if (!f) {
         fprintf(stderr, "cgjit-plan: %s: %s\n", name, strerror(errno));
         return 2;
@@ -69,7 +101,8 @@ int main(int argc, char **argv)
     size_t n;
     char err[512];
     int rc = cgj_plan_parse(f, name, &blocks, &n, err, sizeof err);
-    if (!from_stdin) fclose(f);
+    fclose(f);
+    cgj_free(text);
     if (rc != 0) {
         fprintf(stderr, "cgjit-plan: %s\n", err);
         return 2;

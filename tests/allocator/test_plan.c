@@ -1,6 +1,7 @@
 /*
- * test_plan.c — the memory planner (allocator/plan.c), its text format, the cgjit-plan tool and
- * the planner corpus (tests/allocator/corpus, copied next to this executable as plan_corpus/).
+ * test_plan.c — the memory planner (allocator/plan.c), its text format and the planner corpus
+ * (tests/allocator/corpus, copied next to this executable as plan_corpus/); the cgjit-plan tool
+ * is tests/tools/test_plan_tool.c's.
  *
  * Every plan is checked against definitions computed here independently and by brute force:
  * two blocks whose lifetimes overlap (an escaping block overlaps every block) never share a
@@ -22,13 +23,11 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- checking a plan ---- */
@@ -648,140 +647,6 @@ Test(allocator_plan, write_orders_frees_before_allocations)
     fclose(w);
     cr_assert(strstr(buf, "a b0 10\nf b0\na b1 10\nf b1\na b2 10\n"), "%s", buf);
     free(buf);
-}
-
-/* ---- the cgjit-plan tool ---- */
-
-/* <build>/cgjit-plan, from <build>/tests/this-executable */
-static const char *tool_path(void)
-{
-    static char path[PATH_MAX];
-    char self[PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    cr_assert(k > 0);
-    self[k] = '\0';
-    snprintf(path, sizeof path, "%s/../cgjit-plan", dirname(self));
-    cr_assert(access(path, X_OK) == 0, "%s: not built? %s", path, strerror(errno));
-    return path;
-}
-
-typedef struct run { int status; char out[8192], err[8192]; } run_t;
-
-static void slurp(int fd, char *buf, size_t cap)
-{
-    size_t len = 0;
-    ssize_t k;
-    while ((k = read(fd, buf + len, cap - 1 - len)) > 0) len += (size_t)k;
-    buf[len] = '\0';
-    close(fd);
-}
-
-/* Run cgjit-plan with up to two arguments (NULL: fewer), stdin from a file or /dev/null. */
-static run_t run_tool(const char *a1, const char *a2, const char *stdin_path)
-{
-    static run_t r;
-    memset(&r, 0, sizeof r);
-    char outp[] = "/tmp/cgjit-plan-out-XXXXXX", errp[] = "/tmp/cgjit-plan-err-XXXXXX";
-    int fo = mkstemp(outp), fe = mkstemp(errp);
-    cr_assert(fo >= 0 && fe >= 0);
-    const char *tool = tool_path();
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        int fi = open(stdin_path ? stdin_path : "/dev/null", O_RDONLY);
-        dup2(fi, 0), dup2(fo, 1), dup2(fe, 2);
-        execl(tool, "cgjit-plan", a1, a2, (char *)NULL);
-        _exit(127);
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    lseek(fo, 0, SEEK_SET), lseek(fe, 0, SEEK_SET);
-    slurp(fo, r.out, sizeof r.out);
-    slurp(fe, r.err, sizeof r.err);
-    unlink(outp), unlink(errp);
-    return r;
-}
-
-static char *temp_file(const char *content)
-{
-    static char paths[8][64];
-    static int next;
-    char *p = paths[next++ % 8];
-    strcpy(p, "/tmp/cgjit-plan-in-XXXXXX");
-    int fd = mkstemp(p);
-    cr_assert(fd >= 0);
-    cr_assert_eq(write(fd, content, strlen(content)), (ssize_t)strlen(content));
-    close(fd);
-    return p;
-}
-
-Test(allocator_plan, tool_good_file)
-{
-    /* x and y live together (512 + 1024), then z (768) reuses x's bytes and the gap */
-    char *in = temp_file("a x 300\na y 1000\nf x\na z 700\nf y\nf z\n");
-    run_t r = run_tool(in, NULL, NULL);
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert_str_eq(r.out, "naive bytes:      2304\n"
-                            "planned bytes:    1792\n"
-                            "lower bound:      1792\n"
-                            "planned/lower:    1.0000\n"
-                            "heuristic:        greedy-by-size\n");
-    cr_assert_str_eq(r.err, "");
-    run_t s = run_tool("-", NULL, in); /* the same from stdin */
-    cr_assert_eq(s.status, 0);
-    cr_assert_str_eq(s.out, r.out);
-    unlink(in);
-}
-
-Test(allocator_plan, tool_empty_trace)
-{
-    char *in = temp_file("# no events\n");
-    run_t r = run_tool(in, NULL, NULL);
-    cr_assert_eq(r.status, 0);
-    cr_assert_str_eq(r.out, "naive bytes:      0\n"
-                            "planned bytes:    0\n"
-                            "lower bound:      0\n"
-                            "planned/lower:    1.0000\n"
-                            "heuristic:        none\n");
-    unlink(in);
-}
-
-Test(allocator_plan, tool_bad_input)
-{
-    char *in = temp_file("a x 10\nf x\n\nf x\n");
-    run_t r = run_tool(in, NULL, NULL);
-    char want[256];
-    snprintf(want, sizeof want, "cgjit-plan: %s:4: double free of 'x' (freed on line 2)\n", in);
-    cr_assert_eq(r.status, 2);
-    cr_assert_str_eq(r.err, want);
-    cr_assert_str_eq(r.out, "");
-    unlink(in);
-    in = temp_file("a x ten\n");
-    r = run_tool("-", NULL, in);
-    cr_assert_eq(r.status, 2);
-    cr_assert_str_eq(r.err, "cgjit-plan: <stdin>:1: size is not a number: 'ten'\n");
-    unlink(in);
-}
-
-Test(allocator_plan, tool_usage_and_unreadable)
-{
-    run_t r = run_tool(NULL, NULL, NULL);
-    cr_assert_eq(r.status, 2);
-    cr_assert(strncmp(r.err, "usage: cgjit-plan FILE", 22) == 0, "%s", r.err);
-    r = run_tool("a", "b", NULL);
-    cr_assert_eq(r.status, 2);
-    r = run_tool("--bogus", NULL, NULL);
-    cr_assert_eq(r.status, 2);
-    r = run_tool("--help", NULL, NULL);
-    cr_assert_eq(r.status, 0);
-    cr_assert(strncmp(r.out, "usage: cgjit-plan FILE", 22) == 0);
-    r = run_tool("/nonexistent/trace.txt", NULL, NULL);
-    cr_assert_eq(r.status, 2);
-    cr_assert_str_eq(r.err, "cgjit-plan: /nonexistent/trace.txt: No such file or directory\n");
-    r = run_tool("/tmp", NULL, NULL); /* a directory: the read fails */
-    cr_assert_eq(r.status, 2);
-    cr_assert(strncmp(r.err, "cgjit-plan: /tmp:", 17) == 0, "%s", r.err);
 }
 
 /* ---- the corpus ---- */

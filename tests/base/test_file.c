@@ -1,8 +1,10 @@
 /* test_file.c — file names a user gives: %p expands to the pid; files are opened safely, only
- * regular files, never blocking (a FIFO), and /dev/stdout, /dev/stderr, /dev/null as meant. */
+ * regular files, never blocking (a FIFO), and /dev/stdout, /dev/stderr, /dev/null as meant; files
+ * cgjit reads likewise, and no more of them than their bound. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include "base/file.h"
+#include "base/mem.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -135,4 +137,127 @@ Test(base_file, regular_file_replaced)
     fclose(f);
     cr_assert_str_eq(buf, "new\n");
     unlink(path);
+}
+
+/* ---- files cgjit reads: a regular file only, never blocking, bounded ---- */
+
+#define READ_MAX 4096
+
+/* cgj_file_read of `path` fails with `err` and leaves *len alone. The call is made here, not in
+ * a child: a refusal comes from what the descriptor is, so it cannot wait; a regression would
+ * hang the test until Criterion stops it. */
+static void expect_unread(const char *path, int err, const char *what)
+{
+    size_t len = 99;
+    errno = 0;
+    char *text = cgj_file_read(path, READ_MAX, &len);
+    cr_assert_null(text, "%s: %s was read", what, path);
+    cr_assert_eq(errno, err, "%s: %s: %s", what, path, strerror(errno));
+    cr_assert_eq(len, 99);
+}
+
+Test(base_file, what_is_no_regular_file_is_not_read)
+{
+    char dir[] = "/tmp/cgjit_fileXXXXXX", fifo[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    expect_unread(fifo, EINVAL, "a FIFO without a writer");
+    int both = open(fifo, O_RDWR | O_NONBLOCK); /* a writer, with bytes waiting */
+    cr_assert(both >= 0);
+    cr_assert_eq(write(both, "x(y): y = 1\n", 12), 12);
+    expect_unread(fifo, EINVAL, "a FIFO with a writer");
+    close(both);
+    expect_unread("/dev/zero", EINVAL, "a device without end");
+    expect_unread("/dev/urandom", EINVAL, "a device without end");
+    expect_unread(dir, EINVAL, "a directory");
+    expect_unread("/nonexistent/cgjit/input", ENOENT, "a missing file");
+    struct stat st;
+    cr_assert_eq(cgj_file_open_read(AT_FDCWD, "/dev/zero", 0, READ_MAX, &st), -1);
+    cr_assert_eq(errno, EINVAL);
+    unlink(fifo), rmdir(dir);
+}
+
+Test(base_file, a_file_larger_than_its_bound_is_not_read)
+{
+    char path[] = "/tmp/cgjit_fileXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(ftruncate(fd, READ_MAX + 1), 0);
+    expect_unread(path, EFBIG, "one byte over");
+    cr_assert_eq(ftruncate(fd, (off_t)1 << 40), 0); /* a terabyte, sparse: refused before any read */
+    expect_unread(path, EFBIG, "a terabyte");
+    cr_assert_str_eq(cgj_file_strerror(EFBIG), "larger than cgjit reads");
+    cr_assert_eq(ftruncate(fd, READ_MAX), 0);
+    size_t len = 0;
+    char *text = cgj_file_read(path, READ_MAX, &len);
+    cr_assert_not_null(text, "exactly the bound: %s", strerror(errno));
+    cr_assert_eq(len, READ_MAX);
+    cr_assert_eq(text[0], 0);
+    cgj_free(text);
+    close(fd);
+    unlink(path);
+}
+
+Test(base_file, a_regular_file_is_read_whole)
+{
+    char dir[] = "/tmp/cgjit_fileXXXXXX", path[64], link[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/ops.txt", dir);
+    snprintf(link, sizeof link, "%s/link", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fwrite("one\0two\n", 1, 8, f); /* a NUL inside is kept: the reader decides what it means */
+    fclose(f);
+    size_t len = 0;
+    char *text = cgj_file_read(path, READ_MAX, &len);
+    cr_assert_not_null(text, "%s", strerror(errno));
+    cr_assert_eq(len, 8);
+    cr_assert(memcmp(text, "one\0two\n", 9) == 0, "the bytes and a NUL after them");
+    cgj_free(text);
+    cr_assert_eq(symlink(path, link), 0);
+    text = cgj_file_read(link, READ_MAX, &len); /* a link the user names is followed */
+    cr_assert_not_null(text);
+    cgj_free(text);
+    struct stat st;
+    int fd = cgj_file_open_read(AT_FDCWD, link, O_NOFOLLOW, READ_MAX, &st);
+    cr_assert_eq(fd, -1, "O_NOFOLLOW: a link is refused");
+    cr_assert_eq(errno, ELOOP);
+    fd = cgj_file_open_read(AT_FDCWD, path, 0, READ_MAX, &st);
+    cr_assert(fd >= 0);
+    cr_assert_eq(st.st_size, 8);
+    cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    cr_assert_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0, "left non-blocking");
+    close(fd);
+    unlink(link), unlink(path), rmdir(dir);
+}
+
+/* Standard input may be a pipe or a device: what is read of it is bounded all the same. */
+Test(base_file, a_descriptor_is_read_up_to_the_bound)
+{
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    char block[READ_MAX + 1];
+    memset(block, 'a', sizeof block);
+    cr_assert_eq(write(p[1], block, sizeof block), (ssize_t)sizeof block);
+    close(p[1]);
+    size_t len = 99;
+    errno = 0;
+    cr_assert_null(cgj_file_read_fd(p[0], READ_MAX, &len));
+    cr_assert_eq(errno, EFBIG);
+    close(p[0]);
+    int zero = open("/dev/zero", O_RDONLY);
+    cr_assert(zero >= 0);
+    cr_assert_null(cgj_file_read_fd(zero, READ_MAX, &len), "an endless input is cut at the bound");
+    cr_assert_eq(errno, EFBIG);
+    close(zero);
+    cr_assert_eq(pipe(p), 0);
+    cr_assert_eq(write(p[1], "a x 1\n", 6), 6);
+    close(p[1]);
+    char *text = cgj_file_read_fd(p[0], READ_MAX, &len);
+    cr_assert_not_null(text);
+    cr_assert_eq(len, 6);
+    cr_assert_str_eq(text, "a x 1\n");
+    cgj_free(text);
+    close(p[0]);
 }

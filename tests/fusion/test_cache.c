@@ -646,6 +646,34 @@ Test(fusion_cache, a_fifo_is_ignored_without_hanging, .timeout = 60)
     cr_assert_not(cgj_fusion_cache_write(fifo, KEY, payload, sizeof payload));
 }
 
+/* An entry larger than any entry can be (256 MiB and its header) is absent, refused on its size
+ * before a byte is read: a sparse file of a terabyte costs nothing. */
+Test(fusion_cache, an_entry_larger_than_any_is_absent)
+{
+    write_entry();
+    cr_assert_eq(truncate(entry_path(dir, KEY), (off_t)1 << 40), 0);
+    const char *err;
+    cr_assert_not(read_from(dir, &err));
+    cr_assert_str_empty(err);
+}
+
+/* The folder's name comes from the environment: the warning shows it escaped, on one line. */
+Test(fusion_cache, the_folder_warning_shows_the_name_escaped)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s/not\x1b[2Ja-folder\n", dir);
+    FILE *f = fopen(name, "w");
+    cr_assert(f);
+    fclose(f);
+    const char *err;
+    cr_assert_not(read_from(name, &err));
+    char want[192];
+    snprintf(want, sizeof want, "cgjit: the cache folder %s/not\\x1b[2Ja-folder\\n is not a folder; the disk cache is not "
+             "used\n", dir);
+    cr_assert_str_eq(err, want);
+    unlink(name);
+}
+
 /* ---- the entry check on bytes (the fuzzer's target) ---- */
 
 Test(fusion_cache, the_check_of_an_entry_s_bytes)

@@ -1,8 +1,9 @@
 /*
  * test_registry.c — registry files (CGJIT_OPS, fusion/registry.c) that are hostile or odd: a
  * line nested thousands deep, read on a thread with a small stack; lines longer than the
- * reader's buffer; names longer than a kernel name may be. Linked with cgjit's objects
- * (INTERNAL). Criterion runs each test in a fresh process: the registry starts empty.
+ * reader's buffer; names longer than a kernel name may be; a FIFO, a device, a folder or a file
+ * too large in place of the file; bytes that must not reach a terminal. Linked with cgjit's
+ * objects (INTERNAL). Criterion runs each test in a fresh process: the registry starts empty.
  *
  * The well-formed files are test_spec.c's; here, a bad line must be reported with its own line
  * number and must register nothing, and every line after it must be read as it is written.
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/stderr_capture.h"
@@ -229,4 +231,80 @@ Test(fusion_registry, reset_forgets_everything)
     cr_assert(cgj_fusion_register("b", "(inout float x, count int n): x = 2", err, sizeof err));
     cr_assert_not_null(cgj_fusion_lookup("b"));
     cr_assert_null(cgj_fusion_lookup("a"));
+}
+
+/* ---- a registry that is no regular file, or too large ---- */
+
+/* cgj_fusion_load_file(p) refuses at once: -1, one message naming the file and why, nothing
+ * registered. Called in this process: a refusal depends on what the descriptor is, never on
+ * time (a FIFO without a writer is no regular file, whether a writer comes or not). */
+static void expect_refused(const char *p, const char *why)
+{
+    capture_begin();
+    int bad = cgj_fusion_load_file(p);
+    const char *err = capture_end();
+    cr_assert_eq(bad, -1, "%s: %s", p, err);
+    char want[256];
+    snprintf(want, sizeof want, "cgjit: CGJIT_OPS=%s: %s; no kernel is registered from it\n", p, why);
+    cr_assert_str_eq(err, want);
+    cr_assert_null(cgj_fusion_lookup("shift"));
+}
+
+Test(fusion_registry, a_fifo_a_device_or_a_folder_is_refused_at_once)
+{
+    char dir[] = "/tmp/cgj_registry_XXXXXX", fifo[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/ops", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    /* CGJIT_OPS naming the FIFO: the first lookup (which reads it) returns, with the message */
+    cgj_cfg.OPS = fifo;
+    capture_begin();
+    const cgj_ew_spec_t *s = cgj_fusion_lookup("shift");
+    const char *err = capture_end();
+    cr_assert_null(s);
+    assert_has(err, "not a regular file");
+    expect_refused(fifo, "not a regular file");
+    expect_refused("/dev/zero", "not a regular file");
+    expect_refused("/dev/urandom", "not a regular file");
+    expect_refused(dir, "not a regular file");
+    unlink(fifo), rmdir(dir);
+}
+
+Test(fusion_registry, a_file_over_16_mib_is_refused, .fini = cleanup)
+{
+    write_registry(SHIFT);
+    cr_assert_eq(truncate(path, (16 << 20) + 1), 0); /* SHIFT, then NUL bytes: sparse */
+    expect_refused(path, "larger than 16777216 bytes");
+    cr_assert_eq(truncate(path, 16 << 20), 0); /* at the bound: read, its NUL line is bad */
+    capture_begin();
+    int bad = cgj_fusion_load_file(path);
+    capture_end();
+    cr_assert_eq(bad, 1);
+    cr_assert_not_null(cgj_fusion_lookup("shift"));
+}
+
+/* A registry's bytes come back escaped in its messages: a control character or a byte of no
+ * UTF-8 in a name, a spec or the file's name cannot reach the terminal as it is. */
+Test(fusion_registry, messages_show_the_file_s_bytes_escaped)
+{
+    char dir[] = "/tmp/cgj_registry_XXXXXX", name[80];
+    cr_assert(mkdtemp(dir));
+    snprintf(name, sizeof name, "%s/ops\x1b[2J.txt", dir);
+    FILE *f = fopen(name, "w");
+    cr_assert(f);
+    fputs("k\x1b]0;x\x07 (inout float x, count int n): x = q\xff\n"
+          "nospec\x9b\n", f);
+    fclose(f);
+    capture_begin();
+    int bad = cgj_fusion_load_file(name);
+    const char *err = capture_end();
+    cr_assert_eq(bad, 2, "%s", err);
+    for (const unsigned char *c = (const unsigned char *)err; *c; c++)
+        cr_assert(*c == '\n' || (*c >= 0x20 && *c < 0x7f), "byte %#x on stderr: %s", *c, err);
+    char want[160];
+    snprintf(want, sizeof want, "cgjit: %s/ops\\x1b[2J.txt:1: kernel 'k\\x1b]0;x\\x07': ", dir);
+    assert_has(err, want);
+    snprintf(want, sizeof want, "cgjit: %s/ops\\x1b[2J.txt:2: 'nospec\\x9b' has no spec", dir);
+    assert_has(err, want);
+    unlink(name), rmdir(dir);
 }
