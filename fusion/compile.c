@@ -5,7 +5,10 @@
  * then the toolkit's under $CUDA_HOME or /usr/local/cuda): a program that never fuses never
  * loads it, and one without it replays unfused (FUSE_COMPILE). A kernel is looked up by its key
  * (cache.c) in memory, then on disk; only a miss runs NVRTC, whose CUBIN then goes to both.
+ * CUDA_HOME names a library to load: it is read with secure_getenv, as every variable cgjit
+ * reads that names a path (base/config.h).
  */
+#define _GNU_SOURCE /* secure_getenv */
 #include "fusion/fusion.h"
 #include "base/config.h"
 #include "base/driver.h"
@@ -43,7 +46,7 @@ static uint32_t nmem, memcap;
 
 static void *open_nvrtc(void)
 {
-    const char *cuda = getenv("CUDA_HOME");
+    const char *cuda = secure_getenv("CUDA_HOME");
     char home[512], fixed[] = "/usr/local/cuda/lib64/libnvrtc.so";
     snprintf(home, sizeof home, "%s/lib64/libnvrtc.so", cuda && cuda[0] ? cuda : "/usr/local/cuda");
     const char *names[] = {cgj_cfg.NVRTC, "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", home, fixed};

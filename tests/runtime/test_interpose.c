@@ -1,7 +1,8 @@
 /*
  * test_interpose.c — runtime/interpose.c against the fake driver: which pointers dlsym and
  * cuGetProcAddress hand out (cgjit's wrappers for the functions it wraps, the driver's own
- * for everything else), and that outside a step a wrapped call simply executes.
+ * for everything else), and that outside a step a wrapped call simply executes; and that the
+ * library reads the environment only with secure_getenv (its ELF imports).
  *
  * "Points into libcgjit" is checked with dladdr: the object that contains the address.
  */
@@ -9,6 +10,10 @@
 #include <criterion/criterion.h>
 #include <cgjit.h>
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fakeapp.h"
@@ -253,4 +258,43 @@ Test(runtime_interpose, direct_driver_calls_reach_cgjit)
     cr_assert_eq(cgj_trace_info("direct_calls", &i), CGJ_OK);
     cr_assert_eq(i.ops, 2, "both direct calls were recorded");
     cr_assert_eq(i.replays, 8);
+}
+
+/* ---- the environment ---- */
+
+/* Is `name` among the symbols the ELF object `lib` takes from others (undefined in .dynsym)? */
+static bool imports(const char *lib, const char *name)
+{
+    FILE *f = fopen(lib, "rb");
+    cr_assert(f, "%s", lib);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    long size = ftell(f);
+    cr_assert_gt(size, (long)sizeof(ElfW(Ehdr)));
+    unsigned char *image = malloc((size_t)size);
+    rewind(f);
+    cr_assert_eq(fread(image, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    const ElfW(Ehdr) *eh = (const void *)image;
+    cr_assert(!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_shentsize == sizeof(ElfW(Shdr)));
+    const ElfW(Shdr) *sh = (const void *)(image + eh->e_shoff);
+    bool found = false;
+    for (unsigned k = 0; k < eh->e_shnum && !found; k++) {
+        if (sh[k].sh_type != SHT_DYNSYM) continue;
+        const ElfW(Sym) *sym = (const void *)(image + sh[k].sh_offset);
+        const char *strtab = (const char *)image + sh[sh[k].sh_link].sh_offset;
+        for (size_t i = 0; i < sh[k].sh_size / sizeof *sym && !found; i++)
+            found = sym[i].st_shndx == SHN_UNDEF && !strcmp(strtab + sym[i].st_name, name);
+    }
+    free(image);
+    return found;
+}
+
+/* Every variable libcgjit reads, those that name a path above all (HOME, XDG_CACHE_HOME,
+ * CUDA_HOME, CGJIT_*), is read with secure_getenv: a set-user-ID program gets the defaults,
+ * never a path from the environment of whoever started it. The library takes no getenv. */
+Test(runtime_interpose, the_environment_is_read_with_secure_getenv_only)
+{
+    const char *lib = object_of((void *)cgj_trace_begin);
+    cr_assert(imports(lib, "secure_getenv"), "%s: no secure_getenv found among its imports", lib);
+    cr_assert_not(imports(lib, "getenv"), "%s imports getenv", lib);
 }
