@@ -146,7 +146,8 @@ static void check_report(void)
 static void check_step(void)
 {
     if (!cgj_cfg.STEP[0] || cgj_step_policy_parse(cgj_cfg.STEP) >= 0) return;
-    warn("CGJIT_STEP", cgj_cfg.STEP, "is not sync, auto or off; using the default (sync when preloaded, off when linked)");
+    warn("CGJIT_STEP", cgj_cfg.STEP,
+         "is not sync, auto or off; using the default (sync when preloaded, off when linked)");
     cgj_cfg.STEP = "";
 }
 

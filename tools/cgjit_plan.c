@@ -86,7 +86,8 @@ int main(int argc, char **argv)
     int from_stdin = strcmp(argv[1], "-") == 0;
     char *name = shown_name(from_stdin ? "<stdin>" : argv[1]);
     size_t len = 0;
-    char *text = from_stdin ? cgj_file_read_fd(0, INPUT_MAX_BYTES, &len) : cgj_file_read(argv[1], INPUT_MAX_BYTES, &len);
+    char *text = from_stdin ? cgj_file_read_fd(0, INPUT_MAX_BYTES, &len)
+                            : cgj_file_read(argv[1], INPUT_MAX_BYTES, &len);
     if (!text) {
         if (errno == EFBIG) fprintf(stderr, "cgjit-plan: %s: larger than %u bytes\n", name, INPUT_MAX_BYTES);
         else fprintf(stderr, "cgjit-plan: %s: %s\n", name, cgj_file_strerror(errno));
