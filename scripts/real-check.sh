@@ -36,7 +36,9 @@
 #  - speed: the median over the eager runs of their median_us (of two, their mean) / the median
 #    over the cgjit runs' (one without REAL_CHECK_ROUNDS); n/a without the stderr line.
 #  - replayed: from the JSON report, over the anchors that ran at least 10 times,
-#    sum(replays) / sum(max(runs - 3, 0)) (n/a: no readable report; none>=10: no such anchor).
+#    sum(replays) / sum(max(runs - 3, 0)) (n/a: no readable report; none>=10: no such anchor),
+#    then the governor's last decision and its measured speed active/dormant (active@1.31x), or
+#    its state where it has not judged (learning, measuring, off).
 #  - verify (-verify configurations): verify=N, the stderr lines "cgjit: verify: ...diverge...".
 # REAL_CHECK_ROUNDS=N (default 1): each configuration also runs N - 1 more times, each time beside
 # an eager run of its own (the configuration first in even rounds, eager first in odd ones:
@@ -265,7 +267,13 @@ def one(report):
     anchors = [a for a in report["anchors"] if a["runs"] >= 10]
     num = sum(a["replays"] for a in anchors)
     den = sum(max(a["runs"] - 3, 0) for a in anchors)
-    return f"{100.0 * num / den:.1f}%" if den else "none>=10"
+    share = f"{100.0 * num / den:.1f}%" if den else "none>=10"
+    g = report.get("governor") or {}
+    if g.get("judgements"):  # the governor's last decision and measured speed active/dormant
+        share += f" {g['decision']}@{g['ratio']:.2f}x"
+    elif g:
+        share += " " + g["state"].replace(" ", "-")
+    return share
 reports = [json.load(open(f)) for f in sorted(glob.glob(stem + ".*.report.json"))]
 if not reports:
     print("n/a")

@@ -44,13 +44,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LEARN_BEGINS 64        /* step begins counted before the heartbeat is chosen */
+#define LEARN_BEGINS 32        /* step begins counted before the heartbeat is chosen */
 #define NCAND 16               /* candidate heartbeats kept while learning */
-#define SETTLE_BEATS 8         /* beats after the choice before the first window */
-#define WIN_BEATS 8            /* a window holds at least this many beats ... */
+#define SETTLE_BEATS 4         /* beats after the choice before the first window */
+#define WIN_BEATS 6            /* a window holds at least this many beats ... */
 #define WIN_MIN_NS 20000000ull /* ... and at least 20 ms */
-#define MIN_PAIRS 3
-#define MAX_PAIRS 12
+#define MIN_PAIRS 2
+#define MAX_PAIRS 8
 #define EQUIV_PCT 1            /* an interval inside +/- this is no difference worth measuring on */
 #define HOLD_FACTOR 16         /* a decision holds this many times the beats its measurement took */
 #define PHASE_OTHERS 512       /* other steps begun in a row with no beat: a new phase */
