@@ -1,26 +1,122 @@
 #!/usr/bin/env bash
-# test.sh — install what is needed, build, and run every test: the host tests against the fake
-# driver, the GPU tests (they skip themselves, with the reason, where no GPU is present), then
-# the host tests again in an AddressSanitizer/UndefinedBehaviorSanitizer build, and each libFuzzer
-# harness for FUZZ_SECONDS (default 30; 0 leaves them out) where clang is installed.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/deps.sh test
-scripts/deps.sh cross || true # optional: the aarch64 cross-compile test skips without it
+# test.sh [PHASE...] — install what is needed, build, and run every test, in phases:
+#   deps        scripts/deps.sh test (and the optional aarch64 cross compiler)
+#   build       the RelWithDebInfo build, in build/
+#   host        the host tests of that build, against the fake driver (ctest -LE gpu)
+#   gpu         the GPU tests (ctest -L gpu); each skips itself, saying why, where no GPU is present
+#   asan-build  an AddressSanitizer/UndefinedBehaviorSanitizer build, in build-asan/
+#   asan        the host tests again in that build
+#   fuzz        each libFuzzer harness for FUZZ_SECONDS (default 30; 0 leaves them out), where clang
+#               is installed (scripts/fuzz.sh)
+# PHASE... runs only those, in the order given. Every phase runs, whatever became of the ones
+# before it; at the end one table gives each phase's status (passed, failed or skipped) and its
+# counts (ctest's tests or fuzz.sh's targets: passed, failed, skipped). Exit status: 0 where no
+# phase failed, 1 where one did, 2 on bad usage.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+phases=(deps build host gpu asan-build asan fuzz)
 export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
 jobs=$(nproc)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$jobs"
-ctest --test-dir build --output-on-failure
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCGJIT_SANITIZE=ON -DCGJIT_GPU_TESTS=OFF \
-  -DCGJIT_BENCH=OFF >/dev/null
-cmake --build build-asan -j"$jobs"
-ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure
-fuzz_seconds=${FUZZ_SECONDS:-30}
-if [ "$fuzz_seconds" = 0 ]; then
-  echo "test.sh: fuzzers left out (FUZZ_SECONDS=0)"
-elif command -v clang >/dev/null 2>&1; then
-  scripts/fuzz.sh "$fuzz_seconds"
-else
-  echo "test.sh: fuzzers skipped: no clang (scripts/deps.sh test installs it where apt can)"
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+
+# A phase is a function phase_NAME (a - in NAME is a _ there). It returns 0 (passed), 77
+# (skipped) or anything else (failed), and may set counts ("passed failed skipped") and note.
+
+phase_deps() {
+  scripts/deps.sh test || return
+  scripts/deps.sh cross || true # optional: the aarch64 cross-compile test skips without it
+}
+
+phase_build() {
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j"$jobs"
+}
+
+# ctest_phase DIR [CTEST_ARGS...]: ctest on DIR, its output shown and counted.
+ctest_phase() {
+  local dir=$1 rc=0 total failed skipped
+  shift
+  ctest --test-dir "$dir" --output-on-failure "$@" 2>&1 | tee "$logs/ctest.log" || rc=$?
+  # "N% tests passed, F tests failed out of T"; skipped tests are listed after "did not run".
+  total=$(sed 's/\x1b\[[0-9;]*m//g' "$logs/ctest.log" | sed -n 's/.* \([0-9][0-9]*\) tests* failed out of \([0-9][0-9]*\).*/\1 \2/p' | tail -n 1)
+  skipped=$(grep -c -E '^[[:space:]]*[0-9]+ - .* \((Skipped|Disabled)\)' "$logs/ctest.log")
+  if [ -z "$total" ]; then
+    if grep -q 'No tests were found' "$logs/ctest.log"; then
+      counts="0 0 0" note="no such test in this build"
+      return 77
+    fi
+    note="no ctest summary"
+    return $((rc ? rc : 1))
+  fi
+  failed=${total% *} total=${total#* }
+  counts="$((total - failed - skipped)) $failed $skipped"
+  [ "$rc" -eq 0 ] || return "$rc"
+  [ "$total" -gt 0 ] && [ "$skipped" -eq "$total" ] && return 77
+  return 0
+}
+
+phase_host() { ctest_phase build -LE gpu; }
+
+phase_gpu() {
+  ctest_phase build -L gpu
+  local rc=$?
+  [ "$rc" -eq 77 ] && [ -z "$note" ] && note="no CUDA GPU: each test says why above"
+  return "$rc"
+}
+
+phase_asan_build() {
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCGJIT_SANITIZE=ON -DCGJIT_GPU_TESTS=OFF \
+    -DCGJIT_BENCH=OFF >/dev/null && cmake --build build-asan -j"$jobs"
+}
+
+phase_asan() { ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 ctest_phase build-asan; }
+
+phase_fuzz() {
+  local seconds=${FUZZ_SECONDS:-30} rc=0
+  if [ "$seconds" = 0 ]; then
+    note="left out (FUZZ_SECONDS=0)"
+    return 77
+  fi
+  if ! command -v clang >/dev/null 2>&1; then
+    note="no clang (scripts/deps.sh test installs it where apt can)"
+    return 77
+  fi
+  scripts/fuzz.sh "$seconds" 2>&1 | tee "$logs/fuzz.log" || rc=$?
+  counts="$(grep -c '^fuzz_.*  PASS$' "$logs/fuzz.log") $(grep -c '^fuzz_.*  FAIL' "$logs/fuzz.log") 0"
+  return "$rc"
+}
+
+selected=("$@")
+[ ${#selected[@]} -gt 0 ] || selected=("${phases[@]}")
+for p in "${selected[@]}"; do
+  if [[ " ${phases[*]} " != *" $p "* ]]; then
+    echo "usage: $0 [PHASE...]  (phases: ${phases[*]})" >&2
+    exit 2
+  fi
+done
+
+rows="" failed_phases=""
+for p in "${selected[@]}"; do
+  echo "=== test.sh: $p"
+  counts="- - -" note="" rc=0
+  "phase_${p//-/_}" || rc=$?
+  case "$rc" in
+    0) status=passed ;;
+    77) status=skipped ;;
+    *) status=failed failed_phases="$failed_phases $p" note="${note:+$note; }exit $rc" ;;
+  esac
+  read -r n_pass n_fail n_skip <<<"$counts"
+  rows="$rows$(printf '  %-11s %-8s %7s %7s %8s  %s' "$p" "$status" "$n_pass" "$n_fail" "$n_skip" "$note")
+"
+  echo "=== test.sh: $p $status"
+done
+
+echo
+echo "test.sh: summary (tests for ctest's phases, targets for fuzz)"
+printf '  %-11s %-8s %7s %7s %8s  %s\n' phase status passed failed skipped note
+printf '%s' "$rows"
+if [ -n "$failed_phases" ]; then
+  echo "FAIL:$failed_phases"
+  exit 1
 fi
+echo "PASS"
