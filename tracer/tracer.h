@@ -12,6 +12,7 @@
  *     verify.c    CGJIT_VERIFY: each replayed graph checked against the calls run eagerly
  *     watch.c     replayed collectives in flight: the ones that never complete are reported
  *     cost.c      does replay pay? eager probes, periods, turning replay off and on
+ *     govern.c    is the process faster active or dormant? the heartbeat, windows, judgements
  *     shape.c     comparing calls with ops and recordings with each other; the guard
  *     libop.c     learning how a library call's kernels follow its arguments
  *     anchor.c    the anchor table, anchor states, failure and exit history
