@@ -648,9 +648,8 @@ static void report(cgj_thread_t *t, const vrange_t *r, const diff_t *d)
             "in the allocation at %#llx (%zu bytes), first at byte %zu: eager %08x (%g), graph %08x (%g); %zu of "
             "%zu words differ, worst difference %g (as float32); last op naming it: %s\n",
             t->anchor->name, (unsigned long long)__atomic_load_n(&t->anchor->runs, __ATOMIC_RELAXED), t->cur.seg,
-            t->cur.trace->segs[t->cur.seg].first,
-            t->cur.trace->segs[t->cur.seg].end - 1, (unsigned long long)r->base, r->size, d->first, d->ev, (double)fe, d->gv,
-            (double)fg, d->differing, d->words, d->worst, who);
+            t->cur.trace->segs[t->cur.seg].first, t->cur.trace->segs[t->cur.seg].end - 1, (unsigned long long)r->base,
+            r->size, d->first, d->ev, (double)fe, d->gv, (double)fg, d->differing, d->words, d->worst, who);
 }
 
 void cgj_verify_after(cgj_thread_t *t, CUresult launched)
