@@ -19,7 +19,8 @@
  * flush one another.
  * At the end every thread's buffer must equal its eager result bitwise. Exit status 0 on
  * success, 1 on a mismatch or when nothing replayed or no thread flushed another (implicit: when
- * no step replayed or none ran eagerly).
+ * no step replayed or none ran eagerly; under CGJIT_VERIFY also when a checked graph diverged,
+ * which with every thread's results eager's is verify's own doing, or none was checked).
  */
 #define _GNU_SOURCE
 #include <cgjit.h>
