@@ -32,18 +32,22 @@ phase_build() {
   cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j"$jobs"
 }
 
-# ctest_phase DIR [CTEST_ARGS...]: ctest on DIR, its output shown and counted.
+# ctest_phase DIR [CTEST_ARGS...]: ctest on DIR, its output shown and counted; 3 where DIR has
+# no such test.
 ctest_phase() {
   local dir=$1 rc=0 total failed skipped
   shift
   ctest --test-dir "$dir" --output-on-failure "$@" 2>&1 | tee "$logs/ctest.log" || rc=$?
-  # "N% tests passed, F tests failed out of T"; skipped tests are listed after "did not run".
-  total=$(sed 's/\x1b\[[0-9;]*m//g' "$logs/ctest.log" | sed -n 's/.* \([0-9][0-9]*\) tests* failed out of \([0-9][0-9]*\).*/\1 \2/p' | tail -n 1)
-  skipped=$(grep -c -E '^[[:space:]]*[0-9]+ - .* \((Skipped|Disabled)\)' "$logs/ctest.log")
+  # "N% tests passed, F tests failed out of T", then the tests that did not run, "N - NAME
+  # (Skipped)": after ctest's last summary line (a test's own output comes before it).
+  sed 's/\x1b\[[0-9;]*m//g' "$logs/ctest.log" >"$logs/plain.log"
+  total=$(sed -n 's/.* \([0-9][0-9]*\) tests* failed out of \([0-9][0-9]*\).*/\1 \2/p' "$logs/plain.log" | tail -n 1)
+  skipped=$(awk '/tests* failed out of/ { tail = ""; next } { tail = tail $0 "\n" } END { printf "%s", tail }' \
+    "$logs/plain.log" | grep -c -E '^[[:space:]]*[0-9]+ - .* \((Skipped|Disabled)\)$')
   if [ -z "$total" ]; then
     if grep -q 'No tests were found' "$logs/ctest.log"; then
-      counts="0 0 0" note="no such test in this build"
-      return 77
+      counts="0 0 0" note="no tests found"
+      return 3
     fi
     note="no ctest summary"
     return $((rc ? rc : 1))
@@ -58,10 +62,14 @@ ctest_phase() {
 phase_host() { ctest_phase build -LE gpu; }
 
 phase_gpu() {
-  ctest_phase build -L gpu
-  local rc=$?
-  [ "$rc" -eq 77 ] && [ -z "$note" ] && note="no CUDA GPU: each test says why above"
-  return "$rc"
+  local rc=0
+  ctest_phase build -L gpu || rc=$?
+  case $rc in
+    0) return 0 ;;
+    77) note="no CUDA GPU: each test says why above" && return 77 ;;
+    3) note="none in this build (CGJIT_GPU_TESTS and CGJIT_BENCH off)" && return 77 ;;
+    *) return "$rc" ;;
+  esac
 }
 
 phase_asan_build() {
