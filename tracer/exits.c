@@ -36,6 +36,11 @@ bool cgj_exit_flush(cgj_thread_t *t)
         return true;
     }
     if (t->anchor && t->cur.pos > first) __atomic_fetch_add(&t->anchor->cost.reissued, t->cur.pos - first, __ATOMIC_RELAXED);
+    /* CGJIT_VERIFY: work re-issued on the thread's own behalf passes verify's gate as the
+     * program's calls do, never inside another thread's window (a flush for another thread comes
+     * from a call that is about to pass it). */
+    bool gated = cgj_verify_on() && t == &cgj_tls && first < t->cur.pos;
+    if (gated) cgj_verify_calls_enter();
     for (uint32_t i = first, done; i < t->cur.pos; i += done + 1) {
         CUresult r = cgj_graph_reissue(tr, i, t->cur.pos, &done);
         if (r == CUDA_SUCCESS) break;
@@ -44,6 +49,7 @@ bool cgj_exit_flush(cgj_thread_t *t)
         if (ok) reissue_failed(t, i + done, r);
         ok = false;
     }
+    if (gated) cgj_verify_calls_leave();
     /* The staging buffers are rewritten by the next replay: let these copies finish first. */
     for (uint32_t i = first; i < t->cur.pos; i++)
         if (tr->list.ops[i].stage) cgj_drv.r_cuStreamSynchronize(tr->list.ops[i].call.stream);

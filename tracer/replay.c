@@ -457,7 +457,10 @@ static bool passes(const cgj_thread_t *t, const cgj_op_t *o)
 static bool issue_held(cgj_thread_t *t)
 {
     uint32_t done, first = t->cur.trace->segs[t->cur.seg].first + t->cur.passed;
+    bool gated = cgj_verify_on() && first < t->cur.pos; /* as the program's calls (exits.c) */
+    if (gated) cgj_verify_calls_enter();
     CUresult r = cgj_graph_issue_ops(t->cur.trace, first, t->cur.pos, &done);
+    if (gated) cgj_verify_calls_leave();
     t->cur.passed += done;
     if (r != CUDA_SUCCESS) {
         cgj_exit_launch_failed(t, r);
