@@ -103,8 +103,10 @@ static int run_captured(char *const argv[], output_t *out) {
     int fds[2];
     cr_assert(pipe(fds) == 0, "pipe: %s", strerror(errno));
     /* The scenarios check replay's mechanics and count replays: no eager probes, and timing
-     * never turns replay off there (CGJIT_COST; its own tests are host tests). */
+     * never turns replay off there (CGJIT_COST), nor makes the process dormant (CGJIT_GOVERN,
+     * whose decision follows the machine's pace); their own tests are host tests. */
     setenv("CGJIT_COST", "0", 0);
+    setenv("CGJIT_GOVERN", "0", 0);
     setenv("CGJIT_GRAPH_MIN_OPS", "1", 0); /* the scenarios' small steps as graphs, as counted */
     setenv("CGJIT_FUSE_BACKGROUND", "0", 0); /* fused kernels in the trace as built, as counted */
     posix_spawn_file_actions_t fa;
