@@ -32,7 +32,9 @@
 #    programs that launch graphs of their own, own_graphs and torch_cuda_graphs: what they
 #    capture and launch themselves is left to them, so their share is shown only), and so is a run
 #    whose report cannot be found, lists no anchor, or none with 10 runs ("no report",
-#    "no anchors", "none>=10"), unless APPS_CHECK_REPLAY=report (reported only).
+#    "no anchors", "none>=10"), unless APPS_CHECK_REPLAY=report (reported only). Where the
+#    governor measured the program faster without cgjit and went dormant (the report's governor
+#    line), the share is shown only: dormant, no step replays, by design.
 #  - in-proc: the report's own figure for its first anchor (the one that saved the most host
 #    time): eager steps (probes) against replays at the same place in the loop, in one process,
 #    as "per step, begin to begin (medians): ... (Rx)" says; the median over the rounds. Shown,
@@ -260,6 +262,10 @@ $(grep -a -v -E '^  [a-z_]+ +[0-9]+  ' "$out/$stem.err" | tail -n 8)
     fi
     if [ "$kind" = sync ] || [ "$kind" = auto ]; then
       read -r f_rep f_anchors _ f_num f_den f_black f_off <<<"$(replay_figures "$out/$stem.err")"
+      # The governor's last judgement where it found the program faster without cgjit: dormant
+      # runs no step, and the share of the steps replayed is then no target.
+      g_dormant=$(sed -n 's/^  governor (CGJIT_GOVERN): .*last judgement: dormant, active\/dormant \([0-9.]*x\).*/\1/p' "$out/$stem.err" | head -n 1)
+      [ -n "$g_dormant" ] && governed[$kind]="${governed[$kind]:+${governed[$kind]} }$g_dormant"
       r_in=$(inproc "$out/$stem.err")
       [ -n "$r_in" ] && inprocs[$kind]="${inprocs[$kind]} $r_in"
       [ "${f_black:-0}" -gt "${black[$kind]}" ] && black[$kind]=$f_black
@@ -354,7 +360,7 @@ for exe in "$apps"/*; do
   kinds=(eager sync auto)
   [ "$app" = tiny_kernels ] && kinds+=(off)
   nk=${#kinds[@]}
-  declare -A times=() bad_rc=() differ=() shares=() share_note=() black=() offs=() inprocs=()
+  declare -A times=() bad_rc=() differ=() shares=() share_note=() black=() offs=() inprocs=() governed=()
   for k in "${kinds[@]}"; do
     times[$k]="" bad_rc[$k]="" differ[$k]=0 shares[$k]="" share_note[$k]="" black[$k]=0 offs[$k]=0 inprocs[$k]=""
   done
@@ -429,6 +435,8 @@ for exe in "$apps"/*; do
         if below "$low" "$min_share"; then
           if [ "${own_graph_apps#* $app }" != "$own_graph_apps" ]; then
             note="${note:+$note; }launches graphs of its own: share shown only"
+          elif [ -n "${governed[$policy]:-}" ]; then
+            note="${note:+$note; }the governor went dormant (active/dormant ${governed[$policy]}): share shown only"
           else
             note="${note:+$note; }replay share below 95%"
             [ "$replay_mode" = report ] || failed=1
