@@ -157,7 +157,8 @@ else
     link cgjit-plan "$work/cgjit-plan" "$work/obj/tools/cgjit_plan.o" "${base_objs[@]}" \
       "${alloc_objs[@]}" -ldl -lpthread
   [ -f "$work/obj/tools/cgjit_run.o" ] &&
-    link cgjit-run "$work/cgjit-run" "$work/obj/tools/cgjit_run.o" "$work/obj/base/config.o"
+    link cgjit-run "$work/cgjit-run" "$work/obj/tools/cgjit_run.o" "$work/obj/base/config.o" \
+      "$work/obj/base/json.o" # as tools/CMakeLists.txt links it
   if [ -f "$work/libcgjit.so" ] && ! file -b "$work/libcgjit.so" 2>/dev/null | grep -q aarch64; then
     command -v file >/dev/null && {
       echo "cross-check: FAIL: libcgjit.so is not an aarch64 object" >&2
