@@ -13,6 +13,7 @@
  */
 #include "tracer/tracer.h"
 #include "base/driver.h"
+#include "base/log.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -51,19 +52,18 @@ static void check_slot(slot_t *s, uint64_t now, uint64_t limit_ns)
     CUresult r = cgj_drv.r_cuEventQuery(s->ev);
     if (r != CUDA_ERROR_NOT_READY) {
         if (s->told && r == CUDA_SUCCESS)
-            fprintf(stderr, "cgjit: the collective reported waiting completed after %.1f s: %s\n",
-                    (double)(now - s->since_ns) / 1e9, s->what);
+            cgj_log_message("the collective reported waiting completed after %.1f s: %s",
+                            (double)(now - s->since_ns) / 1e9, s->what);
         __atomic_store_n(&s->state, 0, __ATOMIC_RELEASE);
         return;
     }
     if (s->told || now - s->since_ns < limit_ns) return;
     s->told = true;
     CGJ_STAT_ADD(collectives_stuck, 1);
-    fprintf(stderr,
-            "cgjit: warning: a replayed collective has not completed after %.0f s: %s. Its kernels wait for the "
-            "same call on every peer: a peer that did not make it (ranks that diverged, or one that died) "
-            "leaves it waiting, as eagerly (CGJIT_COLLECTIVE_TIMEOUT_S)\n",
-            (double)(now - s->since_ns) / 1e9, s->what);
+    cgj_log_message("warning: a replayed collective has not completed after %.0f s: %s. Its kernels wait for the "
+                    "same call on every peer: a peer that did not make it (ranks that diverged, or one that died) "
+                    "leaves it waiting, as eagerly (CGJIT_COLLECTIVE_TIMEOUT_S)",
+                    (double)(now - s->since_ns) / 1e9, s->what);
 }
 
 static void *watch_loop(void *arg)
