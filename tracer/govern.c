@@ -9,17 +9,19 @@
  * How. While *learning*, every step's begin is counted by the call that began it (its driver
  * function, stream and kernel; for a marked step, its name); after LEARN_BEGINS begins the most
  * frequent becomes the heartbeat, and its calls are counted from then on wherever they are made
- * (runtime/wrappers.c's CGJ_GOV_BEAT: one load and one compare per call). After SETTLE_BEATS
- * beats the governor *measures*: it alternates windows in which cgjit is *active* (steps found,
+ * (runtime/wrappers.c's CGJ_GOV_BEAT: one load and one compare per call). Once SETTLE_BEATS
+ * beats in a row saw no trace built (cgjit's warm-up is no measure of either state; SETTLE_MAX
+ * at most) the governor *measures*: it alternates windows in which cgjit is *active* (steps found,
  * recorded, replayed and probed as ever) and *dormant* (every call straight through: nothing
  * recorded, no cycle detection, no step begun; graphs, pools and traces kept, so an active window
  * after a dormant one rebuilds nothing). A window closes at a beat once it holds WIN_BEATS beats
  * and WIN_MIN_NS; its pace is its time per beat. Windows come in pairs, ordered A D, D A, A D ...
  * so that a drifting pace cancels; each pair gives d = ln(dormant pace / active pace), positive
  * where cgjit makes the program faster. After MIN_PAIRS pairs a one-sided 95% t-test decides:
- * active where the mean of d is above 0 with confidence, dormant where below; where the interval
- * lies inside +/- EQUIV_PCT (no difference worth a measurement) or MAX_PAIRS are in, the point
- * estimate decides, so the process is never kept in a state measured slower. The decision then
+ * active where the mean of d is above 0 with confidence (and the median agrees: one pair that
+ * met a phase of the program must not decide alone), dormant where below; where the interval
+ * lies inside +/- EQUIV_PCT (no difference worth a measurement) the mean decides, and once
+ * MAX_PAIRS are in the median does, so the process is never kept in a state measured slower. The decision then
  * *holds* for HOLD_FACTOR times the beats the measurement took (doubling after each re-check that
  * confirms it), and is checked again.
  *
@@ -46,7 +48,8 @@
 
 #define LEARN_BEGINS 32        /* step begins counted before the heartbeat is chosen */
 #define NCAND 16               /* candidate heartbeats kept while learning */
-#define SETTLE_BEATS 4         /* beats after the choice before the first window */
+#define SETTLE_BEATS 4         /* beats in a row with no trace built before the first window ... */
+#define SETTLE_MAX 64          /* ... or this many beats after the choice, whichever comes first */
 #define WIN_BEATS 6            /* a window holds at least this many beats ... */
 #define WIN_MIN_NS 20000000ull /* ... and at least 20 ms */
 #define MIN_PAIRS 2
@@ -82,7 +85,8 @@ static struct {
     uint32_t ncand;
     uint64_t begins;
     cand_t beat;             /* the heartbeat (api NULL: none) */
-    uint64_t settle;
+    uint64_t settle, settled; /* beats since the choice; of them, in a row with no trace built */
+    uint64_t built;           /* traces built by the last beat (cgj_stats) */
     uint64_t last_beat_ns, period_ns; /* the last beat, and a running estimate of the period */
     uint64_t others;         /* other steps begun since the last beat */
     /* measurement */
@@ -173,14 +177,29 @@ static void stats(double *mean, double *half)
 }
 
 /* Decide where the pairs allow it; true when decided. */
+/* The median of the pairs' d: a pair that met a phase of the program (a sample taken every few
+ * hundred steps, a late build) moves the mean, and must not decide alone. */
+static double median_d(void)
+{
+    double v[MAX_PAIRS];
+    uint32_t n = g.npairs;
+    memcpy(v, g.d, n * sizeof *v);
+    for (uint32_t i = 1; i < n; i++)
+        for (uint32_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double x = v[j];
+            v[j] = v[j - 1], v[j - 1] = x;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static bool judge(uint64_t now)
 {
     if (g.npairs < MIN_PAIRS) return false;
-    double m, h, eq = log(1 + EQUIV_PCT / 100.0);
+    double m, h, eq = log(1 + EQUIV_PCT / 100.0), med = median_d();
     stats(&m, &h);
-    bool sure = m - h > 0 || m + h < 0, equal = m - h > -eq && m + h < eq;
+    bool sure = (m - h > 0 && med > 0) || (m + h < 0 && med < 0), equal = m - h > -eq && m + h < eq;
     if (!sure && !equal && g.npairs < MAX_PAIRS) return false;
-    bool dormant = m < 0;
+    bool dormant = sure || equal ? m < 0 : med < 0;
     cgj_govern_info_t *in = &g.info;
     in->ratio = exp(m);
     in->lo = exp(m - h);
@@ -235,9 +254,13 @@ static void beat(uint64_t now)
     g.others = 0;
     g.info.beats++;
     switch (g.st) {
-    case CGJ_GOVERN_SETTLE:
-        if (++g.settle >= SETTLE_BEATS) start_measure(now);
+    case CGJ_GOVERN_SETTLE: { /* cgjit's warm-up (recordings and builds) is no measure of either state */
+        uint64_t built = __atomic_load_n(&cgj_g_stats.traces_built, __ATOMIC_RELAXED);
+        g.settled = built == g.built ? g.settled + 1 : 0;
+        g.built = built;
+        if (g.settled >= SETTLE_BEATS || ++g.settle >= SETTLE_MAX) start_measure(now);
         break;
+    }
     case CGJ_GOVERN_MEASURE:
         g.measure_beats++;
         if (++g.win_beats >= WIN_BEATS && now - g.win_t0 >= WIN_MIN_NS) close_window(now);
@@ -287,7 +310,8 @@ static void count_begin(const char *api, const void *stream, const void *f, cons
     for (uint32_t i = 1; i < g.ncand; i++)
         if (g.cand[i].count > best->count) best = &g.cand[i];
     g.beat = *best;
-    g.settle = 0;
+    g.settle = g.settled = 0;
+    g.built = __atomic_load_n(&cgj_g_stats.traces_built, __ATOMIC_RELAXED);
     g.last_beat_ns = g.period_ns = 0;
     g.info.phases++;
     set_state(CGJ_GOVERN_SETTLE);

@@ -146,6 +146,24 @@ Test(tracer_govern, each_phase_of_a_program_gets_its_own_judgement)
     cr_assert_eq(g.state, CGJ_GOVERN_ACTIVE, "state %s", cgj_govern_state_name(g.state));
 }
 
+/* One window that meets a phase of the program (here 60 ms of other host work inside the first
+ * window measured) must not decide alone: the program stays active, where cgjit pays. */
+Test(tracer_govern, one_window_that_meets_a_pause_does_not_decide)
+{
+    fk.set_delays(50, 0);
+    prog_t p;
+    prog_init(&p);
+    run_marked(&p, "paced", 60); /* learned and settled: the first window is open */
+    cr_assert_eq(govern_now().state, CGJ_GOVERN_MEASURE, "state %s", cgj_govern_state_name(govern_now().state));
+    host_work(60000);
+    run_marked(&p, "paced", 4000);
+    fk.set_delays(0, 0);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_geq(g.judgements, 1);
+    cr_assert(!g.last_dormant, "one paused window sent the program dormant (%.3fx)", g.ratio);
+    cr_assert_eq(g.state, CGJ_GOVERN_ACTIVE, "state %s", cgj_govern_state_name(g.state));
+}
+
 /* A phase that went dormant ends when its heartbeat stops: the next phase is judged too. */
 Test(tracer_govern, a_dormant_phase_ends_when_its_heartbeat_stops)
 {
