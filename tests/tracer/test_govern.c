@@ -217,6 +217,35 @@ Test(tracer_govern_implicit, switching_never_cuts_a_step)
     cr_assert_eq(st.aborts, 0, "%llu aborts", (unsigned long long)st.aborts);
 }
 
+/* A host that polls (cuStreamQuery until the GPU is done) makes as many queries as it waits: a
+ * step that begins at a query is never the heartbeat, however often it begins. */
+static void auto_setup(void)
+{
+    setenv("CGJIT_STEP", "auto", 1);
+    govern_setup();
+}
+
+TestSuite(tracer_govern_auto, .init = auto_setup);
+
+Test(tracer_govern_auto, a_polling_query_is_no_heartbeat)
+{
+    fk.set_delays(50, 0);
+    prog_t p;
+    prog_init(&p);
+    for (int k = 0; k < 3000; k++, p.s++) {
+        for (int q = 0; q < 1 + k % 5; q++) (void)fk.stream_query(NULL); /* polls: as many as it waits */
+        work(p.x, p.s);
+        model(p.h, p.s);
+    }
+    fk.set_delays(0, 0);
+    float got[N];
+    OK(fk.dtoh(got, p.x, sizeof got));
+    cr_assert(memcmp(got, p.h, sizeof got) == 0, "results differ from eager");
+    cgj_govern_info_t g = govern_now();
+    cr_assert(g.heartbeat[0], "no heartbeat chosen");
+    cr_assert(!strstr(g.heartbeat, "cuStreamQuery"), "a query is the heartbeat: %s", g.heartbeat);
+}
+
 /* ---- threads: the heartbeat on one thread, the work on another ---- */
 
 typedef struct {
