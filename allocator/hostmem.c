@@ -51,8 +51,8 @@ static int pinned_flags;
 
 /* ---- the pinned arena's extent hooks: memory from cuMemHostAlloc, never returned ---- */
 
-static void *pinned_extent_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t align,
-                                 bool *zero, bool *commit, unsigned arena)
+static void *pinned_extent_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t align, bool *zero, bool *commit,
+                                 unsigned arena)
 {
     if (new_addr || !cgj_drv.r_cuMemHostAlloc) return NULL; /* cannot place it at an address */
     void *p = NULL;
@@ -67,21 +67,24 @@ static void *pinned_extent_alloc(extent_hooks_t *h, void *new_addr, size_t size,
 
 /* true: "not done", so jemalloc keeps the extent for reuse; merges across separate pinned
  * allocations are refused, since one copy must not span two registrations. */
-static bool pinned_extent_dalloc(extent_hooks_t *h, void *a, size_t s, bool c, unsigned i) { return true; }
-static bool pinned_extent_merge(extent_hooks_t *h, void *a, size_t sa, void *b, size_t sb, bool c,
-                                unsigned i)
+static bool pinned_extent_dalloc(extent_hooks_t *h, void *a, size_t s, bool c, unsigned i)
 {
     return true;
 }
-static bool pinned_extent_split(extent_hooks_t *h, void *a, size_t s, size_t sa, size_t sb, bool c,
-                                unsigned i)
+static bool pinned_extent_merge(extent_hooks_t *h, void *a, size_t sa, void *b, size_t sb, bool c, unsigned i)
+{
+    return true;
+}
+static bool pinned_extent_split(extent_hooks_t *h, void *a, size_t s, size_t sa, size_t sb, bool c, unsigned i)
 {
     return false;
 }
 
 static extent_hooks_t pinned_hooks = {
-    .alloc = pinned_extent_alloc, .dalloc = pinned_extent_dalloc,
-    .split = pinned_extent_split, .merge = pinned_extent_merge,
+    .alloc = pinned_extent_alloc,
+    .dalloc = pinned_extent_dalloc,
+    .split = pinned_extent_split,
+    .merge = pinned_extent_merge,
 };
 
 /* The private copy's names (scripts/private-jemalloc.sh). */

@@ -6,8 +6,8 @@
  * its parameter names, writes where no op points, and only a copy of everything can catch and
  * undo that. Kept only while the option is on (the wrappers ask cgj_cfg.VERIFY_ALL): every
  * cuMemAlloc, cuMemAllocPitch, cuMemAllocAsync and cuMemAllocFromPoolAsync that returns memory
- * adds its range, every free through cgjit removes it. Memory mapped with cuMemMap (PyTorch's expandable segments) is not
- * seen here: verify finds it through the ops that name it.
+ * adds its range, every free through cgjit removes it. Memory mapped with cuMemMap (PyTorch's expandable segments) is
+ * not seen here: verify finds it through the ops that name it.
  */
 #ifndef CGJ_LIVE_H
 #define CGJ_LIVE_H

@@ -74,7 +74,10 @@ static int good_enough(uint64_t pool, uint64_t lower)
     return (unsigned __int128)pool * TARGET_DEN <= (unsigned __int128)lower * TARGET_NUM;
 }
 
-typedef struct best { uint64_t *off, pool; const char *name; } best_t;
+typedef struct best {
+    uint64_t *off, pool;
+    const char *name;
+} best_t;
 
 static void keep_if_better(ctx_t *c, uint64_t pool, const char *name, best_t *best)
 {
@@ -135,8 +138,7 @@ static uint64_t size_cost(ctx_t *c)
     uint64_t sum = 0;
     c->work += c->n;
     for (uint32_t b = 0; b < c->n; b++) {
-        uint64_t most = (uint64_t)c->live_count[c->st[b]] +
-                        (c->first_start[c->en[b]] - c->first_start[c->st[b] + 1]);
+        uint64_t most = (uint64_t)c->live_count[c->st[b]] + (c->first_start[c->en[b]] - c->first_start[c->st[b] + 1]);
         uint64_t sparse = most * (ilog2(most) + 1);
         sum += (sparse < c->n ? sparse : c->n) / 2;
     }

@@ -34,15 +34,18 @@
  * four per power of two (at most 25% over), at least CGJ_PLAN_ALIGN. */
 static inline uint64_t cgj_plan_size_class(uint64_t bytes)
 {
-    if (bytes <= 4 * CGJ_PLAN_ALIGN) return bytes <= CGJ_PLAN_ALIGN ? CGJ_PLAN_ALIGN : (bytes + CGJ_PLAN_ALIGN - 1) / CGJ_PLAN_ALIGN * CGJ_PLAN_ALIGN;
+    if (bytes <= 4 * CGJ_PLAN_ALIGN)
+        return bytes <= CGJ_PLAN_ALIGN ? CGJ_PLAN_ALIGN
+                                       : (bytes + CGJ_PLAN_ALIGN - 1) / CGJ_PLAN_ALIGN * CGJ_PLAN_ALIGN;
     uint64_t step = 1ull << (63 - __builtin_clzll(bytes) - 2);
     return (bytes + step - 1) / step * step;
 }
 
 typedef struct cgj_plan_block {
-    uint64_t size;        /* bytes asked for */
-    uint32_t start, end;  /* live over event positions [start, end); end == CGJ_PLAN_ESCAPES: never freed in the step (escapes: live to the end and beyond) */
-    uint64_t offset;      /* out: offset in the pool, a multiple of CGJ_PLAN_ALIGN */
+    uint64_t size;       /* bytes asked for */
+    uint32_t start, end; /* live over event positions [start, end); end == CGJ_PLAN_ESCAPES: never freed in the step
+                            (escapes: live to the end and beyond) */
+    uint64_t offset;     /* out: offset in the pool, a multiple of CGJ_PLAN_ALIGN */
 } cgj_plan_block_t;
 
 typedef struct cgj_plan_result {

@@ -10,8 +10,7 @@
 #include <string.h>
 
 /* descending k1, then descending k2, then ascending index: a total order */
-#define ORD_LESS(x, y)                                                                 \
-    ((x).k1 != (y).k1 ? (x).k1 > (y).k1 : (x).k2 != (y).k2 ? (x).k2 > (y).k2 : (x).idx < (y).idx)
+#define ORD_LESS(x, y) ((x).k1 != (y).k1 ? (x).k1 > (y).k1 : (x).k2 != (y).k2 ? (x).k2 > (y).k2 : (x).idx < (y).idx)
 DEFINE_SORT(sort_spans, span_t, OFF_LESS)
 DEFINE_SORT(sort_ord, ord_t, ORD_LESS)
 
@@ -42,7 +41,10 @@ void cgj_plan_order_keys(ctx_t *c, order_kind_t kind, uint64_t seed, const uint6
         o[i].idx = i;
         o[i].k2 = a;
         switch (kind) {
-        case BY_SIZE: o[i].k1 = a; o[i].k2 = len; break;
+        case BY_SIZE:
+            o[i].k1 = a;
+            o[i].k2 = len;
+            break;
         case BY_BREADTH: o[i].k1 = range_max(c, c->st[i], c->en[i]); break;
         case BY_LIFETIME: o[i].k1 = len; break;
         case BY_AREA: o[i].k1 = (a / CGJ_PLAN_ALIGN) * len; break;
@@ -51,7 +53,8 @@ void cgj_plan_order_keys(ctx_t *c, order_kind_t kind, uint64_t seed, const uint6
             break;
         case BY_OFFSET: o[i].k1 = UINT64_MAX - prev[i]; break;
         case BY_PRIORITY: o[i].k1 = prev[i]; break;
-        case SKYLINE: case ONLINE: break;
+        case SKYLINE:
+        case ONLINE: break;
         }
     }
     sort_ord(o, c->n);
@@ -61,7 +64,11 @@ void cgj_plan_order_keys(ctx_t *c, order_kind_t kind, uint64_t seed, const uint6
 
 /* The skyline is the height of the placed blocks at each position, as segments [a[i], a[i+1])
  * at height h[i] (the last one ends at T); neighbours always differ in height. */
-typedef struct skyline { uint32_t *a; uint64_t *h; uint32_t n; } skyline_t;
+typedef struct skyline {
+    uint32_t *a;
+    uint64_t *h;
+    uint32_t n;
+} skyline_t;
 
 static void sky_merge(skyline_t *k)
 {
@@ -107,8 +114,8 @@ static uint32_t sky_pick(ctx_t *c, uint32_t a, uint32_t b, sky_rule_t rule)
 
 uint64_t cgj_plan_run_skyline(ctx_t *c, sky_rule_t rule)
 {
-    skyline_t k = {cgj_xmalloc((2 * (size_t)c->n + 2) * sizeof *k.a),
-                   cgj_xmalloc((2 * (size_t)c->n + 2) * sizeof *k.h), 1};
+    skyline_t k = {cgj_xmalloc((2 * (size_t)c->n + 2) * sizeof *k.a), cgj_xmalloc((2 * (size_t)c->n + 2) * sizeof *k.h),
+                   1};
     k.a[0] = 0, k.h[0] = 0;
     memset(c->placed, 0, c->n);
     uint64_t pool = 0;
@@ -145,7 +152,12 @@ uint64_t cgj_plan_run_skyline(ctx_t *c, sky_rule_t rule)
 /* Greedy placement by start with best fit sees, for each block, exactly the blocks live at its
  * start: so it is the simulation of a best-fit allocator over the events, done here with a
  * free list (extents by address, none touching the top) in O(n * extents) instead of scans. */
-typedef struct freelist { span_t *v; uint32_t n; int first_fit; uint64_t top, pool; } freelist_t;
+typedef struct freelist {
+    span_t *v;
+    uint32_t n;
+    int first_fit;
+    uint64_t top, pool;
+} freelist_t;
 
 static void fl_remove(freelist_t *f, uint32_t i)
 {
@@ -225,18 +237,27 @@ uint64_t cgj_plan_run_online(ctx_t *c, int first_fit)
  * so a layout is the offsets of the live list; the offsets of blocks already freed are kept
  * in a tree of choices.
  */
-typedef struct choice { uint32_t parent, block; uint64_t off; } choice_t;
-typedef struct layout { uint64_t peak, hash; uint32_t choice; } layout_t;
+typedef struct choice {
+    uint32_t parent, block;
+    uint64_t off;
+} choice_t;
+typedef struct layout {
+    uint64_t peak, hash;
+    uint32_t choice;
+} layout_t;
 /* a placement: its layout's top (of the live blocks) and peak (of all) after it */
-typedef struct cand { uint64_t top, peak, hash, off; uint32_t from; } cand_t;
+typedef struct cand {
+    uint64_t top, peak, hash, off;
+    uint32_t from;
+} cand_t;
 #define CAND_LESS(x, y) ((x).top != (y).top ? (x).top < (y).top : (x).hash < (y).hash)
 DEFINE_SORT(sort_cands, cand_t, CAND_LESS)
 
 typedef struct beam {
-    uint32_t *live, m;        /* the live blocks, in allocation order */
-    uint64_t *offs[2];        /* layout i's offsets: offs[cur][i * max_live + j] */
+    uint32_t *live, m; /* the live blocks, in allocation order */
+    uint64_t *offs[2]; /* layout i's offsets: offs[cur][i * max_live + j] */
     layout_t *lay[2];
-    uint32_t n, cur;          /* layouts */
+    uint32_t n, cur; /* layouts */
     choice_t *choices;
     uint32_t nchoices, cap_choices;
     cand_t *cands;

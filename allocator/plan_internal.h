@@ -31,39 +31,54 @@
 #define BEAM_LIVE 256
 #define BEAM_TRIES 6
 
-typedef struct span { uint64_t off, end; } span_t;             /* a block's bytes [off, end) */
-typedef struct keyed { uint64_t off; uint32_t id; } keyed_t;               /* for sorting ids */
-typedef struct ord { uint64_t k1, k2; uint32_t idx; } ord_t;
+typedef struct span {
+    uint64_t off, end;
+} span_t; /* a block's bytes [off, end) */
+typedef struct keyed {
+    uint64_t off;
+    uint32_t id;
+} keyed_t; /* for sorting ids */
+typedef struct ord {
+    uint64_t k1, k2;
+    uint32_t idx;
+} ord_t;
 
 typedef struct ctx {
     uint32_t n, T, leaves;
-    uint64_t *asz;                   /* aligned sizes */
-    uint32_t *st, *en;               /* lifetimes in ranks; escaping: [0, T) */
+    uint64_t *asz;     /* aligned sizes */
+    uint32_t *st, *en; /* lifetimes in ranks; escaping: [0, T) */
     uint64_t lower;
     /* static indexes over all blocks */
-    uint32_t *node_base;             /* segment tree, CSR: node i's slots [base[i], base[i+1]) */
+    uint32_t *node_base; /* segment tree, CSR: node i's slots [base[i], base[i+1]) */
     uint32_t *node_items, *node_fill;
     uint32_t *by_start, *first_start; /* blocks by start; first index with start >= t */
-    uint32_t *by_end, *first_end;    /* blocks by end; first index with end >= t */
-    uint32_t *live_count, max_live;  /* blocks live at t; at most */
-    uint64_t *live_max;              /* segment tree of live bytes, for range maxima */
+    uint32_t *by_end, *first_end;     /* blocks by end; first index with end >= t */
+    uint32_t *live_count, max_live;   /* blocks live at t; at most */
+    uint64_t *live_max;               /* segment tree of live bytes, for range maxima */
     /* one run */
     uint8_t *placed;
     uint64_t *off;
     span_t *cand;
-    uint32_t *order;                 /* placed blocks in placement order */
-    uint32_t *sid, *sst, *sen;       /* the first nsorted of them by offset, with their lifetimes */
-    keyed_t *tail;                   /* scratch for merging the others in */
-    uint32_t *hits;                  /* scratch: the overlapping ones */
+    uint32_t *order;           /* placed blocks in placement order */
+    uint32_t *sid, *sst, *sen; /* the first nsorted of them by offset, with their lifetimes */
+    keyed_t *tail;             /* scratch for merging the others in */
+    uint32_t *hits;            /* scratch: the overlapping ones */
     uint32_t nsorted, nplaced;
-    uint64_t work, limit;            /* work done (units: plan.c); a run past the limit is abandoned */
-    int first_fit;                   /* place into the lowest gap that fits, not the smallest */
+    uint64_t work, limit; /* work done (units: plan.c); a run past the limit is abandoned */
+    int first_fit;        /* place into the lowest gap that fits, not the smallest */
 } ctx_t;
 
 /* The kinds of heuristic: the orders (sort keys for cgj_plan_run_order), then the others. */
 typedef enum {
-    BY_SIZE, BY_BREADTH, BY_LIFETIME, BY_AREA, BY_JITTER, BY_OFFSET, BY_PRIORITY, /* orders */
-    SKYLINE, ONLINE                                                             /* not orders */
+    BY_SIZE,
+    BY_BREADTH,
+    BY_LIFETIME,
+    BY_AREA,
+    BY_JITTER,
+    BY_OFFSET,
+    BY_PRIORITY, /* orders */
+    SKYLINE,
+    ONLINE /* not orders */
 } order_kind_t;
 
 /* Which block goes into the lowest stretch of the skyline: of those whose lifetime lies within
@@ -76,11 +91,17 @@ static inline uint64_t align_size(uint64_t size)
     return (size + CGJ_PLAN_ALIGN - 1) & ~(uint64_t)(CGJ_PLAN_ALIGN - 1);
 }
 
-static inline uint32_t ilog2(uint64_t x) { return x ? 63u - (uint32_t)__builtin_clzll(x) : 0; }
+static inline uint32_t ilog2(uint64_t x)
+{
+    return x ? 63u - (uint32_t)__builtin_clzll(x) : 0;
+}
 
 /* Work units of sorting n items with DEFINE_SORT: about 1.4 n log2 n comparisons, each worth
  * about two units (a comparison of several keys, a swap), and the rest. */
-static inline uint64_t sort_work(uint64_t n) { return 3 * n * (ilog2(n) + 1); }
+static inline uint64_t sort_work(uint64_t n)
+{
+    return 3 * n * (ilog2(n) + 1);
+}
 
 /* The segment tree's canonical nodes of [s, e), at most two per level; returns how many. */
 static inline uint32_t cover(uint32_t leaves, uint32_t s, uint32_t e, uint32_t nodes[64])
@@ -98,33 +119,44 @@ static inline uint32_t cover(uint32_t leaves, uint32_t s, uint32_t e, uint32_t n
  * DEFINE_SORT(name, T, LESS) defines `static void name(T *v, size_t n)` in the file that
  * uses it. ---- */
 
-#define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
-#define DEFINE_SORT(name, T, LESS)                                                 \
-    static void name(T *v, size_t n)                                               \
-    {                                                                              \
-        while (n > 16) {                                                           \
-            size_t m = n / 2, i = 0, j = n - 1;                                    \
-            if (LESS(v[m], v[0])) SWAP(T, v[m], v[0]);                             \
-            if (LESS(v[n - 1], v[0])) SWAP(T, v[n - 1], v[0]);                     \
-            if (LESS(v[n - 1], v[m])) SWAP(T, v[n - 1], v[m]);                     \
-            T p = v[m];                                                            \
-            for (;;) {                                                             \
-                while (LESS(v[i], p)) i++;                                         \
-                while (LESS(p, v[j])) j--;                                         \
-                if (i >= j) break;                                                 \
-                SWAP(T, v[i], v[j]);                                               \
-                i++, j--;                                                          \
-            }                                                                      \
-            /* [0, j] <= p <= [j+1, n): recurse into the smaller side */           \
-            if (j + 1 < n - j - 1) { name(v, j + 1); v += j + 1; n -= j + 1; }     \
-            else { name(v + j + 1, n - j - 1); n = j + 1; }                        \
-        }                                                                          \
-        for (size_t i = 1; i < n; i++) {                                           \
-            T x = v[i];                                                            \
-            size_t j = i;                                                          \
-            for (; j > 0 && LESS(x, v[j - 1]); j--) v[j] = v[j - 1];               \
-            v[j] = x;                                                              \
-        }                                                                          \
+#define SWAP(T, a, b) \
+    do {              \
+        T t_ = (a);   \
+        (a) = (b);    \
+        (b) = t_;     \
+    } while (0)
+#define DEFINE_SORT(name, T, LESS)                                       \
+    static void name(T *v, size_t n)                                     \
+    {                                                                    \
+        while (n > 16) {                                                 \
+            size_t m = n / 2, i = 0, j = n - 1;                          \
+            if (LESS(v[m], v[0])) SWAP(T, v[m], v[0]);                   \
+            if (LESS(v[n - 1], v[0])) SWAP(T, v[n - 1], v[0]);           \
+            if (LESS(v[n - 1], v[m])) SWAP(T, v[n - 1], v[m]);           \
+            T p = v[m];                                                  \
+            for (;;) {                                                   \
+                while (LESS(v[i], p)) i++;                               \
+                while (LESS(p, v[j])) j--;                               \
+                if (i >= j) break;                                       \
+                SWAP(T, v[i], v[j]);                                     \
+                i++, j--;                                                \
+            }                                                            \
+            /* [0, j] <= p <= [j+1, n): recurse into the smaller side */ \
+            if (j + 1 < n - j - 1) {                                     \
+                name(v, j + 1);                                          \
+                v += j + 1;                                              \
+                n -= j + 1;                                              \
+            } else {                                                     \
+                name(v + j + 1, n - j - 1);                              \
+                n = j + 1;                                               \
+            }                                                            \
+        }                                                                \
+        for (size_t i = 1; i < n; i++) {                                 \
+            T x = v[i];                                                  \
+            size_t j = i;                                                \
+            for (; j > 0 && LESS(x, v[j - 1]); j--) v[j] = v[j - 1];     \
+            v[j] = x;                                                    \
+        }                                                                \
     }
 #define OFF_LESS(x, y) ((x).off < (y).off)
 

@@ -85,12 +85,10 @@ static void ctx_profile(ctx_t *c)
         if ((uint64_t)bytes > c->lower) c->lower = (uint64_t)bytes;
     }
     for (uint32_t i = L - 1; i >= 1; i--)
-        c->live_max[i] = c->live_max[2 * i] > c->live_max[2 * i + 1] ? c->live_max[2 * i]
-                                                                      : c->live_max[2 * i + 1];
+        c->live_max[i] = c->live_max[2 * i] > c->live_max[2 * i + 1] ? c->live_max[2 * i] : c->live_max[2 * i + 1];
     for (uint32_t t = 0; t < T; t++) c->first_start[t + 1] += c->first_start[t];
     uint32_t *fill = cgj_xcalloc(T + 1, sizeof *fill);
-    for (uint32_t i = 0; i < c->n; i++)
-        c->by_start[c->first_start[c->st[i]] + fill[c->st[i]]++] = i;
+    for (uint32_t i = 0; i < c->n; i++) c->by_start[c->first_start[c->st[i]] + fill[c->st[i]]++] = i;
     memset(fill, 0, (T + 1) * sizeof *fill);
     for (uint32_t i = 0; i < c->n; i++) c->first_end[c->en[i] + 1]++;
     for (uint32_t t = 0; t <= T; t++) c->first_end[t + 1] += c->first_end[t];
@@ -108,8 +106,7 @@ static void ctx_tree(ctx_t *c)
     c->node_fill = cgj_xcalloc(nodes, sizeof *c->node_fill);
     uint32_t cov[64];
     for (uint32_t i = 0; i < c->n; i++)
-        for (uint32_t k = cover(c->leaves, c->st[i], c->en[i], cov), j = 0; j < k; j++)
-            c->node_base[cov[j] + 1]++;
+        for (uint32_t k = cover(c->leaves, c->st[i], c->en[i], cov), j = 0; j < k; j++) c->node_base[cov[j] + 1]++;
     for (uint32_t i = 0; i < nodes; i++) c->node_base[i + 1] += c->node_base[i];
     c->node_items = cgj_xmalloc((size_t)c->node_base[nodes] * sizeof *c->node_items + 1);
 }
@@ -160,7 +157,10 @@ void cgj_plan_ctx_free(ctx_t *c)
 
 /* Best fit in the gaps between spans (by offset): the smallest gap of at least size bytes, or
  * the top of the highest span. The walk is shared by both ways of finding the spans. */
-typedef struct fit { uint64_t top, best_gap, best_off; int first; } fit_t;
+typedef struct fit {
+    uint64_t top, best_gap, best_off;
+    int first;
+} fit_t;
 
 static inline void fit_step(fit_t *f, uint64_t off, uint64_t end, uint64_t size)
 {
@@ -222,8 +222,7 @@ static void merge_tail(ctx_t *c)
             k--;
             if (i > 0 && c->off[c->sid[i - 1]] > c->tail[j - 1].off)
                 i--, c->sid[k] = c->sid[i], c->sst[k] = c->sst[i], c->sen[k] = c->sen[i];
-            else
-                j--, c->sid[k] = c->tail[j].id, c->sst[k] = c->st[c->sid[k]], c->sen[k] = c->en[c->sid[k]];
+            else j--, c->sid[k] = c->tail[j].id, c->sst[k] = c->st[c->sid[k]], c->sen[k] = c->en[c->sid[k]];
         }
     }
     c->nsorted = c->nplaced;

@@ -29,19 +29,22 @@ typedef struct id_rec {
 } id_rec_t;
 
 typedef struct parser {
-    cgj_map_t ids;    /* hash of an ID -> its index in recs */
+    cgj_map_t ids; /* hash of an ID -> its index in recs */
     id_rec_t *recs;
     size_t nrecs, caprecs;
     cgj_plan_block_t *blocks;
     size_t n, cap;
-    uint32_t pos;     /* events so far */
-    uint64_t total;   /* aligned bytes so far */
+    uint32_t pos;   /* events so far */
+    uint64_t total; /* aligned bytes so far */
     unsigned long line;
     char why[192];
 } parser_t;
 
 /* For cgj_map_find: is the record of index v the ID's? */
-typedef struct id_probe { const id_rec_t *recs; const char *id; } id_probe_t;
+typedef struct id_probe {
+    const id_rec_t *recs;
+    const char *id;
+} id_probe_t;
 
 static bool id_is(const void *ctx, uint64_t v)
 {
@@ -95,7 +98,9 @@ static const char *parse_bytes(const char *s, uint64_t *out)
 /* A token as a message shows it: printable ASCII as it is, a backslash and every other byte as
  * a C escape (\\, \x1b), at most SHOWN_MAX bytes of it ("..." after a longer one). */
 #define SHOWN_MAX 64
-typedef struct shown_buf { char s[4 * SHOWN_MAX + 4]; } shown_buf_t;
+typedef struct shown_buf {
+    char s[4 * SHOWN_MAX + 4];
+} shown_buf_t;
 
 static const char *shown(const char *tok, shown_buf_t *b)
 {
@@ -125,8 +130,7 @@ __attribute__((format(printf, 2, 3))) static int fail(parser_t *p, const char *f
 static int tokenize(char *s, char **tok, int max)
 {
     int k = 0;
-    for (char *save = NULL, *t = strtok_r(s, " \t\r\n\v\f", &save); t;
-         t = strtok_r(NULL, " \t\r\n\v\f", &save), k++)
+    for (char *save = NULL, *t = strtok_r(s, " \t\r\n\v\f", &save); t; t = strtok_r(NULL, " \t\r\n\v\f", &save), k++)
         if (k < max) tok[k] = t;
     return k;
 }
@@ -137,8 +141,7 @@ static int parse_alloc(parser_t *p, const char *id, const char *bytes)
     shown_buf_t sb;
     const char *why = parse_bytes(bytes, &size);
     if (why) return fail(p, "%s: '%s'", why, shown(bytes, &sb));
-    if (p->total + align_size(size) >= MAX_TOTAL_BYTES)
-        return fail(p, "allocations add up to 2^62 bytes or more");
+    if (p->total + align_size(size) >= MAX_TOTAL_BYTES) return fail(p, "allocations add up to 2^62 bytes or more");
     uint64_t key;
     id_rec_t *s = id_find(p, id, &key);
     if (s && s->live)
@@ -231,12 +234,15 @@ int cgj_plan_parse(FILE *f, const char *name, cgj_plan_block_t **blocks, size_t 
 
 /* ---- writing ---- */
 
-typedef struct event { uint32_t pos, is_alloc, block; } event_t;
+typedef struct event {
+    uint32_t pos, is_alloc, block;
+} event_t;
 
 /* by position; at one position frees first; then by block */
-#define EVENT_LESS(x, y)                                                                      \
-    ((x).pos != (y).pos ? (x).pos < (y).pos                                                   \
-     : (x).is_alloc != (y).is_alloc ? (x).is_alloc < (y).is_alloc : (x).block < (y).block)
+#define EVENT_LESS(x, y)                                          \
+    ((x).pos != (y).pos             ? (x).pos < (y).pos           \
+     : (x).is_alloc != (y).is_alloc ? (x).is_alloc < (y).is_alloc \
+                                    : (x).block < (y).block)
 DEFINE_SORT(sort_events, event_t, EVENT_LESS)
 
 void cgj_plan_write(FILE *f, const cgj_plan_block_t *blocks, size_t n)
@@ -250,10 +256,8 @@ void cgj_plan_write(FILE *f, const cgj_plan_block_t *blocks, size_t n)
     sort_events(ev, k);
     fprintf(f, "# cgjit allocation trace: %zu blocks, %zu events\n", n, k);
     for (size_t i = 0; i < k; i++) {
-        if (ev[i].is_alloc)
-            fprintf(f, "a b%" PRIu32 " %" PRIu64 "\n", ev[i].block, blocks[ev[i].block].size);
-        else
-            fprintf(f, "f b%" PRIu32 "\n", ev[i].block);
+        if (ev[i].is_alloc) fprintf(f, "a b%" PRIu32 " %" PRIu64 "\n", ev[i].block, blocks[ev[i].block].size);
+        else fprintf(f, "f b%" PRIu32 "\n", ev[i].block);
     }
     cgj_free(ev);
 }

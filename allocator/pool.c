@@ -16,7 +16,9 @@ static bool vmm_tried, vmm_ok;
 static CUdevice device;
 
 /* Without VMM: regions from cuMemAlloc, remembered for cgj_pool_owns. */
-static struct { CUdeviceptr base, end; } *plain;
+static struct {
+    CUdeviceptr base, end;
+} * plain;
 static size_t nplain;
 static CUdeviceptr plain_lo = ~(CUdeviceptr)0, plain_hi;
 
@@ -32,13 +34,13 @@ static CUmemAllocationProp device_prop(void)
 static void vmm_init(void)
 {
     vmm_tried = true;
-    if (!cgj_drv.r_cuMemAddressReserve || !cgj_drv.r_cuMemCreate || !cgj_drv.r_cuMemMap ||
-        !cgj_drv.r_cuMemSetAccess || !cgj_drv.r_cuMemGetAllocationGranularity)
+    if (!cgj_drv.r_cuMemAddressReserve || !cgj_drv.r_cuMemCreate || !cgj_drv.r_cuMemMap || !cgj_drv.r_cuMemSetAccess ||
+        !cgj_drv.r_cuMemGetAllocationGranularity)
         return;
     if (cgj_drv.r_cuCtxGetDevice(&device) != CUDA_SUCCESS) return;
     CUmemAllocationProp p = device_prop();
-    if (cgj_drv.r_cuMemGetAllocationGranularity(&granularity, &p,
-                                                CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS ||
+    if (cgj_drv.r_cuMemGetAllocationGranularity(&granularity, &p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) !=
+            CUDA_SUCCESS ||
         !granularity)
         return;
     size_t want = (size_t)cgj_cfg.POOL_RESERVE_GB << 30;
@@ -46,8 +48,8 @@ static void vmm_init(void)
     CUdeviceptr base = 0;
     CUresult r = cgj_drv.r_cuMemAddressReserve(&base, want, 0, 0, 0);
     if (r != CUDA_SUCCESS) {
-        CGJ_LOG(graphs, "pool: cuMemAddressReserve(%zu) failed: %s; regions use cuMemAlloc",
-                want, cgj_driver_errstr(r));
+        CGJ_LOG(graphs, "pool: cuMemAddressReserve(%zu) failed: %s; regions use cuMemAlloc", want,
+                cgj_driver_errstr(r));
         return;
     }
     /* Read without the lock by cgj_pool_owns: published with atomics (used before base). */
@@ -58,7 +60,10 @@ static void vmm_init(void)
 }
 
 /* Address ranges of the reservation given back by cgj_pool_region_free, for reuse: first fit. */
-static struct { CUdeviceptr base; size_t bytes; } *spare;
+static struct {
+    CUdeviceptr base;
+    size_t bytes;
+} * spare;
 static size_t nspare, capspare;
 
 static bool take_spare(size_t bytes, CUdeviceptr *base)
@@ -166,7 +171,8 @@ bool cgj_pool_owns(CUdeviceptr p)
 {
     CUdeviceptr base = __atomic_load_n(&res_base, __ATOMIC_ACQUIRE);
     if (base && p >= base && p < __atomic_load_n(&res_used, __ATOMIC_ACQUIRE)) return true;
-    if (CGJ_LIKELY(p < __atomic_load_n(&plain_lo, __ATOMIC_ACQUIRE) || p >= __atomic_load_n(&plain_hi, __ATOMIC_ACQUIRE)))
+    if (CGJ_LIKELY(p < __atomic_load_n(&plain_lo, __ATOMIC_ACQUIRE) ||
+                   p >= __atomic_load_n(&plain_hi, __ATOMIC_ACQUIRE)))
         return false;
     pthread_mutex_lock(&lock);
     bool found = false;
@@ -185,7 +191,7 @@ size_t cgj_pool_mapped_bytes(void)
 static struct held {
     CUdeviceptr addr;
     bool *flag;
-} *held;
+} * held;
 static size_t nheld, capheld;
 
 void cgj_pool_hold(CUdeviceptr addr, bool *flag)

@@ -1,4 +1,5 @@
-/* cgj_base.c — the panic, the clock, string copy and byte hashing, and the count of cgjit's own driver calls, shared by every module. */
+/* cgj_base.c — the panic, the clock, string copy and byte hashing, and the count of cgjit's own driver calls, shared by
+ * every module. */
 #include "base/cgj_base.h"
 
 #include <stdio.h>

@@ -19,8 +19,8 @@
 
 /* Abort the process: only for a broken invariant of cgjit itself. */
 void cgj_panic(const char *file, int line, const char *msg) __attribute__((noreturn));
-#define CGJ_ASSERT(cond, msg)                                         \
-    do {                                                              \
+#define CGJ_ASSERT(cond, msg)                                          \
+    do {                                                               \
         if (CGJ_UNLIKELY(!(cond))) cgj_panic(__FILE__, __LINE__, msg); \
     } while (0)
 

@@ -92,7 +92,8 @@ __attribute__((format(printf, 3, 4))) static void warn(const char *var, const ch
 static void check_mode(void)
 {
     int m = cgj_jit_mode_parse(cgj_cfg.MODE);
-    if (m < 0) warn("CGJIT_MODE", cgj_cfg.MODE, "is not reduce-overhead, default or max-autotune; using reduce-overhead");
+    if (m < 0)
+        warn("CGJIT_MODE", cgj_cfg.MODE, "is not reduce-overhead, default or max-autotune; using reduce-overhead");
     cgj_cfg.MODE = jit_mode_names[m < 0 ? CGJ_JIT_REDUCE_OVERHEAD : m];
 }
 
@@ -159,7 +160,7 @@ static void check_log(void)
 #define CGJ_CFG_LOG_NAME(name, doc) #name,
         CGJ_LOG_LIST(CGJ_CFG_LOG_NAME)
 #undef CGJ_CFG_LOG_NAME
-        "all"};
+            "all"};
     char unknown[256] = "", known[256] = "";
     for (const char *s = cgj_cfg.LOG; *s; s += *s == ',') {
         size_t len = strcspn(s, ","), at = strlen(unknown);

@@ -33,6 +33,7 @@
 
 #include <stdio.h>
 
+/* clang-format off */
 #define CGJ_CONFIG_LIST(X)                                                                         \
     X(STEP, STR, "", 0, 0, "step", STEP, "MODE", "sync",                                              \
       "how a step is found without cgj_trace_begin/end markers (default: sync when preloaded, off when linked); markers in the code take precedence") \
@@ -100,18 +101,23 @@
       "1: a fused kernel not in a cache is compiled by a thread while its chain replays unfused, and the step is built again once it is ready (no step waits for NVRTC); 0: compiled at the build") \
     X(DRIVER, STR, "libcuda.so.1", 0, 0, NULL, NONE, NULL, NULL,                                      \
       "the CUDA driver library cgjit forwards to (tests point it at a fake)")
+/* clang-format on */
 
 /* X(NAME, "value", doc): how steps are found without markers (CGJIT_STEP). */
+/* clang-format off */
 #define CGJ_STEP_POLICY_LIST(X)                                                                    \
     X(OFF, "off", "record nothing; every call runs eagerly")                                       \
     X(SYNC, "sync", "a step is the work between two host synchronizations (stream, context or event synchronize, blocking device-to-host copy)")                        \
     X(AUTO, "auto", "detect the repeating cycle of driver calls (finds a loop that never synchronizes)")
+/* clang-format on */
 
 /* X(NAME, "value", doc): what replay may change (CGJIT_MODE), torch.compile's modes. */
+/* clang-format off */
 #define CGJ_JIT_MODE_LIST(X)                                                                           \
     X(REDUCE_OVERHEAD, "reduce-overhead", "graphs only: the same kernels run, results bitwise equal to eager") \
     X(DEFAULT, "default", "also fuse elementwise chains into generated kernels, validated at build within 1e-5 relative")  \
     X(MAX_AUTOTUNE, "max-autotune", "as default; build-time tuning where cgjit has any")
+/* clang-format on */
 
 typedef enum cgj_jit_mode {
 #define CGJ_JIT_MODE_ENUM(name, value, doc) CGJ_JIT_##name,

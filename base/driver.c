@@ -37,8 +37,7 @@ bool cgj_stream_blocking(CUstream s)
 const char *cgj_driver_errstr(CUresult r)
 {
     const char *s = NULL;
-    if (cgj_drv.r_cuGetErrorString && cgj_drv.r_cuGetErrorString(r, &s) == CUDA_SUCCESS && s)
-        return s;
+    if (cgj_drv.r_cuGetErrorString && cgj_drv.r_cuGetErrorString(r, &s) == CUDA_SUCCESS && s) return s;
     static __thread char buf[32];
     snprintf(buf, sizeof buf, "CUresult %d", (int)r);
     return buf;

@@ -26,6 +26,7 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
 
 /* W(exported, prototype, ...): traced or observed calls, wrapped (the untraceable rows carry two
  * more columns, so every W takes `...`). */
+/* clang-format off */
 #define CGJ_DRIVER_WRAPPED(W)                                                              \
     W(cuGetProcAddress, cgj_proto_gpa_v1)                                                  \
     W(cuGetProcAddress_v2, cuGetProcAddress)                                               \
@@ -73,11 +74,13 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     W(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph)                       \
     W(cuStreamEndCapture, cuStreamEndCapture) W(cuStreamEndCapture_ptsz, cuStreamEndCapture) \
     CGJ_DRIVER_AS_MADE(W)
+/* clang-format on */
 
 /* U(exported, prototype, (parameters), (arguments)): calls that issue GPU work cgjit does not
  * capture; inside a step each ends a segment and runs as the program makes it, after the work
  * absorbed before it (tracer: an AS_MADE op). runtime/wrappers.c generates their wrappers from
  * this table. */
+/* clang-format off */
 #define CGJ_DRIVER_AS_MADE(U)                                                          \
     U(cuMemcpy2D_v2, cuMemcpy2D, (const CUDA_MEMCPY2D *p), (p)) \
     U(cuMemcpy2D_v2_ptds, cuMemcpy2D, (const CUDA_MEMCPY2D *p), (p)) \
@@ -161,8 +164,10 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     U(cuGraphUpload, cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream)) \
     U(cuGraphUpload_ptsz, cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream)) \
     U(cuLaunchCooperativeKernelMultiDevice, cgj_proto_coop_multi, (CUDA_LAUNCH_PARAMS *launchParamsList, unsigned int numDevices, unsigned int flags), (launchParamsList, numDevices, flags))
+/* clang-format on */
 
 /* D(exported, prototype): functions cgjit calls for its own work. */
+/* clang-format off */
 #define CGJ_DRIVER_CALLED(D)                                                  \
     D(cuInit, cuInit)                                                         \
     D(cuDeviceGetCount, cuDeviceGetCount)                                     \
@@ -209,6 +214,7 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     D(cuModuleLoadData, cuModuleLoadData)                                     \
     D(cuModuleGetFunction, cuModuleGetFunction)                               \
     D(cuEventElapsedTime_v2, cuEventElapsedTime)
+/* clang-format on */
 
 typedef struct cgj_driver {
 #define CGJ_DRV_FIELD(exported, proto, ...) __typeof__(proto) *r_##exported;

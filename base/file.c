@@ -28,11 +28,11 @@ static int open_regular(const char *path, int flags, bool trunc)
     int fd = open(path, flags | O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
     if (fd < 0) return errno == ENXIO ? (errno = EINVAL, -1) : -1; /* ENXIO: a FIFO without reader */
     struct stat st;
-    int err = fstat(fd, &st) != 0                            ? errno
-              : !S_ISREG(st.st_mode)                         ? EINVAL
-              : fcntl(fd, F_SETFL, flags & O_APPEND) != 0    ? errno
-              : trunc && ftruncate(fd, 0) != 0               ? errno
-                                                             : 0;
+    int err = fstat(fd, &st) != 0                       ? errno
+            : !S_ISREG(st.st_mode)                      ? EINVAL
+            : fcntl(fd, F_SETFL, flags & O_APPEND) != 0 ? errno
+            : trunc && ftruncate(fd, 0) != 0            ? errno
+                                                        : 0;
     if (err) {
         close(fd);
         errno = err;
@@ -71,11 +71,11 @@ int cgj_file_open_read(int dir, const char *path, int flags, size_t max, struct 
 {
     int fd = openat(dir, path, flags | O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -1;
-    int err = fstat(fd, st) != 0                        ? errno
-              : !S_ISREG(st->st_mode)                   ? EINVAL
-              : (uintmax_t)st->st_size > (uintmax_t)max ? EFBIG
-              : fcntl(fd, F_SETFL, 0) != 0              ? errno
-                                                        : 0;
+    int err = fstat(fd, st) != 0                      ? errno
+            : !S_ISREG(st->st_mode)                   ? EINVAL
+            : (uintmax_t)st->st_size > (uintmax_t)max ? EFBIG
+            : fcntl(fd, F_SETFL, 0) != 0              ? errno
+                                                      : 0;
     if (err) {
         close(fd);
         errno = err;

@@ -13,11 +13,11 @@ size_t cgj_utf8_len(const char *s)
     size_t n;
     if (c < 0x80) return 1;
     if (c >= 0xc2 && c <= 0xdf) n = 2;
-    else if (c == 0xe0) n = 3, lo = 0xa0;        /* not overlong */
-    else if (c == 0xed) n = 3, hi = 0x9f;        /* no surrogate */
+    else if (c == 0xe0) n = 3, lo = 0xa0; /* not overlong */
+    else if (c == 0xed) n = 3, hi = 0x9f; /* no surrogate */
     else if (c >= 0xe1 && c <= 0xef) n = 3;
-    else if (c == 0xf0) n = 4, lo = 0x90;        /* not overlong */
-    else if (c == 0xf4) n = 4, hi = 0x8f;        /* nothing above U+10FFFF */
+    else if (c == 0xf0) n = 4, lo = 0x90; /* not overlong */
+    else if (c == 0xf4) n = 4, hi = 0x8f; /* nothing above U+10FFFF */
     else if (c >= 0xf1 && c <= 0xf3) n = 4;
     else return 0;
     if (p[1] < lo || p[1] > hi) return 0;

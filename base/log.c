@@ -94,8 +94,7 @@ void cgj_log_write(cgj_log_cat_t cat, const char *fmt, ...)
     pthread_mutex_lock(&log_lock);
     FILE *f = cgj_log_stream();
     char prefix[64];
-    if (f == stderr)
-        snprintf(prefix, sizeof prefix, "cgjit[%s] ", cat_names[cat]);
+    if (f == stderr) snprintf(prefix, sizeof prefix, "cgjit[%s] ", cat_names[cat]);
     else /* a file several processes may append to: each line says whose it is */
         snprintf(prefix, sizeof prefix, "cgjit[%ld:%s] ", (long)getpid(), cat_names[cat]);
     put_line(f, prefix, fmt, ap);

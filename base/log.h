@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 /* X(name, doc) */
+/* clang-format off */
 #define CGJ_LOG_LIST(X)                                                        \
     X(trace, "what each step recorded, built and replayed")                    \
     X(guards, "why a guard failed: op index, slot, expected vs actual bytes")  \
@@ -29,6 +30,7 @@
     X(interpose, "driver symbols handed out through dlsym/cuGetProcAddress")   \
     X(govern, "the governor's heartbeat, windows and judgements (active or dormant)")  \
     X(api, "cgj_* API calls and their errors")
+/* clang-format on */
 
 typedef enum cgj_log_cat {
 #define CGJ_LOG_ENUM(name, doc) CGJ_LOG_##name,
@@ -52,10 +54,9 @@ void cgj_log_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 /* Hex of up to 32 bytes into buf (at least 2*32+4 bytes), for guard messages. */
 const char *cgj_log_hex(char *buf, const void *p, size_t n);
 
-#define CGJ_LOG(cat, ...)                                                         \
-    do {                                                                          \
-        if (__builtin_expect(cgj_log_mask & (1u << CGJ_LOG_##cat), 0))            \
-            cgj_log_write(CGJ_LOG_##cat, __VA_ARGS__);                            \
+#define CGJ_LOG(cat, ...)                                                                                         \
+    do {                                                                                                          \
+        if (__builtin_expect(cgj_log_mask & (1u << CGJ_LOG_##cat), 0)) cgj_log_write(CGJ_LOG_##cat, __VA_ARGS__); \
     } while (0)
 
 #endif /* CGJ_LOG_H */

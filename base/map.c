@@ -47,8 +47,7 @@ static void insert(cgj_map_t *m, uint64_t key, uint64_t val)
 }
 
 /* The slot of the first entry with `key` accepted by match (NULL: any), or -1. */
-static int64_t slot(const cgj_map_t *m, uint64_t key, bool (*match)(const void *, uint64_t),
-                    const void *ctx)
+static int64_t slot(const cgj_map_t *m, uint64_t key, bool (*match)(const void *, uint64_t), const void *ctx)
 {
     if (!m->cap) return -1;
     uint32_t mask = m->cap - 1;
@@ -64,8 +63,8 @@ bool cgj_map_get(const cgj_map_t *m, uint64_t key, uint64_t *val)
     return i >= 0;
 }
 
-bool cgj_map_find(const cgj_map_t *m, uint64_t key, bool (*match)(const void *, uint64_t),
-                  const void *ctx, uint64_t *val)
+bool cgj_map_find(const cgj_map_t *m, uint64_t key, bool (*match)(const void *, uint64_t), const void *ctx,
+                  uint64_t *val)
 {
     int64_t i = slot(m, key, match, ctx);
     if (i >= 0) *val = m->vals[i];

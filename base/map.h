@@ -33,8 +33,8 @@ bool cgj_map_del(cgj_map_t *m, uint64_t key);
 /* Add an entry even if the key is present (keys that are hashes of longer keys). */
 void cgj_map_add(cgj_map_t *m, uint64_t key, uint64_t val);
 /* The first entry with `key` whose value `match(ctx, value)` accepts, into *val. */
-bool cgj_map_find(const cgj_map_t *m, uint64_t key, bool (*match)(const void *ctx, uint64_t val),
-                  const void *ctx, uint64_t *val);
+bool cgj_map_find(const cgj_map_t *m, uint64_t key, bool (*match)(const void *ctx, uint64_t val), const void *ctx,
+                  uint64_t *val);
 
 static inline uint64_t cgj_map_ptr_key(const void *p)
 {

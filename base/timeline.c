@@ -139,7 +139,8 @@ bool cgj_timeline_write(FILE *f, const char *process)
     int pid = (int)getpid();
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"kept\":%" PRIu64 ",\"dropped\":%" PRIu64 "},\n",
             cgj_timeline_kept(), cgj_timeline_dropped());
-    fprintf(f, "\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", pid);
+    fprintf(f,
+            "\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", pid);
     cgj_json_str(f, process);
     fputs("}}", f);
     uint64_t n = cgj_timeline_kept();

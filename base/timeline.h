@@ -24,15 +24,15 @@
 #define CGJ_TL_ARGS 3 /* text and number arguments an event may carry, of each */
 
 typedef struct cgj_tl_event {
-    uint64_t ts_ns, dur_ns;  /* begin and duration (complete events), host clock */
-    const char *cat, *name;  /* Chrome's category and name */
+    uint64_t ts_ns, dur_ns;                            /* begin and duration (complete events), host clock */
+    const char *cat, *name;                            /* Chrome's category and name */
     const char *skey[CGJ_TL_ARGS], *sval[CGJ_TL_ARGS]; /* args: text (keys are literals) */
     const char *nkey[CGJ_TL_ARGS];
-    int64_t nval[CGJ_TL_ARGS];                         /* args: numbers */
-    char detail[96];         /* args.detail, copied ("" for none) */
+    int64_t nval[CGJ_TL_ARGS]; /* args: numbers */
+    char detail[96];           /* args.detail, copied ("" for none) */
     uint32_t tid;
-    char ph;                 /* 'X' complete, 'i' instant */
-    int ready;               /* published: the writer may read it */
+    char ph;   /* 'X' complete, 'i' instant */
+    int ready; /* published: the writer may read it */
 } cgj_tl_event_t;
 
 extern int cgj_timeline_on;

@@ -14,19 +14,17 @@
 #include <string.h>
 
 /* Make room for one more element (first capacity: 16). An expression. */
-#define CGJ_VEC_RESERVE(ptr, n, cap)                                                              \
-    ((n) == (cap) ? (void)((cap) = (cap) ? 2 * (cap) : 16,                                      \
-                           (ptr) = cgj_xrealloc((ptr), (size_t)(cap) * sizeof *(ptr)))          \
+#define CGJ_VEC_RESERVE(ptr, n, cap)                                                                                   \
+    ((n) == (cap) ? (void)((cap) = (cap) ? 2 * (cap) : 16, (ptr) = cgj_xrealloc((ptr), (size_t)(cap) * sizeof *(ptr))) \
                   : (void)0)
 
-#define CGJ_VEC_PUSH(ptr, n, cap, val)      \
-    do {                                    \
-        CGJ_VEC_RESERVE(ptr, n, cap);       \
-        (ptr)[(n)++] = (val);               \
+#define CGJ_VEC_PUSH(ptr, n, cap, val) \
+    do {                               \
+        CGJ_VEC_RESERVE(ptr, n, cap);  \
+        (ptr)[(n)++] = (val);          \
     } while (0)
 
 /* Append a zeroed element; evaluates to its address. */
-#define CGJ_VEC_ADD(ptr, n, cap) \
-    (CGJ_VEC_RESERVE(ptr, n, cap), memset(&(ptr)[(n)], 0, sizeof *(ptr)), &(ptr)[(n)++])
+#define CGJ_VEC_ADD(ptr, n, cap) (CGJ_VEC_RESERVE(ptr, n, cap), memset(&(ptr)[(n)], 0, sizeof *(ptr)), &(ptr)[(n)++])
 
 #endif /* CGJ_VEC_H */

@@ -27,44 +27,42 @@
 /* Inside a step function `int f(..., char *err, size_t errlen)`: the first failing call writes
  * its reason to err and returns -1, so that a stream capture of the step (the floor) can fail
  * softly. Eager and replayed steps treat -1 as fatal. */
-#define STEP_CUDA(call)                                                                  \
-    do {                                                                                 \
-        cudaError_t e_ = (call);                                                         \
-        if (e_ != cudaSuccess) {                                                         \
-            snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call,            \
-                     cudaGetErrorName(e_));                                              \
-            return -1;                                                                   \
-        }                                                                                \
+#define STEP_CUDA(call)                                                                              \
+    do {                                                                                             \
+        cudaError_t e_ = (call);                                                                     \
+        if (e_ != cudaSuccess) {                                                                     \
+            snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
+            return -1;                                                                               \
+        }                                                                                            \
     } while (0)
 
 /* After a kernel launch: its configuration error, if any. */
 #define STEP_LAUNCHED() STEP_CUDA(cudaGetLastError())
 
-#define STEP_CUBLAS(call)                                                                \
-    do {                                                                                 \
-        cublasStatus_t st_ = (call);                                                     \
-        if (st_ != CUBLAS_STATUS_SUCCESS) {                                              \
-            snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call,            \
-                     cublasGetStatusString(st_));                                        \
-            return -1;                                                                   \
-        }                                                                                \
+#define STEP_CUBLAS(call)                                                                                  \
+    do {                                                                                                   \
+        cublasStatus_t st_ = (call);                                                                       \
+        if (st_ != CUBLAS_STATUS_SUCCESS) {                                                                \
+            snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cublasGetStatusString(st_)); \
+            return -1;                                                                                     \
+        }                                                                                                  \
     } while (0)
 
-#define STEP_CUDNN(call)                                                                 \
-    do {                                                                                 \
-        cudnnStatus_t st_ = (call);                                                      \
-        if (st_ != CUDNN_STATUS_SUCCESS) {                                               \
-            snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call,            \
-                     cudnnGetErrorString(st_));                                          \
-            return -1;                                                                   \
-        }                                                                                \
+#define STEP_CUDNN(call)                                                                                 \
+    do {                                                                                                 \
+        cudnnStatus_t st_ = (call);                                                                      \
+        if (st_ != CUDNN_STATUS_SUCCESS) {                                                               \
+            snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudnnGetErrorString(st_)); \
+            return -1;                                                                                   \
+        }                                                                                                \
     } while (0)
 
 /* The models' weights and inputs: cuda_check.h's xorshift64* generator, each model with its own
  * seed. */
 #define bench_fill_uniform rng_fill_uniform
 
-static inline void *bench_host_alloc(size_t bytes) {
+static inline void *bench_host_alloc(size_t bytes)
+{
     void *p = malloc(bytes);
     if (!p) {
         fprintf(stderr, "out of host memory (%zu bytes)\n", bytes);
@@ -74,14 +72,18 @@ static inline void *bench_host_alloc(size_t bytes) {
 }
 
 /* Zeroed host memory, or the program ends. */
-static inline void *bench_host_calloc(size_t bytes) {
+static inline void *bench_host_calloc(size_t bytes)
+{
     void *p = bench_host_alloc(bytes);
     memset(p, 0, bytes);
     return p;
 }
 
 /* 256-byte aligned offsets for carving one allocation into buffers. */
-static inline size_t bench_align(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
+static inline size_t bench_align(size_t bytes)
+{
+    return (bytes + 255) & ~(size_t)255;
+}
 
 /* Register kernel `fn` as elementwise (cgj_op_register_elementwise), so that modes default and
  * max-autotune may fuse it, under the name the driver knows it by: cudaFuncGetName gives the
@@ -90,7 +92,8 @@ static inline size_t bench_align(size_t bytes) { return (bytes + 255) & ~(size_t
  * it). Where cudaFuncGetName is missing or fails, the plain name (found for a kernel at namespace
  * scope). Call before the first step. Returns 0, or -1 when cgjit refused the spec (it printed
  * why; the kernel stays opaque and the bench counts a failure). */
-static inline int bench_register_elementwise(const void *fn, const char *plain, const char *spec) {
+static inline int bench_register_elementwise(const void *fn, const char *plain, const char *spec)
+{
     const char *name = NULL;
 #if CUDART_VERSION >= 12040
     if (cudaFuncGetName(&name, fn) != cudaSuccess || !name || !name[0]) {
@@ -101,8 +104,7 @@ static inline int bench_register_elementwise(const void *fn, const char *plain, 
     (void)fn;
 #endif
     int st = cgj_op_register_elementwise(name ? name : plain, spec);
-    if (st == CGJ_OK)
-        return 0;
+    if (st == CGJ_OK) return 0;
     fprintf(stderr, "cgjit-bench: registering kernel %s (%s) as elementwise: %s\n", plain, name ? name : plain,
             cgj_strerror(st));
     return -1;
@@ -156,8 +158,8 @@ typedef struct model_data {
 
 /* Copy the host weights (nparams floats) and input (nx floats) to the device; keep the host
  * copies for the reference, or free them. */
-static inline void model_data_upload(model_data_t *d, float *hp, size_t nparams, float *hx, size_t nx,
-                                     int keep_host) {
+static inline void model_data_upload(model_data_t *d, float *hp, size_t nparams, float *hx, size_t nx, int keep_host)
+{
     CHECK(cudaMalloc((void **)&d->params, nparams * sizeof(float)));
     CHECK(cudaMalloc((void **)&d->x, nx * sizeof(float)));
     CHECK(cudaMemcpy(d->params, hp, nparams * sizeof(float), cudaMemcpyHostToDevice));
@@ -172,22 +174,23 @@ static inline void model_data_upload(model_data_t *d, float *hp, size_t nparams,
 }
 
 /* One activation block of `bytes` per set. */
-static inline void model_data_arenas(model_data_t *d, size_t bytes) {
+static inline void model_data_arenas(model_data_t *d, size_t bytes)
+{
     d->arena_bytes = bytes;
-    for (int set = 0; set < MODEL_SETS; set++)
-        CHECK(cudaMalloc(&d->arena[set], bytes));
+    for (int set = 0; set < MODEL_SETS; set++) CHECK(cudaMalloc(&d->arena[set], bytes));
 }
 
 /* model_desc_t.arena of every model (its context begins with a model_data_t). */
-static inline void model_data_arena(void *ctx, int set, void **base, size_t *bytes) {
+static inline void model_data_arena(void *ctx, int set, void **base, size_t *bytes)
+{
     const model_data_t *d = (const model_data_t *)ctx;
     *base = d->arena[set];
     *bytes = d->arena_bytes;
 }
 
-static inline void model_data_free(model_data_t *d) {
-    for (int set = 0; set < MODEL_SETS; set++)
-        CHECK(cudaFree(d->arena[set]));
+static inline void model_data_free(model_data_t *d)
+{
+    for (int set = 0; set < MODEL_SETS; set++) CHECK(cudaFree(d->arena[set]));
     CHECK(cudaFree(d->params));
     CHECK(cudaFree(d->x));
     free(d->host_params);
@@ -201,7 +204,8 @@ typedef struct model_blas {
     void *ws;
 } model_blas_t;
 
-static inline void model_blas_create(model_blas_t *b, cudaStream_t s) {
+static inline void model_blas_create(model_blas_t *b, cudaStream_t s)
+{
     const size_t ws_bytes = 32u << 20;
     CHECK_CUBLAS(cublasCreate(&b->h));
     CHECK_CUBLAS(cublasSetStream(b->h, s));
@@ -211,7 +215,8 @@ static inline void model_blas_create(model_blas_t *b, cudaStream_t s) {
     CHECK_CUBLAS(cublasSetPointerMode(b->h, CUBLAS_POINTER_MODE_HOST));
 }
 
-static inline void model_blas_destroy(model_blas_t *b) {
+static inline void model_blas_destroy(model_blas_t *b)
+{
     CHECK_CUBLAS(cublasDestroy(b->h));
     CHECK(cudaFree(b->ws));
 }

@@ -12,7 +12,8 @@
 
 #include "bench_run.h"
 
-static void model_step_eager(model_run_t *r, cudaStream_t s) {
+static void model_step_eager(model_run_t *r, cudaStream_t s)
+{
     char err[256];
     if (r->md->step(r->ctx, MODEL_SET_EAGER, s, err, sizeof err)) {
         fprintf(stderr, "cgjit-bench: %s: eager step: %s\n", r->name, err);
@@ -21,7 +22,8 @@ static void model_step_eager(model_run_t *r, cudaStream_t s) {
 }
 
 /* One replayed step; returns the host seconds from before begin to before end. */
-static double model_step_replay(model_run_t *r, cudaStream_t s) {
+static double model_step_replay(model_run_t *r, cudaStream_t s)
+{
     char err[256];
     double t0 = now_s();
     CGJ_CHECK(cgj_trace_begin(r->name));
@@ -37,7 +39,8 @@ static double model_step_replay(model_run_t *r, cudaStream_t s) {
 /* The floor: one eager step on the floor set, captured on s (the stream the handles are bound
  * to) and instantiated. A failing capture (a library call that cannot be captured) leaves
  * has_floor 0 and the reason in floor_note; the bench goes on without the floor. */
-static void model_build_floor(model_run_t *r, cudaStream_t s) {
+static void model_build_floor(model_run_t *r, cudaStream_t s)
+{
     char err[256] = "";
     cudaGraph_t g = NULL;
     cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
@@ -48,15 +51,12 @@ static void model_build_floor(model_run_t *r, cudaStream_t s) {
     }
     int rc = r->md->step(r->ctx, MODEL_SET_FLOOR, s, err, sizeof err);
     e = cudaStreamEndCapture(s, &g);
-    if (rc == 0 && e != cudaSuccess)
-        snprintf(err, sizeof err, "cudaStreamEndCapture: %s", cudaGetErrorName(e));
+    if (rc == 0 && e != cudaSuccess) snprintf(err, sizeof err, "cudaStreamEndCapture: %s", cudaGetErrorName(e));
     if (rc == 0 && e == cudaSuccess) {
         e = cudaGraphInstantiate(&r->floor, g, 0);
-        if (e != cudaSuccess)
-            snprintf(err, sizeof err, "cudaGraphInstantiate: %s", cudaGetErrorName(e));
+        if (e != cudaSuccess) snprintf(err, sizeof err, "cudaGraphInstantiate: %s", cudaGetErrorName(e));
     }
-    if (g)
-        CHECK(cudaGraphDestroy(g));
+    if (g) CHECK(cudaGraphDestroy(g));
     if (err[0]) {
         snprintf(r->floor_note, sizeof r->floor_note, "the stream capture failed: %s", err);
         (void)cudaGetLastError(); /* capture errors are not sticky: the context goes on */
@@ -69,7 +69,8 @@ static void model_build_floor(model_run_t *r, cudaStream_t s) {
 
 /* Workload md in cgjit mode `mode`, created afresh: the mode is set here, before the row's first
  * traced step, and stays set until the row is done (bench_modes.h). */
-void model_setup(model_run_t *r, const model_desc_t *md, int mode, const options_t *o, cudaStream_t s) {
+void model_setup(model_run_t *r, const model_desc_t *md, int mode, const options_t *o, cudaStream_t s)
+{
     memset(r, 0, sizeof *r);
     r->md = md;
     r->mode = mode;
@@ -91,15 +92,13 @@ void model_setup(model_run_t *r, const model_desc_t *md, int mode, const options
     CHECK(cudaStreamSynchronize(s));
     CHECK_LAST();
     model_build_floor(r, s);
-    if (!r->has_floor)
-        fprintf(stderr, "cgjit-bench: %s: no floor: %s\n", r->name, r->floor_note);
+    if (!r->has_floor) fprintf(stderr, "cgjit-bench: %s: no floor: %s\n", r->name, r->floor_note);
 
     /* Warm up eager, replay and floor: cgjit's two eager runs and its graph build. */
     for (int i = 0; i < WARMUP_STEPS; i++) {
         model_step_eager(r, s);
         model_step_replay(r, s);
-        if (r->has_floor)
-            CHECK(cudaGraphLaunch(r->floor, s));
+        if (r->has_floor) CHECK(cudaGraphLaunch(r->floor, s));
     }
     CHECK(cudaStreamSynchronize(s));
     CHECK_LAST();
@@ -111,7 +110,8 @@ void model_setup(model_run_t *r, const model_desc_t *md, int mode, const options
                 cgj_state_name(info.state), WARMUP_STEPS, info.reason[0] ? info.reason : "no reason given");
 }
 
-void model_measure(model_run_t *r, const options_t *o, cudaStream_t s) {
+void model_measure(model_run_t *r, const options_t *o, cudaStream_t s)
+{
     cgj_trace_info_t before, after;
     cgj_stats_t st0, st1;
     CGJ_CHECK(cgj_trace_info(r->name, &before));
@@ -130,16 +130,14 @@ void model_measure(model_run_t *r, const options_t *o, cudaStream_t s) {
         CHECK_LAST();
 
         t0 = now_s();
-        for (int i = 0; i < o->steps; i++)
-            r->host[r->nhost++] = model_step_replay(r, s);
+        for (int i = 0; i < o->steps; i++) r->host[r->nhost++] = model_step_replay(r, s);
         CHECK(cudaStreamSynchronize(s));
         r->t_replay[k] = (now_s() - t0) / o->steps;
         CHECK_LAST();
 
         if (r->has_floor) {
             t0 = now_s();
-            for (int i = 0; i < o->steps; i++)
-                CHECK(cudaGraphLaunch(r->floor, s));
+            for (int i = 0; i < o->steps; i++) CHECK(cudaGraphLaunch(r->floor, s));
             CHECK(cudaStreamSynchronize(s));
             r->t_floor[k] = (now_s() - t0) / o->steps;
             CHECK_LAST();
@@ -164,7 +162,8 @@ void model_measure(model_run_t *r, const options_t *o, cudaStream_t s) {
 }
 
 /* The set's output, copied to the host. */
-static float *model_output_host(model_run_t *r, int set, size_t *count) {
+static float *model_output_host(model_run_t *r, int set, size_t *count)
+{
     const float *d;
     r->md->output(r->ctx, set, &d, count);
     float *h = (float *)bench_host_alloc(*count * sizeof(float));
@@ -172,12 +171,11 @@ static float *model_output_host(model_run_t *r, int set, size_t *count) {
     return h;
 }
 
-static void report_first_difference(const char *name, const char *what, const float *a, const float *b,
-                                    size_t n) {
+static void report_first_difference(const char *name, const char *what, const float *a, const float *b, size_t n)
+{
     for (size_t i = 0; i < n; i++)
         if (memcmp(&a[i], &b[i], sizeof(float))) {
-            fprintf(stderr,
-                    "cgjit-bench: %s: eager and %s outputs differ first at [%zu]: eager %.9g, %s %.9g\n", name,
+            fprintf(stderr, "cgjit-bench: %s: eager and %s outputs differ first at [%zu]: eager %.9g, %s %.9g\n", name,
                     what, i, a[i], what, b[i]);
             return;
         }
@@ -186,7 +184,8 @@ static void report_first_difference(const char *name, const char *what, const fl
 /* Every set's activations poisoned (all bytes 0xff: NaN), then K steps of each way of running into
  * its own set; the floor's output must be bitwise equal to the eager one, the replayed one as the
  * cgjit mode promises (bench_modes.h). */
-void model_check(model_run_t *r, const options_t *o, cudaStream_t s) {
+void model_check(model_run_t *r, const options_t *o, cudaStream_t s)
+{
     CHECK(cudaStreamSynchronize(s));
     for (int set = 0; set < MODEL_SETS; set++) {
         void *base;
@@ -197,13 +196,10 @@ void model_check(model_run_t *r, const options_t *o, cudaStream_t s) {
     CHECK(cudaDeviceSynchronize());
     cgj_trace_info_t before;
     CGJ_CHECK(cgj_trace_info(r->name, &before));
-    for (int i = 0; i < CHECK_STEPS; i++)
-        model_step_eager(r, s);
-    for (int i = 0; i < CHECK_STEPS; i++)
-        model_step_replay(r, s);
+    for (int i = 0; i < CHECK_STEPS; i++) model_step_eager(r, s);
+    for (int i = 0; i < CHECK_STEPS; i++) model_step_replay(r, s);
     if (r->has_floor)
-        for (int i = 0; i < CHECK_STEPS; i++)
-            CHECK(cudaGraphLaunch(r->floor, s));
+        for (int i = 0; i < CHECK_STEPS; i++) CHECK(cudaGraphLaunch(r->floor, s));
     CHECK(cudaStreamSynchronize(s));
     CHECK_LAST();
     CGJ_CHECK(cgj_trace_info(r->name, &r->info));
@@ -214,21 +210,18 @@ void model_check(model_run_t *r, const options_t *o, cudaStream_t s) {
     float *hr = model_output_host(r, MODEL_SET_REPLAY, &n);
     bench_compare(he, hr, n, r->info.fused_gemms ? BENCH_GEMM_REL_TOL : 0, &r->cmp);
     r->equal = bench_cmp_ok(&r->cmp, r->mode, r->info.fused_chains);
-    if (!r->equal)
-        bench_cmp_complain(r->name, "replay", r->mode, r->info.fused_chains, &r->cmp, he, hr);
+    if (!r->equal) bench_cmp_complain(r->name, "replay", r->mode, r->info.fused_chains, &r->cmp, he, hr);
     if (r->has_floor) {
         float *hf = model_output_host(r, MODEL_SET_FLOOR, &n);
         r->floor_equal = memcmp(he, hf, n * sizeof(float)) == 0;
-        if (!r->floor_equal)
-            report_first_difference(r->name, "floor", he, hf, n);
+        if (!r->floor_equal) report_first_difference(r->name, "floor", he, hf, n);
         free(hf);
     }
     r->finite = 1;
     for (size_t i = 0; i < n && r->finite; i++)
         if (!isfinite(he[i])) {
             r->finite = 0;
-            fprintf(stderr, "cgjit-bench: %s: the eager output is not finite at [%zu]: %g\n", r->name, i,
-                    he[i]);
+            fprintf(stderr, "cgjit-bench: %s: the eager output is not finite at [%zu]: %g\n", r->name, i, he[i]);
         }
     if (r->replays_checked < CHECK_STEPS)
         fprintf(stderr, "cgjit-bench: %s: only %llu of %d checked steps were replayed (%s)\n", r->name,
@@ -247,8 +240,9 @@ void model_check(model_run_t *r, const options_t *o, cudaStream_t s) {
         r->ref_err = scale > 0.0 ? err / scale : err;
         r->ref_ok = r->ref_err <= REF_TOL;
         if (!r->ref_ok)
-            fprintf(stderr, "cgjit-bench: %s: the eager output is %.3g (relative to its largest value) away "
-                            "from the host reference, more than %g\n",
+            fprintf(stderr,
+                    "cgjit-bench: %s: the eager output is %.3g (relative to its largest value) away "
+                    "from the host reference, more than %g\n",
                     r->name, r->ref_err, REF_TOL);
         free(ref);
     }
@@ -256,23 +250,19 @@ void model_check(model_run_t *r, const options_t *o, cudaStream_t s) {
     free(hr);
 }
 
-const char *model_verdict(const model_run_t *r) {
-    if (!r->equal)
-        return "FAIL(mismatch)";
-    if (!r->replay_reached || r->replays_checked == 0)
-        return "FAIL(no replay)";
-    if (r->has_floor && !r->floor_equal)
-        return "FAIL(floor mismatch)";
-    if (!r->finite)
-        return "FAIL(non-finite)";
-    if (r->ref_done && !r->ref_ok)
-        return "FAIL(reference)";
+const char *model_verdict(const model_run_t *r)
+{
+    if (!r->equal) return "FAIL(mismatch)";
+    if (!r->replay_reached || r->replays_checked == 0) return "FAIL(no replay)";
+    if (r->has_floor && !r->floor_equal) return "FAIL(floor mismatch)";
+    if (!r->finite) return "FAIL(non-finite)";
+    if (r->ref_done && !r->ref_ok) return "FAIL(reference)";
     return "PASS";
 }
 
-void model_release(model_run_t *r) {
-    if (r->has_floor)
-        CHECK(cudaGraphExecDestroy(r->floor));
+void model_release(model_run_t *r)
+{
+    if (r->has_floor) CHECK(cudaGraphExecDestroy(r->floor));
     CHECK(cudaDeviceSynchronize());
     r->md->destroy(r->ctx);
     r->ctx = NULL;
@@ -283,4 +273,7 @@ void model_release(model_run_t *r) {
     free(r->ehost);
 }
 
-void busy_step_model(void *arg, cudaStream_t s) { model_step_replay((model_run_t *)arg, s); }
+void busy_step_model(void *arg, cudaStream_t s)
+{
+    model_step_replay((model_run_t *)arg, s);
+}

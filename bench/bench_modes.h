@@ -11,8 +11,8 @@
  * bitwise equal. In default and max-autotune cgjit may fuse elementwise kernels into generated
  * ones, so each element must be within BENCH_ABS_TOL + BENCH_REL_TOL * |eager| of eager (NaN
  * where eager has NaN, the same infinity where eager has one), and bitwise equal where the trace
- * fused nothing; where it made GEMMs cuBLASLt matmuls, normwise (BENCH_GEMM_REL_TOL). The comparison says whether it was bitwise and, where not, how much of the
- * tolerance the worst element used.
+ * fused nothing; where it made GEMMs cuBLASLt matmuls, normwise (BENCH_GEMM_REL_TOL). The comparison says whether it
+ * was bitwise and, where not, how much of the tolerance the worst element used.
  */
 #ifndef CGJ_BENCH_MODES_H
 #define CGJ_BENCH_MODES_H
@@ -48,11 +48,11 @@ int bench_mode_fuses(int mode);
 void bench_anchor_name(char *buf, size_t cap, const char *base, int mode);
 
 typedef struct bench_cmp {
-    int bitwise;     /* every byte equal */
-    double used;     /* max over elements of |got - eager| / (abs + rel |eager|): <= 1 within the
-                      * tolerance; INFINITY for a NaN or infinity where eager has none */
-    size_t worst;    /* the element where `used` is largest */
-    size_t first;    /* the first element that differs (bitwise); n when none does */
+    int bitwise;  /* every byte equal */
+    double used;  /* max over elements of |got - eager| / (abs + rel |eager|): <= 1 within the
+                   * tolerance; INFINITY for a NaN or infinity where eager has none */
+    size_t worst; /* the element where `used` is largest */
+    size_t first; /* the first element that differs (bitwise); n when none does */
 } bench_cmp_t;
 
 /* Compare got with eager, n floats: per element, or (normwise > 0) against normwise times the

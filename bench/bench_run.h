@@ -24,31 +24,32 @@ enum { WARMUP_STEPS = 5, CHECK_STEPS = 50, MAX_SIZES = 16, MAX_KERNELS = 1000000
 enum { TEMPS_LIVE = 3, TEMPS_MAX_FLOATS = NFLOAT + 1024 * 3 };
 
 /* A cgjit call that must return CGJ_OK, or the bench ends (status 1). */
-#define CGJ_CHECK(call)                                                                  \
-    do {                                                                                 \
-        int st_ = (call);                                                                \
-        if (st_ != CGJ_OK) {                                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                \
-                    cgj_strerror(st_));                                                  \
-            exit(1);                                                                     \
-        }                                                                                \
+#define CGJ_CHECK(call)                                                                       \
+    do {                                                                                      \
+        int st_ = (call);                                                                     \
+        if (st_ != CGJ_OK) {                                                                  \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cgj_strerror(st_)); \
+            exit(1);                                                                          \
+        }                                                                                     \
     } while (0)
 
-static inline double now_s(void) {
+static inline double now_s(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static inline int cmp_double(const void *a, const void *b) {
+static inline int cmp_double(const void *a, const void *b)
+{
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 /* Median of v[0..n-1]; sorts v in place. */
-static inline double median(double *v, size_t n) {
-    if (n == 0)
-        return 0.0;
+static inline double median(double *v, size_t n)
+{
+    if (n == 0) return 0.0;
     qsort(v, n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
@@ -84,40 +85,40 @@ typedef struct options {
 } options_t;
 
 typedef struct size_run {
-    int wl;                /* WL_CHAIN or WL_TEMPS */
+    int wl; /* WL_CHAIN or WL_TEMPS */
     int n;
-    int mode;              /* the cgjit mode of this row (bench_modes.h) */
-    int calls;             /* CUDA calls per step: the host time divisor */
-    char name[48];         /* trace anchor: "chain<N>@<mode>" or "temps<N>@<mode>" */
-    float *xe, *xr, *xf;   /* eager, replay, floor buffers */
-    float *tf[TEMPS_LIVE]; /* temps: the floor's preallocated temporaries */
-    cudaGraphExec_t floor; /* hand-built graph of the step's kernels on xf */
+    int mode;                             /* the cgjit mode of this row (bench_modes.h) */
+    int calls;                            /* CUDA calls per step: the host time divisor */
+    char name[48];                        /* trace anchor: "chain<N>@<mode>" or "temps<N>@<mode>" */
+    float *xe, *xr, *xf;                  /* eager, replay, floor buffers */
+    float *tf[TEMPS_LIVE];                /* temps: the floor's preallocated temporaries */
+    cudaGraphExec_t floor;                /* hand-built graph of the step's kernels on xf */
     double *t_eager, *t_replay, *t_floor; /* per-step seconds, one per round */
-    double *host;                          /* replay host seconds per call, one per step */
+    double *host;                         /* replay host seconds per call, one per step */
     size_t nhost;
-    int replay_reached;   /* state was REPLAY after warmup */
-    uint64_t replays_checked; /* replays counted during the K checked steps */
+    int replay_reached;                               /* state was REPLAY after warmup */
+    uint64_t replays_checked;                         /* replays counted during the K checked steps */
     uint64_t pool_allocs_checked, pool_frees_checked; /* cgj_stats growth over them */
-    int equal;            /* the replayed results pass the mode's check against eager's */
-    bench_cmp_t cmp;      /* replayed against eager */
+    int equal;                                        /* the replayed results pass the mode's check against eager's */
+    bench_cmp_t cmp;                                  /* replayed against eager */
     cgj_trace_info_t info;
     /* results */
     double eager_us, replay_us, floor_us, host_ns;
-    double busy_us; /* GPU-busy time of a replayed step (CUPTI); < 0: n/a */
+    double busy_us;     /* GPU-busy time of a replayed step (CUPTI); < 0: n/a */
     double host_drv_ns; /* chain: host_ns with the launches made by cuLaunchKernel; < 0: n/a */
 } size_run_t;
 
 typedef struct model_run {
     const model_desc_t *md;
     void *ctx;
-    int mode;                /* the cgjit mode of this row */
-    char name[48];           /* trace anchor: "<workload>@<mode>" */
-    cudaGraphExec_t floor;   /* stream capture of one eager step on the floor set */
-    int has_floor;           /* the capture worked; else floor_note says why */
+    int mode;              /* the cgjit mode of this row */
+    char name[48];         /* trace anchor: "<workload>@<mode>" */
+    cudaGraphExec_t floor; /* stream capture of one eager step on the floor set */
+    int has_floor;         /* the capture worked; else floor_note says why */
     char floor_note[320];
     double *t_eager, *t_replay, *t_floor; /* per-step seconds, one per round */
-    double *host;                          /* replay host seconds per step (begin to before end) */
-    double *ehost;                         /* eager host seconds per step (issuing it, no wait) */
+    double *host;                         /* replay host seconds per step (begin to before end) */
+    double *ehost;                        /* eager host seconds per step (issuing it, no wait) */
     size_t nhost;
     int replay_reached;       /* state was REPLAY after warmup */
     uint64_t timed_replays;   /* steps replayed from start to end in the timed rounds */
@@ -131,9 +132,9 @@ typedef struct model_run {
     cgj_trace_info_t info;    /* after the checked steps */
     uint32_t ops;             /* driver calls in the replayed trace after the timed rounds */
     double eager_us, replay_us, floor_us, host_ns_op, host_ns_call;
-    double eager_ns_call;     /* eager host time per call: what the program and libraries cost */
-    double lib_absorbed;      /* library calls absorbed whole per timed replayed step */
-    double busy_us;           /* GPU-busy time of a replayed step (CUPTI); < 0: n/a */
+    double eager_ns_call; /* eager host time per call: what the program and libraries cost */
+    double lib_absorbed;  /* library calls absorbed whole per timed replayed step */
+    double busy_us;       /* GPU-busy time of a replayed step (CUPTI); < 0: n/a */
 } model_run_t;
 
 /* Every row of one bench run, each workload's rows in the order of --modes. */
@@ -141,12 +142,12 @@ typedef struct bench_results {
     size_run_t runs[WL_COUNT][MAX_SIZES * BM_COUNT];
     int nruns[WL_COUNT];
     model_run_t mruns[MD_COUNT][BM_COUNT];
-    int nmruns[MD_COUNT];     /* rows of workload m; 0: not run */
-    torch_compare_t tc;       /* --compare: the models' torch figures (MD_NAMES[0..MD_MODELS)) */
-    torch_compare_t tc_ew;    /* ... and the elementwise workloads' (MD_NAMES[MD_MODELS..)) */
-    int busy_shown;           /* some GPU-busy figure was measured: the tables have its columns */
+    int nmruns[MD_COUNT];      /* rows of workload m; 0: not run */
+    torch_compare_t tc;        /* --compare: the models' torch figures (MD_NAMES[0..MD_MODELS)) */
+    torch_compare_t tc_ew;     /* ... and the elementwise workloads' (MD_NAMES[MD_MODELS..)) */
+    int busy_shown;            /* some GPU-busy figure was measured: the tables have its columns */
     int registrations_refused; /* elementwise registrations cgjit refused (a failure) */
-    cgj_stats_t stats;        /* cgjit's counters at the end */
+    cgj_stats_t stats;         /* cgjit's counters at the end */
 } bench_results_t;
 
 /* A row's verdict: "PASS" or "FAIL(why)". */

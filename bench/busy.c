@@ -26,34 +26,34 @@ enum { WINDOWS = 3 };
 
 static char unavailable[256]; /* why CUPTI cannot be used; "" while it can */
 
-int bench_busy_available(const char **why) {
-    if (why)
-        *why = unavailable;
+int bench_busy_available(const char **why)
+{
+    if (why) *why = unavailable;
     return unavailable[0] == '\0';
 }
 
-static int cmp_double(const void *a, const void *b) {
+static int cmp_double(const void *a, const void *b)
+{
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 /* What cgjit knows of `anchor` (zeros where it knows nothing). */
-static cgj_trace_info_t info(const char *anchor) {
+static cgj_trace_info_t info(const char *anchor)
+{
     cgj_trace_info_t i;
-    if (cgj_trace_info(anchor, &i) != CGJ_OK)
-        memset(&i, 0, sizeof i);
+    if (cgj_trace_info(anchor, &i) != CGJ_OK) memset(&i, 0, sizeof i);
     return i;
 }
 
 /* One window: busy µs per step, or < 0 with the reason in why; *records: CUPTI's records per
  * step. *cupti_failed: CUPTI itself failed. */
 static double window(bench_step_fn step, void *arg, int steps, cudaStream_t s, double *records_per_step,
-                     int *cupti_failed, char *why, size_t len) {
+                     int *cupti_failed, char *why, size_t len)
+{
     *cupti_failed = bench_busy_begin(why, len) != 0;
-    if (*cupti_failed)
-        return -1.0;
-    for (int i = 0; i < steps; i++)
-        step(arg, s);
+    if (*cupti_failed) return -1.0;
+    for (int i = 0; i < steps; i++) step(arg, s);
     cudaError_t e = cudaStreamSynchronize(s);
     uint64_t ns = 0, records = 0;
     int rc = bench_busy_end(&ns, &records, why, len);
@@ -61,15 +61,14 @@ static double window(bench_step_fn step, void *arg, int steps, cudaStream_t s, d
         fprintf(stderr, "cgjit-bench: cudaStreamSynchronize: %s\n", cudaGetErrorName(e));
         exit(1);
     }
-    if (rc != 0)
-        return -1.0;
+    if (rc != 0) return -1.0;
     *records_per_step = (double)records / steps;
     return (double)ns / 1e3 / steps;
 }
 
-double bench_busy_floor(const char *anchor, bench_step_fn step, void *arg, int steps, cudaStream_t s) {
-    if (unavailable[0])
-        return -1.0;
+double bench_busy_floor(const char *anchor, bench_step_fn step, void *arg, int steps, cudaStream_t s)
+{
+    if (unavailable[0]) return -1.0;
     double v[WINDOWS], records = 0, fewest = 1e300;
     char why[256] = "";
     int n = 0, cupti_failed = 0;

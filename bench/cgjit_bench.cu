@@ -156,8 +156,8 @@
  * "fused_ops", "fuse_drops", "fuse_reason" (the FUSE_* code of the last chain left unfused, null
  * when none), "fuse_ms" (compiling and validating the fused kernels at build), "fuse_compile_ms"
  * (of which generating, compiling or finding in a cache, and loading) and "fuse_cold" (kernels
- * NVRTC compiled, in no cache yet), from cgj_trace_info after the row's checked steps. Rows come in the order of --modes for each size.
- * temps has the parallel object "temps", always present:
+ * NVRTC compiled, in no cache yet), from cgj_trace_info after the row's checked steps. Rows come in the order of
+ * --modes for each size. temps has the parallel object "temps", always present:
  *   {
  *     "gpu": "...", "compute_capability": "9.0", "driver_version": 13000, "runtime_version": 13000,
  *     "workload": "chain", "floats": 4096, "rounds": 31, "steps": 20, "check_steps": 50,
@@ -245,9 +245,9 @@
 static const float CHAIN_A = 0.9999f;
 static const float CHAIN_B = 0.001f;
 
-__global__ void axpb(float *x, float a, float b, int n) {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        x[i] = a * x[i] + b;
+__global__ void axpb(float *x, float a, float b, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = a * x[i] + b;
 }
 
 /* temps: x = 0.999*x + 0.001*(0.5*x + c_k) = 0.9995*x + 0.001*c_k per layer, contracting towards
@@ -257,13 +257,14 @@ static const float TEMPS_KEEP = 0.999f;
 static const float TEMPS_MIX = 0.001f;
 
 /* t[i] = 0.5*x[i % n] + c for every i < m: the whole temporary is written before it is read. */
-__global__ void temps_fill(float *t, const float *x, float half, float c, int m, int n) {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x)
-        t[i] = half * x[i % n] + c;
+__global__ void temps_fill(float *t, const float *x, float half, float c, int m, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) t[i] = half * x[i % n] + c;
 }
 
 /* x[i] = keep*x[i] + mix*t[i] for i < n (n <= the temporary's size). */
-__global__ void temps_update(float *x, const float *t, float keep, float mix, int n) {
+__global__ void temps_update(float *x, const float *t, float keep, float mix, int n)
+{
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
         x[i] = keep * x[i] + mix * t[i];
 }
@@ -278,7 +279,8 @@ __global__ void temps_update(float *x, const float *t, float keep, float mix, in
  * (FUSE_ALIAS). temps replays the kernels eager ran in every mode; the rows of the fusing modes
  * say why (a note line, the JSON's fuse_drops and fuse_reason). Returns the registrations cgjit
  * refused. */
-static int register_kernels(void) {
+static int register_kernels(void)
+{
     int refused = 0;
     refused += bench_register_elementwise((const void *)axpb, "axpb",
                                           "(inout float x, float a, float b, count int n): x = a * x + b") != 0;
@@ -296,26 +298,23 @@ static int register_kernels(void) {
 const char *const WL_NAMES[WL_COUNT] = {"chain", "temps"};
 const char *const MD_NAMES[MD_COUNT] = {"mlp", "cnn", "gpt2", "ew16M", "ew10"};
 
-const model_desc_t *model_of(int m) {
+const model_desc_t *model_of(int m)
+{
     switch (m) {
 #ifdef CGJ_BENCH_CUDNN
-    case MD_MLP:
-        return &model_mlp;
-    case MD_CNN:
-        return &model_cnn;
+    case MD_MLP: return &model_mlp;
+    case MD_CNN: return &model_cnn;
 #endif
-    case MD_GPT2:
-        return &model_gpt2;
-    case MD_EW16M:
-        return &model_ew16M;
-    case MD_EW10:
-        return &model_ew10;
+    case MD_GPT2: return &model_gpt2;
+    case MD_EW16M: return &model_ew16M;
+    case MD_EW10: return &model_ew10;
     }
     return NULL;
 }
 
 /* The sizes a workload runs: --sizes where given, else its defaults. */
-static int workload_sizes(const options_t *o, int wl, const int **sizes) {
+static int workload_sizes(const options_t *o, int wl, const int **sizes)
+{
     static const int chain_default[] = {10, 100, 1000};
     static const int temps_default[] = {10, 100};
     if (o->sizes_given) {
@@ -330,7 +329,8 @@ static int workload_sizes(const options_t *o, int wl, const int **sizes) {
     return (int)(sizeof temps_default / sizeof temps_default[0]);
 }
 
-static void usage(FILE *f, const char *argv0) {
+static void usage(FILE *f, const char *argv0)
+{
     fprintf(f,
             "usage: %s [--workload chain|temps|mlp|cnn|gpt2|elementwise|all] [--modes LIST]\n"
             "          [--rounds R] [--steps S] [--sizes N1,N2,...] [--json FILE] [--compare FILE]\n"
@@ -376,43 +376,40 @@ static void usage(FILE *f, const char *argv0) {
 }
 
 /* A whole-string decimal integer in [lo, hi], or -1. */
-static long parse_int(const char *s, long lo, long hi) {
+static long parse_int(const char *s, long lo, long hi)
+{
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
     return v;
 }
 
-static int parse_sizes(const char *s, options_t *o) {
+static int parse_sizes(const char *s, options_t *o)
+{
     char buf[256];
-    if (strlen(s) >= sizeof buf)
-        return -1;
+    if (strlen(s) >= sizeof buf) return -1;
     strcpy(buf, s);
     o->nsizes = 0;
     for (char *rest = buf, *tok; (tok = strsep(&rest, ",")) != NULL;) { /* empty items are errors */
         long v = parse_int(tok, 1, MAX_KERNELS);
-        if (v < 0 || o->nsizes == MAX_SIZES)
-            return -1;
+        if (v < 0 || o->nsizes == MAX_SIZES) return -1;
         o->sizes[o->nsizes++] = (int)v;
     }
     return o->nsizes > 0 ? 0 : -1;
 }
 
-static void parse_options(int argc, char **argv, options_t *o) {
+static void parse_options(int argc, char **argv, options_t *o)
+{
     o->rounds = 31;
     o->steps = 20;
     o->nsizes = 0;
     o->sizes_given = 0;
-    for (int w = 0; w < WL_COUNT; w++)
-        o->run[w] = 1;
-    for (int m = 0; m < MD_COUNT; m++)
-        o->run_model[m] = 1;
+    for (int w = 0; w < WL_COUNT; w++) o->run[w] = 1;
+    for (int m = 0; m < MD_COUNT; m++) o->run_model[m] = 1;
     o->named = 0;
     o->nmodes = BM_COUNT;
-    for (int m = 0; m < BM_COUNT; m++)
-        o->modes[m] = m;
+    for (int m = 0; m < BM_COUNT; m++) o->modes[m] = m;
     o->json = NULL;
     o->compare = NULL;
     o->reference = 0;
@@ -432,12 +429,9 @@ static void parse_options(int argc, char **argv, options_t *o) {
         }
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = v != NULL;
-        if (ok && !strcmp(a, "--rounds"))
-            ok = (o->rounds = (int)parse_int(v, 1, 100000)) > 0;
-        else if (ok && !strcmp(a, "--steps"))
-            ok = (o->steps = (int)parse_int(v, 1, 100000)) > 0;
-        else if (ok && !strcmp(a, "--sizes"))
-            ok = (o->sizes_given = parse_sizes(v, o) == 0);
+        if (ok && !strcmp(a, "--rounds")) ok = (o->rounds = (int)parse_int(v, 1, 100000)) > 0;
+        else if (ok && !strcmp(a, "--steps")) ok = (o->steps = (int)parse_int(v, 1, 100000)) > 0;
+        else if (ok && !strcmp(a, "--sizes")) ok = (o->sizes_given = parse_sizes(v, o) == 0);
         else if (ok && !strcmp(a, "--workload")) {
             int all = !strcmp(v, "all");
             ok = all;
@@ -450,15 +444,10 @@ static void parse_options(int argc, char **argv, options_t *o) {
                 o->run_model[m] = all || !strcmp(v, MD_NAMES[m]) || (m >= MD_MODELS && !strcmp(v, "elementwise"));
                 ok |= o->run_model[m];
             }
-        }
-        else if (ok && !strcmp(a, "--modes"))
-            ok = bench_modes_parse(v, o->modes, &o->nmodes) == 0;
-        else if (ok && !strcmp(a, "--json"))
-            ok = (o->json = v)[0] != '\0';
-        else if (ok && !strcmp(a, "--compare"))
-            ok = (o->compare = v)[0] != '\0';
-        else
-            ok = 0;
+        } else if (ok && !strcmp(a, "--modes")) ok = bench_modes_parse(v, o->modes, &o->nmodes) == 0;
+        else if (ok && !strcmp(a, "--json")) ok = (o->json = v)[0] != '\0';
+        else if (ok && !strcmp(a, "--compare")) ok = (o->compare = v)[0] != '\0';
+        else ok = 0;
         if (!ok) {
             fprintf(stderr, "%s: bad option or value: %s%s%s\n", argv[0], a, v ? " " : "", v ? v : "");
             usage(stderr, argv[0]);
@@ -470,52 +459,61 @@ static void parse_options(int argc, char **argv, options_t *o) {
 
 /* ---- the workload ----------------------------------------------------------------------- */
 
-static void chain(float *x, int n, cudaStream_t s) {
-    for (int k = 0; k < n; k++)
-        axpb<<<GRID, BLOCK, 0, s>>>(x, CHAIN_A, CHAIN_B, NFLOAT);
+static void chain(float *x, int n, cudaStream_t s)
+{
+    for (int k = 0; k < n; k++) axpb<<<GRID, BLOCK, 0, s>>>(x, CHAIN_A, CHAIN_B, NFLOAT);
 }
 
 /* temps: layer k's temporary size (floats) and constant. */
-static int temp_floats(int k) { return NFLOAT + 1024 * (k % 4); }
-static float temp_c(int k) { return 0.25f * (float)(k % 8) - 1.0f; }
+static int temp_floats(int k)
+{
+    return NFLOAT + 1024 * (k % 4);
+}
+static float temp_c(int k)
+{
+    return 0.25f * (float)(k % 8) - 1.0f;
+}
 
 /* Layer k's two kernels on the temporary t. */
-static void temps_layer(float *x, float *t, int k, cudaStream_t s) {
+static void temps_layer(float *x, float *t, int k, cudaStream_t s)
+{
     temps_fill<<<GRID, BLOCK, 0, s>>>(t, x, TEMPS_HALF, temp_c(k), temp_floats(k), NFLOAT);
     temps_update<<<GRID, BLOCK, 0, s>>>(x, t, TEMPS_KEEP, TEMPS_MIX, NFLOAT);
 }
 
 /* One step of N layers, each with its own cudaMalloc'd temporary; t_k is held in slot k%3. */
-static void temps(float *x, int n, cudaStream_t s) {
+static void temps(float *x, int n, cudaStream_t s)
+{
     float *t[TEMPS_LIVE] = {NULL, NULL, NULL};
     for (int k = 0; k < n; k++) {
         CHECK(cudaMalloc((void **)&t[k % TEMPS_LIVE], (size_t)temp_floats(k) * sizeof(float)));
         temps_layer(x, t[k % TEMPS_LIVE], k, s);
-        if (k >= 2)
-            CHECK(cudaFree(t[(k - 2) % TEMPS_LIVE]));
+        if (k >= 2) CHECK(cudaFree(t[(k - 2) % TEMPS_LIVE]));
     }
-    for (int k = n >= 2 ? n - 2 : 0; k < n; k++)
-        CHECK(cudaFree(t[k % TEMPS_LIVE]));
+    for (int k = n >= 2 ? n - 2 : 0; k < n; k++) CHECK(cudaFree(t[k % TEMPS_LIVE]));
 }
 
 /* The floor's temps step: the same kernels on preallocated temporaries, layer k on tf[k%3]. */
-static void temps_prealloc(float *x, float *const *tf, int n, cudaStream_t s) {
-    for (int k = 0; k < n; k++)
-        temps_layer(x, tf[k % TEMPS_LIVE], k, s);
+static void temps_prealloc(float *x, float *const *tf, int n, cudaStream_t s)
+{
+    for (int k = 0; k < n; k++) temps_layer(x, tf[k % TEMPS_LIVE], k, s);
 }
 
 /* The step's work on x, as the program issues it. */
-static void step_work(const size_run_t *r, float *x, cudaStream_t s) {
-    if (r->wl == WL_CHAIN)
-        chain(x, r->n, s);
-    else
-        temps(x, r->n, s);
+static void step_work(const size_run_t *r, float *x, cudaStream_t s)
+{
+    if (r->wl == WL_CHAIN) chain(x, r->n, s);
+    else temps(x, r->n, s);
 }
 
-static void step_eager(size_run_t *r, float *x, cudaStream_t s) { step_work(r, x, s); }
+static void step_eager(size_run_t *r, float *x, cudaStream_t s)
+{
+    step_work(r, x, s);
+}
 
 /* One replayed step; returns the host seconds from before begin to before end. */
-static double step_replay(size_run_t *r, float *x, cudaStream_t s) {
+static double step_replay(size_run_t *r, float *x, cudaStream_t s)
+{
     double t0 = now_s();
     CGJ_CHECK(cgj_trace_begin(r->name));
     step_work(r, x, s);
@@ -524,13 +522,12 @@ static double step_replay(size_run_t *r, float *x, cudaStream_t s) {
     return t1 - t0;
 }
 
-static void build_floor(size_run_t *r, cudaStream_t s) {
+static void build_floor(size_run_t *r, cudaStream_t s)
+{
     cudaGraph_t g;
     CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    if (r->wl == WL_CHAIN)
-        chain(r->xf, r->n, s);
-    else
-        temps_prealloc(r->xf, r->tf, r->n, s);
+    if (r->wl == WL_CHAIN) chain(r->xf, r->n, s);
+    else temps_prealloc(r->xf, r->tf, r->n, s);
     CHECK(cudaStreamEndCapture(s, &g));
     CHECK(cudaGraphInstantiate(&r->floor, g, 0));
     CHECK(cudaGraphDestroy(g));
@@ -540,7 +537,8 @@ static void build_floor(size_run_t *r, cudaStream_t s) {
 /* What the JIT costs before it pays: the first three traced runs (two recorded, one built and
  * replayed), each to the end of its GPU work, against a warm eager step; and cgjit's own
  * figures of the anchor's warm-up (cgj_trace_info). Printed as one "warm-up" line. */
-static void warm_up_cost(size_run_t *r, cudaStream_t s) {
+static void warm_up_cost(size_run_t *r, cudaStream_t s)
+{
     step_eager(r, r->xe, s); /* modules loaded */
     CHECK(cudaStreamSynchronize(s));
     double t0 = now_s();
@@ -573,7 +571,8 @@ static void warm_up_cost(size_run_t *r, cudaStream_t s) {
 
 /* Row (wl, n) in cgjit mode `mode`: the mode is set here, before the row's first traced step, and
  * stays set until the row is done (bench_modes.h). */
-static void setup(size_run_t *r, int wl, int n, int mode, const options_t *o, const float *init, cudaStream_t s) {
+static void setup(size_run_t *r, int wl, int n, int mode, const options_t *o, const float *init, cudaStream_t s)
+{
     memset(r, 0, sizeof *r);
     r->wl = wl;
     r->n = n;
@@ -588,8 +587,7 @@ static void setup(size_run_t *r, int wl, int n, int mode, const options_t *o, co
     CHECK(cudaMalloc((void **)&r->xr, bytes));
     CHECK(cudaMalloc((void **)&r->xf, bytes));
     if (wl == WL_TEMPS)
-        for (int i = 0; i < TEMPS_LIVE; i++)
-            CHECK(cudaMalloc((void **)&r->tf[i], TEMPS_MAX_FLOATS * sizeof(float)));
+        for (int i = 0; i < TEMPS_LIVE; i++) CHECK(cudaMalloc((void **)&r->tf[i], TEMPS_MAX_FLOATS * sizeof(float)));
     CHECK(cudaMemcpy(r->xe, init, bytes, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(r->xr, init, bytes, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(r->xf, init, bytes, cudaMemcpyHostToDevice));
@@ -616,35 +614,35 @@ static void setup(size_run_t *r, int wl, int n, int mode, const options_t *o, co
     CGJ_CHECK(cgj_trace_info(r->name, &info));
     r->replay_reached = info.state == CGJ_STATE_REPLAY;
     if (!r->replay_reached)
-        fprintf(stderr, "cgjit-bench: %s is in state %s after %d warmup steps, not REPLAY (%s)\n",
-                r->name, cgj_state_name(info.state), WARMUP_STEPS, info.reason[0] ? info.reason : "no reason given");
+        fprintf(stderr, "cgjit-bench: %s is in state %s after %d warmup steps, not REPLAY (%s)\n", r->name,
+                cgj_state_name(info.state), WARMUP_STEPS, info.reason[0] ? info.reason : "no reason given");
 }
 
 /* One timed round of S steps eager, replayed or of the floor; returns seconds per step. */
-static double round_eager(size_run_t *r, int steps, cudaStream_t s) {
+static double round_eager(size_run_t *r, int steps, cudaStream_t s)
+{
     double t0 = now_s();
-    for (int i = 0; i < steps; i++)
-        step_eager(r, r->xe, s);
+    for (int i = 0; i < steps; i++) step_eager(r, r->xe, s);
     CHECK(cudaStreamSynchronize(s));
     double t = (now_s() - t0) / steps;
     CHECK_LAST();
     return t;
 }
 
-static double round_replay(size_run_t *r, int steps, cudaStream_t s) {
+static double round_replay(size_run_t *r, int steps, cudaStream_t s)
+{
     double t0 = now_s();
-    for (int i = 0; i < steps; i++)
-        r->host[r->nhost++] = step_replay(r, r->xr, s) / r->calls;
+    for (int i = 0; i < steps; i++) r->host[r->nhost++] = step_replay(r, r->xr, s) / r->calls;
     CHECK(cudaStreamSynchronize(s));
     double t = (now_s() - t0) / steps;
     CHECK_LAST();
     return t;
 }
 
-static double round_floor(size_run_t *r, int steps, cudaStream_t s) {
+static double round_floor(size_run_t *r, int steps, cudaStream_t s)
+{
     double t0 = now_s();
-    for (int i = 0; i < steps; i++)
-        CHECK(cudaGraphLaunch(r->floor, s));
+    for (int i = 0; i < steps; i++) CHECK(cudaGraphLaunch(r->floor, s));
     CHECK(cudaStreamSynchronize(s));
     double t = (now_s() - t0) / steps;
     CHECK_LAST();
@@ -657,7 +655,8 @@ static double round_floor(size_run_t *r, int steps, cudaStream_t s) {
  * handle of axpb than cudaGetFuncBySymbol gives: another step to cgjit), warmed up, then R
  * rounds of S steps. What `host_ns/launch` has beyond it is the CUDA runtime's own work for a
  * <<<>>> launch. Seconds per launch, or -1 (and a line on stderr) where it cannot be measured. */
-static double drv_host_per_launch(size_run_t *r, const options_t *o, cudaStream_t s) {
+static double drv_host_per_launch(size_run_t *r, const options_t *o, cudaStream_t s)
+{
     void *fp = NULL;
     cudaDriverEntryPointQueryResult q;
     cudaFunction_t fn;
@@ -670,8 +669,8 @@ static double drv_host_per_launch(size_run_t *r, const options_t *o, cudaStream_
                 cudaGetErrorString(e));
         return -1;
     }
-    typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             cudaStream_t, void **, void **);
+    typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, cudaStream_t,
+                             void **, void **);
     launch_fn launch = (launch_fn)fp;
     char name[64];
     const char *at = strchr(r->name, '@');
@@ -685,17 +684,14 @@ static double drv_host_per_launch(size_run_t *r, const options_t *o, cudaStream_
     int failed = 0;
     cgj_trace_info_t before, after;
     for (int w = -1; w < o->rounds && per; w++) { /* round -1: the warm-up, untimed */
-        if (w == 0)
-            CGJ_CHECK(cgj_trace_info(name, &before));
+        if (w == 0) CGJ_CHECK(cgj_trace_info(name, &before));
         for (int i = 0; i < (w < 0 ? WARMUP_STEPS : o->steps); i++) {
             double t0 = now_s();
             CGJ_CHECK(cgj_trace_begin(name));
-            for (int j = 0; j < r->n; j++)
-                failed |= launch((void *)fn, GRID, 1, 1, BLOCK, 1, 1, 0, s, args, NULL) != 0;
+            for (int j = 0; j < r->n; j++) failed |= launch((void *)fn, GRID, 1, 1, BLOCK, 1, 1, 0, s, args, NULL) != 0;
             double t1 = now_s();
             CGJ_CHECK(cgj_trace_end());
-            if (w >= 0)
-                per[m++] = (t1 - t0) / r->calls;
+            if (w >= 0) per[m++] = (t1 - t0) / r->calls;
         }
         CHECK(cudaStreamSynchronize(s));
     }
@@ -709,7 +705,8 @@ static double drv_host_per_launch(size_run_t *r, const options_t *o, cudaStream_
     return v;
 }
 
-static void measure(size_run_t *r, const options_t *o, cudaStream_t s) {
+static void measure(size_run_t *r, const options_t *o, cudaStream_t s)
+{
     for (int k = 0; k < o->rounds; k++) {
         CHECK(cudaStreamSynchronize(s));
         r->t_eager[k] = round_eager(r, o->steps, s);
@@ -726,7 +723,8 @@ static void measure(size_run_t *r, const options_t *o, cudaStream_t s) {
 
 /* K steps eager into xe and K steps replayed into xr, both from `init`; compare as the mode
  * promises (bench_modes.h): bitwise, or within the tolerance where the trace fused a chain. */
-static void check(size_run_t *r, const float *init, cudaStream_t s) {
+static void check(size_run_t *r, const float *init, cudaStream_t s)
+{
     size_t bytes = NFLOAT * sizeof(float);
     float *he = (float *)malloc(bytes), *hr = (float *)malloc(bytes);
     if (!he || !hr) {
@@ -739,12 +737,10 @@ static void check(size_run_t *r, const float *init, cudaStream_t s) {
     CHECK(cudaDeviceSynchronize());
     cgj_trace_info_t before;
     CGJ_CHECK(cgj_trace_info(r->name, &before));
-    for (int i = 0; i < CHECK_STEPS; i++)
-        step_eager(r, r->xe, s);
+    for (int i = 0; i < CHECK_STEPS; i++) step_eager(r, r->xe, s);
     cgj_stats_t st0, st1;
     CGJ_CHECK(cgj_stats(&st0));
-    for (int i = 0; i < CHECK_STEPS; i++)
-        step_replay(r, r->xr, s);
+    for (int i = 0; i < CHECK_STEPS; i++) step_replay(r, r->xr, s);
     CGJ_CHECK(cgj_stats(&st1));
     CHECK(cudaStreamSynchronize(s));
     CHECK_LAST();
@@ -757,14 +753,13 @@ static void check(size_run_t *r, const float *init, cudaStream_t s) {
         fprintf(stderr,
                 "cgjit-bench: %s: the pool served %llu allocations and %llu frees in %llu replayed "
                 "steps, not %d each per step\n",
-                r->name, (unsigned long long)r->pool_allocs_checked,
-                (unsigned long long)r->pool_frees_checked, (unsigned long long)r->replays_checked, r->n);
+                r->name, (unsigned long long)r->pool_allocs_checked, (unsigned long long)r->pool_frees_checked,
+                (unsigned long long)r->replays_checked, r->n);
     CHECK(cudaMemcpy(he, r->xe, bytes, cudaMemcpyDeviceToHost));
     CHECK(cudaMemcpy(hr, r->xr, bytes, cudaMemcpyDeviceToHost));
     bench_compare(he, hr, NFLOAT, 0, &r->cmp);
     r->equal = bench_cmp_ok(&r->cmp, r->mode, r->info.fused_chains);
-    if (!r->equal)
-        bench_cmp_complain(r->name, "replay", r->mode, r->info.fused_chains, &r->cmp, he, hr);
+    if (!r->equal) bench_cmp_complain(r->name, "replay", r->mode, r->info.fused_chains, &r->cmp, he, hr);
     if (r->replays_checked < CHECK_STEPS)
         fprintf(stderr, "cgjit-bench: %s: only %llu of %d checked steps were replayed (%s)\n", r->name,
                 (unsigned long long)r->replays_checked, CHECK_STEPS,
@@ -773,22 +768,21 @@ static void check(size_run_t *r, const float *init, cudaStream_t s) {
     free(hr);
 }
 
-const char *verdict(const size_run_t *r) {
-    if (!r->equal)
-        return "FAIL(mismatch)";
-    if (!r->replay_reached || r->replays_checked == 0)
-        return "FAIL(no replay)";
+const char *verdict(const size_run_t *r)
+{
+    if (!r->equal) return "FAIL(mismatch)";
+    if (!r->replay_reached || r->replays_checked == 0) return "FAIL(no replay)";
     return "PASS";
 }
 
-static void release(size_run_t *r) {
+static void release(size_run_t *r)
+{
     CHECK(cudaGraphExecDestroy(r->floor));
     CHECK(cudaFree(r->xe));
     CHECK(cudaFree(r->xr));
     CHECK(cudaFree(r->xf));
     for (int i = 0; i < TEMPS_LIVE; i++)
-        if (r->tf[i])
-            CHECK(cudaFree(r->tf[i]));
+        if (r->tf[i]) CHECK(cudaFree(r->tf[i]));
     free(r->t_eager);
     free(r->t_replay);
     free(r->t_floor);
@@ -797,7 +791,8 @@ static void release(size_run_t *r) {
 
 /* ---- the GPU-busy floor (busy.c) ---------------------------------------------------------- */
 
-static void busy_step_size(void *arg, cudaStream_t s) {
+static void busy_step_size(void *arg, cudaStream_t s)
+{
     size_run_t *r = (size_run_t *)arg;
     step_replay(r, r->xr, s);
 }
@@ -811,23 +806,22 @@ enum { EXIT_NO_GPU = 77 };
 /* Where there is no GPU the bench has nothing to measure: one line saying why, and EXIT_NO_GPU.
  * The CUDA runtime says "driver version is insufficient" when the driver is missing: the line
  * says what it means. */
-static void require_gpu(void) {
+static void require_gpu(void)
+{
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e == cudaSuccess && count > 0)
-        return;
+    if (e == cudaSuccess && count > 0) return;
     void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (!driver)
-        fprintf(stderr, "cgjit-bench: no CUDA GPU found: the CUDA driver cannot be loaded (%s)\n", dlerror());
+    if (!driver) fprintf(stderr, "cgjit-bench: no CUDA GPU found: the CUDA driver cannot be loaded (%s)\n", dlerror());
     else if (e != cudaSuccess)
         fprintf(stderr, "cgjit-bench: no CUDA GPU found: cudaGetDeviceCount: %s (%s)\n", cudaGetErrorName(e),
                 cudaGetErrorString(e));
-    else
-        fprintf(stderr, "cgjit-bench: no CUDA GPU found: the CUDA driver sees no device\n");
+    else fprintf(stderr, "cgjit-bench: no CUDA GPU found: the CUDA driver sees no device\n");
     exit(EXIT_NO_GPU);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     /* The bench times replay itself: no eager probes among its timed steps (CGJIT_COST), no
      * dormant windows of the governor's either (CGJIT_GOVERN: eager and replay are timed side by
      * side here), and fused kernels in the trace from its build (CGJIT_FUSE_BACKGROUND=0: its
@@ -848,8 +842,8 @@ int main(int argc, char **argv) {
     CHECK(cudaGetDeviceProperties(&prop, dev));
     CHECK(cudaDriverGetVersion(&driver));
     CHECK(cudaRuntimeGetVersion(&runtime));
-    printf("cgjit-bench: GPU %s (sm_%d%d), CUDA driver %d.%d, runtime %d.%d\n", prop.name, prop.major,
-           prop.minor, driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+    printf("cgjit-bench: GPU %s (sm_%d%d), CUDA driver %d.%d, runtime %d.%d\n", prop.name, prop.major, prop.minor,
+           driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
     fflush(stdout);
 
     float init[NFLOAT];
@@ -862,24 +856,22 @@ int main(int argc, char **argv) {
     /* The elementwise kernels of the workloads that run, registered before any step (a mode that
      * fuses needs them; reduce-overhead ignores them). */
     static bench_results_t res;
-    if (o.run[WL_CHAIN] || o.run[WL_TEMPS])
-        res.registrations_refused += register_kernels();
+    if (o.run[WL_CHAIN] || o.run[WL_TEMPS]) res.registrations_refused += register_kernels();
     for (int m = 0; m < MD_COUNT; m++)
         if (o.run_model[m] && model_of(m) && model_of(m)->register_ops)
             res.registrations_refused += model_of(m)->register_ops();
     printf("cgjit-bench: modes");
-    for (int k = 0; k < o.nmodes; k++)
-        printf("%s %s", k ? "," : "", bench_mode_names[o.modes[k]]);
+    for (int k = 0; k < o.nmodes; k++) printf("%s %s", k ? "," : "", bench_mode_names[o.modes[k]]);
     printf(" (each workload once per mode, anchors NAME@MODE); CGJIT_COST=%s%s\n",
-           getenv("CGJIT_COST") ? getenv("CGJIT_COST") : "?", res.registrations_refused ? "; some elementwise registrations were refused (FAIL)" : "");
+           getenv("CGJIT_COST") ? getenv("CGJIT_COST") : "?",
+           res.registrations_refused ? "; some elementwise registrations were refused (FAIL)" : "");
     fflush(stdout);
     int pass = res.registrations_refused == 0;
 
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (int w = 0; w < WL_COUNT; w++) {
-        if (!o.run[w])
-            continue;
+        if (!o.run[w]) continue;
         const int *sizes;
         int nsizes = workload_sizes(&o, w, &sizes);
         for (int i = 0; i < nsizes; i++)
@@ -897,14 +889,14 @@ int main(int argc, char **argv) {
     /* The models and then the elementwise workloads, after chain and temps (so that theirs run as
      * they always did). */
     for (int m = 0; m < MD_COUNT; m++) {
-        if (!o.run_model[m])
-            continue;
+        if (!o.run_model[m]) continue;
         const model_desc_t *md = model_of(m);
         if (!md) { /* skipped under all; a failure when asked for by name */
-            fprintf(stderr, "cgjit-bench: workload %s: not built (cuDNN was not found when cgjit-bench was "
-                            "built); %s\n", MD_NAMES[m], o.named ? "not run" : "skipped");
-            if (o.named)
-                pass = 0;
+            fprintf(stderr,
+                    "cgjit-bench: workload %s: not built (cuDNN was not found when cgjit-bench was "
+                    "built); %s\n",
+                    MD_NAMES[m], o.named ? "not run" : "skipped");
+            if (o.named) pass = 0;
             continue;
         }
         for (int k = 0; k < o.nmodes; k++) {
@@ -926,15 +918,12 @@ int main(int argc, char **argv) {
         torch_compare_load(o.compare, MD_NAMES + MD_MODELS, MD_EW_COUNT, &res.tc_ew);
     }
 
-    if (o.run[WL_CHAIN])
-        print_chain_table(&res, &o);
-    if (o.run[WL_TEMPS])
-        print_temps_table(&res, &o);
+    if (o.run[WL_CHAIN]) print_chain_table(&res, &o);
+    if (o.run[WL_TEMPS]) print_temps_table(&res, &o);
     print_models_table(&res, &o, prop.name);
     print_elementwise_table(&res, &o, prop.name);
     print_fusion_summary(&res, &o);
-    if (o.json && write_json(o.json, &prop, driver, runtime, &res, &o, pass) != 0)
-        return 1;
+    if (o.json && write_json(o.json, &prop, driver, runtime, &res, &o, pass) != 0) return 1;
     printf("bench: %s\n", pass ? "PASS" : "FAIL");
     return pass ? 0 : 1;
 }

@@ -48,12 +48,13 @@ typedef struct span {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static span_t *spans; /* under lock */
 static size_t nspans, cap;
-static size_t dropped;     /* records CUPTI had no room for; under lock */
-static int out_of_memory;  /* a span could not be kept; under lock */
-static int attached;       /* callbacks registered since the last cuptiFinalize */
-static char broken[256];   /* why CUPTI cannot be used in this process, once it failed */
+static size_t dropped;    /* records CUPTI had no room for; under lock */
+static int out_of_memory; /* a span could not be kept; under lock */
+static int attached;      /* callbacks registered since the last cuptiFinalize */
+static char broken[256];  /* why CUPTI cannot be used in this process, once it failed */
 
-static void keep_span(uint64_t start, uint64_t end) {
+static void keep_span(uint64_t start, uint64_t end)
+{
     if (start == 0 && end == 0) /* CUPTI could not time this one */
         return;
     if (nspans == cap) {
@@ -70,7 +71,8 @@ static void keep_span(uint64_t start, uint64_t end) {
     spans[nspans++].end = end > start ? end : start;
 }
 
-static void keep_record(const CUpti_Activity *r) {
+static void keep_record(const CUpti_Activity *r)
+{
     switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
@@ -87,50 +89,48 @@ static void keep_record(const CUpti_Activity *r) {
         keep_span(m->start, m->end);
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
-static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
     *buffer = (uint8_t *)aligned_alloc(ALIGN, BUFFER_BYTES);
     *size = *buffer ? BUFFER_BYTES : 0; /* no buffer: CUPTI drops records and counts them */
     *max_records = 0;
 }
 
-static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
-                                      size_t valid) {
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
+{
     (void)size;
     CUpti_Activity *r = NULL;
     pthread_mutex_lock(&lock);
-    while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS)
-        keep_record(r);
+    while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) keep_record(r);
     size_t d = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &d) == CUPTI_SUCCESS)
-        dropped += d;
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &d) == CUPTI_SUCCESS) dropped += d;
     pthread_mutex_unlock(&lock);
     free(buffer);
 }
 
 /* Record what failed; returns -1. */
-static int fail(char *why, size_t len, const char *call, CUptiResult res) {
+static int fail(char *why, size_t len, const char *call, CUptiResult res)
+{
     const char *s = NULL;
-    if (cuptiGetResultString(res, &s) != CUPTI_SUCCESS || !s)
-        s = "unknown CUPTI error";
+    if (cuptiGetResultString(res, &s) != CUPTI_SUCCESS || !s) s = "unknown CUPTI error";
     snprintf(broken, sizeof broken, "%s: %s", call, s);
     snprintf(why, len, "%s", broken);
     return -1;
 }
 
-int bench_busy_begin(char *why, size_t len) {
+int bench_busy_begin(char *why, size_t len)
+{
     if (broken[0]) {
         snprintf(why, len, "%s", broken);
         return -1;
     }
     if (!attached) {
         CUptiResult res = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-        if (res != CUPTI_SUCCESS)
-            return fail(why, len, "cuptiActivityRegisterCallbacks", res);
+        if (res != CUPTI_SUCCESS) return fail(why, len, "cuptiActivityRegisterCallbacks", res);
         attached = 1;
     }
     pthread_mutex_lock(&lock);
@@ -143,38 +143,37 @@ int bench_busy_begin(char *why, size_t len) {
         if (res != CUPTI_SUCCESS) {
             char call[64];
             snprintf(call, sizeof call, "cuptiActivityEnable(%s)", KIND_NAMES[i]);
-            for (int j = 0; j < i; j++)
-                cuptiActivityDisable(KINDS[j]);
+            for (int j = 0; j < i; j++) cuptiActivityDisable(KINDS[j]);
             return fail(why, len, call, res);
         }
     }
     return 0;
 }
 
-static int by_start(const void *a, const void *b) {
+static int by_start(const void *a, const void *b)
+{
     const span_t *x = (const span_t *)a, *y = (const span_t *)b;
     return (x->start > y->start) - (x->start < y->start);
 }
 
 /* The length of the union of spans[0..n-1]; sorts them. */
-static uint64_t union_ns(span_t *s, size_t n) {
+static uint64_t union_ns(span_t *s, size_t n)
+{
     qsort(s, n, sizeof *s, by_start);
     uint64_t total = 0;
     for (size_t i = 0; i < n;) {
         uint64_t lo = s[i].start, hi = s[i].end;
-        for (i++; i < n && s[i].start <= hi; i++)
-            hi = s[i].end > hi ? s[i].end : hi;
+        for (i++; i < n && s[i].start <= hi; i++) hi = s[i].end > hi ? s[i].end : hi;
         total += hi - lo;
     }
     return total;
 }
 
-int bench_busy_end(uint64_t *busy_ns, uint64_t *records, char *why, size_t len) {
-    for (int i = 0; i < NKINDS; i++)
-        cuptiActivityDisable(KINDS[i]);
+int bench_busy_end(uint64_t *busy_ns, uint64_t *records, char *why, size_t len)
+{
+    for (int i = 0; i < NKINDS; i++) cuptiActivityDisable(KINDS[i]);
     CUptiResult res = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    if (res != CUPTI_SUCCESS)
-        return fail(why, len, "cuptiActivityFlushAll", res);
+    if (res != CUPTI_SUCCESS) return fail(why, len, "cuptiActivityFlushAll", res);
     pthread_mutex_lock(&lock);
     *records = nspans;
     *busy_ns = union_ns(spans, nspans);
@@ -188,9 +187,9 @@ int bench_busy_end(uint64_t *busy_ns, uint64_t *records, char *why, size_t len) 
     return 0;
 }
 
-void bench_busy_detach(void) {
-    if (!attached)
-        return;
+void bench_busy_detach(void)
+{
+    if (!attached) return;
     CUptiResult res = cuptiFinalize();
     attached = 0;
     if (res != CUPTI_SUCCESS) { /* attached still, perhaps: measure no more, time nothing with it */

@@ -112,8 +112,10 @@ int main(int argc, char **argv)
 {
     int ranks = 0, rounds = 10, steps = 100;
     for (int i = 1; i < argc; i++) {
-        int *dst = !strcmp(argv[i], "--ranks") ? &ranks : !strcmp(argv[i], "--rounds") ? &rounds
-                 : !strcmp(argv[i], "--steps") ? &steps : NULL;
+        int *dst = !strcmp(argv[i], "--ranks")  ? &ranks
+                 : !strcmp(argv[i], "--rounds") ? &rounds
+                 : !strcmp(argv[i], "--steps")  ? &steps
+                                                : NULL;
         if (!dst || i + 1 >= argc || (*dst = atoi(argv[++i])) < 1) {
             fprintf(stderr, "usage: %s [--ranks N] [--rounds R] [--steps S]\n", argv[0]);
             return 2;
@@ -138,8 +140,17 @@ int main(int argc, char **argv)
     rank_run_t runs[MAX_RANKS];
     pthread_t th[MAX_RANKS];
     for (int r = 0; r < ranks; r++) {
-        runs[r] = (rank_run_t){r, ranks, rounds, steps, comms[r], (double *)calloc(rounds, sizeof(double)),
-                               (double *)calloc(rounds, sizeof(double)), 0, 0, 0, &bar};
+        runs[r] = (rank_run_t){r,
+                               ranks,
+                               rounds,
+                               steps,
+                               comms[r],
+                               (double *)calloc(rounds, sizeof(double)),
+                               (double *)calloc(rounds, sizeof(double)),
+                               0,
+                               0,
+                               0,
+                               &bar};
         if (pthread_create(&th[r], NULL, run_rank, &runs[r])) return 1;
     }
     for (int r = 0; r < ranks; r++) pthread_join(th[r], NULL);

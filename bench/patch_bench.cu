@@ -18,9 +18,9 @@
  * Prints, per way, the host time per node patched (median over steps), the synchronized step and
  * the step when the host does not wait (the GPU sets the pace), and whether the results equal
  * eager's; then whether a node keeps what the patch node wrote into it across a host update of
- * the graph that leaves it out (kept_check). Exit status 0 where the host and kernel ways (cgjit's) are identical, 1 otherwise, 77
- * without a GPU or without device-updatable nodes (a driver before CUDA 12.4).
- * Built with -rdc against the device runtime (cudadevrt).
+ * the graph that leaves it out (kept_check). Exit status 0 where the host and kernel ways (cgjit's) are identical, 1
+ * otherwise, 77 without a GPU or without device-updatable nodes (a driver before CUDA 12.4). Built with -rdc against
+ * the device runtime (cudadevrt).
  */
 #include <algorithm>
 #include <cstdio>
@@ -32,26 +32,34 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
+#define CHECK(x)                                                                                            \
+    do {                                                                                                    \
+        cudaError_t e_ = (x);                                                                               \
+        if (e_ != cudaSuccess) {                                                                            \
             fprintf(stderr, "cgjit-bench-patch: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
-            exit(1);                                                                               \
-        }                                                                                          \
+            exit(1);                                                                                        \
+        }                                                                                                   \
     } while (0)
 
 enum { N = 4096, BLOCK = 256, ENTRIES = 168, STEPS = 300, WARM = 20 };
 
-__global__ void decode_op(float *out, const float *in, int pos, int kv) {
+__global__ void decode_op(float *out, const float *in, int pos, int kv)
+{
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < N) out[i] = in[(i + pos) % N] * 0.5f + (float)(kv % 7) * 1e-3f;
 }
 
-struct entry { unsigned long long node, value; unsigned off, size; };
-struct block { unsigned n, pad; entry e[ENTRIES]; };
+struct entry {
+    unsigned long long node, value;
+    unsigned off, size;
+};
+struct block {
+    unsigned n, pad;
+    entry e[ENTRIES];
+};
 
-__global__ void patch(const __grid_constant__ block b) {
+__global__ void patch(const __grid_constant__ block b)
+{
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= b.n) return;
     unsigned long long v = b.e[i].value;
@@ -65,13 +73,15 @@ __global__ void patch(const __grid_constant__ block b) {
     if (cudaGraphKernelNodeUpdatesApply(u, 1) != cudaSuccess) __trap();
 }
 
-static double now_ns() {
+static double now_ns()
+{
     timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
-static double median(std::vector<double> v) {
+static double median(std::vector<double> v)
+{
     std::sort(v.begin(), v.end());
     return v.empty() ? 0 : v[v.size() / 2];
 }
@@ -80,14 +90,15 @@ enum way { HOST, KERNEL, IN_GRAPH };
 static const char *const way_name[] = {"host", "kernel", "in-graph"};
 
 struct graph_set {
-    cudaGraph_t graph;                  /* kept: SetParams names its nodes */
+    cudaGraph_t graph; /* kept: SetParams names its nodes */
     cudaGraphExec_t exec;
-    cudaGraphNode_t patch_node;         /* IN_GRAPH */
+    cudaGraphNode_t patch_node; /* IN_GRAPH */
     std::vector<cudaGraphNode_t> nodes;
     std::vector<cudaGraphDeviceNode_t> dev; /* KERNEL, IN_GRAPH */
 };
 
-static void node_params(cudaKernelNodeParams *kp, void **args) {
+static void node_params(cudaKernelNodeParams *kp, void **args)
+{
     *kp = cudaKernelNodeParams{};
     kp->func = (void *)decode_op;
     kp->gridDim = dim3(N / BLOCK);
@@ -95,7 +106,8 @@ static void node_params(cudaKernelNodeParams *kp, void **args) {
     kp->kernelParams = args;
 }
 
-static void patch_params(cudaKernelNodeParams *kp, void **args) {
+static void patch_params(cudaKernelNodeParams *kp, void **args)
+{
     *kp = cudaKernelNodeParams{};
     kp->func = (void *)patch;
     kp->gridDim = dim3((ENTRIES + 127) / 128);
@@ -104,7 +116,8 @@ static void patch_params(cudaKernelNodeParams *kp, void **args) {
 }
 
 /* The graph of way w on buffers x: `nodes` chained kernels, after a patch node for IN_GRAPH. */
-static graph_set build(way w, float **x, int nodes, cudaStream_t st) {
+static graph_set build(way w, float **x, int nodes, cudaStream_t st)
+{
     graph_set s;
     CHECK(cudaGraphCreate(&s.graph, 0));
     cudaGraphNode_t prev = nullptr;
@@ -144,7 +157,8 @@ static graph_set build(way w, float **x, int nodes, cudaStream_t st) {
 static size_t off_pos, off_kv;
 
 /* Patch every node of s with step `step`'s values, the way w does. */
-static void patch_step(way w, graph_set &s, int step, float **x, cudaStream_t st) {
+static void patch_step(way w, graph_set &s, int step, float **x, cudaStream_t st)
+{
     int nodes = (int)s.nodes.size();
     if (w == HOST) {
         for (int k = 0; k < nodes; k++) {
@@ -182,7 +196,8 @@ static void patch_step(way w, graph_set &s, int step, float **x, cudaStream_t st
  * patch node): nodes 1.. must then run with the values of the step before, as the eager twin
  * does. cgjit's replay does not rely on it (its block holds every node's values); the answer
  * says whether a block of the changed values alone would do on this driver. */
-static bool kept_check(float **x, float **r, const std::vector<float> &init, int nodes, cudaStream_t st) {
+static bool kept_check(float **x, float **r, const std::vector<float> &init, int nodes, cudaStream_t st)
+{
     nodes = std::min(nodes, ENTRIES / 2);
     CHECK(cudaMemcpy(x[0], init.data(), N * sizeof(float), cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(r[0], init.data(), N * sizeof(float), cudaMemcpyHostToDevice));
@@ -194,7 +209,8 @@ static bool kept_check(float **x, float **r, const std::vector<float> &init, int
         b.n = 0;
         for (int k = 0; k < (all ? nodes : 1); k++) {
             b.e[b.n++] = {(unsigned long long)s.dev[k], (unsigned long long)(unsigned)(step + k), (unsigned)off_pos, 4};
-            b.e[b.n++] = {(unsigned long long)s.dev[k], (unsigned long long)(unsigned)(step * 3 + k), (unsigned)off_kv, 4};
+            b.e[b.n++] = {(unsigned long long)s.dev[k], (unsigned long long)(unsigned)(step * 3 + k), (unsigned)off_kv,
+                          4};
         }
         void *args[] = {&b};
         cudaKernelNodeParams kp;
@@ -216,7 +232,8 @@ static bool kept_check(float **x, float **r, const std::vector<float> &init, int
     return !memcmp(got.data(), want.data(), N * sizeof(float));
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     int nodes = argc > 1 ? atoi(argv[1]) : 180;
     if (argc > 2 || nodes < 1 || nodes > 4096) {
         fprintf(stderr, "usage: cgjit-bench-patch [NODES] (1 to 4096, default 180)\n");
@@ -259,11 +276,13 @@ int main(int argc, char **argv) {
     /* Eager: the 2 * STEPS steps every way runs. */
     CHECK(cudaMemcpy(r[0], init.data(), N * sizeof(float), cudaMemcpyHostToDevice));
     for (int step = 1; step <= 2 * STEPS; step++)
-        for (int k = 0; k < nodes; k++) decode_op<<<N / BLOCK, BLOCK, 0, st>>>(r[1 - k % 2], r[k % 2], step + k, step * 3 + k);
+        for (int k = 0; k < nodes; k++)
+            decode_op<<<N / BLOCK, BLOCK, 0, st>>>(r[1 - k % 2], r[k % 2], step + k, step * 3 + k);
     CHECK(cudaMemcpyAsync(want.data(), r[nodes % 2], N * sizeof(float), cudaMemcpyDeviceToHost, st));
     CHECK(cudaStreamSynchronize(st));
     printf("cgjit-bench-patch: %s, driver %d, %d chained kernels, two int parameters of each changing every step, "
-           "%d steps synchronized then %d not\n", prop.name, driver, nodes, STEPS, STEPS);
+           "%d steps synchronized then %d not\n",
+           prop.name, driver, nodes, STEPS, STEPS);
     printf("  %-9s %14s %14s %16s  %s\n", "way", "host ns/node", "step us (sync)", "step us (no sync)", "results");
     int failed = 0;
     for (int w = HOST; w <= IN_GRAPH; w++) {
@@ -289,7 +308,7 @@ int main(int argc, char **argv) {
         bool same = !memcmp(got.data(), want.data(), N * sizeof(float));
         failed |= !same && w != IN_GRAPH; /* in-graph: what the driver does, not what cgjit does */
         printf("  %-9s %14.1f %14.1f %16.1f  %s\n", way_name[w], median(host), median(step_us), pipelined,
-               same ? "identical to eager"
+               same            ? "identical to eager"
                : w == IN_GRAPH ? "DIFFERENT from eager: this driver does not apply a node's device updates "
                                  "to its dependents in the same launch"
                                : "DIFFERENT from eager");

@@ -29,7 +29,8 @@ typedef struct jparser {
     char err[160];
 } jparser_t;
 
-static int jfail(jparser_t *jp, const char *fmt, ...) {
+static int jfail(jparser_t *jp, const char *fmt, ...)
+{
     if (!jp->err[0]) {
         char what[120];
         va_list ap;
@@ -41,14 +42,13 @@ static int jfail(jparser_t *jp, const char *fmt, ...) {
     return -1;
 }
 
-static void jfree(jval_t *v) {
-    if (v->kind == J_STR)
-        free(v->str);
+static void jfree(jval_t *v)
+{
+    if (v->kind == J_STR) free(v->str);
     if (v->kind == J_ARR || v->kind == J_OBJ) {
         for (int i = 0; i < v->n; i++) {
             jfree(&v->items[i]);
-            if (v->keys)
-                free(v->keys[i]);
+            if (v->keys) free(v->keys[i]);
         }
         free(v->items);
         free(v->keys);
@@ -56,46 +56,42 @@ static void jfree(jval_t *v) {
     memset(v, 0, sizeof *v);
 }
 
-static void jskip_ws(jparser_t *jp) {
-    while (jp->p < jp->end && (*jp->p == ' ' || *jp->p == '\t' || *jp->p == '\n' || *jp->p == '\r'))
-        jp->p++;
+static void jskip_ws(jparser_t *jp)
+{
+    while (jp->p < jp->end && (*jp->p == ' ' || *jp->p == '\t' || *jp->p == '\n' || *jp->p == '\r')) jp->p++;
 }
 
-static int jliteral(jparser_t *jp, const char *word) {
+static int jliteral(jparser_t *jp, const char *word)
+{
     size_t n = strlen(word);
-    if ((size_t)(jp->end - jp->p) < n || memcmp(jp->p, word, n) != 0)
-        return 0;
+    if ((size_t)(jp->end - jp->p) < n || memcmp(jp->p, word, n) != 0) return 0;
     jp->p += n;
     return 1;
 }
 
-static int jhex4(jparser_t *jp, unsigned *out) {
-    if (jp->end - jp->p < 4)
-        return jfail(jp, "truncated \\u escape");
+static int jhex4(jparser_t *jp, unsigned *out)
+{
+    if (jp->end - jp->p < 4) return jfail(jp, "truncated \\u escape");
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
         char c = *jp->p++;
         v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (unsigned)(c - 'A' + 10);
-        else
-            return jfail(jp, "bad \\u escape");
+        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+        else return jfail(jp, "bad \\u escape");
     }
     *out = v;
     return 0;
 }
 
 /* A string at jp->p (on its opening quote); *out is malloc'd, UTF-8, NUL-terminated. */
-static int jstring(jparser_t *jp, char **out) {
+static int jstring(jparser_t *jp, char **out)
+{
     jp->p++; /* '"' */
     size_t cap = 16, len = 0;
     char *s = (char *)malloc(cap);
-    if (!s)
-        return jfail(jp, "out of memory");
+    if (!s) return jfail(jp, "out of memory");
     for (;;) {
         if (jp->p >= jp->end) {
             free(s);
@@ -103,8 +99,7 @@ static int jstring(jparser_t *jp, char **out) {
         }
         unsigned char c = (unsigned char)*jp->p++;
         unsigned cp;
-        if (c == '"')
-            break;
+        if (c == '"') break;
         if (c < 0x20) {
             free(s);
             return jfail(jp, "control character in string");
@@ -131,23 +126,19 @@ static int jstring(jparser_t *jp, char **out) {
                     free(s);
                     return -1;
                 }
-                if (cp >= 0xD800 && cp < 0xDC00 && jp->end - jp->p >= 6 && jp->p[0] == '\\' &&
-                    jp->p[1] == 'u') {
+                if (cp >= 0xD800 && cp < 0xDC00 && jp->end - jp->p >= 6 && jp->p[0] == '\\' && jp->p[1] == 'u') {
                     unsigned lo;
                     jp->p += 2;
                     if (jhex4(jp, &lo)) {
                         free(s);
                         return -1;
                     }
-                    cp = lo >= 0xDC00 && lo < 0xE000 ? 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)
-                                                     : 0xFFFD;
+                    cp = lo >= 0xDC00 && lo < 0xE000 ? 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00) : 0xFFFD;
                 } else if (cp >= 0xD800 && cp < 0xE000) {
                     cp = 0xFFFD;
                 }
                 break;
-            default:
-                free(s);
-                return jfail(jp, "bad escape \\%c", e);
+            default: free(s); return jfail(jp, "bad escape \\%c", e);
             }
         }
         if (len + 5 > cap) {
@@ -179,43 +170,34 @@ static int jstring(jparser_t *jp, char **out) {
     return 0;
 }
 
-static int jnumber(jparser_t *jp, double *out) {
+static int jnumber(jparser_t *jp, double *out)
+{
     const char *q = jp->p;
-    if (q < jp->end && *q == '-')
-        q++;
+    if (q < jp->end && *q == '-') q++;
     if (q < jp->end && *q == 'I') { /* -Infinity */
         jp->p = q;
-        if (!jliteral(jp, "Infinity"))
-            return jfail(jp, "bad number");
+        if (!jliteral(jp, "Infinity")) return jfail(jp, "bad number");
         *out = -INFINITY;
         return 0;
     }
     const char *digits = q;
-    while (q < jp->end && *q >= '0' && *q <= '9')
-        q++;
-    if (q == digits)
-        return jfail(jp, "bad number");
+    while (q < jp->end && *q >= '0' && *q <= '9') q++;
+    if (q == digits) return jfail(jp, "bad number");
     if (q < jp->end && *q == '.') {
         const char *frac = ++q;
-        while (q < jp->end && *q >= '0' && *q <= '9')
-            q++;
-        if (q == frac)
-            return jfail(jp, "bad number");
+        while (q < jp->end && *q >= '0' && *q <= '9') q++;
+        if (q == frac) return jfail(jp, "bad number");
     }
     if (q < jp->end && (*q == 'e' || *q == 'E')) {
         q++;
-        if (q < jp->end && (*q == '+' || *q == '-'))
-            q++;
+        if (q < jp->end && (*q == '+' || *q == '-')) q++;
         const char *exp = q;
-        while (q < jp->end && *q >= '0' && *q <= '9')
-            q++;
-        if (q == exp)
-            return jfail(jp, "bad number");
+        while (q < jp->end && *q >= '0' && *q <= '9') q++;
+        if (q == exp) return jfail(jp, "bad number");
     }
     char buf[64];
     size_t n = (size_t)(q - jp->p);
-    if (n >= sizeof buf)
-        return jfail(jp, "number too long");
+    if (n >= sizeof buf) return jfail(jp, "number too long");
     memcpy(buf, jp->p, n);
     buf[n] = '\0';
     *out = strtod(buf, NULL);
@@ -226,11 +208,11 @@ static int jnumber(jparser_t *jp, double *out) {
 static int jvalue(jparser_t *jp, jval_t *v);
 
 /* An array or an object at jp->p (on its opening bracket). */
-static int jcontainer(jparser_t *jp, jval_t *v, int obj) {
+static int jcontainer(jparser_t *jp, jval_t *v, int obj)
+{
     char close = obj ? '}' : ']';
     v->kind = obj ? J_OBJ : J_ARR;
-    if (++jp->depth > J_MAX_DEPTH)
-        return jfail(jp, "nested too deeply");
+    if (++jp->depth > J_MAX_DEPTH) return jfail(jp, "nested too deeply");
     jp->p++;
     jskip_ws(jp);
     if (jp->p < jp->end && *jp->p == close) {
@@ -243,23 +225,19 @@ static int jcontainer(jparser_t *jp, jval_t *v, int obj) {
         if (v->n == cap) {
             cap = cap ? 2 * cap : 8;
             jval_t *items = (jval_t *)realloc(v->items, (size_t)cap * sizeof *items);
-            if (!items)
-                return jfail(jp, "out of memory");
+            if (!items) return jfail(jp, "out of memory");
             v->items = items;
             if (obj) {
                 char **keys = (char **)realloc(v->keys, (size_t)cap * sizeof *keys);
-                if (!keys)
-                    return jfail(jp, "out of memory");
+                if (!keys) return jfail(jp, "out of memory");
                 v->keys = keys;
             }
         }
         jskip_ws(jp);
         char *key = NULL;
         if (obj) {
-            if (jp->p >= jp->end || *jp->p != '"')
-                return jfail(jp, "expected a key");
-            if (jstring(jp, &key))
-                return -1;
+            if (jp->p >= jp->end || *jp->p != '"') return jfail(jp, "expected a key");
+            if (jstring(jp, &key)) return -1;
             jskip_ws(jp);
             if (jp->p >= jp->end || *jp->p != ':') {
                 free(key);
@@ -269,11 +247,9 @@ static int jcontainer(jparser_t *jp, jval_t *v, int obj) {
         }
         jval_t *item = &v->items[v->n];
         memset(item, 0, sizeof *item);
-        if (obj)
-            v->keys[v->n] = key;
+        if (obj) v->keys[v->n] = key;
         v->n++; /* counted before it is parsed, so that jfree frees a partial item */
-        if (jvalue(jp, item))
-            return -1;
+        if (jvalue(jp, item)) return -1;
         jskip_ws(jp);
         if (jp->p < jp->end && *jp->p == ',') {
             jp->p++;
@@ -288,18 +264,14 @@ static int jcontainer(jparser_t *jp, jval_t *v, int obj) {
     }
 }
 
-static int jvalue(jparser_t *jp, jval_t *v) {
+static int jvalue(jparser_t *jp, jval_t *v)
+{
     jskip_ws(jp);
-    if (jp->p >= jp->end)
-        return jfail(jp, "unexpected end of file");
+    if (jp->p >= jp->end) return jfail(jp, "unexpected end of file");
     switch (*jp->p) {
-    case '{':
-        return jcontainer(jp, v, 1);
-    case '[':
-        return jcontainer(jp, v, 0);
-    case '"':
-        v->kind = J_STR;
-        return jstring(jp, &v->str);
+    case '{': return jcontainer(jp, v, 1);
+    case '[': return jcontainer(jp, v, 0);
+    case '"': v->kind = J_STR; return jstring(jp, &v->str);
     case 'n':
         if (jliteral(jp, "null")) {
             v->kind = J_NULL;
@@ -342,28 +314,26 @@ static int jvalue(jparser_t *jp, jval_t *v) {
     return jfail(jp, "unexpected character '%c'", *jp->p);
 }
 
-static const jval_t *jget(const jval_t *obj, const char *key) {
-    if (!obj || obj->kind != J_OBJ)
-        return NULL;
+static const jval_t *jget(const jval_t *obj, const char *key)
+{
+    if (!obj || obj->kind != J_OBJ) return NULL;
     for (int i = 0; i < obj->n; i++)
-        if (!strcmp(obj->keys[i], key))
-            return &obj->items[i];
+        if (!strcmp(obj->keys[i], key)) return &obj->items[i];
     return NULL;
 }
 
-static void copy_text(char *dst, size_t cap, const jval_t *v) {
+static void copy_text(char *dst, size_t cap, const jval_t *v)
+{
     dst[0] = '\0';
-    if (v && v->kind == J_STR)
-        snprintf(dst, cap, "%s", v->str);
-    else if (v && v->kind == J_NUM)
-        snprintf(dst, cap, "%g", v->num);
+    if (v && v->kind == J_STR) snprintf(dst, cap, "%s", v->str);
+    else if (v && v->kind == J_NUM) snprintf(dst, cap, "%g", v->num);
 }
 
 /* Reads the whole file into a malloc'd buffer; NULL with errno set (EFBIG when too large). */
-static char *read_file(const char *path, size_t *len) {
+static char *read_file(const char *path, size_t *len)
+{
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
+    if (!f) return NULL;
     size_t cap = 4096, n = 0;
     char *buf = (char *)malloc(cap);
     while (buf) {
@@ -384,8 +354,7 @@ static char *read_file(const char *path, size_t *len) {
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
-        if (got == 0)
-            break;
+        if (got == 0) break;
     }
     int bad = !buf || ferror(f);
     int saved = errno;
@@ -399,10 +368,10 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-void torch_compare_load(const char *path, const char *const *names, int n, torch_compare_t *tc) {
+void torch_compare_load(const char *path, const char *const *names, int n, torch_compare_t *tc)
+{
     memset(tc, 0, sizeof *tc);
-    if (n > TORCH_MAX_MODELS)
-        n = TORCH_MAX_MODELS;
+    if (n > TORCH_MAX_MODELS) n = TORCH_MAX_MODELS;
     size_t len = 0;
     char *text = read_file(path, &len);
     if (!text) {
@@ -418,8 +387,7 @@ void torch_compare_load(const char *path, const char *const *names, int n, torch
     int bad = jvalue(&jp, &root);
     if (!bad) {
         jskip_ws(&jp);
-        if (jp.p != jp.end)
-            bad = jfail(&jp, "text after the JSON value");
+        if (jp.p != jp.end) bad = jfail(&jp, "text after the JSON value");
     }
     if (bad) {
         snprintf(tc->note, sizeof tc->note, "%s is not valid JSON: %s", path, jp.err);
@@ -456,8 +424,7 @@ void torch_compare_load(const char *path, const char *const *names, int n, torch
             }
         }
     }
-    if (missing[0])
-        snprintf(tc->note, sizeof tc->note, "%s has no results for %s", path, missing);
+    if (missing[0]) snprintf(tc->note, sizeof tc->note, "%s has no results for %s", path, missing);
     jfree(&root);
     free(text);
 }

@@ -22,11 +22,11 @@ enum { TORCH_EAGER, TORCH_COMPILE, TORCH_REDUCE_OVERHEAD, TORCH_COLS };
 enum { TORCH_MAX_MODELS = 8 };
 
 typedef struct torch_compare {
-    int loaded;                   /* the file was read and is valid JSON with a "results" object */
-    char note[512];               /* why the columns say n/a (empty when loaded without remarks) */
-    char gpu[128], torch[64];     /* "" when absent */
-    char file_note[512];          /* the file's own top-level "note", "" when absent */
-    int found[TORCH_MAX_MODELS];  /* results has an object for this model */
+    int loaded;                  /* the file was read and is valid JSON with a "results" object */
+    char note[512];              /* why the columns say n/a (empty when loaded without remarks) */
+    char gpu[128], torch[64];    /* "" when absent */
+    char file_note[512];         /* the file's own top-level "note", "" when absent */
+    int found[TORCH_MAX_MODELS]; /* results has an object for this model */
     int has[TORCH_MAX_MODELS][TORCH_COLS];
     double us[TORCH_MAX_MODELS][TORCH_COLS];
 } torch_compare_t;

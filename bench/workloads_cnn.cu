@@ -28,17 +28,30 @@
 #include <math.h>
 #include <string.h>
 
-namespace {
+namespace
+{
 
 enum { BLOCKS = 4, KS = 3, PAD = 1, IN_C = 3, IN_HW = 64 };
 const int CH[BLOCKS + 1] = {IN_C, 32, 64, 64, 128};
 const float ONE = 1.0f, ZERO = 0.0f;
 
 /* Spatial size of block k's input (k = BLOCKS: the output). */
-int hw_of(int k) { return IN_HW >> k; }
-size_t conv_out_floats(int k) { return (size_t)CH[k + 1] * hw_of(k) * hw_of(k); }
-size_t pool_out_floats(int k) { return (size_t)CH[k + 1] * hw_of(k + 1) * hw_of(k + 1); }
-size_t filter_floats(int k) { return (size_t)CH[k + 1] * CH[k] * KS * KS; }
+int hw_of(int k)
+{
+    return IN_HW >> k;
+}
+size_t conv_out_floats(int k)
+{
+    return (size_t)CH[k + 1] * hw_of(k) * hw_of(k);
+}
+size_t pool_out_floats(int k)
+{
+    return (size_t)CH[k + 1] * hw_of(k + 1) * hw_of(k + 1);
+}
+size_t filter_floats(int k)
+{
+    return (size_t)CH[k + 1] * CH[k] * KS * KS;
+}
 
 struct cnn {
     model_data_t d; /* first: model_data_arena reads it */
@@ -58,7 +71,8 @@ struct cnn {
     float *pool_out[MODEL_SETS][BLOCKS]; /* the next block's input; the last is the output */
 };
 
-void *cnn_create(cudaStream_t s, int keep_host) {
+void *cnn_create(cudaStream_t s, int keep_host)
+{
     cnn *m = (cnn *)bench_host_calloc(sizeof *m);
     CHECK_CUDNN(cudnnCreate(&m->dnn));
     CHECK_CUDNN(cudnnSetStream(m->dnn, s));
@@ -67,24 +81,22 @@ void *cnn_create(cudaStream_t s, int keep_host) {
     for (int k = 0; k < BLOCKS; k++) {
         int hw = hw_of(k);
         CHECK_CUDNN(cudnnCreateTensorDescriptor(&m->in_desc[k]));
-        CHECK_CUDNN(cudnnSetTensor4dDescriptor(m->in_desc[k], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
-                                               CH[k], hw, hw));
+        CHECK_CUDNN(cudnnSetTensor4dDescriptor(m->in_desc[k], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, CH[k], hw, hw));
         CHECK_CUDNN(cudnnCreateTensorDescriptor(&m->cout_desc[k]));
-        CHECK_CUDNN(cudnnSetTensor4dDescriptor(m->cout_desc[k], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                               1, CH[k + 1], hw, hw));
+        CHECK_CUDNN(
+            cudnnSetTensor4dDescriptor(m->cout_desc[k], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, CH[k + 1], hw, hw));
         CHECK_CUDNN(cudnnCreateTensorDescriptor(&m->bias_desc[k]));
-        CHECK_CUDNN(cudnnSetTensor4dDescriptor(m->bias_desc[k], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
-                                               CH[k + 1], 1, 1));
+        CHECK_CUDNN(
+            cudnnSetTensor4dDescriptor(m->bias_desc[k], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, CH[k + 1], 1, 1));
         CHECK_CUDNN(cudnnCreateFilterDescriptor(&m->filt[k]));
-        CHECK_CUDNN(cudnnSetFilter4dDescriptor(m->filt[k], CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                               CH[k + 1], CH[k], KS, KS));
+        CHECK_CUDNN(
+            cudnnSetFilter4dDescriptor(m->filt[k], CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CH[k + 1], CH[k], KS, KS));
         CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&m->conv[k]));
-        CHECK_CUDNN(cudnnSetConvolution2dDescriptor(m->conv[k], PAD, PAD, 1, 1, 1, 1,
-                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        CHECK_CUDNN(cudnnSetConvolution2dDescriptor(m->conv[k], PAD, PAD, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                    CUDNN_DATA_FLOAT));
         CHECK_CUDNN(cudnnSetConvolutionMathType(m->conv[k], CUDNN_FMA_MATH));
         int on, oc, oh, ow;
-        CHECK_CUDNN(cudnnGetConvolution2dForwardOutputDim(m->conv[k], m->in_desc[k], m->filt[k], &on,
-                                                          &oc, &oh, &ow));
+        CHECK_CUDNN(cudnnGetConvolution2dForwardOutputDim(m->conv[k], m->in_desc[k], m->filt[k], &on, &oc, &oh, &ow));
         if (on != 1 || oc != CH[k + 1] || oh != hw || ow != hw) {
             fprintf(stderr, "cnn: block %d: unexpected convolution output %dx%dx%dx%d\n", k, on, oc, oh, ow);
             exit(1);
@@ -92,8 +104,7 @@ void *cnn_create(cudaStream_t s, int keep_host) {
         size_t ws = 0;
         CHECK_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(m->dnn, m->in_desc[k], m->filt[k], m->conv[k],
                                                             m->cout_desc[k], algo, &ws));
-        if (ws > m->ws_bytes)
-            m->ws_bytes = ws;
+        if (ws > m->ws_bytes) m->ws_bytes = ws;
     }
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&m->out_desc));
     CHECK_CUDNN(cudnnSetTensor4dDescriptor(m->out_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, CH[BLOCKS],
@@ -101,8 +112,7 @@ void *cnn_create(cudaStream_t s, int keep_host) {
     CHECK_CUDNN(cudnnCreateActivationDescriptor(&m->relu));
     CHECK_CUDNN(cudnnSetActivationDescriptor(m->relu, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
     CHECK_CUDNN(cudnnCreatePoolingDescriptor(&m->pool));
-    CHECK_CUDNN(cudnnSetPooling2dDescriptor(m->pool, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN, 2, 2, 0, 0,
-                                            2, 2));
+    CHECK_CUDNN(cudnnSetPooling2dDescriptor(m->pool, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN, 2, 2, 0, 0, 2, 2));
     CHECK(cudaMalloc(&m->ws, m->ws_bytes));
 
     size_t nparams = 0;
@@ -144,19 +154,17 @@ void *cnn_create(cudaStream_t s, int keep_host) {
 }
 
 /* The stream is not used: the handle is bound to it. */
-int cnn_step(void *ctx, int set, cudaStream_t, char *err, size_t errlen) {
+int cnn_step(void *ctx, int set, cudaStream_t, char *err, size_t errlen)
+{
     cnn *m = (cnn *)ctx;
     const cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
     const float *in = m->d.x;
     for (int k = 0; k < BLOCKS; k++) {
         float *c = m->conv_out[set][k], *p = m->pool_out[set][k];
-        STEP_CUDNN(cudnnConvolutionForward(m->dnn, &ONE, m->in_desc[k], in, m->filt[k],
-                                           m->d.params + m->off_w[k], m->conv[k], algo, m->ws, m->ws_bytes,
-                                           &ZERO, m->cout_desc[k], c));
-        STEP_CUDNN(cudnnAddTensor(m->dnn, &ONE, m->bias_desc[k], m->d.params + m->off_b[k], &ONE,
-                                  m->cout_desc[k], c));
-        STEP_CUDNN(cudnnActivationForward(m->dnn, m->relu, &ONE, m->cout_desc[k], c, &ZERO,
-                                          m->cout_desc[k], c));
+        STEP_CUDNN(cudnnConvolutionForward(m->dnn, &ONE, m->in_desc[k], in, m->filt[k], m->d.params + m->off_w[k],
+                                           m->conv[k], algo, m->ws, m->ws_bytes, &ZERO, m->cout_desc[k], c));
+        STEP_CUDNN(cudnnAddTensor(m->dnn, &ONE, m->bias_desc[k], m->d.params + m->off_b[k], &ONE, m->cout_desc[k], c));
+        STEP_CUDNN(cudnnActivationForward(m->dnn, m->relu, &ONE, m->cout_desc[k], c, &ZERO, m->cout_desc[k], c));
         STEP_CUDNN(cudnnPoolingForward(m->dnn, m->pool, &ONE, m->cout_desc[k], c, &ZERO,
                                        k + 1 < BLOCKS ? m->in_desc[k + 1] : m->out_desc, p));
         in = p;
@@ -164,19 +172,20 @@ int cnn_step(void *ctx, int set, cudaStream_t, char *err, size_t errlen) {
     return 0;
 }
 
-void cnn_output(void *ctx, int set, const float **out, size_t *count) {
+void cnn_output(void *ctx, int set, const float **out, size_t *count)
+{
     cnn *m = (cnn *)ctx;
     *out = m->pool_out[set][BLOCKS - 1];
     *count = pool_out_floats(BLOCKS - 1);
 }
 
-void cnn_reference(void *ctx, double *ref) {
+void cnn_reference(void *ctx, double *ref)
+{
     cnn *m = (cnn *)ctx;
     size_t most = conv_out_floats(0);
     double *in = (double *)bench_host_alloc(most * sizeof(double));
     double *c = (double *)bench_host_alloc(most * sizeof(double));
-    for (size_t i = 0; i < (size_t)IN_C * IN_HW * IN_HW; i++)
-        in[i] = m->d.host_x[i];
+    for (size_t i = 0; i < (size_t)IN_C * IN_HW * IN_HW; i++) in[i] = m->d.host_x[i];
     for (int k = 0; k < BLOCKS; k++) {
         int hw = hw_of(k), cin = CH[k], cout = CH[k + 1];
         const float *w = m->d.host_params + m->off_w[k], *b = m->d.host_params + m->off_b[k];
@@ -188,8 +197,7 @@ void cnn_reference(void *ctx, double *ref) {
                         for (int dy = 0; dy < KS; dy++)
                             for (int dx = 0; dx < KS; dx++) {
                                 int yy = y + dy - PAD, xx = x + dx - PAD;
-                                if (yy < 0 || yy >= hw || xx < 0 || xx >= hw)
-                                    continue;
+                                if (yy < 0 || yy >= hw || xx < 0 || xx >= hw) continue;
                                 acc += in[((size_t)ci * hw + yy) * hw + xx] *
                                        w[(((size_t)o * cin + ci) * KS + dy) * KS + dx];
                             }
@@ -213,7 +221,8 @@ void cnn_reference(void *ctx, double *ref) {
     free(c);
 }
 
-void cnn_destroy(void *ctx) {
+void cnn_destroy(void *ctx)
+{
     cnn *m = (cnn *)ctx;
     model_data_free(&m->d);
     CHECK(cudaFree(m->ws));

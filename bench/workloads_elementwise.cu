@@ -46,28 +46,57 @@ enum { EW_THREADS = 256 };
 
 #define EW_FOR(i, n) for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
 
-__global__ void ew_scale_shift(float *y, const float *x, float a, float b, int n) { EW_FOR(i, n) y[i] = a * x[i] + b; }
-__global__ void ew_relu(float *y, const float *x, int n) { EW_FOR(i, n) y[i] = fmaxf(x[i], 0.0f); }
-__global__ void ew_scale(float *y, const float *x, float a, int n) { EW_FOR(i, n) y[i] = a * x[i]; }
-__global__ void ew_add_bias(float *x, const float *b, int n) { EW_FOR(i, n) x[i] = x[i] + b[i]; }
-__global__ void ew_mul(float *y, const float *a, const float *b, int n) { EW_FOR(i, n) y[i] = a[i] * b[i]; }
-__global__ void ew_tanh(float *x, int n) { EW_FOR(i, n) x[i] = tanhf(x[i]); }
-__global__ void ew_sigmoid(float *y, const float *x, int n) { EW_FOR(i, n) y[i] = 1.0f / (1.0f + expf(-x[i])); }
-__global__ void ew_gelu(float *x, int n) {
-    EW_FOR(i, n) {
+__global__ void ew_scale_shift(float *y, const float *x, float a, float b, int n)
+{
+    EW_FOR(i, n) y[i] = a * x[i] + b;
+}
+__global__ void ew_relu(float *y, const float *x, int n)
+{
+    EW_FOR(i, n) y[i] = fmaxf(x[i], 0.0f);
+}
+__global__ void ew_scale(float *y, const float *x, float a, int n)
+{
+    EW_FOR(i, n) y[i] = a * x[i];
+}
+__global__ void ew_add_bias(float *x, const float *b, int n)
+{
+    EW_FOR(i, n) x[i] = x[i] + b[i];
+}
+__global__ void ew_mul(float *y, const float *a, const float *b, int n)
+{
+    EW_FOR(i, n) y[i] = a[i] * b[i];
+}
+__global__ void ew_tanh(float *x, int n)
+{
+    EW_FOR(i, n) x[i] = tanhf(x[i]);
+}
+__global__ void ew_sigmoid(float *y, const float *x, int n)
+{
+    EW_FOR(i, n) y[i] = 1.0f / (1.0f + expf(-x[i]));
+}
+__global__ void ew_gelu(float *x, int n)
+{
+    EW_FOR(i, n)
+    {
         float v = x[i];
         x[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     }
 }
-__global__ void ew_add(float *y, const float *a, const float *b, int n) { EW_FOR(i, n) y[i] = a[i] + b[i]; }
-__global__ void ew_add_residual(float *x, const float *r, int n) { EW_FOR(i, n) x[i] = x[i] + r[i]; }
+__global__ void ew_add(float *y, const float *a, const float *b, int n)
+{
+    EW_FOR(i, n) y[i] = a[i] + b[i];
+}
+__global__ void ew_add_residual(float *x, const float *r, int n)
+{
+    EW_FOR(i, n) x[i] = x[i] + r[i];
+}
 
 /* What each kernel computes, in the spec language of cgjit.h (parameters in the kernel's order);
  * each expression is the kernel's own, so a fused chain is usually bitwise equal to eager. */
-static int ew_register(void) {
+static int ew_register(void)
+{
     static int done; /* both workloads' descriptors name this: register once, count once */
-    if (done)
-        return 0;
+    if (done) return 0;
     done = 1;
     static const struct {
         const void *fn;
@@ -91,7 +120,8 @@ static int ew_register(void) {
     return refused;
 }
 
-namespace {
+namespace
+{
 
 enum { EW16M_N = 1 << 24, EW10_N = 1 << 20, MAX_TEMPS = 3 };
 
@@ -102,10 +132,14 @@ struct ew {
     float *floor_t[MAX_TEMPS]; /* the floor's temporaries, in the floor set's block */
 };
 
-int ew_grid(int n) { return (n + EW_THREADS - 1) / EW_THREADS; }
+int ew_grid(int n)
+{
+    return (n + EW_THREADS - 1) / EW_THREADS;
+}
 
 /* x (and b where nb > 0) uploaded, one block per set of out and ntemps temporaries of n floats. */
-ew *ew_create(int n, int nb, int ntemps, uint64_t seed, int keep_host) {
+ew *ew_create(int n, int nb, int ntemps, uint64_t seed, int keep_host)
+{
     ew *m = (ew *)bench_host_calloc(sizeof *m);
     m->n = n;
     m->ntemps = ntemps;
@@ -129,8 +163,7 @@ ew *ew_create(int n, int nb, int ntemps, uint64_t seed, int keep_host) {
     }
     size_t each = bench_align((size_t)n * sizeof(float));
     model_data_arenas(&m->d, each * (size_t)(1 + ntemps));
-    for (int set = 0; set < MODEL_SETS; set++)
-        m->out[set] = (float *)m->d.arena[set];
+    for (int set = 0; set < MODEL_SETS; set++) m->out[set] = (float *)m->d.arena[set];
     for (int k = 0; k < ntemps; k++)
         m->floor_t[k] = (float *)((char *)m->d.arena[MODEL_SET_FLOOR] + each * (size_t)(1 + k));
 
@@ -145,30 +178,31 @@ ew *ew_create(int n, int nb, int ntemps, uint64_t seed, int keep_host) {
 }
 
 /* The step's temporaries: allocated on s (eager, replay) or the floor's own. */
-int temps_take(ew *m, int set, float **t, cudaStream_t s, char *err, size_t errlen) {
+int temps_take(ew *m, int set, float **t, cudaStream_t s, char *err, size_t errlen)
+{
     for (int k = 0; k < m->ntemps; k++) {
-        if (set == MODEL_SET_FLOOR)
-            t[k] = m->floor_t[k];
-        else
-            STEP_CUDA(cudaMallocAsync((void **)&t[k], (size_t)m->n * sizeof(float), s));
+        if (set == MODEL_SET_FLOOR) t[k] = m->floor_t[k];
+        else STEP_CUDA(cudaMallocAsync((void **)&t[k], (size_t)m->n * sizeof(float), s));
     }
     return 0;
 }
 
-int temps_give(ew *m, int set, float **t, cudaStream_t s, char *err, size_t errlen) {
+int temps_give(ew *m, int set, float **t, cudaStream_t s, char *err, size_t errlen)
+{
     if (set != MODEL_SET_FLOOR)
-        for (int k = 0; k < m->ntemps; k++)
-            STEP_CUDA(cudaFreeAsync(t[k], s));
+        for (int k = 0; k < m->ntemps; k++) STEP_CUDA(cudaFreeAsync(t[k], s));
     return 0;
 }
 
-void ew_output(void *ctx, int set, const float **out, size_t *count) {
+void ew_output(void *ctx, int set, const float **out, size_t *count)
+{
     ew *m = (ew *)ctx;
     *out = m->out[set];
     *count = (size_t)m->n;
 }
 
-void ew_destroy(void *ctx) {
+void ew_destroy(void *ctx)
+{
     ew *m = (ew *)ctx;
     model_data_free(&m->d);
     free(m);
@@ -176,13 +210,16 @@ void ew_destroy(void *ctx) {
 
 /* ---- ew16M ---- */
 
-void *ew16_create(cudaStream_t, int keep_host) { return ew_create(EW16M_N, 0, 1, 0x6577313600f00dull, keep_host); }
+void *ew16_create(cudaStream_t, int keep_host)
+{
+    return ew_create(EW16M_N, 0, 1, 0x6577313600f00dull, keep_host);
+}
 
-int ew16_step(void *ctx, int set, cudaStream_t s, char *err, size_t errlen) {
+int ew16_step(void *ctx, int set, cudaStream_t s, char *err, size_t errlen)
+{
     ew *m = (ew *)ctx;
     float *t[MAX_TEMPS];
-    if (temps_take(m, set, t, s, err, errlen))
-        return -1;
+    if (temps_take(m, set, t, s, err, errlen)) return -1;
     ew_scale_shift<<<ew_grid(m->n), EW_THREADS, 0, s>>>(t[0], m->d.x, 2.0f, 1.0f, m->n);
     STEP_LAUNCHED();
     ew_relu<<<ew_grid(m->n), EW_THREADS, 0, s>>>(m->out[set], t[0], m->n);
@@ -190,7 +227,8 @@ int ew16_step(void *ctx, int set, cudaStream_t s, char *err, size_t errlen) {
     return temps_give(m, set, t, s, err, errlen);
 }
 
-void ew16_reference(void *ctx, double *ref) {
+void ew16_reference(void *ctx, double *ref)
+{
     const ew *m = (const ew *)ctx;
     for (int i = 0; i < m->n; i++) {
         double v = 2.0 * m->d.host_x[i] + 1.0;
@@ -200,15 +238,18 @@ void ew16_reference(void *ctx, double *ref) {
 
 /* ---- ew10 ---- */
 
-void *ew10_create(cudaStream_t, int keep_host) { return ew_create(EW10_N, EW10_N, 3, 0x657731300beefull, keep_host); }
+void *ew10_create(cudaStream_t, int keep_host)
+{
+    return ew_create(EW10_N, EW10_N, 3, 0x657731300beefull, keep_host);
+}
 
-int ew10_step(void *ctx, int set, cudaStream_t s, char *err, size_t errlen) {
+int ew10_step(void *ctx, int set, cudaStream_t s, char *err, size_t errlen)
+{
     ew *m = (ew *)ctx;
     const int n = m->n, g = ew_grid(n);
     const float *x = m->d.x, *b = m->d.params;
     float *t[MAX_TEMPS];
-    if (temps_take(m, set, t, s, err, errlen))
-        return -1;
+    if (temps_take(m, set, t, s, err, errlen)) return -1;
     ew_scale<<<g, EW_THREADS, 0, s>>>(t[0], x, 2.0f, n);
     STEP_LAUNCHED();
     ew_add_bias<<<g, EW_THREADS, 0, s>>>(t[0], b, n);
@@ -232,7 +273,8 @@ int ew10_step(void *ctx, int set, cudaStream_t s, char *err, size_t errlen) {
     return temps_give(m, set, t, s, err, errlen);
 }
 
-void ew10_reference(void *ctx, double *ref) {
+void ew10_reference(void *ctx, double *ref)
+{
     const ew *m = (const ew *)ctx;
     for (int i = 0; i < m->n; i++) {
         double x = m->d.host_x[i], b = m->d.host_params[i];

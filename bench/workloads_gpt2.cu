@@ -44,7 +44,8 @@
 #include <math.h>
 #include <string.h>
 
-namespace {
+namespace
+{
 
 enum { LAYERS = 12, D = 768, HEADS = 12, HD = 64, T = 64, D3 = 3 * D, D4 = 4 * D };
 const float LN_EPS = 1e-5f;
@@ -73,30 +74,29 @@ const size_t P_TOTAL = P_FINAL + 2 * D;
 
 enum { WARPS_PER_BLOCK = 4, ROW_THREADS = 32 * WARPS_PER_BLOCK, EW_THREADS = 256 };
 
-__device__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
+__device__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
 
-__device__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+__device__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 
 /* out[r] = (in[r] - mean) / sqrt(var + eps) * g + b per row r of `cols`; one warp per row,
  * two passes (mean, then the mean of squared deviations: the biased variance, as PyTorch). */
-__global__ void layernorm_kernel(float *out, const float *in, const float *g, const float *b, int rows,
-                                 int cols, float eps) {
+__global__ void layernorm_kernel(float *out, const float *in, const float *g, const float *b, int rows, int cols,
+                                 float eps)
+{
     int row = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= rows)
-        return;
+    if (row >= rows) return;
     const float *x = in + (size_t)row * cols;
     float *y = out + (size_t)row * cols;
     float s = 0.0f;
-    for (int i = lane; i < cols; i += 32)
-        s += x[i];
+    for (int i = lane; i < cols; i += 32) s += x[i];
     float mean = warp_sum(s) / (float)cols;
     float v = 0.0f;
     for (int i = lane; i < cols; i += 32) {
@@ -104,25 +104,25 @@ __global__ void layernorm_kernel(float *out, const float *in, const float *g, co
         v += d * d;
     }
     float rstd = 1.0f / sqrtf(warp_sum(v) / (float)cols + eps);
-    for (int i = lane; i < cols; i += 32)
-        y[i] = (x[i] - mean) * rstd * g[i] + b[i];
+    for (int i = lane; i < cols; i += 32) y[i] = (x[i] - mean) * rstd * g[i] + b[i];
 }
 
 /* x[r][c] += b[c] over rows x cols. */
-__global__ void bias_kernel(float *x, const float *b, int rows, int cols) {
+__global__ void bias_kernel(float *x, const float *b, int rows, int cols)
+{
     int n = rows * cols;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        x[i] += b[i % cols];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] += b[i % cols];
 }
 
 /* out = a + b over n floats (out may be a). */
-__global__ void add_kernel(float *out, const float *a, const float *b, int n) {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        out[i] = a[i] + b[i];
+__global__ void add_kernel(float *out, const float *a, const float *b, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = a[i] + b[i];
 }
 
 /* x = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in place. */
-__global__ void gelu_kernel(float *x, int n) {
+__global__ void gelu_kernel(float *x, int n)
+{
     const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         float v = x[i];
@@ -132,26 +132,29 @@ __global__ void gelu_kernel(float *x, int n) {
 
 /* Causal softmax in place over rows of t scores, rows = heads * t; row r is query i = r % t and
  * keys j <= i take part; P[i][j] = 0 for j > i. One warp per row. */
-__global__ void causal_softmax_kernel(float *s, int rows, int t) {
+__global__ void causal_softmax_kernel(float *s, int rows, int t)
+{
     int row = blockIdx.x * WARPS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= rows)
-        return;
+    if (row >= rows) return;
     int q = row % t;
     float *x = s + (size_t)row * t;
     float m = -INFINITY;
-    for (int j = lane; j <= q; j += 32)
-        m = fmaxf(m, x[j]);
+    for (int j = lane; j <= q; j += 32) m = fmaxf(m, x[j]);
     m = warp_max(m);
     float sum = 0.0f;
-    for (int j = lane; j <= q; j += 32)
-        sum += expf(x[j] - m);
+    for (int j = lane; j <= q; j += 32) sum += expf(x[j] - m);
     sum = warp_sum(sum);
-    for (int j = lane; j < t; j += 32)
-        x[j] = j <= q ? expf(x[j] - m) / sum : 0.0f;
+    for (int j = lane; j < t; j += 32) x[j] = j <= q ? expf(x[j] - m) / sum : 0.0f;
 }
 
-int ew_grid(int n) { return (n + EW_THREADS - 1) / EW_THREADS; }
-int row_grid(int rows) { return (rows + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK; }
+int ew_grid(int n)
+{
+    return (n + EW_THREADS - 1) / EW_THREADS;
+}
+int row_grid(int rows)
+{
+    return (rows + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
+}
 
 struct acts {
     float *h, *a, *qkv, *s, *attn, *p, *f, *out;
@@ -163,7 +166,8 @@ struct gpt2 {
     acts act[MODEL_SETS];
 };
 
-void *gpt2_create(cudaStream_t s, int keep_host) {
+void *gpt2_create(cudaStream_t s, int keep_host)
+{
     gpt2 *m = (gpt2 *)bench_host_calloc(sizeof *m);
     model_blas_create(&m->blas, s);
 
@@ -191,11 +195,10 @@ void *gpt2_create(cudaStream_t s, int keep_host) {
     bench_fill_uniform(hx, (size_t)T * D, &rng, -1.0f, 1.0f);
     model_data_upload(&m->d, hp, P_TOTAL, hx, (size_t)T * D, keep_host);
 
-    const size_t sizes[8] = {(size_t)T * D,  (size_t)T * D, (size_t)T * D3, (size_t)HEADS * T * T,
-                             (size_t)T * D,  (size_t)T * D, (size_t)T * D4, (size_t)T * D};
+    const size_t sizes[8] = {(size_t)T * D, (size_t)T * D, (size_t)T * D3, (size_t)HEADS * T * T,
+                             (size_t)T * D, (size_t)T * D, (size_t)T * D4, (size_t)T * D};
     size_t arena_bytes = 0;
-    for (int i = 0; i < 8; i++)
-        arena_bytes += bench_align(sizes[i] * sizeof(float));
+    for (int i = 0; i < 8; i++) arena_bytes += bench_align(sizes[i] * sizeof(float));
     model_data_arenas(&m->d, arena_bytes);
     for (int set = 0; set < MODEL_SETS; set++) {
         float **slots[8] = {&m->act[set].h,    &m->act[set].a, &m->act[set].qkv, &m->act[set].s,
@@ -211,59 +214,53 @@ void *gpt2_create(cudaStream_t s, int keep_host) {
 }
 
 /* y (T x out) = x (T x in) W^T, W [out][in]; then y += b. */
-int linear(gpt2 *m, float *y, const float *x, const float *w, const float *b, int in, int out,
-           cudaStream_t s, char *err, size_t errlen) {
-    STEP_CUBLAS(cublasSgemm_v2(m->blas.h, CUBLAS_OP_T, CUBLAS_OP_N, out, T, in, &ONE, w, in, x, in, &ZERO, y,
-                               out));
+int linear(gpt2 *m, float *y, const float *x, const float *w, const float *b, int in, int out, cudaStream_t s,
+           char *err, size_t errlen)
+{
+    STEP_CUBLAS(cublasSgemm_v2(m->blas.h, CUBLAS_OP_T, CUBLAS_OP_N, out, T, in, &ONE, w, in, x, in, &ZERO, y, out));
     bias_kernel<<<ew_grid(T * out), EW_THREADS, 0, s>>>(y, b, T, out);
     STEP_LAUNCHED();
     return 0;
 }
 
-int gpt2_step(void *ctx, int set, cudaStream_t s, char *err, size_t errlen) {
+int gpt2_step(void *ctx, int set, cudaStream_t s, char *err, size_t errlen)
+{
     gpt2 *m = (gpt2 *)ctx;
     const acts *a = &m->act[set];
     for (int l = 0; l < LAYERS; l++) {
         const float *p = m->d.params + (size_t)l * P_LAYER;
         const float *h_in = l == 0 ? m->d.x : a->h;
-        layernorm_kernel<<<row_grid(T), ROW_THREADS, 0, s>>>(a->a, h_in, p + P_LN1_G, p + P_LN1_B, T, D,
-                                                              LN_EPS);
+        layernorm_kernel<<<row_grid(T), ROW_THREADS, 0, s>>>(a->a, h_in, p + P_LN1_G, p + P_LN1_B, T, D, LN_EPS);
         STEP_LAUNCHED();
-        if (linear(m, a->qkv, a->a, p + P_WQKV, p + P_BQKV, D, D3, s, err, errlen))
-            return -1;
+        if (linear(m, a->qkv, a->a, p + P_WQKV, p + P_BQKV, D, D3, s, err, errlen)) return -1;
         /* S_h (T x T, [query][key]) = Q_h K_h^T / 8: column-major S^T = op_T(K) * Q. */
-        STEP_CUBLAS(cublasSgemmStridedBatched(m->blas.h, CUBLAS_OP_T, CUBLAS_OP_N, T, T, HD, &SCALE,
-                                              a->qkv + D, D3, HD, a->qkv, D3, HD, &ZERO, a->s, T,
-                                              (long long)T * T, HEADS));
+        STEP_CUBLAS(cublasSgemmStridedBatched(m->blas.h, CUBLAS_OP_T, CUBLAS_OP_N, T, T, HD, &SCALE, a->qkv + D, D3, HD,
+                                              a->qkv, D3, HD, &ZERO, a->s, T, (long long)T * T, HEADS));
         causal_softmax_kernel<<<row_grid(HEADS * T), ROW_THREADS, 0, s>>>(a->s, HEADS * T, T);
         STEP_LAUNCHED();
         /* attn[:, h*64:(h+1)*64] (T x 64) = P_h V_h: column-major attn^T = V^T * P^T. */
-        STEP_CUBLAS(cublasSgemmStridedBatched(m->blas.h, CUBLAS_OP_N, CUBLAS_OP_N, HD, T, T, &ONE,
-                                              a->qkv + 2 * D, D3, HD, a->s, T, (long long)T * T, &ZERO,
-                                              a->attn, D, HD, HEADS));
-        if (linear(m, a->p, a->attn, p + P_WO, p + P_BO, D, D, s, err, errlen))
-            return -1;
+        STEP_CUBLAS(cublasSgemmStridedBatched(m->blas.h, CUBLAS_OP_N, CUBLAS_OP_N, HD, T, T, &ONE, a->qkv + 2 * D, D3,
+                                              HD, a->s, T, (long long)T * T, &ZERO, a->attn, D, HD, HEADS));
+        if (linear(m, a->p, a->attn, p + P_WO, p + P_BO, D, D, s, err, errlen)) return -1;
         add_kernel<<<ew_grid(T * D), EW_THREADS, 0, s>>>(a->h, h_in, a->p, T * D);
         STEP_LAUNCHED();
-        layernorm_kernel<<<row_grid(T), ROW_THREADS, 0, s>>>(a->a, a->h, p + P_LN2_G, p + P_LN2_B, T, D,
-                                                              LN_EPS);
+        layernorm_kernel<<<row_grid(T), ROW_THREADS, 0, s>>>(a->a, a->h, p + P_LN2_G, p + P_LN2_B, T, D, LN_EPS);
         STEP_LAUNCHED();
-        if (linear(m, a->f, a->a, p + P_WFC, p + P_BFC, D, D4, s, err, errlen))
-            return -1;
+        if (linear(m, a->f, a->a, p + P_WFC, p + P_BFC, D, D4, s, err, errlen)) return -1;
         gelu_kernel<<<ew_grid(T * D4), EW_THREADS, 0, s>>>(a->f, T * D4);
         STEP_LAUNCHED();
-        if (linear(m, a->p, a->f, p + P_WFC2, p + P_BFC2, D4, D, s, err, errlen))
-            return -1;
+        if (linear(m, a->p, a->f, p + P_WFC2, p + P_BFC2, D4, D, s, err, errlen)) return -1;
         add_kernel<<<ew_grid(T * D), EW_THREADS, 0, s>>>(a->h, a->h, a->p, T * D);
         STEP_LAUNCHED();
     }
-    layernorm_kernel<<<row_grid(T), ROW_THREADS, 0, s>>>(a->out, a->h, m->d.params + P_FINAL,
-                                                          m->d.params + P_FINAL + D, T, D, LN_EPS);
+    layernorm_kernel<<<row_grid(T), ROW_THREADS, 0, s>>>(a->out, a->h, m->d.params + P_FINAL, m->d.params + P_FINAL + D,
+                                                         T, D, LN_EPS);
     STEP_LAUNCHED();
     return 0;
 }
 
-void gpt2_output(void *ctx, int set, const float **out, size_t *count) {
+void gpt2_output(void *ctx, int set, const float **out, size_t *count)
+{
     gpt2 *m = (gpt2 *)ctx;
     *out = m->act[set].out;
     *count = (size_t)T * D;
@@ -271,34 +268,33 @@ void gpt2_output(void *ctx, int set, const float **out, size_t *count) {
 
 /* ---- the host reference, in double ---- */
 
-void ref_layernorm(double *y, const double *x, const float *g, const float *b) {
+void ref_layernorm(double *y, const double *x, const float *g, const float *b)
+{
     for (int r = 0; r < T; r++) {
         const double *xr = x + (size_t)r * D;
         double mean = 0.0, var = 0.0;
-        for (int i = 0; i < D; i++)
-            mean += xr[i];
+        for (int i = 0; i < D; i++) mean += xr[i];
         mean /= D;
-        for (int i = 0; i < D; i++)
-            var += (xr[i] - mean) * (xr[i] - mean);
+        for (int i = 0; i < D; i++) var += (xr[i] - mean) * (xr[i] - mean);
         double rstd = 1.0 / sqrt(var / D + (double)LN_EPS);
-        for (int i = 0; i < D; i++)
-            y[(size_t)r * D + i] = (xr[i] - mean) * rstd * g[i] + b[i];
+        for (int i = 0; i < D; i++) y[(size_t)r * D + i] = (xr[i] - mean) * rstd * g[i] + b[i];
     }
 }
 
-void ref_linear(double *y, const double *x, const float *w, const float *b, int in, int out) {
+void ref_linear(double *y, const double *x, const float *w, const float *b, int in, int out)
+{
     for (int r = 0; r < T; r++)
         for (int o = 0; o < out; o++) {
             double acc = 0.0;
             const float *wo = w + (size_t)o * in;
             const double *xr = x + (size_t)r * in;
-            for (int i = 0; i < in; i++)
-                acc += xr[i] * wo[i];
+            for (int i = 0; i < in; i++) acc += xr[i] * wo[i];
             y[(size_t)r * out + o] = acc + b[o];
         }
 }
 
-void gpt2_reference(void *ctx, double *ref) {
+void gpt2_reference(void *ctx, double *ref)
+{
     gpt2 *m = (gpt2 *)ctx;
     double *h = (double *)bench_host_alloc((size_t)T * D * sizeof(double));
     double *a = (double *)bench_host_alloc((size_t)T * D * sizeof(double));
@@ -306,8 +302,7 @@ void gpt2_reference(void *ctx, double *ref) {
     double *attn = (double *)bench_host_alloc((size_t)T * D * sizeof(double));
     double *p = (double *)bench_host_alloc((size_t)T * D * sizeof(double));
     double *f = (double *)bench_host_alloc((size_t)T * D4 * sizeof(double));
-    for (size_t i = 0; i < (size_t)T * D; i++)
-        h[i] = m->d.host_x[i];
+    for (size_t i = 0; i < (size_t)T * D; i++) h[i] = m->d.host_x[i];
     for (int l = 0; l < LAYERS; l++) {
         const float *pp = m->d.host_params + (size_t)l * P_LAYER;
         ref_layernorm(a, h, pp + P_LN1_G, pp + P_LN1_B);
@@ -322,18 +317,15 @@ void gpt2_reference(void *ctx, double *ref) {
                     sc[j] = dot * SCALE;
                     mx = sc[j] > mx ? sc[j] : mx;
                 }
-                for (int j = 0; j <= i; j++)
-                    sum += (sc[j] = exp(sc[j] - mx));
+                for (int j = 0; j <= i; j++) sum += (sc[j] = exp(sc[j] - mx));
                 for (int d = 0; d < HD; d++) {
                     double acc = 0.0;
-                    for (int j = 0; j <= i; j++)
-                        acc += sc[j] / sum * qkv[(size_t)j * D3 + 2 * D + hh * HD + d];
+                    for (int j = 0; j <= i; j++) acc += sc[j] / sum * qkv[(size_t)j * D3 + 2 * D + hh * HD + d];
                     attn[(size_t)i * D + hh * HD + d] = acc;
                 }
             }
         ref_linear(p, attn, pp + P_WO, pp + P_BO, D, D);
-        for (size_t i = 0; i < (size_t)T * D; i++)
-            h[i] += p[i];
+        for (size_t i = 0; i < (size_t)T * D; i++) h[i] += p[i];
         ref_layernorm(a, h, pp + P_LN2_G, pp + P_LN2_B);
         ref_linear(f, a, pp + P_WFC, pp + P_BFC, D, D4);
         for (size_t i = 0; i < (size_t)T * D4; i++) {
@@ -341,8 +333,7 @@ void gpt2_reference(void *ctx, double *ref) {
             f[i] = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
         }
         ref_linear(p, f, pp + P_WFC2, pp + P_BFC2, D4, D);
-        for (size_t i = 0; i < (size_t)T * D; i++)
-            h[i] += p[i];
+        for (size_t i = 0; i < (size_t)T * D; i++) h[i] += p[i];
     }
     ref_layernorm(ref, h, m->d.host_params + P_FINAL, m->d.host_params + P_FINAL + D);
     free(h);
@@ -362,7 +353,8 @@ void gpt2_reference(void *ctx, double *ref) {
  * constants (sqrt(2/pi): 0.7978845608028654f here and the spec language's 0.79788456080286536f
  * are both 0x3f4c422a). layernorm and the causal softmax read whole rows: not elementwise, left
  * opaque. */
-int gpt2_register(void) {
+int gpt2_register(void)
+{
     int refused = 0;
     refused += bench_register_elementwise((const void *)bias_kernel, "bias_kernel",
                                           "(inout float x, in float b[i % cols], count int rows, count int cols): "
@@ -374,7 +366,8 @@ int gpt2_register(void) {
     return refused;
 }
 
-void gpt2_destroy(void *ctx) {
+void gpt2_destroy(void *ctx)
+{
     gpt2 *m = (gpt2 *)ctx;
     model_data_free(&m->d);
     model_blas_destroy(&m->blas);

@@ -24,7 +24,8 @@
 #include <math.h>
 #include <string.h>
 
-namespace {
+namespace
+{
 
 enum { BATCH = 128, IN = 1024, HID = 1024, OUT = 10, LAYERS = 3 };
 const int DIM_IN[LAYERS] = {IN, HID, HID};
@@ -43,18 +44,19 @@ struct mlp {
     size_t param_off_w[LAYERS], param_off_b[LAYERS];
 };
 
-void *mlp_create(cudaStream_t s, int keep_host) {
+void *mlp_create(cudaStream_t s, int keep_host)
+{
     mlp *m = (mlp *)bench_host_calloc(sizeof *m);
     model_blas_create(&m->blas, s);
     CHECK_CUDNN(cudnnCreate(&m->dnn));
     CHECK_CUDNN(cudnnSetStream(m->dnn, s));
     for (int l = 0; l < LAYERS; l++) {
         CHECK_CUDNN(cudnnCreateTensorDescriptor(&m->act_desc[l]));
-        CHECK_CUDNN(cudnnSetTensor4dDescriptor(m->act_desc[l], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                               BATCH, DIM_OUT[l], 1, 1));
+        CHECK_CUDNN(
+            cudnnSetTensor4dDescriptor(m->act_desc[l], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, BATCH, DIM_OUT[l], 1, 1));
         CHECK_CUDNN(cudnnCreateTensorDescriptor(&m->bias_desc[l]));
-        CHECK_CUDNN(cudnnSetTensor4dDescriptor(m->bias_desc[l], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                               1, DIM_OUT[l], 1, 1));
+        CHECK_CUDNN(
+            cudnnSetTensor4dDescriptor(m->bias_desc[l], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, DIM_OUT[l], 1, 1));
     }
     CHECK_CUDNN(cudnnCreateActivationDescriptor(&m->relu));
     CHECK_CUDNN(cudnnSetActivationDescriptor(m->relu, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
@@ -83,8 +85,7 @@ void *mlp_create(cudaStream_t s, int keep_host) {
     }
 
     size_t arena_bytes = 0;
-    for (int l = 0; l < LAYERS; l++)
-        arena_bytes += bench_align((size_t)BATCH * DIM_OUT[l] * sizeof(float));
+    for (int l = 0; l < LAYERS; l++) arena_bytes += bench_align((size_t)BATCH * DIM_OUT[l] * sizeof(float));
     model_data_arenas(&m->d, arena_bytes);
     for (int set = 0; set < MODEL_SETS; set++) {
         char *p = (char *)m->d.arena[set];
@@ -98,35 +99,36 @@ void *mlp_create(cudaStream_t s, int keep_host) {
 }
 
 /* The stream is not used: the handles are bound to it. */
-int mlp_step(void *ctx, int set, cudaStream_t, char *err, size_t errlen) {
+int mlp_step(void *ctx, int set, cudaStream_t, char *err, size_t errlen)
+{
     mlp *m = (mlp *)ctx;
     const float *in = m->d.x;
     for (int l = 0; l < LAYERS; l++) {
         float *y = m->y[set][l];
         /* y (BATCH x out, row-major) = in (BATCH x in) W^T: column-major C(out x BATCH). */
-        STEP_CUBLAS(cublasSgemm_v2(m->blas.h, CUBLAS_OP_T, CUBLAS_OP_N, DIM_OUT[l], BATCH, DIM_IN[l],
-                                   &ONE, m->w[l], DIM_IN[l], in, DIM_IN[l], &ZERO, y, DIM_OUT[l]));
+        STEP_CUBLAS(cublasSgemm_v2(m->blas.h, CUBLAS_OP_T, CUBLAS_OP_N, DIM_OUT[l], BATCH, DIM_IN[l], &ONE, m->w[l],
+                                   DIM_IN[l], in, DIM_IN[l], &ZERO, y, DIM_OUT[l]));
         STEP_CUDNN(cudnnAddTensor(m->dnn, &ONE, m->bias_desc[l], m->b[l], &ONE, m->act_desc[l], y));
         if (l + 1 < LAYERS)
-            STEP_CUDNN(cudnnActivationForward(m->dnn, m->relu, &ONE, m->act_desc[l], y, &ZERO,
-                                              m->act_desc[l], y));
+            STEP_CUDNN(cudnnActivationForward(m->dnn, m->relu, &ONE, m->act_desc[l], y, &ZERO, m->act_desc[l], y));
         in = y;
     }
     return 0;
 }
 
-void mlp_output(void *ctx, int set, const float **out, size_t *count) {
+void mlp_output(void *ctx, int set, const float **out, size_t *count)
+{
     mlp *m = (mlp *)ctx;
     *out = m->y[set][LAYERS - 1];
     *count = (size_t)BATCH * OUT;
 }
 
-void mlp_reference(void *ctx, double *ref) {
+void mlp_reference(void *ctx, double *ref)
+{
     mlp *m = (mlp *)ctx;
     double *a = (double *)bench_host_alloc((size_t)BATCH * HID * sizeof(double));
     double *b = (double *)bench_host_alloc((size_t)BATCH * HID * sizeof(double));
-    for (size_t i = 0; i < (size_t)BATCH * IN; i++)
-        a[i] = m->d.host_x[i];
+    for (size_t i = 0; i < (size_t)BATCH * IN; i++) a[i] = m->d.host_x[i];
     for (int l = 0; l < LAYERS; l++) {
         const float *w = m->d.host_params + m->param_off_w[l];
         const float *bias = m->d.host_params + m->param_off_b[l];
@@ -134,11 +136,9 @@ void mlp_reference(void *ctx, double *ref) {
         for (int n = 0; n < BATCH; n++)
             for (int o = 0; o < DIM_OUT[l]; o++) {
                 double acc = 0.0;
-                for (int i = 0; i < DIM_IN[l]; i++)
-                    acc += a[(size_t)n * DIM_IN[l] + i] * w[(size_t)o * DIM_IN[l] + i];
+                for (int i = 0; i < DIM_IN[l]; i++) acc += a[(size_t)n * DIM_IN[l] + i] * w[(size_t)o * DIM_IN[l] + i];
                 acc += bias[o];
-                if (l + 1 < LAYERS && acc < 0.0)
-                    acc = 0.0;
+                if (l + 1 < LAYERS && acc < 0.0) acc = 0.0;
                 y[(size_t)n * DIM_OUT[l] + o] = acc;
             }
         double *t = a;
@@ -149,7 +149,8 @@ void mlp_reference(void *ctx, double *ref) {
     free(b);
 }
 
-void mlp_destroy(void *ctx) {
+void mlp_destroy(void *ctx)
+{
     mlp *m = (mlp *)ctx;
     model_data_free(&m->d);
     for (int l = 0; l < LAYERS; l++) {

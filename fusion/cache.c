@@ -188,7 +188,8 @@ void *cgj_fusion_cache_read(const char *dir, const char *key, size_t *size)
     if (dfd < 0) return NULL;
     char name[256];
     size_t len = 0;
-    void *data = (size_t)snprintf(name, sizeof name, "%s.cubin", key) < sizeof name ? read_entry(dfd, name, &len) : NULL;
+    void *data = (size_t)snprintf(name, sizeof name, "%s.cubin", key) < sizeof name ? read_entry(dfd, name, &len)
+                                                                                    : NULL;
     close(dfd);
     const void *payload = data ? cgj_fusion_cache_payload(data, len, size) : NULL;
     if (!payload) {
@@ -220,7 +221,8 @@ bool cgj_fusion_cache_write(const char *dir, const char *key, const void *data, 
     char tmp[320], name[256];
     int fd = -1;
     if ((size_t)snprintf(name, sizeof name, "%s.cubin", key) < sizeof name) {
-        snprintf(tmp, sizeof tmp, ".%s.%ld.%u.tmp", key, (long)getpid(), __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+        snprintf(tmp, sizeof tmp, ".%s.%ld.%u.tmp", key, (long)getpid(),
+                 __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
         fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     }
     bool ok = fd >= 0;

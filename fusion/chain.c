@@ -28,8 +28,9 @@ const cgj_ew_spec_t *cgj_fusion_spec_of(const cgj_op_t *o, cgj_reason_t *why)
     bool agrees = !kp->extra_form && kp->n == sp->nparams;
     for (uint32_t k = 0; agrees && k < kp->n; k++) agrees = kp->sz[k] == cgj_ew_param_bytes(sp, k);
     if (agrees) return sp;
-    cgj_reason_set(why, CGJ_REASON_FUSE_LAYOUT, CGJ_REASON_NO_OP, "kernel %s: %u parameter(s) of %u byte(s) in all, the spec has %u",
-                   name, kp->n, kp->size, sp->nparams);
+    cgj_reason_set(why, CGJ_REASON_FUSE_LAYOUT, CGJ_REASON_NO_OP,
+                   "kernel %s: %u parameter(s) of %u byte(s) in all, the spec has %u", name, kp->n, kp->size,
+                   sp->nparams);
     return NULL;
 }
 
@@ -189,13 +190,17 @@ static bool mentions(const cgj_op_t *o, CUdeviceptr lo, CUdeviceptr hi)
         return false;
     case CGJ_OP_MEMCPY: return (c->u.m.dst >= lo && c->u.m.dst < hi) || (c->u.m.src >= lo && c->u.m.src < hi);
     case CGJ_OP_MEMSET: return c->u.s.dst >= lo && c->u.s.dst < hi;
-    case CGJ_OP_ALLOC: case CGJ_OP_POOL_FREE: case CGJ_OP_EVENT_RECORD: case CGJ_OP_STREAM_WAIT:
-    case CGJ_OP_SYNC: case CGJ_OP_QUERY: case CGJ_OP_FREE:
-        return false;
+    case CGJ_OP_ALLOC:
+    case CGJ_OP_POOL_FREE:
+    case CGJ_OP_EVENT_RECORD:
+    case CGJ_OP_STREAM_WAIT:
+    case CGJ_OP_SYNC:
+    case CGJ_OP_QUERY:
+    case CGJ_OP_FREE: return false;
     case CGJ_OP_LIB:
         for (uint32_t k = 0; k < o->lib->nargs; k++)
             if (o->lib->args[k] >= lo && o->lib->args[k] < hi) return true;
-        return false; /* its group's own ops are looked at one by one */
+        return false;     /* its group's own ops are looked at one by one */
     default: return true; /* a read-back or a host function */
     }
 }

@@ -89,8 +89,10 @@ static void call_form(sbuf_t *b, const char *form, unsigned s, const cgj_ew_node
 
 static void binary_op(sbuf_t *b, unsigned s, const cgj_ew_node_t *n, const char *et)
 {
-    static const struct { char op; const char *text; } cmp[] = {
-        {'<', "<"}, {'>', ">"}, {'l', "<="}, {'g', ">="}, {'=', "=="}, {'!', "!="}};
+    static const struct {
+        char op;
+        const char *text;
+    } cmp[] = {{'<', "<"}, {'>', ">"}, {'l', "<="}, {'g', ">="}, {'=', "=="}, {'!', "!="}};
     for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++)
         if (cmp[k].op == n->op) {
             put(b, "(s%u_%u %s s%u_%u) ? (%s)1 : (%s)0", s, n->a, cmp[k].text, s, n->b, et, et);
@@ -221,8 +223,7 @@ char *cgj_fusion_codegen(const cgj_fuse_chain_t *ch)
     put(&b, "%s", PRELUDE);
     element_function(&b, ch);
     put(&b, "extern \"C\" __global__ void __launch_bounds__(%d) cgj_fused(", CGJ_FUSE_BLOCK);
-    for (unsigned k = 0; k < ch->nbufs; k++)
-        put(&b, "%s *__restrict__ b%u, ", cgj_ew_type_ctypes[ch->buf[k].type], k);
+    for (unsigned k = 0; k < ch->nbufs; k++) put(&b, "%s *__restrict__ b%u, ", cgj_ew_type_ctypes[ch->buf[k].type], k);
     put(&b, "long long n)\n{\n");
     put(&b, "  const long long stride = (long long)gridDim.x * blockDim.x;\n");
     put(&b, "  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n");

@@ -21,9 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* clang-format off */
 #define NVRTC_FUNCS(X)                                                                                \
     X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize)          \
     X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcDestroyProgram) X(nvrtcGetErrorString)
+/* clang-format on */
 
 static struct {
 #define NVRTC_FIELD(name) __typeof__(name) *name;
@@ -90,7 +92,8 @@ bool cgj_fusion_arch(char *arch, size_t len)
 {
     CUdevice dev;
     int major = 0, minor = 0;
-    if (!cgj_drv.r_cuCtxGetDevice || !cgj_drv.r_cuDeviceGetAttribute || cgj_drv.r_cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
+    if (!cgj_drv.r_cuCtxGetDevice || !cgj_drv.r_cuDeviceGetAttribute ||
+        cgj_drv.r_cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
         cgj_drv.r_cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
         cgj_drv.r_cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
         return false;
@@ -201,8 +204,8 @@ typedef struct job {
 } job_t;
 
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;  /* a job came, or the process exits */
-static pthread_cond_t q_idle = PTHREAD_COND_INITIALIZER;  /* the worker compiles no more */
+static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER; /* a job came, or the process exits */
+static pthread_cond_t q_idle = PTHREAD_COND_INITIALIZER; /* the worker compiles no more */
 static job_t *q_head, *q_tail;
 static uint64_t issued, done;
 static bool worker_up, compiling, stopping;
@@ -278,8 +281,8 @@ static uint64_t enqueue(const char *key, const char *source, const char *arch)
 
 /* From a cache, else queued for the worker where `ticket` is given and the option is on, else
  * compiled here. */
-static const void *compile(const char *source, const char *arch, size_t *size, bool *cold, uint64_t *ticket,
-                           char *err, size_t errlen)
+static const void *compile(const char *source, const char *arch, size_t *size, bool *cold, uint64_t *ticket, char *err,
+                           size_t errlen)
 {
     char key[17];
     *cold = false;
@@ -296,8 +299,7 @@ static const void *compile(const char *source, const char *arch, size_t *size, b
     return made;
 }
 
-const void *cgj_fusion_compile(const char *source, const char *arch, size_t *size, bool *cold, char *err,
-                               size_t errlen)
+const void *cgj_fusion_compile(const char *source, const char *arch, size_t *size, bool *cold, char *err, size_t errlen)
 {
     return compile(source, arch, size, cold, NULL, err, errlen);
 }

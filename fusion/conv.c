@@ -24,6 +24,7 @@
 #include <cudnn.h>
 #include <string.h>
 
+/* clang-format off */
 #define DNN_FUNCS(X)                                                                                        \
     X(cudnnCreate) X(cudnnSetStream) X(cudnnCreateTensorDescriptor) X(cudnnSetTensorNdDescriptor)           \
     X(cudnnDestroyTensorDescriptor) X(cudnnCreateFilterDescriptor) X(cudnnSetFilterNdDescriptor)            \
@@ -31,6 +32,7 @@
     X(cudnnSetConvolutionMathType) X(cudnnSetConvolutionGroupCount) X(cudnnDestroyConvolutionDescriptor)    \
     X(cudnnCreateActivationDescriptor) X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)  \
     X(cudnnConvolutionBiasActivationForward)
+/* clang-format on */
 
 static struct {
 #define DNN_FIELD(name) __typeof__(name) *name;
@@ -74,8 +76,8 @@ typedef struct conv_op {
     size_t ws_bytes;
     CUdeviceptr ws;
     float alpha, beta;
-    CUdeviceptr ptr[5];  /* x, w, C (the convolution's y), D (the result), bias */
-    uint32_t buf[5];     /* their buffers in the check chain */
+    CUdeviceptr ptr[5]; /* x, w, C (the convolution's y), D (the result), bias */
+    uint32_t buf[5];    /* their buffers in the check chain */
 } conv_op_t;
 enum { PX, PW, PC, PD, PBIAS };
 
@@ -156,8 +158,8 @@ static const cgj_libconv_t *conv_of(const cgj_trace_t *t, uint32_t i, uint64_t *
 {
     const cgj_libop_t *l = t->list.ops[i].lib;
     const cgj_libconv_t *c = &l->conv;
-    if (!c->valid || !l->absorbable || l->free_args || l->never || l->collective || !l->nops || i + l->nops >= t->list.n ||
-        c->nb < 3)
+    if (!c->valid || !l->absorbable || l->free_args || l->never || l->collective || !l->nops ||
+        i + l->nops >= t->list.n || c->nb < 3)
         return NULL;
     *n = 1;
     for (int k = c->nb - 1; k >= 0; k--) {
@@ -167,7 +169,8 @@ static const cgj_libconv_t *conv_of(const cgj_trace_t *t, uint32_t i, uint64_t *
     CUstream s = t->list.ops[i + 1].call.stream;
     for (uint32_t j = i + 1; j <= i + l->nops; j++) {
         const cgj_op_t *o = &t->list.ops[j];
-        if (o->call.stream != s || o->host_visible || o->handoff || o->fused || o->call.kind != CGJ_OP_KERNEL) return NULL;
+        if (o->call.stream != s || o->host_visible || o->handoff || o->fused || o->call.kind != CGJ_OP_KERNEL)
+            return NULL;
     }
     return c;
 }
@@ -212,8 +215,9 @@ bool cgj_fusion_conv(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
     if (!cgj_fusion_epilogue(t, specs, cgj_fusion_element_end(&t->list, i), cgj_fusion_element_stream(&t->list, i),
                              l->args[c->y], n, hw, (uint64_t)c->ydims[1], &e))
         return false;
-    if (e.act == CGJ_ACT_GELU) e.nstages = 1, e.out = l->args[c->y], e.act = CGJ_ACT_NONE,
-                               e.last = cgj_fusion_element_end(&t->list, e.stages[0]);
+    if (e.act == CGJ_ACT_GELU)
+        e.nstages = 1, e.out = l->args[c->y], e.act = CGJ_ACT_NONE,
+        e.last = cgj_fusion_element_end(&t->list, e.stages[0]);
     if (e.act == CGJ_ACT_NONE && c->algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) return false;
     conv_op_t *op = cgj_xcalloc(1, sizeof *op);
     op->alpha = c->alpha, op->beta = c->beta;
@@ -226,20 +230,23 @@ bool cgj_fusion_conv(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
     cgj_fuse_candidate_t cand = {.run = run_candidate, .ctx = op};
     float ops_us, us;
     int best = -1;
-    bool ready = dnn.ok && (op->h = cgj_fusion_handle(&handles, create_dnn)) && conv_setup(op, c, e.act == CGJ_ACT_RELU);
+    bool ready = dnn.ok && (op->h = cgj_fusion_handle(&handles, create_dnn)) &&
+                 conv_setup(op, c, e.act == CGJ_ACT_RELU);
     if (!ready) cgj_reason_set(why, CGJ_REASON_FUSE_COMPILE, i, "cuDNN %s", !dnn.ok ? "not found" : "descriptors");
     bool ok = ready && check_chain(out, c, n, op, &ch) &&
               (best = cgj_fusion_fastest(&t->list, &ch, &cand, 1, &ops_us, &us, why)) >= 0;
     cgj_free(ch.st);
     if (best < 0 && ready && why->code == CGJ_REASON_NONE)
-        CGJ_LOG(trace, "convolution at op %u: the program's calls (%.1f us) beat cudnnConvolutionBiasActivationForward "
-                       "(%.1f us)", i, ops_us, us);
+        CGJ_LOG(trace,
+                "convolution at op %u: the program's calls (%.1f us) beat cudnnConvolutionBiasActivationForward "
+                "(%.1f us)",
+                i, ops_us, us);
     if (!ok) {
         conv_release(op);
         return false;
     }
-    static const cgj_fused_ops_t ops = {"cudnn_conv_bias_act", "one cudnnConvolutionBiasActivationForward",
-                                        conv_issue, conv_release};
+    static const cgj_fused_ops_t ops = {"cudnn_conv_bias_act", "one cudnnConvolutionBiasActivationForward", conv_issue,
+                                        conv_release};
     out->ctx = op, out->ops = &ops;
     return true;
 }

@@ -46,23 +46,23 @@ const cgj_ew_spec_t *cgj_fusion_lookup(const char *kernel);
 
 /* ---- chain.c, codegen.c: a chain and its kernel's source ---- */
 
-#define CGJ_FUSE_BLOCK 256        /* threads per block of a fused kernel */
+#define CGJ_FUSE_BLOCK 256       /* threads per block of a fused kernel */
 #define CGJ_FUSE_MAX_BUFS 64     /* distinct buffers of one chain (the kernel's pointers) */
 #define CGJ_FUSE_MAX_STAGES 4096 /* kernels of one chain */
 
 typedef struct cgj_fuse_buf {
     CUdeviceptr addr;
-    uint64_t extent;   /* elements the chain may touch: n, or fewer for one only broadcast */
-    uint8_t type;      /* cgj_ew_type_t of its elements */
-    bool load, store;  /* read before the chain writes it; its last value is stored */
-    bool bcast;        /* read at a broadcast index somewhere (then never written) */
+    uint64_t extent;  /* elements the chain may touch: n, or fewer for one only broadcast */
+    uint8_t type;     /* cgj_ew_type_t of its elements */
+    bool load, store; /* read before the chain writes it; its last value is stored */
+    bool bcast;       /* read at a broadcast index somewhere (then never written) */
 } cgj_fuse_buf_t;
 
 typedef struct cgj_fuse_stage {
     const cgj_ew_spec_t *spec;
-    uint32_t op;                          /* the trace op it stands for */
-    uint8_t buf[CGJ_EW_MAX_PARAMS];       /* pointer parameters: their buffer */
-    uint64_t scalar[CGJ_EW_MAX_PARAMS];   /* scalar parameters: their bits, zero-extended */
+    uint32_t op;                        /* the trace op it stands for */
+    uint8_t buf[CGJ_EW_MAX_PARAMS];     /* pointer parameters: their buffer */
+    uint64_t scalar[CGJ_EW_MAX_PARAMS]; /* scalar parameters: their bits, zero-extended */
 } cgj_fuse_stage_t;
 
 typedef struct cgj_fuse_chain {
@@ -185,7 +185,10 @@ typedef struct cgj_handles {
     } e[16];
     uint32_t n;
 } cgj_handles_t;
-#define CGJ_HANDLES_INIT {.lock = PTHREAD_MUTEX_INITIALIZER}
+#define CGJ_HANDLES_INIT                  \
+    {                                     \
+        .lock = PTHREAD_MUTEX_INITIALIZER \
+    }
 
 /* The handle for the current context: found, or made by create (false: it could not be), or
  * NULL. */
@@ -220,8 +223,8 @@ bool cgj_fusion_conv(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
 typedef struct cgj_fuse_candidate {
     CUresult (*run)(void *ctx, const cgj_fuse_chain_t *ch, const CUdeviceptr *bufs, CUstream s);
     void *ctx;
-    bool ok;   /* out: within the tolerance */
-    float us;  /* out: median time of a run where timed, else -1 */
+    bool ok;  /* out: within the tolerance */
+    float us; /* out: median time of a run where timed, else -1 */
 } cgj_fuse_candidate_t;
 
 /* Run ops [first, last] of l ... (see cgj_fusion_validate) once, then each of the nc candidates
@@ -249,16 +252,16 @@ bool cgj_fusion_validate(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, CUfu
 /* ---- pass.c ---- */
 
 typedef struct cgj_fusion_stats {
-    uint32_t chains, ops, dropped;  /* chains fused and the ops they hold; chains dropped */
-    uint32_t compiled_cold;         /* kernels NVRTC compiled (not found in a cache) */
-    uint32_t queued;                /* kernels left to the background worker (chains unfused) */
-    uint64_t ticket;                /* ... the last one's ticket (cgj_fusion_compiled) */
+    uint32_t chains, ops, dropped; /* chains fused and the ops they hold; chains dropped */
+    uint32_t compiled_cold;        /* kernels NVRTC compiled (not found in a cache) */
+    uint32_t queued;               /* kernels left to the background worker (chains unfused) */
+    uint64_t ticket;               /* ... the last one's ticket (cgj_fusion_compiled) */
     uint64_t compile_ns, validate_ns;
 } cgj_fusion_stats_t;
 
 /* The fusion pass over trace t (relocated, pool memory mapped): finds chains, builds, compiles,
- * validates and records them in t, with what that cost (t->fuse_ns ...). Each dropped chain's reason is tallied and logged under
- * `anchor`. Does nothing in mode reduce-overhead. */
+ * validates and records them in t, with what that cost (t->fuse_ns ...). Each dropped chain's reason is tallied and
+ * logged under `anchor`. Does nothing in mode reduce-overhead. */
 void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st);
 /* Release what the pass put into t. */
 void cgj_fusion_free(cgj_trace_t *t);

@@ -6,10 +6,9 @@
  * cublasLtMatmul with the epilogue BIAS, RELU_BIAS or GELU_BIAS: one kernel where there were
  * three, C written once, taken where it is faster than the program's calls on copies of the
  * real operands (the heuristic's first algorithm in mode default, the fastest of up to 8 in
- * max-autotune). What follows the GEMM is recognized by what it computes (follow.c). In max-autotune every such GEMM, with
- * or without an epilogue, is also timed at build on copies of its real operands against the
- * cuBLASLt algorithms the heuristic offers, and the fastest is kept; where the program's own
- * calls are faster, nothing changes.
+ * max-autotune). What follows the GEMM is recognized by what it computes (follow.c). In max-autotune every such GEMM,
+ * with or without an epilogue, is also timed at build on copies of its real operands against the cuBLASLt algorithms
+ * the heuristic offers, and the fastest is kept; where the program's own calls are faster, nothing changes.
  *
  * A matmul is checked like a fused kernel, normwise (its summation order is not the GEMM's):
  * |lt - eager| <= 1e-6 + 1e-5 max|eager| over C. cgjit calls cuBLASLt itself (its own handle,
@@ -29,11 +28,13 @@
 #include <stdio.h>
 #include <string.h>
 
+/* clang-format off */
 #define LT_FUNCS(X)                                                                                     \
     X(cublasLtCreate) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescSetAttribute)                    \
     X(cublasLtMatmulDescDestroy) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)          \
     X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceSetAttribute)                          \
     X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+/* clang-format on */
 
 static struct {
 #define LT_FIELD(name) __typeof__(name) *name;
@@ -85,8 +86,8 @@ typedef struct lt_op {
     uint32_t epilogue;
     float alpha, beta;
     CUdeviceptr ws;
-    CUdeviceptr ptr[5];   /* A, B, C, D, bias as the trace has them */
-    uint32_t buf[5];      /* their buffers in the check chain */
+    CUdeviceptr ptr[5]; /* A, B, C, D, bias as the trace has them */
+    uint32_t buf[5];    /* their buffers in the check chain */
 } lt_op_t;
 enum { PA, PB, PC, PD, PBIAS };
 
@@ -140,14 +141,14 @@ static bool lt_setup(lt_op_t *op, const cgj_libgemm_t *g)
               LT_OK(lt.cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta)) &&
               LT_OK(lt.cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb)) &&
               LT_OK(lt.cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &op->epilogue,
-                                                       sizeof op->epilogue)) &&
+                                                      sizeof op->epilogue)) &&
               (op->epilogue == CUBLASLT_EPILOGUE_DEFAULT ||
                LT_OK(lt.cublasLtMatmulDescSetAttribute(op->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                        sizeof bias_type))) &&
-              LT_OK(lt.cublasLtMatrixLayoutCreate(&op->la, CUDA_R_32F, g->transa ? g->k : g->m,
-                                                  g->transa ? g->m : g->k, g->lda)) &&
-              LT_OK(lt.cublasLtMatrixLayoutCreate(&op->lb, CUDA_R_32F, g->transb ? g->n : g->k,
-                                                  g->transb ? g->k : g->n, g->ldb)) &&
+                                                       sizeof bias_type))) &&
+              LT_OK(lt.cublasLtMatrixLayoutCreate(&op->la, CUDA_R_32F, g->transa ? g->k : g->m, g->transa ? g->m : g->k,
+                                                  g->lda)) &&
+              LT_OK(lt.cublasLtMatrixLayoutCreate(&op->lb, CUDA_R_32F, g->transb ? g->n : g->k, g->transb ? g->k : g->n,
+                                                  g->ldb)) &&
               LT_OK(lt.cublasLtMatrixLayoutCreate(&op->lc, CUDA_R_32F, g->m, g->n, g->ldc));
     cgj_internal_calls--;
     return ok && cgj_drv.r_cuMemAlloc_v2(&op->ws, WORKSPACE) == CUDA_SUCCESS;
@@ -161,8 +162,10 @@ static int lt_algos(lt_op_t *op, cublasLtMatmulHeuristicResult_t *res, int want)
     int got = 0;
     cgj_internal_calls++;
     if (LT_OK(lt.cublasLtMatmulPreferenceCreate(&pref)) &&
-        LT_OK(lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws)) &&
-        !LT_OK(lt.cublasLtMatmulAlgoGetHeuristic(op->h, op->desc, op->la, op->lb, op->lc, op->lc, pref, want, res, &got)))
+        LT_OK(
+            lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws)) &&
+        !LT_OK(
+            lt.cublasLtMatmulAlgoGetHeuristic(op->h, op->desc, op->la, op->lb, op->lc, op->lc, pref, want, res, &got)))
         got = 0;
     if (pref) lt.cublasLtMatmulPreferenceDestroy(pref);
     cgj_internal_calls--;
@@ -253,13 +256,13 @@ static const cgj_libgemm_t *gemm_of(const cgj_trace_t *t, uint32_t i)
 }
 
 /* The bias and activation after the GEMM that op can take (its epilogue, D, the stages). */
-static void find_epilogue(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, const cgj_libgemm_t *g,
-                          lt_op_t *op, cgj_fold_t *f)
+static void find_epilogue(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, const cgj_libgemm_t *g, lt_op_t *op,
+                          cgj_fold_t *f)
 {
     cgj_epilogue_t e;
     CUstream s = cgj_fusion_element_stream(&t->list, f->first);
     if (!cgj_fusion_epilogue(t, specs, f->last, s, op->ptr[PC], (uint64_t)g->m * g->n, 1, (uint64_t)g->m, &e)) return;
-    op->epilogue = e.act == CGJ_ACT_RELU   ? CUBLASLT_EPILOGUE_RELU_BIAS
+    op->epilogue = e.act == CGJ_ACT_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS
                  : e.act == CGJ_ACT_GELU ? CUBLASLT_EPILOGUE_GELU_BIAS
                                          : CUBLASLT_EPILOGUE_BIAS;
     op->ptr[PBIAS] = e.bias, op->ptr[PD] = e.out;
@@ -291,7 +294,10 @@ bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
     bool ready = (op->h = lt_handle()) && lt_setup(op, g) && (nres = lt_algos(op, res, tune ? MAX_ALGOS : 1)) > 0;
     if (!ready)
         cgj_reason_set(why, CGJ_REASON_FUSE_COMPILE, i, "cuBLASLt %s for a %dx%dx%d GEMM",
-                       !lt.ok ? "not found" : !op->h ? "handle" : "offers no algorithm", g->m, g->n, g->k);
+                       !lt.ok   ? "not found"
+                       : !op->h ? "handle"
+                                : "offers no algorithm",
+                       g->m, g->n, g->k);
     bool ok = ready && check_chain(out, g, op, &ch) && (best = choose(t, &ch, op, g, res, nres, why)) >= 0;
     cgj_free(ch.st);
     if (!ok) {
@@ -302,7 +308,7 @@ bool cgj_fusion_gemm(const cgj_trace_t *t, const cgj_ew_spec_t *const *specs, ui
     static const cgj_fused_ops_t ops = {"cublaslt_matmul", "one cuBLASLt matmul with its epilogue", gemm_issue,
                                         gemm_release};
     out->ctx = op, out->ops = &ops;
-    CGJ_LOG(trace, "GEMM %dx%dx%d at op %u: one cuBLASLt matmul with %u stage(s) after it, algorithm %d of %d", g->m, g->n,
-            g->k, i, out->nstages - 1, best + 1, nres);
+    CGJ_LOG(trace, "GEMM %dx%dx%d at op %u: one cuBLASLt matmul with %u stage(s) after it, algorithm %d of %d", g->m,
+            g->n, g->k, i, out->nstages - 1, best + 1, nres);
     return true;
 }

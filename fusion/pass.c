@@ -50,7 +50,8 @@ static CUresult load(const void *cubin, CUfunction *f)
         r = cgj_drv.r_cuModuleLoadData(&m, cubin);
         if (r == CUDA_SUCCESS) r = cgj_drv.r_cuModuleGetFunction(f, m, "cgj_fused");
         if (r == CUDA_SUCCESS) {
-            if (nloaded == loadcap) loadcap = loadcap ? 2 * loadcap : 16, loaded = cgj_xrealloc(loaded, loadcap * sizeof *loaded);
+            if (nloaded == loadcap)
+                loadcap = loadcap ? 2 * loadcap : 16, loaded = cgj_xrealloc(loaded, loadcap * sizeof *loaded);
             loaded[nloaded++] = (loaded_t){.cubin = cubin, .ctx = ctx, .f = *f};
         }
     }
@@ -85,7 +86,8 @@ static bool make_kernel(const cgj_fuse_chain_t *ch, CUfunction *f, cgj_fusion_st
         return false;
     }
     CUresult r = load(cubin, f);
-    if (r != CUDA_SUCCESS) cgj_reason_set(why, CGJ_REASON_FUSE_COMPILE, CGJ_REASON_NO_OP, "loading: %s", cgj_driver_errstr(r));
+    if (r != CUDA_SUCCESS)
+        cgj_reason_set(why, CGJ_REASON_FUSE_COMPILE, CGJ_REASON_NO_OP, "loading: %s", cgj_driver_errstr(r));
     return r == CUDA_SUCCESS;
 }
 
@@ -95,8 +97,13 @@ static void add_fused(cgj_fused_t **list, uint32_t *n, const cgj_fuse_chain_t *c
 {
     *list = cgj_xrealloc(*list, (*n + 1) * sizeof **list);
     cgj_fused_t *fu = &(*list)[(*n)++];
-    *fu = (cgj_fused_t){.first = first, .last = last, .nstages = ch->nstages, .f = f, .grid = cgj_fusion_launch_grid(ch),
-                        .block = CGJ_FUSE_BLOCK, .nargs = ch->nbufs + 1};
+    *fu = (cgj_fused_t){.first = first,
+                        .last = last,
+                        .nstages = ch->nstages,
+                        .f = f,
+                        .grid = cgj_fusion_launch_grid(ch),
+                        .block = CGJ_FUSE_BLOCK,
+                        .nargs = ch->nbufs + 1};
     fu->args = cgj_xcalloc(fu->nargs, sizeof *fu->args);
     fu->ptrs = cgj_xcalloc(fu->nargs, sizeof *fu->ptrs);
     for (uint32_t k = 0; k < fu->nargs; k++) {
@@ -171,7 +178,8 @@ static void drop(cgj_trace_t *t, const char *anchor, uint32_t first, const cgj_r
     if (t->fuse_drops < CGJ_FUSE_DROPS_KEPT) t->fuse_drop_list[t->fuse_drops] = r;
     t->fuse_drops++;
     st->dropped++;
-    CGJ_LOG(trace, "anchor '%s': chain at op %u not fused: %s", anchor, first, cgj_reason_format(&r, text, sizeof text));
+    CGJ_LOG(trace, "anchor '%s': chain at op %u not fused: %s", anchor, first,
+            cgj_reason_format(&r, text, sizeof text));
 }
 
 static void fuse(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t *const *specs, uint32_t first, uint32_t last,
@@ -228,8 +236,8 @@ static void fold(cgj_trace_t *t, const char *anchor, const cgj_ew_spec_t **specs
         return;
     }
     t->fused = cgj_xrealloc(t->fused, (t->nfused + 1) * sizeof *t->fused);
-    t->fused[t->nfused++] = (cgj_fused_t){.first = f.first, .last = f.last, .nstages = f.nstages, .ops = f.ops,
-                                          .ctx = f.ctx};
+    t->fused[t->nfused++] =
+        (cgj_fused_t){.first = f.first, .last = f.last, .nstages = f.nstages, .ops = f.ops, .ctx = f.ctx};
     mark_fused(t, &t->fused[t->nfused - 1]);
     for (uint32_t k = f.first; k <= f.last; k++) specs[k] = NULL;
     st->chains++, st->ops += t->fused[t->nfused - 1].nkernels;
@@ -262,7 +270,8 @@ static const cgj_ew_spec_t *lib_eligible(const cgj_trace_t *t, uint32_t i)
 
 /* The spec of op i if it may be part of a chain, else NULL (a reason tallied where a registered
  * kernel cannot be). `grouped`: it is one of a library call's ops. */
-static const cgj_ew_spec_t *eligible(cgj_trace_t *t, const char *anchor, uint32_t i, bool grouped, cgj_fusion_stats_t *st)
+static const cgj_ew_spec_t *eligible(cgj_trace_t *t, const char *anchor, uint32_t i, bool grouped,
+                                     cgj_fusion_stats_t *st)
 {
     const cgj_op_t *o = &t->list.ops[i];
     if (o->lib) return lib_eligible(t, i);
@@ -305,7 +314,9 @@ void cgj_fusion_pass(cgj_trace_t *t, const char *anchor, cgj_fusion_stats_t *st)
                 j++;
                 continue;
             }
-            if (!specs[j] || cgj_fusion_element_stream(&t->list, j) != s || cgj_fusion_count(&t->list.ops[j], specs[j]) != count) break;
+            if (!specs[j] || cgj_fusion_element_stream(&t->list, j) != s ||
+                cgj_fusion_count(&t->list.ops[j], specs[j]) != count)
+                break;
             last = cgj_fusion_element_end(&t->list, j), stages++;
             j = last + 1;
         }

@@ -103,8 +103,7 @@ static bool load_line(const char *path, unsigned no, char *line, size_t n)
     if (n >= LINE_MAX_BYTES || memchr(line, 0, n)) {
         if (n >= LINE_MAX_BYTES)
             cgj_log_message("%s:%u: a line longer than %d bytes; the line is ignored", path, no, LINE_MAX_BYTES - 1);
-        else
-            cgj_log_message("%s:%u: a NUL byte in the line; the line is ignored", path, no);
+        else cgj_log_message("%s:%u: a NUL byte in the line; the line is ignored", path, no);
         return false;
     }
     line[strcspn(line, "\r")] = 0;
@@ -149,8 +148,7 @@ int cgj_fusion_load_file(const char *path)
         if (errno == EFBIG)
             cgj_log_message("CGJIT_OPS=%s: larger than %u bytes; no kernel is registered from it", path,
                             REGISTRY_MAX_BYTES);
-        else
-            cgj_log_message("CGJIT_OPS=%s: %s; no kernel is registered from it", path, cgj_file_strerror(errno));
+        else cgj_log_message("CGJIT_OPS=%s: %s; no kernel is registered from it", path, cgj_file_strerror(errno));
         cgj_free(text);
         return -1;
     }
@@ -213,7 +211,8 @@ const cgj_ew_spec_t *cgj_fusion_lib_spec(const cgj_libop_t *l)
         cgj_free(sp);
         sp = NULL;
     }
-    if (nlib == libcap) libcap = libcap ? 2 * libcap : 16, lib_specs = cgj_xrealloc(lib_specs, libcap * sizeof *lib_specs);
+    if (nlib == libcap)
+        libcap = libcap ? 2 * libcap : 16, lib_specs = cgj_xrealloc(lib_specs, libcap * sizeof *lib_specs);
     lib_specs[nlib++] = (lib_entry_t){.text = l->ew.spec, .spec = sp};
     pthread_mutex_unlock(&lock);
     return sp;

@@ -137,7 +137,8 @@ static int call(parser_t *P, const char *name)
         if ((args[k] = expr(P)) < 0) return -1;
     }
     if (!eat(P, ')')) return fail(P, "%s takes %d argument(s)", name, cgj_ew_func_nargs[fn]), -1;
-    return node(P, (cgj_ew_node_t){.kind = CGJ_EW_CALL, .fn = (uint8_t)fn, .a = (uint16_t)args[0], .b = (uint16_t)args[1]});
+    return node(
+        P, (cgj_ew_node_t){.kind = CGJ_EW_CALL, .fn = (uint8_t)fn, .a = (uint16_t)args[0], .b = (uint16_t)args[1]});
 }
 
 static int primary(parser_t *P)
@@ -204,8 +205,10 @@ static int compare(parser_t *P)
 {
     int l = sum(P);
     skip(P);
-    static const struct { const char *text; char op; } ops[] = {
-        {"<=", 'l'}, {">=", 'g'}, {"==", '='}, {"!=", '!'}, {"<", '<'}, {">", '>'}};
+    static const struct {
+        const char *text;
+        char op;
+    } ops[] = {{"<=", 'l'}, {">=", 'g'}, {"==", '='}, {"!=", '!'}, {"<", '<'}, {">", '>'}};
     for (size_t k = 0; l >= 0 && k < sizeof ops / sizeof ops[0]; k++) {
         size_t len = strlen(ops[k].text);
         if (strncmp(P->at, ops[k].text, len)) continue;
@@ -245,7 +248,8 @@ static bool broadcast(parser_t *P, uint32_t k)
     char op = (skip(P), *P->at);
     if (op != '%' && op != '/') return fail(P, "an index is i %% M, i / D or (i / D) %% M");
     P->at++;
-    if (!word(P, op == '%' ? P->pend[k].mod : P->pend[k].div, CGJ_EW_NAME_MAX)) return fail(P, "expected a parameter's name");
+    if (!word(P, op == '%' ? P->pend[k].mod : P->pend[k].div, CGJ_EW_NAME_MAX))
+        return fail(P, "expected a parameter's name");
     if (paren) {
         if (op != '/' || !expect(P, ')') || !expect(P, '%') || !word(P, P->pend[k].mod, CGJ_EW_NAME_MAX))
             return fail(P, "an index is i %% M, i / D or (i / D) %% M");
@@ -303,7 +307,8 @@ static bool param(parser_t *P)
         if (s->count < 0) s->count = (int)s->nparams;
         s->counts |= (uint16_t)(1u << s->nparams);
     }
-    if (eat(P, '[') && !(p->role == CGJ_EW_IN ? broadcast(P, s->nparams) : fail(P, "only an `in` pointer may be indexed")))
+    if (eat(P, '[') &&
+        !(p->role == CGJ_EW_IN ? broadcast(P, s->nparams) : fail(P, "only an `in` pointer may be indexed")))
         return false;
     s->nparams++;
     return true;

@@ -43,6 +43,7 @@
 typedef enum cgj_ew_role { CGJ_EW_IN, CGJ_EW_OUT, CGJ_EW_INOUT, CGJ_EW_SCALAR, CGJ_EW_COUNT } cgj_ew_role_t;
 
 /* X(NAME, "spelling", bytes, CUDA C type) */
+/* clang-format off */
 #define CGJ_EW_TYPE_LIST(X)                           \
     X(F32, "float", 4, "float")                       \
     X(F64, "double", 8, "double")                     \
@@ -50,6 +51,7 @@ typedef enum cgj_ew_role { CGJ_EW_IN, CGJ_EW_OUT, CGJ_EW_INOUT, CGJ_EW_SCALAR, C
     X(U32, "unsigned", 4, "unsigned")                 \
     X(I64, "long", 8, "long long")                    \
     X(U64, "size_t", 8, "unsigned long long")
+/* clang-format on */
 
 typedef enum cgj_ew_type {
 #define CGJ_EW_TYPE_ENUM(name, spelling, bytes, ctype) CGJ_EW_##name,
@@ -64,6 +66,7 @@ extern const unsigned char cgj_ew_type_bytes[CGJ_EW_TYPE_COUNT];
 
 /* X(name, arguments, float form, double form): the functions an expression may call; %0 %1 are
  * the arguments (temporaries, so an argument may appear twice). */
+/* clang-format off */
 #define CGJ_EW_FUNC_LIST(X)                                                                        \
     X(exp, 1, "expf(%0)", "exp(%0)")                                                               \
     X(log, 1, "logf(%0)", "log(%0)")                                                               \
@@ -81,6 +84,7 @@ extern const unsigned char cgj_ew_type_bytes[CGJ_EW_TYPE_COUNT];
     X(min, 2, "fminf(%0, %1)", "fmin(%0, %1)")                                                     \
     X(max, 2, "fmaxf(%0, %1)", "fmax(%0, %1)")                                                     \
     X(pow, 2, "powf(%0, %1)", "pow(%0, %1)")
+/* clang-format on */
 
 typedef enum cgj_ew_func {
 #define CGJ_EW_FUNC_ENUM(name, nargs, f32, f64) CGJ_EW_FN_##name,
@@ -118,14 +122,14 @@ typedef struct cgj_ew_param {
 
 typedef struct cgj_ew_spec {
     uint32_t nparams, nnodes, nassign;
-    uint8_t elem;  /* the element type of every pointer (CGJ_EW_F32 or CGJ_EW_F64) */
-    int count;     /* index of the (first) count parameter */
+    uint8_t elem;    /* the element type of every pointer (CGJ_EW_F32 or CGJ_EW_F64) */
+    int count;       /* index of the (first) count parameter */
     uint16_t counts; /* bit k: parameter k is a count (the element count is their product) */
     cgj_ew_param_t p[CGJ_EW_MAX_PARAMS];
     cgj_ew_node_t n[CGJ_EW_MAX_NODES];
     struct {
-        uint8_t param;  /* an out or inout parameter */
-        uint16_t root;  /* its value's node */
+        uint8_t param; /* an out or inout parameter */
+        uint16_t root; /* its value's node */
     } assign[CGJ_EW_MAX_PARAMS];
 } cgj_ew_spec_t;
 

@@ -90,9 +90,15 @@ static CUresult launch_remapped(const cgj_op_t *o, const cgj_fuse_chain_t *ch, c
     void **params = kp->extra_form ? NULL : ptrs, **ex = kp->extra_form ? extra : NULL;
     CUresult r;
     if (k->nattrs) {
-        CUlaunchConfig cfg = {.gridDimX = k->grid[0], .gridDimY = k->grid[1], .gridDimZ = k->grid[2],
-                              .blockDimX = k->block[0], .blockDimY = k->block[1], .blockDimZ = k->block[2],
-                              .sharedMemBytes = k->smem, .hStream = sc->s, .attrs = (CUlaunchAttribute *)k->attrs,
+        CUlaunchConfig cfg = {.gridDimX = k->grid[0],
+                              .gridDimY = k->grid[1],
+                              .gridDimZ = k->grid[2],
+                              .blockDimX = k->block[0],
+                              .blockDimY = k->block[1],
+                              .blockDimZ = k->block[2],
+                              .sharedMemBytes = k->smem,
+                              .hStream = sc->s,
+                              .attrs = (CUlaunchAttribute *)k->attrs,
                               .numAttrs = k->nattrs};
         r = cgj_drv.r_cuLaunchKernelEx(&cfg, k->f, params, ex);
     } else {
@@ -119,7 +125,8 @@ static CUresult issue_remapped(const cgj_op_t *o, const cgj_fuse_chain_t *ch, co
     case CGJ_OP_STREAM_WAIT: return CUDA_SUCCESS;
     case CGJ_OP_MEMCPY:
         if (c->u.m.dir != CGJ_DIR_D2D) return CUDA_ERROR_NOT_SUPPORTED;
-        return cgj_drv.r_cuMemcpyDtoDAsync_v2(remap(ch, sc, c->u.m.dst), remap(ch, sc, c->u.m.src), c->u.m.bytes, sc->s);
+        return cgj_drv.r_cuMemcpyDtoDAsync_v2(remap(ch, sc, c->u.m.dst), remap(ch, sc, c->u.m.src), c->u.m.bytes,
+                                              sc->s);
     default: return CUDA_ERROR_NOT_SUPPORTED;
     }
 }
@@ -136,8 +143,8 @@ static CUresult run_eager(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, con
             r = issue_remapped(&l->ops[i], ch, sc);
             char desc[160];
             if (r != CUDA_SUCCESS)
-                CGJ_LOG(trace, "validation: op %u (%s) on the copies: %s", i, cgj_op_describe(&l->ops[i], desc, sizeof desc),
-                        cgj_driver_errstr(r));
+                CGJ_LOG(trace, "validation: op %u (%s) on the copies: %s", i,
+                        cgj_op_describe(&l->ops[i], desc, sizeof desc), cgj_driver_errstr(r));
         }
     }
     return r;
@@ -178,9 +185,9 @@ static bool compare(const cgj_fuse_chain_t *ch, uint32_t k, const void *e, const
         if (over > worst || isnan(over)) worst = over, at = i;
     }
     if (worst <= 0) return true;
-    cgj_reason_set(why, CGJ_REASON_FUSE_MISMATCH, CGJ_REASON_NO_OP, "buffer 0x%llx, element %llu: eager %.9g, fused %.9g",
-                   (unsigned long long)ch->buf[k].addr, (unsigned long long)at, element(e, type, at),
-                   element(f, type, at));
+    cgj_reason_set(why, CGJ_REASON_FUSE_MISMATCH, CGJ_REASON_NO_OP,
+                   "buffer 0x%llx, element %llu: eager %.9g, fused %.9g", (unsigned long long)ch->buf[k].addr,
+                   (unsigned long long)at, element(e, type, at), element(f, type, at));
     return false;
 }
 
@@ -295,7 +302,8 @@ int cgj_fusion_check(const cgj_oplist_t *l, const cgj_fuse_chain_t *ch, cgj_fuse
     if (r == CUDA_SUCCESS) r = cgj_drv.r_cuStreamSynchronize(sc.s);
     if (r == CUDA_SUCCESS) e = read_stored(ch, sc.eager, &r);
     if (r != CUDA_SUCCESS)
-        cgj_reason_set(&first, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "the ops on the copies: %s", cgj_driver_errstr(r));
+        cgj_reason_set(&first, CGJ_REASON_FUSE_VALIDATE, CGJ_REASON_NO_OP, "the ops on the copies: %s",
+                       cgj_driver_errstr(r));
     for (uint32_t k = 0; k < nc && r == CUDA_SUCCESS; k++) {
         c[k].us = -1;
         if (!check_one(ch, &sc, &c[k], e, normwise, why)) {

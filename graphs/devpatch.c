@@ -48,8 +48,8 @@ static CUfunction load(void)
 CUfunction cgj_devpatch_kernel(CUcontext ctx)
 {
     CUcontext cur = NULL;
-    if (!cgj_cfg.DEVICE_PATCH || !ctx || !cgj_drv.r_cuCtxGetCurrent || cgj_drv.r_cuCtxGetCurrent(&cur) != CUDA_SUCCESS ||
-        cur != ctx)
+    if (!cgj_cfg.DEVICE_PATCH || !ctx || !cgj_drv.r_cuCtxGetCurrent ||
+        cgj_drv.r_cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != ctx)
         return NULL;
     CUfunction f = NULL;
     pthread_mutex_lock(&lock);

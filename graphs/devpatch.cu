@@ -7,7 +7,8 @@
 #include <cuda_runtime.h>
 #include "devpatch_abi.h"
 
-extern "C" __global__ void __launch_bounds__(CGJ_DEVPATCH_THREADS) cgj_devpatch(const __grid_constant__ cgj_devpatch_block_t b)
+extern "C" __global__ void __launch_bounds__(CGJ_DEVPATCH_THREADS)
+    cgj_devpatch(const __grid_constant__ cgj_devpatch_block_t b)
 {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= b.n) return;

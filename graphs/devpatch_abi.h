@@ -18,8 +18,8 @@
 /* Write `size` (1 to 8) bytes of `value` at byte `offset` of device-updatable node `node`'s
  * parameters. */
 typedef struct cgj_devpatch_entry {
-    uint64_t node;   /* CUgraphDeviceNode */
-    uint64_t value;  /* the bytes, little end first */
+    uint64_t node;  /* CUgraphDeviceNode */
+    uint64_t value; /* the bytes, little end first */
     uint32_t offset;
     uint32_t size;
 } cgj_devpatch_entry_t;

@@ -34,7 +34,7 @@
 #define CORR_SLOTS (1u << 20) /* driver calls remembered (the last ones) */
 #define UNTAGGED UINT64_MAX
 #define MAX_PENDING (1u << 20)
-#define SETTLE_AT (1u << 16)  /* pieces an anchor holds before its older steps are settled */
+#define SETTLE_AT (1u << 16) /* pieces an anchor holds before its older steps are settled */
 #define STEPS_OPEN 4
 
 typedef struct piece {
@@ -55,11 +55,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct corr {
     uint32_t corr;
     uint64_t ext; /* 0: unknown yet, UNTAGGED, or the external id */
-} *corrs;
+} * corrs;
 static struct pend {
     uint32_t corr;
     uint64_t start, end;
-} *pending;
+} * pending;
 static uint32_t npending;
 static id_acc_t accs[CGJ_GPUBUSY_MAX_IDS];
 static uint32_t next_id = 1;
@@ -144,10 +144,8 @@ static void resolve_pending(void)
     uint32_t kept = 0;
     for (uint32_t i = 0; i < npending; i++) {
         uint64_t ext = carried(pending[i].corr);
-        if (!ext)
-            pending[kept++] = pending[i];
-        else if (ext != UNTAGGED)
-            add_piece(ext, pending[i].start, pending[i].end);
+        if (!ext) pending[kept++] = pending[i];
+        else if (ext != UNTAGGED) add_piece(ext, pending[i].start, pending[i].end);
     }
     npending = kept;
 }
@@ -285,8 +283,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             cgj_gpubusy_note_call(a->correlationId);
             break;
         }
-        default:
-            break;
+        default: break;
         }
     }
     free(buffer);
@@ -341,17 +338,20 @@ static void init(void)
     /* RUNTIME too: a driver call made inside a runtime call (a program on the CUDA runtime, with
      * cgjit's graph launch in the driver call the runtime makes) has no record of its own; its
      * work carries the runtime call's correlation id, and that call's record its external id. */
-    static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_RUNTIME,
+    static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_DRIVER,
+                                               CUPTI_ACTIVITY_KIND_RUNTIME,
                                                CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                                               CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                               CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                               CUPTI_ACTIVITY_KIND_MEMCPY,
                                                CUPTI_ACTIVITY_KIND_MEMSET};
     CUptiResult r = cupti.register_callbacks(buffer_requested, buffer_completed);
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds && r == CUPTI_SUCCESS; i++) r = cupti.enable(kinds[i]);
     if (r != CUPTI_SUCCESS) {
         const char *text = NULL;
         if (!cupti.result_string || cupti.result_string(r, &text) != CUPTI_SUCCESS || !text) text = "no text";
-        snprintf(status, sizeof status, "CUPTI refused its activity records (error %d: %s; no GPU, or another profiler holds them)",
-                 (int)r, text);
+        snprintf(status, sizeof status,
+                 "CUPTI refused its activity records (error %d: %s; no GPU, or another profiler holds them)", (int)r,
+                 text);
         goto fail;
     }
     enabled = true;
@@ -374,7 +374,8 @@ const char *cgj_gpubusy_status(void)
 
 void cgj_gpubusy_push(uint32_t id, uint64_t serial)
 {
-    if (enabled && id) cupti.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, ((uint64_t)id << SERIAL_BITS) | (serial & SERIAL_MASK));
+    if (enabled && id)
+        cupti.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, ((uint64_t)id << SERIAL_BITS) | (serial & SERIAL_MASK));
 }
 
 void cgj_gpubusy_pop(void)
@@ -390,8 +391,8 @@ const char *cgj_gpubusy_describe(char *buf, size_t len)
              "%llu CUDA API call(s) recorded, %llu of them in replayed steps; %llu piece(s) of GPU work: %llu counted, "
              "%llu of the program's own calls, %llu naming no call, %llu late, %u waiting for their call, %llu dropped",
              (unsigned long long)seen.calls, (unsigned long long)seen.tagged, (unsigned long long)seen.work,
-             (unsigned long long)seen.counted, (unsigned long long)seen.untagged,
-             (unsigned long long)seen.uncorrelated, (unsigned long long)seen.late, npending, (unsigned long long)dropped);
+             (unsigned long long)seen.counted, (unsigned long long)seen.untagged, (unsigned long long)seen.uncorrelated,
+             (unsigned long long)seen.late, npending, (unsigned long long)dropped);
     pthread_mutex_unlock(&lock);
     return buf;
 }

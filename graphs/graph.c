@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FAIL(code, op, ...)                                               \
-    do {                                                                  \
-        cgj_reason_set(why, CGJ_REASON_BUILD_##code, (op), __VA_ARGS__);  \
-        return false;                                                     \
+#define FAIL(code, op, ...)                                              \
+    do {                                                                 \
+        cgj_reason_set(why, CGJ_REASON_BUILD_##code, (op), __VA_ARGS__); \
+        return false;                                                    \
     } while (0)
 #define NO_OP CGJ_REASON_NO_OP
 
@@ -66,7 +66,7 @@ static void split_segments(cgj_trace_t *t)
         uint32_t j = i;
         while (j < n && cgj_op_class[t->list.ops[j].call.kind] != CGJ_CLASS_BOUNDARY) j++;
         uint32_t first = i, captured = 0, group_end = 0; /* ops before group_end are a group's */
-        uint32_t coll_end = 0; /* a collective's group ends before op coll_end */
+        uint32_t coll_end = 0;                           /* a collective's group ends before op coll_end */
         uint64_t gaps = 0;
         /* What is left after op k up to the boundary: captured ops, and host time before each of
          * the calls after op k, the boundary's own included (none at the step's end). */
@@ -84,12 +84,14 @@ static void split_segments(cgj_trace_t *t)
             bool grouped = k + 1 < group_end || (o->fused && t->fused[o->fused - 1].last > k);
             if (k + 1 < j && !grouped) gaps += t->list.ops[k + 1].gap_ns;
             bool full = chunk && captured >= chunk;
-            bool idle = chunk_ns && captured && gaps >= chunk_ns && !(j < n && tail_is_short(left_ops, left_ns, chunk_ns));
+            bool idle = chunk_ns && captured && gaps >= chunk_ns &&
+                        !(j < n && tail_is_short(left_ops, left_ns, chunk_ns));
             bool coll = k + 1 == coll_end, seen = o->host_visible && !grouped;
             if (((full || idle) && k + 1 < j && !grouped) || o->handoff || coll || seen) {
-                o->chunk_end = coll ? CGJ_REASON_BREAK_COLLECTIVE
-                             : seen ? CGJ_REASON_BREAK_HOST_VISIBLE
-                             : idle && !full ? CGJ_REASON_BREAK_IDLE : CGJ_REASON_NONE;
+                o->chunk_end = coll          ? CGJ_REASON_BREAK_COLLECTIVE
+                             : seen          ? CGJ_REASON_BREAK_HOST_VISIBLE
+                             : idle && !full ? CGJ_REASON_BREAK_IDLE
+                                             : CGJ_REASON_NONE;
                 push_segment(t, &cap, first, k + 1, true);
                 first = k + 1, captured = 0, gaps = 0;
             }
@@ -155,9 +157,9 @@ typedef struct lane {
 typedef struct lanes {
     lane_t l[CGJ_MAX_LANES];
     uint32_t n;
-    CUevent fork;       /* recorded on the origin before any op: where lanes join the capture */
+    CUevent fork; /* recorded on the origin before any op: where lanes join the capture */
     CUevent prog_ev[CGJ_MAX_LANE_EVENTS], cap_ev[CGJ_MAX_LANE_EVENTS]; /* program event -> the
-                         * capture event recorded at the same point */
+                                                                        * capture event recorded at the same point */
     uint32_t nev;
 } lanes_t;
 
@@ -405,7 +407,7 @@ static CUresult read_node(cgj_op_t *o)
     case CGJ_OP_MEMCPY: return cgj_drv.r_cuGraphMemcpyNodeGetParams(o->node, &o->inexec.m);
     case CGJ_OP_MEMSET: return cgj_drv.r_cuGraphMemsetNodeGetParams(o->node, &o->inexec.s);
     case CGJ_OP_HOST_FUNC: o->inexec.h = o->call.u.h.data; return CUDA_SUCCESS; /* the data captured */
-    default: o->inexec.e = o->call.u.e.ev; return CUDA_SUCCESS; /* an event node: the event captured */
+    default: o->inexec.e = o->call.u.e.ev; return CUDA_SUCCESS;                 /* an event node: the event captured */
     }
 }
 

@@ -45,7 +45,7 @@ static inline bool cgj_gpu_fits(uint32_t n, uint32_t *at, uint32_t *used, uint32
 
 /* A segment's patch nodes and their blocks as last made. */
 typedef struct cgj_gpu_blocks {
-    uint32_t n;                              /* patch nodes, one block each */
+    uint32_t n; /* patch nodes, one block each */
     CUgraphNode node[CGJ_DEVPATCH_NODES_MAX];
     cgj_devpatch_block_t b[];
 } cgj_gpu_blocks_t;

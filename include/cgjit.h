@@ -49,9 +49,8 @@ extern "C" {
 #define CGJ_VERSION_PATCH 0
 #define CGJ_VERSION_STR_(x) #x
 #define CGJ_VERSION_STR(x) CGJ_VERSION_STR_(x)
-#define CGJ_VERSION_STRING                                                     \
-    CGJ_VERSION_STR(CGJ_VERSION_MAJOR) "." CGJ_VERSION_STR(CGJ_VERSION_MINOR) "." \
-    CGJ_VERSION_STR(CGJ_VERSION_PATCH)
+#define CGJ_VERSION_STRING \
+    CGJ_VERSION_STR(CGJ_VERSION_MAJOR) "." CGJ_VERSION_STR(CGJ_VERSION_MINOR) "." CGJ_VERSION_STR(CGJ_VERSION_PATCH)
 
 /* The version of the libcgjit loaded, "MAJOR.MINOR.PATCH": compare it with CGJ_VERSION_STRING to
  * tell the header a program was built with from the library it runs with. Needs no CUDA driver
@@ -59,6 +58,7 @@ extern "C" {
 CGJ_API const char *cgj_version(void);
 
 /* Status codes: X(NAME, value, message). cgj_strerror() returns the message. */
+/* clang-format off */
 #define CGJ_STATUS_LIST(X)                                                                       \
     X(OK, 0, "success")                                                                          \
     X(ERR_NOT_ACTIVE, 1, "cgj_trace_end without a step begun on this thread")                    \
@@ -68,6 +68,7 @@ CGJ_API const char *cgj_version(void);
     X(ERR_DISABLED, 5, "cgjit is disabled (CGJIT_DISABLE=1); the step runs eagerly")             \
     X(ERR_NOT_FOUND, 6, "no trace anchor of that name")                                         \
     X(ERR_SPEC, 7, "the elementwise spec does not parse (stderr says where)")
+/* clang-format on */
 
 typedef enum cgj_status {
 #define CGJ_STATUS_ENUM(name, value, msg) CGJ_##name = value,
@@ -99,6 +100,7 @@ CGJ_API int cgj_trace_begin(const char *name);
 CGJ_API int cgj_trace_end(void);
 
 /* Process-wide counters: X(field, description). */
+/* clang-format off */
 #define CGJ_STATS_LIST(X)                                                                     \
     X(steps, "steps ended (cgj_trace_end calls that closed a step)")                          \
     X(steps_replayed, "steps replayed from a graph from start to end")                        \
@@ -138,6 +140,7 @@ CGJ_API int cgj_trace_end(void);
     X(params_patched_on_gpu, "of params_patched, kernel nodes patched on the GPU by cgjit's patch kernel (CGJIT_DEVICE_PATCH)") \
     X(patch_launches, "blocks of values set into a segment graph's patch node, whose kernel writes them into the graph's device-updatable kernel nodes as it runs (CGJIT_DEVICE_PATCH)") \
     X(launch_host_ns, "host nanoseconds replay spent launching segments: filling and setting patched values and cuGraphLaunch (or issuing the calls of a segment too short for a graph), the launches' part of a replayed step's host time")
+/* clang-format on */
 
 /*
  * ABI: cgj_stats_t and cgj_trace_info_t carry their own size in their first field, and fields
@@ -166,6 +169,7 @@ static inline int cgj_stats(cgj_stats_t *out)
 /* The governor (CGJIT_GOVERN): cgjit measures the program's pace with itself active and dormant
  * (every call straight through), in alternating windows, and keeps the faster. Its states:
  * X(NAME, "name", description). */
+/* clang-format off */
 #define CGJ_GOVERN_STATE_LIST(X)                                                                   \
     X(OFF, "off", "CGJIT_GOVERN=0, or CGJIT_VERIFY: each anchor's cost model alone decides, never dormant") \
     X(HELD, "held dormant", "CGJIT_GOVERN=2: dormant for the whole run")                          \
@@ -174,6 +178,7 @@ static inline int cgj_stats(cgj_stats_t *out)
     X(MEASURE, "measuring", "alternating windows active and dormant")                              \
     X(ACTIVE, "active", "measured: the program runs faster with cgjit active")                    \
     X(DORMANT, "dormant", "measured: the program runs faster without cgjit; every call goes straight through")
+/* clang-format on */
 
 typedef enum cgj_govern_state {
 #define CGJ_GOVERN_STATE_ENUM(name, text, doc) CGJ_GOVERN_##name,
@@ -182,10 +187,10 @@ typedef enum cgj_govern_state {
 } cgj_govern_state_t;
 
 typedef struct cgj_govern_info {
-    uint64_t size;               /* sizeof(cgj_govern_info_t) as the caller was built with */
-    int32_t state;               /* a cgj_govern_state_t */
-    int32_t dormant;             /* 1: dormant now */
-    int32_t last_dormant;        /* the last judgement's decision (1: dormant) */
+    uint64_t size;        /* sizeof(cgj_govern_info_t) as the caller was built with */
+    int32_t state;        /* a cgj_govern_state_t */
+    int32_t dormant;      /* 1: dormant now */
+    int32_t last_dormant; /* the last judgement's decision (1: dormant) */
     int32_t reserved;
     char heartbeat[160];         /* the heartbeat's step (its anchor's name); "" before one */
     uint64_t beats;              /* heartbeats counted */
@@ -214,12 +219,14 @@ static inline int cgj_govern(cgj_govern_info_t *out)
 CGJ_API const char *cgj_govern_state_name(int state);
 
 /* Anchor states: X(NAME, description). */
+/* clang-format off */
 #define CGJ_STATE_LIST(X)                                                           \
     X(WARMUP, "first run: executes eagerly, recorded as a draft")                   \
     X(RECORD, "second run: executes eagerly, compared with the draft")             \
     X(REPLAY, "replays a built graph; divergent runs leave it at a side exit")      \
     X(BLACKLISTED, "runs eagerly for good; see the reason")                        \
     X(OFF, "replay did not pay: runs eagerly for now and tries again later, or, where it cannot pay (OFF_NO_GRAPH), until a longer step comes; see the reason")
+/* clang-format on */
 
 typedef enum cgj_state {
 #define CGJ_STATE_ENUM(name, doc) CGJ_STATE_##name,
@@ -229,42 +236,42 @@ typedef enum cgj_state {
 
 /* What cgjit knows of one anchor (the current variant's figures where there are several). */
 typedef struct cgj_trace_info {
-    uint64_t size;          /* sizeof(cgj_trace_info_t) as the caller was built with */
+    uint64_t size; /* sizeof(cgj_trace_info_t) as the caller was built with */
     cgj_state_t state;
-    uint32_t variants;      /* traces built for this anchor */
-    uint32_t ops;           /* driver calls in the current variant's trace */
-    uint32_t kernels;       /* kernel launches among them */
-    uint32_t segments;      /* graphs the step is split into (host syncs split it) */
-    uint32_t varying_slots; /* kernel parameter slots patched on every replay */
-    uint64_t runs;          /* steps begun with this anchor */
-    uint64_t replays;       /* steps replayed from start to end */
-    uint64_t side_exits;    /* replays that left the trace */
+    uint32_t variants;        /* traces built for this anchor */
+    uint32_t ops;             /* driver calls in the current variant's trace */
+    uint32_t kernels;         /* kernel launches among them */
+    uint32_t segments;        /* graphs the step is split into (host syncs split it) */
+    uint32_t varying_slots;   /* kernel parameter slots patched on every replay */
+    uint64_t runs;            /* steps begun with this anchor */
+    uint64_t replays;         /* steps replayed from start to end */
+    uint64_t side_exits;      /* replays that left the trace */
     uint32_t record_failures; /* eager runs that disagreed with the draft */
-    uint32_t allocations;   /* in-step allocations of the current variant */
-    uint64_t pool_bytes;    /* its planned pool region */
-    uint64_t naive_bytes;   /* the sum of its allocation sizes (256-byte aligned) */
-    uint64_t lower_bound;   /* the most bytes live at one time: no plan can use less */
-    uint32_t lib_calls;     /* cuBLAS/cuBLASLt/cuDNN calls in the current variant's trace ... */
-    uint32_t lib_absorbable; /* ... and those replay absorbs whole when their guard holds (only
-                              * under CGJIT_LIBS_LEARNED; by default the library always runs) */
-    char reason[256];       /* why blacklisted, or the last divergence/abort; "" if none */
-    int reason_code;        /* the same as a code of cgjit's reason table (0: none); see
-                             * cgj_reason_name() and cgj_reason_hint() */
-    uint32_t reason_op;     /* the op index the reason applies to, UINT32_MAX if none */
-    uint64_t eager_step_ns; /* median time from one begin of the step to the next, eager runs ... */
-    uint64_t replay_step_ns; /* ... and replayed runs (0 until measured; CGJIT_COST) */
-    uint64_t reissued_ops;  /* absorbed ops re-issued eagerly when replays left the trace */
+    uint32_t allocations;     /* in-step allocations of the current variant */
+    uint64_t pool_bytes;      /* its planned pool region */
+    uint64_t naive_bytes;     /* the sum of its allocation sizes (256-byte aligned) */
+    uint64_t lower_bound;     /* the most bytes live at one time: no plan can use less */
+    uint32_t lib_calls;       /* cuBLAS/cuBLASLt/cuDNN calls in the current variant's trace ... */
+    uint32_t lib_absorbable;  /* ... and those replay absorbs whole when their guard holds (only
+                               * under CGJIT_LIBS_LEARNED; by default the library always runs) */
+    char reason[256];         /* why blacklisted, or the last divergence/abort; "" if none */
+    int reason_code;          /* the same as a code of cgjit's reason table (0: none); see
+                               * cgj_reason_name() and cgj_reason_hint() */
+    uint32_t reason_op;       /* the op index the reason applies to, UINT32_MAX if none */
+    uint64_t eager_step_ns;   /* median time from one begin of the step to the next, eager runs ... */
+    uint64_t replay_step_ns;  /* ... and replayed runs (0 until measured; CGJIT_COST) */
+    uint64_t reissued_ops;    /* absorbed ops re-issued eagerly when replays left the trace */
     /* Warm-up: what making the first trace cost on the host, and when it paid off. */
-    uint64_t record_ns;     /* time spent recording calls (all recorded runs) ... */
-    uint64_t recorded_ops;  /* ... for this many calls */
-    uint64_t plan_ns;       /* planning the first variant's memory */
-    uint64_t build_ns;      /* capturing, instantiating and uploading its graphs ... */
-    uint64_t instantiate_ns; /* ... of which instantiating them */
+    uint64_t record_ns;        /* time spent recording calls (all recorded runs) ... */
+    uint64_t recorded_ops;     /* ... for this many calls */
+    uint64_t plan_ns;          /* planning the first variant's memory */
+    uint64_t build_ns;         /* capturing, instantiating and uploading its graphs ... */
+    uint64_t instantiate_ns;   /* ... of which instantiating them */
     uint64_t first_replay_run; /* the run (1 = first) that first replayed; 0: none yet */
     /* Runs made eager on purpose, besides warm-up, recording, side exits and blacklisting: */
-    uint64_t probes;        /* eager probes that measure whether replay pays (CGJIT_COST) */
-    uint64_t off_runs;      /* runs while the cost model had replay off */
-    uint64_t busy_runs;     /* runs begun while another thread ran a step of this anchor */
+    uint64_t probes;    /* eager probes that measure whether replay pays (CGJIT_COST) */
+    uint64_t off_runs;  /* runs while the cost model had replay off */
+    uint64_t busy_runs; /* runs begun while another thread ran a step of this anchor */
     /* Where an eager run's host time goes: inside the driver and library calls replay absorbs
      * (what replay can save on the host at most; the rest is the program's own work). */
     uint64_t eager_calls_ns; /* per eager run of the cost model (a probe, or a run while replay
@@ -287,8 +294,8 @@ typedef struct cgj_trace_info {
                                * found in max-autotune) */
     /* CGJIT_BUSY: the GPU's own time in a replayed step (kernels, copies and memsets, work that
      * overlaps counted once), measured with CUPTI: what only faster kernels can take. */
-    uint64_t gpu_busy_ns;     /* mean over ... (0: not measured) */
-    uint64_t gpu_busy_steps;  /* ... this many replayed steps */
+    uint64_t gpu_busy_ns;    /* mean over ... (0: not measured) */
+    uint64_t gpu_busy_steps; /* ... this many replayed steps */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */

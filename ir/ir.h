@@ -36,10 +36,11 @@
 
 #define CGJ_CLASS_CAPTURE 0
 #define CGJ_CLASS_BOUNDARY 1
-#define CGJ_CLASS_POOL 2 /* served from the trace's pool region: absorbed, never issued */
+#define CGJ_CLASS_POOL 2   /* served from the trace's pool region: absorbed, never issued */
 #define CGJ_CLASS_MARKER 3 /* issues nothing: a library call grouping the ops after it */
 
 /* X(NAME, class, description) */
+/* clang-format off */
 #define CGJ_OP_LIST(X)                                                               \
     X(KERNEL, CGJ_CLASS_CAPTURE, "kernel launch")                                    \
     X(MEMCPY, CGJ_CLASS_CAPTURE, "copy")                                             \
@@ -58,6 +59,7 @@
     X(ALLOC, CGJ_CLASS_POOL, "allocation inside the step")                                 \
     X(POOL_FREE, CGJ_CLASS_POOL, "free of an allocation made inside the step")               \
     X(LIB, CGJ_CLASS_MARKER, "library call (cuBLAS, cuBLASLt, cuDNN) grouping the ops it issued")
+/* clang-format on */
 
 typedef enum cgj_op_kind {
 #define CGJ_OP_ENUM(name, cls, doc) CGJ_OP_##name,
@@ -96,8 +98,8 @@ typedef struct cgj_libew {
  * in mode default only. */
 typedef struct cgj_libgemm {
     bool valid;
-    uint8_t transa, transb;    /* cublasOperation_t: 0 N, 1 T */
-    uint8_t a, b, c;           /* argument indices */
+    uint8_t transa, transb; /* cublasOperation_t: 0 N, 1 T */
+    uint8_t a, b, c;        /* argument indices */
     int32_t m, n, k, lda, ldb, ldc;
     float alpha, beta;
 } cgj_libgemm_t;
@@ -109,7 +111,7 @@ typedef struct cgj_libgemm {
 #define CGJ_LIBCONV_DIMS 8
 typedef struct cgj_libconv {
     bool valid;
-    uint8_t x, w, ws, y;                          /* argument indices */
+    uint8_t x, w, ws, y; /* argument indices */
     int32_t nb, xdims[CGJ_LIBCONV_DIMS], xstrides[CGJ_LIBCONV_DIMS];
     int32_t ydims[CGJ_LIBCONV_DIMS], ystrides[CGJ_LIBCONV_DIMS];
     int32_t wformat, wdims[CGJ_LIBCONV_DIMS];
@@ -135,15 +137,15 @@ typedef struct cgj_libcall {
 /* A driver call as a wrapper saw it. Pointers refer to the caller's memory. */
 typedef struct cgj_call {
     cgj_op_kind_t kind;
-    const char *api;  /* exported driver name, for logs and as part of the shape */
-    CUstream stream;  /* explicit: CU_STREAM_LEGACY / CU_STREAM_PER_THREAD for the defaults */
+    const char *api; /* exported driver name, for logs and as part of the shape */
+    CUstream stream; /* explicit: CU_STREAM_LEGACY / CU_STREAM_PER_THREAD for the defaults */
     union {
         struct {
             CUfunction f;
             unsigned grid[3], block[3], smem;
-            void **params;                 /* kernelParams form */
-            void *blob;                    /* extra form: packed buffer ... */
-            size_t blob_size;              /* ... and its size */
+            void **params;                  /* kernelParams form */
+            void *blob;                     /* extra form: packed buffer ... */
+            size_t blob_size;               /* ... and its size */
             const CUlaunchAttribute *attrs; /* cuLaunchKernelEx only */
             unsigned nattrs;
         } k;
@@ -177,8 +179,8 @@ typedef struct cgj_call {
             size_t bytes, pitch; /* block size (pitch × height for pitched allocations) */
             size_t width, height;
             unsigned elem;
-            CUmemoryPool pool;   /* cuMemAllocFromPoolAsync */
-        } a;                     /* ALLOC; FREE and POOL_FREE use addr */
+            CUmemoryPool pool; /* cuMemAllocFromPoolAsync */
+        } a;                   /* ALLOC; FREE and POOL_FREE use addr */
         struct {
             const cgj_libcall_t *lc; /* the wrapper's description (NULL in a recorded op) */
         } l;
@@ -198,15 +200,15 @@ typedef struct cgj_piece {
 
 /* Kernel parameters of a recorded launch: layout, recorded values and replay buffers. */
 typedef struct cgj_kparams {
-    uint32_t n, size;  /* slots, blob bytes */
-    bool extra_form;   /* launched with `extra` (one slot: the whole buffer) */
+    uint32_t n, size; /* slots, blob bytes */
+    bool extra_form;  /* launched with `extra` (one slot: the whole buffer) */
     uint32_t *off, *sz;
     const uint8_t *rec; /* values seen when recorded; written only through cgj_kparams_rec_mut */
-    uint8_t *live;     /* values of the current run (constants + stashed varying slots) */
-    uint8_t *inexec;   /* values the instantiated graph holds now */
-    uint8_t *varying;  /* per slot: 1 if the value changes between runs */
+    uint8_t *live;      /* values of the current run (constants + stashed varying slots) */
+    uint8_t *inexec;    /* values the instantiated graph holds now */
+    uint8_t *varying;   /* per slot: 1 if the value changes between runs */
     uint32_t nvarying;
-    void **ptrs;       /* kernelParams array pointing into live */
+    void **ptrs; /* kernelParams array pointing into live */
     /* The slots split by `varying`, constant ones first (cgj_kparams_split): what an absorbed
      * launch's guard walks. Each part has its 8-byte slots first, then its 4-byte ones, then the
      * rest: [0, c8) [c8, c4) [c4, nconst) constant, [nconst, v8) [v8, v4) [v4, n) varying. Made
@@ -251,7 +253,7 @@ static inline const cgj_slot_t *cgj_kparams_slots(cgj_kparams_t *kp)
  * union alone is a few vector stores, where an initializer zeroing the whole call is a string
  * store (rep stos on x86), tens of nanoseconds on every call. */
 static inline __attribute__((always_inline)) void cgj_call_init(cgj_call_t *c, cgj_op_kind_t kind, const char *api,
-                                                              CUstream stream)
+                                                                CUstream stream)
 {
     c->kind = kind;
     c->api = api;
@@ -289,19 +291,19 @@ typedef struct cgj_libfix {
  * grid, block and shared memory; a copy's or memset's operands (tracer/libop.c compares two
  * samples' and derives operands from the call's pointers as it does parameter words). */
 typedef struct cgj_opvals {
-    CUdeviceptr dst, src;  /* device operands; a read-back's host destination as a number */
-    uint64_t count;        /* copy bytes, memset elements */
-    unsigned value, elem;  /* memset */
-    unsigned dims[7];      /* kernel: grid, block, shared memory bytes */
+    CUdeviceptr dst, src; /* device operands; a read-back's host destination as a number */
+    uint64_t count;       /* copy bytes, memset elements */
+    unsigned value, elem; /* memset */
+    unsigned dims[7];     /* kernel: grid, block, shared memory bytes */
 } cgj_opvals_t;
 
 /* A LIB op: the library call and what replay needs to absorb it whole (tracer/libop.c). */
 typedef struct cgj_libop {
-    uint32_t nops;       /* the ops the call issued: the next nops ops of the trace */
+    uint32_t nops; /* the ops the call issued: the next nops ops of the trace */
     uint32_t keylen, nargs;
     uint8_t *key;
     CUdeviceptr args[CGJ_LIB_MAX_ARGS];
-    uint32_t free_args;  /* bit i: args[i] varies between runs and is not part of the guard */
+    uint32_t free_args;                      /* bit i: args[i] varies between runs and is not part of the guard */
     CUdeviceptr live_args[CGJ_LIB_MAX_ARGS]; /* the pointers of the replay in progress, which
                                               * its kernels' live values follow (see clone) */
     uint32_t live_nargs;
@@ -314,20 +316,20 @@ typedef struct cgj_libop {
     bool live_other_key; /* the call in progress has another key than the recorded one ... */
     uint8_t *live_key;   /* ... this one (live_keylen bytes, buffer of live_cap) */
     uint32_t live_keylen, live_cap;
-    bool failed;         /* the library returned an error: it is always called */
-    bool collective;     /* the call's kernels wait for peers (cgj_libcall_t): a chunk ends with
-                          * its group */
-    cgj_reason_code_t never; /* the wrapper's reason never to absorb it, or CGJ_REASON_NONE */
-    cgj_libew_t ew;      /* what the call computes per element (fusion/), where described */
-    cgj_libgemm_t gemm;  /* the GEMM it is (fusion/), where described */
-    cgj_libconv_t conv;  /* the convolution it is (fusion/), where described */
-    bool absorbable;     /* the group can be replayed without calling the library */
-    bool for_good;       /* not absorbable whatever the samples: its driver calls' kinds */
-    cgj_reason_t why_not; /* why not */
+    bool failed;              /* the library returned an error: it is always called */
+    bool collective;          /* the call's kernels wait for peers (cgj_libcall_t): a chunk ends with
+                               * its group */
+    cgj_reason_code_t never;  /* the wrapper's reason never to absorb it, or CGJ_REASON_NONE */
+    cgj_libew_t ew;           /* what the call computes per element (fusion/), where described */
+    cgj_libgemm_t gemm;       /* the GEMM it is (fusion/), where described */
+    cgj_libconv_t conv;       /* the convolution it is (fusion/), where described */
+    bool absorbable;          /* the group can be replayed without calling the library */
+    bool for_good;            /* not absorbable whatever the samples: its driver calls' kinds */
+    cgj_reason_t why_not;     /* why not */
     uint32_t absorbable_told; /* why_not was counted in the report's reasons */
-    cgj_libfix_t *fix;   /* kernel parameter words and copy/memset operands derived from args */
+    cgj_libfix_t *fix;        /* kernel parameter words and copy/memset operands derived from args */
     uint32_t nfix;
-    cgj_opvals_t *seen;  /* nops entries: the group's values in the sample learned last */
+    cgj_opvals_t *seen; /* nops entries: the group's values in the sample learned last */
     uint64_t absorbed, called;
 } cgj_libop_t;
 
@@ -344,48 +346,48 @@ typedef union cgj_nodeparams {
 } cgj_nodeparams_t;
 
 typedef struct cgj_op {
-    cgj_call_t call;   /* owned: k.params = kp->ptrs, k.attrs copied; in a trace, the values of
-                        * the run in progress (the last run's between runs) */
-    cgj_kparams_t *kp; /* KERNEL only */
-    cgj_libop_t *lib;  /* LIB only */
-    void *stage;       /* H2D: pinned staging buffer owned by the trace ... */
-    size_t stage_cap;  /* ... and its size (it grows with the copy) */
-    CUgraphNode node;  /* KERNEL, MEMCPY, MEMSET, HOST_FUNC, EVENT_RECORD and a STREAM_WAIT not
-                        * ordered inside its segment, in a trace: its node in the segment graph */
-    CUgraphDeviceNode devnode; /* KERNEL: the node's device handle where it is patched on the GPU
-                        * (graphs/devpatch.h), else NULL */
-    cgj_nodeparams_t inexec; /* what the executable graph holds for the node */
-    uint32_t seg;      /* the segment it belongs to */
-    uint32_t ev_prev;  /* EVENT_RECORD, STREAM_WAIT in a graph segment: how many ops back the
-                        * segment's previous such op is (0: none) ... */
-    uint32_t ev_same;  /* ... and the nearest one with the same event when the graph was built
-                        * (0: none). Events may differ from run to run (taken from a pool), as
-                        * long as the run's events repeat in the pattern the graph was built
-                        * with (tracer/shape.c) */
-    uint32_t gap_ns;   /* host time the program spent before this call since its previous
-                        * recorded call returned (its own work: Python, cuBLAS's heuristics),
-                        * the smaller of the two recorded runs', saturated; 0 for a step's
-                        * first call. Where it adds up, replay ends a chunk (graphs/graph.c) */
-    uint64_t host_gen; /* MEMCPY with a host operand: the host memory generation its node was
-                        * last set in (allocator/pointers.h) */
-    bool held;         /* ALLOC in a trace: the block a replay handed out is not freed yet */
-    bool listed;       /* in its segment's patch list: its values are compared at each launch */
-    bool promoted;     /* a value became varying during replay; not yet in the patch list */
-    bool fixed;        /* the executable graph refused a new value: its values are guarded */
+    cgj_call_t call;             /* owned: k.params = kp->ptrs, k.attrs copied; in a trace, the values of
+                                  * the run in progress (the last run's between runs) */
+    cgj_kparams_t *kp;           /* KERNEL only */
+    cgj_libop_t *lib;            /* LIB only */
+    void *stage;                 /* H2D: pinned staging buffer owned by the trace ... */
+    size_t stage_cap;            /* ... and its size (it grows with the copy) */
+    CUgraphNode node;            /* KERNEL, MEMCPY, MEMSET, HOST_FUNC, EVENT_RECORD and a STREAM_WAIT not
+                                  * ordered inside its segment, in a trace: its node in the segment graph */
+    CUgraphDeviceNode devnode;   /* KERNEL: the node's device handle where it is patched on the GPU
+                                  * (graphs/devpatch.h), else NULL */
+    cgj_nodeparams_t inexec;     /* what the executable graph holds for the node */
+    uint32_t seg;                /* the segment it belongs to */
+    uint32_t ev_prev;            /* EVENT_RECORD, STREAM_WAIT in a graph segment: how many ops back the
+                                  * segment's previous such op is (0: none) ... */
+    uint32_t ev_same;            /* ... and the nearest one with the same event when the graph was built
+                                  * (0: none). Events may differ from run to run (taken from a pool), as
+                                  * long as the run's events repeat in the pattern the graph was built
+                                  * with (tracer/shape.c) */
+    uint32_t gap_ns;             /* host time the program spent before this call since its previous
+                                  * recorded call returned (its own work: Python, cuBLAS's heuristics),
+                                  * the smaller of the two recorded runs', saturated; 0 for a step's
+                                  * first call. Where it adds up, replay ends a chunk (graphs/graph.c) */
+    uint64_t host_gen;           /* MEMCPY with a host operand: the host memory generation its node was
+                                  * last set in (allocator/pointers.h) */
+    bool held;                   /* ALLOC in a trace: the block a replay handed out is not freed yet */
+    bool listed;                 /* in its segment's patch list: its values are compared at each launch */
+    bool promoted;               /* a value became varying during replay; not yet in the patch list */
+    bool fixed;                  /* the executable graph refused a new value: its values are guarded */
     cgj_reason_code_t chunk_end; /* in a trace: why a chunk ends after this op (graphs/graph.c):
-                        * BREAK_IDLE, the program works on the host before its next call
-                        * (CGJIT_CHUNK_US); BREAK_COLLECTIVE, a collective's last op;
-                        * BREAK_HOST_VISIBLE, a host_visible kernel; else
-                        * CGJ_REASON_NONE */
-    bool host_visible; /* KERNEL in a trace: an argument word points into page-locked host
-                        * memory (mapped: the kernel may write what the host reads with no CUDA
-                        * call, such as a flag it spins on): its chunk ends here (graphs/graph.c) */
-    bool handoff;      /* another thread issued work that could observe this op's stream right
-                        * after it, in every recording (a PyTorch autograd worker taking over
-                        * the main thread's stream): its segment launches as soon as it is
-                        * absorbed, so the other thread never finds the work held back */
-    uint32_t fused;    /* in a trace: 1 + the index of the fused chain (cgj_trace_t.fused) this op
-                        * belongs to, 0 for none; graphs/ emits the chain's kernel at its last op */
+                                  * BREAK_IDLE, the program works on the host before its next call
+                                  * (CGJIT_CHUNK_US); BREAK_COLLECTIVE, a collective's last op;
+                                  * BREAK_HOST_VISIBLE, a host_visible kernel; else
+                                  * CGJ_REASON_NONE */
+    bool host_visible;           /* KERNEL in a trace: an argument word points into page-locked host
+                                  * memory (mapped: the kernel may write what the host reads with no CUDA
+                                  * call, such as a flag it spins on): its chunk ends here (graphs/graph.c) */
+    bool handoff;                /* another thread issued work that could observe this op's stream right
+                                  * after it, in every recording (a PyTorch autograd worker taking over
+                                  * the main thread's stream): its segment launches as soon as it is
+                                  * absorbed, so the other thread never finds the work held back */
+    uint32_t fused;              /* in a trace: 1 + the index of the fused chain (cgj_trace_t.fused) this op
+                                  * belongs to, 0 for none; graphs/ emits the chain's kernel at its last op */
 } cgj_op_t;
 
 /* A growing list of ops: a recording in progress, or the ops of a trace. */
@@ -401,22 +403,22 @@ typedef struct cgj_segment {
     uint32_t first, end;
     CUgraph graph;
     CUgraphExec exec;
-    CUstream home;      /* the stream the graph is launched on */
-    CUstream *others;   /* further streams the segment's ops use */
-    CUevent *pre;       /* one per other stream: its work so far, waited on by home */
+    CUstream home;    /* the stream the graph is launched on */
+    CUstream *others; /* further streams the segment's ops use */
+    CUevent *pre;     /* one per other stream: its work so far, waited on by home */
     uint32_t nothers;
-    uint32_t ncapture;  /* ops captured into the graph (none: nothing to launch) */
-    CUevent done;       /* recorded after each launch where needed (staging, other streams) */
+    uint32_t ncapture; /* ops captured into the graph (none: nothing to launch) */
+    CUevent done;      /* recorded after each launch where needed (staging, other streams) */
     bool has_staging, launched;
-    bool chained;       /* ends at a chunk limit, not at a boundary: the next segment follows */
-    bool eager;         /* fewer than CGJIT_GRAPH_MIN_OPS captured ops: no graph; replay issues
-                         * them eagerly, with the run's values, where it would launch the graph */
-    uint32_t *patch;    /* op indices whose values vary (parameters, dims, copy/memset operands) */
+    bool chained;    /* ends at a chunk limit, not at a boundary: the next segment follows */
+    bool eager;      /* fewer than CGJIT_GRAPH_MIN_OPS captured ops: no graph; replay issues
+                      * them eagerly, with the run's values, where it would launch the graph */
+    uint32_t *patch; /* op indices whose values vary (parameters, dims, copy/memset operands) */
     uint32_t npatch;
-    CUfunction patcher; /* cgjit's patch kernel, where kernels of the segment are patched on the
-                         * GPU (their ops' devnode set; graphs/devpatch.h) */
+    CUfunction patcher;         /* cgjit's patch kernel, where kernels of the segment are patched on the
+                                 * GPU (their ops' devnode set; graphs/devpatch.h) */
     struct cgj_gpu_blocks *gpu; /* its nodes at the graph's root and their blocks (graph.c) */
-    bool node_stale;        /* those blocks were made again and no launch ran with them yet */
+    bool node_stale;            /* those blocks were made again and no launch ran with them yet */
 } cgj_segment_t;
 
 /* A chain of elementwise ops [first, last] replayed as one generated kernel (fusion/). Its
@@ -444,8 +446,8 @@ typedef struct cgj_fused {
     CUfunction f;
     unsigned grid, block;
     uint32_t nargs;
-    uint64_t *args;   /* each argument's value (pointers, then the count as a long long) */
-    void **ptrs;      /* kernelParams: &args[k] */
+    uint64_t *args; /* each argument's value (pointers, then the count as a long long) */
+    void **ptrs;    /* kernelParams: &args[k] */
 } cgj_fused_t;
 
 /* What fused entry fu replays as: for the JSON report ("kernel", "cublaslt_matmul", ...) or,
@@ -470,32 +472,32 @@ typedef struct cgj_trace {
     cgj_exit_count_t exits[CGJ_EXIT_KINDS];
     uint32_t nexits;
     uint64_t other_exits; /* exits beyond the kinds kept */
-    CUcontext ctx;                          /* the context its graphs were built in */
-    CUdeviceptr region;                     /* pool region of the in-step allocations */
+    CUcontext ctx;        /* the context its graphs were built in */
+    CUdeviceptr region;   /* pool region of the in-step allocations */
     uint64_t pool_bytes, naive_bytes, lower_bound;
     uint32_t nblocks;
-    uint32_t *allocs;                       /* the nblocks ALLOC ops, served from the region */
+    uint32_t *allocs; /* the nblocks ALLOC ops, served from the region */
     cgj_segment_t *segs;
     uint32_t nsegs;
     uint32_t kernels, varying_slots;
-    cgj_fused_t *fused;                     /* fused chains (fusion/), in op order */
-    uint32_t nfused;                        /* entries of fused */
-    uint32_t fused_chains, fused_ops;       /* those in use (a segment issued eagerly has none),
-                                             * and the kernel launches they replace */
-    uint32_t fused_gemms;                   /* of the chains, GEMMs made cuBLASLt matmuls (with
-                                             * the bias and activation after them) */
-    cgj_fused_t *solo;                      /* a generated kernel for each library call of a chain
-                                             * whose own ops replay cannot reproduce (not
-                                             * absorbable): what re-issues it on a side exit */
+    cgj_fused_t *fused;               /* fused chains (fusion/), in op order */
+    uint32_t nfused;                  /* entries of fused */
+    uint32_t fused_chains, fused_ops; /* those in use (a segment issued eagerly has none),
+                                       * and the kernel launches they replace */
+    uint32_t fused_gemms;             /* of the chains, GEMMs made cuBLASLt matmuls (with
+                                       * the bias and activation after them) */
+    cgj_fused_t *solo;                /* a generated kernel for each library call of a chain
+                                       * whose own ops replay cannot reproduce (not
+                                       * absorbable): what re-issues it on a side exit */
     uint32_t nsolo;
-    uint32_t fuse_drops;                    /* chains (or kernels) the fusion pass dropped ... */
-    cgj_reason_t fuse_dropped;              /* ... the last one's reason ... */
+    uint32_t fuse_drops;                              /* chains (or kernels) the fusion pass dropped ... */
+    cgj_reason_t fuse_dropped;                        /* ... the last one's reason ... */
     cgj_reason_t fuse_drop_list[CGJ_FUSE_DROPS_KEPT]; /* ... and the first ones' (the report) */
     uint64_t replays, side_exits;
     uint64_t plan_ns, build_ns, instantiate_ns; /* what building it cost on the host */
-    uint64_t fuse_ns;                       /* of build_ns: fused kernels compiled and validated ... */
-    uint64_t fuse_compile_ns;               /* ... of which compiled (NVRTC or a cache) and loaded */
-    uint32_t fuse_cold;                     /* kernels NVRTC compiled (found in no cache) */
+    uint64_t fuse_ns;                           /* of build_ns: fused kernels compiled and validated ... */
+    uint64_t fuse_compile_ns;                   /* ... of which compiled (NVRTC or a cache) and loaded */
+    uint32_t fuse_cold;                         /* kernels NVRTC compiled (found in no cache) */
 } cgj_trace_t;
 
 /* ---- op.c: ops from calls, op lists ---- */
@@ -527,10 +529,10 @@ typedef struct cgj_block {
     bool escapes;
 } cgj_block_t;
 typedef struct cgj_blocks {
-    cgj_block_t *b;      /* in the order of their ALLOC ops */
+    cgj_block_t *b; /* in the order of their ALLOC ops */
     uint32_t n;
-    uint32_t *by_base;   /* block indices sorted by base address, for range lookups */
-    size_t max_bytes;    /* the largest block: how far below an address a block may start */
+    uint32_t *by_base; /* block indices sorted by base address, for range lookups */
+    size_t max_bytes;  /* the largest block: how far below an address a block may start */
 } cgj_blocks_t;
 /* The in-step allocations of l. Release with cgj_blocks_free. */
 cgj_blocks_t cgj_blocks_of(const cgj_oplist_t *l);

@@ -58,13 +58,10 @@ static void learn(entry_t *e)
 static void learn_name(entry_t *e)
 {
     const char *name = NULL;
-    if (cgj_drv.r_cuFuncGetName && cgj_drv.r_cuFuncGetName(&name, e->f) == CUDA_SUCCESS && name)
+    if (cgj_drv.r_cuFuncGetName && cgj_drv.r_cuFuncGetName(&name, e->f) == CUDA_SUCCESS && name) e->name = name;
+    else if (cgj_drv.r_cuKernelGetName && cgj_drv.r_cuKernelGetName(&name, (CUkernel)e->f) == CUDA_SUCCESS && name)
         e->name = name;
-    else if (cgj_drv.r_cuKernelGetName &&
-             cgj_drv.r_cuKernelGetName(&name, (CUkernel)e->f) == CUDA_SUCCESS && name)
-        e->name = name;
-    else
-        e->name = "?";
+    else e->name = "?";
 }
 
 static entry_t *lookup(CUfunction f)

@@ -95,8 +95,7 @@ void cgj_opvals_of(const cgj_call_t *c, cgj_opvals_t *v)
     case CGJ_OP_MEMSET:
         v->dst = c->u.s.dst, v->count = c->u.s.count, v->value = c->u.s.value, v->elem = c->u.s.elem;
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

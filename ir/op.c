@@ -150,8 +150,7 @@ static void own_call(cgj_op_t *o)
         o->call.u.k.params = o->kp->ptrs;
         o->call.u.k.blob = o->kp->extra_form ? o->kp->live : NULL;
         if (o->call.u.k.nattrs)
-            o->call.u.k.attrs =
-                cgj_xmemdup(o->call.u.k.attrs, o->call.u.k.nattrs * sizeof(CUlaunchAttribute));
+            o->call.u.k.attrs = cgj_xmemdup(o->call.u.k.attrs, o->call.u.k.nattrs * sizeof(CUlaunchAttribute));
     }
     if (cgj_call_staged(&o->call))
         o->call.u.m.hsrc = NULL; /* staged: the source is read at call time, its address never matters */
@@ -185,8 +184,10 @@ void cgj_oplist_clone(cgj_oplist_t *l, const cgj_op_t *src)
     o->handoff = src->handoff;
     o->gap_ns = src->gap_ns;
     if (src->kp) {
-        cgj_layout_t lay = {.n = src->kp->n, .size = src->kp->size,
-                            .extra_form = src->kp->extra_form, .off = src->kp->off,
+        cgj_layout_t lay = {.n = src->kp->n,
+                            .size = src->kp->size,
+                            .extra_form = src->kp->extra_form,
+                            .off = src->kp->off,
                             .sz = src->kp->sz};
         o->kp = kparams_new(&lay);
         memcpy(cgj_kparams_rec_mut(o->kp), src->kp->live, o->kp->size);

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* clang-format off */
 #define CGJ_REASON_LIST(X)                                                                         \
     X(NONE, "no reason", "")                                                                       \
     /* aborts */                                                                                   \
@@ -169,6 +170,7 @@
     /* segments CGJIT_VERIFY does not check */                                                     \
     X(VERIFY_SHARED, "CGJIT_VERIFY did not check a segment: another thread's work wrote memory the segment uses while its calls ran (they ran eagerly; their results are kept)", \
       "nothing to do: a segment is checked where no other thread writes its memory between its start and its graph")
+/* clang-format on */
 
 typedef enum cgj_reason_code {
 #define CGJ_REASON_ENUM(code, msg, hint) CGJ_REASON_##code,

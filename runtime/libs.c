@@ -155,10 +155,25 @@ void cgj_lib_gen_drop(const void *obj)
 size_t cgj_lib_dtype_bytes(int t)
 {
     switch ((cudaDataType)t) {
-    case CUDA_R_8I: case CUDA_R_8U: case CUDA_R_8F_E4M3: case CUDA_R_8F_E5M2: return 1;
-    case CUDA_R_16F: case CUDA_R_16BF: case CUDA_C_8I: case CUDA_C_8U: return 2;
-    case CUDA_R_32F: case CUDA_R_32I: case CUDA_R_32U: case CUDA_C_16F: case CUDA_C_16BF: return 4;
-    case CUDA_R_64F: case CUDA_C_32F: case CUDA_C_32I: case CUDA_C_32U: case CUDA_R_64I: case CUDA_R_64U: return 8;
+    case CUDA_R_8I:
+    case CUDA_R_8U:
+    case CUDA_R_8F_E4M3:
+    case CUDA_R_8F_E5M2: return 1;
+    case CUDA_R_16F:
+    case CUDA_R_16BF:
+    case CUDA_C_8I:
+    case CUDA_C_8U: return 2;
+    case CUDA_R_32F:
+    case CUDA_R_32I:
+    case CUDA_R_32U:
+    case CUDA_C_16F:
+    case CUDA_C_16BF: return 4;
+    case CUDA_R_64F:
+    case CUDA_C_32F:
+    case CUDA_C_32I:
+    case CUDA_C_32U:
+    case CUDA_R_64I:
+    case CUDA_R_64U: return 8;
     case CUDA_C_64F: return 16;
     default: return 0;
     }

@@ -33,24 +33,24 @@ static inline bool cgj_lib_pass(void)
 
 /* The real function, looked up once. A missing one is reported, and the wrapper returns `err`. */
 void *cgj_lib_resolve(const char *name);
-#define LIB_REAL(fn, err)                                                                     \
-    static __typeof__(fn) *real_;                                                            \
+#define LIB_REAL(fn, err)         \
+    static __typeof__(fn) *real_; \
     if (CGJ_UNLIKELY(!real_) && !(real_ = (__typeof__(fn) *)cgj_lib_resolve(#fn))) return (err)
 
 /* The getters a wrapper file reads descriptors and handles with: LIST(X) names them, X(fn) each;
  * getters_ready() resolves them all once and says whether every one was found. */
 #define LIB_GETTER(fn) static __typeof__(fn) *g_##fn;
 #define LIB_RESOLVE_ONE(fn) ok_ &= (g_##fn = (__typeof__(fn) *)cgj_lib_resolve(#fn)) != NULL;
-#define LIB_DEFINE_GETTERS(LIST)                                   \
-    LIST(LIB_GETTER)                                               \
-    static bool getters_ready(void)                                \
-    {                                                              \
-        static int state_; /* 0 unknown, 1 ready, -1 missing */    \
-        if (CGJ_LIKELY(state_)) return state_ > 0;                 \
-        bool ok_ = true;                                           \
-        LIST(LIB_RESOLVE_ONE)                                      \
-        state_ = ok_ ? 1 : -1;                                     \
-        return ok_;                                                \
+#define LIB_DEFINE_GETTERS(LIST)                                \
+    LIST(LIB_GETTER)                                            \
+    static bool getters_ready(void)                             \
+    {                                                           \
+        static int state_; /* 0 unknown, 1 ready, -1 missing */ \
+        if (CGJ_LIKELY(state_)) return state_ > 0;              \
+        bool ok_ = true;                                        \
+        LIST(LIB_RESOLVE_ONE)                                   \
+        state_ = ok_ ? 1 : -1;                                  \
+        return ok_;                                             \
     }
 
 /* Generations of handles and descriptors whose hidden state the key cannot read: a new number
@@ -67,10 +67,19 @@ void cgj_lib_gen_bump(const void *obj);
 void cgj_lib_gen_drop(const void *obj);
 /* A handle's settings, each a value the library keeps and the key cannot read back. */
 typedef enum cgj_lib_setting {
-    CGJ_LIB_SET_STREAM, CGJ_LIB_SET_WORKSPACE, CGJ_LIB_SET_WORKSPACE_BYTES, CGJ_LIB_SET_MATH,
-    CGJ_LIB_SET_ATOMICS, CGJ_LIB_SET_SM_COUNT, CGJ_LIB_SET_EMULATION, CGJ_LIB_SET_EMU_SPECIAL,
-    CGJ_LIB_SET_EMU_MANTISSA, CGJ_LIB_SET_EMU_MAX_BITS, CGJ_LIB_SET_EMU_BIT_OFFSET,
-    CGJ_LIB_SET_EMU_BITS_POINTER, CGJ_LIB_SETTINGS
+    CGJ_LIB_SET_STREAM,
+    CGJ_LIB_SET_WORKSPACE,
+    CGJ_LIB_SET_WORKSPACE_BYTES,
+    CGJ_LIB_SET_MATH,
+    CGJ_LIB_SET_ATOMICS,
+    CGJ_LIB_SET_SM_COUNT,
+    CGJ_LIB_SET_EMULATION,
+    CGJ_LIB_SET_EMU_SPECIAL,
+    CGJ_LIB_SET_EMU_MANTISSA,
+    CGJ_LIB_SET_EMU_MAX_BITS,
+    CGJ_LIB_SET_EMU_BIT_OFFSET,
+    CGJ_LIB_SET_EMU_BITS_POINTER,
+    CGJ_LIB_SETTINGS
 } cgj_lib_setting_t;
 /* Setting `what` of handle obj is now v: its generation follows its settings. */
 void cgj_lib_gen_setting(const void *obj, cgj_lib_setting_t what, uint64_t v);
@@ -151,20 +160,20 @@ static inline void key_host_scalar(cgj_libcall_t *lc, const void *p, size_t byte
 }
 
 /* Handle life: a created handle gets a generation, a destroyed one loses its own for good. */
-#define LIB_CREATE(RT, fn, H, ok, err)                              \
-    RT fn(H *h)                                                     \
-    {                                                               \
-        LIB_REAL(fn, err);                                          \
-        RT r = real_(h);                                            \
-        if (r == (ok) && h) cgj_lib_gen_bump(*h);                   \
-        return r;                                                   \
+#define LIB_CREATE(RT, fn, H, ok, err)            \
+    RT fn(H *h)                                   \
+    {                                             \
+        LIB_REAL(fn, err);                        \
+        RT r = real_(h);                          \
+        if (r == (ok) && h) cgj_lib_gen_bump(*h); \
+        return r;                                 \
     }
-#define LIB_DESTROY(RT, fn, H, err)                                 \
-    RT fn(H h)                                                      \
-    {                                                               \
-        LIB_REAL(fn, err);                                          \
-        cgj_lib_gen_drop(h);                                        \
-        return real_(h);                                            \
+#define LIB_DESTROY(RT, fn, H, err) \
+    RT fn(H h)                      \
+    {                               \
+        LIB_REAL(fn, err);          \
+        cgj_lib_gen_drop(h);        \
+        return real_(h);            \
     }
 
 /* Bytes of one value of a cudaDataType (0: unknown). */
@@ -189,28 +198,28 @@ static inline void key_aliases(cgj_libcall_t *lc)
 /* Run the library call lc as `expr` under the step; `ok` is the library's success status.
  * CGJ_RUN_ABSORBED (CGJIT_VERIFY): replay absorbed it whole, and it runs for real too, its driver
  * calls passed straight through (the eager execution the graph is checked against). */
-#define LIB_CALL(lc, name, ok, expr)                                                  \
-    do {                                                                              \
-        cgj_probe_mark();                                                             \
-        key_aliases(&(lc));                                                           \
-        cgj_call_t c_;                                                                \
-        cgj_call_init(&c_, CGJ_OP_LIB, (name), NULL);                                 \
-        c_.u.l.lc = &(lc);                                                            \
-        int d_ = cgj_step_enter(&c_);                                                 \
-        if (d_ == CGJ_ABSORB) return (ok);                                            \
-        if (CGJ_UNLIKELY(d_ == CGJ_RUN_ABSORBED)) {                                   \
-            cgj_internal_calls++;                                                     \
-            cgj_step_verify_run();                                                    \
-            __typeof__(expr) v_ = (expr);                                             \
-            cgj_step_verify_ran();                                                    \
-            cgj_internal_calls--;                                                     \
-            return v_;                                                                \
-        }                                                                             \
-        cgj_lib_depth++;                                                              \
-        __typeof__(expr) r_ = (expr);                                                 \
-        cgj_lib_depth--;                                                              \
-        cgj_step_leave(&c_, r_ == (ok) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN);          \
-        return r_;                                                                    \
+#define LIB_CALL(lc, name, ok, expr)                                         \
+    do {                                                                     \
+        cgj_probe_mark();                                                    \
+        key_aliases(&(lc));                                                  \
+        cgj_call_t c_;                                                       \
+        cgj_call_init(&c_, CGJ_OP_LIB, (name), NULL);                        \
+        c_.u.l.lc = &(lc);                                                   \
+        int d_ = cgj_step_enter(&c_);                                        \
+        if (d_ == CGJ_ABSORB) return (ok);                                   \
+        if (CGJ_UNLIKELY(d_ == CGJ_RUN_ABSORBED)) {                          \
+            cgj_internal_calls++;                                            \
+            cgj_step_verify_run();                                           \
+            __typeof__(expr) v_ = (expr);                                    \
+            cgj_step_verify_ran();                                           \
+            cgj_internal_calls--;                                            \
+            return v_;                                                       \
+        }                                                                    \
+        cgj_lib_depth++;                                                     \
+        __typeof__(expr) r_ = (expr);                                        \
+        cgj_lib_depth--;                                                     \
+        cgj_step_leave(&c_, r_ == (ok) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN); \
+        return r_;                                                           \
     } while (0)
 
 #endif /* CGJ_LIBS_H */

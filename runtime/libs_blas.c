@@ -39,8 +39,7 @@ static bool blas_handle_math(cgj_libcall_t *lc, cublasHandle_t h, bool *plain)
     cublasAtomicsMode_t am = CUBLAS_ATOMICS_NOT_ALLOWED;
     if (!getters_ready() || !h || g_cublasGetStream_v2(h, &s) != CUBLAS_STATUS_SUCCESS ||
         g_cublasGetPointerMode_v2(h, &pm) != CUBLAS_STATUS_SUCCESS ||
-        g_cublasGetMathMode(h, &mm) != CUBLAS_STATUS_SUCCESS ||
-        g_cublasGetAtomicsMode(h, &am) != CUBLAS_STATUS_SUCCESS)
+        g_cublasGetMathMode(h, &mm) != CUBLAS_STATUS_SUCCESS || g_cublasGetAtomicsMode(h, &am) != CUBLAS_STATUS_SUCCESS)
         lib_never(lc, CGJ_REASON_LIB_HANDLE);
     struct {
         const void *h, *s;
@@ -64,8 +63,19 @@ static void describe_gemm(cgj_libcall_t *lc, cublasOperation_t ta, cublasOperati
     if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T) || m <= 0 || n <= 0 ||
         k <= 0 || !lib_ew_wanted(lc))
         return;
-    lc->gemm = (cgj_libgemm_t){.valid = true, .transa = ta == CUBLAS_OP_T, .transb = tb == CUBLAS_OP_T, .a = 0, .b = 1,
-                               .c = 2, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc, .alpha = *alpha,
+    lc->gemm = (cgj_libgemm_t){.valid = true,
+                               .transa = ta == CUBLAS_OP_T,
+                               .transb = tb == CUBLAS_OP_T,
+                               .a = 0,
+                               .b = 1,
+                               .c = 2,
+                               .m = m,
+                               .n = n,
+                               .k = k,
+                               .lda = lda,
+                               .ldb = ldb,
+                               .ldc = ldc,
+                               .alpha = *alpha,
                                .beta = *beta};
 }
 
@@ -78,11 +88,15 @@ static void scalar(cgj_libcall_t *lc, bool host, const void *p, size_t bytes)
 static bool complex_type(cudaDataType t)
 {
     switch (t) {
-    case CUDA_C_16F: case CUDA_C_16BF: case CUDA_C_32F: case CUDA_C_64F: case CUDA_C_8I: case CUDA_C_8U:
-    case CUDA_C_32I: case CUDA_C_32U:
-        return true;
-    default:
-        return false;
+    case CUDA_C_16F:
+    case CUDA_C_16BF:
+    case CUDA_C_32F:
+    case CUDA_C_64F:
+    case CUDA_C_8I:
+    case CUDA_C_8U:
+    case CUDA_C_32I:
+    case CUDA_C_32U: return true;
+    default: return false;
     }
 }
 
@@ -91,39 +105,43 @@ static size_t compute_scalar_bytes(cublasComputeType_t ct, cudaDataType ctype)
 {
     size_t b = 0;
     switch (ct) {
-    case CUBLAS_COMPUTE_16F: case CUBLAS_COMPUTE_16F_PEDANTIC: b = 2; break;
-    case CUBLAS_COMPUTE_32F: case CUBLAS_COMPUTE_32F_PEDANTIC: case CUBLAS_COMPUTE_32F_FAST_16F:
-    case CUBLAS_COMPUTE_32F_FAST_16BF: case CUBLAS_COMPUTE_32F_FAST_TF32:
-    case CUBLAS_COMPUTE_32F_EMULATED_16BFX9: case CUBLAS_COMPUTE_32I: case CUBLAS_COMPUTE_32I_PEDANTIC:
-        b = 4;
-        break;
-    case CUBLAS_COMPUTE_64F: case CUBLAS_COMPUTE_64F_PEDANTIC: case CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT:
-        b = 8;
-        break;
+    case CUBLAS_COMPUTE_16F:
+    case CUBLAS_COMPUTE_16F_PEDANTIC: b = 2; break;
+    case CUBLAS_COMPUTE_32F:
+    case CUBLAS_COMPUTE_32F_PEDANTIC:
+    case CUBLAS_COMPUTE_32F_FAST_16F:
+    case CUBLAS_COMPUTE_32F_FAST_16BF:
+    case CUBLAS_COMPUTE_32F_FAST_TF32:
+    case CUBLAS_COMPUTE_32F_EMULATED_16BFX9:
+    case CUBLAS_COMPUTE_32I:
+    case CUBLAS_COMPUTE_32I_PEDANTIC: b = 4; break;
+    case CUBLAS_COMPUTE_64F:
+    case CUBLAS_COMPUTE_64F_PEDANTIC:
+    case CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT: b = 8; break;
     default: return 0;
     }
     return complex_type(ctype) ? 2 * b : b;
 }
 
-#define INTS(lc, ...)                                                        \
-    do {                                                                     \
-        const int64_t v_[] = {__VA_ARGS__};                                  \
-        key_put((lc), v_, sizeof v_);                                        \
+#define INTS(lc, ...)                       \
+    do {                                    \
+        const int64_t v_[] = {__VA_ARGS__}; \
+        key_put((lc), v_, sizeof v_);       \
     } while (0)
 
-#define BLAS_PROLOGUE(fn, ...)                                               \
-    LIB_REAL(fn, CUBLAS_STATUS_NOT_INITIALIZED);                             \
-    if (cgj_lib_pass()) return real_(__VA_ARGS__);                           \
-    cgj_libcall_t lc;                                                        \
+#define BLAS_PROLOGUE(fn, ...)                     \
+    LIB_REAL(fn, CUBLAS_STATUS_NOT_INITIALIZED);   \
+    if (cgj_lib_pass()) return real_(__VA_ARGS__); \
+    cgj_libcall_t lc;                              \
     lib_init(&lc)
 
 #define BLAS_RUN(fn, ...) LIB_CALL(lc, #fn, CUBLAS_STATUS_SUCCESS, real_(__VA_ARGS__))
 
 /* ---- level 3 ---- */
 
-cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                              int k, const float *alpha, const float *A, int lda, const float *B, int ldb,
-                              const float *beta, float *C, int ldc)
+cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                              const float *alpha, const float *A, int lda, const float *B, int ldb, const float *beta,
+                              float *C, int ldc)
 {
     BLAS_PROLOGUE(cublasSgemm_v2, h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     bool plain, host = blas_handle_math(&lc, h, &plain);
@@ -135,9 +153,9 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOper
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const void *alpha, const void *A, cudaDataType at, int lda, const void *B,
-                            cudaDataType bt, int ldb, const void *beta, void *C, cudaDataType ct, int ldc,
-                            cublasComputeType_t comp, cublasGemmAlgo_t algo)
+                            const void *alpha, const void *A, cudaDataType at, int lda, const void *B, cudaDataType bt,
+                            int ldb, const void *beta, void *C, cudaDataType ct, int ldc, cublasComputeType_t comp,
+                            cublasGemmAlgo_t algo)
 {
     BLAS_PROLOGUE(cublasGemmEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp, algo);
     bool plain, host = blas_handle_math(&lc, h, &plain);
@@ -151,63 +169,59 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
     BLAS_RUN(cublasGemmEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp, algo);
 }
 
-cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                                         int n, int k, const float *alpha, const float *A, int lda,
-                                         long long sa, const float *B, int ldb, long long sb,
-                                         const float *beta, float *C, int ldc, long long sc, int batch)
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const float *alpha, const float *A, int lda, long long sa,
+                                         const float *B, int ldb, long long sb, const float *beta, float *C, int ldc,
+                                         long long sc, int batch)
 {
-    BLAS_PROLOGUE(cublasSgemmStridedBatched, h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc,
-                  sc, batch);
+    BLAS_PROLOGUE(cublasSgemmStridedBatched, h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc,
+                  batch);
     bool host = blas_handle(&lc, h);
     INTS(&lc, ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, batch);
     scalar(&lc, host, alpha, 4), scalar(&lc, host, beta, 4);
     arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
-    BLAS_RUN(cublasSgemmStridedBatched, h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc,
-             batch);
+    BLAS_RUN(cublasSgemmStridedBatched, h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
 }
 
-cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                                          int n, int k, const void *alpha, const void *A, cudaDataType at,
-                                          int lda, long long sa, const void *B, cudaDataType bt, int ldb,
-                                          long long sb, const void *beta, void *C, cudaDataType ct, int ldc,
-                                          long long sc, int batch, cublasComputeType_t comp,
-                                          cublasGemmAlgo_t algo)
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                          int k, const void *alpha, const void *A, cudaDataType at, int lda,
+                                          long long sa, const void *B, cudaDataType bt, int ldb, long long sb,
+                                          const void *beta, void *C, cudaDataType ct, int ldc, long long sc, int batch,
+                                          cublasComputeType_t comp, cublasGemmAlgo_t algo)
 {
-    BLAS_PROLOGUE(cublasGemmStridedBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta,
-                  C, ct, ldc, sc, batch, comp, algo);
+    BLAS_PROLOGUE(cublasGemmStridedBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct,
+                  ldc, sc, batch, comp, algo);
     bool host = blas_handle(&lc, h);
     INTS(&lc, ta, tb, m, n, k, at, lda, sa, bt, ldb, sb, ct, ldc, sc, batch, comp, algo);
     size_t s = compute_scalar_bytes(comp, ct);
     scalar(&lc, host, alpha, s), scalar(&lc, host, beta, s);
     arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
-    BLAS_RUN(cublasGemmStridedBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C,
-             ct, ldc, sc, batch, comp, algo);
+    BLAS_RUN(cublasGemmStridedBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct, ldc,
+             sc, batch, comp, algo);
 }
 
 /* The pointer arrays live in device memory and are read by the kernels when they run: the
  * arrays are the arguments, their contents are data. */
-cublasStatus_t cublasGemmBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                                   int k, const void *alpha, const void *const A[], cudaDataType at, int lda,
-                                   const void *const B[], cudaDataType bt, int ldb, const void *beta,
-                                   void *const C[], cudaDataType ct, int ldc, int batch,
-                                   cublasComputeType_t comp, cublasGemmAlgo_t algo)
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                   const void *alpha, const void *const A[], cudaDataType at, int lda,
+                                   const void *const B[], cudaDataType bt, int ldb, const void *beta, void *const C[],
+                                   cudaDataType ct, int ldc, int batch, cublasComputeType_t comp, cublasGemmAlgo_t algo)
 {
-    BLAS_PROLOGUE(cublasGemmBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc,
-                  batch, comp, algo);
+    BLAS_PROLOGUE(cublasGemmBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, batch, comp,
+                  algo);
     bool host = blas_handle(&lc, h);
     INTS(&lc, ta, tb, m, n, k, at, lda, bt, ldb, ct, ldc, batch, comp, algo);
     size_t s = compute_scalar_bytes(comp, ct);
     scalar(&lc, host, alpha, s), scalar(&lc, host, beta, s);
     arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C);
-    BLAS_RUN(cublasGemmBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, batch,
-             comp, algo);
+    BLAS_RUN(cublasGemmBatchedEx, h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, batch, comp,
+             algo);
 }
 
 /* ---- level 2 and 1 ---- */
 
-cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t t, int m, int n, const float *alpha,
-                              const float *A, int lda, const float *x, int incx, const float *beta, float *y,
-                              int incy)
+cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t t, int m, int n, const float *alpha, const float *A,
+                              int lda, const float *x, int incx, const float *beta, float *y, int incy)
 {
     BLAS_PROLOGUE(cublasSgemv_v2, h, t, m, n, alpha, A, lda, x, incx, beta, y, incy);
     bool host = blas_handle(&lc, h);
@@ -217,8 +231,7 @@ cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t t, int m, int 
     BLAS_RUN(cublasSgemv_v2, h, t, m, n, alpha, A, lda, x, incx, beta, y, incy);
 }
 
-cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float *alpha, const float *x, int incx, float *y,
-                              int incy)
+cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float *alpha, const float *x, int incx, float *y, int incy)
 {
     BLAS_PROLOGUE(cublasSaxpy_v2, h, n, alpha, x, incx, y, incy);
     bool host = blas_handle(&lc, h);
@@ -239,7 +252,8 @@ cublasStatus_t cublasSscal_v2(cublasHandle_t h, int n, const float *alpha, float
     scalar(&lc, host, alpha, 4);
     arg_put(&lc, x);
     if (host && incx == 1 && n > 0 && lib_ew_wanted(&lc))
-        lc.ew = (cgj_libew_t){"(inout float x, float alpha, count int n): x = alpha * x", {0, lib_ew_float(*alpha), (uint64_t)n}};
+        lc.ew = (cgj_libew_t){"(inout float x, float alpha, count int n): x = alpha * x",
+                              {0, lib_ew_float(*alpha), (uint64_t)n}};
     BLAS_RUN(cublasSscal_v2, h, n, alpha, x, incx);
 }
 
@@ -259,8 +273,7 @@ static void dot_result(cgj_libcall_t *lc, bool host, const void *result)
     else arg_put(lc, result);
 }
 
-cublasStatus_t cublasSdot_v2(cublasHandle_t h, int n, const float *x, int incx, const float *y, int incy,
-                             float *result)
+cublasStatus_t cublasSdot_v2(cublasHandle_t h, int n, const float *x, int incx, const float *y, int incy, float *result)
 {
     BLAS_PROLOGUE(cublasSdot_v2, h, n, x, incx, y, incy, result);
     bool host = blas_handle(&lc, h);
@@ -281,8 +294,8 @@ cublasStatus_t cublasAxpyEx(cublasHandle_t h, int n, const void *alpha, cudaData
     BLAS_RUN(cublasAxpyEx, h, n, alpha, alpha_t, x, xt, incx, y, yt, incy, et);
 }
 
-cublasStatus_t cublasScalEx(cublasHandle_t h, int n, const void *alpha, cudaDataType alpha_t, void *x,
-                            cudaDataType xt, int incx, cudaDataType et)
+cublasStatus_t cublasScalEx(cublasHandle_t h, int n, const void *alpha, cudaDataType alpha_t, void *x, cudaDataType xt,
+                            int incx, cudaDataType et)
 {
     BLAS_PROLOGUE(cublasScalEx, h, n, alpha, alpha_t, x, xt, incx, et);
     bool host = blas_handle(&lc, h);
@@ -292,8 +305,8 @@ cublasStatus_t cublasScalEx(cublasHandle_t h, int n, const void *alpha, cudaData
     BLAS_RUN(cublasScalEx, h, n, alpha, alpha_t, x, xt, incx, et);
 }
 
-cublasStatus_t cublasCopyEx(cublasHandle_t h, int n, const void *x, cudaDataType xt, int incx, void *y,
-                            cudaDataType yt, int incy)
+cublasStatus_t cublasCopyEx(cublasHandle_t h, int n, const void *x, cudaDataType xt, int incx, void *y, cudaDataType yt,
+                            int incy)
 {
     BLAS_PROLOGUE(cublasCopyEx, h, n, x, xt, incx, y, yt, incy);
     blas_handle(&lc, h);
@@ -318,13 +331,13 @@ cublasStatus_t cublasDotEx(cublasHandle_t h, int n, const void *x, cudaDataType 
 LIB_CREATE(cublasStatus_t, cublasCreate_v2, cublasHandle_t, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_NOT_INITIALIZED)
 LIB_DESTROY(cublasStatus_t, cublasDestroy_v2, cublasHandle_t, CUBLAS_STATUS_NOT_INITIALIZED)
 
-#define SETTER(fn, T, what)                                           \
-    cublasStatus_t fn(cublasHandle_t h, T v)                          \
-    {                                                                 \
-        LIB_REAL(fn, CUBLAS_STATUS_NOT_INITIALIZED);                  \
-        cublasStatus_t r = real_(h, v);                               \
-        cgj_lib_gen_setting(h, what, (uint64_t)(uintptr_t)v);         \
-        return r;                                                     \
+#define SETTER(fn, T, what)                                   \
+    cublasStatus_t fn(cublasHandle_t h, T v)                  \
+    {                                                         \
+        LIB_REAL(fn, CUBLAS_STATUS_NOT_INITIALIZED);          \
+        cublasStatus_t r = real_(h, v);                       \
+        cgj_lib_gen_setting(h, what, (uint64_t)(uintptr_t)v); \
+        return r;                                             \
     }
 SETTER(cublasSetMathMode, cublasMath_t, CGJ_LIB_SET_MATH)
 SETTER(cublasSetAtomicsMode, cublasAtomicsMode_t, CGJ_LIB_SET_ATOMICS)
@@ -367,8 +380,7 @@ static void key_opaque(cgj_libcall_t *lc, const void *p, size_t bytes)
     else key_i64(lc, -1);
 }
 
-static void lt_desc_attr(cgj_libcall_t *lc, cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, void *v,
-                         size_t n)
+static void lt_desc_attr(cgj_libcall_t *lc, cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, void *v, size_t n)
 {
     size_t written = 0;
     if (!g_cublasLtMatmulDescGetAttribute)
@@ -425,19 +437,29 @@ static void describe_lt_gemm(cgj_libcall_t *lc, cublasLtMatmulDesc_t desc, const
         ldc != ldd || cr > INT32_MAX || cc > INT32_MAX || ar > INT32_MAX || ac > INT32_MAX)
         return;
     uint64_t k = ta == CUBLAS_OP_T ? ar : ac;
-    if ((ta == CUBLAS_OP_T ? ac : ar) != cr || (tb == CUBLAS_OP_T ? br : bc) != cc || (tb == CUBLAS_OP_T ? bc : br) != k)
+    if ((ta == CUBLAS_OP_T ? ac : ar) != cr || (tb == CUBLAS_OP_T ? br : bc) != cc ||
+        (tb == CUBLAS_OP_T ? bc : br) != k)
         return;
-    lc->gemm = (cgj_libgemm_t){.valid = true, .transa = ta == CUBLAS_OP_T, .transb = tb == CUBLAS_OP_T, .a = 7, .b = 8,
-                               .c = 9, .m = (int32_t)cr, .n = (int32_t)cc, .k = (int32_t)k, .lda = (int32_t)lda,
-                               .ldb = (int32_t)ldb, .ldc = (int32_t)ldc, .alpha = *(const float *)alpha,
+    lc->gemm = (cgj_libgemm_t){.valid = true,
+                               .transa = ta == CUBLAS_OP_T,
+                               .transb = tb == CUBLAS_OP_T,
+                               .a = 7,
+                               .b = 8,
+                               .c = 9,
+                               .m = (int32_t)cr,
+                               .n = (int32_t)cc,
+                               .k = (int32_t)k,
+                               .lda = (int32_t)lda,
+                               .ldb = (int32_t)ldb,
+                               .ldc = (int32_t)ldc,
+                               .alpha = *(const float *)alpha,
                                .beta = *(const float *)beta};
 }
 
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
-                              cublasLtMatrixLayout_t ad, const void *B, cublasLtMatrixLayout_t bd,
-                              const void *beta, const void *C, cublasLtMatrixLayout_t cd, void *D,
-                              cublasLtMatrixLayout_t dd, const cublasLtMatmulAlgo_t *algo, void *ws,
-                              size_t wsbytes, cudaStream_t s)
+                              cublasLtMatrixLayout_t ad, const void *B, cublasLtMatrixLayout_t bd, const void *beta,
+                              const void *C, cublasLtMatrixLayout_t cd, void *D, cublasLtMatrixLayout_t dd,
+                              const cublasLtMatmulAlgo_t *algo, void *ws, size_t wsbytes, cudaStream_t s)
 {
     BLAS_PROLOGUE(cublasLtMatmul, h, desc, alpha, A, ad, B, bd, beta, C, cd, D, dd, algo, ws, wsbytes, s);
     struct {
@@ -448,7 +470,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     /* The descriptor's device pointers are arguments, not key: their words are blanked in the
      * copy of its bytes that goes into the key. */
     static const cublasLtMatmulDescAttributes_t ptr_attrs[] = {
-        CUBLASLT_MATMUL_DESC_BIAS_POINTER, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+        CUBLASLT_MATMUL_DESC_BIAS_POINTER,    CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
         CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
         CUBLASLT_MATMUL_DESC_C_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
         CUBLASLT_MATMUL_DESC_AMAX_D_POINTER};
@@ -481,7 +503,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     scalar(&lc, alpha_host, alpha, sb);
     if (pm != CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO) scalar(&lc, beta_host, beta, sb);
     arg_put(&lc, A), arg_put(&lc, B), arg_put(&lc, C), arg_put(&lc, D), arg_put(&lc, ws);
-    if (desc && alpha_host && beta_host && lib_ew_wanted(&lc)) describe_lt_gemm(&lc, desc, alpha, beta, C, ad, bd, cd, D, dd);
+    if (desc && alpha_host && beta_host && lib_ew_wanted(&lc))
+        describe_lt_gemm(&lc, desc, alpha, beta, C, ad, bd, cd, D, dd);
     BLAS_RUN(cublasLtMatmul, h, desc, alpha, A, ad, B, bd, beta, C, cd, D, dd, algo, ws, wsbytes, s);
 }
 

@@ -23,12 +23,14 @@
  * and export them for the programs that use them. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
+/* clang-format off */
 #define DNN_GETTERS(X)                                                                                 \
     X(cudnnGetStream) X(cudnnGetTensorNdDescriptor) X(cudnnGetFilterNdDescriptor)                     \
     X(cudnnGetConvolutionNdDescriptor) X(cudnnGetConvolutionMathType) X(cudnnGetConvolutionGroupCount) \
     X(cudnnGetConvolutionReorderType) X(cudnnGetActivationDescriptor)                                  \
     X(cudnnGetActivationDescriptorSwishBeta) X(cudnnGetOpTensorDescriptor)                             \
     X(cudnnGetPoolingNdDescriptor) X(cudnnGetPooling2dDescriptor)
+/* clang-format on */
 LIB_DEFINE_GETTERS(DNN_GETTERS)
 
 #define OK(expr) ((expr) == CUDNN_STATUS_SUCCESS)
@@ -103,12 +105,11 @@ static void key_conv(cgj_libcall_t *lc, cudnnConvolutionDescriptor_t d)
         cudnnDataType_t ct;
         cudnnMathType_t math;
         cudnnReorderType_t reorder;
-        if (!OK(g_cudnnGetConvolutionNdDescriptor(d, MAXC, &len, k.pad, k.stride, k.dil, &mode, &ct)) ||
-            len > MAXC || !OK(g_cudnnGetConvolutionMathType(d, &math)) ||
-            !OK(g_cudnnGetConvolutionGroupCount(d, &k.groups)) || !OK(g_cudnnGetConvolutionReorderType(d, &reorder)))
+        if (!OK(g_cudnnGetConvolutionNdDescriptor(d, MAXC, &len, k.pad, k.stride, k.dil, &mode, &ct)) || len > MAXC ||
+            !OK(g_cudnnGetConvolutionMathType(d, &math)) || !OK(g_cudnnGetConvolutionGroupCount(d, &k.groups)) ||
+            !OK(g_cudnnGetConvolutionReorderType(d, &reorder)))
             lib_never(lc, CGJ_REASON_LIB_DESCRIPTOR);
-        else
-            k.len = len, k.mode = mode, k.ct = ct, k.math = math, k.reorder = reorder;
+        else k.len = len, k.mode = mode, k.ct = ct, k.math = math, k.reorder = reorder;
     }
     key_put(lc, &k, sizeof k);
 }
@@ -125,8 +126,7 @@ static void key_activation(cgj_libcall_t *lc, cudnnActivationDescriptor_t d)
         if (!OK(g_cudnnGetActivationDescriptor(d, &mode, &nan, &k.coef)) ||
             (mode == CUDNN_ACTIVATION_SWISH && !OK(g_cudnnGetActivationDescriptorSwishBeta(d, &k.swish))))
             lib_never(lc, CGJ_REASON_LIB_DESCRIPTOR);
-        else
-            k.mode = mode, k.nan = nan;
+        else k.mode = mode, k.nan = nan;
     }
     key_put(lc, &k, sizeof k);
 }
@@ -147,11 +147,11 @@ static void key_scale(cgj_libcall_t *lc, const void *p, cudnnDataType_t dt)
     key_host_scalar(lc, p, dt == CUDNN_DATA_DOUBLE ? sizeof(double) : sizeof(float));
 }
 
-#define DNN_PROLOGUE(fn, h, ...)                                             \
-    LIB_REAL(fn, CUDNN_STATUS_NOT_INITIALIZED);                              \
-    if (cgj_lib_pass()) return real_(h, __VA_ARGS__);                        \
-    cgj_libcall_t lc;                                                        \
-    lib_init(&lc);                                                           \
+#define DNN_PROLOGUE(fn, h, ...)                      \
+    LIB_REAL(fn, CUDNN_STATUS_NOT_INITIALIZED);       \
+    if (cgj_lib_pass()) return real_(h, __VA_ARGS__); \
+    cgj_libcall_t lc;                                 \
+    lib_init(&lc);                                    \
     dnn_handle(&lc, h)
 
 #define DNN_RUN(fn, ...) LIB_CALL(lc, #fn, CUDNN_STATUS_SUCCESS, real_(__VA_ARGS__))
@@ -183,9 +183,8 @@ static void describe_conv(cgj_libcall_t *lc, cudnnTensorDescriptor_t xd, cudnnFi
 
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const cudnnTensorDescriptor_t xd,
                                       const void *x, const cudnnFilterDescriptor_t wd, const void *w,
-                                      const cudnnConvolutionDescriptor_t cd, cudnnConvolutionFwdAlgo_t algo,
-                                      void *ws, size_t wsbytes, const void *beta,
-                                      const cudnnTensorDescriptor_t yd, void *y)
+                                      const cudnnConvolutionDescriptor_t cd, cudnnConvolutionFwdAlgo_t algo, void *ws,
+                                      size_t wsbytes, const void *beta, const cudnnTensorDescriptor_t yd, void *y)
 {
     DNN_PROLOGUE(cudnnConvolutionForward, h, alpha, xd, x, wd, w, cd, algo, ws, wsbytes, beta, yd, y);
     key_conv_call(&lc, xd, wd, cd, algo, wsbytes);
@@ -203,8 +202,8 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     const void *z, const cudnnTensorDescriptor_t bd, const void *bias, const cudnnActivationDescriptor_t ad,
     const cudnnTensorDescriptor_t yd, void *y)
 {
-    DNN_PROLOGUE(cudnnConvolutionBiasActivationForward, h, alpha1, xd, x, wd, w, cd, algo, ws, wsbytes, alpha2,
-                 zd, z, bd, bias, ad, yd, y);
+    DNN_PROLOGUE(cudnnConvolutionBiasActivationForward, h, alpha1, xd, x, wd, w, cd, algo, ws, wsbytes, alpha2, zd, z,
+                 bd, bias, ad, yd, y);
     key_conv_call(&lc, xd, wd, cd, algo, wsbytes);
     key_tensor(&lc, zd);
     key_tensor(&lc, bd);
@@ -212,8 +211,8 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     cudnnDataType_t dt = key_tensor(&lc, yd);
     key_scale(&lc, alpha1, dt), key_scale(&lc, alpha2, dt);
     arg_put(&lc, x), arg_put(&lc, w), arg_put(&lc, ws), arg_put(&lc, z), arg_put(&lc, bias), arg_put(&lc, y);
-    DNN_RUN(cudnnConvolutionBiasActivationForward, h, alpha1, xd, x, wd, w, cd, algo, ws, wsbytes, alpha2, zd, z,
-            bd, bias, ad, yd, y);
+    DNN_RUN(cudnnConvolutionBiasActivationForward, h, alpha1, xd, x, wd, w, cd, algo, ws, wsbytes, alpha2, zd, z, bd,
+            bias, ad, yd, y);
 }
 
 /* ---- elementwise descriptions (fusion/, mode default) ----
@@ -265,6 +264,7 @@ static uint64_t scale_bits(const void *p)
 
 /* y = alpha * f(x) + beta * y, for each activation mode cuDNN has (f over x, coef, swish): where
  * NaN is not propagated, and where it is (the clamping modes then keep a NaN). */
+/* clang-format off */
 #define ACT_MODES(X)                                                                                        \
     X(CUDNN_ACTIVATION_SIGMOID, "sigmoid(x)", "sigmoid(x)")                                                 \
     X(CUDNN_ACTIVATION_RELU, "x > 0 ? x : 0", "x > 0 ? x : (x != x ? x : 0)")                               \
@@ -273,6 +273,7 @@ static uint64_t scale_bits(const void *p)
     X(CUDNN_ACTIVATION_ELU, "x > 0 ? x : coef * (exp(x) - 1)", "x > 0 ? x : coef * (exp(x) - 1)")           \
     X(CUDNN_ACTIVATION_IDENTITY, "x", "x")                                                                  \
     X(CUDNN_ACTIVATION_SWISH, "x * sigmoid(swish * x)", "x * sigmoid(swish * x)")
+/* clang-format on */
 #define ACT_PARAMS "float alpha, float coef, float swish, count long n): "
 
 static void ew_activation(cgj_libcall_t *lc, cudnnActivationDescriptor_t ad, const tensor_t *xt, const tensor_t *yt,
@@ -286,12 +287,12 @@ static void ew_activation(cgj_libcall_t *lc, cudnnActivationDescriptor_t ad, con
         (mode == CUDNN_ACTIVATION_SWISH && !OK(g_cudnnGetActivationDescriptorSwishBeta(ad, &swish))))
         return;
     bool b0 = *(const float *)beta == 0.0f, keep = nan == CUDNN_PROPAGATE_NAN;
-#define ACT_CASE(m, f, fnan)                                                                                  \
-    case m:                                                                                                   \
-        lc->ew.spec = b0 ? (keep ? "(out float y, in float x, " ACT_PARAMS EW_BLEND("y", fnan)               \
-                                 : "(out float y, in float x, " ACT_PARAMS EW_BLEND("y", f))                 \
+#define ACT_CASE(m, f, fnan)                                                                                      \
+    case m:                                                                                                       \
+        lc->ew.spec = b0 ? (keep ? "(out float y, in float x, " ACT_PARAMS EW_BLEND("y", fnan)                    \
+                                 : "(out float y, in float x, " ACT_PARAMS EW_BLEND("y", f))                      \
                          : (keep ? "(inout float y, in float x, float beta, " ACT_PARAMS EW_BLEND_BETA("y", fnan) \
-                                 : "(inout float y, in float x, float beta, " ACT_PARAMS EW_BLEND_BETA("y", f)); \
+                                 : "(inout float y, in float x, float beta, " ACT_PARAMS EW_BLEND_BETA("y", f));  \
         break;
     switch (mode) {
         ACT_MODES(ACT_CASE)
@@ -321,18 +322,27 @@ static void ew_add(cgj_libcall_t *lc, const tensor_t *at, const tensor_t *ct, co
 }
 
 /* C = op(alpha1 * A, alpha2 * B) + beta * C for the binary ops, B whole or broadcast. */
-#define OPT_SPEC(c, b, expr) "(" c " float c, in float a, in float " b ", float alpha1, float alpha2, float beta, long d, long m, count long n): c = " expr
-#define OPT_SPECS(expr)                                                                       \
-    {{OPT_SPEC("inout", "b", expr " + beta * c"), OPT_SPEC("inout", "b[(i / d) % m]", expr " + beta * c")}, \
-     {OPT_SPEC("out", "b", expr), OPT_SPEC("out", "b[(i / d) % m]", expr)}}
+#define OPT_SPEC(c, b, expr)                  \
+    "(" c " float c, in float a, in float " b \
+    ", float alpha1, float alpha2, float beta, long d, long m, count long n): c = " expr
+#define OPT_SPECS(expr)                                                                                        \
+    {                                                                                                          \
+        {OPT_SPEC("inout", "b", expr " + beta * c"), OPT_SPEC("inout", "b[(i / d) % m]", expr " + beta * c")}, \
+        {                                                                                                      \
+            OPT_SPEC("out", "b", expr), OPT_SPEC("out", "b[(i / d) % m]", expr)                                \
+        }                                                                                                      \
+    }
 static void ew_op_tensor(cgj_libcall_t *lc, cudnnOpTensorOp_t op, const tensor_t *at, const tensor_t *bt,
                          const tensor_t *ct, const void *a1, const void *a2, const void *beta)
 {
     static const char *const specs[4][2][2] = {
         OPT_SPECS("alpha1 * a + alpha2 * b"), OPT_SPECS("(alpha1 * a) * (alpha2 * b)"),
         OPT_SPECS("min(alpha1 * a, alpha2 * b)"), OPT_SPECS("max(alpha1 * a, alpha2 * b)")};
-    int which = op == CUDNN_OP_TENSOR_ADD ? 0 : op == CUDNN_OP_TENSOR_MUL ? 1 : op == CUDNN_OP_TENSOR_MIN ? 2
-              : op == CUDNN_OP_TENSOR_MAX ? 3 : -1;
+    int which = op == CUDNN_OP_TENSOR_ADD ? 0
+              : op == CUDNN_OP_TENSOR_MUL ? 1
+              : op == CUDNN_OP_TENSOR_MIN ? 2
+              : op == CUDNN_OP_TENSOR_MAX ? 3
+                                          : -1;
     uint64_t n = packed_elements(ct), d = 1, m = 1;
     int bc = n && which >= 0 && broadcast_of(at, ct, &d, &m) == 0 ? broadcast_of(bt, ct, &d, &m) : -1;
     if (bc < 0) return;
@@ -404,13 +414,14 @@ cudnnStatus_t cudnnScaleTensor(cudnnHandle_t h, const cudnnTensorDescriptor_t yd
     key_scale(&lc, alpha, dt);
     arg_put(&lc, y);
     uint64_t n = lib_ew_wanted(&lc) ? packed_elements(&yt) : 0;
-    if (n) lc.ew = (cgj_libew_t){"(inout float y, float alpha, count long n): y = alpha * y", {0, scale_bits(alpha), n}};
+    if (n)
+        lc.ew = (cgj_libew_t){"(inout float y, float alpha, count long n): y = alpha * y", {0, scale_bits(alpha), n}};
     DNN_RUN(cudnnScaleTensor, h, yd, y, alpha);
 }
 
 cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t h, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode,
-                                  const void *alpha, const cudnnTensorDescriptor_t xd, const void *x,
-                                  const void *beta, const cudnnTensorDescriptor_t yd, void *y)
+                                  const void *alpha, const cudnnTensorDescriptor_t xd, const void *x, const void *beta,
+                                  const cudnnTensorDescriptor_t yd, void *y)
 {
     DNN_PROLOGUE(cudnnSoftmaxForward, h, algo, mode, alpha, xd, x, beta, yd, y);
     key_i64(&lc, algo), key_i64(&lc, mode);
@@ -438,10 +449,8 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_
                                                      &k.stride[0], &k.stride[1]));
         if (read) nb = 2;
         else read = OK(g_cudnnGetPoolingNdDescriptor(pd, 3, &mode, &nan, &nb, k.win, k.pad, k.stride));
-        if (!read || nb > 3)
-            lib_never(&lc, CGJ_REASON_LIB_DESCRIPTOR);
-        else
-            k.mode = mode, k.nan = nan, k.nb = nb;
+        if (!read || nb > 3) lib_never(&lc, CGJ_REASON_LIB_DESCRIPTOR);
+        else k.mode = mode, k.nan = nan, k.nb = nb;
     }
     key_put(&lc, &k, sizeof k);
     key_tensor(&lc, xd);
@@ -451,16 +460,14 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t h, const cudnnPoolingDescriptor_
     DNN_RUN(cudnnPoolingForward, h, pd, alpha, xd, x, beta, yd, y);
 }
 
-cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t h, cudnnBatchNormMode_t mode,
-                                                      const void *alpha, const void *beta,
-                                                      const cudnnTensorDescriptor_t xd, const void *x,
+cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t h, cudnnBatchNormMode_t mode, const void *alpha,
+                                                      const void *beta, const cudnnTensorDescriptor_t xd, const void *x,
                                                       const cudnnTensorDescriptor_t yd, void *y,
                                                       const cudnnTensorDescriptor_t bnd, const void *scale,
-                                                      const void *bias, const void *mean, const void *var,
-                                                      double eps)
+                                                      const void *bias, const void *mean, const void *var, double eps)
 {
-    DNN_PROLOGUE(cudnnBatchNormalizationForwardInference, h, mode, alpha, beta, xd, x, yd, y, bnd, scale, bias,
-                 mean, var, eps);
+    DNN_PROLOGUE(cudnnBatchNormalizationForwardInference, h, mode, alpha, beta, xd, x, yd, y, bnd, scale, bias, mean,
+                 var, eps);
     key_i64(&lc, mode);
     key_put(&lc, &eps, sizeof eps);
     key_tensor(&lc, xd);
@@ -511,9 +518,9 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t d, cudnnBackendA
 {
     LIB_REAL(cudnnBackendSetAttribute, CUDNN_STATUS_NOT_INITIALIZED);
     cudnnStatus_t r = real_(d, name, type, n, elems);
-    if (r != CUDNN_STATUS_SUCCESS || (name != CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS &&
-                                      name != CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS &&
-                                      name != CUDNN_ATTR_VARIANT_PACK_WORKSPACE))
+    if (r != CUDNN_STATUS_SUCCESS ||
+        (name != CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS && name != CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS &&
+         name != CUDNN_ATTR_VARIANT_PACK_WORKSPACE))
         return r;
     pthread_mutex_lock(&packs_lock);
     pack_t *p = pack_find(d, true);

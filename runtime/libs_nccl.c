@@ -35,11 +35,22 @@
 static __thread int group_depth;
 
 /* The functions, as they are part of a key. */
-enum { F_ALLREDUCE, F_BROADCAST, F_BCAST, F_REDUCE, F_ALLGATHER, F_REDUCESCATTER, F_ALLTOALL, F_GATHER,
-       F_SCATTER, F_SEND, F_RECV };
+enum {
+    F_ALLREDUCE,
+    F_BROADCAST,
+    F_BCAST,
+    F_REDUCE,
+    F_ALLGATHER,
+    F_REDUCESCATTER,
+    F_ALLTOALL,
+    F_GATHER,
+    F_SCATTER,
+    F_SEND,
+    F_RECV
+};
 
-static void nccl_key(cgj_libcall_t *lc, int fn, ncclComm_t comm, cudaStream_t s, size_t count,
-                     ncclDataType_t dt, ncclRedOp_t op, int peer)
+static void nccl_key(cgj_libcall_t *lc, int fn, ncclComm_t comm, cudaStream_t s, size_t count, ncclDataType_t dt,
+                     ncclRedOp_t op, int peer)
 {
     struct {
         const void *comm, *s;
@@ -51,10 +62,10 @@ static void nccl_key(cgj_libcall_t *lc, int fn, ncclComm_t comm, cudaStream_t s,
     key_put(lc, &k, sizeof k);
 }
 
-#define NCCL_PROLOGUE(fn, ...)                                               \
-    LIB_REAL(fn, ncclSystemError);                                           \
-    if (group_depth || cgj_lib_pass()) return real_(__VA_ARGS__);            \
-    cgj_libcall_t lc;                                                        \
+#define NCCL_PROLOGUE(fn, ...)                                    \
+    LIB_REAL(fn, ncclSystemError);                                \
+    if (group_depth || cgj_lib_pass()) return real_(__VA_ARGS__); \
+    cgj_libcall_t lc;                                             \
     lib_init(&lc)
 
 #define NCCL_RUN(fn, ...) LIB_CALL(lc, #fn, ncclSuccess, real_(__VA_ARGS__))
@@ -70,8 +81,8 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataT
     NCCL_RUN(ncclAllReduce, send, recv, count, dt, op, comm, s);
 }
 
-ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t dt, int root,
-                           ncclComm_t comm, cudaStream_t s)
+ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t dt, int root, ncclComm_t comm,
+                           cudaStream_t s)
 {
     NCCL_PROLOGUE(ncclBroadcast, send, recv, count, dt, root, comm, s);
     nccl_key(&lc, F_BROADCAST, comm, s, count, dt, -1, root);
@@ -235,13 +246,13 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexclude, ncclCom
 #endif
 
 /* A call after which NCCL may choose other kernels for the same arguments: a new generation. */
-#define COMM_CHANGES(fn, comm, params, args)                                 \
-    ncclResult_t fn params                                                   \
-    {                                                                        \
-        LIB_REAL(fn, ncclSystemError);                                       \
-        ncclResult_t r = real_ args;                                         \
-        cgj_lib_gen_bump(comm);                                              \
-        return r;                                                            \
+#define COMM_CHANGES(fn, comm, params, args) \
+    ncclResult_t fn params                   \
+    {                                        \
+        LIB_REAL(fn, ncclSystemError);       \
+        ncclResult_t r = real_ args;         \
+        cgj_lib_gen_bump(comm);              \
+        return r;                            \
     }
 
 COMM_CHANGES(ncclCommFinalize, comm, (ncclComm_t comm), (comm))
@@ -249,7 +260,7 @@ COMM_CHANGES(ncclCommRegister, comm, (const ncclComm_t comm, void *buf, size_t s
              (comm, buf, size, handle))
 COMM_CHANGES(ncclCommDeregister, comm, (const ncclComm_t comm, void *handle), (comm, handle))
 COMM_CHANGES(ncclRedOpCreatePreMulSum, comm,
-             (ncclRedOp_t *op, void *scalar, ncclDataType_t dt, ncclScalarResidence_t res, ncclComm_t comm),
+             (ncclRedOp_t * op, void *scalar, ncclDataType_t dt, ncclScalarResidence_t res, ncclComm_t comm),
              (op, scalar, dt, res, comm))
 COMM_CHANGES(ncclRedOpDestroy, comm, (ncclRedOp_t op, ncclComm_t comm), (op, comm))
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)

@@ -42,7 +42,8 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
 {
     char text[320];
     uint32_t segs = 0;
-    fprintf(f, "    variant %u: %u ops (%u kernels), %u segment(s), %u varying slot(s), %llu replays, %llu side exits\n",
+    fprintf(f,
+            "    variant %u: %u ops (%u kernels), %u segment(s), %u varying slot(s), %llu replays, %llu side exits\n",
             k + 1, t->list.n, t->kernels, t->nsegs, __atomic_load_n(&t->varying_slots, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&t->replays, __ATOMIC_RELAXED),
             (unsigned long long)__atomic_load_n(&t->side_exits, __ATOMIC_RELAXED));
@@ -53,19 +54,23 @@ static void report_variant(FILE *f, const cgj_trace_t *t, uint32_t k)
     }
     uint32_t on_gpu = cgj_report_gpu_patched(t, &segs);
     if (on_gpu)
-        fprintf(f, "      kernels patched on the GPU: %u, in %u segment(s): their values are written by the graph's patch node as it runs (CGJIT_DEVICE_PATCH)\n",
-                on_gpu, segs);
+        fprintf(
+            f,
+            "      kernels patched on the GPU: %u, in %u segment(s): their values are written by the graph's patch node as it runs (CGJIT_DEVICE_PATCH)\n",
+            on_gpu, segs);
     for (uint32_t e = 0; e < t->nexits; e++)
         fprintf(f, "      side exit, %llu time(s): %s\n", (unsigned long long)t->exits[e].count,
                 cgj_reason_format(&t->exits[e].reason, text, sizeof text));
     if (t->other_exits)
         fprintf(f, "      %llu further side exit(s) of other kinds\n", (unsigned long long)t->other_exits);
     if (t->fused_chains || t->fuse_drops)
-        fprintf(f, "      fusion: %u chain(s) holding %u kernel launches replay as %u generated kernel(s) and %u cuBLASLt matmul(s) (%.2f ms to compile, %u by NVRTC, %.2f ms to validate)%s%s\n",
-                t->fused_chains, t->fused_ops, t->fused_chains - t->fused_gemms, t->fused_gemms,
-                (double)t->fuse_compile_ns / 1e6, t->fuse_cold,
-                (double)(t->fuse_ns - t->fuse_compile_ns) / 1e6, t->fuse_drops ? "; last left unfused: " : "",
-                t->fuse_drops ? cgj_reason_format(&t->fuse_dropped, text, sizeof text) : "");
+        fprintf(
+            f,
+            "      fusion: %u chain(s) holding %u kernel launches replay as %u generated kernel(s) and %u cuBLASLt matmul(s) (%.2f ms to compile, %u by NVRTC, %.2f ms to validate)%s%s\n",
+            t->fused_chains, t->fused_ops, t->fused_chains - t->fused_gemms, t->fused_gemms,
+            (double)t->fuse_compile_ns / 1e6, t->fuse_cold, (double)(t->fuse_ns - t->fuse_compile_ns) / 1e6,
+            t->fuse_drops ? "; last left unfused: " : "",
+            t->fuse_drops ? cgj_reason_format(&t->fuse_dropped, text, sizeof text) : "");
     report_fusions(f, t);
     /* Library calls: by default each runs the library; under CGJIT_LIBS_LEARNED, how many replay
      * absorbs whole, and why the others run it. */
@@ -106,33 +111,39 @@ static void report_verdict(FILE *f, const cgj_anchor_t *a, const cgj_trace_info_
                 i->state == CGJ_STATE_OFF ? ": replay is off for now: " : "",
                 i->state == CGJ_STATE_OFF ? i->reason : "");
     if (i->gpu_busy_steps) {
-        fprintf(f, "    GPU busy per replayed step (CGJIT_BUSY, %llu steps): %.1f us", (unsigned long long)i->gpu_busy_steps,
-                (double)i->gpu_busy_ns / 1e3);
+        fprintf(f, "    GPU busy per replayed step (CGJIT_BUSY, %llu steps): %.1f us",
+                (unsigned long long)i->gpu_busy_steps, (double)i->gpu_busy_ns / 1e3);
         if (i->replay_step_ns)
-            fprintf(f, "; replay %.1f us is %.2fx that: %.1f us left for graphs to take, the rest only faster kernels can",
+            fprintf(f,
+                    "; replay %.1f us is %.2fx that: %.1f us left for graphs to take, the rest only faster kernels can",
                     (double)i->replay_step_ns / 1e3, (double)i->replay_step_ns / (double)i->gpu_busy_ns,
                     i->replay_step_ns > i->gpu_busy_ns ? (double)(i->replay_step_ns - i->gpu_busy_ns) / 1e3 : 0.0);
         fputc('\n', f);
     }
     if (i->recorded_ops && i->first_replay_run)
-        fprintf(f, "    warm-up: recording %.2f us per call, plan %.2f ms, graphs %.2f ms (instantiate %.2f ms); first replay at run %llu\n",
-                (double)i->record_ns / (double)i->recorded_ops / 1e3, (double)i->plan_ns / 1e6,
-                (double)i->build_ns / 1e6, (double)i->instantiate_ns / 1e6,
-                (unsigned long long)i->first_replay_run);
+        fprintf(
+            f,
+            "    warm-up: recording %.2f us per call, plan %.2f ms, graphs %.2f ms (instantiate %.2f ms); first replay at run %llu\n",
+            (double)i->record_ns / (double)i->recorded_ops / 1e3, (double)i->plan_ns / 1e6, (double)i->build_ns / 1e6,
+            (double)i->instantiate_ns / 1e6, (unsigned long long)i->first_replay_run);
     if (i->probes || i->off_runs || i->busy_runs)
-        fprintf(f, "    eager on purpose: %llu probe(s), %llu run(s) while replay was off, %llu run(s) while another thread ran the step\n",
-                (unsigned long long)i->probes, (unsigned long long)i->off_runs, (unsigned long long)i->busy_runs);
+        fprintf(
+            f,
+            "    eager on purpose: %llu probe(s), %llu run(s) while replay was off, %llu run(s) while another thread ran the step\n",
+            (unsigned long long)i->probes, (unsigned long long)i->off_runs, (unsigned long long)i->busy_runs);
     if (i->reissued_ops)
         fprintf(f, "    %llu absorbed ops re-issued eagerly where replays left the trace\n",
                 (unsigned long long)i->reissued_ops);
     double e, r;
     cgj_anchor_host_times(a, &e, &r);
     if (i->replays && e > 0)
-        fprintf(f, "    host time per step: eager %.1f us, replay %.1f us: about %.3f s of host time %s\n",
-                e / 1e3, r / 1e3, (e > r ? e - r : r - e) * (double)i->replays / 1e9, e >= r ? "saved" : "lost");
+        fprintf(f, "    host time per step: eager %.1f us, replay %.1f us: about %.3f s of host time %s\n", e / 1e3,
+                r / 1e3, (e > r ? e - r : r - e) * (double)i->replays / 1e9, e >= r ? "saved" : "lost");
     if (i->eager_calls_ns && e > 0) {
-        fprintf(f, "    an eager probe spends %.1f us of its %.1f us in the driver and library calls replay absorbs (the most replay can save on the host)",
-                (double)i->eager_calls_ns / 1e3, e / 1e3);
+        fprintf(
+            f,
+            "    an eager probe spends %.1f us of its %.1f us in the driver and library calls replay absorbs (the most replay can save on the host)",
+            (double)i->eager_calls_ns / 1e3, e / 1e3);
         if (i->eager_step_ns)
             fprintf(f, ": %.0f%% of the step's period", 100.0 * (double)i->eager_calls_ns / (double)i->eager_step_ns);
         fputc('\n', f);
@@ -149,14 +160,12 @@ static void report_anchor(FILE *f, const cgj_report_anchor_t *ra)
     fputs("  anchor '", f);
     cgj_text_str(f, cgj_anchor_name(a)); /* a program's bytes: escaped, on one line */
     fprintf(f, "': %s, %llu runs, %llu replayed, %llu side exits, %u variant(s)\n", cgj_state_name(i.state),
-            (unsigned long long)i.runs,
-            (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.variants);
+            (unsigned long long)i.runs, (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.variants);
     const cgj_trace_t *t;
     for (uint32_t k = 0; (t = cgj_anchor_variant(a, k)); k++) report_variant(f, t, k);
     if (i.allocations)
-        fprintf(f, "    pool: %u allocations, %llu bytes planned, %llu naive, %llu lower bound (%.3f)\n",
-                i.allocations, (unsigned long long)i.pool_bytes, (unsigned long long)i.naive_bytes,
-                (unsigned long long)i.lower_bound,
+        fprintf(f, "    pool: %u allocations, %llu bytes planned, %llu naive, %llu lower bound (%.3f)\n", i.allocations,
+                (unsigned long long)i.pool_bytes, (unsigned long long)i.naive_bytes, (unsigned long long)i.lower_bound,
                 i.lower_bound ? (double)i.pool_bytes / (double)i.lower_bound : 1.0);
     report_verdict(f, a, &i);
     if (i.reason[0] && i.state != CGJ_STATE_BLACKLISTED) fprintf(f, "    last event: %s\n", i.reason);
@@ -184,9 +193,11 @@ static void report_governor(FILE *f, const cgj_govern_info_t *g)
     if (g->heartbeat[0]) {
         fputs("    heartbeat '", f);
         cgj_text_str(f, g->heartbeat);
-        fprintf(f, "': %llu beats, %llu windows, %llu judgement(s), %llu phase(s), %.3f s dormant to measure (%.3f s dormant in all)\n",
-                (unsigned long long)g->beats, (unsigned long long)g->windows, (unsigned long long)g->judgements,
-                (unsigned long long)g->phases, g->measure_dormant_ns / 1e9, g->dormant_ns / 1e9);
+        fprintf(
+            f,
+            "': %llu beats, %llu windows, %llu judgement(s), %llu phase(s), %.3f s dormant to measure (%.3f s dormant in all)\n",
+            (unsigned long long)g->beats, (unsigned long long)g->windows, (unsigned long long)g->judgements,
+            (unsigned long long)g->phases, g->measure_dormant_ns / 1e9, g->dormant_ns / 1e9);
     }
 }
 
@@ -206,14 +217,18 @@ static void report_summary(FILE *f, const cgj_report_data_t *d)
     if (!d->stats.steps) {
         fprintf(f, "  summary: no step ran\n");
     } else if (g.judgements) { /* measured: the anchors' own sums come with each anchor */
-        fprintf(f, "  summary: %llu of %llu steps replayed (%.1f%%); measured in this process: %.3fx as fast with cgjit active as dormant\n",
-                (unsigned long long)d->stats.steps_replayed, (unsigned long long)d->stats.steps,
-                100.0 * cgj_report_share(d), g.ratio);
+        fprintf(
+            f,
+            "  summary: %llu of %llu steps replayed (%.1f%%); measured in this process: %.3fx as fast with cgjit active as dormant\n",
+            (unsigned long long)d->stats.steps_replayed, (unsigned long long)d->stats.steps,
+            100.0 * cgj_report_share(d), g.ratio);
     } else {
         double saved = d->saved_ns;
-        fprintf(f, "  summary: %llu of %llu steps replayed (%.1f%%); the anchors' own estimate: about %.3f s of host time %s\n",
-                (unsigned long long)d->stats.steps_replayed, (unsigned long long)d->stats.steps,
-                100.0 * cgj_report_share(d), (saved < 0 ? -saved : saved) / 1e9, saved < 0 ? "lost" : "saved");
+        fprintf(
+            f,
+            "  summary: %llu of %llu steps replayed (%.1f%%); the anchors' own estimate: about %.3f s of host time %s\n",
+            (unsigned long long)d->stats.steps_replayed, (unsigned long long)d->stats.steps,
+            100.0 * cgj_report_share(d), (saved < 0 ? -saved : saved) / 1e9, saved < 0 ? "lost" : "saved");
     }
     report_governor(f, &g);
     if (d->ntop) fprintf(f, "  top reasons steps ran eagerly, with what to do:\n");
@@ -270,7 +285,8 @@ CGJ_API void cgj_report(FILE *f)
     cgj_anchors_lock();
     cgj_report_data_gather(&d);
     report_summary(f, &d);
-    if (d.nanchors > d.nonce) fprintf(f, "  anchors, most host time saved or lost first (each anchor's own estimate):\n");
+    if (d.nanchors > d.nonce)
+        fprintf(f, "  anchors, most host time saved or lost first (each anchor's own estimate):\n");
     for (size_t k = 0; k < d.nanchors - d.nonce; k++) report_anchor(f, &d.anchors[k]);
     report_once(f, &d);
     cgj_anchors_unlock();

@@ -29,11 +29,11 @@ typedef struct cgj_report_anchor {
 } cgj_report_anchor_t;
 
 typedef struct cgj_report_data {
-    int status;                  /* how start-up went: cgj_report_status() */
+    int status; /* how start-up went: cgj_report_status() */
     cgj_stats_t stats;
-    cgj_report_anchor_t *anchors; /* most host time saved or lost first; once-run ones last */
-    size_t nanchors, nonce;      /* all of them, and those that ran once */
-    double saved_ns;             /* over every anchor */
+    cgj_report_anchor_t *anchors;    /* most host time saved or lost first; once-run ones last */
+    size_t nanchors, nonce;          /* all of them, and those that ran once */
+    double saved_ns;                 /* over every anchor */
     int top[CGJ_REPORT_TOP_REASONS]; /* codes that sent steps down the eager path, most taken first */
     int ntop;
 } cgj_report_data_t;

@@ -30,7 +30,10 @@ bool cgj_report_reason_is_eager(int code)
 
 const char *cgj_report_status_name(int status)
 {
-    return status == CGJ_ERR_DISABLED ? "disabled" : status == CGJ_ERR_NO_DRIVER ? "no_driver" : status < 0 ? "not_started" : "ok";
+    return status == CGJ_ERR_DISABLED  ? "disabled"
+         : status == CGJ_ERR_NO_DRIVER ? "no_driver"
+         : status < 0                  ? "not_started"
+                                       : "ok";
 }
 
 const char *cgj_report_status_text(int status, char *buf, size_t len)
@@ -39,8 +42,7 @@ const char *cgj_report_status_text(int status, char *buf, size_t len)
         snprintf(buf, len, "cgjit is disabled (CGJIT_DISABLE=1): every driver call ran as it is; nothing was traced");
     else if (status == CGJ_ERR_NO_DRIVER)
         snprintf(buf, len, "the CUDA driver '%s' could not be loaded: nothing was traced", cgj_cfg.DRIVER);
-    else
-        snprintf(buf, len, "%s", "");
+    else snprintf(buf, len, "%s", "");
     return buf;
 }
 

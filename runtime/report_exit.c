@@ -62,9 +62,9 @@ static pid_t setup_pid; /* a child of fork() runs the parent's handler: it write
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool last_written; /* under write_lock: at exit or on a signal; nothing is written after */
 static const int end_signals[] = {SIGTERM, SIGINT};
-static sem_t wake;        /* the handler's post to the writer */
-static int caught;        /* the signal the writer is to end the process with; 0: none */
-static pid_t writer_pid;  /* the process whose writer thread runs; 0: none */
+static sem_t wake;       /* the handler's post to the writer */
+static int caught;       /* the signal the writer is to end the process with; 0: none */
+static pid_t writer_pid; /* the process whose writer thread runs; 0: none */
 
 /* Open the file a user named (%p expanded), or say why not on stderr. */
 static FILE *open_output(const char *var, const char *name, char *path, size_t len)

@@ -112,8 +112,7 @@ static void counters(FILE *f, const cgj_stats_t *s)
     cgj_json_key(f, "counters", 0);
     fputc('{', f);
     int first = 1;
-#define CGJ_JSON_STAT(field, doc) \
-    cgj_json_key(f, #field, first), first = 0, fprintf(f, "%" PRIu64, (uint64_t)s->field);
+#define CGJ_JSON_STAT(field, doc) cgj_json_key(f, #field, first), first = 0, fprintf(f, "%" PRIu64, (uint64_t)s->field);
     CGJ_STATS_LIST(CGJ_JSON_STAT)
 #undef CGJ_JSON_STAT
     fputc('}', f);

@@ -29,18 +29,18 @@ static inline CUstream norm(CUstream s, bool pt)
 /* Run call c under the step: absorbed, or executed by `expr` and recorded. The result is the
  * call's own, or an error that re-issuing this thread's absorbed work met (tracer/exits.c).
  * Under CGJIT_VERIFY a call replay checks runs for real first (tracer/verify.c). */
-#define TRACE_CALL(c, expr)                                                    \
-    do {                                                                       \
-        if (CGJ_UNLIKELY(cgj_cfg.VERIFY) && cgj_step_verify_first(&(c))) {     \
-            CUresult v_ = (expr);                                              \
-            cgj_step_verify_ran();                                             \
-            if (cgj_step_enter(&(c)) == CGJ_ABSORB) return v_;                 \
-            return cgj_step_leave(&(c), v_);                                   \
-        }                                                                      \
-        if (cgj_step_passes(&(c))) return (expr);                              \
-        if (cgj_step_enter(&(c)) == CGJ_ABSORB) return CUDA_SUCCESS;           \
-        CUresult r_ = (expr);                                                  \
-        return cgj_step_leave(&(c), r_);                                       \
+#define TRACE_CALL(c, expr)                                                \
+    do {                                                                   \
+        if (CGJ_UNLIKELY(cgj_cfg.VERIFY) && cgj_step_verify_first(&(c))) { \
+            CUresult v_ = (expr);                                          \
+            cgj_step_verify_ran();                                         \
+            if (cgj_step_enter(&(c)) == CGJ_ABSORB) return v_;             \
+            return cgj_step_leave(&(c), v_);                               \
+        }                                                                  \
+        if (cgj_step_passes(&(c))) return (expr);                          \
+        if (cgj_step_enter(&(c)) == CGJ_ABSORB) return CUDA_SUCCESS;       \
+        CUresult r_ = (expr);                                              \
+        return cgj_step_leave(&(c), r_);                                   \
     } while (0)
 
 #define IDLE_FORWARD(expr)                                  \
@@ -50,28 +50,27 @@ static inline CUstream norm(CUstream s, bool pt)
 
 /* A call through which the host observes GPU work: first, the work other threads' replays
  * absorbed and could be observed here is issued (tracer/step.h). */
-#define OBSERVE(s, ev, all)                                                         \
-    do {                                                                            \
-        if (CGJ_UNLIKELY(__atomic_load_n(&cgj_pending_threads, __ATOMIC_RELAXED)))  \
-            cgj_step_observe((s), (ev), (all));                                     \
+#define OBSERVE(s, ev, all)                                                                                            \
+    do {                                                                                                               \
+        if (CGJ_UNLIKELY(__atomic_load_n(&cgj_pending_threads, __ATOMIC_RELAXED))) cgj_step_observe((s), (ev), (all)); \
     } while (0)
 
 /* Work issued on stream s: another thread's absorbed work it would overtake is issued first
  * (tracer/step.h, cgj_others_pending_on). */
-#define ORDER(s)                                                                    \
-    do {                                                                            \
+#define ORDER(s)                                                                        \
+    do {                                                                                \
         if (CGJ_UNLIKELY(cgj_others_pending_on(s))) cgj_step_observe((s), NULL, false); \
     } while (0)
 
 /* Two wrappers, plain and per-thread, over one body taking (pt, real, args...). */
-#define TWO_WRAPPERS(exported, pt_exported, body, params, ...)                     \
-    CUresult cgj_w_##exported params                                                 \
-    {                                                                                \
-        return body(false, #exported, cgj_drv.r_##exported, __VA_ARGS__);           \
-    }                                                                                \
-    CUresult cgj_w_##pt_exported params                                              \
-    {                                                                                \
-        return body(true, #pt_exported, cgj_drv.r_##pt_exported, __VA_ARGS__);      \
+#define TWO_WRAPPERS(exported, pt_exported, body, params, ...)                 \
+    CUresult cgj_w_##exported params                                           \
+    {                                                                          \
+        return body(false, #exported, cgj_drv.r_##exported, __VA_ARGS__);      \
+    }                                                                          \
+    CUresult cgj_w_##pt_exported params                                        \
+    {                                                                          \
+        return body(true, #pt_exported, cgj_drv.r_##pt_exported, __VA_ARGS__); \
     }
 
 /* The names of the calls below that are not made by a body taking `api`: a wrapper's
@@ -84,9 +83,9 @@ static const char free_api[] = "cuMemFree_v2", alloc_api[] = "cuMemAlloc_v2", al
 /* A kernel call: every field a kernel's call has is set, and nothing else (zeroing the whole
  * call, union and all, was a string store of 104 bytes on every launch). */
 static inline __attribute__((always_inline)) void fill_kernel(cgj_call_t *c, const char *api, CUstream s, CUfunction f,
-                                                             unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                                             unsigned by, unsigned bz, unsigned smem, void **params,
-                                                             void **extra)
+                                                              unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                                              unsigned by, unsigned bz, unsigned smem, void **params,
+                                                              void **extra)
 {
     c->kind = CGJ_OP_KERNEL;
     c->api = api;
@@ -107,10 +106,9 @@ static inline __attribute__((always_inline)) void fill_kernel(cgj_call_t *c, con
     }
 }
 
-static inline CUresult launch_kernel(bool pt, const char *api, __typeof__(cuLaunchKernel) *real,
-                                     CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                     unsigned bx, unsigned by, unsigned bz, unsigned smem,
-                                     CUstream s, void **params, void **extra)
+static inline CUresult launch_kernel(bool pt, const char *api, __typeof__(cuLaunchKernel) *real, CUfunction f,
+                                     unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                     unsigned smem, CUstream s, void **params, void **extra)
 {
     ORDER(norm(s, pt));
     CGJ_GOV_BEAT(api, norm(s, pt), f);
@@ -120,13 +118,12 @@ static inline CUresult launch_kernel(bool pt, const char *api, __typeof__(cuLaun
     TRACE_CALL(c, real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra));
 }
 TWO_WRAPPERS(cuLaunchKernel, cuLaunchKernel_ptsz, launch_kernel,
-             (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-              unsigned bz, unsigned smem, CUstream s, void **params, void **extra),
+             (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
+              CUstream s, void **params, void **extra),
              f, gx, gy, gz, bx, by, bz, smem, s, params, extra)
 
 static inline CUresult launch_kernel_ex(bool pt, const char *api, __typeof__(cuLaunchKernelEx) *real,
-                                        const CUlaunchConfig *cfg, CUfunction f, void **params,
-                                        void **extra)
+                                        const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra)
 {
     ORDER(norm(cfg ? cfg->hStream : NULL, pt));
     CGJ_GOV_BEAT(api, norm(cfg ? cfg->hStream : NULL, pt), f);
@@ -140,11 +137,10 @@ static inline CUresult launch_kernel_ex(bool pt, const char *api, __typeof__(cuL
     TRACE_CALL(c, real(cfg, f, params, extra));
 }
 TWO_WRAPPERS(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, launch_kernel_ex,
-             (const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra), cfg, f,
-             params, extra)
+             (const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra), cfg, f, params, extra)
 
-static inline CUresult launch_host_func(bool pt, const char *api, __typeof__(cuLaunchHostFunc) *real,
-                                        CUstream s, CUhostFn fn, void *data)
+static inline CUresult launch_host_func(bool pt, const char *api, __typeof__(cuLaunchHostFunc) *real, CUstream s,
+                                        CUhostFn fn, void *data)
 {
     ORDER(norm(s, pt));
     CGJ_GOV_BEAT(api, norm(s, pt), NULL);
@@ -155,8 +151,8 @@ static inline CUresult launch_host_func(bool pt, const char *api, __typeof__(cuL
     c.u.h.data = data;
     TRACE_CALL(c, real(s, fn, data));
 }
-TWO_WRAPPERS(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, launch_host_func,
-             (CUstream s, CUhostFn fn, void *data), s, fn, data)
+TWO_WRAPPERS(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, launch_host_func, (CUstream s, CUhostFn fn, void *data), s, fn,
+             data)
 
 /* ---- copies ---- */
 
@@ -190,8 +186,8 @@ static void fill_copy(cgj_call_t *c, CUdeviceptr dst, CUdeviceptr src, size_t n,
     }
 }
 
-static inline CUresult memcpy_any(bool pt, const char *api, __typeof__(cuMemcpy) *real,
-                                  CUdeviceptr dst, CUdeviceptr src, size_t n)
+static inline CUresult memcpy_any(bool pt, const char *api, __typeof__(cuMemcpy) *real, CUdeviceptr dst,
+                                  CUdeviceptr src, size_t n)
 {
     OBSERVE(norm(NULL, pt), NULL, false); /* may read device memory back: as a sync would */
     CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);
@@ -201,11 +197,10 @@ static inline CUresult memcpy_any(bool pt, const char *api, __typeof__(cuMemcpy)
     fill_copy(&c, dst, src, n, false);
     TRACE_CALL(c, real(dst, src, n));
 }
-TWO_WRAPPERS(cuMemcpy, cuMemcpy_ptds, memcpy_any, (CUdeviceptr dst, CUdeviceptr src, size_t n),
-             dst, src, n)
+TWO_WRAPPERS(cuMemcpy, cuMemcpy_ptds, memcpy_any, (CUdeviceptr dst, CUdeviceptr src, size_t n), dst, src, n)
 
-static inline CUresult memcpy_any_async(bool pt, const char *api, __typeof__(cuMemcpyAsync) *real,
-                                        CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+static inline CUresult memcpy_any_async(bool pt, const char *api, __typeof__(cuMemcpyAsync) *real, CUdeviceptr dst,
+                                        CUdeviceptr src, size_t n, CUstream s)
 {
     ORDER(norm(s, pt));
     CGJ_GOV_BEAT(api, norm(s, pt), NULL);
@@ -220,13 +215,13 @@ TWO_WRAPPERS(cuMemcpyAsync, cuMemcpyAsync_ptsz, memcpy_any_async,
 
 /* Host-to-device copies: replay stages the bytes of a host source at call time (tracer/replay.c);
  * a source that is device memory (unified addressing) makes a device-to-device copy. */
-#define H2D_CALL(api_, pt_, s_, async_)                                         \
-    cgj_call_t c;                                                                \
-    cgj_call_init(&c, CGJ_OP_MEMCPY, api_, norm(s_, pt_));                       \
+#define H2D_CALL(api_, pt_, s_, async_)                    \
+    cgj_call_t c;                                          \
+    cgj_call_init(&c, CGJ_OP_MEMCPY, api_, norm(s_, pt_)); \
     fill_copy(&c, dst, (CUdeviceptr)(uintptr_t)src, n, async_)
 
-static inline CUresult memcpy_h2d(bool pt, const char *api, __typeof__(cuMemcpyHtoD) *real,
-                                  CUdeviceptr dst, const void *src, size_t n)
+static inline CUresult memcpy_h2d(bool pt, const char *api, __typeof__(cuMemcpyHtoD) *real, CUdeviceptr dst,
+                                  const void *src, size_t n)
 {
     ORDER(norm(NULL, pt));
     CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);
@@ -234,11 +229,11 @@ static inline CUresult memcpy_h2d(bool pt, const char *api, __typeof__(cuMemcpyH
     H2D_CALL(api, pt, NULL, false);
     TRACE_CALL(c, real(dst, src, n));
 }
-TWO_WRAPPERS(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, memcpy_h2d,
-             (CUdeviceptr dst, const void *src, size_t n), dst, src, n)
+TWO_WRAPPERS(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, memcpy_h2d, (CUdeviceptr dst, const void *src, size_t n), dst, src,
+             n)
 
-static inline CUresult memcpy_h2d_async(bool pt, const char *api, __typeof__(cuMemcpyHtoDAsync) *real,
-                                        CUdeviceptr dst, const void *src, size_t n, CUstream s)
+static inline CUresult memcpy_h2d_async(bool pt, const char *api, __typeof__(cuMemcpyHtoDAsync) *real, CUdeviceptr dst,
+                                        const void *src, size_t n, CUstream s)
 {
     ORDER(norm(s, pt));
     CGJ_GOV_BEAT(api, norm(s, pt), NULL);
@@ -249,8 +244,8 @@ static inline CUresult memcpy_h2d_async(bool pt, const char *api, __typeof__(cuM
 TWO_WRAPPERS(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, memcpy_h2d_async,
              (CUdeviceptr dst, const void *src, size_t n, CUstream s), dst, src, n, s)
 
-static inline CUresult memcpy_d2h(bool pt, const char *api, __typeof__(cuMemcpyDtoH) *real,
-                                  void *dst, CUdeviceptr src, size_t n)
+static inline CUresult memcpy_d2h(bool pt, const char *api, __typeof__(cuMemcpyDtoH) *real, void *dst, CUdeviceptr src,
+                                  size_t n)
 {
     OBSERVE(norm(NULL, pt), NULL, false);
     CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);
@@ -260,11 +255,10 @@ static inline CUresult memcpy_d2h(bool pt, const char *api, __typeof__(cuMemcpyD
     cgj_call_init(&c, CGJ_OP_READBACK, api, norm(NULL, pt));
     TRACE_CALL(c, real(dst, src, n));
 }
-TWO_WRAPPERS(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, memcpy_d2h, (void *dst, CUdeviceptr src, size_t n),
-             dst, src, n)
+TWO_WRAPPERS(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, memcpy_d2h, (void *dst, CUdeviceptr src, size_t n), dst, src, n)
 
-static inline CUresult memcpy_d2h_async(bool pt, const char *api, __typeof__(cuMemcpyDtoHAsync) *real,
-                                        void *dst, CUdeviceptr src, size_t n, CUstream s)
+static inline CUresult memcpy_d2h_async(bool pt, const char *api, __typeof__(cuMemcpyDtoHAsync) *real, void *dst,
+                                        CUdeviceptr src, size_t n, CUstream s)
 {
     OBSERVE(norm(s, pt), NULL, false);
     CGJ_GOV_BEAT(api, norm(s, pt), NULL);
@@ -277,8 +271,8 @@ static inline CUresult memcpy_d2h_async(bool pt, const char *api, __typeof__(cuM
 TWO_WRAPPERS(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, memcpy_d2h_async,
              (void *dst, CUdeviceptr src, size_t n, CUstream s), dst, src, n, s)
 
-static inline CUresult memcpy_d2d(bool pt, const char *api, __typeof__(cuMemcpyDtoD) *real,
-                                  CUdeviceptr dst, CUdeviceptr src, size_t n)
+static inline CUresult memcpy_d2d(bool pt, const char *api, __typeof__(cuMemcpyDtoD) *real, CUdeviceptr dst,
+                                  CUdeviceptr src, size_t n)
 {
     ORDER(norm(NULL, pt));
     CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);
@@ -288,11 +282,11 @@ static inline CUresult memcpy_d2d(bool pt, const char *api, __typeof__(cuMemcpyD
     c.u.m.dir = CGJ_DIR_D2D, c.u.m.dst = dst, c.u.m.src = src, c.u.m.bytes = n;
     TRACE_CALL(c, real(dst, src, n));
 }
-TWO_WRAPPERS(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, memcpy_d2d,
-             (CUdeviceptr dst, CUdeviceptr src, size_t n), dst, src, n)
+TWO_WRAPPERS(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, memcpy_d2d, (CUdeviceptr dst, CUdeviceptr src, size_t n), dst, src,
+             n)
 
-static inline CUresult memcpy_d2d_async(bool pt, const char *api, __typeof__(cuMemcpyDtoDAsync) *real,
-                                        CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+static inline CUresult memcpy_d2d_async(bool pt, const char *api, __typeof__(cuMemcpyDtoDAsync) *real, CUdeviceptr dst,
+                                        CUdeviceptr src, size_t n, CUstream s)
 {
     ORDER(norm(s, pt));
     CGJ_GOV_BEAT(api, norm(s, pt), NULL);
@@ -307,33 +301,32 @@ TWO_WRAPPERS(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, memcpy_d2d_async,
 
 /* ---- memsets: one body per element size, sync and async ---- */
 
-#define MEMSET_WRAPPERS(bits, type)                                                            \
-    static inline CUresult memset##bits(bool pt, const char *api, __typeof__(cuMemsetD##bits) *real, \
-                                        CUdeviceptr d, type v, size_t n)                       \
-    {                                                                                          \
-        ORDER(norm(NULL, pt));                                                                 \
-        CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);                                               \
-        IDLE_FORWARD(real(d, v, n));                                                           \
-        cgj_call_t c;                                                                          \
-        cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(NULL, pt));                                 \
-        c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                \
-        TRACE_CALL(c, real(d, v, n));                                                          \
-    }                                                                                          \
-    TWO_WRAPPERS(cuMemsetD##bits##_v2, cuMemsetD##bits##_v2_ptds, memset##bits,                \
-                 (CUdeviceptr d, type v, size_t n), d, v, n)                                   \
-    static inline CUresult memset##bits##_async(bool pt, const char *api,                      \
-                                               __typeof__(cuMemsetD##bits##Async) *real,       \
-                                               CUdeviceptr d, type v, size_t n, CUstream s)    \
-    {                                                                                          \
-        ORDER(norm(s, pt));                                                                    \
-        CGJ_GOV_BEAT(api, norm(s, pt), NULL);                                                  \
-        IDLE_FORWARD(real(d, v, n, s));                                                        \
-        cgj_call_t c;                                                                          \
-        cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(s, pt));                                    \
-        c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                \
-        TRACE_CALL(c, real(d, v, n, s));                                                       \
-    }                                                                                          \
-    TWO_WRAPPERS(cuMemsetD##bits##Async, cuMemsetD##bits##Async_ptsz, memset##bits##_async,    \
+#define MEMSET_WRAPPERS(bits, type)                                                                                   \
+    static inline CUresult memset##bits(bool pt, const char *api, __typeof__(cuMemsetD##bits) *real, CUdeviceptr d,   \
+                                        type v, size_t n)                                                             \
+    {                                                                                                                 \
+        ORDER(norm(NULL, pt));                                                                                        \
+        CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);                                                                      \
+        IDLE_FORWARD(real(d, v, n));                                                                                  \
+        cgj_call_t c;                                                                                                 \
+        cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(NULL, pt));                                                        \
+        c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                                       \
+        TRACE_CALL(c, real(d, v, n));                                                                                 \
+    }                                                                                                                 \
+    TWO_WRAPPERS(cuMemsetD##bits##_v2, cuMemsetD##bits##_v2_ptds, memset##bits, (CUdeviceptr d, type v, size_t n), d, \
+                 v, n)                                                                                                \
+    static inline CUresult memset##bits##_async(bool pt, const char *api, __typeof__(cuMemsetD##bits##Async) *real,   \
+                                                CUdeviceptr d, type v, size_t n, CUstream s)                          \
+    {                                                                                                                 \
+        ORDER(norm(s, pt));                                                                                           \
+        CGJ_GOV_BEAT(api, norm(s, pt), NULL);                                                                         \
+        IDLE_FORWARD(real(d, v, n, s));                                                                               \
+        cgj_call_t c;                                                                                                 \
+        cgj_call_init(&c, CGJ_OP_MEMSET, api, norm(s, pt));                                                           \
+        c.u.s.dst = d, c.u.s.value = v, c.u.s.count = n, c.u.s.elem = bits / 8;                                       \
+        TRACE_CALL(c, real(d, v, n, s));                                                                              \
+    }                                                                                                                 \
+    TWO_WRAPPERS(cuMemsetD##bits##Async, cuMemsetD##bits##Async_ptsz, memset##bits##_async,                           \
                  (CUdeviceptr d, type v, size_t n, CUstream s), d, v, n, s)
 
 MEMSET_WRAPPERS(8, unsigned char)
@@ -342,9 +335,8 @@ MEMSET_WRAPPERS(32, unsigned int)
 
 /* ---- events, streams, synchronization ---- */
 
-static inline CUresult event_record_flags(bool pt, const char *api,
-                                          __typeof__(cuEventRecordWithFlags) *real, CUevent ev,
-                                          CUstream s, unsigned flags)
+static inline CUresult event_record_flags(bool pt, const char *api, __typeof__(cuEventRecordWithFlags) *real,
+                                          CUevent ev, CUstream s, unsigned flags)
 {
     ORDER(norm(s, pt));
     CGJ_GOV_BEAT(api, norm(s, pt), NULL);
@@ -357,8 +349,7 @@ static inline CUresult event_record_flags(bool pt, const char *api,
 TWO_WRAPPERS(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz, event_record_flags,
              (CUevent ev, CUstream s, unsigned flags), ev, s, flags)
 
-static inline CUresult event_record(bool pt, const char *api, __typeof__(cuEventRecord) *real,
-                                    CUevent ev, CUstream s)
+static inline CUresult event_record(bool pt, const char *api, __typeof__(cuEventRecord) *real, CUevent ev, CUstream s)
 {
     ORDER(norm(s, pt));
     CGJ_GOV_BEAT(api, norm(s, pt), NULL);
@@ -370,8 +361,8 @@ static inline CUresult event_record(bool pt, const char *api, __typeof__(cuEvent
 }
 TWO_WRAPPERS(cuEventRecord, cuEventRecord_ptsz, event_record, (CUevent ev, CUstream s), ev, s)
 
-static inline CUresult stream_wait(bool pt, const char *api, __typeof__(cuStreamWaitEvent) *real,
-                                   CUstream s, CUevent ev, unsigned flags)
+static inline CUresult stream_wait(bool pt, const char *api, __typeof__(cuStreamWaitEvent) *real, CUstream s,
+                                   CUevent ev, unsigned flags)
 {
     /* Another thread's stream may wait on an event a replay recorded: what the event stands for
      * must be issued before the wait, or the waiting stream would run ahead of it. */
@@ -384,20 +375,20 @@ static inline CUresult stream_wait(bool pt, const char *api, __typeof__(cuStream
     c.u.e.ev = ev, c.u.e.flags = flags;
     TRACE_CALL(c, real(s, ev, flags));
 }
-TWO_WRAPPERS(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, stream_wait,
-             (CUstream s, CUevent ev, unsigned flags), s, ev, flags)
+TWO_WRAPPERS(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, stream_wait, (CUstream s, CUevent ev, unsigned flags), s, ev,
+             flags)
 
 /* Calls of one handle argument that end a segment (synchronize, query). */
-#define BOUNDARY_BODY(name, kind_, type, observe)                                              \
-    static inline CUresult name(bool pt, const char *api, CUresult (*real)(type), type h)     \
-    {                                                                                          \
-        observe;                                                                               \
-        CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);                                               \
-        if (kind_ == CGJ_OP_SYNC) CGJ_GOV_TICK();                                              \
-        IDLE_FORWARD(real(h));                                                                 \
-        cgj_call_t c;                                                                          \
-        cgj_call_init(&c, kind_, api, norm(NULL, pt));                                         \
-        TRACE_CALL(c, real(h));                                                                \
+#define BOUNDARY_BODY(name, kind_, type, observe)                                         \
+    static inline CUresult name(bool pt, const char *api, CUresult (*real)(type), type h) \
+    {                                                                                     \
+        observe;                                                                          \
+        CGJ_GOV_BEAT(api, norm(NULL, pt), NULL);                                          \
+        if (kind_ == CGJ_OP_SYNC) CGJ_GOV_TICK();                                         \
+        IDLE_FORWARD(real(h));                                                            \
+        cgj_call_t c;                                                                     \
+        cgj_call_init(&c, kind_, api, norm(NULL, pt));                                    \
+        TRACE_CALL(c, real(h));                                                           \
     }
 BOUNDARY_BODY(stream_sync, CGJ_OP_SYNC, CUstream, OBSERVE(norm(h, pt), NULL, false))
 BOUNDARY_BODY(stream_query, CGJ_OP_QUERY, CUstream, OBSERVE(norm(h, pt), NULL, false))
@@ -406,8 +397,14 @@ BOUNDARY_BODY(event_query, CGJ_OP_QUERY, CUevent, OBSERVE(NULL, h, false))
 
 TWO_WRAPPERS(cuStreamSynchronize, cuStreamSynchronize_ptsz, stream_sync, (CUstream s), s)
 TWO_WRAPPERS(cuStreamQuery, cuStreamQuery_ptsz, stream_query, (CUstream s), s)
-CUresult cgj_w_cuEventSynchronize(CUevent ev) { return event_sync(false, "cuEventSynchronize", cgj_drv.r_cuEventSynchronize, ev); }
-CUresult cgj_w_cuEventQuery(CUevent ev) { return event_query(false, "cuEventQuery", cgj_drv.r_cuEventQuery, ev); }
+CUresult cgj_w_cuEventSynchronize(CUevent ev)
+{
+    return event_sync(false, "cuEventSynchronize", cgj_drv.r_cuEventSynchronize, ev);
+}
+CUresult cgj_w_cuEventQuery(CUevent ev)
+{
+    return event_query(false, "cuEventQuery", cgj_drv.r_cuEventQuery, ev);
+}
 
 /* Context synchronizations wait while cgjit captures a graph on another thread (graphs/graph.h). */
 CUresult cgj_w_cuCtxSynchronize(void)
@@ -438,8 +435,7 @@ CUresult cgj_w_cuCtxSynchronize_v2(CUcontext ctx)
  * from the trace's pool region (tracer/step.c). A free of pool memory never reaches the driver,
  * whenever it comes: it releases the block (allocator/pool.h). */
 
-#define POOL_OR(p, expr) \
-    (cgj_pool_owns(p) ? (cgj_pool_release(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE) : (expr))
+#define POOL_OR(p, expr) (cgj_pool_owns(p) ? (cgj_pool_release(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE) : (expr))
 
 CUresult cgj_w_cuMemFree_v2(CUdeviceptr p)
 {
@@ -453,8 +449,8 @@ CUresult cgj_w_cuMemFree_v2(CUdeviceptr p)
     TRACE_CALL(c, POOL_OR(p, cgj_drv.r_cuMemFree_v2(p)));
 }
 
-static inline CUresult mem_free_async(bool pt, const char *api, __typeof__(cuMemFreeAsync) *real,
-                                      CUdeviceptr p, CUstream s)
+static inline CUresult mem_free_async(bool pt, const char *api, __typeof__(cuMemFreeAsync) *real, CUdeviceptr p,
+                                      CUstream s)
 {
     if (CGJ_UNLIKELY(cgj_cfg.VERIFY_ALL)) cgj_live_remove(p);
     cgj_pointer_forget(p);
@@ -467,9 +463,9 @@ static inline CUresult mem_free_async(bool pt, const char *api, __typeof__(cuMem
 }
 TWO_WRAPPERS(cuMemFreeAsync, cuMemFreeAsync_ptsz, mem_free_async, (CUdeviceptr p, CUstream s), p, s)
 
-#define ALLOC_CALL(api_, stream_, out_, bytes_)                                  \
-    cgj_call_t c;                                                                \
-    cgj_call_init(&c, CGJ_OP_ALLOC, api_, stream_);                              \
+#define ALLOC_CALL(api_, stream_, out_, bytes_)     \
+    cgj_call_t c;                                   \
+    cgj_call_init(&c, CGJ_OP_ALLOC, api_, stream_); \
     c.u.a.out = out_, c.u.a.bytes = bytes_
 
 /* CGJIT_VERIFY_ALL: what an allocation returned joins the memory the program holds. */
@@ -509,8 +505,8 @@ CUresult cgj_w_cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_
     return held(r, p, r == CUDA_SUCCESS && pitch ? *pitch * h : 0);
 }
 
-static inline CUresult mem_alloc_async_call(bool pt, const char *api, __typeof__(cuMemAllocAsync) *real,
-                                            CUdeviceptr *p, size_t n, CUstream s)
+static inline CUresult mem_alloc_async_call(bool pt, const char *api, __typeof__(cuMemAllocAsync) *real, CUdeviceptr *p,
+                                            size_t n, CUstream s)
 {
     CGJ_GOV_BEAT(api, norm(s, pt), NULL);
     IDLE_FORWARD(real(p, n, s));
@@ -519,13 +515,12 @@ static inline CUresult mem_alloc_async_call(bool pt, const char *api, __typeof__
     TRACE_CALL(c, real(p, n, s));
 }
 
-static inline CUresult mem_alloc_async(bool pt, const char *api, __typeof__(cuMemAllocAsync) *real,
-                                       CUdeviceptr *p, size_t n, CUstream s)
+static inline CUresult mem_alloc_async(bool pt, const char *api, __typeof__(cuMemAllocAsync) *real, CUdeviceptr *p,
+                                       size_t n, CUstream s)
 {
     return held(mem_alloc_async_call(pt, api, real, p, n, s), p, n);
 }
-TWO_WRAPPERS(cuMemAllocAsync, cuMemAllocAsync_ptsz, mem_alloc_async,
-             (CUdeviceptr *p, size_t n, CUstream s), p, n, s)
+TWO_WRAPPERS(cuMemAllocAsync, cuMemAllocAsync_ptsz, mem_alloc_async, (CUdeviceptr * p, size_t n, CUstream s), p, n, s)
 
 static inline CUresult mem_alloc_pool_call(bool pt, const char *api, __typeof__(cuMemAllocFromPoolAsync) *real,
                                            CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
@@ -544,7 +539,7 @@ static inline CUresult mem_alloc_pool(bool pt, const char *api, __typeof__(cuMem
     return held(mem_alloc_pool_call(pt, api, real, p, n, pool, s), p, n);
 }
 TWO_WRAPPERS(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, mem_alloc_pool,
-             (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s), p, n, pool, s)
+             (CUdeviceptr * p, size_t n, CUmemoryPool pool, CUstream s), p, n, pool, s)
 
 /* ---- contexts: a step's work belongs to the context current when it began. Making another
  * context current inside a step aborts the step (its graphs could not run there); setting the
@@ -592,8 +587,8 @@ CUresult cgj_w_cuMemHostUnregister(void *p)
 /* ---- a program's own graph launch: inside a step it ends a segment and runs as the program
  * launches it, after the work absorbed before it ---- */
 
-static inline CUresult graph_launch(bool pt, const char *api, __typeof__(cuGraphLaunch) *real,
-                                    CUgraphExec g, CUstream s)
+static inline CUresult graph_launch(bool pt, const char *api, __typeof__(cuGraphLaunch) *real, CUgraphExec g,
+                                    CUstream s)
 {
     ORDER(norm(s, pt));
     CGJ_GOV_BEAT(api, norm(s, pt), NULL);
@@ -616,14 +611,14 @@ static inline CUresult capture_began(const char *api, CUstream s, CUresult r)
     return r;
 }
 
-#define CAPTURE_BEGIN(exported, stream_pt, params, ...)                              \
-    CUresult cgj_w_##exported params                                                  \
-    {                                                                                 \
-        CUstream s_ = norm(s, stream_pt);                                             \
-        if (!cgj_drv.r_##exported) return CUDA_ERROR_NOT_SUPPORTED;                   \
-        ORDER(s_);                                                                    \
-        cgj_step_capture_begin(s_, #exported);                                        \
-        return capture_began(#exported, s_, cgj_drv.r_##exported(__VA_ARGS__));       \
+#define CAPTURE_BEGIN(exported, stream_pt, params, ...)                         \
+    CUresult cgj_w_##exported params                                            \
+    {                                                                           \
+        CUstream s_ = norm(s, stream_pt);                                       \
+        if (!cgj_drv.r_##exported) return CUDA_ERROR_NOT_SUPPORTED;             \
+        ORDER(s_);                                                              \
+        cgj_step_capture_begin(s_, #exported);                                  \
+        return capture_began(#exported, s_, cgj_drv.r_##exported(__VA_ARGS__)); \
     }
 CAPTURE_BEGIN(cuStreamBeginCapture_v2, false, (CUstream s, CUstreamCaptureMode mode), s, mode)
 CAPTURE_BEGIN(cuStreamBeginCapture_v2_ptsz, true, (CUstream s, CUstreamCaptureMode mode), s, mode)
@@ -650,16 +645,16 @@ TWO_WRAPPERS(cuStreamEndCapture, cuStreamEndCapture_ptsz, capture_end, (CUstream
 /* ---- calls that issue work cgjit does not capture: inside a step they end a segment and run
  * as the program makes them, after the work absorbed before them ---- */
 
-#define AS_MADE(exported, proto, params, args)                                   \
-    CUresult cgj_w_##exported params                                             \
-    {                                                                            \
-        static const char name_[] = #exported;                                   \
-        OBSERVE(NULL, NULL, true);                                               \
-        CGJ_GOV_BEAT(name_, CU_STREAM_LEGACY, NULL);                             \
-        IDLE_FORWARD(cgj_drv.r_##exported args);                                 \
-        cgj_call_t c;                                                            \
-        cgj_call_init(&c, CGJ_OP_AS_MADE, name_, CU_STREAM_LEGACY);          \
-        TRACE_CALL(c, cgj_drv.r_##exported args);                                \
+#define AS_MADE(exported, proto, params, args)                      \
+    CUresult cgj_w_##exported params                                \
+    {                                                               \
+        static const char name_[] = #exported;                      \
+        OBSERVE(NULL, NULL, true);                                  \
+        CGJ_GOV_BEAT(name_, CU_STREAM_LEGACY, NULL);                \
+        IDLE_FORWARD(cgj_drv.r_##exported args);                    \
+        cgj_call_t c;                                               \
+        cgj_call_init(&c, CGJ_OP_AS_MADE, name_, CU_STREAM_LEGACY); \
+        TRACE_CALL(c, cgj_drv.r_##exported args);                   \
     }
 
 CGJ_DRIVER_AS_MADE(AS_MADE)
@@ -671,8 +666,8 @@ CGJ_DRIVER_AS_MADE(AS_MADE)
  * The runtime is started before any of them can be called (interpose.c, when libcuda is already
  * loaded as the program's dependency). ---- */
 
-#define CGJ_EXPORT(exported, proto, ...)                                                       \
-    CGJ_API extern __typeof__(cgj_w_##exported) cgj_export_##exported __asm__(#exported)         \
+#define CGJ_EXPORT(exported, proto, ...)                                                 \
+    CGJ_API extern __typeof__(cgj_w_##exported) cgj_export_##exported __asm__(#exported) \
         __attribute__((alias("cgj_w_" #exported)));
 CUresult cgj_w_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
 CUresult cgj_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
@@ -690,8 +685,8 @@ CUresult cgj_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, 
 
 void cgj_wrappers_init(void)
 {
-#define CGJ_WRAP_ENTRY(exported, proto, ...)                                                       \
-    if (cgj_drv.r_##exported)                                                                       \
+#define CGJ_WRAP_ENTRY(exported, proto, ...) \
+    if (cgj_drv.r_##exported)                \
         cgj_map_put(&table, cgj_map_ptr_key((void *)cgj_drv.r_##exported), (uint64_t)(uintptr_t)cgj_w_##exported);
     CGJ_DRIVER_WRAPPED(CGJ_WRAP_ENTRY)
 #undef CGJ_WRAP_ENTRY

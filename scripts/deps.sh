@@ -21,7 +21,7 @@ esac
 required=(build-essential cmake)
 [ "$mode" = test ] && required+=(libcriterion-dev)
 optional=(pkg-config libjemalloc-dev gnuplot-nox)
-[ "$mode" = test ] && optional+=(clang) # the libFuzzer harnesses (scripts/fuzz.sh)
+[ "$mode" = test ] && optional+=(clang clang-format) # the libFuzzer harnesses (scripts/fuzz.sh), the format check
 if [ "$mode" = cross ]; then
   required=()
   optional=(gcc-aarch64-linux-gnu)

@@ -34,7 +34,10 @@ def literal(chunk):
 def rows(src):
     text = open(os.path.join(src, "ir/reason.h"), encoding="utf-8").read()
     start = text.index("#define CGJ_REASON_LIST(X)")
-    end = text.index("\n\n", start)
+    end = start
+    while text[end:text.index("\n", end)].rstrip().endswith("\\"):  # the macro's lines
+        end = text.index("\n", end) + 1
+    end = text.index("\n", end)
     body = text[start:end].replace("\\\n", "\n")
     out, pos = [], 0
     events = sorted([(m.start(), "group", m.group(1)) for m in COMMENT.finditer(body)] +

@@ -8,13 +8,15 @@
 #   asan        the host tests again in that build
 #   fuzz        each libFuzzer harness for FUZZ_SECONDS (default 30; 0 leaves them out), where clang
 #               is installed (scripts/fuzz.sh)
+#   format      the C and CUDA sources against .clang-format (scripts/format-check.sh; skipped where
+#               no clang-format 14 or later is installed)
 # PHASE... runs only those, in the order given. Every phase runs, whatever became of the ones
 # before it; at the end one table gives each phase's status (passed, failed or skipped) and its
 # counts (ctest's tests or fuzz.sh's targets: passed, failed, skipped). Exit status: 0 where no
 # phase failed, 1 where one did, 2 on bad usage.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-phases=(deps build host gpu asan-build asan fuzz)
+phases=(deps build host gpu asan-build asan fuzz format)
 export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
 jobs=$(nproc)
 logs=$(mktemp -d)
@@ -91,6 +93,14 @@ phase_fuzz() {
   fi
   scripts/fuzz.sh "$seconds" 2>&1 | tee "$logs/fuzz.log" || rc=$?
   counts="$(grep -c '^fuzz_.*  PASS$' "$logs/fuzz.log") $(grep -c '^fuzz_.*  FAIL' "$logs/fuzz.log") 0"
+  return "$rc"
+}
+
+phase_format() {
+  local rc=0
+  scripts/format-check.sh 2>&1 | tee "$logs/format.log" || rc=$?
+  [ "$rc" = 77 ] && note="no clang-format 14 or later"
+  [ "$rc" = 1 ] && note="$(grep -c . "$logs/format.log") line(s): scripts/format-check.sh --fix rewrites them"
   return "$rc"
 }
 

@@ -62,55 +62,55 @@ static const char *const log_categories[] = {
 /* ---- the options: one per option column of base/config.h, then the launcher's own ---- */
 
 typedef enum {
-    OPT_NONE,        /* a tunable with no option */
-    OPT_STEP,        /* a policy of CGJ_STEP_POLICY_LIST */
-    OPT_MODE,        /* a mode of CGJ_JIT_MODE_LIST */
-    OPT_LOG,         /* comma-separated categories of base/log.h, or all */
-    OPT_TEXT,        /* any non-empty text (a file or directory name) */
-    OPT_INT,         /* a decimal integer within the tunable's bounds */
-    OPT_BOOL,        /* 1/0, true/false, yes/no, on/off */
-    OPT_FLAG,        /* no value; sets the variable to 1 */
-    OPT_REPORT,      /* alone sets 1, as a flag; --report=VALUE takes what CGJIT_REPORT takes */
-    OPT_LIB,         /* --lib */
-    OPT_PRINT_ENV,   /* --print-env */
+    OPT_NONE,         /* a tunable with no option */
+    OPT_STEP,         /* a policy of CGJ_STEP_POLICY_LIST */
+    OPT_MODE,         /* a mode of CGJ_JIT_MODE_LIST */
+    OPT_LOG,          /* comma-separated categories of base/log.h, or all */
+    OPT_TEXT,         /* any non-empty text (a file or directory name) */
+    OPT_INT,          /* a decimal integer within the tunable's bounds */
+    OPT_BOOL,         /* 1/0, true/false, yes/no, on/off */
+    OPT_FLAG,         /* no value; sets the variable to 1 */
+    OPT_REPORT,       /* alone sets 1, as a flag; --report=VALUE takes what CGJIT_REPORT takes */
+    OPT_LIB,          /* --lib */
+    OPT_PRINT_ENV,    /* --print-env */
     OPT_CONFIG_TABLE, /* --config-table */
-    OPT_HELP,        /* --help, -h */
-    OPT_VERSION,     /* --version */
-    OPT_MAN,         /* --man */
+    OPT_HELP,         /* --help, -h */
+    OPT_VERSION,      /* --version */
+    OPT_MAN,          /* --man */
 } opt_kind_t;
 
 typedef struct option {
-    const char *name;     /* without the leading --; NULL: a tunable with no option */
+    const char *name; /* without the leading --; NULL: a tunable with no option */
     opt_kind_t kind;
-    const char *var;      /* the variable it sets, or NULL */
-    const char *metavar;  /* for --help; NULL: the option takes no value */
-    const char *def;      /* the default as a user reads it */
-    long long min, max;   /* OPT_INT: the values accepted */
-    const char *doc;      /* one sentence, wrapped by --help */
+    const char *var;     /* the variable it sets, or NULL */
+    const char *metavar; /* for --help; NULL: the option takes no value */
+    const char *def;     /* the default as a user reads it */
+    long long min, max;  /* OPT_INT: the values accepted */
+    const char *doc;     /* one sentence, wrapped by --help */
 } option_t;
 
 #define CGJ_RUN_TEXT_INT(def) #def
 #define CGJ_RUN_TEXT_BOOL(def) #def
 #define CGJ_RUN_TEXT_STR(def) def
 /* The default as shown: SHOWN where given, else the default itself ("" shown as "none"). */
-#define CGJ_RUN_SHOWN(kind, def, shown) (shown ? shown : CGJ_RUN_TEXT_##kind(def)[0] ? CGJ_RUN_TEXT_##kind(def) : "none")
+#define CGJ_RUN_SHOWN(kind, def, shown) \
+    (shown ? shown : CGJ_RUN_TEXT_##kind(def)[0] ? CGJ_RUN_TEXT_##kind(def) : "none")
 
 static const option_t options[] = {
 #define CGJ_RUN_OPTION(name, kind, def, min, max, opt, optkind, metavar, shown, doc) \
     {opt, OPT_##optkind, "CGJIT_" #name, metavar, CGJ_RUN_SHOWN(kind, def, shown), min, max, doc},
     CGJ_CONFIG_LIST(CGJ_RUN_OPTION)
 #undef CGJ_RUN_OPTION
-    {"lib", OPT_LIB, NULL, "PATH", NULL, 0, 0,
-     "the libcgjit.so to preload; without it: $CGJIT_LIB, else DIR/libcgjit.so, else the "
-     "installation's DIR/" CGJ_RUN_LIBDIR "/libcgjit.so (DIR: cgjit-run's folder)"},
+        {"lib", OPT_LIB, NULL, "PATH", NULL, 0, 0,
+         "the libcgjit.so to preload; without it: $CGJIT_LIB, else DIR/libcgjit.so, else the "
+         "installation's DIR/" CGJ_RUN_LIBDIR "/libcgjit.so (DIR: cgjit-run's folder)"},
     {"print-env", OPT_PRINT_ENV, NULL, NULL, NULL, 0, 0,
      "print the environment changes, NAME=VALUE one a line, and exit without running anything"},
     {"config-table", OPT_CONFIG_TABLE, NULL, NULL, NULL, 0, 0,
      "print every CGJIT_* variable as docs/configuration.md's Markdown table, and exit"},
     {"help", OPT_HELP, NULL, NULL, NULL, 0, 0, "print this help and exit"},
     {"version", OPT_VERSION, NULL, NULL, NULL, 0, 0, "print the version and exit"},
-    {"man", OPT_MAN, NULL, NULL, NULL, 0, 0,
-     "print the manual page (roff, for man -l -) and exit"},
+    {"man", OPT_MAN, NULL, NULL, NULL, 0, 0, "print the manual page (roff, for man -l -) and exit"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -212,11 +212,10 @@ static void print_help(FILE *f)
         }
         if (o->var) fprintf(f, "%*s[%s%s, default %s]\n", col, "", o->var, alone_value(o), o->def);
     }
-    fprintf(f,
-            "\n"
-            "Exit status: PROGRAM's; 2 for a wrong option or value, no PROGRAM, or no\n"
-            "libcgjit.so; 127 when PROGRAM is not found, 126 when it cannot be executed.\n"
-            "Every CGJIT_* variable: --config-table, or docs/configuration.md.\n");
+    fprintf(f, "\n"
+               "Exit status: PROGRAM's; 2 for a wrong option or value, no PROGRAM, or no\n"
+               "libcgjit.so; 127 when PROGRAM is not found, 126 when it cannot be executed.\n"
+               "Every CGJIT_* variable: --config-table, or docs/configuration.md.\n");
 }
 
 /* docs/configuration.md's table, from the same rows. */
@@ -289,30 +288,31 @@ static void print_man_options(FILE *f)
 
 static void print_man(FILE *f)
 {
-    fputs(".TH CGJIT\\-RUN 1 \"\" \"cgjit " CGJ_VERSION_STRING "\" \"User Commands\"\n"
-          ".SH NAME\n"
-          "cgjit\\-run \\- run an unmodified CUDA program under cgjit\n"
-          ".SH SYNOPSIS\n"
-          ".B cgjit\\-run\n"
-          "[\\fIOPTIONS\\fR] [\\fB\\-\\-\\fR] \\fIPROGRAM\\fR [\\fIARGS\\fR...]\n"
-          ".SH DESCRIPTION\n"
-          "cgjit records one step of a program's GPU work at the CUDA driver API, checks on later\n"
-          "steps that the program does the same again, and replays the step as CUDA graphs; results\n"
-          "are bitwise equal to eager execution.\n"
-          ".PP\n"
-          ".B cgjit\\-run\n"
-          "puts libcgjit.so first in \\fBLD_PRELOAD\\fR (ahead of any value already there), sets the\n"
-          "\\fBCGJIT_*\\fR variable of each option given, then executes \\fIPROGRAM\\fR in its own\n"
-          "place (searched in \\fBPATH\\fR; same process, same standard streams, \\fIPROGRAM\\fR's\n"
-          "exit status). A program that never uses CUDA runs exactly as without cgjit.\n"
-          "\\fBCGJIT_*\\fR variables already set are passed on; an option overrides its variable.\n"
-          ".PP\n"
-          "Options stop at \\fB\\-\\-\\fR or at the first argument that is not an option. A value is\n"
-          "given as \\fB\\-\\-opt\\fR=\\fIVALUE\\fR or \\fB\\-\\-opt\\fR \\fIVALUE\\fR (\\fB\\-\\-report\\fR takes one\n"
-          "only as \\fB\\-\\-report\\fR=\\fIVALUE\\fR); a repeated option's last value wins. A bad value is\n"
-          "refused with status 2.\n"
-          ".SH OPTIONS\n",
-          f);
+    fputs(
+        ".TH CGJIT\\-RUN 1 \"\" \"cgjit " CGJ_VERSION_STRING "\" \"User Commands\"\n"
+        ".SH NAME\n"
+        "cgjit\\-run \\- run an unmodified CUDA program under cgjit\n"
+        ".SH SYNOPSIS\n"
+        ".B cgjit\\-run\n"
+        "[\\fIOPTIONS\\fR] [\\fB\\-\\-\\fR] \\fIPROGRAM\\fR [\\fIARGS\\fR...]\n"
+        ".SH DESCRIPTION\n"
+        "cgjit records one step of a program's GPU work at the CUDA driver API, checks on later\n"
+        "steps that the program does the same again, and replays the step as CUDA graphs; results\n"
+        "are bitwise equal to eager execution.\n"
+        ".PP\n"
+        ".B cgjit\\-run\n"
+        "puts libcgjit.so first in \\fBLD_PRELOAD\\fR (ahead of any value already there), sets the\n"
+        "\\fBCGJIT_*\\fR variable of each option given, then executes \\fIPROGRAM\\fR in its own\n"
+        "place (searched in \\fBPATH\\fR; same process, same standard streams, \\fIPROGRAM\\fR's\n"
+        "exit status). A program that never uses CUDA runs exactly as without cgjit.\n"
+        "\\fBCGJIT_*\\fR variables already set are passed on; an option overrides its variable.\n"
+        ".PP\n"
+        "Options stop at \\fB\\-\\-\\fR or at the first argument that is not an option. A value is\n"
+        "given as \\fB\\-\\-opt\\fR=\\fIVALUE\\fR or \\fB\\-\\-opt\\fR \\fIVALUE\\fR (\\fB\\-\\-report\\fR takes one\n"
+        "only as \\fB\\-\\-report\\fR=\\fIVALUE\\fR); a repeated option's last value wins. A bad value is\n"
+        "refused with status 2.\n"
+        ".SH OPTIONS\n",
+        f);
     print_man_options(f);
     fputs(".SH ENVIRONMENT\n"
           ".TP\n.B CGJIT_LIB\n"
@@ -328,8 +328,7 @@ static void print_man(FILE *f)
           f);
     roff_text(f, CGJ_RUN_LIBDIR);
     fputs(" (the one it was installed with), else ../lib or ../lib64. In each folder libcgjit.so\n"
-          "comes first, then " CGJ_RUN_SONAME
-          ". The path preloaded is absolute.\n"
+          "comes first, then " CGJ_RUN_SONAME ". The path preloaded is absolute.\n"
           ".SH EXIT STATUS\n"
           "\\fIPROGRAM\\fR's own; 0 for \\fB\\-\\-help\\fR, \\fB\\-\\-version\\fR, \\fB\\-\\-man\\fR,\n"
           "\\fB\\-\\-config\\-table\\fR and \\fB\\-\\-print\\-env\\fR; 2 for a wrong option or value, no\n"
@@ -429,8 +428,7 @@ static const char *check_value(const option_t *o, const char *val)
         if (v < 0) usage_error("--%s: '%s' is not 1/0, true/false, yes/no or on/off", o->name, val);
         return v ? "1" : "0";
     }
-    default:
-        return val;
+    default: return val;
     }
 }
 
@@ -499,7 +497,8 @@ static void find_lib(const char *opt_lib, const char *argv0, char *out)
     char dir[PATH_MAX];
     if (!own_dir(argv0, dir)) {
         say("cannot tell which folder %s is in, so libcgjit.so is not found next to it; "
-            "give it with --lib=PATH or CGJIT_LIB", prog_name);
+            "give it with --lib=PATH or CGJIT_LIB",
+            prog_name);
         exit(2);
     }
     const char *sep = strcmp(dir, "/") == 0 ? "" : "/";
@@ -566,30 +565,14 @@ int main(int argc, char **argv)
             usage_error("option '--%s' takes no value", o->name);
         }
         switch (o->kind) {
-        case OPT_HELP:
-            print_help(stdout);
-            return 0;
-        case OPT_VERSION:
-            printf("%s %s\n", prog_name, CGJ_VERSION_STRING);
-            return 0;
-        case OPT_MAN:
-            print_man(stdout);
-            return fflush(stdout) == 0 ? 0 : 2;
-        case OPT_CONFIG_TABLE:
-            print_config_table(stdout);
-            return 0;
-        case OPT_PRINT_ENV:
-            print_env = true;
-            break;
-        case OPT_LIB:
-            opt_lib = val;
-            break;
-        case OPT_FLAG:
-            values[o - options] = "1";
-            break;
-        default:
-            values[o - options] = val;
-            break;
+        case OPT_HELP: print_help(stdout); return 0;
+        case OPT_VERSION: printf("%s %s\n", prog_name, CGJ_VERSION_STRING); return 0;
+        case OPT_MAN: print_man(stdout); return fflush(stdout) == 0 ? 0 : 2;
+        case OPT_CONFIG_TABLE: print_config_table(stdout); return 0;
+        case OPT_PRINT_ENV: print_env = true; break;
+        case OPT_LIB: opt_lib = val; break;
+        case OPT_FLAG: values[o - options] = "1"; break;
+        default: values[o - options] = val; break;
         }
     }
     if (i >= argc && !print_env) {

@@ -196,8 +196,8 @@ void cgj_anchor_note_run(cgj_anchor_t *a, bool exited)
     char most[240] = "?";
     if (top) cgj_reason_format(&top->reason, most, sizeof most);
     cgj_reason_t r;
-    cgj_reason_set(&r, CGJ_REASON_BLACKLIST_EXITS, CGJ_REASON_NO_OP, "%d of its last %d runs; most often: %s",
-                   n, EXIT_WINDOW, most);
+    cgj_reason_set(&r, CGJ_REASON_BLACKLIST_EXITS, CGJ_REASON_NO_OP, "%d of its last %d runs; most often: %s", n,
+                   EXIT_WINDOW, most);
     cgj_anchor_blacklist(a, &r);
 }
 
@@ -219,7 +219,8 @@ static cgj_anchor_t *coldest(const cgj_anchor_t *except)
     pthread_mutex_lock(&table_lock);
     for (cgj_anchor_t *a = anchors; a; a = a->next)
         if (a != except && !__atomic_load_n(&a->busy, __ATOMIC_RELAXED) && evictable(a) &&
-            (!best || __atomic_load_n(&a->last_used, __ATOMIC_RELAXED) < __atomic_load_n(&best->last_used, __ATOMIC_RELAXED)))
+            (!best ||
+             __atomic_load_n(&a->last_used, __ATOMIC_RELAXED) < __atomic_load_n(&best->last_used, __ATOMIC_RELAXED)))
             best = a;
     pthread_mutex_unlock(&table_lock);
     return best;
@@ -279,7 +280,8 @@ bool cgj_anchor_refuse(cgj_anchor_t *a)
     }
     __atomic_store_n(&a->fuse_ticket, 0, __ATOMIC_RELAXED);
     __atomic_fetch_add(&a->refusions, 1, __ATOMIC_RELAXED);
-    CGJ_LOG(trace, "anchor '%s': its fused kernels are compiled: %u trace(s) given back, built again with them", a->name, n);
+    CGJ_LOG(trace, "anchor '%s': its fused kernels are compiled: %u trace(s) given back, built again with them",
+            a->name, n);
     return true;
 }
 
@@ -346,7 +348,8 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->fuse_cold = t->fuse_cold;
     out->fused_gemms = t->fused_gemms;
     for (uint32_t i = 0; i < t->list.n; i++)
-        if (t->list.ops[i].lib) out->lib_calls++, out->lib_absorbable += t->list.ops[i].lib->absorbable && cgj_libop_learned();
+        if (t->list.ops[i].lib)
+            out->lib_calls++, out->lib_absorbable += t->list.ops[i].lib->absorbable && cgj_libop_learned();
     out->ops -= out->lib_calls; /* driver calls: the library ops group them */
 }
 
@@ -391,7 +394,8 @@ const cgj_trace_t *cgj_anchor_variant(const cgj_anchor_t *a, uint32_t k)
 
 void cgj_anchor_host_times(const cgj_anchor_t *a, double *eager_ns, double *replay_ns)
 {
-    uint64_t er = __atomic_load_n(&a->eager_runs, __ATOMIC_RELAXED), rr = __atomic_load_n(&a->replays, __ATOMIC_RELAXED);
+    uint64_t er = __atomic_load_n(&a->eager_runs, __ATOMIC_RELAXED),
+             rr = __atomic_load_n(&a->replays, __ATOMIC_RELAXED);
     *eager_ns = er ? (double)__atomic_load_n(&a->eager_ns, __ATOMIC_RELAXED) / (double)er : 0;
     *replay_ns = rr ? (double)__atomic_load_n(&a->replay_ns, __ATOMIC_RELAXED) / (double)rr : 0;
 }

@@ -75,7 +75,8 @@ static bool plan_memory(const cgj_anchor_t *a, cgj_trace_t *tr, cgj_reason_t *wh
     bool share = one_stream(&tr->list);
     cgj_plan_block_t *pb = cgj_xcalloc(bl.n, sizeof *pb);
     for (uint32_t j = 0; j < bl.n; j++)
-        pb[j] = (cgj_plan_block_t){.size = cgj_plan_size_class(bl.b[j].bytes), .start = bl.b[j].start,
+        pb[j] = (cgj_plan_block_t){.size = cgj_plan_size_class(bl.b[j].bytes),
+                                   .start = bl.b[j].start,
                                    .end = bl.b[j].escapes || !share ? CGJ_PLAN_ESCAPES : bl.b[j].end};
     cgj_plan_result_t res;
     cgj_plan(pb, bl.n, &res);
@@ -217,8 +218,8 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     if (fs.queued && __atomic_load_n(&a->refusions, __ATOMIC_RELAXED) < 2) /* built again once compiled */
         __atomic_store_n(&a->fuse_ticket, fs.ticket, __ATOMIC_RELAXED);
     CGJ_STAT_ADD(traces_built, 1);
-    CGJ_LOG(trace, "anchor '%s': variant %u built: %u ops, %u kernels, %u segment(s), %u varying slot(s)",
-            a->name, a->nvariants, tr->list.n, tr->kernels, tr->nsegs, tr->varying_slots);
+    CGJ_LOG(trace, "anchor '%s': variant %u built: %u ops, %u kernels, %u segment(s), %u varying slot(s)", a->name,
+            a->nvariants, tr->list.n, tr->kernels, tr->nsegs, tr->varying_slots);
     for (uint32_t i = 0; i < tr->list.n && (cgj_log_mask & (1u << CGJ_LOG_trace)); i++) {
         char desc[160];
         const cgj_op_t *o = &tr->list.ops[i];
@@ -248,8 +249,7 @@ bool cgj_build_duplicates(const cgj_anchor_t *a, const cgj_oplist_t *rec)
         if (!cgj_shape_same(v, rec, &why)) continue;
         bool same = true;
         for (uint32_t i = 0; i < v->n && same; i++)
-            if (v->ops[i].kp)
-                same = !memcmp(v->ops[i].kp->varying, rec->ops[i].kp->varying, v->ops[i].kp->n);
+            if (v->ops[i].kp) same = !memcmp(v->ops[i].kp->varying, rec->ops[i].kp->varying, v->ops[i].kp->n);
         if (same) return true;
     }
     return false;

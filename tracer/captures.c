@@ -66,10 +66,8 @@ void cgj_step_capture_began(CUstream s, CUresult r, const char *api)
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < ncaps; i++)
         if (caps[i].s == s && !caps[i].begun) {
-            if (r == CUDA_SUCCESS)
-                caps[i].begun = true;
-            else
-                drop(i);
+            if (r == CUDA_SUCCESS) caps[i].begun = true;
+            else drop(i);
             break;
         }
     pthread_mutex_unlock(&lock);

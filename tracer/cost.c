@@ -38,18 +38,20 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PROBE_FIRST 3    /* while the eager window fills: one run in 3 is an eager probe */
-#define PROBE_STEADY 64  /* then one in 64 ... */
-#define CLEAR_RUNS 4     /* ... and one in 128 once this many judgements in a row found replay
-                          * faster by more than the margin (probes are eager runs: each costs
-                          * what replay saves) */
-#define MIN_PAIRS 5      /* pairs needed before a decision */
-#define EARLY_PAIRS 3    /* ... but this many that each find replay EARLY_PCT faster end the */
-#define EARLY_PCT 5      /* quick probing: replay that does not pay hardly looks like that */
-#define UNPAIRED_MAX 8   /* probes in a row with no pair, after which probing slows down */
-#define PACE_REPLAYS 4   /* replay periods an eager one is paired with (their median) */
-#define MARGIN_PCT 2     /* replay may be this much slower than eager before it is turned off
-                          * (the periods' own noise) */
+#define PROBE_FIRST 3   /* while the eager window fills: one run in 3 is an eager probe */
+#define PROBE_STEADY 64 /* then one in 64 ... */
+#define CLEAR_RUNS                                                                           \
+    4                  /* ... and one in 128 once this many judgements in a row found replay \
+                        * faster by more than the margin (probes are eager runs: each costs  \
+                        * what replay saves) */
+#define MIN_PAIRS 5    /* pairs needed before a decision */
+#define EARLY_PAIRS 3  /* ... but this many that each find replay EARLY_PCT faster end the */
+#define EARLY_PCT 5    /* quick probing: replay that does not pay hardly looks like that */
+#define UNPAIRED_MAX 8 /* probes in a row with no pair, after which probing slows down */
+#define PACE_REPLAYS 4 /* replay periods an eager one is paired with (their median) */
+#define MARGIN_PCT                                                         \
+    2 /* replay may be this much slower than eager before it is turned off \
+       * (the periods' own noise) */
 #define STRIKES 2
 #define SETTLE_RUNS 16
 #define OFF_RUNS 64
@@ -143,8 +145,7 @@ static void judge(cgj_anchor_t *a)
      * its periods can differ only by cgjit's host time in the step, and where that is not
      * slower a slower period is the program's noise (a 2-op step in a 2 ms Python iteration). */
     bool graphs = launches_graphs(a);
-    CGJ_LOG(cost,
-            "anchor '%s': %u pairs, eager %.1f us, replay %.1f us (medians), replay/eager %.2f, sums %.2f%s%s",
+    CGJ_LOG(cost, "anchor '%s': %u pairs, eager %.1f us, replay %.1f us (medians), replay/eager %.2f, sums %.2f%s%s",
             a->name, n, (double)e / 1e3, (double)r / 1e3, (double)q / 1e3, sum_e ? (double)sum_r / (double)sum_e : 0.0,
             graphs ? "" : ", no graph", clear ? ": replay clearly faster" : "");
     if (q <= 1000 + 10 * MARGIN_PCT || sum_r * 1000 <= sum_e * (1000 + 10 * MARGIN_PCT) ||
@@ -162,9 +163,10 @@ static void judge(cgj_anchor_t *a)
     }
     c->strikes = 0;
     cgj_reason_t why;
-    cgj_reason_set(&why, CGJ_REASON_OFF_COST, CGJ_REASON_NO_OP,
-                   "replay %.1f us per step against %.1f us eager (medians of %u eager runs, each against the last replays at its place in the loop: replay/eager %.2f)",
-                   (double)r / 1e3, (double)e / 1e3, n, (double)q / 1e3);
+    cgj_reason_set(
+        &why, CGJ_REASON_OFF_COST, CGJ_REASON_NO_OP,
+        "replay %.1f us per step against %.1f us eager (medians of %u eager runs, each against the last replays at its place in the loop: replay/eager %.2f)",
+        (double)r / 1e3, (double)e / 1e3, n, (double)q / 1e3);
     turn_off(a, &why);
 }
 

@@ -32,7 +32,10 @@ _Static_assert(CGJ_CYCLE_MIXED > MAX_K, "mixed[] too small");
 
 
 /* The signature at stream position pos; pos must be one of the last CGJ_CYCLE_RING fed. */
-static inline uint64_t at(const cgj_cycle_t *c, uint64_t pos) { return c->ring[pos % CGJ_CYCLE_RING]; }
+static inline uint64_t at(const cgj_cycle_t *c, uint64_t pos)
+{
+    return c->ring[pos % CGJ_CYCLE_RING];
+}
 
 /* The same for the position `off` after the one in ring slot `base` (off < CGJ_CYCLE_RING): the
  * loops over a whole cycle read it so, a subtraction where `at` divides. */
@@ -65,8 +68,14 @@ void cgj_cycle_init(cgj_cycle_t *c, uint32_t confirm)
     cgj_cycle_reset(c);
 }
 
-uint32_t cgj_cycle_period(const cgj_cycle_t *c) { return c->period; }
-uint64_t cgj_cycle_id(const cgj_cycle_t *c) { return c->id; }
+uint32_t cgj_cycle_period(const cgj_cycle_t *c)
+{
+    return c->period;
+}
+uint64_t cgj_cycle_id(const cgj_cycle_t *c)
+{
+    return c->id;
+}
 
 uint32_t cgj_cycle_marked(const cgj_cycle_t *c)
 {
@@ -200,10 +209,8 @@ static uint32_t least_rotation(const cgj_cycle_t *c, uint64_t start, uint32_t p)
             k++;
             continue;
         }
-        if (x > y)
-            a += k + 1;
-        else
-            b += k + 1;
+        if (x > y) a += k + 1;
+        else b += k + 1;
         if (a == b) b++;
         k = 0;
     }
@@ -242,10 +249,8 @@ static void unlock(cgj_cycle_t *c, uint64_t u)
         } else {
             c->cand[k].run = r;
         }
-        if (c->cand[k].run)
-            k++;
-        else
-            c->cand[k] = c->cand[--c->ncand];
+        if (c->cand[k].run) k++;
+        else c->cand[k] = c->cand[--c->ncand];
     }
 }
 

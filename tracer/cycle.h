@@ -33,21 +33,21 @@
 #define CGJ_CYCLE_RING (3 * CGJ_CYCLE_MAX_PERIOD) /* the last signatures, for comparisons */
 #define CGJ_CYCLE_BUCKET_BITS 12
 #define CGJ_CYCLE_BUCKETS (1 << CGJ_CYCLE_BUCKET_BITS) /* k-gram index: buckets of ... */
-#define CGJ_CYCLE_WAYS 4                           /* ... 4 entries (16-bit tag, 16-bit position) */
-#define CGJ_CYCLE_SCALES 3                         /* k-gram lengths indexed: 1, 4, 16 */
-#define CGJ_CYCLE_CANDIDATES 16                    /* candidate periods followed at once */
-#define CGJ_CYCLE_MIXED 32                         /* mixed signatures of the last 16 positions */
+#define CGJ_CYCLE_WAYS 4                               /* ... 4 entries (16-bit tag, 16-bit position) */
+#define CGJ_CYCLE_SCALES 3                             /* k-gram lengths indexed: 1, 4, 16 */
+#define CGJ_CYCLE_CANDIDATES 16                        /* candidate periods followed at once */
+#define CGJ_CYCLE_MIXED 32                             /* mixed signatures of the last 16 positions */
 
 typedef struct cgj_cycle {
-    uint64_t n;          /* signatures fed */
-    uint32_t cur;        /* ring slot of the next signature */
-    uint32_t confirm;    /* repetitions required before locking */
-    uint32_t period;     /* locked period, 0 if none */
-    uint32_t phase;      /* locked: position of the last call in the cycle, 0 = head */
-    uint64_t id;         /* locked cycle's id, 0 if none */
-    uint64_t indexed;    /* positions below this are in the k-gram index (or too old to matter) */
-    uint64_t locked_at;  /* the position that locked: candidates are followed up to it */
-    uint64_t rolled;     /* roll[] holds the k-gram hashes ending at position rolled - 1 */
+    uint64_t n;         /* signatures fed */
+    uint32_t cur;       /* ring slot of the next signature */
+    uint32_t confirm;   /* repetitions required before locking */
+    uint32_t period;    /* locked period, 0 if none */
+    uint32_t phase;     /* locked: position of the last call in the cycle, 0 = head */
+    uint64_t id;        /* locked cycle's id, 0 if none */
+    uint64_t indexed;   /* positions below this are in the k-gram index (or too old to matter) */
+    uint64_t locked_at; /* the position that locked: candidates are followed up to it */
+    uint64_t rolled;    /* roll[] holds the k-gram hashes ending at position rolled - 1 */
     uint64_t roll[CGJ_CYCLE_SCALES];
     uint64_t powk[CGJ_CYCLE_SCALES]; /* the rolling hash's base to the power k */
     uint64_t mixed[CGJ_CYCLE_MIXED];

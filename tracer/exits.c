@@ -35,7 +35,8 @@ bool cgj_exit_flush(cgj_thread_t *t)
         cgj_thread_set_pending(t, false);
         return true;
     }
-    if (t->anchor && t->cur.pos > first) __atomic_fetch_add(&t->anchor->cost.reissued, t->cur.pos - first, __ATOMIC_RELAXED);
+    if (t->anchor && t->cur.pos > first)
+        __atomic_fetch_add(&t->anchor->cost.reissued, t->cur.pos - first, __ATOMIC_RELAXED);
     /* CGJIT_VERIFY: work re-issued on the thread's own behalf passes verify's gate as the
      * program's calls do, never inside another thread's window (a flush for another thread comes
      * from a call that is about to pass it). */
@@ -137,8 +138,8 @@ static bool stream_blocking(CUstream s)
 /* Could `s`/`ev` observe the pending work of t? Work on s waits for work on s itself and, s
  * being blocking (stream_blocking), for the legacy stream's; work on the legacy stream waits
  * for every blocking stream's: a non-blocking stream never waits for another thread's replay
- * held back on the legacy stream, nor the other way. A per-thread default stream is one of the calling thread's: it shares no handle
- * with t's ops, only the legacy stream's ordering. */
+ * held back on the legacy stream, nor the other way. A per-thread default stream is one of the calling thread's: it
+ * shares no handle with t's ops, only the legacy stream's ordering. */
 static bool observes(const cgj_thread_t *t, CUstream s, CUevent ev, bool everything)
 {
     if (everything) return true;

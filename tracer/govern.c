@@ -54,10 +54,10 @@
 #define WIN_MIN_NS 20000000ull /* ... and at least 20 ms */
 #define MIN_PAIRS 2
 #define MAX_PAIRS 8
-#define EQUIV_PCT 1            /* an interval inside +/- this is no difference worth measuring on */
-#define HOLD_FACTOR 16         /* a decision holds this many times the beats its measurement took */
-#define PHASE_OTHERS 512       /* other steps begun in a row with no beat: a new phase */
-#define PHASE_QUIET_PERIODS 32 /* dormant: no beat for this many periods: a new phase ... */
+#define EQUIV_PCT 1                     /* an interval inside +/- this is no difference worth measuring on */
+#define HOLD_FACTOR 16                  /* a decision holds this many times the beats its measurement took */
+#define PHASE_OTHERS 512                /* other steps begun in a row with no beat: a new phase */
+#define PHASE_QUIET_PERIODS 32          /* dormant: no beat for this many periods: a new phase ... */
 #define PHASE_QUIET_MIN_NS 200000000ull /* ... and at least 200 ms */
 
 const char *cgj_gov_api;
@@ -84,15 +84,15 @@ static struct {
     cand_t cand[NCAND];
     uint32_t ncand;
     uint64_t begins;
-    cand_t beat;             /* the heartbeat (api NULL: none) */
-    uint64_t settle, settled; /* beats since the choice; of them, in a row with no trace built */
-    uint64_t built;           /* traces built by the last beat (cgj_stats) */
+    cand_t beat;                      /* the heartbeat (api NULL: none) */
+    uint64_t settle, settled;         /* beats since the choice; of them, in a row with no trace built */
+    uint64_t built;                   /* traces built by the last beat (cgj_stats) */
     uint64_t last_beat_ns, period_ns; /* the last beat, and a running estimate of the period */
-    uint64_t others;         /* other steps begun since the last beat */
+    uint64_t others;                  /* other steps begun since the last beat */
     /* measurement */
     uint64_t win_t0, win_beats;
     uint32_t pair, win_in_pair;
-    double pace[2];          /* this pair's paces: [0] active, [1] dormant */
+    double pace[2]; /* this pair's paces: [0] active, [1] dormant */
     double d[MAX_PAIRS];
     uint32_t npairs;
     uint64_t measure_beats;
@@ -213,10 +213,11 @@ static bool judge(uint64_t now)
     g.hold_left = g.hold_len;
     g.decided = true;
     g.decided_dormant = dormant;
-    CGJ_LOG(govern,
-            "judgement %llu on '%s': active/dormant speed %.3fx (95%% interval %.3f-%.3f) over %u pairs: %s for %llu beats",
-            (unsigned long long)in->judgements, g.beat.name, in->ratio, in->lo, in->hi, g.npairs,
-            dormant ? "dormant" : "active", (unsigned long long)g.hold_left);
+    CGJ_LOG(
+        govern,
+        "judgement %llu on '%s': active/dormant speed %.3fx (95%% interval %.3f-%.3f) over %u pairs: %s for %llu beats",
+        (unsigned long long)in->judgements, g.beat.name, in->ratio, in->lo, in->hi, g.npairs,
+        dormant ? "dormant" : "active", (unsigned long long)g.hold_left);
     set_dormant(dormant, now);
     set_state(dormant ? CGJ_GOVERN_DORMANT : CGJ_GOVERN_ACTIVE);
     return true;
@@ -272,8 +273,7 @@ static void beat(uint64_t now)
             start_measure(now);
         }
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -316,8 +316,8 @@ static void count_begin(const char *api, const void *stream, const void *f, cons
     g.info.phases++;
     set_state(CGJ_GOVERN_SETTLE);
     __atomic_store_n(&cgj_gov_api, g.beat.api, __ATOMIC_RELAXED);
-    CGJ_LOG(govern, "heartbeat: '%s' (%llu of the last %llu step begins)", g.beat.name,
-            (unsigned long long)best->count, (unsigned long long)g.begins);
+    CGJ_LOG(govern, "heartbeat: '%s' (%llu of the last %llu step begins)", g.beat.name, (unsigned long long)best->count,
+            (unsigned long long)g.begins);
 }
 
 static void begun(const char *api, const void *stream, const void *f, const char *name)
@@ -356,7 +356,8 @@ void cgj_gov_tick(void)
     uint64_t now = cgj_now_ns(), at = __atomic_load_n(&quiet_at, __ATOMIC_RELAXED);
     if (!at || now <= at) return;
     pthread_mutex_lock(&lock);
-    if (__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED) && quiet_at && now > quiet_at) learn(now, "stopped beating");
+    if (__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED) && quiet_at && now > quiet_at)
+        learn(now, "stopped beating");
     pthread_mutex_unlock(&lock);
 }
 

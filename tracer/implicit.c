@@ -171,14 +171,10 @@ static uint64_t topology(const cgj_call_t *c)
     uint64_t h = cgj_hash_word((uint64_t)c->kind, api_hash(c->api));
     h = cgj_hash_word(stream_ordinal(c->stream), h);
     switch (c->kind) {
-    case CGJ_OP_KERNEL:
-        return cgj_hash_word(kernel_hash(c->u.k.f), h) | 1;
-    case CGJ_OP_MEMCPY:
-        return cgj_hash_word((uint64_t)(unsigned)c->u.m.dir << 1 | (c->u.m.direct ? 1 : 0), h) | 1;
-    case CGJ_OP_ALLOC:
-        return cgj_hash_word(cgj_plan_size_class(c->u.a.bytes), h) | 1;
-    default:
-        return h | 1;
+    case CGJ_OP_KERNEL: return cgj_hash_word(kernel_hash(c->u.k.f), h) | 1;
+    case CGJ_OP_MEMCPY: return cgj_hash_word((uint64_t)(unsigned)c->u.m.dir << 1 | (c->u.m.direct ? 1 : 0), h) | 1;
+    case CGJ_OP_ALLOC: return cgj_hash_word(cgj_plan_size_class(c->u.a.bytes), h) | 1;
+    default: return h | 1;
     }
 }
 
@@ -219,7 +215,7 @@ static void sync_step_name(const char *policy, const cgj_call_t *c, char *name, 
  * calls (a short-lived thread that launches a few kernels and exits pays nothing), and gives it
  * back at its exit to a small pool the next thread takes it from. */
 #define CGJ_AUTO_QUIET_CALLS 64
-#define CGJ_AUTO_MIN_STEP 32 /* calls a step of a short cycle holds at least */
+#define CGJ_AUTO_MIN_STEP 32   /* calls a step of a short cycle holds at least */
 #define CGJ_AUTO_SPLIT_SYNCS 4 /* synchronizations in a turn from which its steps are taken between them */
 #define CGJ_CYCLE_POOL 16
 
@@ -259,8 +255,10 @@ static bool split_at_syncs(cgj_thread_t *t, const cgj_cycle_t *cy)
         uint32_t syncs = cgj_cycle_marked(cy);
         t->find.split_at_syncs = syncs >= CGJ_AUTO_SPLIT_SYNCS;
         if (t->find.split_at_syncs)
-            CGJ_LOG(trace, "a cycle of %u calls that synchronizes %u times a turn: its steps are taken between synchronizations",
-                    cgj_cycle_period(cy), syncs);
+            CGJ_LOG(
+                trace,
+                "a cycle of %u calls that synchronizes %u times a turn: its steps are taken between synchronizations",
+                cgj_cycle_period(cy), syncs);
     }
     return t->find.split_at_syncs;
 }
@@ -325,7 +323,8 @@ void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d
     int policy = __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED);
     d->route = CGJ_ROUTE_STAY;
     if (t->mode != CGJ_MODE_OFF && !t->implicit) return; /* a marked step */
-    if (policy == CGJ_STEP_SYNC && !t->find.finds_cycles && t->mode != CGJ_MODE_OFF && t->sync_calls >= t->find.sync_long) {
+    if (policy == CGJ_STEP_SYNC && !t->find.finds_cycles && t->mode != CGJ_MODE_OFF &&
+        t->sync_calls >= t->find.sync_long) {
         t->find.finds_cycles = true;
         CGJ_LOG(trace, "%u calls without a synchronization: this thread's steps are found by their cycle from now on",
                 t->sync_calls);

@@ -33,10 +33,10 @@ typedef struct sample {
     const uint8_t *key;
     uint32_t keylen, nargs;
     const cgj_oplist_t *list;
-    uint32_t at;             /* index of the LIB op */
-    const cgj_blocks_t *bl;  /* in-step allocations (NULL: none to match) */
-    bool live;               /* read kp->live, not kp->rec */
-    bool own;                /* the values are cgjit's, not the library's (cgj_libop_t.synthetic) */
+    uint32_t at;              /* index of the LIB op */
+    const cgj_blocks_t *bl;   /* in-step allocations (NULL: none to match) */
+    bool live;                /* read kp->live, not kp->rec */
+    bool own;                 /* the values are cgjit's, not the library's (cgj_libop_t.synthetic) */
     const cgj_opvals_t *seen; /* the group's other values (NULL: its ops' calls) */
 } sample_t;
 
@@ -78,8 +78,8 @@ static bool same_addr(const sample_t *n, CUdeviceptr x, const sample_t *o, CUdev
  * one, so that relocation keeps the offset). A word points into the buffer it is derived from:
  * the smallest offset at or above the argument wins (A + 4000 is A's, not B − 96's), then the
  * smallest below. */
-static int derive(const sample_t *n, const sample_t *o, uint32_t changed, CUdeviceptr wn,
-                  CUdeviceptr wo, uint32_t at, int64_t *off)
+static int derive(const sample_t *n, const sample_t *o, uint32_t changed, CUdeviceptr wn, CUdeviceptr wo, uint32_t at,
+                  int64_t *off)
 {
     int best = -1;
     uint64_t best_rank = UINT64_MAX;
@@ -106,9 +106,9 @@ static const cgj_libfix_t *find_fix(const cgj_libop_t *l, uint32_t op, uint32_t 
 typedef struct learning {
     cgj_libop_t *lib;
     const sample_t *n, *o;
-    uint32_t changed;   /* arguments that differ between the samples */
-    bool keydiff;       /* the samples' keys differ */
-    bool key_explains;  /* an address that changes is the key's doing */
+    uint32_t changed;  /* arguments that differ between the samples */
+    bool keydiff;      /* the samples' keys differ */
+    bool key_explains; /* an address that changes is the key's doing */
     cgj_libfix_t *fix;
     uint32_t nfix, cap;
     bool ok;
@@ -125,8 +125,8 @@ static void push_fix(learning_t *L, cgj_libfix_t f)
  * byte `byte`, patchable when `patchable`) or a copy/memset operand, wn in the newer sample and
  * wo in the older. It is the same memory in both (keyed), derived from a changed argument (a
  * fix), or explained by the key; else the group is not absorbable. */
-static void learn_value(learning_t *L, uint32_t j, uint32_t at, cgj_libfix_field_t field, uint32_t byte,
-                        CUdeviceptr wn, CUdeviceptr wo, bool patchable)
+static void learn_value(learning_t *L, uint32_t j, uint32_t at, cgj_libfix_field_t field, uint32_t byte, CUdeviceptr wn,
+                        CUdeviceptr wo, bool patchable)
 {
     const sample_t *n = L->n, *o = L->o;
     const cgj_libfix_t *prev = find_fix(L->lib, j + 1, field, byte);
@@ -156,7 +156,8 @@ static void learn_other_values(learning_t *L, uint32_t j, uint32_t at)
     other_values(L->n, j, &vn);
     other_values(L->o, j, &vo);
     if ((vn.count != vo.count || vn.value != vo.value || vn.elem != vo.elem ||
-         memcmp(vn.dims, vo.dims, sizeof vn.dims)) && !L->keydiff) {
+         memcmp(vn.dims, vo.dims, sizeof vn.dims)) &&
+        !L->keydiff) {
         L->ok = false;
         cgj_reason_set(&L->why, CGJ_REASON_LIB_UNEXPLAINED, at, "the size, value or launch dimensions of op %u", j + 1);
         return;
@@ -170,14 +171,17 @@ static bool op_absorbable(const cgj_op_t *o, cgj_reason_t *why)
 {
     const char *what = NULL;
     switch (o->call.kind) {
-    case CGJ_OP_KERNEL: case CGJ_OP_MEMSET: case CGJ_OP_EVENT_RECORD: case CGJ_OP_STREAM_WAIT:
-    case CGJ_OP_HOST_FUNC:
-        return true;
+    case CGJ_OP_KERNEL:
+    case CGJ_OP_MEMSET:
+    case CGJ_OP_EVENT_RECORD:
+    case CGJ_OP_STREAM_WAIT:
+    case CGJ_OP_HOST_FUNC: return true;
     case CGJ_OP_MEMCPY:
         if (o->call.u.m.dir != CGJ_DIR_H2D) return true;
         what = "a host-to-device copy from the library's memory";
         break;
-    case CGJ_OP_ALLOC: case CGJ_OP_POOL_FREE: what = "an allocation"; break;
+    case CGJ_OP_ALLOC:
+    case CGJ_OP_POOL_FREE: what = "an allocation"; break;
     default: what = cgj_op_docs[o->call.kind]; break;
     }
     cgj_reason_set(why, CGJ_REASON_LIB_ISSUES, CGJ_REASON_NO_OP, "%s (%s)", what, o->call.api);
@@ -187,11 +191,15 @@ static bool op_absorbable(const cgj_op_t *o, cgj_reason_t *why)
 /* Learn lib (the newer sample n's LIB op) from samples n and o. */
 static void learn(cgj_libop_t *lib, const sample_t *n, const sample_t *o)
 {
-    learning_t L = {.lib = lib, .n = n, .o = o, .ok = !lib->failed && !lib->never,
+    learning_t L = {.lib = lib,
+                    .n = n,
+                    .o = o,
+                    .ok = !lib->failed && !lib->never,
                     .why = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP}};
     if (!L.ok) cgj_reason_set(&L.why, lib->failed ? CGJ_REASON_LIB_FAILED : lib->never, CGJ_REASON_NO_OP, NULL);
     if (L.ok && n->nargs != o->nargs)
-        L.ok = false, cgj_reason_set(&L.why, CGJ_REASON_LIB_ARG_COUNT, CGJ_REASON_NO_OP, "%u, then %u", o->nargs, n->nargs);
+        L.ok = false,
+        cgj_reason_set(&L.why, CGJ_REASON_LIB_ARG_COUNT, CGJ_REASON_NO_OP, "%u, then %u", o->nargs, n->nargs);
     if (L.ok && (n->own || o->own))
         L.ok = false, cgj_reason_set(&L.why, CGJ_REASON_LIB_OWN_SAMPLE, CGJ_REASON_NO_OP, NULL);
     if (L.ok && n->live && !o->seen) /* a group recorded before its copies were learned */

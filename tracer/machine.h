@@ -19,14 +19,17 @@
 #include <stdbool.h>
 
 /* X(NAME, doc): the modes of a thread's step. */
+/* clang-format off */
 #define CGJ_MODE_LIST(X)                                                                       \
     X(OFF, "no step on this thread")                                                           \
     X(PASSTHRU, "a marked step running eagerly; its calls are not looked at")                  \
     X(EAGER, "an implicit step running eagerly; its calls are looked at to find its end")      \
     X(RECORD, "a step running eagerly, recorded call by call")                                 \
     X(REPLAY, "a step replayed: calls checked against the trace and absorbed into graphs")
+/* clang-format on */
 
 /* X(NAME, doc): what happens to a step. */
+/* clang-format off */
 #define CGJ_EVENT_LIST(X)                                                                      \
     X(BEGIN, "a step begins: cgj_trace_begin, or the first call of an implicit step")          \
     X(GUARD_FAIL, "a call differs from the trace (or the step ends early or goes on): side exit") \
@@ -34,8 +37,10 @@
     X(ABORT, "the step cannot be traced further: untraceable call, failed call, CGJIT_MAX_OPS, nesting") \
     X(ERROR, "a graph launch failed: the segment runs eagerly, the anchor is blacklisted")     \
     X(END, "the step ends: cgj_trace_end, or where an implicit step ends")
+/* clang-format on */
 
 /* X(FROM, EVENT, TO, doc): every transition of a thread's step. */
+/* clang-format off */
 #define CGJ_TRANSITION_LIST(X)                                                                 \
     X(OFF, BEGIN, RECORD, "the anchor has no trace yet: run eagerly and record (WARMUP, RECORD)") \
     X(OFF, BEGIN, REPLAY, "the anchor has a trace: replay it")                                  \
@@ -57,8 +62,10 @@
     X(EAGER, END, OFF, "")                                                                      \
     X(RECORD, END, OFF, "the recording is compared with the drafts; a match builds a trace")    \
     X(REPLAY, END, OFF, "the last segment is launched (or the step ended early: side exit first)")
+/* clang-format on */
 
 /* X(FROM, TO, doc): every transition of an anchor (states of cgjit.h). */
+/* clang-format off */
 #define CGJ_ANCHOR_TRANSITION_LIST(X)                                                          \
     X(WARMUP, RECORD, "an eager run was kept as a draft")                                       \
     X(WARMUP, REPLAY, "a trace was built")                                                      \
@@ -70,6 +77,7 @@
     X(REPLAY, WARMUP, "evicted (the pool was full and the anchor the coldest), or its fused kernels compiled in the background: it starts over")  \
     X(REPLAY, OFF, "replay cost more than eager execution (tracer/cost.c)")                      \
     X(OFF, REPLAY, "replay is tried again")
+/* clang-format on */
 
 typedef enum cgj_mode {
 #define CGJ_MODE_ENUM(name, doc) CGJ_MODE_##name,

@@ -76,14 +76,10 @@ static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
         return;
     }
     c = resolve_for_record(t, c, &tmp);
-    if (t->rec.n >= (uint32_t)cgj_cfg.MAX_OPS)
-        abort_with(t, CGJ_REASON_ABORT_MAX_OPS, c->api, NULL);
-    else if (!record_op(t, c, &why))
-        abort_with(t, why, c->api, NULL);
-    else if (as_made_with_alloc(&t->rec))
-        abort_with(t, CGJ_REASON_ABORT_AS_MADE_ALLOC, c->api, NULL);
-    else
-        CGJ_STAT_ADD(ops_recorded, 1);
+    if (t->rec.n >= (uint32_t)cgj_cfg.MAX_OPS) abort_with(t, CGJ_REASON_ABORT_MAX_OPS, c->api, NULL);
+    else if (!record_op(t, c, &why)) abort_with(t, why, c->api, NULL);
+    else if (as_made_with_alloc(&t->rec)) abort_with(t, CGJ_REASON_ABORT_AS_MADE_ALLOC, c->api, NULL);
+    else CGJ_STAT_ADD(ops_recorded, 1);
     if (t->mode == CGJ_MODE_RECORD && cgj_op_class[c->kind] == CGJ_CLASS_CAPTURE) cgj_thread_recorded(t, c->stream);
 }
 
@@ -113,8 +109,8 @@ static void drop_long_first_run(cgj_thread_t *t)
     bool handed = handoffs >= PRODUCER_HANDOFFS;
     if (handed) t->find.sync_long = t->sync_calls; /* from its next call on: right here */
     cgj_oplist_free(&t->rec);
-    CGJ_LOG(trace, "anchor '%s': %u calls without a synchronization in its first run: not recorded further%s",
-            a->name, t->sync_calls, handed ? "; other threads take its work over: its cycle is looked for" : "");
+    CGJ_LOG(trace, "anchor '%s': %u calls without a synchronization in its first run: not recorded further%s", a->name,
+            t->sync_calls, handed ? "; other threads take its work over: its cycle is looked for" : "");
     cgj_thread_go(t, CGJ_EVENT_ABORT, CGJ_MODE_EAGER);
 }
 
@@ -168,8 +164,7 @@ static void drop_draft(cgj_anchor_t *a, uint32_t d)
 static uint32_t runs_to_build(const cgj_anchor_t *a)
 {
     uint32_t need = 2;
-    for (uint32_t k = 1; k < a->nvariants; k++)
-        need += !__atomic_load_n(&a->variants[k]->replays, __ATOMIC_RELAXED);
+    for (uint32_t k = 1; k < a->nvariants; k++) need += !__atomic_load_n(&a->variants[k]->replays, __ATOMIC_RELAXED);
     return need;
 }
 

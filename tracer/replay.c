@@ -28,8 +28,8 @@ static void patch_refused(cgj_thread_t *t, uint32_t i, CUresult err)
     char desc[160];
     cgj_reason_t r;
     o->fixed = true;
-    cgj_reason_set(&r, CGJ_REASON_EXIT_PATCH, CGJ_REASON_NO_OP, "op %u, %s: %s", i, cgj_op_describe(o, desc, sizeof desc),
-                   cgj_driver_errstr(err));
+    cgj_reason_set(&r, CGJ_REASON_EXIT_PATCH, CGJ_REASON_NO_OP, "op %u, %s: %s", i,
+                   cgj_op_describe(o, desc, sizeof desc), cgj_driver_errstr(err));
     cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &r);
 }
 
@@ -383,7 +383,8 @@ static bool replay_lib(cgj_thread_t *t, const cgj_call_t *c)
         if (tr->segs[t->cur.seg].chained && t->cur.pos == tr->segs[t->cur.seg].end) chunk_done(t);
     }
     /* A failed launch turned the step eager: what the library would have issued still runs. */
-    for (uint32_t i = t->cur.pos; i < end; i++) cgj_op_issue(&tr->list.ops[i], tr->list.ops[i].call.stream, false, false);
+    for (uint32_t i = t->cur.pos; i < end; i++)
+        cgj_op_issue(&tr->list.ops[i], tr->list.ops[i].call.stream, false, false);
     l->absorbed++;
     CGJ_STAT_ADD(lib_absorbed, 1);
     if (l->collective) CGJ_STAT_ADD(collectives_absorbed, 1);
@@ -478,7 +479,8 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
     bool run_now = false;
     if (t->cur.pos < tr->list.n) c = as_pool_free(c, &tr->list.ops[t->cur.pos], &tmp);
     if (t->cur.pos >= tr->list.n && !try_switch_or_promote(t, c)) { /* past its end */
-        cgj_reason_set(&why, CGJ_REASON_EXIT_PAST_END, CGJ_REASON_NO_OP, "%s after the trace's %u ops", c->api, tr->list.n);
+        cgj_reason_set(&why, CGJ_REASON_EXIT_PAST_END, CGJ_REASON_NO_OP, "%s after the trace's %u ops", c->api,
+                       tr->list.n);
         cgj_exit_side(t, CGJ_EVENT_GUARD_FAIL, &why);
         return CGJ_EXECUTE;
     }
@@ -498,8 +500,8 @@ int cgj_replay_enter(cgj_thread_t *t, const cgj_call_t *c)
         return guard_exit(t, &why);
     }
     if (cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY) {
-        CGJ_LOG(breaks, "anchor '%s': segment %u ends at op %u (%s): %s", t->anchor->name, t->cur.seg, t->cur.pos, c->api,
-                cgj_reason_message(cgj_op_break_reason(o)));
+        CGJ_LOG(breaks, "anchor '%s': segment %u ends at op %u (%s): %s", t->anchor->name, t->cur.seg, t->cur.pos,
+                c->api, cgj_reason_message(cgj_op_break_reason(o)));
         launch_segment(t);
         t->cur.pos++;
         t->cur.seg++;
@@ -598,7 +600,8 @@ void cgj_replay_end(cgj_thread_t *t)
         if (t->mode == CGJ_MODE_REPLAY) {
             __atomic_fetch_add(&tr->replays, 1, __ATOMIC_RELAXED);
             if (!__atomic_fetch_add(&a->replays, 1, __ATOMIC_RELAXED))
-                __atomic_store_n(&a->cost.first_replay_run, __atomic_load_n(&a->runs, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+                __atomic_store_n(&a->cost.first_replay_run, __atomic_load_n(&a->runs, __ATOMIC_RELAXED),
+                                 __ATOMIC_RELAXED);
             CGJ_STAT_ADD(steps_replayed, 1);
         }
         return;

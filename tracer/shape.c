@@ -24,8 +24,8 @@
 
 /* Is address x of op ia in run A the same memory as y of op ib in run B? Equal, or the same
  * offset into the same in-step allocation. */
-static bool addr_eq(CUdeviceptr x, const cgj_blocks_t *ta, uint32_t ia, CUdeviceptr y,
-                    const cgj_blocks_t *tb, uint32_t ib)
+static bool addr_eq(CUdeviceptr x, const cgj_blocks_t *ta, uint32_t ia, CUdeviceptr y, const cgj_blocks_t *tb,
+                    uint32_t ib)
 {
     if (x == y) return true;
     int bx = cgj_blocks_find(ta, x, ia), by = cgj_blocks_find(tb, y, ib);
@@ -60,8 +60,7 @@ static size_t attr_value_bytes(CUlaunchAttributeID id)
 static bool attrs_equal(const CUlaunchAttribute *a, const CUlaunchAttribute *b, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
-        if (a[i].id != b[i].id || memcmp(&a[i].value, &b[i].value, attr_value_bytes(a[i].id)))
-            return false;
+        if (a[i].id != b[i].id || memcmp(&a[i].value, &b[i].value, attr_value_bytes(a[i].id))) return false;
     return true;
 }
 
@@ -73,15 +72,14 @@ typedef struct addr_ctx {
 } addr_ctx_t;
 
 #define ADDR_EQ(x, y) addr_eq((x), ctx->ta, ctx->ia, (y), ctx->tb, ctx->ib)
-#define DIFF(code)                                                           \
-    do {                                                                     \
-        cgj_reason_set(r, CGJ_REASON_DIFF_##code, CGJ_REASON_NO_OP, NULL);   \
-        return false;                                                        \
+#define DIFF(code)                                                         \
+    do {                                                                   \
+        cgj_reason_set(r, CGJ_REASON_DIFF_##code, CGJ_REASON_NO_OP, NULL); \
+        return false;                                                      \
     } while (0)
 
 /* The topology of two calls (Guards v2): what an executable graph cannot change. */
-static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, const addr_ctx_t *ctx,
-                             cgj_reason_t *r)
+static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, const addr_ctx_t *ctx, cgj_reason_t *r)
 {
     if (a->kind != b->kind) DIFF(OPERATION);
     if (a->api != b->api && strcmp(a->api, b->api) != 0) DIFF(API);
@@ -115,16 +113,14 @@ static bool call_shape_equal(const cgj_call_t *a, const cgj_call_t *b, const add
     case CGJ_OP_HOST_FUNC: /* its data is a value: a closure made for each call */
         if (a->u.h.fn != b->u.h.fn) DIFF(HOST_FUNC);
         return true;
-    default:
-        return true;
+    default: return true;
     }
 }
 
 /* The values of two calls of the same topology that a patch changes: grid, block and shared
  * memory; copy operands and size; memset operands. The source of a staged copy is no value: its
  * bytes are copied at call time. */
-static bool call_values_equal(const cgj_call_t *a, const cgj_call_t *b, const addr_ctx_t *ctx,
-                              cgj_reason_t *r)
+static bool call_values_equal(const cgj_call_t *a, const cgj_call_t *b, const addr_ctx_t *ctx, cgj_reason_t *r)
 {
     switch (a->kind) {
     case CGJ_OP_KERNEL: {
@@ -153,8 +149,7 @@ static bool call_values_equal(const cgj_call_t *a, const cgj_call_t *b, const ad
     case CGJ_OP_HOST_FUNC:
         if (a->u.h.data != b->u.h.data) DIFF(HOST_FUNC);
         return true;
-    default:
-        return true;
+    default: return true;
     }
 }
 
@@ -173,18 +168,11 @@ static void take_values(cgj_op_t *o, const cgj_call_t *c)
         d->u.m.bytes = c->u.m.bytes;
         if (d->u.m.direct) d->u.m.hsrc = c->u.m.hsrc;
         break;
-    case CGJ_OP_MEMSET:
-        d->u.s.dst = c->u.s.dst, d->u.s.value = c->u.s.value, d->u.s.count = c->u.s.count;
-        break;
+    case CGJ_OP_MEMSET: d->u.s.dst = c->u.s.dst, d->u.s.value = c->u.s.value, d->u.s.count = c->u.s.count; break;
     case CGJ_OP_EVENT_RECORD:
-    case CGJ_OP_STREAM_WAIT:
-        d->u.e.ev = c->u.e.ev;
-        break;
-    case CGJ_OP_HOST_FUNC:
-        d->u.h.data = c->u.h.data;
-        break;
-    default:
-        break;
+    case CGJ_OP_STREAM_WAIT: d->u.e.ev = c->u.e.ev; break;
+    case CGJ_OP_HOST_FUNC: d->u.h.data = c->u.h.data; break;
+    default: break;
     }
 }
 
@@ -208,12 +196,11 @@ static bool empty_for(const cgj_op_t *o, const cgj_call_t *c)
 
 static bool layout_equal(const cgj_kparams_t *a, const cgj_kparams_t *b)
 {
-    return a->n == b->n && a->size == b->size && !memcmp(a->off, b->off, a->n * 4) &&
-           !memcmp(a->sz, b->sz, a->n * 4);
+    return a->n == b->n && a->size == b->size && !memcmp(a->off, b->off, a->n * 4) && !memcmp(a->sz, b->sz, a->n * 4);
 }
 
-static bool shape_loop(const cgj_oplist_t *a, const cgj_oplist_t *b, const cgj_blocks_t *ta,
-                       const cgj_blocks_t *tb, cgj_reason_t *r)
+static bool shape_loop(const cgj_oplist_t *a, const cgj_oplist_t *b, const cgj_blocks_t *ta, const cgj_blocks_t *tb,
+                       cgj_reason_t *r)
 {
     uint32_t n = a->n < b->n ? a->n : b->n;
     for (uint32_t i = 0; i < n; i++) {
@@ -265,8 +252,7 @@ static bool events_group_alike(const cgj_oplist_t *a, const cgj_oplist_t *b, cgj
     for (uint32_t i = 0; i < a->n; i++) {
         cgj_op_kind_t k = a->ops[i].call.kind;
         if (cgj_op_class[k] == CGJ_CLASS_BOUNDARY) from = i + 1;
-        if (!cgj_op_names_event(k) || same_event_back(a, from, i) == same_event_back(b, from, i))
-            continue;
+        if (!cgj_op_names_event(k) || same_event_back(a, from, i) == same_event_back(b, from, i)) continue;
         cgj_reason_set(r, CGJ_REASON_DIFF_EVENT, i, "%s: the run's events group otherwise", b->ops[i].call.api);
         return false;
     }
@@ -400,8 +386,7 @@ static bool guard_values(cgj_op_t *o, const cgj_call_t *c, bool promote, bool dr
     }
     /* Another event only where the run's events keep the build's pattern; a dry run (a switch's
      * held ops, whose segment holds another run's events) takes none. */
-    if (cgj_op_names_event(c->kind) &&
-        ((dry && c->u.e.ev != o->call.u.e.ev) || !event_pattern_holds(o, c->u.e.ev))) {
+    if (cgj_op_names_event(c->kind) && ((dry && c->u.e.ev != o->call.u.e.ev) || !event_pattern_holds(o, c->u.e.ev))) {
         cgj_reason_set(r, CGJ_REASON_DIFF_EVENT, CGJ_REASON_NO_OP, "the run's events repeat in another pattern");
         return false;
     }
@@ -472,8 +457,7 @@ static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
         o->call.stream != c->stream)
         return false;
     /* The other forms (a packed buffer, launch attributes) take the full guard. */
-    if (kp->extra_form || ((uintptr_t)y->blob | (uintptr_t)x->blob | y->nattrs | x->nattrs) ||
-        !launch_config_eq(x, y))
+    if (kp->extra_form || ((uintptr_t)y->blob | (uintptr_t)x->blob | y->nattrs | x->nattrs) || !launch_config_eq(x, y))
         return false;
     const cgj_slot_t *sl = cgj_kparams_slots(kp);
     void *const *v = y->params;
@@ -526,7 +510,7 @@ static bool kernel_as_recorded(cgj_op_t *o, const cgj_call_t *c)
 }
 
 static __attribute__((noinline)) bool guard_full(cgj_op_t *o, const cgj_call_t *c, bool promote, bool dry,
-                                                  cgj_reason_t *r);
+                                                 cgj_reason_t *r);
 
 /* Every absorbed launch takes kernel_as_recorded first, in a frame of its own: the full guard's
  * (its reason texts on the stack) would cost each call its set-up. */

@@ -224,8 +224,7 @@ int cgj_step_enter(const cgj_call_t *c)
     int d = CGJ_EXECUTE;
     bool routed = t->routed; /* by cgj_step_verify_first, before the call ran */
     t->routed = false;
-    if (routed ? !t->routed_in : may_route(t, c) && !route(t, c))
-        d = CGJ_EXECUTE;
+    if (routed ? !t->routed_in : may_route(t, c) && !route(t, c)) d = CGJ_EXECUTE;
     else if (t->mode == CGJ_MODE_REPLAY) {
         if (CGJ_UNLIKELY(c->kind == CGJ_OP_LIB) && cgj_verify_on()) cgj_verify_enter(t); /* before it runs */
         d = cgj_replay_enter(t, c);
@@ -252,9 +251,9 @@ bool cgj_step_passes(const cgj_call_t *c)
      * it does not, cgj_step_enter takes it). An error re-issuing met waits for cgj_step_leave:
      * such a call takes the long way, as every call does under CGJIT_VERIFY (verify.c's gate). */
     if (cgj_thread_mode(t) != CGJ_MODE_EAGER || t->lib_depth || t->routed ||
-        CGJ_UNLIKELY(t->probe.probing | cgj_cfg.VERIFY) ||
-        c->kind == CGJ_OP_LIB || __atomic_load_n(&t->deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS ||
-        !cgj_implicit_counts(t, c) || !cgj_implicit_goes_on(t, t->sync_calls + 1))
+        CGJ_UNLIKELY(t->probe.probing | cgj_cfg.VERIFY) || c->kind == CGJ_OP_LIB ||
+        __atomic_load_n(&t->deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS || !cgj_implicit_counts(t, c) ||
+        !cgj_implicit_goes_on(t, t->sync_calls + 1))
         return false;
     t->sync_calls++;
     t->polled = false; /* as repeats_query: this call is no query */
@@ -512,8 +511,7 @@ static int end_locked(cgj_thread_t *t)
     cgj_mode_t mode = t->mode;
     bool replayed = t->replaying, exited;
     if (t->mode == CGJ_MODE_REPLAY) cgj_replay_end(t);
-    if (t->mode == CGJ_MODE_RECORD)
-        cgj_record_finish(t);
+    if (t->mode == CGJ_MODE_RECORD) cgj_record_finish(t);
     exited = t->exited;
     if (a && t->replaying && a->state == CGJ_STATE_REPLAY) {
         cgj_anchor_note_run(a, t->exited);
@@ -534,7 +532,9 @@ static int end_locked(cgj_thread_t *t)
             __atomic_fetch_add(&a->eager_ns, host_ns, __ATOMIC_RELAXED);
             __atomic_fetch_add(&a->eager_runs, 1, __ATOMIC_RELAXED);
         }
-        if (a) cgj_cost_end_eager(a, host_ns, t->probe.probing ? t->probe.calls_ns : 0, t->probe.probing ? t->probe.own_ns : 0);
+        if (a)
+            cgj_cost_end_eager(a, host_ns, t->probe.probing ? t->probe.calls_ns : 0,
+                               t->probe.probing ? t->probe.own_ns : 0);
         cgj_cost_probe_end(t);
     } else if (a) {
         __atomic_fetch_add(&a->replay_ns, host_ns, __ATOMIC_RELAXED);

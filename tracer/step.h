@@ -143,17 +143,17 @@ static inline bool cgj_others_pending_on(CUstream s)
  * stopped (CGJ_GOV_TICK). Dormant, implicit stepping lets go of every call and no step begins. */
 extern const char *cgj_gov_api; /* the heartbeat's driver function (NULL: none) */
 extern int cgj_gov_dormant;
-extern uint32_t cgj_gov_epoch;  /* bumped at each switch */
+extern uint32_t cgj_gov_epoch; /* bumped at each switch */
 void cgj_gov_seen(const char *api, const void *stream, const void *f);
 void cgj_gov_tick(void);
-#define CGJ_GOV_BEAT(api, stream, f)                                                               \
-    do {                                                                                           \
-        if (CGJ_UNLIKELY(__atomic_load_n(&cgj_gov_api, __ATOMIC_RELAXED) == (api)))                 \
-            cgj_gov_seen((api), (const void *)(stream), (const void *)(f));                         \
+#define CGJ_GOV_BEAT(api, stream, f)                                                \
+    do {                                                                            \
+        if (CGJ_UNLIKELY(__atomic_load_n(&cgj_gov_api, __ATOMIC_RELAXED) == (api))) \
+            cgj_gov_seen((api), (const void *)(stream), (const void *)(f));         \
     } while (0)
-#define CGJ_GOV_TICK()                                                                             \
-    do {                                                                                           \
-        if (CGJ_UNLIKELY(__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED))) cgj_gov_tick();      \
+#define CGJ_GOV_TICK()                                                                         \
+    do {                                                                                       \
+        if (CGJ_UNLIKELY(__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED))) cgj_gov_tick(); \
     } while (0)
 /* At start-up, after the configuration (CGJIT_GOVERN, CGJIT_VERIFY). */
 void cgj_gov_init(void);

@@ -24,61 +24,61 @@
  * lock may be plain. */
 typedef struct cgj_thread {
     /* -- shared with other threads (threads.c: the registry, flushes; cgj_thread_go) -- */
-    cgj_mode_t mode;         /* (shared) changed only by cgj_thread_go (tracer/machine.h) */
-    int lock;                /* held by this thread while it steps, or by another flushing it */
-    bool registered;         /* in the registry other threads flush through */
-    bool pending;            /* (shared) other threads' calls on its streams come through it first:
-                              * absorbed calls not launched yet (REPLAY), or a recording that
-                              * notes where they come (RECORD: a handoff, exits.c) */
-    uint64_t pending_mask;   /* (shared) stream buckets (cgj_stream_bucket) of those calls */
-    CUresult deferred;       /* (shared) an error re-issuing absorbed work met, for the program's
-                              * next call (set under the lock, maybe by another thread) */
+    cgj_mode_t mode;       /* (shared) changed only by cgj_thread_go (tracer/machine.h) */
+    int lock;              /* held by this thread while it steps, or by another flushing it */
+    bool registered;       /* in the registry other threads flush through */
+    bool pending;          /* (shared) other threads' calls on its streams come through it first:
+                            * absorbed calls not launched yet (REPLAY), or a recording that
+                            * notes where they come (RECORD: a handoff, exits.c) */
+    uint64_t pending_mask; /* (shared) stream buckets (cgj_stream_bucket) of those calls */
+    CUresult deferred;     /* (shared) an error re-issuing absorbed work met, for the program's
+                            * next call (set under the lock, maybe by another thread) */
     /* -- the step (step.c; exited also by replay.c and exits.c, anchor by exits.c) -- */
-    bool implicit;           /* the step was begun by CGJIT_STEP, not by a marker */
-    cgj_anchor_t *anchor;    /* of the active step (NULL: another thread runs that anchor) */
-    cgj_anchor_t *last;      /* last anchor begun here: a cache for the name lookup */
-    bool exited;             /* this step left its trace */
-    bool replaying;          /* this step began as a replay (it may have left the trace since) */
-    uint64_t begun_ns;       /* when the step began (host time, for the report) */
-    CUcontext ctx;           /* the context current when the step began */
-    uint64_t serial;         /* steps begun on this thread */
-    bool polled;             /* the thread's last call in this step was a query ... */
-    bool repeat;             /* ... and the call in progress is one more (passed through) */
-    uint32_t sync_calls;     /* CGJIT_STEP=sync: calls of the implicit step in progress */
-    bool routed;             /* CGJIT_VERIFY: the call in progress was routed (ended a step,
-                              * began one) before it ran for real; routed_in: it is in a step */
+    bool implicit;        /* the step was begun by CGJIT_STEP, not by a marker */
+    cgj_anchor_t *anchor; /* of the active step (NULL: another thread runs that anchor) */
+    cgj_anchor_t *last;   /* last anchor begun here: a cache for the name lookup */
+    bool exited;          /* this step left its trace */
+    bool replaying;       /* this step began as a replay (it may have left the trace since) */
+    uint64_t begun_ns;    /* when the step began (host time, for the report) */
+    CUcontext ctx;        /* the context current when the step began */
+    uint64_t serial;      /* steps begun on this thread */
+    bool polled;          /* the thread's last call in this step was a query ... */
+    bool repeat;          /* ... and the call in progress is one more (passed through) */
+    uint32_t sync_calls;  /* CGJIT_STEP=sync: calls of the implicit step in progress */
+    bool routed;          /* CGJIT_VERIFY: the call in progress was routed (ended a step,
+                           * began one) before it ran for real; routed_in: it is in a step */
     bool routed_in;
     /* -- library calls in progress (step.c opens them; record.c and replay.c close them) -- */
-    uint64_t lib_serial;     /* the step the open library call began in */
-    uint32_t lib_open;       /* RECORD/REPLAY: 1 + the index of the LIB op of the library call
-                              * running now (0: none) */
-    uint32_t lib_depth;      /* library calls running on this thread (that passed through
-                              * cgj_step_enter): their driver calls are theirs, not steps' */
+    uint64_t lib_serial; /* the step the open library call began in */
+    uint32_t lib_open;   /* RECORD/REPLAY: 1 + the index of the LIB op of the library call
+                          * running now (0: none) */
+    uint32_t lib_depth;  /* library calls running on this thread (that passed through
+                          * cgj_step_enter): their driver calls are theirs, not steps' */
     /* -- the recording (record.c; exits.c notes handoffs; step.c times the calls) -- */
-    cgj_oplist_t rec;        /* RECORD: this run so far */
-    uint64_t rec_in_ns;      /* RECORD: when the call in progress came in (0: not in RECORD) */
-    uint64_t rec_out_ns;     /* RECORD: when the last recorded call returned to the program */
+    cgj_oplist_t rec;    /* RECORD: this run so far */
+    uint64_t rec_in_ns;  /* RECORD: when the call in progress came in (0: not in RECORD) */
+    uint64_t rec_out_ns; /* RECORD: when the last recorded call returned to the program */
     /* -- the replay cursor (replay.c) -- */
     struct {
-        cgj_trace_t *trace;      /* the variant being followed */
-        uint32_t pos;            /* next op of the trace */
-        uint32_t seg;            /* current segment */
-        bool launched;           /* a segment of this step has been launched */
-        bool staged_waited;      /* staging of the current segment checked */
-        bool allocs_served;      /* pool blocks were handed out in this step */
-        uint32_t passed;         /* ops at the head of the current segment (one too small for a
-                                  * graph) that ran as the program made them, not absorbed */
-        uint64_t absorbed;       /* calls absorbed in this step */
+        cgj_trace_t *trace; /* the variant being followed */
+        uint32_t pos;       /* next op of the trace */
+        uint32_t seg;       /* current segment */
+        bool launched;      /* a segment of this step has been launched */
+        bool staged_waited; /* staging of the current segment checked */
+        bool allocs_served; /* pool blocks were handed out in this step */
+        uint32_t passed;    /* ops at the head of the current segment (one too small for a
+                             * graph) that ran as the program made them, not absorbed */
+        uint64_t absorbed;  /* calls absorbed in this step */
     } cur;
     /* -- an eager probe's timing (cost.c, called from step.c around each call) -- */
     struct {
-        bool probing;            /* this step is an eager probe of its anchor (CGJIT_COST) ... */
-        uint64_t call_in_ns;     /* ... when its outermost call in progress came in (0: none) */
-        uint64_t calls_ns;       /* ... its host time inside driver and library calls so far */
-        uint64_t wrap_in_ns;     /* ... when the call in progress entered cgjit's wrapper (0: none) */
-        uint64_t own_ns;         /* ... cgjit's own host time in its calls so far (wrappers and
-                                  * step code around each real call: what eager execution without
-                                  * cgjit would not spend) */
+        bool probing;        /* this step is an eager probe of its anchor (CGJIT_COST) ... */
+        uint64_t call_in_ns; /* ... when its outermost call in progress came in (0: none) */
+        uint64_t calls_ns;   /* ... its host time inside driver and library calls so far */
+        uint64_t wrap_in_ns; /* ... when the call in progress entered cgjit's wrapper (0: none) */
+        uint64_t own_ns;     /* ... cgjit's own host time in its calls so far (wrappers and
+                              * step code around each real call: what eager execution without
+                              * cgjit would not spend) */
     } probe;
     /* -- step finding (implicit.c; sync_long set by threads.c at registration, record.c) -- */
     struct {

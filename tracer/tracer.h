@@ -40,48 +40,51 @@
 #define CGJ_COST_RECENT 8
 typedef enum { CGJ_COST_NONE, CGJ_COST_EAGER, CGJ_COST_REPLAY } cgj_cost_kind_t;
 typedef struct cgj_cost {
-    uint64_t last_ns;           /* when the anchor's last step began ... */
-    const void *last_thread;    /* ... on which thread ... */
-    cgj_cost_kind_t last_kind;  /* ... as which kind of run, in which of the governor's epochs */
+    uint64_t last_ns;          /* when the anchor's last step began ... */
+    const void *last_thread;   /* ... on which thread ... */
+    cgj_cost_kind_t last_kind; /* ... as which kind of run, in which of the governor's epochs */
     uint32_t last_epoch;
-    uint64_t eager[CGJ_COST_EAGER_WINDOW]; /* eager periods, ns ... */
+    uint64_t eager[CGJ_COST_EAGER_WINDOW];  /* eager periods, ns ... */
     uint64_t paired[CGJ_COST_EAGER_WINDOW]; /* ... each with the median of the replay periods
-                                 * right before it at the same place in the program's loop (at
-                                 * the program's pace then) */
-    struct { uint64_t ns; const void *from, *to; } recent[CGJ_COST_RECENT]; /* the last
-                                 * replay periods, and the anchors whose steps came before the
-                                 * begins that start and end each (its place in the loop) */
+                                             * right before it at the same place in the program's loop (at
+                                             * the program's pace then) */
+    struct {
+        uint64_t ns;
+        const void *from, *to;
+    } recent[CGJ_COST_RECENT]; /* the last
+                                * replay periods, and the anchors whose steps came before the
+                                * begins that start and end each (its place in the loop) */
     uint32_t nrecent;
-    const void *last_pred;      /* the anchor whose step came before its last step */
-    uint64_t neager;            /* pairs measured (the window holds the last ones) */
+    const void *last_pred;                /* the anchor whose step came before its last step */
+    uint64_t neager;                      /* pairs measured (the window holds the last ones) */
     uint64_t eager_med_ns, replay_med_ns; /* the medians at the last judgement (the report):
-                                 * eager periods, and the replay ones paired with them */
-    uint64_t since_probe;       /* replay runs since the last eager probe */
-    uint32_t unpaired;          /* eager probes in a row that found no replay at their place */
-    uint64_t retry_at;          /* OFF: the run from which replay is tried again */
-    uint32_t offs;              /* times turned off */
-    uint32_t short_streak;      /* replays in a row of a trace that cannot pay, to its end */
-    bool no_graph;              /* turned off for want of a graph (OFF_NO_GRAPH) ... */
-    uint32_t no_graph_retries;  /* ... and tried again since, for a longer step */
-    uint32_t strikes;           /* judgements in a row that found replay slower */
-    uint32_t clear;             /* judgements in a row that found replay clearly faster */
-    uint64_t probe_ns, probe_runs; /* host time of eager probes (and runs while off), begin to end */
-    uint64_t probe_calls_ns;    /* ... of which inside driver and library calls (probes only) */
-    uint64_t timed_probes;      /* ... over this many probes */
-    uint64_t last_own_ns;       /* the last probe's cgjit's own host time in its calls, taken
-                                 * off its period at the next begin */
-    uint64_t reissued;          /* absorbed ops re-issued at side exits and aborts */
-    uint64_t probes, off_runs;  /* runs made eager: probes, and runs while replay was off */
-    uint64_t record_ns, recorded_ops; /* warm-up: time spent recording calls, and how many */
-    uint64_t waste_ns, waste_runs; /* runs that recorded or left the trace while it could replay:
-                                 * host time from begin to end, and how many ... */
-    uint64_t clean_ns, clean_runs; /* ... and replays that ran to their end (OFF_WASTE) */
-    uint64_t first_replay_run;  /* the run that first replayed (0: none yet) */
+                                           * eager periods, and the replay ones paired with them */
+    uint64_t since_probe;                 /* replay runs since the last eager probe */
+    uint32_t unpaired;                    /* eager probes in a row that found no replay at their place */
+    uint64_t retry_at;                    /* OFF: the run from which replay is tried again */
+    uint32_t offs;                        /* times turned off */
+    uint32_t short_streak;                /* replays in a row of a trace that cannot pay, to its end */
+    bool no_graph;                        /* turned off for want of a graph (OFF_NO_GRAPH) ... */
+    uint32_t no_graph_retries;            /* ... and tried again since, for a longer step */
+    uint32_t strikes;                     /* judgements in a row that found replay slower */
+    uint32_t clear;                       /* judgements in a row that found replay clearly faster */
+    uint64_t probe_ns, probe_runs;        /* host time of eager probes (and runs while off), begin to end */
+    uint64_t probe_calls_ns;              /* ... of which inside driver and library calls (probes only) */
+    uint64_t timed_probes;                /* ... over this many probes */
+    uint64_t last_own_ns;                 /* the last probe's cgjit's own host time in its calls, taken
+                                           * off its period at the next begin */
+    uint64_t reissued;                    /* absorbed ops re-issued at side exits and aborts */
+    uint64_t probes, off_runs;            /* runs made eager: probes, and runs while replay was off */
+    uint64_t record_ns, recorded_ops;     /* warm-up: time spent recording calls, and how many */
+    uint64_t waste_ns, waste_runs;        /* runs that recorded or left the trace while it could replay:
+                                           * host time from begin to end, and how many ... */
+    uint64_t clean_ns, clean_runs;        /* ... and replays that ran to their end (OFF_WASTE) */
+    uint64_t first_replay_run;            /* the run that first replayed (0: none yet) */
 } cgj_cost_t;
 
 struct cgj_anchor {
     char *name;
-    cgj_state_t state;       /* changed only by cgj_anchor_go */
+    cgj_state_t state; /* changed only by cgj_anchor_go */
     int busy;
     cgj_oplist_t drafts[CGJ_MAX_DRAFTS]; /* newest last */
     uint32_t draft_runs[CGJ_MAX_DRAFTS]; /* runs of each draft's shape seen so far */
@@ -89,14 +92,14 @@ struct cgj_anchor {
     cgj_trace_t *variants[CGJ_MAX_VARIANTS_HARD];
     uint32_t nvariants, current;
     uint64_t runs, replays, side_exits;
-    uint64_t busy_runs;      /* runs begun while other threads ran it and all its siblings (eager) */
-    struct cgj_anchor *sibling; /* the anchor a thread takes while another runs this one ... */
-    uint32_t order;          /* ... "NAME#2" (order 1), "NAME#3" ...; 0: the anchor NAME */
-    const void *taker;       /* the thread that took it last (each thread keeps to its own) */
+    uint64_t busy_runs;                       /* runs begun while other threads ran it and all its siblings (eager) */
+    struct cgj_anchor *sibling;               /* the anchor a thread takes while another runs this one ... */
+    uint32_t order;                           /* ... "NAME#2" (order 1), "NAME#3" ...; 0: the anchor NAME */
+    const void *taker;                        /* the thread that took it last (each thread keeps to its own) */
     uint64_t eager_ns, eager_runs, replay_ns; /* host time from begin to end, for the report (eager:
                                                * runs that record nothing) */
     uint32_t record_failures;
-    uint32_t exit_history;  /* one bit per replayed run, newest lowest: 1 if it left the trace */
+    uint32_t exit_history; /* one bit per replayed run, newest lowest: 1 if it left the trace */
     uint32_t history_len;
     bool want_twin;         /* an escape exit happened: a duplicate variant is welcome */
     uint32_t lone_records;  /* recordings of runs that left the trace, in a row, that matched no
@@ -188,8 +191,14 @@ bool cgj_thread_register(cgj_thread_t *t);
 void cgj_thread_unregister(cgj_thread_t *t);
 /* t's lock (held while it steps, or by another thread flushing it): inline, every call of a
  * step takes it. */
-static inline void cgj_thread_lock(cgj_thread_t *t) { cgj_spin_lock(&t->lock); }
-static inline void cgj_thread_unlock(cgj_thread_t *t) { cgj_spin_unlock(&t->lock); }
+static inline void cgj_thread_lock(cgj_thread_t *t)
+{
+    cgj_spin_lock(&t->lock);
+}
+static inline void cgj_thread_unlock(cgj_thread_t *t)
+{
+    cgj_spin_unlock(&t->lock);
+}
 /* Move t's step along a row of CGJ_TRANSITION_LIST (asserted). */
 void cgj_thread_go(cgj_thread_t *t, cgj_event_t ev, cgj_mode_t to);
 /* The mode an eager step of t takes: EAGER (implicit) or PASSTHRU (marked). */
@@ -344,7 +353,7 @@ typedef struct cgj_decision {
 /* For a call with no step active, or inside an implicit step: where it belongs. */
 void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d);
 /* The common case, inline: a call inside a sync-policy step that does not end it stays. */
-#define CGJ_SYNC_LONG 8192 /* calls without a synchronization: implicit.c ... */
+#define CGJ_SYNC_LONG 8192        /* calls without a synchronization: implicit.c ... */
 #define CGJ_SYNC_LONG_WORKER 1024 /* ... on a thread other than the process's first */
 #define CGJ_SYNC_FIRST_RECORD 256 /* ... of which an anchor's first run records (record.c) */
 /* Does call c end a CGJIT_STEP=sync step (it runs outside any step)? The host waits for the GPU

@@ -72,8 +72,8 @@
 typedef struct vrange {
     CUdeviceptr base;
     size_t size;
-    size_t at;  /* offset of its copy in the shadows */
-    bool met;   /* another thread's work wrote it since S0 (under checks_lock) */
+    size_t at; /* offset of its copy in the shadows */
+    bool met;  /* another thread's work wrote it since S0 (under checks_lock) */
 } vrange_t;
 
 typedef struct vset {
@@ -86,13 +86,13 @@ typedef struct vset {
  * not active, when no other thread reads them); other threads read them under checks_lock, and
  * mark `met` there. */
 struct cgj_verify {
-    bool active;        /* the current segment's calls run for real: S0 holds its memory */
-    bool met_all;       /* another thread's work on memory not told ran since S0 */
-    uint32_t seg;       /* the segment checked */
-    vset_t set;         /* S0's ranges */
-    CUdeviceptr s0, e;  /* shadows: memory at the segment's start, and eager results */
+    bool active;       /* the current segment's calls run for real: S0 holds its memory */
+    bool met_all;      /* another thread's work on memory not told ran since S0 */
+    uint32_t seg;      /* the segment checked */
+    vset_t set;        /* S0's ranges */
+    CUdeviceptr s0, e; /* shadows: memory at the segment's start, and eager results */
     size_t shadow_cap;
-    uint8_t *hg, *he;   /* host buffers the comparison reads through */
+    uint8_t *hg, *he;        /* host buffers the comparison reads through */
     struct cgj_verify *next; /* every thread's check (checks) */
 };
 
@@ -112,10 +112,10 @@ bool cgj_verify_on(void)
 #define GATE_INIT PTHREAD_RWLOCK_INITIALIZER
 #endif
 static pthread_rwlock_t gate = GATE_INIT;
-static __thread unsigned shared;    /* this thread's holds of the gate, shared (taken once) */
-static __thread bool call_holds;    /* cgj_verify_call_begin took one, for cgj_verify_call_end */
+static __thread unsigned shared; /* this thread's holds of the gate, shared (taken once) */
+static __thread bool call_holds; /* cgj_verify_call_begin took one, for cgj_verify_call_end */
 
-static struct cgj_verify *checks;   /* every thread's check */
+static struct cgj_verify *checks; /* every thread's check */
 static int checks_lock;
 
 static void shared_enter(void)
@@ -169,17 +169,11 @@ static bool call_writes(const cgj_call_t *c, CUdeviceptr *v, unsigned *n)
     case CGJ_OP_MEMCPY:
         v[(*n)++] = c->u.m.dir == CGJ_DIR_D2H ? (CUdeviceptr)(uintptr_t)c->u.m.hdst : c->u.m.dst;
         return true;
-    case CGJ_OP_MEMSET:
-        v[(*n)++] = c->u.s.dst;
-        return true;
+    case CGJ_OP_MEMSET: v[(*n)++] = c->u.s.dst; return true;
     case CGJ_OP_FREE:
-    case CGJ_OP_POOL_FREE:
-        v[(*n)++] = c->u.a.addr;
-        return true;
-    case CGJ_OP_READBACK: /* to pageable memory, which no check holds */
-        return true;
-    default: /* a host function, a graph of the program's own, work run as made */
-        return false;
+    case CGJ_OP_POOL_FREE: v[(*n)++] = c->u.a.addr; return true;
+    case CGJ_OP_READBACK: /* to pageable memory, which no check holds */ return true;
+    default: /* a host function, a graph of the program's own, work run as made */ return false;
     }
 }
 
@@ -322,7 +316,8 @@ static void unchecked(cgj_thread_t *t, const char *why)
     cgj_spin_unlock(&lock);
     if (tell)
         fprintf(stderr, "cgjit: verify: anchor '%s', run %llu, segment %u: not checked: %s (told once per anchor)\n",
-            t->anchor->name, (unsigned long long)__atomic_load_n(&t->anchor->runs, __ATOMIC_RELAXED), t->cur.seg, why);
+                t->anchor->name, (unsigned long long)__atomic_load_n(&t->anchor->runs, __ATOMIC_RELAXED), t->cur.seg,
+                why);
 }
 
 /* Every thread's shadows, so that no range of a set is one of them: an op's value from an
@@ -458,8 +453,8 @@ void cgj_verify_enter(cgj_thread_t *t)
     CUresult sr = shadows(v, v->set.total ? v->set.total : 256);
     if (sr != CUDA_SUCCESS) {
         char why[200];
-        snprintf(why, sizeof why, "no device memory for its copies (twice %zu bytes, %u allocations: %s)",
-                 v->set.total, v->set.n, cgj_driver_errstr(sr));
+        snprintf(why, sizeof why, "no device memory for its copies (twice %zu bytes, %u allocations: %s)", v->set.total,
+                 v->set.n, cgj_driver_errstr(sr));
         return unchecked(t, why);
     }
     drop_own(&v->set);
@@ -585,8 +580,9 @@ static void blame(const cgj_thread_t *t, const vrange_t *r, char *buf, size_t le
 {
     const cgj_trace_t *tr = t->cur.trace;
     const cgj_segment_t *seg = &tr->segs[t->cur.seg];
-    snprintf(buf, len, "none of its ops names it (reached through a pointer held in memory, or past an allocation an "
-                       "op names)");
+    snprintf(buf, len,
+             "none of its ops names it (reached through a pointer held in memory, or past an allocation an "
+             "op names)");
     for (uint32_t i = seg->end; i-- > seg->first;) {
         if (!op_names(&tr->list.ops[i], r->base, r->size)) continue;
         char d[160];

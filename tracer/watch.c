@@ -24,7 +24,7 @@
 #define WATCH_POLL_MS 100
 
 typedef struct slot {
-    int state;          /* 0 free, 1 armed: an event in flight (the watchdog reads it) */
+    int state; /* 0 free, 1 armed: an event in flight (the watchdog reads it) */
     bool told;
     CUevent ev;
     CUcontext ctx;

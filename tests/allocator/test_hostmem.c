@@ -58,9 +58,9 @@ Test(allocator_hostmem, staging_is_pinned_and_aligned)
         cr_assert_eq((uintptr_t)bufs[i] % 256, 0);
         memset(bufs[i], i, n); /* writable, and within what was asked */
         unsigned type = 0;
-        cr_assert_eq(cgj_drv.r_cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                                     (CUdeviceptr)(uintptr_t)bufs[i]),
-                     CUDA_SUCCESS, "staging buffer %d is not pinned memory", i);
+        cr_assert_eq(
+            cgj_drv.r_cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)bufs[i]),
+            CUDA_SUCCESS, "staging buffer %d is not pinned memory", i);
         cr_assert_eq(type, CU_MEMORYTYPE_HOST);
         cr_assert(cgj_hostmem_owns((uintptr_t)bufs[i], n), "staging buffer %d is not known as cgjit's own", i);
     }

@@ -29,10 +29,10 @@ static size_t size_of(const seen_t *s, CUdeviceptr base)
 Test(allocator_live, ranges_come_and_go_in_any_order)
 {
     for (CUdeviceptr b = 1; b <= 40; b++) cgj_live_add(b << 20, (size_t)b * 256);
-    cgj_live_add(0, 64);        /* nothing at 0 */
+    cgj_live_add(0, 64);         /* nothing at 0 */
     cgj_live_add(5ull << 20, 0); /* nor of no size */
     for (CUdeviceptr b = 2; b <= 40; b += 3) cgj_live_remove(b << 20);
-    cgj_live_remove(99ull << 20); /* never given: nothing happens */
+    cgj_live_remove(99ull << 20);   /* never given: nothing happens */
     cgj_live_add(7ull << 20, 4096); /* freed behind cgjit's back and given again: its new size */
     seen_t s = {0};
     cr_assert_eq(cgj_live_each(collect, &s), 40 - 13);

@@ -37,7 +37,10 @@ static uint64_t aligned(uint64_t size)
     return size == 0 ? CGJ_PLAN_ALIGN : (size + CGJ_PLAN_ALIGN - 1) / CGJ_PLAN_ALIGN * CGJ_PLAN_ALIGN;
 }
 
-static int escapes(const cgj_plan_block_t *b) { return b->end == CGJ_PLAN_ESCAPES; }
+static int escapes(const cgj_plan_block_t *b)
+{
+    return b->end == CGJ_PLAN_ESCAPES;
+}
 
 static int live_together(const cgj_plan_block_t *x, const cgj_plan_block_t *y)
 {
@@ -83,8 +86,8 @@ static double check_plan(const char *what, const cgj_plan_block_t *b, size_t n, 
             uint64_t aj = aligned(b[j].size);
             cr_assert(live_together(&b[i], &b[j]), "%s: sweep broken", what);
             cr_assert(b[i].offset + a <= b[j].offset || b[j].offset + aj <= b[i].offset,
-                      "%s: blocks %zu [%u,%u) and %zu [%u,%u) are live together and share bytes", what, i,
-                      b[i].start, b[i].end, j, b[j].start, b[j].end);
+                      "%s: blocks %zu [%u,%u) and %zu [%u,%u) are live together and share bytes", what, i, b[i].start,
+                      b[i].end, j, b[j].start, b[j].end);
         }
         active[na++] = i;
         live += a;
@@ -94,8 +97,8 @@ static double check_plan(const char *what, const cgj_plan_block_t *b, size_t n, 
     free(active);
     cr_assert_eq(r->naive_bytes, naive, "%s: naive bytes", what);
     cr_assert_eq(r->pool_bytes, top, "%s: pool bytes are not the top of the highest block", what);
-    cr_assert_eq(r->lower_bound, lower, "%s: lower bound %llu, not %llu", what,
-                 (unsigned long long)r->lower_bound, (unsigned long long)lower);
+    cr_assert_eq(r->lower_bound, lower, "%s: lower bound %llu, not %llu", what, (unsigned long long)r->lower_bound,
+                 (unsigned long long)lower);
     cr_assert(r->lower_bound <= r->pool_bytes && r->pool_bytes <= r->naive_bytes,
               "%s: lower %llu, planned %llu, naive %llu", what, (unsigned long long)r->lower_bound,
               (unsigned long long)r->pool_bytes, (unsigned long long)r->naive_bytes);
@@ -110,7 +113,9 @@ static int within_target(const cgj_plan_result_t *r)
 
 /* ---- random traces ---- */
 
-typedef struct rng { uint64_t s; } rng_t;
+typedef struct rng {
+    uint64_t s;
+} rng_t;
 
 static uint64_t rnext(rng_t *r) /* splitmix64 */
 {
@@ -119,8 +124,14 @@ static uint64_t rnext(rng_t *r) /* splitmix64 */
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
 }
-static uint64_t rbelow(rng_t *r, uint64_t n) { return n ? rnext(r) % n : 0; }
-static double runit(rng_t *r) { return (double)(rnext(r) >> 11) * (1.0 / 9007199254740992.0); }
+static uint64_t rbelow(rng_t *r, uint64_t n)
+{
+    return n ? rnext(r) % n : 0;
+}
+static double runit(rng_t *r)
+{
+    return (double)(rnext(r) >> 11) * (1.0 / 9007199254740992.0);
+}
 
 enum { SZ_LOG_UNIFORM, SZ_CLASSES, SZ_SMALL, SZ_MIXED, SZ_KINDS };
 enum { FREE_RANDOM, FREE_LIFO, FREE_FIFO, FREE_KINDS };
@@ -128,9 +139,9 @@ static const char *const size_names[] = {"log-uniform", "classes", "small", "mix
 static const char *const free_names[] = {"random", "lifo", "fifo"};
 
 typedef struct shape {
-    size_t n, cap;         /* blocks; most live at once */
+    size_t n, cap; /* blocks; most live at once */
     int sizes, frees;
-    double p_long, p_esc;  /* freed only at the end; never freed */
+    double p_long, p_esc; /* freed only at the end; never freed */
     uint64_t classes[8];
 } shape_t;
 
@@ -140,7 +151,8 @@ static uint64_t draw_size(rng_t *r, const shape_t *g)
     case SZ_LOG_UNIFORM: return (uint64_t)((double)(1ull << (int)(runit(r) * 26.0)) * (1.0 + runit(r)));
     case SZ_CLASSES: return g->classes[rbelow(r, 8)];
     case SZ_SMALL: return 1 + rbelow(r, 4096);
-    default: return rbelow(r, 4) == 0 ? (1ull << 20) + rbelow(r, 64ull << 20) : 1 + rbelow(r, 1ull << (4 + rbelow(r, 16)));
+    default:
+        return rbelow(r, 4) == 0 ? (1ull << 20) + rbelow(r, 64ull << 20) : 1 + rbelow(r, 1ull << (4 + rbelow(r, 16)));
     }
 }
 
@@ -158,8 +170,8 @@ static cgj_plan_block_t *random_trace(uint64_t seed, size_t nmax, size_t *np, ch
     g.p_esc = rbelow(&r, 2) == 0 ? 0.0 : runit(&r) * 0.05;
     g.cap = 1 + rbelow(&r, rbelow(&r, 2) ? 64 : g.n + 1);
     for (int i = 0; i < 8; i++) g.classes[i] = 256ull << rbelow(&r, 18);
-    snprintf(desc, dl, "seed %llu: n=%zu sizes=%s frees=%s long=%.2f escaping=%.3f cap=%zu",
-             (unsigned long long)seed, g.n, size_names[g.sizes], free_names[g.frees], g.p_long, g.p_esc, g.cap);
+    snprintf(desc, dl, "seed %llu: n=%zu sizes=%s frees=%s long=%.2f escaping=%.3f cap=%zu", (unsigned long long)seed,
+             g.n, size_names[g.sizes], free_names[g.frees], g.p_long, g.p_esc, g.cap);
     cgj_plan_block_t *b = calloc(g.n + 1, sizeof *b);
     size_t *live = malloc((g.n + 1) * sizeof *live), *lng = malloc((g.n + 1) * sizeof *lng);
     size_t nl = 0, nlong = 0, made = 0;
@@ -207,15 +219,30 @@ static void random_batch(uint64_t first, uint64_t count, size_t nmax)
         free(b);
     }
     cr_log_info("random traces, seeds %llu..%llu (n <= %zu, %llu blocks): planned/lower max %.4f (%s), mean %.4f",
-                (unsigned long long)first, (unsigned long long)(first + count - 1), nmax,
-                (unsigned long long)blocks, max, worst_desc, sum / (double)count);
+                (unsigned long long)first, (unsigned long long)(first + count - 1), nmax, (unsigned long long)blocks,
+                max, worst_desc, sum / (double)count);
 }
 
-Test(allocator_plan, random_traces_0, .timeout = 300) { random_batch(0, 1000, 2000); }
-Test(allocator_plan, random_traces_1, .timeout = 300) { random_batch(1000, 1000, 2000); }
-Test(allocator_plan, random_traces_2, .timeout = 300) { random_batch(2000, 1000, 2000); }
-Test(allocator_plan, random_traces_3, .timeout = 300) { random_batch(3000, 1000, 2000); }
-Test(allocator_plan, random_small_traces, .timeout = 300) { random_batch(100000, 2000, 200); }
+Test(allocator_plan, random_traces_0, .timeout = 300)
+{
+    random_batch(0, 1000, 2000);
+}
+Test(allocator_plan, random_traces_1, .timeout = 300)
+{
+    random_batch(1000, 1000, 2000);
+}
+Test(allocator_plan, random_traces_2, .timeout = 300)
+{
+    random_batch(2000, 1000, 2000);
+}
+Test(allocator_plan, random_traces_3, .timeout = 300)
+{
+    random_batch(3000, 1000, 2000);
+}
+Test(allocator_plan, random_small_traces, .timeout = 300)
+{
+    random_batch(100000, 2000, 200);
+}
 
 /* ---- the planner on traces made by hand ---- */
 
@@ -258,8 +285,8 @@ Test(allocator_plan, escaping_block_is_never_shared)
 {
     /* t0..t3 are freed before the output is allocated; the output still gets bytes of its own,
      * since the program may hold it while the next replay writes t0 */
-    cgj_plan_block_t b[] = {{4096, 0, 2, 0}, {4096, 1, 3, 0}, {4096, 4, 5, 0},
-                            {8192, 6, CGJ_PLAN_ESCAPES, 0}, {4096, 7, 8, 0}};
+    cgj_plan_block_t b[] = {
+        {4096, 0, 2, 0}, {4096, 1, 3, 0}, {4096, 4, 5, 0}, {8192, 6, CGJ_PLAN_ESCAPES, 0}, {4096, 7, 8, 0}};
     cgj_plan_result_t r = plan_checked("escaping", b, 5);
     cr_assert_eq(r.lower_bound, 8192 + 8192);
     cr_assert_eq(r.pool_bytes, 8192 + 8192);
@@ -287,7 +314,7 @@ Test(allocator_plan, nested_temporaries_reach_the_lower_bound)
     uint32_t pos = 0;
     size_t n = 0;
     for (int i = 0; i < L; i++) {
-        b[n++] = (cgj_plan_block_t){(uint64_t)(1 + i % 7) << 20, pos, 0, 0};       /* activation */
+        b[n++] = (cgj_plan_block_t){(uint64_t)(1 + i % 7) << 20, pos, 0, 0};           /* activation */
         b[n++] = (cgj_plan_block_t){(uint64_t)(3 + i % 5) << 18, pos + 1, pos + 2, 0}; /* temporary */
         pos += 3;
     }
@@ -297,8 +324,8 @@ Test(allocator_plan, nested_temporaries_reach_the_lower_bound)
         pos += 3;
     }
     cgj_plan_result_t r = plan_checked("nested", b, n);
-    cr_assert_eq(r.pool_bytes, r.lower_bound, "planned %llu, lower bound %llu (%s)",
-                 (unsigned long long)r.pool_bytes, (unsigned long long)r.lower_bound, r.heuristic);
+    cr_assert_eq(r.pool_bytes, r.lower_bound, "planned %llu, lower bound %llu (%s)", (unsigned long long)r.pool_bytes,
+                 (unsigned long long)r.lower_bound, r.heuristic);
 }
 
 Test(allocator_plan, sliding_window_needs_lookahead)
@@ -455,13 +482,17 @@ static cgj_plan_block_t *adversarial_trace(size_t n, size_t cap, int bimodal, ui
 
 Test(allocator_plan, adversarial_traces_plan_within_bounded_work, .timeout = 300)
 {
-    static const struct { size_t n, cap; int bimodal; uint64_t seed; } cases[] = {
+    static const struct {
+        size_t n, cap;
+        int bimodal;
+        uint64_t seed;
+    } cases[] = {
         {1000, 4, 0, 3}, {1000, 4, 0, 14}, {1000, 11, 1, 5}, {100, 5, 0, 75}, {100, 8, 0, 19},
     };
     for (size_t i = 0; i < CGJ_ARRAY_LEN(cases); i++) {
         char what[96];
-        snprintf(what, sizeof what, "adversarial: %zu blocks, %zu live, %s sizes, seed %llu", cases[i].n,
-                 cases[i].cap, cases[i].bimodal ? "huge and tiny" : "cycling", (unsigned long long)cases[i].seed);
+        snprintf(what, sizeof what, "adversarial: %zu blocks, %zu live, %s sizes, seed %llu", cases[i].n, cases[i].cap,
+                 cases[i].bimodal ? "huge and tiny" : "cycling", (unsigned long long)cases[i].seed);
         cgj_plan_block_t *b = adversarial_trace(cases[i].n, cases[i].cap, cases[i].bimodal, cases[i].seed);
         cgj_plan_result_t r;
         cgj_plan(b, cases[i].n, &r);
@@ -484,7 +515,7 @@ Test(allocator_plan, last_resort_is_the_stack, .timeout = 300)
     cgj_plan_block_t *b = calloc(n, sizeof *b);
     uint32_t pos = 1;
     b[n - 1] = (cgj_plan_block_t){256, 0, 1, 0}; /* so that the separators do not overlap all */
-    for (uint32_t i = 0; i < K; i++) { /* small blocks between separators ... */
+    for (uint32_t i = 0; i < K; i++) {           /* small blocks between separators ... */
         b[2 * i] = (cgj_plan_block_t){256, pos++, 0, 0};
         b[2 * i + 1] = (cgj_plan_block_t){256, pos++, 0, 0};
     }
@@ -517,9 +548,9 @@ Test(allocator_plan, parse_format)
                     "a x 100   # trailing comment\n"
                     "  a\ty\t0\r\n"
                     "f x\n"
-                    "a x 512\n"     /* x again after its free: a new block */
+                    "a x 512\n" /* x again after its free: a new block */
                     "   # indented comment\n"
-                    "f y";          /* no newline at the end */
+                    "f y"; /* no newline at the end */
     cgj_plan_block_t *b;
     size_t n;
     char err[256];
@@ -627,8 +658,8 @@ Test(allocator_plan, write_parse_round_trip)
         cr_assert_eq(m, n, "%s", desc);
         /* the parser lists blocks by allocation: the generator made them in that order too */
         for (size_t i = 0; i < n; i++)
-            cr_assert(c[i].size == b[i].size && c[i].start == b[i].start && c[i].end == b[i].end,
-                      "%s: block %zu", desc, i);
+            cr_assert(c[i].size == b[i].size && c[i].start == b[i].start && c[i].end == b[i].end, "%s: block %zu", desc,
+                      i);
         free(buf);
         free(b);
         cgj_free(c);
@@ -651,7 +682,10 @@ Test(allocator_plan, write_orders_frees_before_allocations)
 
 /* ---- the corpus ---- */
 
-static int by_name(const struct dirent **a, const struct dirent **b) { return strcmp((*a)->d_name, (*b)->d_name); }
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
 static int is_trace(const struct dirent *d)
 {
     size_t k = strlen(d->d_name);
@@ -683,9 +717,8 @@ Test(allocator_plan, corpus, .timeout = 300)
         cgj_plan_result_t r;
         cgj_plan(b, n, &r);
         double ratio = check_plan(names[i]->d_name, b, n, &r);
-        cr_log_info("%-28s %7zu %14llu %14llu %14llu %8.4f  %s", names[i]->d_name, n,
-                    (unsigned long long)r.naive_bytes, (unsigned long long)r.pool_bytes,
-                    (unsigned long long)r.lower_bound, ratio, r.heuristic);
+        cr_log_info("%-28s %7zu %14llu %14llu %14llu %8.4f  %s", names[i]->d_name, n, (unsigned long long)r.naive_bytes,
+                    (unsigned long long)r.pool_bytes, (unsigned long long)r.lower_bound, ratio, r.heuristic);
         cr_expect(within_target(&r), "%s: planned/lower %.4f is above 1.10", names[i]->d_name, ratio);
         sum += ratio;
         if (ratio > max) max = ratio;

@@ -74,8 +74,8 @@ int main(void)
         prev_out = out;
         t_us[it] = app_now_us() - t0;
 
-        printf("iter %3d sum=%016llx head: %a %a %a %a\n", it, res.sum, res.head[0], res.head[1],
-               res.head[2], res.head[3]);
+        printf("iter %3d sum=%016llx head: %a %a %a %a\n", it, res.sum, res.head[0], res.head[1], res.head[2],
+               res.head[3]);
     }
 
     CHECK(cudaFree(prev_out));

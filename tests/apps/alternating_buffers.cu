@@ -35,8 +35,7 @@ __global__ void stencil(float *g, const float *x, const float *in, int n)
 
 __global__ void advance(float *xn, const float *x, const float *g, float dt, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        xn[i] = x[i] + dt * g[i];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) xn[i] = x[i] + dt * g[i];
 }
 
 __global__ void smooth(float *x, int n)
@@ -75,23 +74,20 @@ int main(void)
         int p = it % 2, q = 1 - p;
         double t0 = app_now_us();
         app_fill_uniform(h_in[p], NIN, &rng, -1.0f, 1.0f);
-        CHECK(cudaMemcpyAsync(d_in[p], h_in[p], NIN * sizeof(float), cudaMemcpyHostToDevice,
-                              stream));
+        CHECK(cudaMemcpyAsync(d_in[p], h_in[p], NIN * sizeof(float), cudaMemcpyHostToDevice, stream));
         stencil<<<GRID, BLOCK, 0, stream>>>(d_g[p], d_x[p], d_in[p], NFLOAT);
         advance<<<GRID, BLOCK, 0, stream>>>(d_x[q], d_x[p], d_g[p], 0.2f, NFLOAT);
         smooth<<<GRID, BLOCK, 0, stream>>>(d_x[q], NFLOAT);
-        app_checksum_kernel<<<1, APP_CHECKSUM_THREADS, 0, stream>>>(d_x[q], NFLOAT,
-                                                                     &d_res[p]->sum);
+        app_checksum_kernel<<<1, APP_CHECKSUM_THREADS, 0, stream>>>(d_x[q], NFLOAT, &d_res[p]->sum);
         gather_head<<<1, 32, 0, stream>>>(d_x[q], d_res[p]->head);
         CHECK_LAST();
-        CHECK(cudaMemcpyAsync(h_res[p], d_res[p], sizeof(struct result), cudaMemcpyDeviceToHost,
-                              stream));
+        CHECK(cudaMemcpyAsync(h_res[p], d_res[p], sizeof(struct result), cudaMemcpyDeviceToHost, stream));
         CHECK(cudaStreamSynchronize(stream));
         t_us[it] = app_now_us() - t0;
 
         const struct result *r = h_res[p];
-        printf("iter %3d buf=%d sum=%016llx head: %a %a %a %a\n", it, p, r->sum, r->head[0],
-               r->head[1], r->head[2], r->head[3]);
+        printf("iter %3d buf=%d sum=%016llx head: %a %a %a %a\n", it, p, r->sum, r->head[0], r->head[1], r->head[2],
+               r->head[3]);
     }
 
     for (int p = 0; p < 2; p++) {

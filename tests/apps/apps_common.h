@@ -24,14 +24,14 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(call)                                                                        \
-    do {                                                                                   \
-        cudaError_t err_ = (call);                                                         \
-        if (err_ != cudaSuccess) {                                                         \
-            fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call,             \
-                    cudaGetErrorString(err_), cudaGetErrorName(err_));                     \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define CHECK(call)                                                                                      \
+    do {                                                                                                 \
+        cudaError_t err_ = (call);                                                                       \
+        if (err_ != cudaSuccess) {                                                                       \
+            fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_), \
+                    cudaGetErrorName(err_));                                                             \
+            exit(1);                                                                                     \
+        }                                                                                                \
     } while (0)
 
 /* A launch error (bad configuration) or an asynchronous error of earlier work. Launch errors
@@ -87,8 +87,7 @@ __global__ void app_checksum_kernel(const float *x, int n, unsigned long long *o
 {
     __shared__ unsigned long long part[APP_CHECKSUM_THREADS];
     unsigned long long sum = 0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x)
-        sum += app_mix64(__float_as_uint(x[i]), (uint64_t)i);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) sum += app_mix64(__float_as_uint(x[i]), (uint64_t)i);
     part[threadIdx.x] = sum;
     __syncthreads();
     for (int w = blockDim.x / 2; w > 0; w /= 2) {

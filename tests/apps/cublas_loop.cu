@@ -20,14 +20,13 @@
 
 #include <cublas_v2.h>
 
-#define CHECK_CUBLAS(call)                                                                 \
-    do {                                                                                   \
-        cublasStatus_t st_ = (call);                                                       \
-        if (st_ != CUBLAS_STATUS_SUCCESS) {                                                \
-            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call,             \
-                    cublasGetStatusString(st_), (int)st_);                                 \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define CHECK_CUBLAS(call)                                                                                            \
+    do {                                                                                                              \
+        cublasStatus_t st_ = (call);                                                                                  \
+        if (st_ != CUBLAS_STATUS_SUCCESS) {                                                                           \
+            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call, cublasGetStatusString(st_), (int)st_); \
+            exit(1);                                                                                                  \
+        }                                                                                                             \
     } while (0)
 
 enum { N = 256, NELEM = N * N, BLOCK = 256, GRID = NELEM / BLOCK };
@@ -42,8 +41,7 @@ struct result {
 
 __global__ void tanh_kernel(float *x, const float *y, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        x[i] = tanhf(y[i]);
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = tanhf(y[i]);
 }
 
 int main(void)
@@ -79,21 +77,19 @@ int main(void)
     static double t_us[ITERS];
     for (int it = 0; it < ITERS; it++) {
         double t0 = app_now_us();
-        CHECK_CUBLAS(cublasSgemm_v2(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &ALPHA, d_w, N,
-                                    d_x, N, &BETA, d_y, N));
+        CHECK_CUBLAS(cublasSgemm_v2(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &ALPHA, d_w, N, d_x, N, &BETA, d_y, N));
         tanh_kernel<<<GRID, BLOCK, 0, stream>>>(d_x, d_y, NELEM);
         CHECK_LAST();
         CHECK_CUBLAS(cublasSaxpy_v2(handle, NELEM, &AXPY_A, d_d, 1, d_x, 1));
         app_checksum_kernel<<<1, APP_CHECKSUM_THREADS, 0, stream>>>(d_x, NELEM, &d_res->sum);
         CHECK_LAST();
-        CHECK(cudaMemcpyAsync(d_res->head, d_x, sizeof d_res->head, cudaMemcpyDeviceToDevice,
-                              stream));
+        CHECK(cudaMemcpyAsync(d_res->head, d_x, sizeof d_res->head, cudaMemcpyDeviceToDevice, stream));
         CHECK(cudaMemcpyAsync(h_res, d_res, sizeof *h_res, cudaMemcpyDeviceToHost, stream));
         CHECK(cudaStreamSynchronize(stream));
         t_us[it] = app_now_us() - t0;
 
-        printf("iter %3d sum=%016llx head: %a %a %a %a\n", it, h_res->sum, h_res->head[0],
-               h_res->head[1], h_res->head[2], h_res->head[3]);
+        printf("iter %3d sum=%016llx head: %a %a %a %a\n", it, h_res->sum, h_res->head[0], h_res->head[1],
+               h_res->head[2], h_res->head[3]);
     }
 
     CHECK_CUBLAS(cublasDestroy(handle));

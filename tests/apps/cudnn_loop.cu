@@ -22,14 +22,13 @@
 
 #include <cudnn.h>
 
-#define CHECK_CUDNN(call)                                                                  \
-    do {                                                                                   \
-        cudnnStatus_t st_ = (call);                                                        \
-        if (st_ != CUDNN_STATUS_SUCCESS) {                                                 \
-            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call,             \
-                    cudnnGetErrorString(st_), (int)st_);                                   \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define CHECK_CUDNN(call)                                                                                           \
+    do {                                                                                                            \
+        cudnnStatus_t st_ = (call);                                                                                 \
+        if (st_ != CUDNN_STATUS_SUCCESS) {                                                                          \
+            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call, cudnnGetErrorString(st_), (int)st_); \
+            exit(1);                                                                                                \
+        }                                                                                                           \
     } while (0)
 
 enum { BATCH = 1, CH = 16, HW = 32, KSIZE = 3, PAD = 1 };
@@ -62,26 +61,21 @@ int main(void)
     cudnnConvolutionDescriptor_t conv_desc;
     cudnnActivationDescriptor_t relu_desc;
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&act_desc));
-    CHECK_CUDNN(cudnnSetTensor4dDescriptor(act_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, BATCH,
-                                           CH, HW, HW));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(act_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, BATCH, CH, HW, HW));
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&bias_desc));
-    CHECK_CUDNN(cudnnSetTensor4dDescriptor(bias_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, CH,
-                                           1, 1));
+    CHECK_CUDNN(cudnnSetTensor4dDescriptor(bias_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, CH, 1, 1));
     CHECK_CUDNN(cudnnCreateFilterDescriptor(&filt_desc));
-    CHECK_CUDNN(cudnnSetFilter4dDescriptor(filt_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CH, CH,
-                                           KSIZE, KSIZE));
+    CHECK_CUDNN(cudnnSetFilter4dDescriptor(filt_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CH, CH, KSIZE, KSIZE));
     CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&conv_desc));
-    CHECK_CUDNN(cudnnSetConvolution2dDescriptor(conv_desc, PAD, PAD, 1, 1, 1, 1,
-                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CHECK_CUDNN(
+        cudnnSetConvolution2dDescriptor(conv_desc, PAD, PAD, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     CHECK_CUDNN(cudnnSetConvolutionMathType(conv_desc, CUDNN_FMA_MATH));
     CHECK_CUDNN(cudnnCreateActivationDescriptor(&relu_desc));
-    CHECK_CUDNN(cudnnSetActivationDescriptor(relu_desc, CUDNN_ACTIVATION_RELU,
-                                             CUDNN_PROPAGATE_NAN, 0.0));
+    CHECK_CUDNN(cudnnSetActivationDescriptor(relu_desc, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
 
     /* The output shape must equal the input's (pad 1, stride 1) for the recurrence. */
     int on, oc, oh, ow;
-    CHECK_CUDNN(cudnnGetConvolution2dForwardOutputDim(conv_desc, act_desc, filt_desc, &on, &oc,
-                                                      &oh, &ow));
+    CHECK_CUDNN(cudnnGetConvolution2dForwardOutputDim(conv_desc, act_desc, filt_desc, &on, &oc, &oh, &ow));
     if (on != BATCH || oc != CH || oh != HW || ow != HW) {
         fprintf(stderr, "cudnn_loop: unexpected output shape %dx%dx%dx%d\n", on, oc, oh, ow);
         return 1;
@@ -89,8 +83,8 @@ int main(void)
 
     const cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
     size_t ws_size = 0;
-    CHECK_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(handle, act_desc, filt_desc, conv_desc,
-                                                        act_desc, algo, &ws_size));
+    CHECK_CUDNN(
+        cudnnGetConvolutionForwardWorkspaceSize(handle, act_desc, filt_desc, conv_desc, act_desc, algo, &ws_size));
     /* Allocated once, before the loop; never empty, so that there is a real buffer to pass. */
     size_t ws_alloc = ws_size > 256 ? ws_size : 256;
     void *d_ws;
@@ -108,30 +102,26 @@ int main(void)
     CHECK(cudaMemcpy(d_y, h_y, NACT * sizeof(float), cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(d_b, h_b, CH * sizeof(float), cudaMemcpyHostToDevice));
     /* S = relu(Y) for the first iteration's convolution input. */
-    CHECK_CUDNN(cudnnActivationForward(handle, relu_desc, &ONE, act_desc, d_y, &ZERO, act_desc,
-                                       d_s));
+    CHECK_CUDNN(cudnnActivationForward(handle, relu_desc, &ONE, act_desc, d_y, &ZERO, act_desc, d_s));
     CHECK(cudaStreamSynchronize(stream));
 
     static double t_us[ITERS];
     for (int it = 0; it < ITERS; it++) {
         double t0 = app_now_us();
-        CHECK_CUDNN(cudnnConvolutionForward(handle, &CONV_ALPHA, act_desc, d_s, filt_desc, d_w,
-                                            conv_desc, algo, d_ws, ws_alloc, &ONE, act_desc,
-                                            d_y));
+        CHECK_CUDNN(cudnnConvolutionForward(handle, &CONV_ALPHA, act_desc, d_s, filt_desc, d_w, conv_desc, algo, d_ws,
+                                            ws_alloc, &ONE, act_desc, d_y));
         CHECK_CUDNN(cudnnAddTensor(handle, &ONE, bias_desc, d_b, &ONE, act_desc, d_y));
-        CHECK_CUDNN(cudnnActivationForward(handle, relu_desc, &ONE, act_desc, d_y, &ZERO,
-                                           act_desc, d_s));
+        CHECK_CUDNN(cudnnActivationForward(handle, relu_desc, &ONE, act_desc, d_y, &ZERO, act_desc, d_s));
         app_checksum_kernel<<<1, APP_CHECKSUM_THREADS, 0, stream>>>(d_y, NACT, &d_res->sum_y);
         app_checksum_kernel<<<1, APP_CHECKSUM_THREADS, 0, stream>>>(d_s, NACT, &d_res->sum_s);
         CHECK_LAST();
-        CHECK(cudaMemcpyAsync(d_res->head, d_y, sizeof d_res->head, cudaMemcpyDeviceToDevice,
-                              stream));
+        CHECK(cudaMemcpyAsync(d_res->head, d_y, sizeof d_res->head, cudaMemcpyDeviceToDevice, stream));
         CHECK(cudaMemcpyAsync(h_res, d_res, sizeof *h_res, cudaMemcpyDeviceToHost, stream));
         CHECK(cudaStreamSynchronize(stream));
         t_us[it] = app_now_us() - t0;
 
-        printf("iter %3d sum_y=%016llx sum_s=%016llx head: %a %a %a %a\n", it, h_res->sum_y,
-               h_res->sum_s, h_res->head[0], h_res->head[1], h_res->head[2], h_res->head[3]);
+        printf("iter %3d sum_y=%016llx sum_s=%016llx head: %a %a %a %a\n", it, h_res->sum_y, h_res->sum_s,
+               h_res->head[0], h_res->head[1], h_res->head[2], h_res->head[3]);
     }
 
     CHECK_CUDNN(cudnnDestroyActivationDescriptor(relu_desc));

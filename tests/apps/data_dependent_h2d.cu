@@ -25,8 +25,7 @@ __global__ void fold(float *x, const float *in, int count, const float *par, int
 
 __global__ void axpb(float *x, float a, float b, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        x[i] = a * x[i] + b;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = a * x[i] + b;
 }
 
 int main(void)
@@ -57,8 +56,7 @@ int main(void)
         int count = 256 + (int)(c % 1024);
         uint64_t in_rng = c ^ (uint64_t)it;
         app_fill_uniform(h_in, (size_t)count, &in_rng, -1.0f, 1.0f);
-        for (int j = 0; j < NPAR; j++)
-            h_par[j] = (float)((c >> (4 * (j % 16))) & 0xF) - 7.5f;
+        for (int j = 0; j < NPAR; j++) h_par[j] = (float)((c >> (4 * (j % 16))) & 0xF) - 7.5f;
 
         double t0 = app_now_us();
         CHECK(cudaMemcpy(d_in, h_in, (size_t)count * sizeof(float), cudaMemcpyHostToDevice));

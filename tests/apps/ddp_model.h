@@ -33,13 +33,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DDP_CK(call)                                                                                   \
-    do {                                                                                               \
-        cudaError_t e_ = (call);                                                                       \
-        if (e_ != cudaSuccess) {                                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_));      \
-            exit(1);                                                                                   \
-        }                                                                                              \
+#define DDP_CK(call)                                                                             \
+    do {                                                                                         \
+        cudaError_t e_ = (call);                                                                 \
+        if (e_ != cudaSuccess) {                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
+            exit(1);                                                                             \
+        }                                                                                        \
     } while (0)
 #define DDP_CKB(call)                                                                                  \
     do {                                                                                               \
@@ -49,21 +49,24 @@
             exit(1);                                                                                   \
         }                                                                                              \
     } while (0)
-#define DDP_CKN(call)                                                                                  \
-    do {                                                                                               \
-        ncclResult_t r_ = (call);                                                                      \
-        if (r_ != ncclSuccess) {                                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_));    \
-            exit(1);                                                                                   \
-        }                                                                                              \
+#define DDP_CKN(call)                                                                              \
+    do {                                                                                           \
+        ncclResult_t r_ = (call);                                                                  \
+        if (r_ != ncclSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 enum { DDP_D = 256, DDP_H = 512, DDP_O = 128, DDP_B = 64, DDP_THREADS = 256 };
 /* Parameters, one block: W1 (H x D), b1 (H), W2 (O x H), b2 (O). Layer 2 first: its gradients
  * are ready first and go out in the first bucket. */
 enum {
-    DDP_OFF_W2 = 0, DDP_OFF_B2 = DDP_OFF_W2 + DDP_O * DDP_H, DDP_OFF_W1 = DDP_OFF_B2 + DDP_O,
-    DDP_OFF_B1 = DDP_OFF_W1 + DDP_H * DDP_D, DDP_NPARAM = DDP_OFF_B1 + DDP_H
+    DDP_OFF_W2 = 0,
+    DDP_OFF_B2 = DDP_OFF_W2 + DDP_O * DDP_H,
+    DDP_OFF_W1 = DDP_OFF_B2 + DDP_O,
+    DDP_OFF_B1 = DDP_OFF_W1 + DDP_H * DDP_D,
+    DDP_NPARAM = DDP_OFF_B1 + DDP_H
 };
 
 typedef struct ddp_rank {
@@ -71,11 +74,11 @@ typedef struct ddp_rank {
     cudaStream_t s;
     cublasHandle_t h;
     ncclComm_t comm;
-    float *w, *g, *m, *v;  /* parameters, gradients, Adam moments: DDP_NPARAM each */
-    float *wt;             /* the teacher, O x D */
+    float *w, *g, *m, *v; /* parameters, gradients, Adam moments: DDP_NPARAM each */
+    float *wt;            /* the teacher, O x D */
     float *x, *t, *hid, *y, *dy, *dh;
-    float *loss;           /* device: this rank's loss, then the sum over ranks */
-    float *h_loss;         /* pinned */
+    float *loss;   /* device: this rank's loss, then the sum over ranks */
+    float *h_loss; /* pinned */
 } ddp_rank_t;
 
 __device__ static inline uint32_t ddp_hash(uint32_t x)
@@ -138,8 +141,8 @@ __global__ static void ddp_bias_grad(float *d, const float *h, float *db, int ro
     db[r] = acc;
 }
 
-__global__ static void ddp_adamw(float *w, const float *g, float *m, float *v, int n, float lr, float gscale,
-                                 float bc1, float bc2)
+__global__ static void ddp_adamw(float *w, const float *g, float *m, float *v, int n, float lr, float gscale, float bc1,
+                                 float bc2)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -149,7 +152,10 @@ __global__ static void ddp_adamw(float *w, const float *g, float *m, float *v, i
     w[i] -= lr * ((m[i] / bc1) / (sqrtf(v[i] / bc2) + 1e-8f) + 0.01f * w[i]);
 }
 
-static inline int ddp_blocks(int n) { return (n + DDP_THREADS - 1) / DDP_THREADS; }
+static inline int ddp_blocks(int n)
+{
+    return (n + DDP_THREADS - 1) / DDP_THREADS;
+}
 
 /* Set up rank `rank` of `nranks` on the current device, with its communicator. The weights
  * are the same on every rank (fixed seeds). */
@@ -209,7 +215,7 @@ static inline float ddp_step(ddp_rank_t *r, int step)
     /* update */
     float bc1 = 1.0f - powf(0.9f, (float)(step + 1)), bc2 = 1.0f - powf(0.999f, (float)(step + 1));
     ddp_adamw<<<ddp_blocks(DDP_NPARAM), DDP_THREADS, 0, r->s>>>(r->w, r->g, r->m, r->v, DDP_NPARAM, 1e-3f,
-                                                                 1.0f / (float)r->nranks, bc1, bc2);
+                                                                1.0f / (float)r->nranks, bc1, bc2);
     DDP_CK(cudaGetLastError());
     DDP_CK(cudaMemcpyAsync(r->h_loss, r->loss, sizeof(float), cudaMemcpyDeviceToHost, r->s));
     DDP_CK(cudaStreamSynchronize(r->s));

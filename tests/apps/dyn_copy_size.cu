@@ -21,8 +21,7 @@ enum { NFLOAT = 4096, BLOCK = 256, GRID = NFLOAT / BLOCK };
 enum { ITERS = 400, TIMED_LAST = 200, MAXIN = 256 + 2048, MVOFF = 256, MAXMV = 128 + 1024 };
 enum { MAXSET = 64 + 2048, MAXOUT = 16 + 1024 };
 
-__global__ void fold(float *x, const float *in, int n_in, const float *mv, int n_mv,
-                     const float *mask, int n)
+__global__ void fold(float *x, const float *in, int n_in, const float *mv, int n_mv, const float *mask, int n)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         float m = mask[i % MAXSET];
@@ -32,8 +31,7 @@ __global__ void fold(float *x, const float *in, int n_in, const float *mv, int n
 
 __global__ void fill_ones(float *mask, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        mask[i] = 1.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) mask[i] = 1.0f;
 }
 
 __global__ void wave(float *x, float a, int n)
@@ -93,8 +91,7 @@ int main(void)
         double t0 = app_now_us();
         CHECK(cudaMemcpy(d_in, h_in, (size_t)n_in * sizeof(float), cudaMemcpyHostToDevice));
         memset(h_in, 0xFF, MAXIN * sizeof(float)); /* NaN: a late read would show */
-        CHECK(cudaMemcpyAsync(d_mv + off, d_in, (size_t)n_mv * sizeof(float),
-                              cudaMemcpyDeviceToDevice, 0));
+        CHECK(cudaMemcpyAsync(d_mv + off, d_in, (size_t)n_mv * sizeof(float), cudaMemcpyDeviceToDevice, 0));
         CHECK(cudaMemsetAsync(d_mask, 0, (size_t)n_set * sizeof(float), 0));
         fold<<<GRID, BLOCK>>>(d_x, d_in, n_in, d_mv, n_mv, d_mask, NFLOAT);
         fill_ones<<<(MAXSET + BLOCK - 1) / BLOCK, BLOCK>>>(d_mask, n_set);
@@ -102,15 +99,14 @@ int main(void)
         emit<<<(MAXOUT + BLOCK - 1) / BLOCK, BLOCK>>>(d_out, d_x, n_out);
         app_checksum_kernel<<<1, APP_CHECKSUM_THREADS>>>(d_x, NFLOAT, d_sum);
         CHECK_LAST();
-        CHECK(cudaMemcpyAsync(h_out, d_out, (size_t)n_out * sizeof(float),
-                              cudaMemcpyDeviceToHost, 0));
+        CHECK(cudaMemcpyAsync(h_out, d_out, (size_t)n_out * sizeof(float), cudaMemcpyDeviceToHost, 0));
         CHECK(cudaMemcpyAsync(h_sum, d_sum, sizeof *h_sum, cudaMemcpyDeviceToHost, 0));
         CHECK(cudaStreamSynchronize(0));
         t_us[it] = app_now_us() - t0;
 
         uint64_t hsum = app_checksum_host(h_out, (size_t)n_out);
-        printf("iter %3d in=%4d mv=%4d@%3d set=%4d out=%4d sum=%016llx out=%016llx\n", it, n_in,
-               n_mv, off, n_set, n_out, *h_sum, (unsigned long long)hsum);
+        printf("iter %3d in=%4d mv=%4d@%3d set=%4d out=%4d sum=%016llx out=%016llx\n", it, n_in, n_mv, off, n_set,
+               n_out, *h_sum, (unsigned long long)hsum);
         c = *h_sum ^ (hsum * 0x9E3779B97F4A7C15ull);
     }
 

@@ -84,8 +84,7 @@ __global__ void count_buckets(const float *x, int *counts, int n)
         atomicAdd(&counts[bucket_of(x[i])], 1);
 }
 
-__global__ void combine(unsigned long long *out, const unsigned long long *a,
-                        const unsigned long long *b)
+__global__ void combine(unsigned long long *out, const unsigned long long *a, const unsigned long long *b)
 {
     *out = *a ^ (*b * 0x9E3779B97F4A7C15ull);
 }
@@ -136,8 +135,7 @@ int main(void)
 
         uint64_t digest = 0;
         for (int k = 0; k < NBUCKET; k++) digest += app_mix64((uint64_t)res.counts[k], (uint64_t)k);
-        printf("iter %3d active=%3d sum=%016llx counts=%016llx\n", it, active, res.sum,
-               (unsigned long long)digest);
+        printf("iter %3d active=%3d sum=%016llx counts=%016llx\n", it, active, res.sum, (unsigned long long)digest);
     }
 
     CHECK(cudaFree(d_x));

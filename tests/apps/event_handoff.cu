@@ -13,8 +13,7 @@ enum { N = 2048, ROUNDS = 200, TIMED_LAST = 150 };
 
 __global__ void step_kernel(float *x, float k, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        x[i] = x[i] * 0.5f + k;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = x[i] * 0.5f + k;
 }
 
 static pthread_barrier_t recorded, consumed;
@@ -64,7 +63,8 @@ int main(void)
         t[r] = app_now_us() - t0;
     }
     pthread_join(th, NULL);
-    for (int r = 0; r < ROUNDS; r += 10) printf("round %d: %a %a %a %a\n", r, h_out[r][0], h_out[r][1], h_out[r][2], h_out[r][3]);
+    for (int r = 0; r < ROUNDS; r += 10)
+        printf("round %d: %a %a %a %a\n", r, h_out[r][0], h_out[r][1], h_out[r][2], h_out[r][3]);
     app_report_time("event_handoff", t, ROUNDS, TIMED_LAST);
     return 0;
 }

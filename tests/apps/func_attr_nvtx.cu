@@ -33,8 +33,7 @@ __global__ void smooth_tiles(float *x)
 
 __global__ void axpb(float *x, float a, float b, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        x[i] = a * x[i] + b;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = a * x[i] + b;
 }
 
 int main(void)
@@ -59,10 +58,8 @@ int main(void)
         if (it == PROFILE_TO) CHECK(cudaProfilerStop());
         double t0 = app_now_us();
         nvtxRangePushA("iteration");
-        CHECK(cudaFuncSetAttribute(smooth_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   SMEM_BYTES));
-        CHECK(cudaFuncSetAttribute(smooth_tiles, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                   100));
+        CHECK(cudaFuncSetAttribute(smooth_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+        CHECK(cudaFuncSetAttribute(smooth_tiles, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
         nvtxRangePushA("smooth");
         for (int k = 0; k < SMOOTHS; k++) smooth_tiles<<<NTILES, BLOCK, SMEM_BYTES>>>(d_x);
         nvtxRangePop();
@@ -77,8 +74,7 @@ int main(void)
         nvtxRangePop();
         t_us[it] = app_now_us() - t0;
 
-        printf("iter %3d sum=%016llx head: %a %a %a %a\n", it, sum, head[0], head[1], head[2],
-               head[3]);
+        printf("iter %3d sum=%016llx head: %a %a %a %a\n", it, sum, head[0], head[1], head[2], head[3]);
     }
 
     free(h_x);

@@ -23,8 +23,7 @@ enum { ITERS = 500, TIMED_LAST = 250, WARMUP = 50 };
 
 static const float LR_MAX = 0.05f, LR_MIN = 0.005f, BETA1 = 0.9f, BETA2 = 0.999f, EPS = 1e-8f;
 
-__global__ void grad(float *g, const float *w, const float *target, const float *s,
-                     const unsigned char *mask, int n)
+__global__ void grad(float *g, const float *w, const float *target, const float *s, const unsigned char *mask, int n)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         unsigned bit = (mask[i] >> (i & 7)) & 1u;
@@ -32,8 +31,8 @@ __global__ void grad(float *g, const float *w, const float *target, const float 
     }
 }
 
-__global__ void adamw(float *w, float *m, float *v, const float *g, float lr, float beta1,
-                      float beta2, float bc1, float bc2, float eps, float wd, int t, int n)
+__global__ void adamw(float *w, float *m, float *v, const float *g, float lr, float beta1, float beta2, float bc1,
+                      float bc2, float eps, float wd, int t, int n)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         float mi = beta1 * m[i] + (1.0f - beta1) * g[i];
@@ -47,8 +46,7 @@ __global__ void adamw(float *w, float *m, float *v, const float *g, float lr, fl
     }
 }
 
-__global__ void loss_kernel(const float *w, const float *target, const float *s, int n,
-                            float *loss)
+__global__ void loss_kernel(const float *w, const float *target, const float *s, int n, float *loss)
 {
     __shared__ float part[BLOCK];
     float acc = 0.0f;
@@ -112,8 +110,8 @@ int main(void)
         for (int k = 0; k < NTENSOR; k++) {
             size_t o = (size_t)k * TSIZE;
             grad<<<TGRID, BLOCK>>>(d_g + o, d_w + o, d_target + o, d_s + o, d_mask + o, TSIZE);
-            adamw<<<TGRID, BLOCK>>>(d_w + o, d_m + o, d_v + o, d_g + o, lr, BETA1, BETA2, bc1,
-                                    bc2, EPS, k % 2 ? 0.0f : wd, t, TSIZE);
+            adamw<<<TGRID, BLOCK>>>(d_w + o, d_m + o, d_v + o, d_g + o, lr, BETA1, BETA2, bc1, bc2, EPS,
+                                    k % 2 ? 0.0f : wd, t, TSIZE);
         }
         loss_kernel<<<1, BLOCK>>>(d_w, d_target, d_s, NFLOAT, d_loss);
         CHECK_LAST();
@@ -121,8 +119,7 @@ int main(void)
         CHECK(cudaMemcpy(&loss, d_loss, sizeof loss, cudaMemcpyDeviceToHost));
         t_us[t - 1] = app_now_us() - t0;
 
-        printf("step %3d lr=%a bc1=%a bc2=%a mask=%02x loss=%a\n", t, lr, bc1, bc2, mask_value,
-               loss);
+        printf("step %3d lr=%a bc1=%a bc2=%a mask=%02x loss=%a\n", t, lr, bc1, bc2, mask_value, loss);
     }
 
     app_checksum_kernel<<<1, APP_CHECKSUM_THREADS>>>(d_w, NFLOAT, d_sum);

@@ -21,8 +21,7 @@ struct result {
 
 __global__ void grad(float *g, const float *w, const float *t, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        g[i] = w[i] - t[i];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) g[i] = w[i] - t[i];
 }
 
 /* noise in [-1, 1) from (seed, round, i): the same on every run, different every step. */
@@ -32,8 +31,7 @@ __device__ float noise(unsigned long long seed, int round, int i)
     return (float)(h >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 
-__global__ void update(float *w, const float *g, float lr, unsigned long long seed, int step,
-                       int round, int n)
+__global__ void update(float *w, const float *g, float lr, unsigned long long seed, int step, int round, int n)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         float v = w[i] - lr * (g[i] + 0.1f * noise(seed, round, i));
@@ -44,8 +42,7 @@ __global__ void update(float *w, const float *g, float lr, unsigned long long se
 
 __global__ void scale(float *w, float s, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        w[i] *= s;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) w[i] *= s;
 }
 
 int main(void)
@@ -83,8 +80,8 @@ int main(void)
         CHECK(cudaMemcpy(&res, d_res, sizeof res, cudaMemcpyDeviceToHost));
         t_us[step] = app_now_us() - t0;
 
-        printf("step %3d lr=%a seed=%016llx s=%a sum=%016llx head: %a %a %a %a\n", step, lr,
-               seed, s, res.sum, res.head[0], res.head[1], res.head[2], res.head[3]);
+        printf("step %3d lr=%a seed=%016llx s=%a sum=%016llx head: %a %a %a %a\n", step, lr, seed, s, res.sum,
+               res.head[0], res.head[1], res.head[2], res.head[3]);
         lr *= 0.995f;
     }
 

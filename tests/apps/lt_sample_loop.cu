@@ -31,8 +31,7 @@ static cublasLtHandle_t lt;
 static void *ws;
 
 /* out (m x n, column-major) = a^T (k x m) b (k x n), as llm.c's matmul_cublaslt asks for it. */
-static void matmul(void *out, const void *a, const void *b, int m, int n, int k, cudaDataType_t t,
-                   cudaStream_t s)
+static void matmul(void *out, const void *a, const void *b, int m, int n, int k, cudaDataType_t t, cudaStream_t s)
 {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
@@ -109,7 +108,7 @@ int main(void)
         to_bf16<<<64, 256, 0, s>>>(xb, x, C * ROWS);
         matmul(hb, w1, xb, OC, ROWS, C, CUDA_R_16BF, s); /* H (OC x ROWS) */
         mix<<<64, 256, 0, s>>>(x, hb, C * ROWS);
-        matmul(y, w2, x, C, ROWS, C, CUDA_R_32F, s);     /* Y (C x ROWS) */
+        matmul(y, w2, x, C, ROWS, C, CUDA_R_32F, s); /* Y (C x ROWS) */
         app_checksum_kernel<<<1, APP_CHECKSUM_THREADS, 0, s>>>(y, C * ROWS, d_sum);
         CHECK_LAST();
         CHECK(cudaMemcpyAsync(h_sum, d_sum, sizeof *h_sum, cudaMemcpyDeviceToHost, s));

@@ -116,8 +116,7 @@ int main(void)
             set_flag<<<1, 1, 0, s>>>(d_flag, it + 1);
             CHECK_LAST();
             double limit = app_now_us() + FLAG_LIMIT_US;
-            while (*(volatile int *)h_flag != it + 1 && app_now_us() < limit) {
-            }
+            while (*(volatile int *)h_flag != it + 1 && app_now_us() < limit) {}
             flag = *(volatile int *)h_flag == it + 1 ? "came" : "timed out";
         }
         unsigned long polls = 0;
@@ -125,7 +124,7 @@ int main(void)
         while ((q = cudaStreamQuery(s)) == cudaErrorNotReady) polls++;
         CHECK(q);
         uint64_t out_sum = app_checksum_host(h_out, N), m_sum = app_checksum_host(m, N);
-        m[it % N] += 1.0f;                             /* the host's own update, seen next time */
+        m[it % N] += 1.0f;                            /* the host's own update, seen next time */
         app_fill_uniform(h_in, N, &rng, -1.0f, 1.0f); /* the next input, written in place */
         t_us[it] = app_now_us() - t0;
         printf("iter %3d out=%016llx m=%016llx log=%a flag=%s\n", it, (unsigned long long)out_sum,

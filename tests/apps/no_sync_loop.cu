@@ -25,20 +25,17 @@ __global__ void logistic(float *x, float r, int n)
 
 __global__ void axpb(float *x, float a, float b, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        x[i] = a * x[i] + b;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = a * x[i] + b;
 }
 
 /* One block of APP_CHECKSUM_THREADS: sums[*counter] = checksum(x), heads[*counter] = x[0..3],
  * then ++*counter. */
-__global__ void record(const float *x, int n, int *counter, unsigned long long *sums,
-                       float *heads)
+__global__ void record(const float *x, int n, int *counter, unsigned long long *sums, float *heads)
 {
     __shared__ unsigned long long part[APP_CHECKSUM_THREADS];
     int slot = *counter;
     unsigned long long sum = 0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x)
-        sum += app_mix64(__float_as_uint(x[i]), (uint64_t)i);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) sum += app_mix64(__float_as_uint(x[i]), (uint64_t)i);
     part[threadIdx.x] = sum;
     if (threadIdx.x < NHEAD) heads[slot * NHEAD + threadIdx.x] = x[threadIdx.x];
     __syncthreads();
@@ -86,10 +83,8 @@ int main(void)
     double t0 = app_now_us();
     for (int it = 0; it < ITERS; it++) {
         for (int j = 0; j < KERNELS - 1; j++) {
-            if (j % 3 == 0)
-                logistic<<<GRID, BLOCK, 0, s>>>(d_x, p[j], NFLOAT);
-            else
-                axpb<<<GRID, BLOCK, 0, s>>>(d_x, p[j], q[j], NFLOAT);
+            if (j % 3 == 0) logistic<<<GRID, BLOCK, 0, s>>>(d_x, p[j], NFLOAT);
+            else axpb<<<GRID, BLOCK, 0, s>>>(d_x, p[j], q[j], NFLOAT);
         }
         record<<<1, APP_CHECKSUM_THREADS, 0, s>>>(d_x, NFLOAT, d_counter, d_sums, d_heads);
     }
@@ -106,8 +101,8 @@ int main(void)
     CHECK(cudaMemcpy(h_x, d_x, NFLOAT * sizeof(float), cudaMemcpyDeviceToHost));
     printf("iterations recorded: %d\n", counter);
     for (int it = 0; it < ITERS; it++)
-        printf("iter %3d sum=%016llx head: %a %a %a %a\n", it, sums[it], heads[it * NHEAD],
-               heads[it * NHEAD + 1], heads[it * NHEAD + 2], heads[it * NHEAD + 3]);
+        printf("iter %3d sum=%016llx head: %a %a %a %a\n", it, sums[it], heads[it * NHEAD], heads[it * NHEAD + 1],
+               heads[it * NHEAD + 2], heads[it * NHEAD + 3]);
     printf("final checksum %016llx\n", (unsigned long long)app_checksum_host(h_x, NFLOAT));
 
     CHECK(cudaFree(d_x));

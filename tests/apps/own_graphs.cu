@@ -138,8 +138,7 @@ int main(void)
         CHECK(cudaMemcpyAsync(h_sum, b.sum, sizeof *h_sum, cudaMemcpyDeviceToHost, s));
         CHECK(cudaStreamSynchronize(s));
         t_us[it] = app_now_us() - t0;
-        printf("token %3d %s sum=%016llx\n", it, it < EAGER_END ? "eager" : it < ONCE_END ? "once " : "captd",
-               *h_sum);
+        printf("token %3d %s sum=%016llx\n", it, it < EAGER_END ? "eager" : it < ONCE_END ? "once " : "captd", *h_sum);
     }
     /* An update is refused only where the topology changed, which it never does here. */
     printf("instantiated again: %d\n", reinstantiated);

@@ -18,8 +18,7 @@ enum { ITERS = 300, PHASE = 10, TIMED_LAST = 100 };
 
 __global__ void axpb(float *x, float a, float b, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        x[i] = a * x[i] + b;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = a * x[i] + b;
 }
 
 __global__ void bend(float *x, float c, int n)
@@ -45,8 +44,7 @@ __global__ void mean_abs(const float *x, int n, float *m)
 
 __global__ void scale(float *x, float s, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        x[i] *= s;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] *= s;
 }
 
 __global__ void shift(float *x, float off, int k, int n)
@@ -77,10 +75,8 @@ int main(void)
     for (int it = 0; it < ITERS; it++) {
         double t0 = app_now_us();
         for (int j = 0; j < PHASE; j++) {
-            if (j % 2 == 0)
-                axpb<<<GRID, BLOCK>>>(d_x, a[j], b[j], NFLOAT);
-            else
-                bend<<<GRID, BLOCK>>>(d_x, 0.1f, NFLOAT);
+            if (j % 2 == 0) axpb<<<GRID, BLOCK>>>(d_x, a[j], b[j], NFLOAT);
+            else bend<<<GRID, BLOCK>>>(d_x, 0.1f, NFLOAT);
         }
         mean_abs<<<1, BLOCK>>>(d_x, NFLOAT, d_m);
         CHECK_LAST();
@@ -96,8 +92,7 @@ int main(void)
         float off = 0.01f * (fmodf(m * 1000.0f, 1.0f) - 0.5f);
         int k = (int)(m * 4096.0f) & 15;
         scale<<<GRID, BLOCK>>>(d_x, inv, NFLOAT);
-        for (int j = 1; j < PHASE; j++)
-            shift<<<GRID, BLOCK>>>(d_x, off, k + j, NFLOAT);
+        for (int j = 1; j < PHASE; j++) shift<<<GRID, BLOCK>>>(d_x, off, k + j, NFLOAT);
         app_checksum_kernel<<<1, APP_CHECKSUM_THREADS>>>(d_x, NFLOAT, d_sum);
         CHECK_LAST();
         unsigned long long sum;

@@ -2,10 +2,10 @@
  * threads4 — four host threads, each with its own created stream and buffers, each running its
  * own loop of 50 kernels per iteration (48 compute kernels, one that gathers x's head, one
  * checksum), an async copy of the result record into the thread's pinned buffer and a
- * cudaStreamSynchronize of its stream. The threads run at the same time and share nothing but the device; each thread's arguments differ (drawn from a seed
- * that depends on the thread's index). Results are kept per thread and iteration and printed by
- * the main thread after joining, in thread order, so stdout does not depend on the interleaving.
- * stderr: "threads4: median_us=<x>", the median per-iteration time over every thread's last 100.
+ * cudaStreamSynchronize of its stream. The threads run at the same time and share nothing but the device; each thread's
+ * arguments differ (drawn from a seed that depends on the thread's index). Results are kept per thread and iteration
+ * and printed by the main thread after joining, in thread order, so stdout does not depend on the interleaving. stderr:
+ * "threads4: median_us=<x>", the median per-iteration time over every thread's last 100.
  */
 #include "apps_common.h"
 
@@ -33,8 +33,7 @@ __global__ void logistic(float *x, float r, int n)
 
 __global__ void axpb(float *x, float a, float b, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        x[i] = a * x[i] + b;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = a * x[i] + b;
 }
 
 __global__ void gather_head(const float *x, float *head)
@@ -68,10 +67,8 @@ static void *run_worker(void *arg)
     for (int it = 0; it < ITERS; it++) {
         double t0 = app_now_us();
         for (int j = 0; j < KERNELS - 2; j++) {
-            if (j % 2)
-                axpb<<<GRID, BLOCK, 0, s>>>(d_x, p[j], q[j], NFLOAT);
-            else
-                logistic<<<GRID, BLOCK, 0, s>>>(d_x, p[j], NFLOAT);
+            if (j % 2) axpb<<<GRID, BLOCK, 0, s>>>(d_x, p[j], q[j], NFLOAT);
+            else logistic<<<GRID, BLOCK, 0, s>>>(d_x, p[j], NFLOAT);
         }
         gather_head<<<1, 32, 0, s>>>(d_x, d_res->head);
         app_checksum_kernel<<<1, APP_CHECKSUM_THREADS, 0, s>>>(d_x, NFLOAT, &d_res->sum);
@@ -115,8 +112,8 @@ int main(void)
     for (int t = 0; t < NTHREADS; t++) {
         for (int it = 0; it < ITERS; it++) {
             const struct result *r = &workers[t].res[it];
-            printf("thread %d iter %3d sum=%016llx head: %a %a %a %a\n", t, it, r->sum,
-                   r->head[0], r->head[1], r->head[2], r->head[3]);
+            printf("thread %d iter %3d sum=%016llx head: %a %a %a %a\n", t, it, r->sum, r->head[0], r->head[1],
+                   r->head[2], r->head[3]);
         }
         for (int it = ITERS - TIMED_LAST; it < ITERS; it++) tail[ntail++] = workers[t].t_us[it];
     }

@@ -19,8 +19,7 @@ static const float B = 0.0001f;
 
 __global__ void axpb(float *x, float a, float b, int n)
 {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        x[i] = a * x[i] + b;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = a * x[i] + b;
 }
 
 int main(void)
@@ -37,8 +36,7 @@ int main(void)
     float out[NREAD];
     for (int it = 0; it < ITERS; it++) {
         double t0 = app_now_us();
-        for (int k = 0; k < KERNELS; k++)
-            axpb<<<GRID, BLOCK>>>(d_x, A, B, NFLOAT);
+        for (int k = 0; k < KERNELS; k++) axpb<<<GRID, BLOCK>>>(d_x, A, B, NFLOAT);
         CHECK_LAST();
         CHECK(cudaMemcpy(out, d_x, sizeof out, cudaMemcpyDeviceToHost));
         t_us[it] = app_now_us() - t0;

@@ -36,14 +36,13 @@
 #include <cublas_v2.h>
 #include <math.h>
 
-#define CHECK_CUBLAS(call)                                                                 \
-    do {                                                                                   \
-        cublasStatus_t st_ = (call);                                                       \
-        if (st_ != CUBLAS_STATUS_SUCCESS) {                                                \
-            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call,             \
-                    cublasGetStatusString(st_), (int)st_);                                 \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define CHECK_CUBLAS(call)                                                                                            \
+    do {                                                                                                              \
+        cublasStatus_t st_ = (call);                                                                                  \
+        if (st_ != CUBLAS_STATUS_SUCCESS) {                                                                           \
+            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call, cublasGetStatusString(st_), (int)st_); \
+            exit(1);                                                                                                  \
+        }                                                                                                             \
     } while (0)
 
 /* Model and batch. */
@@ -54,15 +53,28 @@ static const float WEIGHT_DECAY = 0.1f;
 
 /* ---- parameters: one buffer, tensors at offsets (all multiples of 64 floats: 256 B aligned) */
 
-enum { P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_PROJW, P_PROJB, P_LN2W, P_LN2B, P_FCW, P_FCB,
-       P_FCPROJW, P_FCPROJB, NLAYER_PARAMS };
+enum {
+    P_LN1W,
+    P_LN1B,
+    P_QKVW,
+    P_QKVB,
+    P_PROJW,
+    P_PROJB,
+    P_LN2W,
+    P_LN2B,
+    P_FCW,
+    P_FCB,
+    P_FCPROJW,
+    P_FCPROJB,
+    NLAYER_PARAMS
+};
 enum { T_WTE, T_WPE, T_LAYERS, T_LNFW = T_LAYERS + L * NLAYER_PARAMS, T_LNFB, T_LMHEAD, NTENSOR };
 
 struct tensor {
     size_t off;
     int n;
-    int decay;   /* weight decay applies (matrices and embeddings) */
-    float init;  /* uniform(-init, init); init < 0: constant -init (LayerNorm weights: 1) */
+    int decay;  /* weight decay applies (matrices and embeddings) */
+    float init; /* uniform(-init, init); init < 0: constant -init (LayerNorm weights: 1) */
 };
 
 static struct tensor tensors[NTENSOR];
@@ -71,11 +83,22 @@ static void layout_tensors(size_t *total)
 {
     const float in_c = 1.0f / sqrtf((float)C), in_4c = 1.0f / sqrtf(4.0f * C);
     const float res_scale = 1.0f / sqrtf(2.0f * L); /* residual projections, as GPT-2 scales */
-    const struct { int n, decay; float init; } layer[NLAYER_PARAMS] = {
-        {C, 0, -1.0f},     {C, 0, 0.0f},          {3 * C * C, 1, in_c},  {3 * C, 0, 0.0f},
-        {C * C, 1, in_c * res_scale},             {C, 0, 0.0f},          {C, 0, -1.0f},
-        {C, 0, 0.0f},      {4 * C * C, 1, in_c},  {4 * C, 0, 0.0f},
-        {4 * C * C, 1, in_4c * res_scale},        {C, 0, 0.0f},
+    const struct {
+        int n, decay;
+        float init;
+    } layer[NLAYER_PARAMS] = {
+        {C, 0, -1.0f},
+        {C, 0, 0.0f},
+        {3 * C * C, 1, in_c},
+        {3 * C, 0, 0.0f},
+        {C * C, 1, in_c * res_scale},
+        {C, 0, 0.0f},
+        {C, 0, -1.0f},
+        {C, 0, 0.0f},
+        {4 * C * C, 1, in_c},
+        {4 * C, 0, 0.0f},
+        {4 * C * C, 1, in_4c * res_scale},
+        {C, 0, 0.0f},
     };
     size_t off = 0;
     for (int k = 0; k < NTENSOR; k++) {
@@ -221,8 +244,8 @@ __global__ void encoder_fwd(float *out, const int *tokens, const float *wte, con
 }
 
 /* One warp per row: mean, reciprocal standard deviation, normalized and scaled output. */
-__global__ void layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
-                              const float *w, const float *b, int n)
+__global__ void layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
+                              int n)
 {
     int r = warp_item(), lane = threadIdx.x % WARP;
     if (r >= n) return;
@@ -249,9 +272,8 @@ __global__ void layernorm_fwd(float *out, float *mean, float *rstd, const float 
 }
 
 /* One warp per row: dinp (+)= the input gradient of a LayerNorm row. */
-__global__ void layernorm_bwd_inp(float *dinp, const float *dout, const float *inp,
-                                  const float *w, const float *mean, const float *rstd, int n,
-                                  int accumulate)
+__global__ void layernorm_bwd_inp(float *dinp, const float *dout, const float *inp, const float *w, const float *mean,
+                                  const float *rstd, int n, int accumulate)
 {
     int r = warp_item(), lane = threadIdx.x % WARP;
     if (r >= n) return;
@@ -277,8 +299,8 @@ __global__ void layernorm_bwd_inp(float *dinp, const float *dout, const float *i
 /* A block of COLS_X channels by COLS_Y row slices (grid: blocks(C, COLS_X)): each thread sums
  * the rows y, y + COLS_Y, ... of its channel in order, then a tree over the slices;
  * dw += sum over rows of dout * norm, db += sum of dout. */
-__global__ void layernorm_bwd_params(float *dw, float *db, const float *dout, const float *inp,
-                                     const float *mean, const float *rstd, int n)
+__global__ void layernorm_bwd_params(float *dw, float *db, const float *dout, const float *inp, const float *mean,
+                                     const float *rstd, int n)
 {
     __shared__ float shw[COLS_Y][COLS_X], shb[COLS_Y][COLS_X];
     int x = threadIdx.x, y = threadIdx.y, c = blockIdx.x * COLS_X + x;
@@ -359,16 +381,14 @@ __global__ void attention_fwd(float *atty, float *att, const float *qkv)
     if (lane < HS) {
         int j = lane;
         float y = 0.0f;
-        for (int u = 0; u <= t; u++)
-            y += prob[wib][u] * qkv[(size_t)(b * T + u) * 3 * C + 2 * C + h * HS + j];
+        for (int u = 0; u <= t; u++) y += prob[wib][u] * qkv[(size_t)(b * T + u) * 3 * C + 2 * C + h * HS + j];
         atty[(size_t)(b * T + t) * C + h * HS + j] = y;
     }
 }
 
 /* One warp per (batch, head, query position t), one lane per key position t2: the gradient of
  * the pre-softmax scores (dpreatt) and of q. Launch with ROW_BLOCK threads per block. */
-__global__ void attention_bwd_q(float *dqkv, float *dpreatt, const float *datty,
-                                const float *qkv, const float *att)
+__global__ void attention_bwd_q(float *dqkv, float *dpreatt, const float *datty, const float *qkv, const float *att)
 {
     __shared__ float dpre[ROWS_PER_BLOCK][T];
     int i = warp_item(), lane = threadIdx.x % WARP, wib = threadIdx.x / WARP;
@@ -391,8 +411,7 @@ __global__ void attention_bwd_q(float *dqkv, float *dpreatt, const float *datty,
     if (lane < HS) {
         int j = lane;
         float dq = 0.0f;
-        for (int u = 0; u <= t; u++)
-            dq += dpre[wib][u] * qkv[(size_t)(b * T + u) * 3 * C + C + h * HS + j];
+        for (int u = 0; u <= t; u++) dq += dpre[wib][u] * qkv[(size_t)(b * T + u) * 3 * C + C + h * HS + j];
         dqkv[(size_t)(b * T + t) * 3 * C + h * HS + j] = dq * scale;
     }
 }
@@ -400,8 +419,8 @@ __global__ void attention_bwd_q(float *dqkv, float *dpreatt, const float *datty,
 /* One warp per (batch, head, key position t2): lanes 0..HS-1 the gradient of k's channels,
  * lanes WARP/2.. that of v's, each summed over the query positions t >= t2 in order (after
  * attention_bwd_q wrote dpreatt). Launch with ROW_BLOCK threads per block. */
-__global__ void attention_bwd_kv(float *dqkv, const float *dpreatt, const float *datty,
-                                 const float *qkv, const float *att)
+__global__ void attention_bwd_kv(float *dqkv, const float *dpreatt, const float *datty, const float *qkv,
+                                 const float *att)
 {
     int i = warp_item(), lane = threadIdx.x % WARP;
     if (i >= B * NH * T) return;
@@ -412,15 +431,11 @@ __global__ void attention_bwd_kv(float *dqkv, const float *dpreatt, const float 
     float s = 0.0f;
     for (int t = t2; t < T; t++) {
         size_t a = ((size_t)(b * NH + h) * T + t) * T + t2;
-        if (is_v)
-            s += att[a] * datty[(size_t)(b * T + t) * C + h * HS + j];
-        else
-            s += dpreatt[a] * qkv[(size_t)(b * T + t) * 3 * C + h * HS + j];
+        if (is_v) s += att[a] * datty[(size_t)(b * T + t) * C + h * HS + j];
+        else s += dpreatt[a] * qkv[(size_t)(b * T + t) * 3 * C + h * HS + j];
     }
-    if (is_v)
-        dqkv[(size_t)(b * T + t2) * 3 * C + 2 * C + h * HS + j] = s;
-    else
-        dqkv[(size_t)(b * T + t2) * 3 * C + C + h * HS + j] = s * scale;
+    if (is_v) dqkv[(size_t)(b * T + t2) * 3 * C + 2 * C + h * HS + j] = s;
+    else dqkv[(size_t)(b * T + t2) * 3 * C + C + h * HS + j] = s * scale;
 }
 
 #define GELU_S 0.7978845608f /* sqrt(2 / pi) */
@@ -453,8 +468,7 @@ __global__ void residual_fwd(float *out, const float *a, const float *b, int n)
 }
 
 /* One warp per row: the loss of the row and dlogits = (softmax - onehot) / n. */
-__global__ void crossentropy_fwd_bwd(float *losses, float *dlogits, const float *logits,
-                                     const int *targets, int n)
+__global__ void crossentropy_fwd_bwd(float *losses, float *dlogits, const float *logits, const int *targets, int n)
 {
     int r = warp_item(), lane = threadIdx.x % WARP;
     if (r >= n) return;
@@ -512,8 +526,7 @@ __global__ void encoder_bwd_wte(float *dwte, const float *dout, const int *token
     if (c >= C) return;
     float s = 0.0f;
     for (int w = 0; w < BT / WARP; w++)
-        for (unsigned m = hits[w]; m; m &= m - 1)
-            s += dout[(size_t)(w * WARP + __ffs(m) - 1) * C + c];
+        for (unsigned m = hits[w]; m; m &= m - 1) s += dout[(size_t)(w * WARP + __ffs(m) - 1) * C + c];
     dwte[(size_t)v * C + c] += s;
 }
 
@@ -527,8 +540,8 @@ __global__ void encoder_bwd_wpe(float *dwpe, const float *dout)
     dwpe[i] += s;
 }
 
-__global__ void adamw(float *p, const float *g, float *m, float *v, int n, float lr, float beta1,
-                      float beta2, float bc1, float bc2, float eps, float wd)
+__global__ void adamw(float *p, const float *g, float *m, float *v, int n, float lr, float beta1, float beta2,
+                      float bc1, float bc2, float eps, float wd)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -549,43 +562,37 @@ static const float ONE = 1.0f, ZERO = 0.0f;
 
 static void sgemm_fwd(float *out, const float *inp, const float *w, int n, int ic, int oc)
 {
-    CHECK_CUBLAS(cublasSgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, oc, n, ic, &ONE, w, ic, inp, ic,
-                             &ZERO, out, oc));
+    CHECK_CUBLAS(cublasSgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, oc, n, ic, &ONE, w, ic, inp, ic, &ZERO, out, oc));
 }
 
 static void gemmex_fwd(float *out, const float *inp, const float *w, int n, int ic, int oc)
 {
-    CHECK_CUBLAS(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, oc, n, ic, &ONE, w, CUDA_R_32F,
-                              ic, inp, CUDA_R_32F, ic, &ZERO, out, CUDA_R_32F, oc,
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    CHECK_CUBLAS(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, oc, n, ic, &ONE, w, CUDA_R_32F, ic, inp, CUDA_R_32F, ic,
+                              &ZERO, out, CUDA_R_32F, oc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 /* dinp[n, ic] = dout[n, oc] @ w[oc, ic] */
 static void sgemm_bwd_inp(float *dinp, const float *dout, const float *w, int n, int ic, int oc)
 {
-    CHECK_CUBLAS(cublasSgemm(cublas, CUBLAS_OP_N, CUBLAS_OP_N, ic, n, oc, &ONE, w, ic, dout, oc,
-                             &ZERO, dinp, ic));
+    CHECK_CUBLAS(cublasSgemm(cublas, CUBLAS_OP_N, CUBLAS_OP_N, ic, n, oc, &ONE, w, ic, dout, oc, &ZERO, dinp, ic));
 }
 
 static void gemmex_bwd_inp(float *dinp, const float *dout, const float *w, int n, int ic, int oc)
 {
-    CHECK_CUBLAS(cublasGemmEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, ic, n, oc, &ONE, w, CUDA_R_32F,
-                              ic, dout, CUDA_R_32F, oc, &ZERO, dinp, CUDA_R_32F, ic,
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    CHECK_CUBLAS(cublasGemmEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, ic, n, oc, &ONE, w, CUDA_R_32F, ic, dout, CUDA_R_32F,
+                              oc, &ZERO, dinp, CUDA_R_32F, ic, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 /* dw[oc, ic] += dout[n, oc]^T @ inp[n, ic] */
 static void sgemm_bwd_w(float *dw, const float *dout, const float *inp, int n, int ic, int oc)
 {
-    CHECK_CUBLAS(cublasSgemm(cublas, CUBLAS_OP_N, CUBLAS_OP_T, ic, oc, n, &ONE, inp, ic, dout, oc,
-                             &ONE, dw, ic));
+    CHECK_CUBLAS(cublasSgemm(cublas, CUBLAS_OP_N, CUBLAS_OP_T, ic, oc, n, &ONE, inp, ic, dout, oc, &ONE, dw, ic));
 }
 
 static void gemmex_bwd_w(float *dw, const float *dout, const float *inp, int n, int ic, int oc)
 {
-    CHECK_CUBLAS(cublasGemmEx(cublas, CUBLAS_OP_N, CUBLAS_OP_T, ic, oc, n, &ONE, inp, CUDA_R_32F,
-                              ic, dout, CUDA_R_32F, oc, &ONE, dw, CUDA_R_32F, ic,
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    CHECK_CUBLAS(cublasGemmEx(cublas, CUBLAS_OP_N, CUBLAS_OP_T, ic, oc, n, &ONE, inp, CUDA_R_32F, ic, dout, CUDA_R_32F,
+                              oc, &ONE, dw, CUDA_R_32F, ic, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 /* A cuBLASLt matmul set up once: descriptors, layouts and the algorithm the heuristic chose. */
@@ -606,8 +613,7 @@ static void lt_gemm_init(struct lt_gemm *g, int forward, int n, int ic, int oc)
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     if (forward) {
         uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
-        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
-                                                    sizeof epi));
+        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
         CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&g->a, CUDA_R_32F, ic, oc, ic)); /* W */
         CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&g->b, CUDA_R_32F, ic, n, ic));  /* X */
         CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&g->d, CUDA_R_32F, oc, n, oc));  /* out */
@@ -619,15 +625,13 @@ static void lt_gemm_init(struct lt_gemm *g, int forward, int n, int ic, int oc)
     cublasLtMatmulPreference_t pref;
     uint64_t ws = LT_WS_BYTES;
     CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                      &ws, sizeof ws));
+    CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     cublasLtMatmulHeuristicResult_t heur;
     int found = 0;
-    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, g->desc, g->a, g->b, g->d, g->d, pref, 1,
-                                                &heur, &found));
+    CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, g->desc, g->a, g->b, g->d, g->d, pref, 1, &heur, &found));
     if (found < 1) {
-        fprintf(stderr, "trainer: cuBLASLt has no algorithm for %s %dx%dx%d\n",
-                forward ? "forward" : "backward", n, ic, oc);
+        fprintf(stderr, "trainer: cuBLASLt has no algorithm for %s %dx%dx%d\n", forward ? "forward" : "backward", n, ic,
+                oc);
         exit(1);
     }
     g->algo = heur.algo;
@@ -642,14 +646,12 @@ static void lt_gemm_destroy(struct lt_gemm *g)
     CHECK_CUBLAS(cublasLtMatmulDescDestroy(g->desc));
 }
 
-static void lt_gemm_run(struct lt_gemm *g, float *d, const float *x, const float *w,
-                        const float *bias)
+static void lt_gemm_run(struct lt_gemm *g, float *d, const float *x, const float *w, const float *bias)
 {
     if (bias)
-        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                    &bias, sizeof bias));
-    CHECK_CUBLAS(cublasLtMatmul(lt, g->desc, &ONE, w, g->a, x, g->b, &ZERO, d, g->d, d, g->d,
-                                &g->algo, lt_ws, LT_WS_BYTES, 0));
+        CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    CHECK_CUBLAS(
+        cublasLtMatmul(lt, g->desc, &ONE, w, g->a, x, g->b, &ZERO, d, g->d, d, g->d, &g->algo, lt_ws, LT_WS_BYTES, 0));
 }
 
 /* proj: C -> C, fcproj: 4C -> C; forward with the bias epilogue, backward for the input. */
@@ -677,20 +679,19 @@ static float *grad(const struct model *md, int k)
 static void forward(struct model *md)
 {
     struct acts *a = &md->a;
-    encoder_fwd<<<blocks(BT * C, 256), 256>>>(a->res[0], md->inputs, param(md, T_WTE),
-                                              param(md, T_WPE));
+    encoder_fwd<<<blocks(BT * C, 256), 256>>>(a->res[0], md->inputs, param(md, T_WTE), param(md, T_WPE));
     for (int l = 0; l < L; l++) {
         struct layer_acts *la = &a->layer[l];
 #define P(x) param(md, layer_tensor(l, P_##x))
-        layernorm_fwd<<<warp_grid(BT), ROW_BLOCK>>>(la->ln1, la->ln1_mean, la->ln1_rstd, a->res[l],
-                                                    P(LN1W), P(LN1B), BT);
+        layernorm_fwd<<<warp_grid(BT), ROW_BLOCK>>>(la->ln1, la->ln1_mean, la->ln1_rstd, a->res[l], P(LN1W), P(LN1B),
+                                                    BT);
         sgemm_fwd(la->qkv, la->ln1, P(QKVW), BT, C, 3 * C);
         add_bias<<<blocks(BT * 3 * C, 256), 256>>>(la->qkv, P(QKVB), BT, 3 * C);
         attention_fwd<<<warp_grid(B * NH * T), ROW_BLOCK>>>(la->atty, la->att, la->qkv);
         lt_gemm_run(&lt_proj_fwd, a->tmp, la->atty, P(PROJW), P(PROJB));
         residual_fwd<<<blocks(BT * C, 256), 256>>>(la->res2, a->res[l], a->tmp, BT * C);
-        layernorm_fwd<<<warp_grid(BT), ROW_BLOCK>>>(la->ln2, la->ln2_mean, la->ln2_rstd, la->res2,
-                                                    P(LN2W), P(LN2B), BT);
+        layernorm_fwd<<<warp_grid(BT), ROW_BLOCK>>>(la->ln2, la->ln2_mean, la->ln2_rstd, la->res2, P(LN2W), P(LN2B),
+                                                    BT);
         gemmex_fwd(la->fch, la->ln2, P(FCW), BT, C, 4 * C);
         add_bias<<<blocks(BT * 4 * C, 256), 256>>>(la->fch, P(FCB), BT, 4 * C);
         gelu_fwd<<<blocks(BT * 4 * C, 256), 256>>>(la->fchg, la->fch, BT * 4 * C);
@@ -698,11 +699,10 @@ static void forward(struct model *md)
         residual_fwd<<<blocks(BT * C, 256), 256>>>(a->res[l + 1], la->res2, a->tmp, BT * C);
 #undef P
     }
-    layernorm_fwd<<<warp_grid(BT), ROW_BLOCK>>>(a->lnf, a->lnf_mean, a->lnf_rstd, a->res[L],
-                                                param(md, T_LNFW), param(md, T_LNFB), BT);
+    layernorm_fwd<<<warp_grid(BT), ROW_BLOCK>>>(a->lnf, a->lnf_mean, a->lnf_rstd, a->res[L], param(md, T_LNFW),
+                                                param(md, T_LNFB), BT);
     sgemm_fwd(a->logits, a->lnf, param(md, T_LMHEAD), BT, C, V);
-    crossentropy_fwd_bwd<<<warp_grid(BT), ROW_BLOCK>>>(a->losses, a->dlogits, a->logits,
-                                                       md->targets, BT);
+    crossentropy_fwd_bwd<<<warp_grid(BT), ROW_BLOCK>>>(a->losses, a->dlogits, a->logits, md->targets, BT);
     mean_loss<<<1, LOSS_BLOCK>>>(a->loss, a->losses, BT);
     CHECK_LAST();
 }
@@ -713,10 +713,10 @@ static void backward(struct model *md)
     const dim3 cols_block(COLS_X, COLS_Y);
     sgemm_bwd_inp(a->dln, a->dlogits, param(md, T_LMHEAD), BT, C, V);
     sgemm_bwd_w(grad(md, T_LMHEAD), a->dlogits, a->lnf, BT, C, V);
-    layernorm_bwd_inp<<<warp_grid(BT), ROW_BLOCK>>>(a->dres, a->dln, a->res[L], param(md, T_LNFW),
-                                                    a->lnf_mean, a->lnf_rstd, BT, 0);
-    layernorm_bwd_params<<<blocks(C, COLS_X), cols_block>>>(
-        grad(md, T_LNFW), grad(md, T_LNFB), a->dln, a->res[L], a->lnf_mean, a->lnf_rstd, BT);
+    layernorm_bwd_inp<<<warp_grid(BT), ROW_BLOCK>>>(a->dres, a->dln, a->res[L], param(md, T_LNFW), a->lnf_mean,
+                                                    a->lnf_rstd, BT, 0);
+    layernorm_bwd_params<<<blocks(C, COLS_X), cols_block>>>(grad(md, T_LNFW), grad(md, T_LNFB), a->dln, a->res[L],
+                                                            a->lnf_mean, a->lnf_rstd, BT);
     for (int l = L - 1; l >= 0; l--) {
         struct layer_acts *la = &a->layer[l];
 #define P(x) param(md, layer_tensor(l, P_##x))
@@ -729,25 +729,23 @@ static void backward(struct model *md)
         gemmex_bwd_inp(a->dln, a->dfch, P(FCW), BT, C, 4 * C);
         gemmex_bwd_w(G(FCW), a->dfch, la->ln2, BT, C, 4 * C);
         bias_grad<<<blocks(4 * C, COLS_X), cols_block>>>(G(FCB), a->dfch, BT, 4 * C);
-        layernorm_bwd_inp<<<warp_grid(BT), ROW_BLOCK>>>(a->dres, a->dln, la->res2, P(LN2W),
-                                                        la->ln2_mean, la->ln2_rstd, BT, 1);
-        layernorm_bwd_params<<<blocks(C, COLS_X), cols_block>>>(G(LN2W), G(LN2B), a->dln, la->res2,
-                                                                la->ln2_mean, la->ln2_rstd, BT);
+        layernorm_bwd_inp<<<warp_grid(BT), ROW_BLOCK>>>(a->dres, a->dln, la->res2, P(LN2W), la->ln2_mean, la->ln2_rstd,
+                                                        BT, 1);
+        layernorm_bwd_params<<<blocks(C, COLS_X), cols_block>>>(G(LN2W), G(LN2B), a->dln, la->res2, la->ln2_mean,
+                                                                la->ln2_rstd, BT);
         /* dres = dL/d(res2) */
         lt_gemm_run(&lt_proj_bwd, a->datty, a->dres, P(PROJW), NULL);
         sgemm_bwd_w(G(PROJW), a->dres, la->atty, BT, C, C);
         bias_grad<<<blocks(C, COLS_X), cols_block>>>(G(PROJB), a->dres, BT, C);
-        attention_bwd_q<<<warp_grid(B * NH * T), ROW_BLOCK>>>(a->dqkv, a->dpreatt, a->datty,
-                                                              la->qkv, la->att);
-        attention_bwd_kv<<<warp_grid(B * NH * T), ROW_BLOCK>>>(a->dqkv, a->dpreatt, a->datty,
-                                                               la->qkv, la->att);
+        attention_bwd_q<<<warp_grid(B * NH * T), ROW_BLOCK>>>(a->dqkv, a->dpreatt, a->datty, la->qkv, la->att);
+        attention_bwd_kv<<<warp_grid(B * NH * T), ROW_BLOCK>>>(a->dqkv, a->dpreatt, a->datty, la->qkv, la->att);
         sgemm_bwd_inp(a->dln, a->dqkv, P(QKVW), BT, C, 3 * C);
         sgemm_bwd_w(G(QKVW), a->dqkv, la->ln1, BT, C, 3 * C);
         bias_grad<<<blocks(3 * C, COLS_X), cols_block>>>(G(QKVB), a->dqkv, BT, 3 * C);
-        layernorm_bwd_inp<<<warp_grid(BT), ROW_BLOCK>>>(a->dres, a->dln, a->res[l], P(LN1W),
-                                                        la->ln1_mean, la->ln1_rstd, BT, 1);
-        layernorm_bwd_params<<<blocks(C, COLS_X), cols_block>>>(G(LN1W), G(LN1B), a->dln, a->res[l],
-                                                                la->ln1_mean, la->ln1_rstd, BT);
+        layernorm_bwd_inp<<<warp_grid(BT), ROW_BLOCK>>>(a->dres, a->dln, a->res[l], P(LN1W), la->ln1_mean, la->ln1_rstd,
+                                                        BT, 1);
+        layernorm_bwd_params<<<blocks(C, COLS_X), cols_block>>>(G(LN1W), G(LN1B), a->dln, a->res[l], la->ln1_mean,
+                                                                la->ln1_rstd, BT);
         /* dres = dL/d(res[l]) */
 #undef P
 #undef G
@@ -762,9 +760,8 @@ static void update(struct model *md, int t, float lr)
     float bc1 = 1.0f - powf(BETA1, (float)t), bc2 = 1.0f - powf(BETA2, (float)t);
     for (int k = 0; k < NTENSOR; k++) {
         const struct tensor *ts = &tensors[k];
-        adamw<<<blocks(ts->n, 256), 256>>>(md->params + ts->off, md->grads + ts->off,
-                                           md->m + ts->off, md->v + ts->off, ts->n, lr, BETA1,
-                                           BETA2, bc1, bc2, EPS, ts->decay ? WEIGHT_DECAY : 0.0f);
+        adamw<<<blocks(ts->n, 256), 256>>>(md->params + ts->off, md->grads + ts->off, md->m + ts->off, md->v + ts->off,
+                                           ts->n, lr, BETA1, BETA2, bc1, bc2, EPS, ts->decay ? WEIGHT_DECAY : 0.0f);
     }
     CHECK_LAST();
 }
@@ -806,8 +803,7 @@ int main(void)
         const struct tensor *ts = &tensors[k];
         if (ts->init < 0.0f)
             for (int i = 0; i < ts->n; i++) h_params[ts->off + i] = -ts->init;
-        else
-            app_fill_uniform(h_params + ts->off, (size_t)ts->n, &rng, -ts->init, ts->init);
+        else app_fill_uniform(h_params + ts->off, (size_t)ts->n, &rng, -ts->init, ts->init);
     }
 
     struct model md;

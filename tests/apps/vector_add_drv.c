@@ -13,15 +13,15 @@
 #include <string.h>
 #include <time.h>
 
-#define CU(call)                                                                       \
-    do {                                                                               \
-        CUresult r_ = (call);                                                          \
-        if (r_ != CUDA_SUCCESS) {                                                      \
-            const char *s_ = NULL;                                                     \
-            cuGetErrorName(r_, &s_);                                                   \
+#define CU(call)                                                                          \
+    do {                                                                                  \
+        CUresult r_ = (call);                                                             \
+        if (r_ != CUDA_SUCCESS) {                                                         \
+            const char *s_ = NULL;                                                        \
+            cuGetErrorName(r_, &s_);                                                      \
             fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, s_ ? s_ : "?"); \
-            exit(1);                                                                   \
-        }                                                                              \
+            exit(1);                                                                      \
+        }                                                                                 \
     } while (0)
 
 enum { N = 8192, ITERS = 300, TIMED_LAST = 200 };

@@ -32,9 +32,9 @@ static const char *load_captured(void)
 
 static void clear_env(void)
 {
-    static const char *const vars[] = {"CGJIT_DISABLE",   "CGJIT_LOG",       "CGJIT_LOG_FILE",
-                                       "CGJIT_DRIVER",    "CGJIT_MAX_RECORDS", "CGJIT_MAX_VARIANTS",
-                                       "CGJIT_MAX_OPS",   "CGJIT_REPORT",    "CGJIT_STEP"};
+    static const char *const vars[] = {"CGJIT_DISABLE", "CGJIT_LOG",         "CGJIT_LOG_FILE",
+                                       "CGJIT_DRIVER",  "CGJIT_MAX_RECORDS", "CGJIT_MAX_VARIANTS",
+                                       "CGJIT_MAX_OPS", "CGJIT_REPORT",      "CGJIT_STEP"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
 }
 
@@ -43,7 +43,10 @@ TestSuite(base_config, .init = clear_env);
 /* The parameter of a table's ParameterizedTest is the row's index: Criterion runs every
  * parameter in a fresh process of this program, at other addresses, where the row's pointers
  * would not hold; the test reads the row from its own copy of the table. */
-static void free_indices(struct criterion_test_params *p) { cr_free(p->params); }
+static void free_indices(struct criterion_test_params *p)
+{
+    cr_free(p->params);
+}
 
 static struct criterion_test_params row_indices(size_t rows)
 {
@@ -117,8 +120,7 @@ static const config_case_t config_cases[] = {
     {"max_ops_plus_sign", {{"CGJIT_MAX_OPS", "+20", REJECTED}}},
     {"max_records_zero_is_below_minimum", {{"CGJIT_MAX_RECORDS", "0", REJECTED}}},
     {"disable_not_a_boolean", {{"CGJIT_DISABLE", "maybe", REJECTED}}},
-    {"booleans_in_words",
-     {{"CGJIT_DISABLE", "true", "1"}, {"CGJIT_REPORT", "ON", "1"}, {"CGJIT_LIBS", "no", "0"}}},
+    {"booleans_in_words", {{"CGJIT_DISABLE", "true", "1"}, {"CGJIT_REPORT", "ON", "1"}, {"CGJIT_LIBS", "no", "0"}}},
     {"booleans_off_and_false", {{"CGJIT_LIBS", "off", "0"}, {"CGJIT_REPORT", "False", "0"}}},
     /* CGJIT_REPORT: a boolean word, json:FILE or text:FILE */
     {"report_as_json_to_a_file", {{"CGJIT_REPORT", "json:/tmp/r-%p.json", "json:/tmp/r-%p.json"}}},
@@ -177,16 +179,16 @@ ParameterizedTest(int *row, base_config, parsing)
     cr_assert(strstr(err, "warning") != NULL, "%s: no warning on stderr (got '%s')", c->name, err);
     int lines = 0; /* one line per bad variable */
     for (const char *p = strchr(err, '\n'); p; p = strchr(p + 1, '\n')) lines++;
-    cr_assert(lines == rejected && err[strlen(err) - 1] == '\n', "%s: %d bad variables, stderr: %s", c->name,
-              rejected, err);
+    cr_assert(lines == rejected && err[strlen(err) - 1] == '\n', "%s: %d bad variables, stderr: %s", c->name, rejected,
+              err);
     for (const setting_t *s = c->set; s < c->set + NTUNABLES && s->var; s++) {
         if (s->want != REJECTED) {
-            cr_assert(strstr(err, s->var) == NULL, "%s: %s='%s' is valid, yet warned: %s", c->name, s->var,
-                      s->value, err);
+            cr_assert(strstr(err, s->var) == NULL, "%s: %s='%s' is valid, yet warned: %s", c->name, s->var, s->value,
+                      err);
             continue;
         }
-        cr_assert(strstr(err, s->var) != NULL, "%s: %s='%s': warning does not name the variable: %s", c->name,
-                  s->var, s->value, err);
+        cr_assert(strstr(err, s->var) != NULL, "%s: %s='%s': warning does not name the variable: %s", c->name, s->var,
+                  s->value, err);
         char quoted[64];
         snprintf(quoted, sizeof quoted, "'%s'", s->value);
         cr_assert(strstr(err, quoted) != NULL, "%s: warning does not quote the value: %s", c->name, err);
@@ -286,10 +288,9 @@ Test(base_config, describe_lists_every_tunable)
     FILE *f = open_memstream(&buf, &len);
     cgj_config_describe(f);
     fclose(f);
-    static const char *const names[] = {"CGJIT_DISABLE",   "CGJIT_LOG ",        "CGJIT_LOG_FILE",
-                                        "CGJIT_DRIVER",    "CGJIT_MAX_RECORDS", "CGJIT_MAX_VARIANTS",
-                                        "CGJIT_MAX_OPS",   "CGJIT_REPORT",      "CGJIT_POOL_RESERVE_GB",
-                                        "CGJIT_DUMP_ALLOCS", "CGJIT_STEP"};
+    static const char *const names[] = {"CGJIT_DISABLE",         "CGJIT_LOG ",         "CGJIT_LOG_FILE", "CGJIT_DRIVER",
+                                        "CGJIT_MAX_RECORDS",     "CGJIT_MAX_VARIANTS", "CGJIT_MAX_OPS",  "CGJIT_REPORT",
+                                        "CGJIT_POOL_RESERVE_GB", "CGJIT_DUMP_ALLOCS",  "CGJIT_STEP"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         cr_assert(strstr(buf, names[i]), "describe lacks %s:\n%s", names[i], buf);
     cr_assert(strstr(buf, "'100000'"), "MAX_OPS default not shown:\n%s", buf);
@@ -324,12 +325,16 @@ static const log_case_t log_cases[] = {
     /* every category and no bit beyond them */
     {"log_all_enables_every_category", "all", (1u << CGJ_LOG_COUNT) - 1, {NULL}},
     /* a warning naming the category and listing the known ones; the others still apply */
-    {"log_unknown_category_warns_and_keeps_the_others", "trace,bogus,,graphs",
-     (1u << CGJ_LOG_trace) | (1u << CGJ_LOG_graphs), {"warning", "'bogus'", "guards", "all"}},
+    {"log_unknown_category_warns_and_keeps_the_others",
+     "trace,bogus,,graphs",
+     (1u << CGJ_LOG_trace) | (1u << CGJ_LOG_graphs),
+     {"warning", "'bogus'", "guards", "all"}},
     {"log_prefix_of_a_category_is_unknown", "tra", 0, {"'tra'"}},
     /* in the form of every other variable's warning, with each unknown category named */
-    {"log_unknown_categories_in_one_warning", "api,x,y",
-     1u << CGJ_LOG_api, {"cgjit: warning: CGJIT_LOG='api,x,y' names no category 'x', 'y' (known: trace,"}},
+    {"log_unknown_categories_in_one_warning",
+     "api,x,y",
+     1u << CGJ_LOG_api,
+     {"cgjit: warning: CGJIT_LOG='api,x,y' names no category 'x', 'y' (known: trace,"}},
 };
 
 ParameterizedTestParameters(base_config, log_categories)
@@ -359,7 +364,10 @@ Test(base_config, log_goes_to_stderr_by_default)
 }
 
 static int evaluated;
-static int count_eval(void) { return ++evaluated; }
+static int count_eval(void)
+{
+    return ++evaluated;
+}
 
 Test(base_config, disabled_category_does_not_evaluate_arguments)
 {

@@ -43,7 +43,10 @@ Test(base_file, truncated_and_terminated)
 
 /* ---- what is not a regular file ---- */
 
-static FILE *open_append(const char *path) { return cgj_file_open(path, false); }
+static FILE *open_append(const char *path)
+{
+    return cgj_file_open(path, false);
+}
 
 /* `open` on `path` in a child with an alarm (a blocking open would hang it: it then dies of
  * SIGALRM instead of hanging the test): refused at once with EINVAL. */

@@ -28,19 +28,23 @@ static void expect(void (*put)(FILE *, const char *), const char *in, const char
 Test(base_json, valid_utf8_passes_as_it_is)
 {
     expect(cgj_json_str, "plain", "\"plain\"");
-    expect(cgj_json_str, "\xe2\x82\xac \xc3\xa9 \xf0\x9f\x98\x80 \xef\xbf\xbf", "\"\xe2\x82\xac \xc3\xa9 \xf0\x9f\x98\x80 \xef\xbf\xbf\"");
+    expect(cgj_json_str, "\xe2\x82\xac \xc3\xa9 \xf0\x9f\x98\x80 \xef\xbf\xbf",
+           "\"\xe2\x82\xac \xc3\xa9 \xf0\x9f\x98\x80 \xef\xbf\xbf\"");
     expect(cgj_json_str, NULL, "\"\"");
 }
 
 Test(base_json, invalid_bytes_become_the_replacement_character)
 {
-    expect(cgj_json_str, "a\xff" "b", "\"a\\ufffdb\"");
-    expect(cgj_json_str, "\x80", "\"\\ufffd\"");                 /* a lone continuation byte */
-    expect(cgj_json_str, "\xc0\xaf", "\"\\ufffd\\ufffd\"");      /* overlong '/' */
-    expect(cgj_json_str, "\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\""); /* overlong, 3 bytes */
-    expect(cgj_json_str, "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""); /* a surrogate, U+D800 */
+    expect(cgj_json_str,
+           "a\xff"
+           "b",
+           "\"a\\ufffdb\"");
+    expect(cgj_json_str, "\x80", "\"\\ufffd\"");                                  /* a lone continuation byte */
+    expect(cgj_json_str, "\xc0\xaf", "\"\\ufffd\\ufffd\"");                       /* overlong '/' */
+    expect(cgj_json_str, "\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\"");            /* overlong, 3 bytes */
+    expect(cgj_json_str, "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"");            /* a surrogate, U+D800 */
     expect(cgj_json_str, "\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* above U+10FFFF */
-    expect(cgj_json_str, "\xe2\x82", "\"\\ufffd\\ufffd\"");      /* cut short by the end */
+    expect(cgj_json_str, "\xe2\x82", "\"\\ufffd\\ufffd\"");                       /* cut short by the end */
     expect(cgj_json_str, "\xe2\x82x", "\"\\ufffd\\ufffdx\"");
 }
 

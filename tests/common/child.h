@@ -18,8 +18,7 @@
 
 /* env: "NAME", "VALUE" pairs, NULL-terminated. loop fills `bytes` bytes at out (a buffer in the
  * child) and returns 0, or a nonzero code the assertion names. */
-static inline void child_run(const char *const *env, int (*loop)(void *out), void *out, size_t bytes,
-                             cgj_stats_t *st)
+static inline void child_run(const char *const *env, int (*loop)(void *out), void *out, size_t bytes, cgj_stats_t *st)
 {
     FILE *f = tmpfile();
     cr_assert(f);

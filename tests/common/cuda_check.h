@@ -38,7 +38,8 @@
 
 /* The default end of a failed check. */
 static inline __attribute__((noreturn)) void cuda_check_exit(const char *file, int line, const char *call,
-                                                             const char *what, const char *detail) {
+                                                             const char *what, const char *detail)
+{
     fprintf(stderr, "%s:%d: %s: %s (%s)\n", file, line, call, what, detail);
     exit(1);
 }
@@ -47,33 +48,31 @@ static inline __attribute__((noreturn)) void cuda_check_exit(const char *file, i
 #define CUDA_CHECK_FAIL cuda_check_exit
 #endif
 
-#define CHECK(call)                                                                            \
-    do {                                                                                       \
-        cudaError_t err_ = (call);                                                             \
-        if (err_ != cudaSuccess)                                                               \
-            CUDA_CHECK_FAIL(__FILE__, __LINE__, #call, cudaGetErrorString(err_),               \
-                            cudaGetErrorName(err_));                                           \
+#define CHECK(call)                                                                                       \
+    do {                                                                                                  \
+        cudaError_t err_ = (call);                                                                        \
+        if (err_ != cudaSuccess)                                                                          \
+            CUDA_CHECK_FAIL(__FILE__, __LINE__, #call, cudaGetErrorString(err_), cudaGetErrorName(err_)); \
     } while (0)
 
 #define CHECK_LAST() CHECK(cudaGetLastError())
 
-#define CHECK_STATUS(status_t, ok, to_string, text, call)                                      \
-    do {                                                                                       \
-        status_t st_ = (call);                                                                 \
-        if (st_ != (ok)) {                                                                     \
-            char code_[16];                                                                    \
-            snprintf(code_, sizeof code_, "%d", (int)st_);                                     \
-            CUDA_CHECK_FAIL(__FILE__, __LINE__, text, to_string(st_), code_);                  \
-        }                                                                                      \
+#define CHECK_STATUS(status_t, ok, to_string, text, call)                     \
+    do {                                                                      \
+        status_t st_ = (call);                                                \
+        if (st_ != (ok)) {                                                    \
+            char code_[16];                                                   \
+            snprintf(code_, sizeof code_, "%d", (int)st_);                    \
+            CUDA_CHECK_FAIL(__FILE__, __LINE__, text, to_string(st_), code_); \
+        }                                                                     \
     } while (0)
 
-#define CHECK_CUBLAS(call) \
-    CHECK_STATUS(cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublasGetStatusString, #call, call)
-#define CHECK_CUDNN(call) \
-    CHECK_STATUS(cudnnStatus_t, CUDNN_STATUS_SUCCESS, cudnnGetErrorString, #call, call)
+#define CHECK_CUBLAS(call) CHECK_STATUS(cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublasGetStatusString, #call, call)
+#define CHECK_CUDNN(call) CHECK_STATUS(cudnnStatus_t, CUDNN_STATUS_SUCCESS, cudnnGetErrorString, #call, call)
 
 /* xorshift64*: advances *state; a float uniform in [lo, hi). */
-static inline float rng_uniform(uint64_t *state, float lo, float hi) {
+static inline float rng_uniform(uint64_t *state, float lo, float hi)
+{
     uint64_t x = *state;
     x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
     *state = x;
@@ -82,9 +81,9 @@ static inline float rng_uniform(uint64_t *state, float lo, float hi) {
 }
 
 /* n floats uniform in [lo, hi), continuing from *state. */
-static inline void rng_fill_uniform(float *v, size_t n, uint64_t *state, float lo, float hi) {
-    for (size_t i = 0; i < n; i++)
-        v[i] = rng_uniform(state, lo, hi);
+static inline void rng_fill_uniform(float *v, size_t n, uint64_t *state, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++) v[i] = rng_uniform(state, lo, hi);
 }
 
 #endif /* CGJ_TEST_CUDA_CHECK_H */

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 static int fake_clock_on;
-static uint64_t fake_clock_ns = 1000000000000ull; /* never 0: cgjit takes 0 for "no time" */
+static uint64_t fake_clock_ns = 1000000000000ull;        /* never 0: cgjit takes 0 for "no time" */
 static const void *fake_clock_cgjit, *fake_clock_driver; /* the libraries whose clock is fake */
 
 int clock_gettime(clockid_t clk, struct timespec *ts)

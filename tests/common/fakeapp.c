@@ -54,10 +54,10 @@ static void k_copyscale(void **p, const unsigned g[3], const unsigned b[3], unsi
     for (int i = 0; i < n; i++) d[i] = sc * s[i] + 0.5f * d[i];
 }
 
-#define RESOLVE(field, name)                                                               \
-    do {                                                                                   \
-        CUresult r_ = fk->gpa(name, (void **)&fk->field, 13000, 0, NULL);                  \
-        cr_assert(r_ == CUDA_SUCCESS && fk->field, "cuGetProcAddress(%s) failed", name);   \
+#define RESOLVE(field, name)                                                             \
+    do {                                                                                 \
+        CUresult r_ = fk->gpa(name, (void **)&fk->field, 13000, 0, NULL);                \
+        cr_assert(r_ == CUDA_SUCCESS && fk->field, "cuGetProcAddress(%s) failed", name); \
     } while (0)
 
 void fk_open(fk_t *fk)
@@ -168,8 +168,8 @@ CUresult fk_copyscale_launch(fk_t *fk, CUstream s, CUdeviceptr dst, CUdeviceptr 
     return fk->launch(fk_copyscale, 1, 1, 1, 32, 1, 1, 0, s, p, NULL);
 }
 
-CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdeviceptr x, float a,
-                          float b, int n, unsigned grid)
+CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdeviceptr x, float a, float b, int n,
+                          unsigned grid)
 {
     void *p[] = {&x, &a, &b, &n};
     return (ptsz ? fk->launch_ptsz : fk->launch)(f, grid, 1, 1, 32, 1, 1, 0, s, p, NULL);

@@ -81,8 +81,8 @@ CUresult fk_copyscale_launch(fk_t *fk, CUstream s, CUdeviceptr dst, CUdeviceptr 
 CUresult fk_addk_at_launch(fk_t *fk, CUstream s, CUdeviceptr cell, int k, int n);
 /* Launch any of the 4-parameter (x, a, b, n) kernels (axpb, its CUkernel and opaque twins) with
  * the plain or per-thread launch function. */
-CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdeviceptr x, float a,
-                          float b, int n, unsigned grid);
+CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdeviceptr x, float a, float b, int n,
+                          unsigned grid);
 
 /* The program's side of its own graph: end the capture on stream s, instantiate the graph,
  * launch it on s, synchronize s, destroy both; the first error. */

@@ -91,9 +91,7 @@ static struct {
 } drv;
 
 /* Kernels, registered once with the fake driver. */
-enum {
-    K_AXPY_H, K_AXPY_D, K_SCAL_H, K_SCAL_D, K_COPY, K_DOT_REDUCE, K_DOT_STORE, K_GEMM_H, K_GEMM_D, K_COUNT
-};
+enum { K_AXPY_H, K_AXPY_D, K_SCAL_H, K_SCAL_D, K_COPY, K_DOT_REDUCE, K_DOT_STORE, K_GEMM_H, K_GEMM_D, K_COUNT };
 static CUfunction kern[K_COUNT];
 
 /* What the workspace holds. */
@@ -116,9 +114,9 @@ struct cublasContext {
     cublasPointerMode_t pointer_mode;
     cublasMath_t math_mode;
     cublasAtomicsMode_t atomics_mode;
-    CUdeviceptr ws;   /* the workspace every kernel gets */
+    CUdeviceptr ws; /* the workspace every kernel gets */
     size_t ws_bytes;
-    bool ws_owned;    /* allocated by the handle (freed at destroy or when replaced) */
+    bool ws_owned; /* allocated by the handle (freed at destroy or when replaced) */
     /* Hidden state (fakecublas_set_heuristics): the GEMM shapes seen, and whether a split-K
      * GEMM left the workspace semaphore set. */
     int shapes[2][3];
@@ -133,11 +131,14 @@ static bool has_workspace(const fakelib_obj_t *o, const void *ws)
 }
 
 /* Is ws the current workspace of a live handle? */
-static bool workspace_live(CUdeviceptr ws) { return ws && fakelib_live_any(has_workspace, &ws); }
+static bool workspace_live(CUdeviceptr ws)
+{
+    return ws && fakelib_live_any(has_workspace, &ws);
+}
 
 /* First statement of every entry point taking a handle. */
-#define CHECK_HANDLE(h)                                            \
-    do {                                                           \
+#define CHECK_HANDLE(h)                                                     \
+    do {                                                                    \
         if (!(h) || !fakelib_live(h)) return CUBLAS_STATUS_NOT_INITIALIZED; \
     } while (0)
 
@@ -154,8 +155,8 @@ static bool ws_touch(void **params, int kernel)
     CUdeviceptr ws = P(CUdeviceptr, 0);
     if (!workspace_live(ws)) {
         fakelib_count(&g_ws_errors);
-        fprintf(stderr, "fakecublas: kernel %d ran with workspace 0x%llx, which no live handle owns\n",
-                kernel, (unsigned long long)ws);
+        fprintf(stderr, "fakecublas: kernel %d ran with workspace 0x%llx, which no live handle owns\n", kernel,
+                (unsigned long long)ws);
         return false;
     }
     ws_layout *w = (ws_layout *)(uintptr_t)ws;
@@ -165,7 +166,10 @@ static bool ws_touch(void **params, int kernel)
 }
 
 /* Element i of a BLAS vector of n elements with increment inc. */
-static long at(int i, int n, int inc) { return inc >= 0 ? (long)i * inc : (long)(n - 1 - i) * -inc; }
+static long at(int i, int n, int inc)
+{
+    return inc >= 0 ? (long)i * inc : (long)(n - 1 - i) * -inc;
+}
 
 #define UNUSED_DIMS (void)grid, (void)block, (void)smem
 
@@ -188,12 +192,12 @@ static void scal_body(void **params, float alpha)
  * pointer read when the kernel runs in device pointer mode (ALPHA_DEVICE). */
 #define ALPHA_HOST P(float, 2)
 #define ALPHA_DEVICE (*P(const float *, 2))
-#define ALPHA_KERNEL(name, id, body, alpha)                                                        \
+#define ALPHA_KERNEL(name, id, body, alpha)                                                         \
     static void name(void **params, const unsigned grid[3], const unsigned block[3], unsigned smem) \
-    {                                                                                              \
-        UNUSED_DIMS;                                                                               \
-        ws_touch(params, id);                                                                      \
-        body(params, alpha);                                                                       \
+    {                                                                                               \
+        UNUSED_DIMS;                                                                                \
+        ws_touch(params, id);                                                                       \
+        body(params, alpha);                                                                        \
     }
 
 /* (ws, n, alpha, x, incx, y, incy) */
@@ -295,8 +299,8 @@ static bool init(void)
 {
     __typeof__(fakecuda_register_kernel) *reg = fakelib_driver_open();
     if (!reg) return false;
-#define RESOLVE(field, name)                                        \
-    do {                                                            \
+#define RESOLVE(field, name)                                           \
+    do {                                                               \
         if (!fakelib_resolve(name, (void **)&drv.field)) return false; \
     } while (0)
     RESOLVE(mem_alloc, "cuMemAlloc");
@@ -336,7 +340,10 @@ static bool init(void)
     return true;
 }
 
-static bool ready(void) { return fakelib_ready(init); }
+static bool ready(void)
+{
+    return fakelib_ready(init);
+}
 
 static cublasStatus_t launch(cublasHandle_t h, int k, long work, void **params)
 {
@@ -381,20 +388,20 @@ FB_API cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
 
 /* cublasSet<X>/cublasGet<X> of a setting the handle keeps in `field`: the set function stores a
  * value that `valid` accepts, the get function reads it back. */
-#define HANDLE_SETTING(set_fn, get_fn, type, field, valid)                      \
-    FB_API cublasStatus_t set_fn(cublasHandle_t handle, type value)             \
-    {                                                                           \
-        CHECK_HANDLE(handle);                                                   \
-        if (!(valid)) return CUBLAS_STATUS_INVALID_VALUE;                       \
-        handle->field = value;                                                  \
-        return CUBLAS_STATUS_SUCCESS;                                           \
-    }                                                                           \
-    FB_API cublasStatus_t get_fn(cublasHandle_t handle, type *value)            \
-    {                                                                           \
-        CHECK_HANDLE(handle);                                                   \
-        if (!value) return CUBLAS_STATUS_INVALID_VALUE;                         \
-        *value = handle->field;                                                 \
-        return CUBLAS_STATUS_SUCCESS;                                           \
+#define HANDLE_SETTING(set_fn, get_fn, type, field, valid)           \
+    FB_API cublasStatus_t set_fn(cublasHandle_t handle, type value)  \
+    {                                                                \
+        CHECK_HANDLE(handle);                                        \
+        if (!(valid)) return CUBLAS_STATUS_INVALID_VALUE;            \
+        handle->field = value;                                       \
+        return CUBLAS_STATUS_SUCCESS;                                \
+    }                                                                \
+    FB_API cublasStatus_t get_fn(cublasHandle_t handle, type *value) \
+    {                                                                \
+        CHECK_HANDLE(handle);                                        \
+        if (!value) return CUBLAS_STATUS_INVALID_VALUE;              \
+        *value = handle->field;                                      \
+        return CUBLAS_STATUS_SUCCESS;                                \
     }
 
 HANDLE_SETTING(cublasSetStream_v2, cublasGetStream_v2, cudaStream_t, stream, true)
@@ -435,7 +442,10 @@ FB_API cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspa
  * Computing functions
  * ------------------------------------------------------------------------------------------- */
 
-static bool host_mode(cublasHandle_t h) { return h->pointer_mode == CUBLAS_POINTER_MODE_HOST; }
+static bool host_mode(cublasHandle_t h)
+{
+    return h->pointer_mode == CUBLAS_POINTER_MODE_HOST;
+}
 
 FB_API cublasStatus_t cublasSaxpy_v2(cublasHandle_t handle, int n, const float *alpha, const float *x, int incx,
                                      float *y, int incy)
@@ -475,8 +485,8 @@ FB_API cublasStatus_t cublasScopy_v2(cublasHandle_t handle, int n, const float *
     return launch(handle, K_COPY, n, params);
 }
 
-FB_API cublasStatus_t cublasSdot_v2(cublasHandle_t handle, int n, const float *x, int incx, const float *y,
-                                    int incy, float *result)
+FB_API cublasStatus_t cublasSdot_v2(cublasHandle_t handle, int n, const float *x, int incx, const float *y, int incy,
+                                    float *result)
 {
     fakelib_count(&g_calls);
     CHECK_HANDLE(handle);
@@ -527,20 +537,25 @@ static int gemm_how(cublasHandle_t h, int m, int n, int k)
     bool seen = false;
     for (int i = 0; i < h->nshapes && !seen; i++) seen = !memcmp(h->shapes[i], shape, sizeof shape);
     if (!seen && h->nshapes < 2) memcpy(h->shapes[h->nshapes++], shape, sizeof shape);
-    if (h->semaphore_set &&
-        drv.memset32_async(h->ws + offsetof(ws_layout, semaphore), 0, 1, h->stream) != CUDA_SUCCESS)
+    if (h->semaphore_set && drv.memset32_async(h->ws + offsetof(ws_layout, semaphore), 0, 1, h->stream) != CUDA_SUCCESS)
         return -1;
     h->semaphore_set = k > FAKECUBLAS_SPLIT_K;
     return GEMM_SEMAPHORE | (h->nshapes >= 2 ? GEMM_REVERSED : 0);
 }
 
-static bool op_ok(cublasOperation_t t) { return t == CUBLAS_OP_N || t == CUBLAS_OP_T || t == CUBLAS_OP_C; }
+static bool op_ok(cublasOperation_t t)
+{
+    return t == CUBLAS_OP_N || t == CUBLAS_OP_T || t == CUBLAS_OP_C;
+}
 
-static int imax(int a, int b) { return a > b ? a : b; }
+static int imax(int a, int b)
+{
+    return a > b ? a : b;
+}
 
-FB_API cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
-                                     int m, int n, int k, const float *alpha, const float *A, int lda,
-                                     const float *B, int ldb, const float *beta, float *C, int ldc)
+FB_API cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                     int n, int k, const float *alpha, const float *A, int lda, const float *B, int ldb,
+                                     const float *beta, float *C, int ldc)
 {
     fakelib_count(&g_calls);
     CHECK_HANDLE(handle);
@@ -572,9 +587,21 @@ FB_API cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t tr
     }
     int how = gemm_how(handle, m, n, k);
     if (how < 0) return CUBLAS_STATUS_EXECUTION_FAILED;
-    void *params[] = {&handle->ws, &ta, &tb, &m, &n, &k,
-                      host ? (void *)&a : (void *)&alpha, &A, &lda, &B, &ldb,
-                      host ? (void *)&beta_kernel : (void *)&beta, &C, &ldc, &how};
+    void *params[] = {&handle->ws,
+                      &ta,
+                      &tb,
+                      &m,
+                      &n,
+                      &k,
+                      host ? (void *)&a : (void *)&alpha,
+                      &A,
+                      &lda,
+                      &B,
+                      &ldb,
+                      host ? (void *)&beta_kernel : (void *)&beta,
+                      &C,
+                      &ldc,
+                      &how};
     return launch(handle, host ? K_GEMM_H : K_GEMM_D, (long)m * n, params);
 }
 
@@ -582,7 +609,10 @@ FB_API cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t tr
  * Test-facing API
  * ------------------------------------------------------------------------------------------- */
 
-FAKECUBLAS_API unsigned long fakecublas_calls(void) { return __atomic_load_n(&g_calls, __ATOMIC_RELAXED); }
+FAKECUBLAS_API unsigned long fakecublas_calls(void)
+{
+    return __atomic_load_n(&g_calls, __ATOMIC_RELAXED);
+}
 
 FAKECUBLAS_API unsigned long fakecublas_workspace_errors(void)
 {
@@ -594,7 +624,10 @@ FAKECUBLAS_API unsigned long fakecublas_kernels_run(void)
     return __atomic_load_n(&g_kernels_run, __ATOMIC_RELAXED);
 }
 
-FAKECUBLAS_API void fakecublas_set_heuristics(int on) { __atomic_store_n(&g_heuristics, on, __ATOMIC_RELAXED); }
+FAKECUBLAS_API void fakecublas_set_heuristics(int on)
+{
+    __atomic_store_n(&g_heuristics, on, __ATOMIC_RELAXED);
+}
 
 FAKECUBLAS_API void fakecublas_reset(void)
 {

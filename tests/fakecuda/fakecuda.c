@@ -94,8 +94,14 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 fakecuda_counts_t g_counts;
 char g_ctx_obj; /* the one context; only its address matters */
 
-void lock(void) { pthread_mutex_lock(&g_lock); }
-void unlock(void) { pthread_mutex_unlock(&g_lock); }
+void lock(void)
+{
+    pthread_mutex_lock(&g_lock);
+}
+void unlock(void)
+{
+    pthread_mutex_unlock(&g_lock);
+}
 
 /* fork() while another thread holds the lock would leave the child a lock that no thread of
  * its own ever releases: its first call hangs. So fork takes the lock first
@@ -113,9 +119,18 @@ static void init_lock(void)
     pthread_mutexattr_destroy(&a);
 }
 
-static void fork_prepare(void) { lock(); }
-static void fork_parent(void) { unlock(); }
-static void fork_child(void) { init_lock(); } /* held by a thread of the parent: a new one */
+static void fork_prepare(void)
+{
+    lock();
+}
+static void fork_parent(void)
+{
+    unlock();
+}
+static void fork_child(void)
+{
+    init_lock();
+} /* held by a thread of the parent: a new one */
 
 __attribute__((constructor)) static void fork_safety(void)
 {

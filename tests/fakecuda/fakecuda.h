@@ -27,8 +27,7 @@ extern "C" {
 /* A kernel body: params[i] points to the value of parameter i; grid, block and smem are the
  * launch's dimensions and dynamic shared memory. Runs once per launch, on the launching thread
  * (eager) or the thread that launches the graph. */
-typedef void (*fakecuda_kernel_fn)(void **params, const unsigned grid[3], const unsigned block[3],
-                                   unsigned smem);
+typedef void (*fakecuda_kernel_fn)(void **params, const unsigned grid[3], const unsigned block[3], unsigned smem);
 
 /*
  * Register a kernel: returns an opaque handle usable as CUfunction in cuLaunchKernel/Ex (NULL on
@@ -40,8 +39,7 @@ typedef void (*fakecuda_kernel_fn)(void **params, const unsigned grid[3], const 
  * If opaque_layout is nonzero, both param-info calls fail (CUDA_ERROR_NOT_SUPPORTED).
  */
 FAKECUDA_API CUfunction fakecuda_register_kernel(const char *name, fakecuda_kernel_fn fn, int nparams,
-                                                 const size_t *param_sizes, int as_cukernel,
-                                                 int opaque_layout);
+                                                 const size_t *param_sizes, int as_cukernel, int opaque_layout);
 
 typedef struct fakecuda_counts {
     unsigned long kernels_run;     /* kernel bodies executed (eagerly or from a graph) */
@@ -57,8 +55,8 @@ typedef struct fakecuda_counts {
      * frees: cuMemFree_v2 and cuMemFreeAsync(_ptsz), a free of 0 included. Host allocations count in
      * host_allocs (cuMemFreeHost counts nowhere), VMM calls in the vmm_* fields. */
     unsigned long allocs, frees;
-    unsigned long host_allocs;     /* cuMemHostAlloc/cuMemAllocHost calls */
-    unsigned long host_funcs_run;  /* host functions executed */
+    unsigned long host_allocs;    /* cuMemHostAlloc/cuMemAllocHost calls */
+    unsigned long host_funcs_run; /* host functions executed */
     /* Fields added later: appended, so code built against the older layout keeps working. */
     unsigned long vmm_reserves;    /* cuMemAddressReserve calls */
     unsigned long vmm_creates;     /* cuMemCreate calls */
@@ -68,7 +66,7 @@ typedef struct fakecuda_counts {
     /* Calls that synchronize the device: everything `syncs` counts, plus cuMemFree_v2 of a nonzero
      * pointer (the real cuMemFree synchronizes). cuMemFreeAsync does not count. */
     unsigned long device_syncs;
-    unsigned long device_updates;  /* node parameter updates cgjit's patch kernel applied (fakecuda_devpatch.c) */
+    unsigned long device_updates; /* node parameter updates cgjit's patch kernel applied (fakecuda_devpatch.c) */
 } fakecuda_counts_t;
 
 /* Counters count successful calls only (a call failed by fakecuda_fail_next counts nothing). */

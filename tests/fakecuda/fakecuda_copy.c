@@ -43,17 +43,14 @@ static CUresult unified_copy(void *dst, const void *src, size_t n, int ptds)
     return do_copy(dst, 0, src, 0, n, NULL, ptds, 1);
 }
 
-FC_PTDS(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n),
-        unified_copy(PTR(dst), PTR(src), n, ptds))
+FC_PTDS(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n), unified_copy(PTR(dst), PTR(src), n, ptds))
 
 FC_PTSZ(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h),
         do_copy(PTR(dst), 0, PTR(src), 0, n, h, ptds, 0))
 
-FC_PTDS(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void *src, size_t n),
-        do_copy(PTR(dst), 1, src, 0, n, NULL, ptds, 1))
+FC_PTDS(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void *src, size_t n), do_copy(PTR(dst), 1, src, 0, n, NULL, ptds, 1))
 
-FC_PTDS(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n),
-        do_copy(dst, 0, PTR(src), 1, n, NULL, ptds, 1))
+FC_PTDS(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n), do_copy(dst, 0, PTR(src), 1, n, NULL, ptds, 1))
 
 FC_PTDS(cuMemcpyDtoD_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n),
         do_copy(PTR(dst), 1, PTR(src), 1, n, NULL, ptds, 1))
@@ -67,8 +64,7 @@ FC_PTSZ(cuMemcpyDtoHAsync_v2, (void *dst, CUdeviceptr src, size_t n, CUstream h)
 FC_PTSZ(cuMemcpyDtoDAsync_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h),
         do_copy(PTR(dst), 1, PTR(src), 1, n, h, ptds, 0))
 
-static CUresult do_set(CUdeviceptr dst, unsigned value, unsigned elem, size_t count, CUstream h, int ptds,
-                       int blocking)
+static CUresult do_set(CUdeviceptr dst, unsigned value, unsigned elem, size_t count, CUstream h, int ptds, int blocking)
 {
     if (dst % elem != 0) return CUDA_ERROR_INVALID_VALUE;
     if (count > 0) {
@@ -77,35 +73,30 @@ static CUresult do_set(CUdeviceptr dst, unsigned value, unsigned elem, size_t co
         unlock();
         if (!ok) return CUDA_ERROR_INVALID_VALUE;
     }
-    fc_op op = {.type = CU_GRAPH_NODE_TYPE_MEMSET, .set = {.dst = PTR(dst), .value = value, .elem = elem, .count = count}};
+    fc_op op = {.type = CU_GRAPH_NODE_TYPE_MEMSET,
+                .set = {.dst = PTR(dst), .value = value, .elem = elem, .count = count}};
     return submit(h, ptds, blocking, &op);
 }
 
-FC_PTDS(cuMemsetD8_v2, (CUdeviceptr dst, unsigned char v, size_t n),
-        do_set(dst, v, 1, n, NULL, ptds, 1))
+FC_PTDS(cuMemsetD8_v2, (CUdeviceptr dst, unsigned char v, size_t n), do_set(dst, v, 1, n, NULL, ptds, 1))
 
-FC_PTDS(cuMemsetD16_v2, (CUdeviceptr dst, unsigned short v, size_t n),
-        do_set(dst, v, 2, n, NULL, ptds, 1))
+FC_PTDS(cuMemsetD16_v2, (CUdeviceptr dst, unsigned short v, size_t n), do_set(dst, v, 2, n, NULL, ptds, 1))
 
-FC_PTDS(cuMemsetD32_v2, (CUdeviceptr dst, unsigned int v, size_t n),
-        do_set(dst, v, 4, n, NULL, ptds, 1))
+FC_PTDS(cuMemsetD32_v2, (CUdeviceptr dst, unsigned int v, size_t n), do_set(dst, v, 4, n, NULL, ptds, 1))
 
-FC_PTSZ(cuMemsetD8Async, (CUdeviceptr dst, unsigned char v, size_t n, CUstream h),
-        do_set(dst, v, 1, n, h, ptds, 0))
+FC_PTSZ(cuMemsetD8Async, (CUdeviceptr dst, unsigned char v, size_t n, CUstream h), do_set(dst, v, 1, n, h, ptds, 0))
 
-FC_PTSZ(cuMemsetD16Async, (CUdeviceptr dst, unsigned short v, size_t n, CUstream h),
-        do_set(dst, v, 2, n, h, ptds, 0))
+FC_PTSZ(cuMemsetD16Async, (CUdeviceptr dst, unsigned short v, size_t n, CUstream h), do_set(dst, v, 2, n, h, ptds, 0))
 
-FC_PTSZ(cuMemsetD32Async, (CUdeviceptr dst, unsigned int v, size_t n, CUstream h),
-        do_set(dst, v, 4, n, h, ptds, 0))
+FC_PTSZ(cuMemsetD32Async, (CUdeviceptr dst, unsigned int v, size_t n, CUstream h), do_set(dst, v, 4, n, h, ptds, 0))
 
 /* ---------------------------------------------------------------------------------------------
  * 2D sets: `h` rows of `w` elements, rows `pitch` bytes apart; the pitch must hold a row and
  * keep the element alignment.
  * ------------------------------------------------------------------------------------------- */
 
-static CUresult do_set2d(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t w, size_t h,
-                         CUstream hs, int ptds, int blocking)
+static CUresult do_set2d(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t w, size_t h, CUstream hs,
+                         int ptds, int blocking)
 {
     if (dst % elem != 0 || pitch % elem != 0) return CUDA_ERROR_INVALID_VALUE;
     if (w > 0 && h > 0) {
@@ -116,8 +107,9 @@ static CUresult do_set2d(CUdeviceptr dst, size_t pitch, unsigned value, unsigned
         unlock();
         if (!ok) return CUDA_ERROR_INVALID_VALUE;
     }
-    fc_op op = {.type = CU_GRAPH_NODE_TYPE_MEMSET,
-                .set = {.dst = PTR(dst), .value = value, .elem = elem, .count = h ? w : 0, .pitch = pitch, .height = h}};
+    fc_op op = {
+        .type = CU_GRAPH_NODE_TYPE_MEMSET,
+        .set = {.dst = PTR(dst), .value = value, .elem = elem, .count = h ? w : 0, .pitch = pitch, .height = h}};
     return submit(hs, ptds, blocking, &op);
 }
 
@@ -143,8 +135,8 @@ FC_PTSZ(cuMemsetD2D32Async, (CUdeviceptr dst, size_t pitch, unsigned int v, size
  * Peer copies: the one context is every peer.
  * ------------------------------------------------------------------------------------------- */
 
-static CUresult do_peer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream h,
-                        int ptds, int blocking)
+static CUresult do_peer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream h, int ptds,
+                        int blocking)
 {
     if (dc != FAKE_CTX || sc != FAKE_CTX) return CUDA_ERROR_INVALID_CONTEXT;
     return do_copy(PTR(dst), 1, PTR(src), 1, n, h, ptds, blocking);
@@ -153,8 +145,7 @@ static CUresult do_peer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontex
 FC_PTDS(cuMemcpyPeer, (CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n),
         do_peer(dst, dstCtx, src, srcCtx, n, NULL, ptds, 1))
 
-FC_PTSZ(cuMemcpyPeerAsync, (CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n,
-                              CUstream h),
+FC_PTSZ(cuMemcpyPeerAsync, (CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n, CUstream h),
         do_peer(dst, dstCtx, src, srcCtx, n, h, ptds, 0))
 
 /* ---------------------------------------------------------------------------------------------
@@ -232,12 +223,13 @@ static CUresult do_copy3d(const copy_desc *c, CUstream h, int ptds, int blocking
 static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, int ptds, int blocking)
 {
     if (!p) return CUDA_ERROR_INVALID_VALUE;
-    copy_desc c = {
-        .src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, NULL, p->srcXInBytes, p->srcY, 0,
-                p->srcPitch, 0},
-        .dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, NULL, p->dstXInBytes, p->dstY, 0,
-                p->dstPitch, 0},
-        .width = p->WidthInBytes, .height = p->Height, .depth = 1};
+    copy_desc c = {.src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, NULL, p->srcXInBytes, p->srcY, 0,
+                           p->srcPitch, 0},
+                   .dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, NULL, p->dstXInBytes, p->dstY, 0,
+                           p->dstPitch, 0},
+                   .width = p->WidthInBytes,
+                   .height = p->Height,
+                   .depth = 1};
     return do_copy3d(&c, h, ptds, blocking);
 }
 
@@ -246,12 +238,14 @@ FC_PTDS(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p), copy2d(p, NULL, ptds, 
 FC_PTSZ(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream h), copy2d(p, h, ptds, 0))
 
 /* The 3D descriptors differ only in their reserved pointer or context fields: one body. */
-#define COPY3D_DESC(p, sctx, dctx)                                                                       \
-    {.src = {(p)->srcMemoryType, (p)->srcHost, (p)->srcDevice, (p)->srcArray, (sctx), (p)->srcXInBytes, \
-             (p)->srcY, (p)->srcZ, (p)->srcPitch, (p)->srcHeight},                                      \
-     .dst = {(p)->dstMemoryType, (p)->dstHost, (p)->dstDevice, (p)->dstArray, (dctx), (p)->dstXInBytes, \
-             (p)->dstY, (p)->dstZ, (p)->dstPitch, (p)->dstHeight},                                      \
-     .width = (p)->WidthInBytes, .height = (p)->Height, .depth = (p)->Depth}
+#define COPY3D_DESC(p, sctx, dctx)                                                                \
+    {                                                                                             \
+        .src = {(p)->srcMemoryType, (p)->srcHost, (p)->srcDevice, (p)->srcArray, (sctx),          \
+                (p)->srcXInBytes,   (p)->srcY,    (p)->srcZ,      (p)->srcPitch, (p)->srcHeight}, \
+        .dst = {(p)->dstMemoryType, (p)->dstHost, (p)->dstDevice, (p)->dstArray, (dctx),          \
+                (p)->dstXInBytes,   (p)->dstY,    (p)->dstZ,      (p)->dstPitch, (p)->dstHeight}, \
+        .width = (p)->WidthInBytes, .height = (p)->Height, .depth = (p)->Depth                    \
+    }
 
 static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, int ptds, int blocking)
 {
@@ -304,7 +298,7 @@ static CUresult do_copy_array(CUarray da, uintptr_t dst, int dev_dst, CUarray sa
 }
 
 FC_PTDS(cuMemcpyAtoA_v2, (CUarray dst, size_t dstOffset, CUarray src, size_t srcOffset, size_t n),
-        dst && src ? do_copy_array(dst, dstOffset, 0, src, srcOffset, 0, n, NULL, ptds, 1) : CUDA_ERROR_INVALID_HANDLE)
+        dst &&src ? do_copy_array(dst, dstOffset, 0, src, srcOffset, 0, n, NULL, ptds, 1) : CUDA_ERROR_INVALID_HANDLE)
 
 FC_PTDS(cuMemcpyAtoD_v2, (CUdeviceptr dst, CUarray src, size_t srcOffset, size_t n),
         src ? do_copy_array(NULL, dst, 1, src, srcOffset, 0, n, NULL, ptds, 1) : CUDA_ERROR_INVALID_HANDLE)
@@ -344,7 +338,8 @@ static CUresult batch_copy(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, 
         attrIdx[0] != 0)
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t k = 0; k < nattrs; k++)
-        if ((k > 0 && (attrIdx[k] <= attrIdx[k - 1] || attrIdx[k] >= count)) || !access_order_ok(attrs[k].srcAccessOrder) ||
+        if ((k > 0 && (attrIdx[k] <= attrIdx[k - 1] || attrIdx[k] >= count)) ||
+            !access_order_ok(attrs[k].srcAccessOrder) ||
             (attrs[k].flags & ~(unsigned)CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE))
             return CUDA_ERROR_INVALID_VALUE;
     CUresult err = stream_check(h, ptds);
@@ -361,8 +356,9 @@ static CUresult batch_copy(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, 
     return err;
 }
 
-FC_PTSZ(cuMemcpyBatchAsync_v2, (CUdeviceptr * dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
-                                  CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream),
+FC_PTSZ(cuMemcpyBatchAsync_v2,
+        (CUdeviceptr * dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,
+         size_t *attrsIdxs, size_t numAttrs, CUstream hStream),
         batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream, ptds))
 
 /* A 3D batch operand as a copy side: pointers (rowLength and layerHeight in bytes, 0 meaning the
@@ -381,8 +377,9 @@ static CUresult operand_side(const CUmemcpy3DOperand *o, const CUextent3D *e, co
     size_t elem = a ? a->elem : 0;
     unlock();
     if (!elem) return CUDA_ERROR_INVALID_HANDLE;
-    *sd = (copy_side){CU_MEMORYTYPE_ARRAY, NULL, 0, o->op.array.array, NULL, o->op.array.offset.x * elem,
-                      o->op.array.offset.y, o->op.array.offset.z, 0, 0};
+    *sd = (copy_side){
+        CU_MEMORYTYPE_ARRAY,  NULL, 0, o->op.array.array, NULL, o->op.array.offset.x * elem, o->op.array.offset.y,
+        o->op.array.offset.z, 0,    0};
     return CUDA_SUCCESS;
 }
 
@@ -420,6 +417,6 @@ static CUresult batch_copy3d(size_t n, const CUDA_MEMCPY3D_BATCH_OP *ops, unsign
     return err;
 }
 
-FC_PTSZ(cuMemcpy3DBatchAsync_v2, (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags,
-                                    CUstream hStream),
+FC_PTSZ(cuMemcpy3DBatchAsync_v2,
+        (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream),
         batch_copy3d(numOps, opList, flags, hStream, ptds))

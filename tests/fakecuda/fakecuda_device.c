@@ -186,6 +186,7 @@ FC_DEFINE(cuCtxPopCurrent_v2, (CUcontext * pctx))
 }
 
 /* X(code, message): the messages of the real driver, for the codes a test is likely to see. */
+/* clang-format off */
 #define FC_ERRORS(X) \
     X(CUDA_SUCCESS, "no error") \
     X(CUDA_ERROR_INVALID_VALUE, "invalid argument") \
@@ -233,6 +234,7 @@ FC_DEFINE(cuCtxPopCurrent_v2, (CUcontext * pctx))
       "changes which violated constraints specific to instantiated graph update") \
     X(CUDA_ERROR_FUNCTION_NOT_LOADED, "function not loaded") \
     X(CUDA_ERROR_UNKNOWN, "unknown error")
+/* clang-format on */
 
 static const struct {
     CUresult code;

@@ -13,8 +13,8 @@
  *    its node was instantiated into. Run as a node of a graph, what it wrote holds for the nodes
  *    after it in the same launch too (fakecuda_graph.c), as the driver does. What it wrote
  *    lasts until the host sets that node, or, under FAKECUDA_DEVICE_UPDATES_LOST, until any host
- *    update of the exec (a driver that keeps no device update past a host one). A bad entry (a node that is not device-updatable or not
- *    instantiated, bytes past the kernel's parameters) aborts the process, as the real kernel
+ *    update of the exec (a driver that keeps no device update past a host one). A bad entry (a node that is not
+ * device-updatable or not instantiated, bytes past the kernel's parameters) aborts the process, as the real kernel
  *    traps and the context is lost: a test sees it.
  */
 #include "fakecuda_internal.h"
@@ -43,8 +43,10 @@ static void devpatch_kernel(void **params, const unsigned grid[3], const unsigne
         fc_node *node = live_get((const void *)(uintptr_t)e->node, K_NODE);
         fc_op *op = node && node->dev_updatable ? devnode_op(node) : NULL;
         if (!op || e->size < 1 || e->size > 8 || e->offset + e->size > op->kern.k->total) {
-            fprintf(stderr, "fakecuda: cgj_devpatch: entry %u: node %p, %u bytes at %u: not a device-updatable "
-                    "node's parameters\n", i, (void *)(uintptr_t)e->node, e->size, e->offset);
+            fprintf(stderr,
+                    "fakecuda: cgj_devpatch: entry %u: node %p, %u bytes at %u: not a device-updatable "
+                    "node's parameters\n",
+                    i, (void *)(uintptr_t)e->node, e->size, e->offset);
             abort();
         }
         memcpy(args_bytes(op->kern.k, op->kern.argv) + e->offset, &e->value, e->size);
@@ -88,14 +90,15 @@ FC_DEFINE(cuModuleGetFunction, (CUfunction * f, CUmodule module, const char *nam
  * only the device-updatable attribute is known. */
 static fc_node *attribute_node(CUgraphNode hNode, CUkernelNodeAttrID attr, const void *v, CUresult *err)
 {
-    *err = !v ? CUDA_ERROR_INVALID_VALUE
-           : attr != CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE ? CUDA_ERROR_NOT_SUPPORTED
-                                                                      : CUDA_SUCCESS;
+    *err = !v                                                       ? CUDA_ERROR_INVALID_VALUE
+         : attr != CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE ? CUDA_ERROR_NOT_SUPPORTED
+                                                                    : CUDA_SUCCESS;
     if (*err != CUDA_SUCCESS) return NULL;
     lock();
     fc_node *node = live_get(hNode, K_NODE);
-    *err = !node ? CUDA_ERROR_INVALID_HANDLE : node->op.type != CU_GRAPH_NODE_TYPE_KERNEL ? CUDA_ERROR_INVALID_VALUE
-                                                                                         : CUDA_SUCCESS;
+    *err = !node                                      ? CUDA_ERROR_INVALID_HANDLE
+         : node->op.type != CU_GRAPH_NODE_TYPE_KERNEL ? CUDA_ERROR_INVALID_VALUE
+                                                      : CUDA_SUCCESS;
     if (*err != CUDA_SUCCESS) unlock();
     return *err == CUDA_SUCCESS ? node : NULL;
 }

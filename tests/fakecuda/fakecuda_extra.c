@@ -36,8 +36,8 @@ FC_PTSZ(cuWaitExternalSemaphoresAsync,
  * first operation, which is the one that could not run.
  * ------------------------------------------------------------------------------------------- */
 
-static CUresult decompress(const CUmemDecompressParams *p, size_t count, unsigned flags, size_t *errorIndex,
-                           CUstream h, int ptds)
+static CUresult decompress(const CUmemDecompressParams *p, size_t count, unsigned flags, size_t *errorIndex, CUstream h,
+                           int ptds)
 {
     if (!p || count == 0 || flags != 0) return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < count; i++)
@@ -51,8 +51,8 @@ static CUresult decompress(const CUmemDecompressParams *p, size_t count, unsigne
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FC_PTSZ(cuMemBatchDecompressAsync, (CUmemDecompressParams * paramsArray, size_t count, unsigned int flags,
-                                      size_t *errorIndex, CUstream stream),
+FC_PTSZ(cuMemBatchDecompressAsync,
+        (CUmemDecompressParams * paramsArray, size_t count, unsigned int flags, size_t *errorIndex, CUstream stream),
         decompress(paramsArray, count, flags, errorIndex, stream, ptds))
 
 /* ---------------------------------------------------------------------------------------------

@@ -111,8 +111,7 @@ static int value_met(const fc_op *op)
         return op->val.size == 4 ? (int32_t)(uint32_t)(cur - v) >= 0 : (int64_t)(cur - v) >= 0;
     case CU_STREAM_WAIT_VALUE_EQ: return cur == v;
     case CU_STREAM_WAIT_VALUE_AND: return (cur & v) != 0;
-    default: /* NOR */
-        return op->val.size == 4 ? (uint32_t)~(cur | v) != 0 : ~(cur | v) != 0;
+    default: /* NOR */ return op->val.size == 4 ? (uint32_t) ~(cur | v) != 0 : ~(cur | v) != 0;
     }
 }
 
@@ -131,10 +130,8 @@ int value_wait(const fc_op *op, double seconds)
 /* A write of a value op (a wait is value_wait). */
 static void value_write(const fc_op *op)
 {
-    if (op->val.size == 4)
-        __atomic_store_n((uint32_t *)op->val.addr, (uint32_t)op->val.value, __ATOMIC_RELEASE);
-    else
-        __atomic_store_n((uint64_t *)op->val.addr, op->val.value, __ATOMIC_RELEASE);
+    if (op->val.size == 4) __atomic_store_n((uint32_t *)op->val.addr, (uint32_t)op->val.value, __ATOMIC_RELEASE);
+    else __atomic_store_n((uint64_t *)op->val.addr, op->val.value, __ATOMIC_RELEASE);
 }
 
 /* Execute one op on the calling thread. Called without the lock. A wait that never holds (the
@@ -159,16 +156,13 @@ void op_run(const fc_op *op)
         op->host.fn(op->host.data);
         break;
     case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
-        if (op->val.wait)
-            (void)value_wait(op, 1.0);
-        else
-            value_write(op);
+        if (op->val.wait) (void)value_wait(op, 1.0);
+        else value_write(op);
         break;
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD: /* events are always complete: counted, for the tests */
         if (op->event) ++*(unsigned *)(void *)op->event;
         break;
-    default: /* event wait, empty */
-        break;
+    default: /* event wait, empty */ break;
     }
 }
 
@@ -321,8 +315,9 @@ FC_DEFINE(cuGraphKernelNodeGetParams_v2, (CUgraphNode hNode, CUDA_KERNEL_NODE_PA
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     lock();
     fc_node *node = live_get(hNode, K_NODE);
-    CUresult err = !node ? CUDA_ERROR_INVALID_HANDLE
-                         : node->op.type != CU_GRAPH_NODE_TYPE_KERNEL ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    CUresult err = !node                                      ? CUDA_ERROR_INVALID_HANDLE
+                 : node->op.type != CU_GRAPH_NODE_TYPE_KERNEL ? CUDA_ERROR_INVALID_VALUE
+                                                              : CUDA_SUCCESS;
     if (err == CUDA_SUCCESS) {
         const fc_op *op = &node->op;
         memset(p, 0, sizeof *p);
@@ -426,8 +421,7 @@ static CUresult graph_upload(CUgraphExec hExec, CUstream h, int ptds)
     return err; /* nothing to upload: "device" memory is host memory */
 }
 
-FC_PTSZ(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream),
-        graph_upload(hGraphExec, hStream, ptds))
+FC_PTSZ(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), graph_upload(hGraphExec, hStream, ptds))
 
 /* After a patch kernel node ran: the device-updatable nodes from `from` on take the values it
  * wrote into the exec, within this launch, as the driver applies a node's device updates to the
@@ -473,8 +467,7 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream h, int ptds)
     return err;
 }
 
-FC_PTSZ(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
-        graph_launch(hGraphExec, hStream, ptds))
+FC_PTSZ(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), graph_launch(hGraphExec, hStream, ptds))
 
 /* The exec's op of `type` that came from source node hNode (under the lock). */
 static fc_op *exec_op(fc_exec *x, CUgraphNode hNode, CUgraphNodeType type)
@@ -550,8 +543,8 @@ static void *operand(CUmemorytype type, const void *host, CUdeviceptr dev)
 }
 
 /* As the driver: both the node's copy and the new one must be 1D, and not empty. */
-FC_DEFINE(cuGraphExecMemcpyNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *p,
-                                           CUcontext ctx))
+FC_DEFINE(cuGraphExecMemcpyNodeSetParams,
+          (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *p, CUcontext ctx))
 {
     FAIL_POINT();
     (void)ctx;
@@ -560,8 +553,8 @@ FC_DEFINE(cuGraphExecMemcpyNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode h
     fc_exec *x = live_get(hGraphExec, K_EXEC);
     fc_op *op = x ? exec_op(x, hNode, CU_GRAPH_NODE_TYPE_MEMCPY) : NULL;
     CUresult err = !x ? CUDA_ERROR_INVALID_HANDLE : !op ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-    if (err == CUDA_SUCCESS && (p->Height > 1 || p->Depth > 1 || op->copy.height > 1 || op->copy.depth > 1 ||
-                                !p->WidthInBytes))
+    if (err == CUDA_SUCCESS &&
+        (p->Height > 1 || p->Depth > 1 || op->copy.height > 1 || op->copy.depth > 1 || !p->WidthInBytes))
         err = CUDA_ERROR_INVALID_VALUE;
     if (err == CUDA_SUCCESS) {
         op->copy.src = operand(p->srcMemoryType, p->srcHost, p->srcDevice);
@@ -577,8 +570,8 @@ FC_DEFINE(cuGraphExecMemcpyNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode h
 
 /* As the driver: a 1D memset may change its address, value and width, not its element size or
  * height, and not to an empty one. */
-FC_DEFINE(cuGraphExecMemsetNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode hNode,
-                                           const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx))
+FC_DEFINE(cuGraphExecMemsetNodeSetParams,
+          (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx))
 {
     FAIL_POINT();
     (void)ctx;
@@ -606,8 +599,9 @@ static CUresult exec_set_event(CUgraphExec hGraphExec, CUgraphNode hNode, CUeven
     lock();
     fc_exec *x = live_get(hGraphExec, K_EXEC);
     fc_op *op = x ? exec_op(x, hNode, type) : NULL;
-    CUresult err = !x || !live_get(ev, K_EVENT) ? CUDA_ERROR_INVALID_HANDLE : !op ? CUDA_ERROR_INVALID_VALUE
-                                                                                  : CUDA_SUCCESS;
+    CUresult err = !x || !live_get(ev, K_EVENT) ? CUDA_ERROR_INVALID_HANDLE
+                 : !op                          ? CUDA_ERROR_INVALID_VALUE
+                                                : CUDA_SUCCESS;
     if (err == CUDA_SUCCESS) {
         op->event = ev;
         g_counts.node_param_sets++;
@@ -648,8 +642,8 @@ FC_DEFINE(cuGraphExecHostNodeSetParams, (CUgraphExec hGraphExec, CUgraphNode hNo
 
 /* Replace an exec kernel op's function, dims and parameter values (read through the given
  * kernelParams or extra with the registered sizes of the new function). */
-FC_DEFINE(cuGraphExecKernelNodeSetParams_v2, (CUgraphExec hGraphExec, CUgraphNode hNode,
-                                              const CUDA_KERNEL_NODE_PARAMS *p))
+FC_DEFINE(cuGraphExecKernelNodeSetParams_v2,
+          (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *p))
 {
     FAIL_POINT();
     if (!p) return CUDA_ERROR_INVALID_VALUE;
@@ -660,10 +654,10 @@ FC_DEFINE(cuGraphExecKernelNodeSetParams_v2, (CUgraphExec hGraphExec, CUgraphNod
     fc_exec *x = live_get(hGraphExec, K_EXEC);
     fc_op *op = x ? exec_kernel_op(x, hNode) : NULL;
     fc_kernel *k = kernel_get(p->func ? (const void *)p->func : (const void *)p->kern);
-    CUresult err = !x    ? CUDA_ERROR_INVALID_HANDLE
-                   : !op ? CUDA_ERROR_INVALID_VALUE
-                   : !k  ? CUDA_ERROR_INVALID_HANDLE
-                         : check_dims(grid, block, p->sharedMemBytes);
+    CUresult err = !x  ? CUDA_ERROR_INVALID_HANDLE
+                 : !op ? CUDA_ERROR_INVALID_VALUE
+                 : !k  ? CUDA_ERROR_INVALID_HANDLE
+                       : check_dims(grid, block, p->sharedMemBytes);
     if (err == CUDA_SUCCESS) err = args_pack(k, p->kernelParams, p->extra, &argv);
     if (err == CUDA_SUCCESS) {
         free(op->kern.argv);

@@ -29,8 +29,8 @@
 
 /* Define the exported driver function NAME: library-internal (hidden) fc_NAME, exported NAME as
  * its alias. fc_NAME is what cuGetProcAddress hands out (see fakecuda_procaddr.c). */
-#define FC_DEFINE(name, params)                                       \
-    FC_HIDDEN CUresult fc_##name params;                              \
+#define FC_DEFINE(name, params)                                      \
+    FC_HIDDEN CUresult fc_##name params;                             \
     FC_API CUresult name params __attribute__((alias("fc_" #name))); \
     FC_HIDDEN CUresult fc_##name params
 
@@ -43,18 +43,18 @@
 
 /* NAME and its per-thread-default-stream twin NAME_ptds / NAME_ptsz, which differ only in the
  * meaning of the NULL stream: both return the expression, with `ptds` 0 in NAME and 1 in the twin. */
-#define FC_DEFINE_PT(name, twin, params, ...)                   \
-    FC_DEFINE(name, params)                                     \
-    {                                                           \
-        enum { ptds = 0 };                                      \
-        FAIL_POINT();                                           \
-        return __VA_ARGS__;                                     \
-    }                                                           \
-    FC_DEFINE(twin, params)                                     \
-    {                                                           \
-        enum { ptds = 1 };                                      \
-        FAIL_POINT();                                           \
-        return __VA_ARGS__;                                     \
+#define FC_DEFINE_PT(name, twin, params, ...) \
+    FC_DEFINE(name, params)                   \
+    {                                         \
+        enum { ptds = 0 };                    \
+        FAIL_POINT();                         \
+        return __VA_ARGS__;                   \
+    }                                         \
+    FC_DEFINE(twin, params)                   \
+    {                                         \
+        enum { ptds = 1 };                    \
+        FAIL_POINT();                         \
+        return __VA_ARGS__;                   \
     }
 #define FC_PTDS(name, params, ...) FC_DEFINE_PT(name, name##_ptds, params, __VA_ARGS__)
 #define FC_PTSZ(name, params, ...) FC_DEFINE_PT(name, name##_ptsz, params, __VA_ARGS__)
@@ -83,7 +83,10 @@ void lock(void);
 void unlock(void);
 void bump(unsigned long *counter);
 
-static inline size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+static inline size_t align_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
 
 /* The failure fakecuda_fail_next queued first for exported name, taken; CUDA_SUCCESS if none. */
 CUresult fail_take(const char *name);
@@ -232,7 +235,7 @@ typedef struct fc_exec {
     size_t n;
     fc_node **src; /* the source-graph node each op came from */
     fc_op *ops;
-    fc_op *host;   /* each op as instantiated or last set from the host (device updates left out) */
+    fc_op *host; /* each op as instantiated or last set from the host (device updates left out) */
 } fc_exec;
 
 /* The kernel op of the exec a device-updatable node was instantiated into (under the lock). */

@@ -17,7 +17,10 @@
  * Kernels and their parameter buffers
  * ------------------------------------------------------------------------------------------- */
 
-fc_kernel *kernel_get(const void *handle) { return live_get(handle, K_KERNEL); }
+fc_kernel *kernel_get(const void *handle)
+{
+    return live_get(handle, K_KERNEL);
+}
 
 /* Natural alignment of a parameter: min(size, 8), rounded down to a power of two. */
 static size_t param_align(size_t size)
@@ -29,9 +32,15 @@ static size_t param_align(size_t size)
 
 /* One calloc'd block: nparams pointers, then the packed parameter bytes they point into. Zeroed,
  * so padding bytes are deterministic for anyone who compares parameter buffers. */
-static size_t args_head(const fc_kernel *k) { return align_up((size_t)k->nparams * sizeof(void *), 16); }
+static size_t args_head(const fc_kernel *k)
+{
+    return align_up((size_t)k->nparams * sizeof(void *), 16);
+}
 
-unsigned char *args_bytes(const fc_kernel *k, void **argv) { return (unsigned char *)argv + args_head(k); }
+unsigned char *args_bytes(const fc_kernel *k, void **argv)
+{
+    return (unsigned char *)argv + args_head(k);
+}
 
 void **args_new(const fc_kernel *k)
 {
@@ -99,8 +108,8 @@ CUresult check_dims(const unsigned grid[3], const unsigned block[3], unsigned sm
  * Launches and kernel introspection
  * ------------------------------------------------------------------------------------------- */
 
-static CUresult launch_kernel(const void *f, const unsigned grid[3], const unsigned block[3], unsigned smem,
-                              CUstream h, int ptds, void **params, void **extra)
+static CUresult launch_kernel(const void *f, const unsigned grid[3], const unsigned block[3], unsigned smem, CUstream h,
+                              int ptds, void **params, void **extra)
 {
     fc_op op = {.type = CU_GRAPH_NODE_TYPE_KERNEL};
     lock();
@@ -133,9 +142,9 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, int ptds, void 
     return launch_kernel(f, grid, block, c->sharedMemBytes, c->hStream, ptds, params, extra);
 }
 
-FC_PTSZ(cuLaunchKernel, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
-                           unsigned int by, unsigned int bz, unsigned int smem, CUstream h, void **kernelParams,
-                           void **extra),
+FC_PTSZ(cuLaunchKernel,
+        (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,
+         unsigned int bz, unsigned int smem, CUstream h, void **kernelParams, void **extra),
         launch_classic(f, gx, gy, gz, bx, by, bz, smem, h, ptds, kernelParams, extra))
 
 FC_PTSZ(cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),
@@ -143,8 +152,8 @@ FC_PTSZ(cuLaunchKernelEx, (const CUlaunchConfig *config, CUfunction f, void **ke
 
 /* A cooperative launch: every block must be resident at once. The fake's device has 132 SMs of
  * 2048 threads and at most 32 blocks each (registers and shared memory are not modelled). */
-static CUresult launch_coop(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                            unsigned bz, unsigned smem, CUstream h, int ptds, void **params)
+static CUresult launch_coop(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                            unsigned smem, CUstream h, int ptds, void **params)
 {
     unsigned long long threads = (unsigned long long)bx * by * bz, blocks = (unsigned long long)gx * gy * gz;
     if (threads > 0 && threads <= 1024) {
@@ -154,15 +163,15 @@ static CUresult launch_coop(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     return launch_classic(f, gx, gy, gz, bx, by, bz, smem, h, ptds, params, NULL);
 }
 
-FC_PTSZ(cuLaunchCooperativeKernel, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                                      unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
-                                      CUstream h, void **kernelParams),
+FC_PTSZ(cuLaunchCooperativeKernel,
+        (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,
+         unsigned int bz, unsigned int smem, CUstream h, void **kernelParams),
         launch_coop(f, gx, gy, gz, bx, by, bz, smem, h, ptds, kernelParams))
 
 /* Deprecated since CUDA 11.3: one launch per device, and the fake has one device. Each launch
  * goes to an explicit stream; the synchronization flags change nothing on the CPU. */
-FC_DEFINE(cuLaunchCooperativeKernelMultiDevice, (CUDA_LAUNCH_PARAMS * list, unsigned int numDevices,
-                                                 unsigned int flags))
+FC_DEFINE(cuLaunchCooperativeKernelMultiDevice,
+          (CUDA_LAUNCH_PARAMS * list, unsigned int numDevices, unsigned int flags))
 {
     FAIL_POINT();
     if (!list || numDevices != 1 ||
@@ -172,8 +181,8 @@ FC_DEFINE(cuLaunchCooperativeKernelMultiDevice, (CUDA_LAUNCH_PARAMS * list, unsi
     const CUDA_LAUNCH_PARAMS *p = &list[0];
     if (!p->hStream || p->hStream == CU_STREAM_LEGACY || p->hStream == CU_STREAM_PER_THREAD)
         return CUDA_ERROR_INVALID_HANDLE;
-    return launch_coop(p->function, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
-                       p->blockDimZ, p->sharedMemBytes, p->hStream, 0, p->kernelParams);
+    return launch_coop(p->function, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY, p->blockDimZ,
+                       p->sharedMemBytes, p->hStream, 0, p->kernelParams);
 }
 
 static CUresult launch_host(CUstream h, int ptds, CUhostFn fn, void *data)
@@ -183,8 +192,7 @@ static CUresult launch_host(CUstream h, int ptds, CUhostFn fn, void *data)
     return submit(h, ptds, 0, &op);
 }
 
-FC_PTSZ(cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData),
-        launch_host(hStream, ptds, fn, userData))
+FC_PTSZ(cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData), launch_host(hStream, ptds, fn, userData))
 
 /* The kernel behind a handle, if it is the flavour (CUfunction or CUkernel) the call expects. */
 static CUresult kernel_flavour(const void *handle, int want_cukernel, fc_kernel **out)

@@ -49,7 +49,10 @@ int block_add(uintptr_t base, size_t size, mem_kind kind)
     return 0;
 }
 
-void block_del(struct block *b) { *b = g_blocks[--g_nblocks]; }
+void block_del(struct block *b)
+{
+    *b = g_blocks[--g_nblocks];
+}
 
 uint64_t host_serial(uintptr_t p)
 {
@@ -204,8 +207,8 @@ FC_DEFINE(cuMemFree_v2, (CUdeviceptr dptr))
     return err;
 }
 
-FC_DEFINE(cuMemAllocPitch_v2, (CUdeviceptr * dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
-                               unsigned int ElementSizeBytes))
+FC_DEFINE(cuMemAllocPitch_v2,
+          (CUdeviceptr * dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes))
 {
     FAIL_POINT();
     if (!pPitch || (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
@@ -250,8 +253,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream h, int ptds)
 FC_PTSZ(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),
         alloc_async(dptr, bytesize, hStream, ptds))
 
-FC_PTSZ(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream),
-        free_async(dptr, hStream, ptds))
+FC_PTSZ(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), free_async(dptr, hStream, ptds))
 
 /* Memory pools: one fake default pool; allocating from any pool is cuMemAllocAsync. */
 static char g_pool_obj;
@@ -392,8 +394,8 @@ static CUresult prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned fl
     return err == CUDA_SUCCESS ? no_work(h, ptds) : err;
 }
 
-FC_PTSZ(cuMemPrefetchAsync_v2, (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
-                                  CUstream hStream),
+FC_PTSZ(cuMemPrefetchAsync_v2,
+        (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream),
         prefetch(devPtr, count, location, flags, hStream, ptds))
 
 /* Prefetch a batch to the locations given, or, with discard_only, discard it (no locations). */
@@ -405,14 +407,14 @@ static CUresult batch_prefetch(CUdeviceptr *p, size_t *n, size_t count, CUmemLoc
     return err == CUDA_SUCCESS ? no_work(h, ptds) : err;
 }
 
-FC_PTSZ(cuMemPrefetchBatchAsync, (CUdeviceptr * dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,
-                                    size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,
-                                    CUstream hStream),
+FC_PTSZ(cuMemPrefetchBatchAsync,
+        (CUdeviceptr * dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
+         size_t numPrefetchLocs, unsigned long long flags, CUstream hStream),
         batch_prefetch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, ptds, 0))
 
 /* Discarded contents become undefined; keeping them is one way to be undefined. */
-FC_PTSZ(cuMemDiscardBatchAsync, (CUdeviceptr * dptrs, size_t *sizes, size_t count, unsigned long long flags,
-                                   CUstream hStream),
+FC_PTSZ(cuMemDiscardBatchAsync,
+        (CUdeviceptr * dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream),
         batch_prefetch(dptrs, sizes, count, NULL, NULL, 0, flags, hStream, ptds, 1))
 
 FC_PTSZ(cuMemDiscardAndPrefetchBatchAsync,
@@ -425,7 +427,10 @@ FC_PTSZ(cuMemDiscardAndPrefetchBatchAsync,
  * in fakecuda_copy.c. Formats of 1, 2 or 4 bytes per channel with 1, 2 or 4 channels.
  * ------------------------------------------------------------------------------------------- */
 
-fc_array *array_get(CUarray h) { return live_get(h, K_ARRAY); }
+fc_array *array_get(CUarray h)
+{
+    return live_get(h, K_ARRAY);
+}
 
 static size_t format_bytes(CUarray_format f)
 {
@@ -445,8 +450,7 @@ static size_t format_bytes(CUarray_format f)
 FC_DEFINE(cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *d))
 {
     FAIL_POINT();
-    if (!pHandle || !d || d->Width == 0 ||
-        (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
+    if (!pHandle || !d || d->Width == 0 || (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
         return CUDA_ERROR_INVALID_VALUE;
     size_t elem = format_bytes(d->Format) * d->NumChannels, rows = d->Height ? d->Height : 1;
     if (elem == 0) return CUDA_ERROR_NOT_SUPPORTED;

@@ -14,6 +14,7 @@
  * cuGetProcAddress: the table of every export, and the real driver's name resolution
  * ------------------------------------------------------------------------------------------- */
 
+/* clang-format off */
 #define FC_EXPORTS(X)                                                                                          \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)                      \
     X(cuDeviceGetAttribute) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxSetCurrent)                            \
@@ -76,6 +77,7 @@
     X(cuMemBatchDecompressAsync) X(cuMemBatchDecompressAsync_ptsz) X(cuMemMapArrayAsync)                       \
     X(cuMemMapArrayAsync_ptsz) X(cuSignalExternalSemaphoresAsync) X(cuSignalExternalSemaphoresAsync_ptsz)      \
     X(cuWaitExternalSemaphoresAsync) X(cuWaitExternalSemaphoresAsync_ptsz)
+/* clang-format on */
 
 /* The implementations fc_NAME, defined (hidden) across the library's sources, each with the
  * type of the driver's NAME. */
@@ -107,8 +109,8 @@ static const struct {
     {"cuStreamWriteValue64", NULL, 11070},
     {"cuStreamWaitValue64", NULL, 11070},
     {"cuStreamBatchMemOp", NULL, 11070},
-    {"cuMemPrefetchAsync", NULL, 12020},   /* _v2: a CUmemLocation instead of a device */
-    {"cuMemcpyBatchAsync", NULL, 13000},   /* _v2: the CUDA 13 ABI, without failIdx */
+    {"cuMemPrefetchAsync", NULL, 12020}, /* _v2: a CUmemLocation instead of a device */
+    {"cuMemcpyBatchAsync", NULL, 13000}, /* _v2: the CUDA 13 ABI, without failIdx */
     {"cuMemcpy3DBatchAsync", NULL, 13000},
 };
 

@@ -50,7 +50,8 @@ int stream_capturing(CUstream h, int ptds)
     fc_stream *s;
     int legacy;
     lock();
-    int capturing = stream_get(h, ptds, &s, &legacy) == CUDA_SUCCESS && s && s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    int capturing = stream_get(h, ptds, &s, &legacy) == CUDA_SUCCESS && s &&
+                    s->status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
     unlock();
     return capturing;
 }
@@ -81,7 +82,7 @@ CUresult capture_rules(int rules)
             err = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
         } else if ((rules & RULE_ALL) ||
                    ((rules & RULE_UNSAFE) && (s->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
-                                             (s->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && own)))) {
+                                              (s->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && own)))) {
             capture_invalidate(s);
             if (err == CUDA_SUCCESS) err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
         }
@@ -200,8 +201,7 @@ CUresult submit(CUstream h, int ptds, int blocking, fc_op *op)
     } else if (err == CUDA_SUCCESS) {
         err = capture_rules((legacy ? RULE_LEGACY : 0) | (blocking ? RULE_UNSAFE : 0));
     }
-    if (err == CUDA_SUCCESS && !captured && op->type == CU_GRAPH_NODE_TYPE_KERNEL)
-        g_counts.eager_launches++;
+    if (err == CUDA_SUCCESS && !captured && op->type == CU_GRAPH_NODE_TYPE_KERNEL) g_counts.eager_launches++;
     unlock();
     if (err == CUDA_SUCCESS && !captured) op_run(op);
     op_clear(op);
@@ -297,8 +297,7 @@ static CUresult stream_sync(CUstream h, int ptds)
     return err;
 }
 
-FC_PTSZ(cuStreamSynchronize, (CUstream hStream),
-        stream_sync(hStream, ptds))
+FC_PTSZ(cuStreamSynchronize, (CUstream hStream), stream_sync(hStream, ptds))
 
 /* Work is done when issued: a stream is always complete. */
 FC_PTSZ(cuStreamQuery, (CUstream hStream), stream_observe(hStream, ptds))
@@ -320,8 +319,7 @@ static CUresult stream_wait(CUstream h, int ptds, CUevent ev, unsigned flags)
     CUresult err = event_check(ev);
     if (err != CUDA_SUCCESS) return err;
     if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
-    fc_op op = {.type = (flags & CU_EVENT_WAIT_EXTERNAL) ? CU_GRAPH_NODE_TYPE_WAIT_EVENT
-                                                          : CU_GRAPH_NODE_TYPE_EMPTY,
+    fc_op op = {.type = (flags & CU_EVENT_WAIT_EXTERNAL) ? CU_GRAPH_NODE_TYPE_WAIT_EVENT : CU_GRAPH_NODE_TYPE_EMPTY,
                 .event = ev};
     if (!(flags & CU_EVENT_WAIT_EXTERNAL)) {
         fc_stream *s = NULL;
@@ -467,8 +465,7 @@ static CUresult event_record(CUevent ev, CUstream h, int ptds, unsigned flags)
     return submit(h, ptds, 0, &op);
 }
 
-FC_PTSZ(cuEventRecord, (CUevent hEvent, CUstream hStream),
-        event_record(hEvent, hStream, ptds, 0))
+FC_PTSZ(cuEventRecord, (CUevent hEvent, CUstream hStream), event_record(hEvent, hStream, ptds, 0))
 
 FC_PTSZ(cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags),
         event_record(hEvent, hStream, ptds, flags))
@@ -555,7 +552,8 @@ FC_PTSZ(cuStreamAddCallback, (CUstream hStream, CUstreamCallback callback, void 
 static CUresult value_op(fc_op *op, CUdeviceptr addr, uint64_t value, unsigned size, unsigned flags, int wait)
 {
     if (addr % size != 0) return CUDA_ERROR_INVALID_VALUE;
-    if (wait ? (flags & ~(3u | (unsigned)CU_STREAM_WAIT_VALUE_FLUSH)) != 0 : flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (wait ? (flags & ~(3u | (unsigned)CU_STREAM_WAIT_VALUE_FLUSH)) != 0 : flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
     lock();
     int ok = addr != 0 && range_known((uintptr_t)addr, size, !wait);
     unlock();
@@ -638,8 +636,8 @@ static CUresult batch_mem_op(CUstream h, int ptds, unsigned count, const CUstrea
     return err;
 }
 
-FC_PTSZ(cuStreamBatchMemOp_v2, (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
-                                  unsigned int flags),
+FC_PTSZ(cuStreamBatchMemOp_v2,
+        (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, unsigned int flags),
         batch_mem_op(stream, ptds, count, paramArray, flags))
 
 /* ---------------------------------------------------------------------------------------------
@@ -674,14 +672,13 @@ static CUresult begin_capture(CUstream h, int ptds, CUstreamCaptureMode mode, CU
     return err;
 }
 
-FC_PTSZ(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
-        begin_capture(hStream, ptds, mode, NULL))
+FC_PTSZ(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode), begin_capture(hStream, ptds, mode, NULL))
 
 /* Capturing into a graph after given dependencies is not modelled: none may be given. */
-FC_PTSZ(cuStreamBeginCaptureToGraph, (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-                                      const CUgraphEdgeData *dependencyData, size_t numDependencies,
-                                      CUstreamCaptureMode mode),
-        !hGraph ? CUDA_ERROR_INVALID_VALUE
+FC_PTSZ(cuStreamBeginCaptureToGraph,
+        (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData,
+         size_t numDependencies, CUstreamCaptureMode mode),
+        !hGraph                                             ? CUDA_ERROR_INVALID_VALUE
         : numDependencies || dependencies || dependencyData ? CUDA_ERROR_NOT_SUPPORTED
                                                             : begin_capture(hStream, ptds, mode, hGraph))
 
@@ -719,8 +716,7 @@ static CUresult end_capture(CUstream h, int ptds, CUgraph *phGraph)
     return err;
 }
 
-FC_PTSZ(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph),
-        end_capture(hStream, ptds, phGraph))
+FC_PTSZ(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph), end_capture(hStream, ptds, phGraph))
 
 /*
  * Capture status of a stream and, while it captures, its id, graph and dependencies (the last
@@ -752,9 +748,9 @@ static CUresult capture_info(CUstream h, int ptds, CUstreamCaptureStatus *status
 FC_PTSZ(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
         capture_info(hStream, ptds, captureStatus, NULL, NULL, NULL, NULL, NULL))
 
-FC_PTSZ(cuStreamGetCaptureInfo_v3, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
-                                      CUgraph *graph_out, const CUgraphNode **dependencies_out,
-                                      const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
+FC_PTSZ(cuStreamGetCaptureInfo_v3,
+        (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
+         const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
         capture_info(hStream, ptds, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
                      numDependencies_out))
 

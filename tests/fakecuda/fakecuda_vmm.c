@@ -37,7 +37,7 @@ typedef struct vmm_handle {
 static struct resv {
     uintptr_t base;
     size_t size;
-} *g_resv;
+} * g_resv;
 static size_t g_nresv, g_capresv;
 static size_t g_vmm_bytes; /* physical bytes of live handles (released ones still mapped included) */
 
@@ -85,8 +85,8 @@ static void vmm_handle_drop(vmm_handle *h)
     free(h);
 }
 
-FC_DEFINE(cuMemGetAllocationGranularity, (size_t *granularity, const CUmemAllocationProp *prop,
-                                          CUmemAllocationGranularity_flags option))
+FC_DEFINE(cuMemGetAllocationGranularity,
+          (size_t * granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option))
 {
     FAIL_POINT();
     if (!granularity || !prop_ok(prop) ||
@@ -97,8 +97,8 @@ FC_DEFINE(cuMemGetAllocationGranularity, (size_t *granularity, const CUmemAlloca
 }
 
 /* The hint addr is ignored; the range is aligned to max(alignment, granularity). */
-FC_DEFINE(cuMemAddressReserve, (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,
-                                unsigned long long flags))
+FC_DEFINE(cuMemAddressReserve,
+          (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags))
 {
     FAIL_POINT();
     (void)addr;
@@ -145,8 +145,8 @@ FC_DEFINE(cuMemAddressFree, (CUdeviceptr ptr, size_t size))
     lock();
     struct resv *r = resv_find((uintptr_t)ptr, size);
     CUresult err = (r && r->base == (uintptr_t)ptr && r->size == size && !blocks_overlap(r->base, r->size))
-                       ? CUDA_SUCCESS
-                       : CUDA_ERROR_INVALID_VALUE;
+                     ? CUDA_SUCCESS
+                     : CUDA_ERROR_INVALID_VALUE;
     if (err == CUDA_SUCCESS) {
         munmap((void *)r->base, r->size);
         *r = g_resv[--g_nresv];
@@ -195,8 +195,8 @@ FC_DEFINE(cuMemRelease, (CUmemGenericAllocationHandle handle))
 
 /* Map the first size bytes of handle at ptr (offset must be 0): ptr and size granularity-aligned,
  * the range inside one reservation and not mapped yet; the handle mapped nowhere else. */
-FC_DEFINE(cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                     unsigned long long flags))
+FC_DEFINE(cuMemMap,
+          (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags))
 {
     FAIL_POINT();
     if (size == 0 || size % VMM_GRANULARITY || ptr % VMM_GRANULARITY || offset || flags)
@@ -206,10 +206,8 @@ FC_DEFINE(cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAl
     CUresult err = CUDA_SUCCESS;
     if (!h || size > h->size || !resv_find((uintptr_t)ptr, size) || blocks_overlap((uintptr_t)ptr, size))
         err = CUDA_ERROR_INVALID_VALUE;
-    else if (h->mapped)
-        err = CUDA_ERROR_NOT_SUPPORTED; /* would alias the other mapping on a GPU; cannot here */
-    else if (mprotect(PTR(ptr), size, PROT_READ | PROT_WRITE) != 0)
-        err = CUDA_ERROR_OUT_OF_MEMORY;
+    else if (h->mapped) err = CUDA_ERROR_NOT_SUPPORTED; /* would alias the other mapping on a GPU; cannot here */
+    else if (mprotect(PTR(ptr), size, PROT_READ | PROT_WRITE) != 0) err = CUDA_ERROR_OUT_OF_MEMORY;
     else if (block_add((uintptr_t)ptr, size, MEM_VMM) != 0) {
         mprotect(PTR(ptr), size, PROT_NONE);
         err = CUDA_ERROR_OUT_OF_MEMORY;
@@ -263,7 +261,7 @@ FC_DEFINE(cuMemSetAccess, (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *
         access = (int)desc[i].flags;
     }
     int prot = access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
-               : access == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
+             : access == CU_MEM_ACCESS_FLAGS_PROT_READ      ? PROT_READ
                                                             : PROT_NONE;
     lock();
     CUresult err = CUDA_SUCCESS;
@@ -303,7 +301,7 @@ FC_DEFINE(cuMemGetAccess, (unsigned long long *flags, const CUmemLocation *locat
 }
 
 /* An 80 GiB device; free is the total less live device allocations and VMM physical handles. */
-FC_DEFINE(cuMemGetInfo_v2, (size_t *free_bytes, size_t *total_bytes))
+FC_DEFINE(cuMemGetInfo_v2, (size_t * free_bytes, size_t *total_bytes))
 {
     FAIL_POINT();
     if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;

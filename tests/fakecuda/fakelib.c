@@ -14,10 +14,19 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static bool (*g_init)(void);
 static bool g_ready;
 
-void fakelib_lock(void) { pthread_mutex_lock(&g_lock); }
-void fakelib_unlock(void) { pthread_mutex_unlock(&g_lock); }
+void fakelib_lock(void)
+{
+    pthread_mutex_lock(&g_lock);
+}
+void fakelib_unlock(void)
+{
+    pthread_mutex_unlock(&g_lock);
+}
 
-static void fork_child(void) { pthread_mutex_init(&g_lock, NULL); }
+static void fork_child(void)
+{
+    pthread_mutex_init(&g_lock, NULL);
+}
 
 __attribute__((constructor)) static void fork_safety(void)
 {
@@ -64,7 +73,10 @@ bool fakelib_live_any(bool (*match)(const fakelib_obj_t *o, const void *arg), co
     return any;
 }
 
-static void run_init(void) { g_ready = g_init(); }
+static void run_init(void)
+{
+    g_ready = g_init();
+}
 
 bool fakelib_ready(bool (*init)(void))
 {

@@ -47,6 +47,9 @@ bool fakelib_resolve(const char *name, void **fn);
 bool fakelib_ready(bool (*init)(void));
 
 /* Add one to a counter other threads read. */
-static inline void fakelib_count(unsigned long *c) { __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
+static inline void fakelib_count(unsigned long *c)
+{
+    __atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+}
 
 #endif /* FAKELIB_H */

@@ -47,8 +47,8 @@ static unsigned long g_calls, g_kernels, g_errors;
 static int g_fifo;
 
 typedef struct devstate {
-    uint64_t steps;  /* kernels of the communicator that ran */
-    uint64_t work;   /* FIFO mode: the sequence number of the next call's work */
+    uint64_t steps; /* kernels of the communicator that ran */
+    uint64_t work;  /* FIFO mode: the sequence number of the next call's work */
 } devstate_t;
 
 struct ncclComm {
@@ -63,7 +63,10 @@ static bool has_state(const fakelib_obj_t *o, const void *s)
 }
 
 /* Is s the device state of a live communicator? */
-static bool state_live(CUdeviceptr s) { return s && fakelib_live_any(has_state, &s); }
+static bool state_live(CUdeviceptr s)
+{
+    return s && fakelib_live_any(has_state, &s);
+}
 
 /* (state, send, recv, bytes, work, fifo) */
 static void k_coll(void **params, const unsigned grid[3], const unsigned block[3], unsigned smem)
@@ -106,7 +109,10 @@ static bool init(void)
     return kern != NULL;
 }
 
-static bool ready(void) { return fakelib_ready(init); }
+static bool ready(void)
+{
+    return fakelib_ready(init);
+}
 
 /* ---- groups: queued calls ---- */
 
@@ -136,16 +142,22 @@ static ncclResult_t launch(const queued_t *q)
 static size_t type_bytes(ncclDataType_t t)
 {
     switch (t) {
-    case ncclInt8: case ncclUint8: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    case ncclInt8:
+    case ncclUint8: return 1;
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64: return 8;
     default: return 0;
     }
 }
 
-static ncclResult_t collective(const void *send, void *recv, size_t count_, ncclDataType_t dt, int op,
-                               ncclComm_t comm, cudaStream_t s)
+static ncclResult_t collective(const void *send, void *recv, size_t count_, ncclDataType_t dt, int op, ncclComm_t comm,
+                               cudaStream_t s)
 {
     fakelib_count(&g_calls);
     if (!ready()) return ncclSystemError;
@@ -166,8 +178,8 @@ FN_API ncclResult_t ncclAllReduce(const void *send, void *recv, size_t n, ncclDa
     return collective(send, recv, n, dt, op, comm, s);
 }
 
-FN_API ncclResult_t ncclBroadcast(const void *send, void *recv, size_t n, ncclDataType_t dt, int root,
-                                  ncclComm_t comm, cudaStream_t s)
+FN_API ncclResult_t ncclBroadcast(const void *send, void *recv, size_t n, ncclDataType_t dt, int root, ncclComm_t comm,
+                                  cudaStream_t s)
 {
     return root != 0 ? ncclInvalidArgument : collective(send, recv, n, dt, ncclSum, comm, s);
 }
@@ -218,10 +230,22 @@ FN_API const char *ncclGetErrorString(ncclResult_t r)
     return r == ncclSuccess ? "no error" : "fakenccl error";
 }
 
-FN_API unsigned long fakenccl_calls(void) { return __atomic_load_n(&g_calls, __ATOMIC_RELAXED); }
-FN_API unsigned long fakenccl_kernels_run(void) { return __atomic_load_n(&g_kernels, __ATOMIC_RELAXED); }
-FN_API unsigned long fakenccl_errors(void) { return __atomic_load_n(&g_errors, __ATOMIC_RELAXED); }
-FN_API void fakenccl_set_fifo(int on) { g_fifo = on; }
+FN_API unsigned long fakenccl_calls(void)
+{
+    return __atomic_load_n(&g_calls, __ATOMIC_RELAXED);
+}
+FN_API unsigned long fakenccl_kernels_run(void)
+{
+    return __atomic_load_n(&g_kernels, __ATOMIC_RELAXED);
+}
+FN_API unsigned long fakenccl_errors(void)
+{
+    return __atomic_load_n(&g_errors, __ATOMIC_RELAXED);
+}
+FN_API void fakenccl_set_fifo(int on)
+{
+    g_fifo = on;
+}
 FN_API uint64_t fakenccl_steps(ncclComm_t comm)
 {
     return fakelib_live(comm) ? ((devstate_t *)(uintptr_t)comm->state)->steps : 0;

@@ -466,7 +466,8 @@ Test(fusion_cache, the_folder_from_the_environment)
     cgj_cfg.CACHE_DIR = "";
     cr_assert_str_eq(cgj_fusion_cache_dir(buf, sizeof buf), "/xdg/cgjit");
     setenv("XDG_CACHE_HOME", "relative/path", 1);
-    cr_assert_str_eq(cgj_fusion_cache_dir(buf, sizeof buf), "/home/u/.cache/cgjit", "a relative XDG_CACHE_HOME is ignored");
+    cr_assert_str_eq(cgj_fusion_cache_dir(buf, sizeof buf), "/home/u/.cache/cgjit",
+                     "a relative XDG_CACHE_HOME is ignored");
     setenv("XDG_CACHE_HOME", "", 1);
     cr_assert_str_eq(cgj_fusion_cache_dir(buf, sizeof buf), "/home/u/.cache/cgjit");
     unsetenv("XDG_CACHE_HOME");
@@ -488,8 +489,7 @@ Test(fusion_cache, the_folder_from_the_environment)
 
 #include "../common/stderr_capture.h"
 
-#define assert_has(hay, needle) \
-    cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in '%s'", (needle), (hay))
+#define assert_has(hay, needle) cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in '%s'", (needle), (hay))
 
 static int lines_of(const char *s)
 {
@@ -668,8 +668,10 @@ Test(fusion_cache, the_folder_warning_shows_the_name_escaped)
     const char *err;
     cr_assert_not(read_from(name, &err));
     char want[192];
-    snprintf(want, sizeof want, "cgjit: the cache folder %s/not\\x1b[2Ja-folder\\n is not a folder; the disk cache is not "
-             "used\n", dir);
+    snprintf(want, sizeof want,
+             "cgjit: the cache folder %s/not\\x1b[2Ja-folder\\n is not a folder; the disk cache is not "
+             "used\n",
+             dir);
     cr_assert_str_eq(err, want);
     unlink(name);
 }

@@ -349,7 +349,10 @@ Test(fusion_chain, the_count_of_every_integer_type)
     const cgj_ew_spec_t *u32 = spec("(inout float x, count unsigned n): x = 1");
     const cgj_ew_spec_t *i64 = spec("(inout float x, count long n): x = 1");
     const cgj_ew_spec_t *u64 = spec("(inout float x, count size_t n): x = 1");
-    struct { const cgj_ew_spec_t *sp; uint64_t bits, want; } rows[] = {
+    struct {
+        const cgj_ew_spec_t *sp;
+        uint64_t bits, want;
+    } rows[] = {
         {i32, 7, 7},
         {i32, 0x80000000u, UINT64_MAX},
         {i32, 0xffffffffu, UINT64_MAX},
@@ -418,8 +421,8 @@ Test(fusion_chain, a_broadcast_buffer_reaches_only_its_extent)
 Test(fusion_chain, broadcast_extents)
 {
     const cgj_ew_spec_t *chan = spec(CHAN), *rows = spec(ROWS);
-    kernel(chan, (uint64_t[]){Y, X, T, 10, 3, 1000}); /* (i / 10) % 3: 3 elements */
-    kernel(rows, (uint64_t[]){Z, Y, X + 0x10000, 7, 1000}); /* i / 7: 143 elements */
+    kernel(chan, (uint64_t[]){Y, X, T, 10, 3, 1000});             /* (i / 10) % 3: 3 elements */
+    kernel(rows, (uint64_t[]){Z, Y, X + 0x10000, 7, 1000});       /* i / 7: 143 elements */
     kernel(chan, (uint64_t[]){Y, Z, Y + 0x10000, 100, 30, 1000}); /* (i / 100) % 30: 10 elements */
     cr_assert(chain_of(0, 2), "%s", why.detail);
     cr_assert_eq(ch.buf[at(T)].extent, 3);

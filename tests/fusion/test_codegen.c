@@ -56,8 +56,7 @@ static void fresh_cache(void)
 
 TestSuite(fusion_codegen, .init = fresh_cache, .fini = cleanup);
 
-#define assert_has(hay, needle) \
-    cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in:\n%s", (needle), (hay))
+#define assert_has(hay, needle) cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in:\n%s", (needle), (hay))
 #define assert_lacks(hay, needle) \
     cr_assert(strstr((hay), (needle)) == NULL, "did not expect '%s' in:\n%s", (needle), (hay))
 
@@ -94,8 +93,8 @@ static void chain(uint64_t n, uint32_t maxstages)
 static unsigned buf(uint8_t type, bool load, bool store)
 {
     cr_assert_lt(ch.nbufs, CGJ_FUSE_MAX_BUFS);
-    ch.buf[ch.nbufs] = (cgj_fuse_buf_t){.addr = 0x10000 * (ch.nbufs + 1), .extent = ch.n, .type = type,
-                                        .load = load, .store = store};
+    ch.buf[ch.nbufs] =
+        (cgj_fuse_buf_t){.addr = 0x10000 * (ch.nbufs + 1), .extent = ch.n, .type = type, .load = load, .store = store};
     return ch.nbufs++;
 }
 
@@ -269,12 +268,12 @@ Test(fusion_codegen, in_place)
 
 Test(fusion_codegen, scalar_literals_are_exact_bits)
 {
-    const cgj_ew_spec_t *sp = spec("(out double y, float a, double b, int c, unsigned d, long e, size_t f, count long n): "
-                                   "y = a + b + c + d + e + f");
+    const cgj_ew_spec_t *sp =
+        spec("(out double y, float a, double b, int c, unsigned d, long e, size_t f, count long n): "
+             "y = a + b + c + d + e + f");
     chain(5, 1);
     unsigned y = buf(CGJ_EW_F64, false, true);
-    stage(sp, (unsigned[]){y},
-          (uint64_t[]){f32(0.5f), f64(0.1), (uint32_t)-3, 7, (uint64_t)-1, 1ull << 40, 5});
+    stage(sp, (unsigned[]){y}, (uint64_t[]){f32(0.5f), f64(0.1), (uint32_t)-3, 7, (uint64_t)-1, 1ull << 40, 5});
     const char *s = gen();
     assert_has(s, "double *__restrict__ b0");
     assert_has(s, "(double)__int_as_float(0x3f000000)");
@@ -295,8 +294,8 @@ Test(fusion_codegen, numbers_are_exact_bits_of_the_element_type)
     stage(fs, (unsigned[]){a}, NULL);
     stage(ds, (unsigned[]){b}, NULL);
     const char *s = gen();
-    assert_has(s, "__int_as_float(0x3dcccccd)");     /* 0.1f */
-    assert_has(s, "__int_as_float(0x7f800000)");     /* 1e40 is inf in float */
+    assert_has(s, "__int_as_float(0x3dcccccd)"); /* 0.1f */
+    assert_has(s, "__int_as_float(0x7f800000)"); /* 1e40 is inf in float */
     assert_has(s, "__longlong_as_double(0x3fb999999999999all)");
     assert_has(s, "const double s1_");
     assert_has(s, "const float s0_");
@@ -329,10 +328,10 @@ Test(fusion_codegen, functions_use_their_forms)
         }
     }
     const char *s = gen();
-    static const char *const fl[] = {"expf(", "logf(", "sqrtf(", "rsqrtf(", "tanhf(", "erff(", "fabsf(", "fmaxf(",
-                                     "fminf(", "powf("};
-    static const char *const db[] = {" exp(", " log(", "sqrt(", "rsqrt(", "tanh(", "erf(", "fabs(", "fmax(",
-                                     "fmin(", "pow("};
+    static const char *const fl[] = {"expf(", "logf(",  "sqrtf(", "rsqrtf(", "tanhf(",
+                                     "erff(", "fabsf(", "fmaxf(", "fminf(",  "powf("};
+    static const char *const db[] = {" exp(", " log(", "sqrt(", "rsqrt(", "tanh(",
+                                     "erf(",  "fabs(", "fmax(", "fmin(",  "pow("};
     for (size_t k = 0; k < sizeof fl / sizeof fl[0]; k++) {
         assert_has(s, fl[k]);
         assert_has(s, db[k]);
@@ -439,7 +438,8 @@ Test(fusion_codegen, compiles_a_chain_of_1000_stages)
     const cgj_ew_spec_t *sp = spec("(inout float x, float a, float b, count int n): x = a * x + b");
     chain(1 << 20, 1000);
     unsigned x = buf(CGJ_EW_F32, true, true);
-    for (int k = 0; k < 1000; k++) stage(sp, (unsigned[]){x}, (uint64_t[]){f32(1.0f + k / 4096.0f), f32(-k / 8.0f), 1 << 20});
+    for (int k = 0; k < 1000; k++)
+        stage(sp, (unsigned[]){x}, (uint64_t[]){f32(1.0f + k / 4096.0f), f32(-k / 8.0f), 1 << 20});
     const char *s = gen();
     cr_assert_eq(occurrences(s, "v0 = cgj_keep("), 1000);
     cr_assert_eq(occurrences(s, "= b0[i]"), 1);
@@ -450,8 +450,10 @@ Test(fusion_codegen, compiles_a_chain_of_1000_stages)
 
 Test(fusion_codegen, compiles_mixed_element_types_broadcasts_and_dead_buffers)
 {
-    const cgj_ew_spec_t *bias = spec("(out float y, in float x, in float b[i % cols], count int rows, count int cols): y = x + b");
-    const cgj_ew_spec_t *nchw = spec("(inout float y, in float s[(i / hw) % c], int hw, int c, count int n): y = y * s");
+    const cgj_ew_spec_t *bias =
+        spec("(out float y, in float x, in float b[i % cols], count int rows, count int cols): y = x + b");
+    const cgj_ew_spec_t *nchw =
+        spec("(inout float y, in float s[(i / hw) % c], int hw, int c, count int n): y = y * s");
     const cgj_ew_spec_t *wide = spec("(out double d, in double e, count int n): d = e * 2");
     chain(4 * 6, 3);
     unsigned x = buf(CGJ_EW_F32, true, false), y = buf(CGJ_EW_F32, false, true);
@@ -601,7 +603,8 @@ Test(fusion_codegen, a_missing_nvrtc_is_reported)
     assert_has(err, "CGJIT_NVRTC=/nonexistent/libnvrtc.so");
     bool cold = true;
     size_t size = 0;
-    cr_assert_null(cgj_fusion_compile("extern \"C\" __global__ void cgj_fused() {}", ARCH, &size, &cold, err, sizeof err));
+    cr_assert_null(
+        cgj_fusion_compile("extern \"C\" __global__ void cgj_fused() {}", ARCH, &size, &cold, err, sizeof err));
     cr_assert_not(cold);
     assert_has(err, "NVRTC not found");
 }

@@ -27,8 +27,7 @@ extern char **environ;
 
 #define STEPS 10
 
-#define assert_has(hay, needle) \
-    cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in:\n%s", (needle), (hay))
+#define assert_has(hay, needle) cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in:\n%s", (needle), (hay))
 
 /* The registrations of the fake's kernels (fakeapp.c), by the names the fake gives them. */
 #define SPEC_AXPB "(inout float x, float a, float b, count int n): x = a * x + b"
@@ -120,15 +119,18 @@ TestSuite(fusion_pass);
 
 static void assert_reason(const cgj_trace_info_t *i, int code)
 {
-    cr_assert_eq(i->fuse_reason_code, code, "fuse_reason_code is %s (%d), expected %s", cgj_reason_name(i->fuse_reason_code),
-                 i->fuse_reason_code, cgj_reason_name(code));
+    cr_assert_eq(i->fuse_reason_code, code, "fuse_reason_code is %s (%d), expected %s",
+                 cgj_reason_name(i->fuse_reason_code), i->fuse_reason_code, cgj_reason_name(code));
 }
 
 /* The chain step in mode default: found, dropped (FUSE_COMPILE), replayed unfused. */
 static cgj_trace_info_t run_dropped_chain(const char *name)
 {
     cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = name, .fn = chain_step, .steps = STEPS, .nbufs = 3,
+        .name = name,
+        .fn = chain_step,
+        .steps = STEPS,
+        .nbufs = 3,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(STEPS - 2), .kernels = IS(4), .side_exits = IS(0)},
         .stats = {.fusions = IS(0), .ops_fused = IS(0), .fusions_dropped = AT_LEAST(1), .traces_built = IS(1)},
         /* replays launch the recorded kernels: the graph holds all four */
@@ -160,10 +162,13 @@ Test(fusion_pass, reduce_overhead_is_the_default_and_fuses_nothing, PLAIN)
 {
     register_all();
     cr_assert_str_eq(cgj_mode_get(), "reduce-overhead");
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "chain", .fn = chain_step, .steps = STEPS, .nbufs = 3,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(STEPS - 2), .kernels = IS(4)},
-        .stats = {.fusions = IS(0), .ops_fused = IS(0), .fusions_dropped = IS(0)}});
+    cgj_trace_info_t i =
+        run_scenario(&(scenario_t){.name = "chain",
+                                   .fn = chain_step,
+                                   .steps = STEPS,
+                                   .nbufs = 3,
+                                   .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(STEPS - 2), .kernels = IS(4)},
+                                   .stats = {.fusions = IS(0), .ops_fused = IS(0), .fusions_dropped = IS(0)}});
     cr_assert_eq(i.fused_chains, 0);
     cr_assert_eq(i.fuse_drops, 0);
     assert_reason(&i, 0);
@@ -173,12 +178,18 @@ Test(fusion_pass, reduce_overhead_is_the_default_and_fuses_nothing, PLAIN)
 Test(fusion_pass, mode_set_after_the_build_changes_no_trace, PLAIN)
 {
     register_all();
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "chain", .fn = chain_step, .steps = 4, .nbufs = 3, .info = {.replays = IS(2)},
-        .stats = {.fusions_dropped = IS(0)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "chain",
+                                                    .fn = chain_step,
+                                                    .steps = 4,
+                                                    .nbufs = 3,
+                                                    .info = {.replays = IS(2)},
+                                                    .stats = {.fusions_dropped = IS(0)}});
     assert_reason(&i, 0);
     cr_assert_eq(cgj_mode_set("default"), CGJ_OK);
-    i = run_scenario(&(scenario_t){.name = "chain", .fn = chain_step, .steps = 4, .nbufs = 3,
+    i = run_scenario(&(scenario_t){.name = "chain",
+                                   .fn = chain_step,
+                                   .steps = 4,
+                                   .nbufs = 3,
                                    .info = {.replays = IS(6), .variants = IS(1)},
                                    .stats = {.fusions_dropped = IS(0), .traces_built = IS(1)}});
     assert_reason(&i, 0);
@@ -203,10 +214,12 @@ Test(fusion_pass, a_chain_compiles_in_the_background_and_the_step_is_built_again
 {
     register_all();
     cr_assert_eq(cgj_mode_set("default"), CGJ_OK);
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "bg", .fn = chain_step, .steps = 4, .nbufs = 3,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(2)},
-        .stats = {.fusions = IS(0), .traces_built = IS(1)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "bg",
+                                                    .fn = chain_step,
+                                                    .steps = 4,
+                                                    .nbufs = 3,
+                                                    .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(2)},
+                                                    .stats = {.fusions = IS(0), .traces_built = IS(1)}});
     void *nvrtc = dlopen("libnvrtc.so.13", RTLD_LAZY);
     if (!nvrtc) nvrtc = dlopen("/usr/local/cuda/lib64/libnvrtc.so", RTLD_LAZY);
     if (!nvrtc) { /* no NVRTC here: nothing to queue */
@@ -217,7 +230,7 @@ Test(fusion_pass, a_chain_compiles_in_the_background_and_the_step_is_built_again
     assert_reason(&i, CGJ_REASON_FUSE_PENDING);
     bool again = false;
     for (int k = 0; k < 600 && !again; k++) { /* up to a minute for NVRTC on a loaded machine; four
-                                                * steps each: the build records two of them */
+                                               * steps each: the build records two of them */
         usleep(100 * 1000);
         i = run_scenario(&(scenario_t){.name = "bg", .fn = chain_step, .steps = 4, .nbufs = 3});
         again = i.fuse_reason_code != CGJ_REASON_FUSE_PENDING; /* built again */
@@ -236,13 +249,17 @@ Test(fusion_pass, layout_mismatch_is_named_and_replays_bitwise, PLAIN)
      * s a float (4); addk's registration is right but alone, so no chain is left */
     cr_assert_eq(cgj_op_register_elementwise("axpb", "(inout float x, float a, count int n): x = a * x"), CGJ_OK);
     cr_assert_eq(cgj_op_register_elementwise("addk", SPEC_ADDK), CGJ_OK);
-    cr_assert_eq(cgj_op_register_elementwise("copyscale", "(inout float d, float s, float sc, count int n): d = sc * s + d"),
-                 CGJ_OK);
+    cr_assert_eq(
+        cgj_op_register_elementwise("copyscale", "(inout float d, float s, float sc, count int n): d = sc * s + d"),
+        CGJ_OK);
     cr_assert_eq(cgj_mode_set("default"), CGJ_OK);
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "layout", .fn = chain_step, .steps = STEPS, .nbufs = 3,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(STEPS - 2), .side_exits = IS(0)},
-        .stats = {.fusions = IS(0), .fusions_dropped = IS(2)}}); /* one per kernel that disagrees */
+    cgj_trace_info_t i = run_scenario(
+        &(scenario_t){.name = "layout",
+                      .fn = chain_step,
+                      .steps = STEPS,
+                      .nbufs = 3,
+                      .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(STEPS - 2), .side_exits = IS(0)},
+                      .stats = {.fusions = IS(0), .fusions_dropped = IS(2)}}); /* one per kernel that disagrees */
     cr_assert_eq(i.fuse_drops, 2);
     assert_reason(&i, CGJ_REASON_FUSE_LAYOUT);
 }
@@ -254,10 +271,12 @@ Test(fusion_pass, layout_mismatch_in_the_middle_breaks_the_chain, PLAIN)
     cr_assert_eq(cgj_op_register_elementwise("addk", "(inout float x, long k, count int n): x = x + k"), CGJ_OK);
     cr_assert_eq(cgj_op_register_elementwise("copyscale", SPEC_COPYSCALE), CGJ_OK);
     cr_assert_eq(cgj_mode_set("default"), CGJ_OK);
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "layout_mid", .fn = chain_step, .steps = STEPS, .nbufs = 3,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(STEPS - 2)},
-        .stats = {.fusions = IS(0), .fusions_dropped = IS(1)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "layout_mid",
+                                                    .fn = chain_step,
+                                                    .steps = STEPS,
+                                                    .nbufs = 3,
+                                                    .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(STEPS - 2)},
+                                                    .stats = {.fusions = IS(0), .fusions_dropped = IS(1)}});
     assert_reason(&i, CGJ_REASON_FUSE_LAYOUT);
 }
 
@@ -268,9 +287,11 @@ Test(fusion_pass, varying_scalar_is_named_and_replays_bitwise, PLAIN)
     register_all();
     cr_assert_eq(cgj_mode_set("default"), CGJ_OK);
     cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "varying", .fn = varying_step, .steps = STEPS, .nbufs = 3,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(STEPS - 2), .varying_slots = IS(1),
-                 .side_exits = IS(0)},
+        .name = "varying",
+        .fn = varying_step,
+        .steps = STEPS,
+        .nbufs = 3,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(STEPS - 2), .varying_slots = IS(1), .side_exits = IS(0)},
         /* addk leaves the chain (dropped); axpb and copyscale are single kernels then */
         .stats = {.fusions = IS(0), .fusions_dropped = IS(1), .params_patched = AT_LEAST(STEPS - 3)}});
     cr_assert_eq(i.fuse_drops, 1);
@@ -327,9 +348,12 @@ Test(fusion_pass, refused_registration_leaves_the_kernel_opaque, PLAIN)
     cr_assert_eq(cgj_op_register_elementwise("addk", SPEC_ADDK), CGJ_OK);
     cr_assert_eq(cgj_mode_set("default"), CGJ_OK);
     /* axpb (opaque now), addk, copyscale (never registered): no two registered kernels meet */
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "refused", .fn = chain_step, .steps = 6, .nbufs = 3,
-        .info = {.replays = IS(4)}, .stats = {.fusions = IS(0), .fusions_dropped = IS(0)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "refused",
+                                                    .fn = chain_step,
+                                                    .steps = 6,
+                                                    .nbufs = 3,
+                                                    .info = {.replays = IS(4)},
+                                                    .stats = {.fusions = IS(0), .fusions_dropped = IS(0)}});
     assert_reason(&i, 0);
 }
 
@@ -367,8 +391,12 @@ Test(fusion_pass, bogus_mode_variable_warns_and_means_reduce_overhead, .init = b
     assert_has(err, "CGJIT_MODE='bogus'");
     /* and it behaves as reduce-overhead: registered kernels are not fused or dropped */
     register_all();
-    run_scenario(&(scenario_t){.name = "chain", .fn = chain_step, .steps = 5, .nbufs = 3,
-                               .info = {.replays = IS(3)}, .stats = {.fusions_dropped = IS(0)}});
+    run_scenario(&(scenario_t){.name = "chain",
+                               .fn = chain_step,
+                               .steps = 5,
+                               .nbufs = 3,
+                               .info = {.replays = IS(3)},
+                               .stats = {.fusions_dropped = IS(0)}});
 }
 
 static void default_mode_setup(void)
@@ -520,13 +548,13 @@ static void ops_setup(void)
     cr_assert(fd >= 0);
     FILE *f = fdopen(fd, "w");
     cr_assert(f);
-    fprintf(f, "# the fake's elementwise kernels\n"                          /* 1 */
-               "\n"                                                            /* 2 */
-               "axpb " SPEC_AXPB "\n"                                          /* 3 */
-               "smooth (out float y, in float x, count int n): y = x +\n"     /* 4: bad */
-               "addk" SPEC_ADDK "\n"                                           /* 5: no blank */
-               "   lonely\n"                                                   /* 6: no spec */
-               "copyscale\t" SPEC_COPYSCALE "\n");                             /* 7 */
+    fprintf(f, "# the fake's elementwise kernels\n"                       /* 1 */
+               "\n"                                                       /* 2 */
+               "axpb " SPEC_AXPB "\n"                                     /* 3 */
+               "smooth (out float y, in float x, count int n): y = x +\n" /* 4: bad */
+               "addk" SPEC_ADDK "\n"                                      /* 5: no blank */
+               "   lonely\n"                                              /* 6: no spec */
+               "copyscale\t" SPEC_COPYSCALE "\n");                        /* 7 */
     fclose(f);
     setenv("CGJIT_OPS", ops_path, 1);
     setenv("CGJIT_MODE", "default", 1);
@@ -569,7 +597,10 @@ Test(fusion_pass, missing_registry_file_is_named_and_nothing_breaks, .init = mis
 {
     capture_begin();
     open_fake();
-    run_scenario(&(scenario_t){.name = "chain", .fn = chain_step, .steps = 5, .nbufs = 3,
+    run_scenario(&(scenario_t){.name = "chain",
+                               .fn = chain_step,
+                               .steps = 5,
+                               .nbufs = 3,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(3)},
                                .stats = {.fusions = IS(0), .fusions_dropped = IS(0)}});
     const char *err = capture_end();

@@ -25,8 +25,7 @@
 
 TestSuite(fusion_registry);
 
-#define assert_has(hay, needle) \
-    cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in '%s'", (needle), (hay))
+#define assert_has(hay, needle) cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in '%s'", (needle), (hay))
 
 #define SHIFT "shift (out float y, in float x, float b, count int n): y = x + b\n"
 #define SMALL_STACK (256u << 10)
@@ -293,7 +292,8 @@ Test(fusion_registry, messages_show_the_file_s_bytes_escaped)
     FILE *f = fopen(name, "w");
     cr_assert(f);
     fputs("k\x1b]0;x\x07 (inout float x, count int n): x = q\xff\n"
-          "nospec\x9b\n", f);
+          "nospec\x9b\n",
+          f);
     fclose(f);
     capture_begin();
     int bad = cgj_fusion_load_file(name);

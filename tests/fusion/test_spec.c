@@ -23,8 +23,7 @@
 
 TestSuite(fusion_spec);
 
-#define assert_has(hay, needle) \
-    cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in '%s'", (needle), (hay))
+#define assert_has(hay, needle) cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in '%s'", (needle), (hay))
 
 static cgj_ew_spec_t S; /* large (nodes): one per test process */
 
@@ -88,13 +87,15 @@ Test(fusion_spec, the_header_example)
     cr_assert_eq(s->n[root->b].kind, CGJ_EW_PARAM);
     cr_assert_eq(s->n[root->b].param, 3);
     check_nodes(s);
-    cr_assert(cgj_ew_is_pointer(s, 0) && cgj_ew_is_pointer(s, 1) && !cgj_ew_is_pointer(s, 2) && !cgj_ew_is_pointer(s, 4));
+    cr_assert(cgj_ew_is_pointer(s, 0) && cgj_ew_is_pointer(s, 1) && !cgj_ew_is_pointer(s, 2) &&
+              !cgj_ew_is_pointer(s, 4));
 }
 
 Test(fusion_spec, every_role_and_type)
 {
-    const cgj_ew_spec_t *s = parse_ok("(inout double x, out double y, in double z, float a, double b, int c, unsigned d, "
-                                      "long e, size_t f, count size_t n): x = x * a + b; y = z + c + d + e + f");
+    const cgj_ew_spec_t *s =
+        parse_ok("(inout double x, out double y, in double z, float a, double b, int c, unsigned d, "
+                 "long e, size_t f, count size_t n): x = x * a + b; y = z + c + d + e + f");
     cr_assert_eq(s->nparams, 10);
     cr_assert_eq(s->elem, CGJ_EW_F64);
     cr_assert_eq(s->count, 9);
@@ -165,8 +166,8 @@ Test(fusion_spec, every_function)
 
 Test(fusion_spec, nested_calls_and_expressions)
 {
-    const cgj_ew_spec_t *s =
-        parse_ok("(out float y, in float x, float a, count int n): y = max(min(x, a), -a) * sigmoid(gelu_tanh(x)) / (1 + pow(abs(x), 2))");
+    const cgj_ew_spec_t *s = parse_ok(
+        "(out float y, in float x, float a, count int n): y = max(min(x, a), -a) * sigmoid(gelu_tanh(x)) / (1 + pow(abs(x), 2))");
     check_nodes(s);
     const cgj_ew_node_t *root = &s->n[s->assign[0].root];
     cr_assert_eq(root->kind, CGJ_EW_BINARY);
@@ -175,8 +176,10 @@ Test(fusion_spec, nested_calls_and_expressions)
 
 Test(fusion_spec, ternary_with_every_comparison)
 {
-    static const struct { const char *text; char op; } cmp[] = {
-        {"<", '<'}, {"<=", 'l'}, {">", '>'}, {">=", 'g'}, {"==", '='}, {"!=", '!'}};
+    static const struct {
+        const char *text;
+        char op;
+    } cmp[] = {{"<", '<'}, {"<=", 'l'}, {">", '>'}, {">=", 'g'}, {"==", '='}, {"!=", '!'}};
     for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) {
         char text[160];
         snprintf(text, sizeof text, "(out float y, in float x, float a, count int n): y = x %s a ? x : a * 2",
@@ -298,7 +301,8 @@ Test(fusion_spec, broadcast_indices)
 Test(fusion_spec, limits_exactly)
 {
     char text[1024] = "(out float y";
-    for (int k = 1; k < CGJ_EW_MAX_PARAMS - 1; k++) snprintf(text + strlen(text), sizeof text - strlen(text), ", in float x%d", k);
+    for (int k = 1; k < CGJ_EW_MAX_PARAMS - 1; k++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), ", in float x%d", k);
     strcat(text, ", count int n): y = x1");
     const cgj_ew_spec_t *s = parse_ok(text);
     cr_assert_eq(s->nparams, CGJ_EW_MAX_PARAMS);
@@ -331,7 +335,8 @@ static const bad_case_t bad_cases[] = {
     {"reading_an_out", P3 "y = y + x", "'y' is an output: it cannot be read"},
     {"reading_an_out_from_another_assignment", "(out float y, out float z, in float x, count int n): y = x; z = y",
      "'y' is an output: it cannot be read"},
-    {"output_never_assigned", "(out float y, out float z, in float x, count int n): y = x", "output 'z' is never assigned"},
+    {"output_never_assigned", "(out float y, out float z, in float x, count int n): y = x",
+     "output 'z' is never assigned"},
     {"assigned_twice", P3 "y = x; y = x", "'y' assigned twice"},
     {"inout_assigned_twice", "(inout float y, count int n): y = y; y = 2 * y", "'y' assigned twice"},
     {"no_count", "(out float y, in float x): y = x", "no count parameter"},
@@ -339,7 +344,8 @@ static const bad_case_t bad_cases[] = {
     {"assigning_a_scalar", "(float a, count int n): a = 1", "'a' is not an out or inout parameter"},
     {"assigning_an_in", P3 "x = 1", "'x' is not an out or inout parameter"},
     {"assigning_an_unknown_name", P3 "q = 1", "'q' is not an out or inout parameter"},
-    {"mixed_float_double", "(out float y, in double x, count int n): y = x", "pointers of one kernel have one element type"},
+    {"mixed_float_double", "(out float y, in double x, count int n): y = x",
+     "pointers of one kernel have one element type"},
     {"count_not_integer", "(out float y, count float n): y = 1", "the count is an integer"},
     {"count_double", "(out float y, count double n): y = 1", "the count is an integer"},
     {"pointer_of_int", "(out float y, in int x, count int n): y = x", "a pointer's elements are float or double"},
@@ -381,7 +387,10 @@ static const bad_case_t bad_cases[] = {
 
 /* The parameter is the row's index: every row runs in a fresh process of this program, where
  * the row's pointers would not hold; the test reads the row from its own copy of the table. */
-static void free_indices(struct criterion_test_params *p) { cr_free(p->params); }
+static void free_indices(struct criterion_test_params *p)
+{
+    cr_free(p->params);
+}
 
 ParameterizedTestParameters(fusion_spec, bad)
 {
@@ -440,7 +449,8 @@ Test(fusion_spec, columns_point_at_the_error)
 Test(fusion_spec, too_many_parameters)
 {
     char text[1024] = "(out float y, count int n";
-    for (int k = 0; k < CGJ_EW_MAX_PARAMS - 1; k++) snprintf(text + strlen(text), sizeof text - strlen(text), ", float a%d", k);
+    for (int k = 0; k < CGJ_EW_MAX_PARAMS - 1; k++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), ", float a%d", k);
     strcat(text, "): y = 1");
     char err[256];
     cr_assert_not(cgj_ew_parse(text, &S, err, sizeof err));
@@ -653,19 +663,18 @@ static const char *write_registry(const char *text)
     return file_path;
 }
 
-static const char REGISTRY[] =
-    "# elementwise kernels of the test\n"
-    "\n"
-    "   # an indented comment\n"
-    "scale(out float y, in float x, float a, count int n): y = a * x\n"
-    "shift (out float y, in float x, float b, count int n): y = x + b\n"
-    "\ttabbed\t(inout double x, count long n): x = x * 2\n"
-    "crlf(inout float x, count int n): x = relu(x)\r\n"
-    "bad_type(out half y, count int n): y = 1\n"
-    "nospec\n"
-    "broken (out float y, in float x, count int n): y = q\n"
-    "   \t  \n"
-    "last(inout float x, count int n): x = -x"; /* no final newline */
+static const char REGISTRY[] = "# elementwise kernels of the test\n"
+                               "\n"
+                               "   # an indented comment\n"
+                               "scale(out float y, in float x, float a, count int n): y = a * x\n"
+                               "shift (out float y, in float x, float b, count int n): y = x + b\n"
+                               "\ttabbed\t(inout double x, count long n): x = x * 2\n"
+                               "crlf(inout float x, count int n): x = relu(x)\r\n"
+                               "bad_type(out half y, count int n): y = 1\n"
+                               "nospec\n"
+                               "broken (out float y, in float x, count int n): y = q\n"
+                               "   \t  \n"
+                               "last(inout float x, count int n): x = -x"; /* no final newline */
 
 Test(fusion_spec, load_a_registry_file)
 {
@@ -726,7 +735,8 @@ Test(fusion_spec, load_an_empty_or_missing_file)
 Test(fusion_spec, the_configured_file_is_read_once_at_the_first_lookup)
 {
     char path[64];
-    snprintf(path, sizeof path, "%s", write_registry("scale(out float y, in float x, float a, count int n): y = a * x\n"));
+    snprintf(path, sizeof path, "%s",
+             write_registry("scale(out float y, in float x, float a, count int n): y = a * x\n"));
     cgj_cfg.OPS = path;
     char err[256];
     cr_assert(cgj_fusion_register("mine", SHIFT, err, sizeof err));

@@ -20,8 +20,7 @@
 
 TestSuite(fusion_spec_depth);
 
-#define assert_has(hay, needle) \
-    cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in '%s'", (needle), (hay))
+#define assert_has(hay, needle) cr_assert(strstr((hay), (needle)) != NULL, "expected '%s' in '%s'", (needle), (hay))
 
 #define HEAD "(out float y, in float x, count int n): y = "
 #define SMALL_STACK (256u << 10)

@@ -30,12 +30,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "fuzz_config: %s:%d: %s does not hold\n", __FILE__, __LINE__, #c);   \
-            abort();                                                                               \
-        }                                                                                          \
+#define CHECK(c)                                                                               \
+    do {                                                                                       \
+        if (!(c)) {                                                                            \
+            fprintf(stderr, "fuzz_config: %s:%d: %s does not hold\n", __FILE__, __LINE__, #c); \
+            abort();                                                                           \
+        }                                                                                      \
     } while (0)
 
 enum { K_INT, K_BOOL, K_STR };
@@ -100,7 +100,7 @@ static bool known_categories(const char *s)
 #define FUZZ_CATEGORY(name, doc) #name,
         CGJ_LOG_LIST(FUZZ_CATEGORY)
 #undef FUZZ_CATEGORY
-        "all"};
+            "all"};
     for (; *s; s += *s == ',') {
         size_t len = strcspn(s, ","), i = 0;
         while (len && i < sizeof names / sizeof names[0] && (strlen(names[i]) != len || strncmp(names[i], s, len))) i++;

@@ -25,12 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c)                                                                                 \
-    do {                                                                                         \
-        if (!(c)) {                                                                              \
-            fprintf(stderr, "fuzz_plan: %s:%d: %s does not hold\n", __FILE__, __LINE__, #c);    \
-            abort();                                                                             \
-        }                                                                                        \
+#define CHECK(c)                                                                             \
+    do {                                                                                     \
+        if (!(c)) {                                                                          \
+            fprintf(stderr, "fuzz_plan: %s:%d: %s does not hold\n", __FILE__, __LINE__, #c); \
+            abort();                                                                         \
+        }                                                                                    \
     } while (0)
 
 #define ALIGNED(x) ((x) == 0 ? CGJ_PLAN_ALIGN : ((x) + CGJ_PLAN_ALIGN - 1) / CGJ_PLAN_ALIGN * CGJ_PLAN_ALIGN)

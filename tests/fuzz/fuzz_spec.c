@@ -21,12 +21,12 @@
 
 #include "fuzz_stack.h"
 
-#define CHECK(c)                                                                \
-    do {                                                                        \
-        if (!(c)) {                                                             \
+#define CHECK(c)                                                                             \
+    do {                                                                                     \
+        if (!(c)) {                                                                          \
             fprintf(stderr, "fuzz_spec: %s:%d: %s does not hold\n", __FILE__, __LINE__, #c); \
-            abort();                                                            \
-        }                                                                       \
+            abort();                                                                         \
+        }                                                                                    \
     } while (0)
 
 static void check_node(const cgj_ew_spec_t *s, uint32_t k)

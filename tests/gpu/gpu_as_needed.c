@@ -44,7 +44,10 @@ static void check_failed(const char *file, int line, const char *call, const cha
 
 /* cuBLAS calls: the status's number, not CHECK_CUBLAS's cublasGetStatusString, which libcgjit
  * does not export: calling it would keep libcublas linked, and the test needs it dropped. */
-static const char *cublas_status(cublasStatus_t st) { return "cuBLAS status"; }
+static const char *cublas_status(cublasStatus_t st)
+{
+    return "cuBLAS status";
+}
 #define BL(call) CHECK_STATUS(cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublas_status, #call, call)
 
 typedef struct set {

@@ -23,14 +23,35 @@ enum { N = 1 << 16, STEPS = 1000, BLOCK = 256, GRID = 64 };
 #define REL_TOL 1e-5
 #define ABS_TOL 1e-6
 
-__global__ void axpb(float *x, float a, float b, int n) { FOR_EACH(i, n) x[i] = a * x[i] + b; }
-__global__ void scale_shift(float *y, const float *x, float a, float b, int n) { FOR_EACH(i, n) y[i] = a * x[i] + b; }
-__global__ void add_k(float *y, const float *a, const float *b, int n) { FOR_EACH(i, n) y[i] = a[i] + b[i]; }
-__global__ void gelu_k(float *x, int n) { FOR_EACH(i, n) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f)); }
-__global__ void relu_k(float *y, const float *x, int n) { FOR_EACH(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
-__global__ void times2(float *x, int n) { FOR_EACH(i, n) x[i] = 2.0f * x[i]; }
+__global__ void axpb(float *x, float a, float b, int n)
+{
+    FOR_EACH(i, n) x[i] = a * x[i] + b;
+}
+__global__ void scale_shift(float *y, const float *x, float a, float b, int n)
+{
+    FOR_EACH(i, n) y[i] = a * x[i] + b;
+}
+__global__ void add_k(float *y, const float *a, const float *b, int n)
+{
+    FOR_EACH(i, n) y[i] = a[i] + b[i];
+}
+__global__ void gelu_k(float *x, int n)
+{
+    FOR_EACH(i, n) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}
+__global__ void relu_k(float *y, const float *x, int n)
+{
+    FOR_EACH(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+__global__ void times2(float *x, int n)
+{
+    FOR_EACH(i, n) x[i] = 2.0f * x[i];
+}
 /* Opaque: not registered, and not elementwise (reads a neighbour). */
-__global__ void smooth(float *y, const float *x, int n) { FOR_EACH(i, n) y[i] = 0.5f * (x[i] + x[(i + 1) % n]); }
+__global__ void smooth(float *y, const float *x, int n)
+{
+    FOR_EACH(i, n) y[i] = 0.5f * (x[i] + x[(i + 1) % n]);
+}
 
 static const char *const SPECS[][2] = {
     {"axpb", "(inout float x, float a, float b, count int n): x = a * x + b"},
@@ -61,7 +82,8 @@ typedef struct scenario {
 
 /* x = 0.999 x + 0.001; out = relu(gelu(0.5 x + 0.25 + bias)), through two in-step temporaries
  * the step frees: one chain of five kernels, whose temporaries need never be written. */
-static void step_chain(const bufs_t *b, int, cudaStream_t s) {
+static void step_chain(const bufs_t *b, int, cudaStream_t s)
+{
     float *t1, *t2;
     CHECK(cudaMallocAsync((void **)&t1, N * sizeof(float), s));
     CHECK(cudaMallocAsync((void **)&t2, N * sizeof(float), s));
@@ -75,7 +97,8 @@ static void step_chain(const bufs_t *b, int, cudaStream_t s) {
 }
 
 /* The same with an opaque kernel reading t1 after the first chain: t1 must reach memory. */
-static void step_split(const bufs_t *b, int, cudaStream_t s) {
+static void step_split(const bufs_t *b, int, cudaStream_t s)
+{
     float *t1, *t2;
     CHECK(cudaMallocAsync((void **)&t1, N * sizeof(float), s));
     CHECK(cudaMallocAsync((void **)&t2, N * sizeof(float), s));
@@ -90,20 +113,23 @@ static void step_split(const bufs_t *b, int, cudaStream_t s) {
 }
 
 /* 1000 dependent in-place kernels: one chain, one kernel. */
-static void step_long(const bufs_t *b, int, cudaStream_t s) {
+static void step_long(const bufs_t *b, int, cudaStream_t s)
+{
     for (int j = 0; j < 1000; j++) axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.9999f, 0.001f, N);
     relu_k<<<GRID, BLOCK, 0, s>>>(b->out, b->x, N);
 }
 
 /* times2 registered as x * 3 (wrong_registration): validation must drop the fusion. */
-static void step_wrong(const bufs_t *b, int, cudaStream_t s) {
+static void step_wrong(const bufs_t *b, int, cudaStream_t s)
+{
     axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.5f, 0.001f, N);
     times2<<<GRID, BLOCK, 0, s>>>(b->x, N);
     relu_k<<<GRID, BLOCK, 0, s>>>(b->out, b->x, N);
 }
 
 /* A scalar that changes every 7th step: the fused chain's ops are guarded like constants. */
-static void step_changing(const bufs_t *b, int k, cudaStream_t s) {
+static void step_changing(const bufs_t *b, int k, cudaStream_t s)
+{
     axpb<<<GRID, BLOCK, 0, s>>>(b->x, k % 7 == 6 ? 0.998f : 0.999f, 0.001f, N);
     scale_shift<<<GRID, BLOCK, 0, s>>>(b->out, b->x, 0.5f, 0.25f, N);
     gelu_k<<<GRID, BLOCK, 0, s>>>(b->out, N);
@@ -122,7 +148,8 @@ static cudnnTensorDescriptor_t t_full, t_bias;
 static cudnnActivationDescriptor_t act;
 static cudnnOpTensorDescriptor_t opt;
 
-static void libs_setup(cudaStream_t s) {
+static void libs_setup(cudaStream_t s)
+{
     CHECK_CUDNN(cudnnCreate(&dnn));
     CHECK_CUDNN(cudnnSetStream(dnn, s));
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&t_full));
@@ -141,7 +168,8 @@ static void libs_setup(cudaStream_t s) {
     CHECK_CUBLAS(cublasSetStream(blas, s));
 }
 
-static void libs_chain(const bufs_t *b, float decay, cudaStream_t s) {
+static void libs_chain(const bufs_t *b, float decay, cudaStream_t s)
+{
     const float one = 1.0f, zero = 0.0f, half = 0.5f, small = 0.001f;
     axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.999f, 0.001f, N); /* the state moves, and heads the chain */
     CHECK_CUDNN(cudnnAddTensor(dnn, &one, t_bias, b->bias, &zero, t_full, b->out)); /* out = bias, broadcast */
@@ -153,12 +181,16 @@ static void libs_chain(const bufs_t *b, float decay, cudaStream_t s) {
     CHECK_CUBLAS(cublasSscal(blas, N, &decay, b->side, 1));
 }
 
-static void step_libs(const bufs_t *b, int, cudaStream_t s) { libs_chain(b, 0.999f, s); }
+static void step_libs(const bufs_t *b, int, cudaStream_t s)
+{
+    libs_chain(b, 0.999f, s);
+}
 
 /* The last call's scale is another one every 7th step: replay leaves the chain there, with the
  * calls before it absorbed, and re-issues them (cudnnAddTensor through its solo kernel); no
  * variant can take such a run, as no two are alike. */
-static void step_libs_exit(const bufs_t *b, int k, cudaStream_t s) {
+static void step_libs_exit(const bufs_t *b, int k, cudaStream_t s)
+{
     libs_chain(b, k % 7 == 6 ? 0.998f - 1e-6f * (float)k : 0.999f, s);
 }
 #else
@@ -170,22 +202,30 @@ static void step_libs_exit(const bufs_t *, int, cudaStream_t) {}
 /* A GEMM with a bias over its rows and an activation after it: C = relu(x B / 16 + bias) with
  * cudnnAddTensor and cudnnActivationForward (gemm_relu), or gelu_tanh(...) with registered
  * kernels, as gpt2 writes them (gemm_gelu): each one cuBLASLt matmul with its epilogue. */
-__global__ void bias_rows(float *x, const float *b, int rows, int cols) { FOR_EACH(i, rows * cols) x[i] += b[i % cols]; }
-__global__ void gelu_t(float *x, int n) {
-    FOR_EACH(i, n) {
+__global__ void bias_rows(float *x, const float *b, int rows, int cols)
+{
+    FOR_EACH(i, rows * cols) x[i] += b[i % cols];
+}
+__global__ void gelu_t(float *x, int n)
+{
+    FOR_EACH(i, n)
+    {
         float v = x[i];
         x[i] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
     }
 }
 
-static void gemm(const bufs_t *b, cudaStream_t s) {
+static void gemm(const bufs_t *b, cudaStream_t s)
+{
     const float scale = 1.0f / 16, zero = 0.0f;
     axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.999f, 0.001f, N);
-    CHECK_CUBLAS(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &scale, b->side, GM, b->x, GK, &zero, b->out, GM));
+    CHECK_CUBLAS(
+        cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &scale, b->side, GM, b->x, GK, &zero, b->out, GM));
 }
 
 #ifndef GPU_FUSION_NO_CUDNN
-static void step_gemm_relu(const bufs_t *b, int, cudaStream_t s) {
+static void step_gemm_relu(const bufs_t *b, int, cudaStream_t s)
+{
     const float one = 1.0f, zero = 0.0f;
     gemm(b, s);
     CHECK_CUDNN(cudnnAddTensor(dnn, &one, t_gbias, b->bias, &one, t_gemm, b->out));
@@ -195,20 +235,25 @@ static void step_gemm_relu(const bufs_t *b, int, cudaStream_t s) {
 static void step_gemm_relu(const bufs_t *, int, cudaStream_t) {}
 #endif
 
-static void step_gemm_gelu(const bufs_t *b, int, cudaStream_t s) {
+static void step_gemm_gelu(const bufs_t *b, int, cudaStream_t s)
+{
     gemm(b, s);
     bias_rows<<<GRID, BLOCK, 0, s>>>(b->out, b->bias, GN, GM);
     gelu_t<<<GRID, BLOCK, 0, s>>>(b->out, N);
 }
 
-static void step_gemm_alone(const bufs_t *b, int, cudaStream_t s) { gemm(b, s); }
+static void step_gemm_alone(const bufs_t *b, int, cudaStream_t s)
+{
+    gemm(b, s);
+}
 
 /* The same GEMM as a plain cublasLtMatmul, then the bias and ReLU (cuDNN): one matmul with the
  * RELU_BIAS epilogue in the program's matmul's place. */
 static cublasLtHandle_t lt;
 static cublasLtMatmulDesc_t lt_desc;
 static cublasLtMatrixLayout_t lt_a, lt_b, lt_c;
-static void lt_setup(void) {
+static void lt_setup(void)
+{
     CHECK_CUBLAS(cublasLtCreate(&lt));
     CHECK_CUBLAS(cublasLtMatmulDescCreate(&lt_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lt_a, CUDA_R_32F, GM, GK, GM));
@@ -217,7 +262,8 @@ static void lt_setup(void) {
 }
 
 #ifndef GPU_FUSION_NO_CUDNN
-static void step_lt_relu(const bufs_t *b, int, cudaStream_t s) {
+static void step_lt_relu(const bufs_t *b, int, cudaStream_t s)
+{
     const float scale = 1.0f / 16, zero = 0.0f, one = 1.0f;
     axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.999f, 0.001f, N);
     CHECK_CUBLAS(cublasLtMatmul(lt, lt_desc, &scale, b->side, lt_a, b->x, lt_b, &zero, b->out, lt_c, b->out, lt_c, NULL,
@@ -239,7 +285,8 @@ static cudnnConvolutionDescriptor_t c_conv;
 static void *c_ws;
 static size_t c_ws_bytes;
 
-static void conv_setup(void) {
+static void conv_setup(void)
+{
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&t_cx));
     CHECK_CUDNN(cudnnSetTensor4dDescriptor(t_cx, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, CC, CH, CW));
     CHECK_CUDNN(cudnnCreateTensorDescriptor(&t_cbias));
@@ -254,11 +301,13 @@ static void conv_setup(void) {
     CHECK(cudaMalloc(&c_ws, c_ws_bytes ? c_ws_bytes : 256));
 }
 
-static void step_conv_relu(const bufs_t *b, int, cudaStream_t s) {
+static void step_conv_relu(const bufs_t *b, int, cudaStream_t s)
+{
     const float one = 1.0f, zero = 0.0f;
     axpb<<<GRID, BLOCK, 0, s>>>(b->x, 0.999f, 0.001f, N);
     CHECK_CUDNN(cudnnConvolutionForward(dnn, &one, t_cx, b->x, f_cw, b->side, c_conv,
-                                        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, c_ws, c_ws_bytes, &zero, t_cx, b->out));
+                                        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, c_ws, c_ws_bytes, &zero, t_cx,
+                                        b->out));
     CHECK_CUDNN(cudnnAddTensor(dnn, &one, t_cbias, b->bias, &one, t_cx, b->out));
     CHECK_CUDNN(cudnnActivationForward(dnn, act, &one, t_cx, b->out, &zero, t_cx, b->out));
 }
@@ -289,12 +338,16 @@ static const scenario_t SCENARIOS[] = {
     {"gemm_autotune", step_gemm_alone, "max-autotune", 0, 1000, 0, "NONE", 0, 0, NULL},
 };
 enum { NSCENARIOS = sizeof SCENARIOS / sizeof SCENARIOS[0] };
-static const char *scenario_at(int i) { return SCENARIOS[i].name; }
+static const char *scenario_at(int i)
+{
+    return SCENARIOS[i].name;
+}
 
 /* The registrations of scenario sc: through the API, or (registry_file) a file in CGJIT_OPS:
  * cgjit reads its variables once, when it starts (a library linked in may start it before main),
  * so the program runs itself again with them set. */
-static void register_kernels(const scenario_t *sc, char **argv) {
+static void register_kernels(const scenario_t *sc, char **argv)
+{
     if (sc->env) {
         char name[64];
         const char *eq = strchr(sc->env, '=');
@@ -335,7 +388,8 @@ static void register_kernels(const scenario_t *sc, char **argv) {
     if (cgj_mode_set("fast") != CGJ_ERR_INVALID_ARG) problem("cgj_mode_set accepted an unknown mode");
 }
 
-static void alloc_bufs(bufs_t *b, const float *init) {
+static void alloc_bufs(bufs_t *b, const float *init)
+{
     float **all[] = {&b->x, &b->bias, &b->out, &b->side};
     for (int k = 0; k < 4; k++) {
         CHECK(cudaMalloc((void **)all[k], N * sizeof(float)));
@@ -345,11 +399,11 @@ static void alloc_bufs(bufs_t *b, const float *init) {
 
 /* Worst excess of got over eager's tolerance (<= 0: within; normwise: against the largest eager
  * magnitude), and whether they are bitwise equal. */
-static double excess(const float *want, const float *got, size_t n, int normwise, int *bitwise) {
+static double excess(const float *want, const float *got, size_t n, int normwise, int *bitwise)
+{
     double worst = -1, scale = 0;
     *bitwise = !memcmp(want, got, n * sizeof(float));
-    for (size_t i = 0; i < n && normwise; i++)
-        scale = fmax(scale, fabs((double)want[i]));
+    for (size_t i = 0; i < n && normwise; i++) scale = fmax(scale, fabs((double)want[i]));
     for (size_t i = 0; i < n && !*bitwise; i++) {
         double mag = normwise ? scale : fabs((double)want[i]);
         double d = fabs((double)want[i] - (double)got[i]) - (ABS_TOL + REL_TOL * mag);
@@ -358,7 +412,8 @@ static double excess(const float *want, const float *got, size_t n, int normwise
     return *bitwise ? -1 : worst;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     int idx = scenario_arg(argc, argv, "SCENARIO", scenario_at, NSCENARIOS);
     if (idx < 0) return 2;
     const scenario_t *sc = &SCENARIOS[idx];

@@ -43,9 +43,9 @@
 
 enum {
     STEPS = 200,
-    NBUF = 16,          /* device buffers per set */
-    BUF_FLOATS = 8192,  /* floats per buffer */
-    NHOST = 4,          /* host floats a step may leave as outputs */
+    NBUF = 16,         /* device buffers per set */
+    BUF_FLOATS = 8192, /* floats per buffer */
+    NHOST = 4,         /* host floats a step may leave as outputs */
     BLOCK = 256,
     GRID = 32
 };
@@ -62,7 +62,10 @@ static const float ONE = 1.0f, ZERO = 0.0f, HALF = 0.5f, QUARTER = 0.25f, THREE_
 
 static bool correctness_only; /* GPU_LIBS_CORRECTNESS_ONLY=1 */
 
-static void fail_now(const char *msg) { fail_exit(msg, NULL); }
+static void fail_now(const char *msg)
+{
+    fail_exit(msg, NULL);
+}
 
 /* A library call that must succeed; a failure ends the scenario, naming the call as written and
  * its status (cuda_check.h, through gpu_common.h). BLAS: cuBLAS and cuBLASLt (cublasStatus_t).
@@ -76,8 +79,10 @@ static void fail_now(const char *msg) { fail_exit(msg, NULL); }
 /* ---- kernels (grid-stride) ------------------------------------------------------------------ */
 
 /* The step's inputs: values in [-1, 1) on a 1/512 grid, a hash of (i, step, salt). */
-__global__ void k_fill(float *x, int n, int step, int salt) {
-    FOR_EACH(i, n) {
+__global__ void k_fill(float *x, int n, int step, int salt)
+{
+    FOR_EACH(i, n)
+    {
         unsigned h = (unsigned)i * 2654435761u + (unsigned)step * 40503u + (unsigned)salt * 2246822519u;
         h ^= h >> 15;
         h *= 0x2c1b3c6du;
@@ -88,11 +93,13 @@ __global__ void k_fill(float *x, int n, int step, int salt) {
     }
 }
 
-__global__ void k_scale(float *y, const float *x, float a, int n) {
+__global__ void k_scale(float *y, const float *x, float a, int n)
+{
     FOR_EACH(i, n) y[i] = a * x[i];
 }
 
-__global__ void k_positive(float *x, int n) {
+__global__ void k_positive(float *x, int n)
+{
     FOR_EACH(i, n) x[i] = fabsf(x[i]) + 0.5f;
 }
 
@@ -131,7 +138,8 @@ static struct libs {
 #endif
 } g;
 
-static void blas_create(void) {
+static void blas_create(void)
+{
     BLAS(cublasCreate(&g.blas));
     BLAS(cublasSetStream(g.blas, g.stream));
     /* After cublasSetStream, which resets the workspace: no call allocates one of its own. */
@@ -140,7 +148,8 @@ static void blas_create(void) {
     BLAS(cublasSetPointerMode(g.blas, CUBLAS_POINTER_MODE_HOST));
 }
 
-static void lt_create(void) {
+static void lt_create(void)
+{
     BLAS(cublasLtCreate(&g.lt));
     CHECK(cudaMalloc(&g.lt_ws, LT_WS_BYTES));
     BLAS(cublasLtMatmulDescCreate(&g.mm_plain, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -156,17 +165,20 @@ static void lt_create(void) {
 static const cudnnConvolutionFwdAlgo_t CONV_ALGO = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
 static const cudnnConvolutionFwdAlgo_t CONV_BIAS_ALGO = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
 
-static void dnn_create_handle(void) {
+static void dnn_create_handle(void)
+{
     DNN(cudnnCreate(&g.dnn));
     DNN(cudnnSetStream(g.dnn, g.stream));
 }
 
-static void tensor4d(cudnnTensorDescriptor_t *t, int n, int c, int h, int w) {
+static void tensor4d(cudnnTensorDescriptor_t *t, int n, int c, int h, int w)
+{
     DNN(cudnnCreateTensorDescriptor(t));
     DNN(cudnnSetTensor4dDescriptor(*t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
 }
 
-static void dnn_create(void) {
+static void dnn_create(void)
+{
     dnn_create_handle();
     tensor4d(&g.t_x, 2, 4, 16, 16);
     tensor4d(&g.t_y, 2, 8, 16, 16);
@@ -194,8 +206,7 @@ static void dnn_create(void) {
     for (int a = 0; a < 2; a++) {
         size_t ws = 0;
         DNN(cudnnGetConvolutionForwardWorkspaceSize(g.dnn, g.t_x, g.f_w, g.conv, g.t_y, algos[a], &ws));
-        if (ws > g.dnn_ws_bytes)
-            g.dnn_ws_bytes = ws;
+        if (ws > g.dnn_ws_bytes) g.dnn_ws_bytes = ws;
     }
     CHECK(cudaMalloc(&g.dnn_ws, g.dnn_ws_bytes));
     DNN(cudnnCreateActivationDescriptor(&g.relu));
@@ -209,39 +220,40 @@ static void dnn_create(void) {
     DNN(cudnnCreatePoolingDescriptor(&g.pool_max));
     DNN(cudnnSetPooling2dDescriptor(g.pool_max, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN, 2, 2, 0, 0, 2, 2));
     DNN(cudnnCreatePoolingDescriptor(&g.pool_avg));
-    DNN(cudnnSetPooling2dDescriptor(g.pool_avg, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, CUDNN_PROPAGATE_NAN,
-                                    3, 3, 1, 1, 2, 2));
+    DNN(cudnnSetPooling2dDescriptor(g.pool_avg, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, CUDNN_PROPAGATE_NAN, 3, 3,
+                                    1, 1, 2, 2));
 }
 #endif
 
-static void libs_create(unsigned needs) {
+static void libs_create(unsigned needs)
+{
     CHECK(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
     if (needs & NEED_BLAS) {
         CHECK(cudaMalloc(&g.blas_ws, BLAS_WS_BYTES));
         blas_create();
     }
-    if (needs & NEED_LT)
-        lt_create();
+    if (needs & NEED_LT) lt_create();
 #ifndef GPU_LIBS_NO_CUDNN
-    if (needs & NEED_DNN)
-        dnn_create();
+    if (needs & NEED_DNN) dnn_create();
 #endif
 }
 
 /* ---- buffer sets ---------------------------------------------------------------------------- */
 
 typedef struct set {
-    float *d[NBUF];     /* device buffers, BUF_FLOATS each */
-    void **ptrs;        /* device array of 16 pointers (gemm_batched_ex) */
-    float host[NHOST];  /* host outputs of a step */
+    float *d[NBUF];    /* device buffers, BUF_FLOATS each */
+    void **ptrs;       /* device array of 16 pointers (gemm_batched_ex) */
+    float host[NHOST]; /* host outputs of a step */
 } set_t;
 
-static void fill(float *x, int n, int step, int salt) {
+static void fill(float *x, int n, int step, int salt)
+{
     k_fill<<<GRID, BLOCK, 0, g.stream>>>(x, n, step, salt);
     CHECK(cudaGetLastError());
 }
 
-static void set_init(set_t *s, const float *init, void (*init_set)(set_t *)) {
+static void set_init(set_t *s, const float *init, void (*init_set)(set_t *))
+{
     for (int b = 0; b < NBUF; b++) {
         CHECK(cudaMalloc((void **)&s->d[b], BUF_BYTES));
         CHECK(cudaMemcpy(s->d[b], init + (size_t)b * BUF_FLOATS, BUF_BYTES, cudaMemcpyHostToDevice));
@@ -249,21 +261,21 @@ static void set_init(set_t *s, const float *init, void (*init_set)(set_t *)) {
     CHECK(cudaMalloc((void **)&s->ptrs, 16 * sizeof(void *)));
     CHECK(cudaMemset(s->ptrs, 0, 16 * sizeof(void *)));
     memset(s->host, 0, sizeof s->host);
-    if (init_set)
-        init_set(s);
+    if (init_set) init_set(s);
     CHECK(cudaDeviceSynchronize());
 }
 
-static void set_free(set_t *s) {
-    for (int b = 0; b < NBUF; b++)
-        CHECK(cudaFree(s->d[b]));
+static void set_free(set_t *s)
+{
+    for (int b = 0; b < NBUF; b++) CHECK(cudaFree(s->d[b]));
     CHECK(cudaFree(s->ptrs));
 }
 
 /* ---- cuBLAS scenarios ----------------------------------------------------------------------- */
 
 /* sgemm: C0 = A B (NN, beta 0); C1 = 1/4 A2^T B + 1/2 C1 (TN, accumulating). */
-static void step_sgemm(set_t *s, int k) {
+static void step_sgemm(set_t *s, int k)
+{
     float *A = s->d[2], *B = s->d[3], *A2 = s->d[4];
     fill(A, M * K, k, 1);
     BLAS(cublasSgemm_v2(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &ONE, A, M, B, K, &ZERO, s->d[0], M));
@@ -271,7 +283,8 @@ static void step_sgemm(set_t *s, int k) {
 }
 
 /* gemm_ex: C = A B + 1/2 C through cublasGemmEx, fp32 in, out and compute. */
-static void step_gemm_ex(set_t *s, int k) {
+static void step_gemm_ex(set_t *s, int k)
+{
     float *A = s->d[2], *B = s->d[3];
     fill(A, M * K, k, 2);
     BLAS(cublasGemmEx(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &ONE, A, CUDA_R_32F, M, B, CUDA_R_32F, K, &HALF,
@@ -279,25 +292,28 @@ static void step_gemm_ex(set_t *s, int k) {
 }
 
 /* sgemm_strided_batched: BATCH products C_i = A_i B_i^T, B stored BN x BK. */
-static void step_sgemm_strided_batched(set_t *s, int k) {
+static void step_sgemm_strided_batched(set_t *s, int k)
+{
     float *A = s->d[2], *B = s->d[3];
     fill(A, BATCH * BM * BK, k, 3);
-    BLAS(cublasSgemmStridedBatched(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, BM, BN, BK, &ONE, A, BM, BM * BK, B, BN,
-                                   BN * BK, &ZERO, s->d[0], BM, BM * BN, BATCH));
+    BLAS(cublasSgemmStridedBatched(g.blas, CUBLAS_OP_N, CUBLAS_OP_T, BM, BN, BK, &ONE, A, BM, BM * BK, B, BN, BN * BK,
+                                   &ZERO, s->d[0], BM, BM * BN, BATCH));
 }
 
 /* gemm_strided_batched_ex: C_i = A_i^T B_i + 1/4 C_i, A stored BK x BM. */
-static void step_gemm_strided_batched_ex(set_t *s, int k) {
+static void step_gemm_strided_batched_ex(set_t *s, int k)
+{
     float *A = s->d[2], *B = s->d[3];
     fill(A, BATCH * BM * BK, k, 4);
-    BLAS(cublasGemmStridedBatchedEx(g.blas, CUBLAS_OP_T, CUBLAS_OP_N, BM, BN, BK, &ONE, A, CUDA_R_32F, BK,
-                                    BM * BK, B, CUDA_R_32F, BK, BK * BN, &QUARTER, s->d[0], CUDA_R_32F, BM,
-                                    BM * BN, BATCH, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    BLAS(cublasGemmStridedBatchedEx(g.blas, CUBLAS_OP_T, CUBLAS_OP_N, BM, BN, BK, &ONE, A, CUDA_R_32F, BK, BM * BK, B,
+                                    CUDA_R_32F, BK, BK * BN, &QUARTER, s->d[0], CUDA_R_32F, BM, BM * BN, BATCH,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 /* gemm_batched_ex: pointer arrays in device memory, written once per set: A_i from d[2], B_i from
  * d[3] in reverse order, C_i into d[0] with a gap, so that the arrays are not one stride. */
-static void init_gemm_batched_ex(set_t *s) {
+static void init_gemm_batched_ex(set_t *s)
+{
     void *h[16] = {0};
     for (int i = 0; i < BATCH; i++) {
         h[i] = s->d[2] + i * BM * BK;
@@ -307,7 +323,8 @@ static void init_gemm_batched_ex(set_t *s) {
     CHECK(cudaMemcpy(s->ptrs, h, sizeof h, cudaMemcpyHostToDevice));
 }
 
-static void step_gemm_batched_ex(set_t *s, int k) {
+static void step_gemm_batched_ex(set_t *s, int k)
+{
     fill(s->d[2], BATCH * BM * BK, k, 5);
     BLAS(cublasGemmBatchedEx(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, BM, BN, BK, &ONE, (const void *const *)s->ptrs,
                              CUDA_R_32F, BM, (const void *const *)(s->ptrs + BATCH), CUDA_R_32F, BK, &HALF,
@@ -316,7 +333,8 @@ static void step_gemm_batched_ex(set_t *s, int k) {
 }
 
 /* sgemv: y0 = A x (M), y1 = A^T z + 1/2 y1 (K). */
-static void step_sgemv(set_t *s, int k) {
+static void step_sgemv(set_t *s, int k)
+{
     float *x = s->d[2], *A = s->d[3], *z = s->d[4];
     fill(x, K, k, 6);
     fill(z, M, k, 7);
@@ -325,34 +343,42 @@ static void step_sgemv(set_t *s, int k) {
 }
 
 /* saxpy: y += 1/2 x. */
-static void step_saxpy(set_t *s, int k) {
+static void step_saxpy(set_t *s, int k)
+{
     fill(s->d[2], VEC, k, 8);
     BLAS(cublasSaxpy_v2(g.blas, VEC, &HALF, s->d[2], 1, s->d[0], 1));
 }
 
 /* sscal: x = 3/4 x, x written first. */
-static void step_sscal(set_t *s, int k) {
+static void step_sscal(set_t *s, int k)
+{
     fill(s->d[0], VEC, k, 9);
     BLAS(cublasSscal_v2(g.blas, VEC, &THREE_QUARTERS, s->d[0], 1));
 }
 
 /* scopy: every other float of the input into the first VEC/2 floats of the output. */
-static void step_scopy(set_t *s, int k) {
+static void step_scopy(set_t *s, int k)
+{
     fill(s->d[2], VEC, k, 10);
     BLAS(cublasScopy_v2(g.blas, VEC / 2, s->d[2], 2, s->d[0], 1));
 }
 
 /* sdot, device pointer mode: the result into device memory. */
-static void setup_device_pointer_mode(void) { BLAS(cublasSetPointerMode(g.blas, CUBLAS_POINTER_MODE_DEVICE)); }
+static void setup_device_pointer_mode(void)
+{
+    BLAS(cublasSetPointerMode(g.blas, CUBLAS_POINTER_MODE_DEVICE));
+}
 
-static void step_sdot(set_t *s, int k) {
+static void step_sdot(set_t *s, int k)
+{
     fill(s->d[2], VEC, k, 11);
     BLAS(cublasSdot_v2(g.blas, VEC, s->d[2], 1, s->d[3], 1, s->d[0] + 5));
 }
 
 /* sdot_host, host pointer mode: the result into host memory (the call synchronizes inside the
  * step), and the value then feeds a kernel and a second dot. */
-static void step_sdot_host(set_t *s, int k) {
+static void step_sdot_host(set_t *s, int k)
+{
     float h0 = 0.0f, h1 = 0.0f;
     fill(s->d[2], VEC, k, 12);
     BLAS(cublasSdot_v2(g.blas, VEC, s->d[2], 1, s->d[3], 1, &h0));
@@ -364,47 +390,53 @@ static void step_sdot_host(set_t *s, int k) {
 }
 
 /* The Ex forms, fp32 throughout. */
-static void step_axpy_ex(set_t *s, int k) {
+static void step_axpy_ex(set_t *s, int k)
+{
     fill(s->d[2], VEC, k, 13);
     BLAS(cublasAxpyEx(g.blas, VEC, &QUARTER, CUDA_R_32F, s->d[2], CUDA_R_32F, 1, s->d[0], CUDA_R_32F, 1, CUDA_R_32F));
 }
 
-static void step_scal_ex(set_t *s, int k) {
+static void step_scal_ex(set_t *s, int k)
+{
     fill(s->d[0], VEC, k, 14);
     BLAS(cublasScalEx(g.blas, VEC / 2, &THREE_QUARTERS, CUDA_R_32F, s->d[0], CUDA_R_32F, 2, CUDA_R_32F));
 }
 
-static void step_copy_ex(set_t *s, int k) {
+static void step_copy_ex(set_t *s, int k)
+{
     fill(s->d[2], VEC, k, 15);
     BLAS(cublasCopyEx(g.blas, VEC / 2, s->d[2], CUDA_R_32F, 1, s->d[0], CUDA_R_32F, 2));
 }
 
-static void step_dot_ex(set_t *s, int k) {
+static void step_dot_ex(set_t *s, int k)
+{
     fill(s->d[2], VEC, k, 16);
-    BLAS(cublasDotEx(g.blas, VEC, s->d[2], CUDA_R_32F, 1, s->d[3], CUDA_R_32F, 1, s->d[0] + 3, CUDA_R_32F,
-                     CUDA_R_32F));
+    BLAS(cublasDotEx(g.blas, VEC, s->d[2], CUDA_R_32F, 1, s->d[3], CUDA_R_32F, 1, s->d[0] + 3, CUDA_R_32F, CUDA_R_32F));
 }
 
 /* ---- cuBLASLt scenarios --------------------------------------------------------------------- */
 
 /* lt_matmul: D = A B + 1/2 D (C and D the same matrix), no epilogue; algo NULL (cuBLASLt's own
  * heuristics), with a workspace. */
-static void step_lt_matmul(set_t *s, int k) {
+static void step_lt_matmul(set_t *s, int k)
+{
     float *A = s->d[2], *B = s->d[3];
     fill(A, M * K, k, 17);
-    BLAS(cublasLtMatmul(g.lt, g.mm_plain, &ONE, A, g.la, B, g.lb, &HALF, s->d[0], g.lc, s->d[0], g.lc, NULL,
-                        g.lt_ws, LT_WS_BYTES, g.stream));
+    BLAS(cublasLtMatmul(g.lt, g.mm_plain, &ONE, A, g.la, B, g.lb, &HALF, s->d[0], g.lc, s->d[0], g.lc, NULL, g.lt_ws,
+                        LT_WS_BYTES, g.stream));
 }
 
 /* lt_matmul_relu_bias: D = relu(A B + bias) with CUBLASLT_EPILOGUE_RELU_BIAS; the bias pointer
  * is set into the descriptor every step, as a framework does. */
-static void lt_relu_bias(const float *A, const float *B, const float *bias, float *D) {
+static void lt_relu_bias(const float *A, const float *B, const float *bias, float *D)
+{
     BLAS(cublasLtMatmulDescSetAttribute(g.mm_relu_bias, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     BLAS(cublasLtMatmul(g.lt, g.mm_relu_bias, &ONE, A, g.la, B, g.lb, &ZERO, D, g.lc, D, g.lc, NULL, g.lt_ws,
                         LT_WS_BYTES, g.stream));
 }
 
-static void step_lt_matmul_relu_bias(set_t *s, int k) {
+static void step_lt_matmul_relu_bias(set_t *s, int k)
+{
     float *A = s->d[2], *B = s->d[3], *bias = s->d[4];
     fill(A, M * K, k, 18);
     fill(bias, M, k, 19);
@@ -414,7 +446,8 @@ static void step_lt_matmul_relu_bias(set_t *s, int k) {
 /* ---- behaviour: alpha_changes (cuBLAS only) ------------------------------------------------ */
 
 /* alpha_changes: host pointer mode, alpha = 1 + (k / 7) % 3 for a saxpy and an sgemm. */
-static void step_alpha_changes(set_t *s, int k) {
+static void step_alpha_changes(set_t *s, int k)
+{
     float alpha = 1.0f + (float)((k / 7) % 3);
     float *x = s->d[2], *A = s->d[3], *B = s->d[4];
     fill(x, VEC, k, 32);
@@ -427,7 +460,8 @@ static void step_alpha_changes(set_t *s, int k) {
 
 #ifndef GPU_LIBS_NO_CUDNN
 /* conv_forward: y = conv(x, w), 3x3, pad 1, implicit GEMM, FMA math. */
-static void step_conv_forward(set_t *s, int k) {
+static void step_conv_forward(set_t *s, int k)
+{
     float *x = s->d[2], *w = s->d[3];
     fill(x, 2 * 4 * 16 * 16, k, 20);
     DNN(cudnnConvolutionForward(g.dnn, &ONE, g.t_x, x, g.f_w, w, g.conv, CONV_ALGO, g.dnn_ws, g.dnn_ws_bytes, &ZERO,
@@ -435,7 +469,8 @@ static void step_conv_forward(set_t *s, int k) {
 }
 
 /* conv_bias_act: y = relu(conv(x, w) + 1/2 z + bias). */
-static void step_conv_bias_act(set_t *s, int k) {
+static void step_conv_bias_act(set_t *s, int k)
+{
     float *x = s->d[2], *w = s->d[3], *z = s->d[4], *bias = s->d[5];
     fill(x, 2 * 4 * 16 * 16, k, 21);
     fill(z, 2 * 8 * 16 * 16, k, 22);
@@ -445,7 +480,8 @@ static void step_conv_bias_act(set_t *s, int k) {
 }
 
 /* activation: y0 = relu(x); y1 = tanh(x) + 1/4 y1. */
-static void step_activation(set_t *s, int k) {
+static void step_activation(set_t *s, int k)
+{
     float *x = s->d[2];
     fill(x, 1024, k, 23);
     DNN(cudnnActivationForward(g.dnn, g.relu, &ONE, g.t_act, x, &ZERO, g.t_act, s->d[0]));
@@ -453,7 +489,8 @@ static void step_activation(set_t *s, int k) {
 }
 
 /* op_tensor: c0 = a + 1/2 b (b 1 x 8 x 1 x 1, broadcast); c1 = a * b2 + 1/2 c1. */
-static void step_op_tensor(set_t *s, int k) {
+static void step_op_tensor(set_t *s, int k)
+{
     float *a = s->d[2], *b = s->d[3], *b2 = s->d[4];
     fill(a, 1024, k, 24);
     DNN(cudnnOpTensor(g.dnn, g.op_add, &ONE, g.t_act, a, &HALF, g.t_bias8, b, &ZERO, g.t_act, s->d[0]));
@@ -461,20 +498,23 @@ static void step_op_tensor(set_t *s, int k) {
 }
 
 /* add_tensor: c = bias + 1/2 c, the bias (1 x 8 x 1 x 1) broadcast and new every step. */
-static void step_add_tensor(set_t *s, int k) {
+static void step_add_tensor(set_t *s, int k)
+{
     float *bias = s->d[2];
     fill(bias, 8, k, 25);
     DNN(cudnnAddTensor(g.dnn, &ONE, g.t_bias8, bias, &HALF, g.t_act, s->d[0]));
 }
 
 /* scale_tensor: y = 3/4 y, y written first. */
-static void step_scale_tensor(set_t *s, int k) {
+static void step_scale_tensor(set_t *s, int k)
+{
     fill(s->d[0], 1024, k, 26);
     DNN(cudnnScaleTensor(g.dnn, g.t_act, s->d[0], &THREE_QUARTERS));
 }
 
 /* softmax: over the 10 channels of 2 x 10 x 4 x 4. */
-static void step_softmax(set_t *s, int k) {
+static void step_softmax(set_t *s, int k)
+{
     float *x = s->d[2];
     fill(x, 320, k, 27);
     DNN(cudnnSoftmaxForward(g.dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &ONE, g.t_soft, x, &ZERO,
@@ -482,7 +522,8 @@ static void step_softmax(set_t *s, int k) {
 }
 
 /* pooling: 2x2 max, stride 2; 3x3 average with padding 1, stride 2; 2x8x16x16 -> 2x8x8x8. */
-static void step_pooling(set_t *s, int k) {
+static void step_pooling(set_t *s, int k)
+{
     float *x = s->d[2];
     fill(x, 2 * 8 * 16 * 16, k, 28);
     DNN(cudnnPoolingForward(g.dnn, g.pool_max, &ONE, g.t_y, x, &ZERO, g.t_act, s->d[0]));
@@ -490,12 +531,14 @@ static void step_pooling(set_t *s, int k) {
 }
 
 /* batchnorm_inference: spatial, running mean and (positive) variance fixed per set. */
-static void init_batchnorm(set_t *s) {
+static void init_batchnorm(set_t *s)
+{
     k_positive<<<1, 32>>>(s->d[6], 8);
     CHECK(cudaGetLastError());
 }
 
-static void step_batchnorm_inference(set_t *s, int k) {
+static void step_batchnorm_inference(set_t *s, int k)
+{
     float *x = s->d[2];
     fill(x, 1024, k, 29);
     DNN(cudnnBatchNormalizationForwardInference(g.dnn, CUDNN_BATCHNORM_SPATIAL, &ONE, &ZERO, g.t_act, x, g.t_act,
@@ -507,7 +550,8 @@ static void step_batchnorm_inference(set_t *s, int k) {
  * executed with a variant pack that is built for every call (as cudnn-frontend does). */
 enum { UID_X = 1, UID_W = 2, UID_Y = 3 };
 
-static cudnnBackendDescriptor_t be_tensor(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w) {
+static cudnnBackendDescriptor_t be_tensor(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w)
+{
     cudnnBackendDescriptor_t t;
     int64_t dims[4] = {n, c, h, w}, strides[4] = {c * h * w, h * w, w, 1}, align = 16;
     cudnnDataType_t dt = CUDNN_DATA_FLOAT;
@@ -523,13 +567,15 @@ static cudnnBackendDescriptor_t be_tensor(int64_t uid, int64_t n, int64_t c, int
 
 /* 1 if the engine of cfg has none of the notes that would make fp32 results inexact or
  * irreproducible, and needs no runtime compilation. */
-static int engine_is_plain(cudnnBackendDescriptor_t cfg) {
+static int engine_is_plain(cudnnBackendDescriptor_t cfg)
+{
     cudnnBackendDescriptor_t engine;
     DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine));
     int64_t count = 0;
     int plain = 1;
-    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count,
-                                 &engine) != CUDNN_STATUS_SUCCESS || count != 1) {
+    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &engine) !=
+            CUDNN_STATUS_SUCCESS ||
+        count != 1) {
         DNN(cudnnBackendDestroyDescriptor(engine));
         return 0;
     }
@@ -548,14 +594,14 @@ static int engine_is_plain(cudnnBackendDescriptor_t cfg) {
     if (cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
                                  CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &count, behaviour) == CUDNN_STATUS_SUCCESS) {
         for (int64_t i = 0; i < count; i++)
-            if (behaviour[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)
-                plain = 0;
+            if (behaviour[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) plain = 0;
     }
     DNN(cudnnBackendDestroyDescriptor(engine));
     return plain;
 }
 
-static void setup_backend(void) {
+static void setup_backend(void)
+{
     cudnnBackendDescriptor_t x = be_tensor(UID_X, 2, 4, 16, 16), w = be_tensor(UID_W, 8, 4, 3, 3),
                              y = be_tensor(UID_Y, 2, 8, 16, 16);
     cudnnBackendDescriptor_t conv, op, graph, heur;
@@ -577,8 +623,8 @@ static void setup_backend(void) {
     DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
     DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w));
     DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
-    DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv));
+    DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                 1, &conv));
     DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
     DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
     DNN(cudnnBackendFinalize(op));
@@ -596,23 +642,18 @@ static void setup_backend(void) {
     DNN(cudnnBackendFinalize(heur));
     int64_t nres = 0;
     DNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &nres, NULL));
-    if (nres <= 0)
-        fail_now("cuDNN heuristics found no engine configuration for the convolution graph");
-    if (nres > 64)
-        nres = 64;
+    if (nres <= 0) fail_now("cuDNN heuristics found no engine configuration for the convolution graph");
+    if (nres > 64) nres = 64;
     cudnnBackendDescriptor_t cfgs[64];
-    for (int64_t i = 0; i < nres; i++)
-        DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i]));
+    for (int64_t i = 0; i < nres; i++) DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i]));
     int64_t got = 0;
-    DNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nres, &got,
-                                 cfgs));
+    DNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nres, &got, cfgs));
     /* First pass: plain engines only; second: any that finalizes. */
     g.plan = NULL;
     int chosen = -1, pass_used = -1;
     for (int pass = 0; pass < 2 && !g.plan; pass++)
         for (int64_t i = 0; i < got && !g.plan; i++) {
-            if (pass == 0 && !engine_is_plain(cfgs[i]))
-                continue;
+            if (pass == 0 && !engine_is_plain(cfgs[i])) continue;
             cudnnBackendDescriptor_t plan;
             DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
             DNN(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &g.dnn));
@@ -626,8 +667,7 @@ static void setup_backend(void) {
                 DNN(cudnnBackendDestroyDescriptor(plan));
             }
         }
-    if (!g.plan)
-        fail_now("no execution plan of the cuDNN heuristics' engine configurations finalized");
+    if (!g.plan) fail_now("no execution plan of the cuDNN heuristics' engine configurations finalized");
     int64_t n = 0;
     DNN(cudnnBackendGetAttribute(g.plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
                                  &g.plan_ws_bytes));
@@ -635,13 +675,13 @@ static void setup_backend(void) {
     printf("backend: %lld engine configurations, plan from #%d (%s), workspace %lld bytes\n", (long long)got, chosen,
            pass_used == 0 ? "no tensor-core, down-convert or nondeterministic note" : "any: no plain engine",
            (long long)g.plan_ws_bytes);
-    for (int64_t i = 0; i < nres; i++)
-        DNN(cudnnBackendDestroyDescriptor(cfgs[i]));
+    for (int64_t i = 0; i < nres; i++) DNN(cudnnBackendDestroyDescriptor(cfgs[i]));
     DNN(cudnnBackendDestroyDescriptor(heur));
     /* The plan keeps what it needs of the graph. */
 }
 
-static void step_backend_execute(set_t *s, int k) {
+static void step_backend_execute(set_t *s, int k)
+{
     float *x = s->d[2], *w = s->d[3];
     fill(x, 2 * 4 * 16 * 16, k, 30);
     void *ptrs[3] = {x, w, s->d[0]};
@@ -663,17 +703,20 @@ static void step_backend_execute(set_t *s, int k) {
  * float of 8 rows of 8) for a ReLU, then 1x1x4x8 again for a second add. A call replayed with
  * the contents of another would touch other floats. Between steps, outside them, the program sets
  * the descriptor to 1x2x4x4 and back to 1x1x4x8. */
-static void desc_packed(void) {
+static void desc_packed(void)
+{
     DNN(cudnnSetTensor4dDescriptor(g.t_mod, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 4, 8));
 }
 
-static void between_desc_modified(int k) {
+static void between_desc_modified(int k)
+{
     (void)k;
     DNN(cudnnSetTensor4dDescriptor(g.t_mod, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 2, 4, 4));
     desc_packed();
 }
 
-static void step_desc_modified(set_t *s, int k) {
+static void step_desc_modified(set_t *s, int k)
+{
     float *x = s->d[2];
     fill(x, 128, k, 31);
     DNN(cudnnAddTensor(g.dnn, &ONE, g.t_mod, x, &HALF, g.t_mod, s->d[0]));
@@ -687,9 +730,9 @@ static void step_desc_modified(set_t *s, int k) {
  * and created again (stream, workspace and modes set again): at k % 20 == 0 the old ones are
  * destroyed first (the new ones may get the same addresses), at k % 20 == 10 the new ones are
  * created first (other addresses). */
-static void between_handle_recreate(int k) {
-    if (k % 10)
-        return;
+static void between_handle_recreate(int k)
+{
+    if (k % 10) return;
     cublasHandle_t old_blas = g.blas;
     cudnnHandle_t old_dnn = g.dnn;
     bool create_first = k % 20 == 10;
@@ -705,7 +748,8 @@ static void between_handle_recreate(int k) {
     }
 }
 
-static void step_handle_recreate(set_t *s, int k) {
+static void step_handle_recreate(set_t *s, int k)
+{
     float *in = s->d[4], *B = s->d[5];
     fill(in, BUF_FLOATS, k, 34);
     BLAS(cublasSgemm_v2(g.blas, CUBLAS_OP_N, CUBLAS_OP_N, M, N, K, &ONE, in, M, B, K, &HALF, s->d[0], M));
@@ -717,7 +761,8 @@ static void step_handle_recreate(set_t *s, int k) {
 /* pointers_alternate: the same five calls on two groups of buffers, alternating with the step's
  * parity p: outputs d[5p .. 5p+4], inputs d[10+p] (written every step) and d[12+p] (fixed). The
  * cuBLASLt call's bias pointer, part of its descriptor, alternates too. */
-static void step_pointers_alternate(set_t *s, int k) {
+static void step_pointers_alternate(set_t *s, int k)
+{
     int p = k % 2;
     float *C = s->d[5 * p], *y = s->d[5 * p + 1], *D = s->d[5 * p + 2], *C2 = s->d[5 * p + 3], *Y2 = s->d[5 * p + 4];
     float *in = s->d[10 + p], *B = s->d[12 + p];
@@ -733,18 +778,18 @@ static void step_pointers_alternate(set_t *s, int k) {
 /* ---- the scenario table --------------------------------------------------------------------- */
 
 typedef enum expect_kind {
-    EXPECT_ABSORB,   /* REPLAY, replays >= STEPS/2, lib_calls > 0, lib_absorbed >= (STEPS-20)*calls */
-    EXPECT_CALLS,    /* lib_calls > 0 (correctness is the point) */
-    EXPECT_RELEARN,  /* lib_relearned + side_exits > 0, lib_absorbed > 0 */
-    EXPECT_SOME      /* lib_calls > 0, lib_absorbed > 0 */
+    EXPECT_ABSORB,  /* REPLAY, replays >= STEPS/2, lib_calls > 0, lib_absorbed >= (STEPS-20)*calls */
+    EXPECT_CALLS,   /* lib_calls > 0 (correctness is the point) */
+    EXPECT_RELEARN, /* lib_relearned + side_exits > 0, lib_absorbed > 0 */
+    EXPECT_SOME     /* lib_calls > 0, lib_absorbed > 0 */
 } expect_kind_t;
 
 typedef struct scenario {
     const char *name;
-    unsigned needs;            /* NEED_* */
-    int nout;                  /* d[0 .. nout-1] are the step's device outputs */
-    int nhost;                 /* host[0 .. nhost-1] are its host outputs */
-    int calls;                 /* wrapped library calls per step */
+    unsigned needs; /* NEED_* */
+    int nout;       /* d[0 .. nout-1] are the step's device outputs */
+    int nhost;      /* host[0 .. nhost-1] are its host outputs */
+    int calls;      /* wrapped library calls per step */
     expect_kind_t expect;
     void (*setup)(void);       /* after the handles, before any set */
     void (*init_set)(set_t *); /* each set, after its random contents */
@@ -806,19 +851,19 @@ enum { NSCENARIOS = sizeof SCENARIOS / sizeof SCENARIOS[0] };
 
 /* One expectation: a problem if it fails, or, with GPU_LIBS_CORRECTNESS_ONLY=1, a line saying
  * whether it holds. */
-static void want(bool ok, const char *fmt, ...) {
+static void want(bool ok, const char *fmt, ...)
+{
     char msg[400];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (correctness_only)
-        printf("unchecked: %s: %s\n", msg, ok ? "holds" : "does not hold");
-    else if (!ok)
-        problem("%s", msg);
+    if (correctness_only) printf("unchecked: %s: %s\n", msg, ok ? "holds" : "does not hold");
+    else if (!ok) problem("%s", msg);
 }
 
-static void check_expectations(const scenario_t *sc, const cgj_trace_info_t *in, const cgj_stats_t *st) {
+static void check_expectations(const scenario_t *sc, const cgj_trace_info_t *in, const cgj_stats_t *st)
+{
     unsigned long long calls = st->lib_calls, absorbed = st->lib_absorbed, relearned = st->lib_relearned;
     unsigned long long min_absorbed = (unsigned long long)(STEPS - 20) * (unsigned long long)sc->calls;
     want(calls > 0, "lib_calls is %llu, expected > 0", calls);
@@ -839,23 +884,21 @@ static void check_expectations(const scenario_t *sc, const cgj_trace_info_t *in,
         want(absorbed >= min_absorbed, "lib_absorbed is %llu, expected at least %llu ((%d - 20) steps x %d calls)",
              absorbed, min_absorbed, STEPS, sc->calls);
         break;
-    case EXPECT_CALLS:
-        break;
+    case EXPECT_CALLS: break;
     case EXPECT_RELEARN:
         want(relearned + in->side_exits > 0, "lib_relearned + side_exits is %llu + %llu, expected > 0", relearned,
              (unsigned long long)in->side_exits);
         want(absorbed > 0, "lib_absorbed is %llu, expected > 0", absorbed);
         break;
-    case EXPECT_SOME:
-        want(absorbed > 0, "lib_absorbed is %llu, expected > 0", absorbed);
-        break;
+    case EXPECT_SOME: want(absorbed > 0, "lib_absorbed is %llu, expected > 0", absorbed); break;
     }
 }
 
 /* ---- the runner ----------------------------------------------------------------------------- */
 
 /* After a step, outside the markers: wait for the stream, then copy the outputs. */
-static void copy_outputs(const scenario_t *sc, const set_t *s, float *out) {
+static void copy_outputs(const scenario_t *sc, const set_t *s, float *out)
+{
     CHECK(cudaStreamSynchronize(g.stream));
     CHECK(cudaGetLastError());
     for (int b = 0; b < sc->nout; b++)
@@ -864,35 +907,34 @@ static void copy_outputs(const scenario_t *sc, const set_t *s, float *out) {
 }
 
 /* The first differing float, at index i, of a step's outputs. */
-static void report_mismatch(const scenario_t *sc, int step, const float *want_, const float *got, size_t i) {
+static void report_mismatch(const scenario_t *sc, int step, const float *want_, const float *got, size_t i)
+{
     size_t dev = (size_t)sc->nout * BUF_FLOATS;
     if (i < dev)
-        problem("step %d: output differs first at buffer d[%zu] [%zu]: eager %.9g, traced %.9g", step,
-                i / BUF_FLOATS, i % BUF_FLOATS, want_[i], got[i]);
+        problem("step %d: output differs first at buffer d[%zu] [%zu]: eager %.9g, traced %.9g", step, i / BUF_FLOATS,
+                i % BUF_FLOATS, want_[i], got[i]);
     else
         problem("step %d: output differs first at host value %zu: eager %.9g, traced %.9g", step, i - dev, want_[i],
                 got[i]);
 }
 
-static int run(const scenario_t *sc) {
+static int run(const scenario_t *sc)
+{
     libs_create(sc->needs);
-    if (sc->setup)
-        sc->setup();
+    if (sc->setup) sc->setup();
     size_t init_n = (size_t)NBUF * BUF_FLOATS;
     float *init = (float *)malloc(init_n * sizeof(float));
     size_t per_step = (size_t)sc->nout * BUF_FLOATS + (size_t)sc->nhost;
     float *eager = (float *)malloc(STEPS * per_step * sizeof(float));
     float *got = (float *)malloc(per_step * sizeof(float));
-    if (!init || !eager || !got)
-        fail_now("out of host memory");
+    if (!init || !eager || !got) fail_now("out of host memory");
     random_init(init, init_n);
     set_t eager_set, traced_set;
     set_init(&eager_set, init, sc->init_set);
     set_init(&traced_set, init, sc->init_set);
 
     for (int k = 0; k < STEPS; k++) {
-        if (sc->between)
-            sc->between(k);
+        if (sc->between) sc->between(k);
         sc->step(&eager_set, k);
         copy_outputs(sc, &eager_set, eager + k * per_step);
         expect_step_changes(eager, k, per_step, "outputs");
@@ -902,19 +944,15 @@ static int run(const scenario_t *sc) {
     snprintf(anchor, sizeof anchor, "lib_%s", sc->name);
     int differing = 0;
     for (int k = 0; k < STEPS; k++) {
-        if (sc->between)
-            sc->between(k);
+        if (sc->between) sc->between(k);
         int rc = cgj_trace_begin(anchor);
-        if (rc != CGJ_OK)
-            problem("step %d: cgj_trace_begin(\"%s\") returned %d (%s)", k, anchor, rc, cgj_strerror(rc));
+        if (rc != CGJ_OK) problem("step %d: cgj_trace_begin(\"%s\") returned %d (%s)", k, anchor, rc, cgj_strerror(rc));
         sc->step(&traced_set, k);
         rc = cgj_trace_end();
-        if (rc != CGJ_OK)
-            problem("step %d: cgj_trace_end() returned %d (%s)", k, rc, cgj_strerror(rc));
+        if (rc != CGJ_OK) problem("step %d: cgj_trace_end() returned %d (%s)", k, rc, cgj_strerror(rc));
         copy_outputs(sc, &traced_set, got);
         size_t first = compare_step(eager + k * per_step, got, per_step, &differing);
-        if (first < per_step)
-            report_mismatch(sc, k, eager + k * per_step, got, first);
+        if (first < per_step) report_mismatch(sc, k, eager + k * per_step, got, first);
     }
     report_differing(differing, STEPS);
 
@@ -923,17 +961,14 @@ static int run(const scenario_t *sc) {
     memset(&in, 0, sizeof in);
     memset(&st, 0, sizeof st);
     int rc = cgj_trace_info(anchor, &in);
-    if (rc != CGJ_OK)
-        problem("cgj_trace_info(\"%s\") returned %d (%s)", anchor, rc, cgj_strerror(rc));
+    if (rc != CGJ_OK) problem("cgj_trace_info(\"%s\") returned %d (%s)", anchor, rc, cgj_strerror(rc));
     rc = cgj_stats(&st);
-    if (rc != CGJ_OK)
-        problem("cgj_stats returned %d (%s)", rc, cgj_strerror(rc));
+    if (rc != CGJ_OK) problem("cgj_stats returned %d (%s)", rc, cgj_strerror(rc));
     printf("info %s: state=%s replays=%llu side_exits=%llu segments=%u variants=%u ops=%u kernels=%u runs=%llu "
            "lib_calls=%llu lib_absorbed=%llu lib_relearned=%llu calls_per_step=%d reason=\"%s\"\n",
            sc->name, cgj_state_name(in.state), (unsigned long long)in.replays, (unsigned long long)in.side_exits,
-           in.segments, in.variants, in.ops, in.kernels, (unsigned long long)in.runs,
-           (unsigned long long)st.lib_calls, (unsigned long long)st.lib_absorbed,
-           (unsigned long long)st.lib_relearned, sc->calls, in.reason);
+           in.segments, in.variants, in.ops, in.kernels, (unsigned long long)in.runs, (unsigned long long)st.lib_calls,
+           (unsigned long long)st.lib_absorbed, (unsigned long long)st.lib_relearned, sc->calls, in.reason);
     print_stats(&st);
     check_expectations(sc, &in, &st);
 
@@ -952,17 +987,19 @@ static int run(const scenario_t *sc) {
     return 0;
 }
 
-static const char *scenario_at(int i) { return SCENARIOS[i].name; }
+static const char *scenario_at(int i)
+{
+    return SCENARIOS[i].name;
+}
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     if (argc == 2 && !strcmp(argv[1], "--list")) {
-        for (int i = 0; i < NSCENARIOS; i++)
-            printf("%s\n", SCENARIOS[i].name);
+        for (int i = 0; i < NSCENARIOS; i++) printf("%s\n", SCENARIOS[i].name);
         return 0;
     }
     int i = scenario_arg(argc, argv, "SCENARIO | --list", scenario_at, NSCENARIOS);
-    if (i < 0)
-        return 2;
+    if (i < 0) return 2;
     const scenario_t *sc = &SCENARIOS[i];
 #ifdef GPU_LIBS_NO_CUDNN
     if (sc->needs & NEED_DNN) {

@@ -38,7 +38,8 @@ typedef int (*cu_init_fn)(unsigned int flags);
 typedef int (*cu_device_get_count_fn)(int *count);
 
 /* 1 if a CUDA device is usable; else 0 with the reason in why. */
-static int gpu_present(char *why, size_t len) {
+static int gpu_present(char *why, size_t len)
+{
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(why, len, "dlopen(libcuda.so.1) failed: %s", dlerror());
@@ -66,7 +67,8 @@ static int gpu_present(char *why, size_t len) {
 }
 
 /* The path of the program `name`, beside this executable: <dir>/gpu/<name>. */
-static void gpu_program(const char *name, char *path, size_t len) {
+static void gpu_program(const char *name, char *path, size_t len)
+{
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     cr_assert(n > 0, "readlink(/proc/self/exe): %s", strerror(errno));
@@ -84,11 +86,11 @@ typedef struct output {
     size_t len, cap;
 } output_t;
 
-static void output_append(output_t *o, const char *buf, size_t n) {
+static void output_append(output_t *o, const char *buf, size_t n)
+{
     if (o->len + n + 1 > o->cap) {
         size_t cap = o->cap ? o->cap : 4096;
-        while (o->len + n + 1 > cap)
-            cap *= 2;
+        while (o->len + n + 1 > cap) cap *= 2;
         o->text = realloc(o->text, cap);
         cr_assert(o->text != NULL, "out of memory");
         o->cap = cap;
@@ -99,7 +101,8 @@ static void output_append(output_t *o, const char *buf, size_t n) {
 }
 
 /* Run argv with stdout and stderr into *out; returns the wait status. */
-static int run_captured(char *const argv[], output_t *out) {
+static int run_captured(char *const argv[], output_t *out)
+{
     int fds[2];
     cr_assert(pipe(fds) == 0, "pipe: %s", strerror(errno));
     /* The scenarios check replay's mechanics and count replays: no eager probes, and timing
@@ -107,7 +110,7 @@ static int run_captured(char *const argv[], output_t *out) {
      * whose decision follows the machine's pace); their own tests are host tests. */
     setenv("CGJIT_COST", "0", 0);
     setenv("CGJIT_GOVERN", "0", 0);
-    setenv("CGJIT_GRAPH_MIN_OPS", "1", 0); /* the scenarios' small steps as graphs, as counted */
+    setenv("CGJIT_GRAPH_MIN_OPS", "1", 0);   /* the scenarios' small steps as graphs, as counted */
     setenv("CGJIT_FUSE_BACKGROUND", "0", 0); /* fused kernels in the trace as built, as counted */
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -124,29 +127,27 @@ static int run_captured(char *const argv[], output_t *out) {
     char buf[4096];
     for (;;) {
         ssize_t n = read(fds[0], buf, sizeof buf);
-        if (n > 0)
-            output_append(out, buf, (size_t)n);
-        else if (n == 0 || errno != EINTR)
-            break;
+        if (n > 0) output_append(out, buf, (size_t)n);
+        else if (n == 0 || errno != EINTR) break;
     }
     close(fds[0]);
     int status;
-    while (waitpid(pid, &status, 0) < 0)
-        cr_assert(errno == EINTR, "waitpid: %s", strerror(errno));
+    while (waitpid(pid, &status, 0) < 0) cr_assert(errno == EINTR, "waitpid: %s", strerror(errno));
     return status;
 }
 
 /* 1 if text holds the line `line` exactly. */
-static int has_line(const char *text, const char *line) {
+static int has_line(const char *text, const char *line)
+{
     size_t n = strlen(line);
     for (const char *p = text; (p = strstr(p, line)) != NULL; p += n)
-        if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
-            return 1;
+        if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0')) return 1;
     return 0;
 }
 
 /* The line starting with `prefix`, copied into buf (empty if none). */
-static const char *find_line(const char *text, const char *prefix, char *buf, size_t len) {
+static const char *find_line(const char *text, const char *prefix, char *buf, size_t len)
+{
     buf[0] = '\0';
     for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
         if (!strncmp(p, prefix, strlen(prefix))) {
@@ -159,10 +160,10 @@ static const char *find_line(const char *text, const char *prefix, char *buf, si
 
 /* Run `<dir>/gpu/<name> <scenario>`; pass on `PASS <scenario>`, skip on `SKIP <scenario> ...`.
  * `label` names the run in the log (the flavour, or the program). */
-static void run_program(const char *name, const char *scenario, const char *label) {
+static void run_program(const char *name, const char *scenario, const char *label)
+{
     char why[512];
-    if (!gpu_present(why, sizeof why))
-        cr_skip_test("no CUDA GPU: %s", why);
+    if (!gpu_present(why, sizeof why)) cr_skip_test("no CUDA GPU: %s", why);
 
     char program[PATH_MAX + 64];
     gpu_program(name, program, sizeof program);
@@ -192,18 +193,22 @@ static void run_program(const char *name, const char *scenario, const char *labe
     free(out.text);
 }
 
-static void run_scenario(const char *scenario, const char *flavour) {
+static void run_scenario(const char *scenario, const char *flavour)
+{
     char name[64];
     snprintf(name, sizeof name, "gpu_scenarios_%s", flavour);
     run_program(name, scenario, flavour);
 }
 
-#define GPU_TEST(scenario, flavour) \
-    Test(gpu_scenarios, scenario##_##flavour, .timeout = 300) { run_scenario(#scenario, #flavour); }
+#define GPU_TEST(scenario, flavour)                           \
+    Test(gpu_scenarios, scenario##_##flavour, .timeout = 300) \
+    {                                                         \
+        run_scenario(#scenario, #flavour);                    \
+    }
 
-#define GPU_TESTS(scenario)         \
-    GPU_TEST(scenario, static)      \
-    GPU_TEST(scenario, shared)      \
+#define GPU_TESTS(scenario)    \
+    GPU_TEST(scenario, static) \
+    GPU_TEST(scenario, shared) \
     GPU_TEST(scenario, ptds)
 
 GPU_TESTS(chain)
@@ -225,15 +230,19 @@ GPU_TESTS(escape)
 GPU_TESTS(alloc_sizes)
 
 /* CGJIT_BUSY: the chain's GPU-busy time per replayed step, through CUPTI. */
-Test(gpu_scenarios, busy_static, .timeout = 300) {
+Test(gpu_scenarios, busy_static, .timeout = 300)
+{
     setenv("CGJIT_BUSY", "1", 1);
     run_scenario("busy", "static");
     unsetenv("CGJIT_BUSY");
 }
 
 /* Fusion (mode default): one test per gpu_fusion scenario. */
-#define FUSION_TEST(scenario) \
-    Test(gpu_fusion, scenario, .timeout = 300) { run_program("gpu_fusion", #scenario, "gpu_fusion"); }
+#define FUSION_TEST(scenario)                               \
+    Test(gpu_fusion, scenario, .timeout = 300)              \
+    {                                                       \
+        run_program("gpu_fusion", #scenario, "gpu_fusion"); \
+    }
 FUSION_TEST(chain)
 FUSION_TEST(split)
 FUSION_TEST(long_chain)
@@ -254,14 +263,16 @@ FUSION_TEST(gemm_relu_timed)
 /* The library wrappers: two tests per gpu_libs scenario (`gpu_libs --list`): the default, where
  * the library runs on every call and its kernels replay, and the optional learned path
  * (CGJIT_LIBS_LEARNED=1), where replay absorbs calls whole. */
-#define LIB_TEST(scenario)                                                                 \
-    Test(gpu_libs, scenario, .timeout = 300) {                                           \
-        setenv("CGJIT_LIBS_LEARNED", "0", 1);                                            \
-        run_program("gpu_libs", #scenario, "gpu_libs");                                  \
-    }                                                                                    \
-    Test(gpu_libs_learned, scenario, .timeout = 300) {                                   \
-        setenv("CGJIT_LIBS_LEARNED", "1", 1);                                            \
-        run_program("gpu_libs", #scenario, "gpu_libs (learned)");                        \
+#define LIB_TEST(scenario)                                        \
+    Test(gpu_libs, scenario, .timeout = 300)                      \
+    {                                                             \
+        setenv("CGJIT_LIBS_LEARNED", "0", 1);                     \
+        run_program("gpu_libs", #scenario, "gpu_libs");           \
+    }                                                             \
+    Test(gpu_libs_learned, scenario, .timeout = 300)              \
+    {                                                             \
+        setenv("CGJIT_LIBS_LEARNED", "1", 1);                     \
+        run_program("gpu_libs", #scenario, "gpu_libs (learned)"); \
     }
 
 LIB_TEST(sgemm)
@@ -297,8 +308,12 @@ LIB_TEST(handle_recreate)
 LIB_TEST(pointers_alternate)
 
 /* cuBLAS from a program whose link dropped libcublas (--as-needed): cgjit loads it. */
-Test(gpu_libs, as_needed, .timeout = 300) { run_program("gpu_as_needed", "as_needed", "gpu_as_needed"); }
-Test(gpu_libs_learned, as_needed, .timeout = 300) {
+Test(gpu_libs, as_needed, .timeout = 300)
+{
+    run_program("gpu_as_needed", "as_needed", "gpu_as_needed");
+}
+Test(gpu_libs_learned, as_needed, .timeout = 300)
+{
     setenv("CGJIT_LIBS_LEARNED", "1", 1);
     run_program("gpu_as_needed", "as_needed", "gpu_as_needed (learned)");
 }
@@ -309,7 +324,8 @@ enum { EXIT_SKIP = 77 }; /* SKIP_RETURN_CODE of the ctest entry */
 
 /* gpu_present() in a child process, its reason sent back through a pipe: cuInit must not run
  * in this process, whose Criterion workers are forked from it (CUDA does not survive fork). */
-static int gpu_present_forked(char *why, size_t len) {
+static int gpu_present_forked(char *why, size_t len)
+{
     int fds[2];
     if (pipe(fds) != 0) {
         snprintf(why, len, "pipe: %s", strerror(errno));
@@ -326,8 +342,7 @@ static int gpu_present_forked(char *why, size_t len) {
     close(fds[1]);
     ssize_t n = 0;
     if (pid > 0)
-        while ((n = read(fds[0], why, len - 1)) < 0 && errno == EINTR) {
-        }
+        while ((n = read(fds[0], why, len - 1)) < 0 && errno == EINTR) {}
     why[n > 0 ? n : 0] = '\0';
     close(fds[0]);
     int status = 0;
@@ -335,15 +350,14 @@ static int gpu_present_forked(char *why, size_t len) {
         snprintf(why, len, "fork: %s", strerror(errno));
         return 0;
     }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFSIGNALED(status))
-        snprintf(why, len, "probing the driver was killed by signal %d", WTERMSIG(status));
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (WIFSIGNALED(status)) snprintf(why, len, "probing the driver was killed by signal %d", WTERMSIG(status));
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 /* Arguments that only ask about the suite (its list, the usage) need no GPU. */
-static bool asks_only(int argc, char **argv) {
+static bool asks_only(int argc, char **argv)
+{
     for (int i = 1; i < argc; i++)
         if (!strncmp(argv[i], "--list", 6) || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ||
             !strcmp(argv[i], "--version"))
@@ -351,7 +365,8 @@ static bool asks_only(int argc, char **argv) {
     return false;
 }
 
-int main(int argc, char *argv[]) {
+int main(int argc, char *argv[])
+{
     char why[512];
     if (!asks_only(argc, argv) && !gpu_present_forked(why, sizeof why)) {
         printf("SKIP: no CUDA GPU: %s\n", why);
@@ -359,8 +374,7 @@ int main(int argc, char *argv[]) {
     }
     struct criterion_test_set *tests = criterion_initialize();
     int result = 0;
-    if (criterion_handle_args(argc, argv, true))
-        result = !criterion_run_all_tests(tests);
+    if (criterion_handle_args(argc, argv, true)) result = !criterion_run_all_tests(tests);
     criterion_finalize(tests);
     return result;
 }

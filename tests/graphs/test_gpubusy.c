@@ -52,7 +52,7 @@ Test(gpubusy, steps_are_told_apart_by_their_serial)
 Test(gpubusy, untagged_and_late_work_does_not_count)
 {
     uint32_t a = cgj_gpubusy_id(), b = cgj_gpubusy_id();
-    cgj_gpubusy_note_call(1);          /* a call that carried no id: another part of the program */
+    cgj_gpubusy_note_call(1); /* a call that carried no id: another part of the program */
     cgj_gpubusy_note_work(1, 0, 1000);
     cgj_gpubusy_note_external(2, EXT(a, 5));
     cgj_gpubusy_note_work(2, 0, 50);
@@ -141,7 +141,7 @@ Test(gpubusy, the_report_accounts_for_every_piece)
     uint32_t id = cgj_gpubusy_id();
     cgj_gpubusy_note_external(1, EXT(id, 1));
     cgj_gpubusy_note_call(1);
-    cgj_gpubusy_note_work(1, 0, 10);  /* counted */
+    cgj_gpubusy_note_work(1, 0, 10); /* counted */
     cgj_gpubusy_note_call(2);
     cgj_gpubusy_note_work(2, 0, 10);  /* the program's own */
     cgj_gpubusy_note_work(0, 0, 10);  /* tied to no call */

@@ -15,8 +15,7 @@ Test(ir_reason, every_row_has_a_unique_name_and_a_message)
         cr_assert_str_not_empty(cgj_reason_name(c), "code %d", c);
         cr_assert_str_not_empty(cgj_reason_message(c), "code %d (%s)", c, cgj_reason_name(c));
         cr_assert_not_null(cgj_reason_hint(c));
-        for (int d = 0; d < c; d++)
-            cr_assert_str_neq(cgj_reason_name(c), cgj_reason_name(d));
+        for (int d = 0; d < c; d++) cr_assert_str_neq(cgj_reason_name(c), cgj_reason_name(d));
     }
     cr_assert_str_eq(cgj_reason_name(CGJ_REASON_ABORT_MAX_OPS), "ABORT_MAX_OPS");
     cr_assert_str_eq(cgj_reason_name(CGJ_REASON_NONE), "NONE");

@@ -67,8 +67,7 @@ static int g_host_ns; /* --host-ns: host work before each launch (0: launches in
 static void host_work(void)
 {
     double t0 = fk_now_ns();
-    while (fk_now_ns() - t0 < g_host_ns) {
-    }
+    while (fk_now_ns() - t0 < g_host_ns) {}
 }
 
 /* What timing an empty stretch costs: two clock reads (median of 9 blocks of 2000). */
@@ -103,8 +102,8 @@ static double step(set_t *s, int step_no, float *out)
         int n = N, pos = step_no, kv = step_no + 1, ne[4] = {N, 1, 1, 1}, nb[4] = {4, 4 * N, 4 * N, 4 * N};
         int op = l % 9, layer = l / 9, head = l % 4;
         float scale = 0.5f, eps = 1.0f / 1024;
-        void *p[20] = {&a, &b, &o, &n, &pos, &kv, &scale, &ne[0], &ne[1], &ne[2], &ne[3],
-                       &nb[0], &nb[1], &nb[2], &nb[3], &op, &eps, &layer, &head, &tok};
+        void *p[20] = {&a,     &b,     &o,     &n,     &pos,   &kv, &scale, &ne[0], &ne[1], &ne[2],
+                       &ne[3], &nb[0], &nb[1], &nb[2], &nb[3], &op, &eps,   &layer, &head,  &tok};
         if (g_host_ns) {
             host_work();
             double c0 = fk_now_ns();
@@ -176,7 +175,9 @@ int main(int argc, char **argv)
     bool replayed = info.replays >= (uint64_t)(steps - 10);
     printf("host_cost_app: %d steps of %d launches (20 parameters), %llu replayed, outputs %s\n", steps, LAUNCHES,
            (unsigned long long)info.replays,
-           !eager_too ? "not compared (--no-eager)" : same ? "identical to eager" : "DIFFER from eager");
+           !eager_too ? "not compared (--no-eager)"
+           : same     ? "identical to eager"
+                      : "DIFFER from eager");
     if (g_host_ns)
         printf("  one launch call after %d ns of host work: %.1f ns per absorbed launch (each call timed apart, "
                "less %.1f ns an empty timing costs; steps 20 on)\n",

@@ -113,7 +113,9 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "named") && argc > 2) return run(argv[2], argc > 3 ? atoi(argv[3]) : 5, 0);
     if (!strcmp(mode, "wait")) return wait_for_signal(argc > 2 ? argv[2] : "none");
     if (strcmp(mode, "implicit") && strcmp(mode, "marked")) {
-        fprintf(stderr, "usage: report_app implicit|marked|nodriver [STEPS [SHIFT]] | named NAME [STEPS] | wait [none|early|late]\n");
+        fprintf(
+            stderr,
+            "usage: report_app implicit|marked|nodriver [STEPS [SHIFT]] | named NAME [STEPS] | wait [none|early|late]\n");
         return 2;
     }
     return run(!strcmp(mode, "marked") ? "train" : NULL, steps, shift);

@@ -153,8 +153,8 @@ Test(runtime_api, nested_begin_on_a_blacklisted_anchor)
 
 Test(runtime_api, strerror_of_every_code)
 {
-#define CHECK_MSG(name, value, msg)                                               \
-    cr_assert_str_eq(cgj_strerror(CGJ_##name), msg);                              \
+#define CHECK_MSG(name, value, msg)                  \
+    cr_assert_str_eq(cgj_strerror(CGJ_##name), msg); \
     cr_assert_str_not_empty(cgj_strerror(value));
     CGJ_STATUS_LIST(CHECK_MSG)
 #undef CHECK_MSG
@@ -166,8 +166,7 @@ Test(runtime_api, strerror_of_every_code)
     }
     /* all messages distinct */
     for (int a = 0; a <= CGJ_ERR_SPEC; a++)
-        for (int b = a + 1; b <= CGJ_ERR_SPEC; b++)
-            cr_assert_str_neq(cgj_strerror(a), cgj_strerror(b));
+        for (int b = a + 1; b <= CGJ_ERR_SPEC; b++) cr_assert_str_neq(cgj_strerror(a), cgj_strerror(b));
 }
 
 Test(runtime_api, state_name_of_every_state)
@@ -306,8 +305,7 @@ Test(runtime_api, disabled)
 
 static void long_step(CUdeviceptr x, int s)
 {
-    for (int k = 0; k < 40; k++)
-        cr_assert_eq(fk_axpb_launch(&fk, NULL, x, 0.5f, (float)(k + s), N, 1), CUDA_SUCCESS);
+    for (int k = 0; k < 40; k++) cr_assert_eq(fk_axpb_launch(&fk, NULL, x, 0.5f, (float)(k + s), N, 1), CUDA_SUCCESS);
 }
 
 Test(runtime_api, max_ops_aborts_a_long_step)
@@ -499,8 +497,14 @@ static int read_sized(unsigned char *buf, size_t cap, uint64_t size, int (*read)
     memcpy(buf, &size, sizeof size);
     return read(buf);
 }
-static int read_stats(void *p) { return cgj_stats_read(p); }
-static int read_info(void *p) { return cgj_trace_info_read("sized", p); }
+static int read_stats(void *p)
+{
+    return cgj_stats_read(p);
+}
+static int read_info(void *p)
+{
+    return cgj_trace_info_read("sized", p);
+}
 
 /* An older caller (smaller struct) gets its fields; a newer one (larger) zeros in the fields
  * this library does not know; nothing past the claimed size is written. */
@@ -510,8 +514,10 @@ Test(runtime_api, read_fills_what_the_caller_has)
     cr_assert_eq(cgj_trace_begin("sized"), CGJ_OK);
     cr_assert_eq(cgj_trace_end(), CGJ_OK);
     unsigned char buf[sizeof(cgj_trace_info_t) + 128];
-    const struct { int (*read)(void *); size_t full; } kinds[] = {{read_stats, sizeof(cgj_stats_t)},
-                                                                   {read_info, sizeof(cgj_trace_info_t)}};
+    const struct {
+        int (*read)(void *);
+        size_t full;
+    } kinds[] = {{read_stats, sizeof(cgj_stats_t)}, {read_info, sizeof(cgj_trace_info_t)}};
     for (size_t i = 0; i < 2; i++) {
         size_t full = kinds[i].full;
         cr_assert_eq(read_sized(buf, sizeof buf, full + 64, kinds[i].read), CGJ_OK);
@@ -650,8 +656,8 @@ static void remove_dir(const char *dir)
  * for a reader): it is refused with one warning, and the program runs to its end. */
 Test(runtime_api, output_to_a_fifo_is_refused_without_hanging)
 {
-    static const char *const vars[][2] = {{"CGJIT_TRACE_FILE", ""}, {"CGJIT_LOG_FILE", ""},
-                                          {"CGJIT_REPORT", "json:"}, {"CGJIT_REPORT", "text:"}};
+    static const char *const vars[][2] = {
+        {"CGJIT_TRACE_FILE", ""}, {"CGJIT_LOG_FILE", ""}, {"CGJIT_REPORT", "json:"}, {"CGJIT_REPORT", "text:"}};
     char *dir = temp_dir(), fifo[128], set[192], err[8192];
     snprintf(fifo, sizeof fifo, "%s/fifo", dir);
     cr_assert_eq(mkfifo(fifo, 0600), 0);

@@ -20,7 +20,10 @@
 
 static fk_t fk;
 
-static void setup(void) { fk_open(&fk); }
+static void setup(void)
+{
+    fk_open(&fk);
+}
 TestSuite(runtime_interpose, .init = setup);
 
 static const char *object_of(const void *p)
@@ -30,16 +33,21 @@ static const char *object_of(const void *p)
     return di.dli_fname;
 }
 
-static bool in_cgjit(const void *p) { return strstr(object_of(p), "libcgjit") != NULL; }
-static bool in_fake(const void *p) { return strstr(object_of(p), "fakecuda/libcuda.so.1") != NULL; }
+static bool in_cgjit(const void *p)
+{
+    return strstr(object_of(p), "libcgjit") != NULL;
+}
+static bool in_fake(const void *p)
+{
+    return strstr(object_of(p), "fakecuda/libcuda.so.1") != NULL;
+}
 
 static void *gpa(const char *sym, int version, cuuint64_t flags)
 {
     void *p = NULL;
     CUdriverProcAddressQueryResult st = -1;
     CUresult r = fk.gpa(sym, &p, version, flags, &st);
-    cr_assert_eq(r, CUDA_SUCCESS, "cuGetProcAddress(%s, %d, %llu) = %d", sym, version,
-                 (unsigned long long)flags, r);
+    cr_assert_eq(r, CUDA_SUCCESS, "cuGetProcAddress(%s, %d, %llu) = %d", sym, version, (unsigned long long)flags, r);
     cr_assert_eq(st, CU_GET_PROC_ADDRESS_SUCCESS);
     cr_assert(p);
     return p;
@@ -64,13 +72,12 @@ Test(runtime_interpose, dlsym_of_a_wrapped_function_is_a_cgjit_wrapper)
 
 Test(runtime_interpose, get_proc_address_hands_out_wrappers)
 {
-    static const char *const wrapped[] = {"cuLaunchKernel",    "cuLaunchKernelEx",  "cuLaunchHostFunc",
-                                          "cuMemcpyHtoD",      "cuMemcpyHtoDAsync", "cuMemcpyDtoH",
-                                          "cuMemcpyDtoHAsync", "cuMemcpyDtoDAsync", "cuMemcpyAsync",
-                                          "cuMemsetD32Async",  "cuMemsetD8",        "cuStreamSynchronize",
-                                          "cuStreamWaitEvent", "cuCtxSynchronize",  "cuEventRecord",
-                                          "cuMemFree",         "cuGraphLaunch",     "cuStreamBeginCapture",
-                                          "cuEventSynchronize", "cuStreamQuery",    "cuEventQuery"};
+    static const char *const wrapped[] = {
+        "cuLaunchKernel", "cuLaunchKernelEx",    "cuLaunchHostFunc",     "cuMemcpyHtoD",       "cuMemcpyHtoDAsync",
+        "cuMemcpyDtoH",   "cuMemcpyDtoHAsync",   "cuMemcpyDtoDAsync",    "cuMemcpyAsync",      "cuMemsetD32Async",
+        "cuMemsetD8",     "cuStreamSynchronize", "cuStreamWaitEvent",    "cuCtxSynchronize",   "cuEventRecord",
+        "cuMemFree",      "cuGraphLaunch",       "cuStreamBeginCapture", "cuEventSynchronize", "cuStreamQuery",
+        "cuEventQuery"};
     for (size_t i = 0; i < sizeof wrapped / sizeof wrapped[0]; i++) {
         void *p = gpa(wrapped[i], 13000, 0);
         cr_assert(in_cgjit(p), "cuGetProcAddress(%s) -> %s, not a cgjit wrapper", wrapped[i], object_of(p));
@@ -130,7 +137,7 @@ Test(runtime_interpose, get_proc_address_of_itself_is_wrapped_again)
 
 Test(runtime_interpose, unwrapped_driver_functions_are_the_drivers_own)
 {
-    static const char *const plain[] = {"cuDeviceGet", "cuStreamCreate", "cuEventCreate",
+    static const char *const plain[] = {"cuDeviceGet",        "cuStreamCreate",        "cuEventCreate",
                                         "cuGraphExecDestroy", "cuPointerGetAttribute", "cuInit"};
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
         void *p = gpa(plain[i], 13000, 0);
@@ -224,8 +231,8 @@ Test(runtime_interpose, program_malloc_is_untouched)
     void *p = dlsym(RTLD_DEFAULT, "malloc");
     Dl_info info;
     cr_assert(p && dladdr(p, &info) && info.dli_fname);
-    cr_assert(strstr(info.dli_fname, "libc.so") || strstr(info.dli_fname, "libasan"),
-              "malloc comes from %s", info.dli_fname);
+    cr_assert(strstr(info.dli_fname, "libc.so") || strstr(info.dli_fname, "libasan"), "malloc comes from %s",
+              info.dli_fname);
     cr_assert_null(dlsym(RTLD_DEFAULT, "mallocx"), "no jemalloc symbol may leak into the program");
 }
 
@@ -234,8 +241,8 @@ Test(runtime_interpose, program_malloc_is_untouched)
 Test(runtime_interpose, direct_driver_calls_reach_cgjit)
 {
     Dl_info di;
-    cr_assert(dladdr((void *)&cuLaunchKernel, &di) && strstr(di.dli_fname, "libcgjit"),
-              "cuLaunchKernel resolves to %s", di.dli_fname);
+    cr_assert(dladdr((void *)&cuLaunchKernel, &di) && strstr(di.dli_fname, "libcgjit"), "cuLaunchKernel resolves to %s",
+              di.dli_fname);
     enum { n = 32 };
     CUdeviceptr e = fk_alloc_floats(&fk, n, 4), t = fk_alloc_floats(&fk, n, 4);
     for (int s = 0; s < 10; s++) {

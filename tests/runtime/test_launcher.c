@@ -140,7 +140,8 @@ static void slurp(int fd, char *buf, size_t cap)
  * fake-driver programs) take itself for one. */
 static int is_managed(const char *entry)
 {
-    return strncmp(entry, "LD_PRELOAD=", 11) == 0 || strncmp(entry, "CGJIT_", 6) == 0 || strncmp(entry, "BXFI_", 5) == 0;
+    return strncmp(entry, "LD_PRELOAD=", 11) == 0 || strncmp(entry, "CGJIT_", 6) == 0 ||
+           strncmp(entry, "BXFI_", 5) == 0;
 }
 
 /* Run argv[0] (a path) with argv; the environment is the inherited one less LD_PRELOAD and
@@ -221,11 +222,12 @@ Test(runtime_launcher, help_documents_every_option)
     cr_assert_eq(r->status, 0, "%s", r->err);
     cr_assert_str_eq(r->err, "");
     cr_assert(strncmp(r->out, "usage: cgjit-run [OPTIONS] [--] PROGRAM [ARGS...]\n", 50) == 0, "%s", r->out);
-    static const char *const names[] = {"--step=MODE", "--log=CATS", "--log-file=FILE", "--report[=json:FILE]", "--disable",
-                                        "--max-records=N", "--max-variants=N", "--max-ops=N",
-                                        "--pool-reserve-gb=N", "--dump-allocs=DIR", "--chunk-ops=N",
-                                        "--libs=0|1", "--lib=PATH", "--print-env", "--config-table",
-                                        "-h, --help", "--version", "LD_PRELOAD", "CGJIT_LIB"};
+    static const char *const names[] = {
+        "--step=MODE",         "--log=CATS",        "--log-file=FILE",  "--report[=json:FILE]",
+        "--disable",           "--max-records=N",   "--max-variants=N", "--max-ops=N",
+        "--pool-reserve-gb=N", "--dump-allocs=DIR", "--chunk-ops=N",    "--libs=0|1",
+        "--lib=PATH",          "--print-env",       "--config-table",   "-h, --help",
+        "--version",           "LD_PRELOAD",        "CGJIT_LIB"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         cr_expect(strstr(r->out, names[i]), "--help does not mention %s", names[i]);
     /* the step modes, each explained */
@@ -234,10 +236,12 @@ Test(runtime_launcher, help_documents_every_option)
     cr_expect(strstr(r->out, "  off   record nothing"));
     cr_expect(strstr(r->out, "markers in the code take precedence"));
     /* each option's variable and its default: the library's (base/config.h) where it has one */
-    static const struct { const char *var, *shown; } vars[] = {
-        {"CGJIT_STEP", "sync"},       {"CGJIT_LOG", "none"},    {"CGJIT_LOG_FILE", "stderr"},
-        {"CGJIT_REPORT=1", NULL},     {"CGJIT_DISABLE=1", NULL}, {"CGJIT_MAX_RECORDS", NULL},
-        {"CGJIT_MAX_VARIANTS", NULL}, {"CGJIT_MAX_OPS", NULL},  {"CGJIT_POOL_RESERVE_GB", NULL},
+    static const struct {
+        const char *var, *shown;
+    } vars[] = {
+        {"CGJIT_STEP", "sync"},        {"CGJIT_LOG", "none"},     {"CGJIT_LOG_FILE", "stderr"},
+        {"CGJIT_REPORT=1", NULL},      {"CGJIT_DISABLE=1", NULL}, {"CGJIT_MAX_RECORDS", NULL},
+        {"CGJIT_MAX_VARIANTS", NULL},  {"CGJIT_MAX_OPS", NULL},   {"CGJIT_POOL_RESERVE_GB", NULL},
         {"CGJIT_DUMP_ALLOCS", "none"}, {"CGJIT_CHUNK_OPS", NULL}, {"CGJIT_LIBS", NULL},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
@@ -308,8 +312,8 @@ Test(runtime_launcher, the_configuration_page_holds_the_table)
     size_t n = fread(page, 1, sizeof page - 1, f);
     fclose(f);
     page[n] = '\0';
-    cr_assert(strstr(page, r->out),
-              "docs/configuration.md's table differs from `cgjit-run --config-table`:\n%s", r->out);
+    cr_assert(strstr(page, r->out), "docs/configuration.md's table differs from `cgjit-run --config-table`:\n%s",
+              r->out);
 }
 
 Test(runtime_launcher, version)
@@ -555,8 +559,8 @@ static void expect_error(const char *what, const char *const *args)
     char line[1024];
     snprintf(line, sizeof line, "%.*s", (int)first, r->err);
     cr_expect(strstr(line, what), "cgjit-run%s: first line does not name '%s': %s", shown, what, r->err);
-    cr_expect_str_eq(r->err + first, "\nTry 'cgjit-run --help' for more information.\n", "cgjit-run%s: %s",
-                     shown, r->err);
+    cr_expect_str_eq(r->err + first, "\nTry 'cgjit-run --help' for more information.\n", "cgjit-run%s: %s", shown,
+                     r->err);
 }
 
 #define EXPECT_ERROR(what, ...) expect_error(what, ENV(__VA_ARGS__))
@@ -618,13 +622,14 @@ Test(runtime_launcher, report_takes_a_value_after_equals)
 
 Test(runtime_launcher, missing_values)
 {
-    static const char *const with_value[] = {"--step", "--log", "--log-file", "--max-records", "--max-variants",
-                                             "--max-ops", "--pool-reserve-gb", "--dump-allocs", "--lib"};
+    static const char *const with_value[] = {"--step",         "--log",     "--log-file",        "--max-records",
+                                             "--max-variants", "--max-ops", "--pool-reserve-gb", "--dump-allocs",
+                                             "--lib"};
     for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++) {
         char eq[64];
         snprintf(eq, sizeof eq, "%s=", with_value[i]);
-        EXPECT_ERROR(with_value[i], with_value[i]);              /* last argument: no value */
-        EXPECT_ERROR(with_value[i], eq, "/bin/true");             /* empty value */
+        EXPECT_ERROR(with_value[i], with_value[i]);   /* last argument: no value */
+        EXPECT_ERROR(with_value[i], eq, "/bin/true"); /* empty value */
         EXPECT_ERROR(with_value[i], "--report", with_value[i]);
     }
 }

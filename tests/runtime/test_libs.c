@@ -41,10 +41,10 @@ static CUstream g_stream; /* the handle's stream; driver launches of a step go t
 static bool g_disabled;   /* CGJIT_DISABLE=1: cgj_trace_begin said so */
 
 #define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s failed", #call)
-#define BL(call)                                                                          \
-    do {                                                                                  \
-        cublasStatus_t st_ = (call);                                                      \
-        cr_assert_eq(st_, CUBLAS_STATUS_SUCCESS, "%s returned %d", #call, (int)st_);     \
+#define BL(call)                                                                     \
+    do {                                                                             \
+        cublasStatus_t st_ = (call);                                                 \
+        cr_assert_eq(st_, CUBLAS_STATUS_SUCCESS, "%s returned %d", #call, (int)st_); \
     } while (0)
 
 static void setup(void)
@@ -69,7 +69,7 @@ TestSuite(runtime_libs, .init = setup);
 
 enum { B_X, B_Y, B_A, B_B, B_C, B_OUT, B_ALPHA, B_BETA, B_RES, B_COUNT };
 static const char *const b_name[B_COUNT] = {"x", "y", "A", "B", "C", "out", "alpha", "beta", "res"};
-static const int b_len[B_COUNT] = {NV, NV, GM * GK, GK * GN, GM * GN, NV, 1, 1, 1};
+static const int b_len[B_COUNT] = {NV, NV, GM *GK, GK *GN, GM *GN, NV, 1, 1, 1};
 #define SET_FLOATS (NV * 3 + GM * GK + GK * GN + GM * GN + 3)
 
 typedef struct bset {
@@ -185,8 +185,8 @@ static void run(const scenario_t *sc, outcome_t *out)
     size_t len = 0;
     for (int s = 0; s < STEPS && len < sizeof line - 8; s++)
         len += (size_t)snprintf(line + len, sizeof line - len, "%s%ld", s ? " " : "", out->calls[s]);
-    cr_log_info("%s: lib_calls %llu, absorbed %llu, relearned %llu, side exits %llu",
-                sc->name, (unsigned long long)(out->traced.lib_calls - out->eager.lib_calls),
+    cr_log_info("%s: lib_calls %llu, absorbed %llu, relearned %llu, side exits %llu", sc->name,
+                (unsigned long long)(out->traced.lib_calls - out->eager.lib_calls),
                 (unsigned long long)(out->traced.lib_absorbed - out->eager.lib_absorbed),
                 (unsigned long long)(out->traced.lib_relearned - out->eager.lib_relearned),
                 (unsigned long long)(out->traced.side_exits - out->eager.side_exits));
@@ -333,8 +333,8 @@ Test(runtime_libs, fake_matches_reference)
     float want_dot = 0;
     for (int i = 0; i < NV; i++) want_dot += x[i] * y[i];
     unsigned long before = fakecublas_calls();
-    BL(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_T, GM, GN, GK, &al, F(&b, B_A), GM, F(&b, B_B), GN, &be,
-                      F(&b, B_C), GM));
+    BL(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_T, GM, GN, GK, &al, F(&b, B_A), GM, F(&b, B_B), GN, &be, F(&b, B_C),
+                      GM));
     cr_assert_eq(fakecublas_calls() - before, 2, "beta != 1: Sgemm and its nested Sscal");
     for (int j = 0; j < GN; j++)
         for (int i = 0; i < GM; i++) {
@@ -351,12 +351,12 @@ Test(runtime_libs, fake_matches_reference)
 
     const float one = 1.0f, zero = 0.0f;
     before = fakecublas_calls();
-    BL(cublasSgemm_v2(g_h, CUBLAS_OP_T, CUBLAS_OP_N, GM, GN, GK, &al, F(&b, B_A), GK, F(&b, B_B), GK, &one,
-                      F(&b, B_C), GM));
+    BL(cublasSgemm_v2(g_h, CUBLAS_OP_T, CUBLAS_OP_N, GM, GN, GK, &al, F(&b, B_A), GK, F(&b, B_B), GK, &one, F(&b, B_C),
+                      GM));
     cr_assert_eq(fakecublas_calls() - before, 1, "beta == 1: no nested Sscal");
     for (int i = 0; i < GM * GN; i++) F(&b, B_C)[i] = NAN;
-    BL(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &al, F(&b, B_A), GM, F(&b, B_B), GK, &zero,
-                      F(&b, B_C), GM));
+    BL(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &al, F(&b, B_A), GM, F(&b, B_B), GK, &zero, F(&b, B_C),
+                      GM));
     for (int i = 0; i < GM * GN; i++) cr_assert(!isnan(F(&b, B_C)[i]), "beta == 0 must not read C");
 
     /* device pointer mode: scalars and the dot result in device memory */
@@ -386,11 +386,11 @@ Test(runtime_libs, fake_matches_reference)
     cr_assert_eq(cublasSscal_v2(g_h, -1, &al, F(&b, B_X), 1), CUBLAS_STATUS_INVALID_VALUE);
     cr_assert_eq(cublasScopy_v2(g_h, -1, F(&b, B_X), 1, F(&b, B_Y), 1), CUBLAS_STATUS_INVALID_VALUE);
     cr_assert_eq(cublasSdot_v2(g_h, -1, F(&b, B_X), 1, F(&b, B_Y), 1, &dot), CUBLAS_STATUS_INVALID_VALUE);
-    cr_assert_eq(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, -1, GN, GK, &al, F(&b, B_A), GM, F(&b, B_B), GK,
-                                &be, F(&b, B_C), GM),
+    cr_assert_eq(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, -1, GN, GK, &al, F(&b, B_A), GM, F(&b, B_B), GK, &be,
+                                F(&b, B_C), GM),
                  CUBLAS_STATUS_INVALID_VALUE);
-    cr_assert_eq(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &al, F(&b, B_A), GM - 1, F(&b, B_B),
-                                GK, &be, F(&b, B_C), GM),
+    cr_assert_eq(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &al, F(&b, B_A), GM - 1, F(&b, B_B), GK, &be,
+                                F(&b, B_C), GM),
                  CUBLAS_STATUS_INVALID_VALUE, "lda < m");
     cr_assert_eq(cublasSetPointerMode_v2(g_h, (cublasPointerMode_t)7), CUBLAS_STATUS_INVALID_VALUE);
     cr_assert_eq(cublasSetWorkspace_v2(g_h, NULL, 64), CUBLAS_STATUS_INVALID_VALUE);
@@ -505,10 +505,19 @@ Test(runtime_libs, absorb)
  * b. alpha_changes: a host-mode alpha that changes every 5 steps
  * ------------------------------------------------------------------------------------------- */
 
-static float alpha_of(int s) { return 1.0f + 0.25f * (float)(s / 5); }
+static float alpha_of(int s)
+{
+    return 1.0f + 0.25f * (float)(s / 5);
+}
 
-static bool alpha_unchanged(int s) { return s % 5 != 0; }
-static bool alpha_changed(int s) { return s % 5 == 0; }
+static bool alpha_unchanged(int s)
+{
+    return s % 5 != 0;
+}
+static bool alpha_changed(int s)
+{
+    return s % 5 == 0;
+}
 
 static void alpha_step(int s, bset_t *b, float *hv)
 {
@@ -556,7 +565,10 @@ static void before_recreate(int s, bset_t *b)
                     (uintptr_t)g_h == old ? "has" : "does not have");
 }
 
-static bool same_handle(int s) { return s % 7 != 0; }
+static bool same_handle(int s)
+{
+    return s % 7 != 0;
+}
 
 Test(runtime_libs, handle_recreate)
 {
@@ -622,8 +634,8 @@ static void split_k_step(int s, bset_t *b, float *hv)
     (void)s, (void)hv;
     const float one = 1.0f, zero = 0.0f;
     OK(fk_axpb_launch(&fk, g_stream, b->p[B_A], 0.5f, 1.0f, GM * GK, 1));
-    BL(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &one, F(b, B_A), GM, F(b, B_B), GK, &zero,
-                      F(b, B_C), GM));
+    BL(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, GM, GN, GK, &one, F(b, B_A), GM, F(b, B_B), GK, &zero, F(b, B_C),
+                      GM));
 }
 
 Test(runtime_libs, split_k_memset_follows_output)
@@ -645,7 +657,10 @@ Test(runtime_libs, split_k_memset_follows_output)
  * with the second kind's kernels; and none of the first kind's learning: the second kind's
  * pointers stay the same until the middle, so the first call on set 1 has new pointers that its
  * group never saw change, and must run the library. */
-static bool second_kind(int s) { return s < STEPS / 2 ? s % 4 == 2 : s % 4 == 3; }
+static bool second_kind(int s)
+{
+    return s < STEPS / 2 ? s % 4 == 2 : s % 4 == 3;
+}
 
 static void before_two_calls(int s, bset_t *b)
 {
@@ -785,8 +800,7 @@ Test(runtime_libs, error_status)
     expect_replaying(o);
     cr_assert_gt(TRACED(o, lib_calls), 0);
     /* The valid calls are absorbed; the failing ones may run (their status is the library's). */
-    expect_at_most(o, 2, NULL, 2,
-                   "more than the two failing calls ran; the valid Saxpy and Scopy should be absorbed");
+    expect_at_most(o, 2, NULL, 2, "more than the two failing calls ran; the valid Saxpy and Scopy should be absorbed");
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -90,8 +90,8 @@ static int loop(void *out)
 /* Run the loop in a child with the given environment (child.h). */
 static void run_child(child_env_t env, float (*out)[OUT], cgj_stats_t *st)
 {
-    const char *vars[] = {"CGJIT_DISABLE", env.disable, "CGJIT_LIBS_LEARNED", env.learned, "CGJIT_VERIFY", env.verify,
-                          NULL};
+    const char *vars[] = {"CGJIT_DISABLE", env.disable, "CGJIT_LIBS_LEARNED", env.learned, "CGJIT_VERIFY",
+                          env.verify,      NULL};
     child_run(vars, loop, out, sizeof(float) * ITERS * OUT, st);
 }
 
@@ -162,6 +162,7 @@ Test(runtime_libs_hidden, verify_finds_nothing_on_the_default_path)
     int d = first_difference(g_eager, g_traced);
     cr_assert_eq(d, -1, "under CGJIT_VERIFY step %d differs from eager", d);
     cr_assert_gt(st.verify_segments, ITERS / 2, "%llu graphs checked", (unsigned long long)st.verify_segments);
-    cr_assert_eq(st.verify_divergences, 0, "%llu divergences on the safe path", (unsigned long long)st.verify_divergences);
+    cr_assert_eq(st.verify_divergences, 0, "%llu divergences on the safe path",
+                 (unsigned long long)st.verify_divergences);
     cr_assert_eq(st.verify_unchecked, 0, "%llu graphs unchecked", (unsigned long long)st.verify_unchecked);
 }

@@ -25,10 +25,10 @@ static CUstream g_s;
 static ncclComm_t g_comm;
 
 #define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s failed", #call)
-#define NC(call)                                                                        \
-    do {                                                                                \
-        ncclResult_t r_ = (call);                                                       \
-        cr_assert_eq(r_, ncclSuccess, "%s returned %d", #call, (int)r_);               \
+#define NC(call)                                                         \
+    do {                                                                 \
+        ncclResult_t r_ = (call);                                        \
+        cr_assert_eq(r_, ncclSuccess, "%s returned %d", #call, (int)r_); \
     } while (0)
 
 static void setup(void)
@@ -60,8 +60,8 @@ static void allreduce_step(int s, const bufs_t *b)
 }
 
 typedef struct outcome {
-    unsigned long calls_traced;  /* collective calls that reached NCCL in the traced half */
-    unsigned long calls_late;    /* ... in its last 10 steps */
+    unsigned long calls_traced; /* collective calls that reached NCCL in the traced half */
+    unsigned long calls_late;   /* ... in its last 10 steps */
     unsigned long graph_launches_late;
 } outcome_t;
 
@@ -134,8 +134,8 @@ Test(runtime_nccl, an_all_reduce_is_absorbed_and_launched_before_its_call_return
 static void changing_step(int s, const bufs_t *b)
 {
     OK(fk_addk_launch(&fk, g_s, b->x, s + 1, N));
-    NC(ncclAllReduce((const void *)(uintptr_t)b->x, (void *)(uintptr_t)b->y, s % 5 == 4 ? N / 2 : N, ncclFloat,
-                     ncclSum, g_comm, g_s));
+    NC(ncclAllReduce((const void *)(uintptr_t)b->x, (void *)(uintptr_t)b->y, s % 5 == 4 ? N / 2 : N, ncclFloat, ncclSum,
+                     g_comm, g_s));
     OK(fk_axpb_launch(&fk, g_s, b->y, 2.0f, 1.0f, N, 1));
 }
 

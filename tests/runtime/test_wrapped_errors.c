@@ -32,24 +32,27 @@
 #include "fakeapp.h"
 
 #define INJECTED CUDA_ERROR_NOT_PERMITTED
-#define N 64        /* floats of the step's buffers */
+#define N 64         /* floats of the step's buffers */
 #define SCRATCH 4096 /* bytes of each scratch buffer the failing calls name */
-#define COPY 256    /* bytes each failing copy would move */
+#define COPY 256     /* bytes each failing copy would move */
 
 static fk_t fk;
 
-static void setup(void) { fk_open(&fk); }
+static void setup(void)
+{
+    fk_open(&fk);
+}
 TestSuite(runtime_wrapped_errors, .init = setup, .timeout = 120);
 
 #define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s failed", #call)
 
 /* Everything the failing calls name: created once, never consumed (a failed call does nothing). */
 typedef struct env {
-    CUstream s, cap;  /* cap: the stream cuStreamBeginCapture names */
+    CUstream s, cap; /* cap: the stream cuStreamBeginCapture names */
     CUevent ev;
     CUcontext ctx;
-    CUdeviceptr a, b, val;       /* scratch device buffers; val zeroed, for stream memory ops */
-    CUdeviceptr victim;          /* what the frees name */
+    CUdeviceptr a, b, val;        /* scratch device buffers; val zeroed, for stream memory ops */
+    CUdeviceptr victim;           /* what the frees name */
     void *pinned, *pinned_victim; /* cuMemHostAlloc */
     void *registered;             /* cuMemHostRegister */
     unsigned char host[SCRATCH];
@@ -104,8 +107,14 @@ static void env_init(env_t *e)
     e->kparams[0] = &e->kx, e->kparams[1] = &e->ka, e->kparams[2] = &e->kb, e->kparams[3] = &e->kn;
 }
 
-static void host_noop(void *data) { (void)data; }
-static void callback_noop(CUstream s, CUresult status, void *data) { (void)s, (void)status, (void)data; }
+static void host_noop(void *data)
+{
+    (void)data;
+}
+static void callback_noop(CUstream s, CUresult status, void *data)
+{
+    (void)s, (void)status, (void)data;
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Callers, one per prototype of the table: caller_<prototype>(fn, e) calls fn, a function of
@@ -114,12 +123,12 @@ static void callback_noop(CUstream s, CUresult status, void *data) { (void)s, (v
 
 typedef CUresult (*caller_t)(void *fn, env_t *e);
 
-#define CALL(proto, ...)                                          \
-    static CUresult caller_##proto(void *fn_, env_t *e)           \
-    {                                                             \
-        __typeof__(proto) *f = (__typeof__(proto) *)fn_;          \
-        (void)e;                                                  \
-        return f(__VA_ARGS__);                                    \
+#define CALL(proto, ...)                                 \
+    static CUresult caller_##proto(void *fn_, env_t *e)  \
+    {                                                    \
+        __typeof__(proto) *f = (__typeof__(proto) *)fn_; \
+        (void)e;                                         \
+        return f(__VA_ARGS__);                           \
     }
 
 /* Skipped rows: failing cuGetProcAddress would fail the look-ups themselves. */
@@ -191,8 +200,8 @@ CALL(cuGraphUpload, e->exec, e->s)
 
 static CUresult caller_cuLaunchKernelEx(void *fn, env_t *e)
 {
-    CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
-                          .blockDimZ = 1, .hStream = e->s};
+    CUlaunchConfig cfg = {
+        .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .hStream = e->s};
     return ((__typeof__(cuLaunchKernelEx) *)fn)(&cfg, fk_axpb, e->kparams, NULL);
 }
 
@@ -233,9 +242,14 @@ static CUresult caller_cuCtxPopCurrent(void *fn, env_t *e)
 /* device to device, 4 rows of 32 bytes, pitch 64 */
 static CUDA_MEMCPY2D copy2d(const env_t *e)
 {
-    return (CUDA_MEMCPY2D){.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = e->a, .srcPitch = 64,
-                           .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = e->b, .dstPitch = 64,
-                           .WidthInBytes = 32, .Height = 4};
+    return (CUDA_MEMCPY2D){.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                           .srcDevice = e->a,
+                           .srcPitch = 64,
+                           .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                           .dstDevice = e->b,
+                           .dstPitch = 64,
+                           .WidthInBytes = 32,
+                           .Height = 4};
 }
 
 static CUresult caller_cuMemcpy2D(void *fn, env_t *e)
@@ -259,9 +273,17 @@ static CUresult caller_cuMemcpy2DAsync(void *fn, env_t *e)
 /* device to device, 2 slices of 4 rows of 32 bytes, pitch 64, 4 rows a slice */
 static CUDA_MEMCPY3D copy3d(const env_t *e)
 {
-    return (CUDA_MEMCPY3D){.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = e->a, .srcPitch = 64, .srcHeight = 4,
-                           .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = e->b, .dstPitch = 64, .dstHeight = 4,
-                           .WidthInBytes = 32, .Height = 4, .Depth = 2};
+    return (CUDA_MEMCPY3D){.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                           .srcDevice = e->a,
+                           .srcPitch = 64,
+                           .srcHeight = 4,
+                           .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                           .dstDevice = e->b,
+                           .dstPitch = 64,
+                           .dstHeight = 4,
+                           .WidthInBytes = 32,
+                           .Height = 4,
+                           .Depth = 2};
 }
 
 static CUresult caller_cuMemcpy3D(void *fn, env_t *e)
@@ -278,10 +300,19 @@ static CUresult caller_cuMemcpy3DAsync(void *fn, env_t *e)
 
 static CUDA_MEMCPY3D_PEER copy3d_peer(const env_t *e)
 {
-    return (CUDA_MEMCPY3D_PEER){.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = e->a, .srcContext = e->ctx,
-                                .srcPitch = 64, .srcHeight = 4, .dstMemoryType = CU_MEMORYTYPE_DEVICE,
-                                .dstDevice = e->b, .dstContext = e->ctx, .dstPitch = 64, .dstHeight = 4,
-                                .WidthInBytes = 32, .Height = 4, .Depth = 2};
+    return (CUDA_MEMCPY3D_PEER){.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                                .srcDevice = e->a,
+                                .srcContext = e->ctx,
+                                .srcPitch = 64,
+                                .srcHeight = 4,
+                                .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                                .dstDevice = e->b,
+                                .dstContext = e->ctx,
+                                .dstPitch = 64,
+                                .dstHeight = 4,
+                                .WidthInBytes = 32,
+                                .Height = 4,
+                                .Depth = 2};
 }
 
 static CUresult caller_cuMemcpy3DPeer(void *fn, env_t *e)
@@ -322,8 +353,8 @@ static CUresult caller_cuMemcpyBatchAsync(void *fn, env_t *e)
 {
     CUdeviceptr dsts[] = {e->b, e->b + COPY}, srcs[] = {e->a, e->a + COPY};
     size_t sizes[] = {COPY, COPY}, idx[] = {0};
-    CUmemcpyAttributes attrs[] = {{.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
-                                   .srcLocHint = device0, .dstLocHint = device0}};
+    CUmemcpyAttributes attrs[] = {
+        {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, .srcLocHint = device0, .dstLocHint = device0}};
     return ((__typeof__(cuMemcpyBatchAsync) *)fn)(dsts, srcs, sizes, 2, attrs, idx, 1, e->s);
 }
 
@@ -362,8 +393,11 @@ static CUresult caller_cuMemDiscardAndPrefetchBatchAsync(void *fn, env_t *e)
 
 static CUresult caller_cuMemBatchDecompressAsync(void *fn, env_t *e)
 {
-    CUmemDecompressParams p = {.srcNumBytes = 64, .dstNumBytes = COPY, .dstActBytes = (cuuint32_t *)(uintptr_t)e->val,
-                               .src = (const void *)(uintptr_t)e->a, .dst = (void *)(uintptr_t)e->b,
+    CUmemDecompressParams p = {.srcNumBytes = 64,
+                               .dstNumBytes = COPY,
+                               .dstActBytes = (cuuint32_t *)(uintptr_t)e->val,
+                               .src = (const void *)(uintptr_t)e->a,
+                               .dst = (void *)(uintptr_t)e->b,
                                .algo = CU_MEM_DECOMPRESS_ALGORITHM_DEFLATE};
     size_t error_index = 0;
     return ((__typeof__(cuMemBatchDecompressAsync) *)fn)(&p, 1, 0, &error_index, e->s);
@@ -406,8 +440,15 @@ static CUresult caller_cuWaitExternalSemaphoresAsync(void *fn, env_t *e)
 
 static CUresult caller_cgj_proto_coop_multi(void *fn, env_t *e)
 {
-    CUDA_LAUNCH_PARAMS lp = {.function = fk_axpb, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32,
-                             .blockDimY = 1, .blockDimZ = 1, .hStream = e->s, .kernelParams = e->kparams};
+    CUDA_LAUNCH_PARAMS lp = {.function = fk_axpb,
+                             .gridDimX = 1,
+                             .gridDimY = 1,
+                             .gridDimZ = 1,
+                             .blockDimX = 32,
+                             .blockDimY = 1,
+                             .blockDimZ = 1,
+                             .hStream = e->s,
+                             .kernelParams = e->kparams};
     return ((__typeof__(cgj_proto_coop_multi) *)fn)(&lp, 1, 0);
 }
 
@@ -471,8 +512,8 @@ static const step_variant_t variant_a = {{"cuLaunchKernel", "cuMemsetD32Async"},
                             variant_b = {{"cuLaunchKernelEx", "cuMemsetD16Async"}, 0x3f803f80u};
 
 static CUdeviceptr g_x, g_y;
-static float g_xe[N];     /* what x must hold: the step's arithmetic, on the host */
-static uint32_t g_ye;     /* what each float of y must hold */
+static float g_xe[N];    /* what x must hold: the step's arithmetic, on the host */
+static uint32_t g_ye;    /* what each float of y must hold */
 static int g_mismatches; /* checks where x or y did not hold that */
 
 static const step_variant_t *variant_for(const char *exported)
@@ -493,8 +534,15 @@ static void step_ops(const step_variant_t *v)
         OK(fk.memset32_async(g_y, 0x3f800000u, N, env.s));
     } else {
         CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PRIORITY, .value.priority = 0};
-        CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
-                              .blockDimZ = 1, .hStream = env.s, .attrs = &attr, .numAttrs = 1};
+        CUlaunchConfig cfg = {.gridDimX = 1,
+                              .gridDimY = 1,
+                              .gridDimZ = 1,
+                              .blockDimX = 32,
+                              .blockDimY = 1,
+                              .blockDimZ = 1,
+                              .hStream = env.s,
+                              .attrs = &attr,
+                              .numAttrs = 1};
         OK(fk.launch_ex(&cfg, fk_axpb, params, NULL));
         OK(((__typeof__(cuMemsetD16Async) *)gpa("cuMemsetD16Async", 0))(g_y, 0x3f80, 2 * N, env.s));
     }
@@ -513,8 +561,8 @@ static void check_step_results(const char *after)
     OK(fk.dtoh(y, g_y, sizeof y));
     int bad = 0;
     for (int i = 0; i < N; i++) bad += x[i] != g_xe[i] || y[i] != g_ye;
-    cr_expect_eq(bad, 0, "after %s: x[0] = %g (want %g), y[0] = %#x (want %#x): %d of %d elements differ", after,
-                 x[0], g_xe[0], y[0], g_ye, bad, N);
+    cr_expect_eq(bad, 0, "after %s: x[0] = %g (want %g), y[0] = %#x (want %#x): %d of %d elements differ", after, x[0],
+                 g_xe[0], y[0], g_ye, bad, N);
     if (bad) {
         g_mismatches++;
         memcpy(g_xe, x, sizeof x); /* go on from what is there */
@@ -579,8 +627,8 @@ Test(runtime_wrapped_errors, every_wrapped_function_returns_the_drivers_error)
         int end = cgj_trace_end();
         if (after.side_exits + after.aborts > before.side_exits + before.aborts) left_trace++;
         else cr_log_info("%s: the failing call did not leave the replay (cgjit does not trace it)", r->exported);
-        cr_expect_eq(got, INJECTED, "%s inside a replayed step returned %d, not the injected %d", r->exported,
-                     (int)got, (int)INJECTED);
+        cr_expect_eq(got, INJECTED, "%s inside a replayed step returned %d, not the injected %d", r->exported, (int)got,
+                     (int)INJECTED);
         cr_expect(taken, "%s inside a replayed step did not reach the driver", r->exported);
         cr_expect_eq(end, CGJ_OK, "%s: cgj_trace_end() = %d after the failing call", r->exported, end);
         wrong += got != INJECTED || !taken || end != CGJ_OK;
@@ -608,4 +656,3 @@ Test(runtime_wrapped_errors, every_wrapped_function_returns_the_drivers_error)
     cr_assert_eq(wrong, 0);
     cr_assert_eq(g_mismatches, 0);
 }
-

@@ -37,7 +37,10 @@ static const char *tool_path(void)
     return path;
 }
 
-typedef struct run { int status; char out[8192], err[8192]; } run_t;
+typedef struct run {
+    int status;
+    char out[8192], err[8192];
+} run_t;
 
 static void slurp(int fd, char *buf, size_t cap)
 {

@@ -25,7 +25,10 @@
 #define N 64
 static fk_t fk;
 
-static inline void setup(void) { fk_open(&fk); }
+static inline void setup(void)
+{
+    fk_open(&fk);
+}
 
 #define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s failed", #call)
 
@@ -123,25 +126,52 @@ typedef struct want {
     want_op_t op;
     long long v;
 } want_t;
-#define IS(v) {W_EQ, (long long)(v)}
-#define NOT(v) {W_NE, (long long)(v)}
-#define AT_LEAST(v) {W_GE, (long long)(v)}
-#define MORE_THAN(v) {W_GT, (long long)(v)}
-#define AT_MOST(v) {W_LE, (long long)(v)}
-#define LESS_THAN(v) {W_LT, (long long)(v)}
+#define IS(v)                \
+    {                        \
+        W_EQ, (long long)(v) \
+    }
+#define NOT(v)               \
+    {                        \
+        W_NE, (long long)(v) \
+    }
+#define AT_LEAST(v)          \
+    {                        \
+        W_GE, (long long)(v) \
+    }
+#define MORE_THAN(v)         \
+    {                        \
+        W_GT, (long long)(v) \
+    }
+#define AT_MOST(v)           \
+    {                        \
+        W_LE, (long long)(v) \
+    }
+#define LESS_THAN(v)         \
+    {                        \
+        W_LT, (long long)(v) \
+    }
 
 /* The counters a scenario may name: the anchor's cgj_trace_info, every cgj_stats counter, and
  * the fake driver's. */
+/* clang-format off */
 #define REPLAY_INFO_FIELDS(X)                                                                     \
     X(state) X(variants) X(ops) X(kernels) X(segments) X(varying_slots) X(runs) X(replays)        \
     X(side_exits) X(record_failures) X(allocations)
-#define REPLAY_FAKE_FIELDS(X) X(kernels_run) X(eager_launches) X(graph_launches) X(captures) X(node_param_sets) X(device_updates)
+/* clang-format on */
+#define REPLAY_FAKE_FIELDS(X) \
+    X(kernels_run) X(eager_launches) X(graph_launches) X(captures) X(node_param_sets) X(device_updates)
 
 #define REPLAY_WANT_FIELD(f) want_t f;
 #define REPLAY_WANT_STAT(f, doc) want_t f;
-typedef struct want_info { REPLAY_INFO_FIELDS(REPLAY_WANT_FIELD) } want_info_t;
-typedef struct want_stats { CGJ_STATS_LIST(REPLAY_WANT_STAT) } want_stats_t;
-typedef struct want_fake { REPLAY_FAKE_FIELDS(REPLAY_WANT_FIELD) } want_fake_t;
+typedef struct want_info {
+    REPLAY_INFO_FIELDS(REPLAY_WANT_FIELD)
+} want_info_t;
+typedef struct want_stats {
+    CGJ_STATS_LIST(REPLAY_WANT_STAT)
+} want_stats_t;
+typedef struct want_fake {
+    REPLAY_FAKE_FIELDS(REPLAY_WANT_FIELD)
+} want_fake_t;
 
 typedef struct scenario scenario_t;
 typedef void (*scenario_hook)(const scenario_t *sc, int s, bufs_t *b);
@@ -150,13 +180,13 @@ struct scenario {
     const char *name; /* the anchor */
     step_fn fn;
     int steps, nbufs;
-    void *ctx;                /* the step function's */
-    scenario_hook prepare;    /* once, after the buffers are allocated (s = -1) */
-    scenario_hook before;     /* before each step's two runs, outside any step */
-    scenario_hook after;      /* after each step's comparison: per-step checks */
-    want_info_t info;         /* the anchor's cgj_trace_info at the end */
-    want_stats_t stats;       /* cgj_stats at the end */
-    want_fake_t fake;         /* the fake driver's counters at the end */
+    void *ctx;             /* the step function's */
+    scenario_hook prepare; /* once, after the buffers are allocated (s = -1) */
+    scenario_hook before;  /* before each step's two runs, outside any step */
+    scenario_hook after;   /* after each step's comparison: per-step checks */
+    want_info_t info;      /* the anchor's cgj_trace_info at the end */
+    want_stats_t stats;    /* cgj_stats at the end */
+    want_fake_t fake;      /* the fake driver's counters at the end */
 };
 
 static inline void want_check(const scenario_t *sc, const char *what, long long got, want_t w,
@@ -173,8 +203,8 @@ static inline void want_check(const scenario_t *sc, const char *what, long long 
     case W_LE: ok = got <= w.v; break;
     case W_LT: ok = got < w.v; break;
     }
-    cr_assert(ok, "%s: %s is %lld, expected %s %lld (state %s, reason: %s)", sc->name, what, got,
-              op_text[w.op], w.v, cgj_state_name(i->state), i->reason);
+    cr_assert(ok, "%s: %s is %lld, expected %s %lld (state %s, reason: %s)", sc->name, what, got, op_text[w.op], w.v,
+              cgj_state_name(i->state), i->reason);
 }
 
 /* Run the scenario, compare after every step, check its expectations; the anchor's info. */

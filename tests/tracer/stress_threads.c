@@ -13,14 +13,13 @@
  *   absorbed work;
  * - a reporter reads what the API offers (cgj_stats, cgj_trace_info, cgj_mode_get, cgj_report).
  * With the argument `implicit` the same runs without markers under CGJIT_STEP=sync (`auto`:
- * CGJIT_STEP=auto, steps found as cycles): each step ends at a synchronization of its stream, and the odd workers' steps launch 0 to 4 launches more
- * from one step to the next (an identity), so their steps run eagerly while the others replay:
- * calls of eager steps pass cgjit by its shortest path (cgj_step_passes) beside threads that
- * flush one another.
- * At the end every thread's buffer must equal its eager result bitwise. Exit status 0 on
- * success, 1 on a mismatch or when nothing replayed or no thread flushed another (implicit: when
- * no step replayed or none ran eagerly; under CGJIT_VERIFY also when a checked graph diverged,
- * which with every thread's results eager's is verify's own doing, or none was checked).
+ * CGJIT_STEP=auto, steps found as cycles): each step ends at a synchronization of its stream, and the odd workers'
+ * steps launch 0 to 4 launches more from one step to the next (an identity), so their steps run eagerly while the
+ * others replay: calls of eager steps pass cgjit by its shortest path (cgj_step_passes) beside threads that flush one
+ * another. At the end every thread's buffer must equal its eager result bitwise. Exit status 0 on success, 1 on a
+ * mismatch or when nothing replayed or no thread flushed another (implicit: when no step replayed or none ran eagerly;
+ * under CGJIT_VERIFY also when a checked graph diverged, which with every thread's results eager's is verify's own
+ * doing, or none was checked).
  */
 #define _GNU_SOURCE
 #include <cgjit.h>
@@ -56,7 +55,7 @@ static CUstream shared_stream;
 static CUevent shared_event;
 static int failures;
 static pthread_barrier_t start; /* the workers begin their steps together */
-static bool implicit;            /* no markers: CGJIT_STEP=sync finds the steps */
+static bool implicit;           /* no markers: CGJIT_STEP=sync finds the steps */
 
 static void step_begin(const char *name)
 {
@@ -66,13 +65,13 @@ static void step_begin(const char *name)
 /* The end of a step: a marker, or (implicit) the synchronization of its stream that ends it. */
 static void step_end(CUstream s);
 
-#define CHECK(call)                                                             \
-    do {                                                                        \
-        CUresult r_ = (call);                                                   \
-        if (r_ != CUDA_SUCCESS) {                                               \
-            fprintf(stderr, "stress_threads: %s: %d\n", #call, (int)r_);        \
-            exit(1);                                                            \
-        }                                                                       \
+#define CHECK(call)                                                      \
+    do {                                                                 \
+        CUresult r_ = (call);                                            \
+        if (r_ != CUDA_SUCCESS) {                                        \
+            fprintf(stderr, "stress_threads: %s: %d\n", #call, (int)r_); \
+            exit(1);                                                     \
+        }                                                                \
     } while (0)
 
 static void k_axpb(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
@@ -227,7 +226,7 @@ int main(int argc, char **argv)
     exe[n] = '\0';
     snprintf(path, sizeof path, "%s/fakecuda/libcuda.so.1", dirname(exe));
     setenv("CGJIT_DRIVER", path, 1);
-    setenv("CGJIT_COST", "0", 0); /* replay never pays on the fake driver: keep it on all the same */
+    setenv("CGJIT_COST", "0", 0);   /* replay never pays on the fake driver: keep it on all the same */
     setenv("CGJIT_GOVERN", "0", 0); /* nor let the governor, on the machine's pace, make it dormant */
     void *h = dlopen(path, RTLD_NOW);
     if (!h) return 1;
@@ -265,8 +264,11 @@ int main(int argc, char **argv)
     cgj_stats_t st;
     cgj_stats(&st);
     printf("stress_threads%s: %d + %d (legacy stream) threads x %d steps, %llu replayed, %llu eager, %llu side "
-           "exits, %d mismatches\n", auto_steps ? " auto" : implicit ? " implicit" : "", THREADS, LEGACY, STEPS,
-           (unsigned long long)st.steps_replayed, (unsigned long long)st.steps_eager,
+           "exits, %d mismatches\n",
+           auto_steps ? " auto"
+           : implicit ? " implicit"
+                      : "",
+           THREADS, LEGACY, STEPS, (unsigned long long)st.steps_replayed, (unsigned long long)st.steps_eager,
            (unsigned long long)st.side_exits, failures);
     if (ctx_sync_refused)
         printf("stress_threads: %d cuCtxSynchronize calls met a graph capture of cgjit's on another thread\n",

@@ -25,7 +25,10 @@ static void device_as_host_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_correct, device_pointer_as_host_source_is_a_device_copy)
 {
-    run_scenario(&(scenario_t){.name = "dev_as_host", .fn = device_as_host_step, .steps = 12, .nbufs = 3,
+    run_scenario(&(scenario_t){.name = "dev_as_host",
+                               .fn = device_as_host_step,
+                               .steps = 12,
+                               .nbufs = 3,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(10), .side_exits = IS(0)},
                                .stats = {.bytes_staged = IS(0)}});
 }
@@ -303,14 +306,26 @@ static void reissue_step_checked(int s, CUdeviceptr *b, void *ctx)
 static void reissue_failure(const char *api)
 {
     g_fail_api = api;
-    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = api, .fn = reissue_step_checked, .steps = 12,
-                                                    .nbufs = 3, .info = {.state = IS(CGJ_STATE_BLACKLISTED)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = api,
+                                                    .fn = reissue_step_checked,
+                                                    .steps = 12,
+                                                    .nbufs = 3,
+                                                    .info = {.state = IS(CGJ_STATE_BLACKLISTED)}});
     cr_assert_eq(i.reason_code, CGJ_REASON_BLACKLIST_REISSUE, "%s: %s", api, i.reason);
 }
 
-Test(tracer_correct, reissue_failure_of_a_kernel_is_returned) { reissue_failure("cuLaunchKernel"); }
-Test(tracer_correct, reissue_failure_of_a_staged_copy_is_returned) { reissue_failure("cuMemcpyHtoDAsync_v2"); }
-Test(tracer_correct, reissue_failure_of_a_device_copy_is_returned) { reissue_failure("cuMemcpyDtoDAsync_v2"); }
+Test(tracer_correct, reissue_failure_of_a_kernel_is_returned)
+{
+    reissue_failure("cuLaunchKernel");
+}
+Test(tracer_correct, reissue_failure_of_a_staged_copy_is_returned)
+{
+    reissue_failure("cuMemcpyHtoDAsync_v2");
+}
+Test(tracer_correct, reissue_failure_of_a_device_copy_is_returned)
+{
+    reissue_failure("cuMemcpyDtoDAsync_v2");
+}
 
 /* ---- contexts: making another context current inside a step aborts it; the same is fine ---- */
 
@@ -321,7 +336,7 @@ static void context_step(int s, CUdeviceptr *b, void *ctx)
     OK(fk.gpa("cuCtxGetCurrent", (void **)&get_current, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
     OK(get_current(&cur));
     OK(fk_addk_launch(&fk, NULL, b[0], 2, N));
-    OK(cuCtxSetCurrent(cur)); /* the current one again: nothing changes */
+    OK(cuCtxSetCurrent(cur));                /* the current one again: nothing changes */
     if (s >= 6) (void)cuCtxSetCurrent(NULL); /* another (none): the step cannot go on traced */
     if (s >= 6) OK(cuCtxSetCurrent(cur));
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
@@ -329,9 +344,12 @@ static void context_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_correct, a_context_switch_inside_a_step_aborts_it)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "ctx_switch", .fn = context_step, .steps = 12, .nbufs = 1,
-        .info = {.replays = IS(4)}, .stats = {.aborts = AT_LEAST(6)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "ctx_switch",
+                                                    .fn = context_step,
+                                                    .steps = 12,
+                                                    .nbufs = 1,
+                                                    .info = {.replays = IS(4)},
+                                                    .stats = {.aborts = AT_LEAST(6)}});
     cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_UNTRACEABLE, "%s", i.reason);
 }
 
@@ -398,10 +416,12 @@ static void temp_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_correct, no_pool_memory_is_retried_later)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "pool_retry", .fn = temp_step, .steps = 60, .nbufs = 1,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = AT_LEAST(20)},
-        .stats = {.build_failures = IS(1)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "pool_retry",
+                                                    .fn = temp_step,
+                                                    .steps = 60,
+                                                    .nbufs = 1,
+                                                    .info = {.state = IS(CGJ_STATE_REPLAY), .replays = AT_LEAST(20)},
+                                                    .stats = {.build_failures = IS(1)}});
     cr_assert_eq(i.allocations, 1);
 }
 
@@ -474,7 +494,8 @@ static int g_pinned_step[2];
 static void fill_pinned(void *arg)
 {
     int half = (int)(intptr_t)arg;
-    for (int i = 0; i < N; i++) g_pinned[half][i] = (float)(g_pinned_step[half] * 100 + i); /* when the stream gets here */
+    for (int i = 0; i < N; i++)
+        g_pinned[half][i] = (float)(g_pinned_step[half] * 100 + i); /* when the stream gets here */
 }
 
 static void pinned_step(int s, CUdeviceptr *b, void *ctx)
@@ -489,7 +510,10 @@ static void pinned_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_correct, async_copy_from_pinned_memory_reads_it_when_it_runs)
 {
     for (int h = 0; h < 2; h++) OK(fk.host_alloc((void **)&g_pinned[h], N * sizeof(float), 0));
-    run_scenario(&(scenario_t){.name = "pinned_src", .fn = pinned_step, .steps = 10, .nbufs = 1,
+    run_scenario(&(scenario_t){.name = "pinned_src",
+                               .fn = pinned_step,
+                               .steps = 10,
+                               .nbufs = 1,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(8)},
                                .stats = {.bytes_staged = IS(0)}});
     for (int h = 0; h < 2; h++) OK(fk.free_host(g_pinned[h]));
@@ -582,7 +606,11 @@ static void fresh_pin(const char *name, pin_mode_t mode, bool on_stream)
         OK(fk.gpa("cuMemHostUnregister", (void **)&g_host_unregister, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
     }
     enum { STEPS = 12 };
-    run_scenario(&(scenario_t){.name = name, .fn = fresh_pin_step, .steps = STEPS, .nbufs = 2, .ctx = &f,
+    run_scenario(&(scenario_t){.name = name,
+                               .fn = fresh_pin_step,
+                               .steps = STEPS,
+                               .nbufs = 2,
+                               .ctx = &f,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(STEPS - 2), .side_exits = IS(0)}});
     for (int h = 0; h < 2; h++)
         if (f.held[h]) OK(mode == PIN_REREGISTER ? g_host_unregister(f.held[h]) : fk.free_host(f.held[h]));
@@ -694,19 +722,28 @@ static void small_late_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_small, a_constant_that_starts_varying_in_an_eager_segment_is_promoted)
 {
-    run_scenario(&(scenario_t){.name = "small_late", .fn = small_late_step, .steps = 60, .nbufs = 2,
-                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(58), .side_exits = IS(0),
-                                        .variants = IS(1), .varying_slots = IS(2)},
+    run_scenario(&(scenario_t){.name = "small_late",
+                               .fn = small_late_step,
+                               .steps = 60,
+                               .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY),
+                                        .replays = IS(58),
+                                        .side_exits = IS(0),
+                                        .variants = IS(1),
+                                        .varying_slots = IS(2)},
                                .fake = {.graph_launches = IS(0)},
                                .stats = {.slots_promoted = IS(2)}});
 }
 
 Test(tracer_small, small_segments_are_issued_eagerly)
 {
-    run_scenario(&(scenario_t){.name = "small", .fn = small_step, .steps = 20, .nbufs = 2,
-                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .side_exits = IS(0),
-                                        .segments = IS(2)},
-                               .fake = {.graph_launches = IS(0), .captures = IS(0)}});
+    run_scenario(&(scenario_t){
+        .name = "small",
+        .fn = small_step,
+        .steps = 20,
+        .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .side_exits = IS(0), .segments = IS(2)},
+        .fake = {.graph_launches = IS(0), .captures = IS(0)}});
 }
 
 /* The ops of a segment too small for a graph run when the program makes them, as eager runs
@@ -753,7 +790,10 @@ static void small_fork_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_small, an_op_that_ran_is_never_issued_again)
 {
-    run_scenario(&(scenario_t){.name = "small_fork", .fn = small_fork_step, .steps = 60, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "small_fork",
+                               .fn = small_fork_step,
+                               .steps = 60,
+                               .nbufs = 2,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = AT_LEAST(45), .variants = IS(2)},
                                .fake = {.graph_launches = IS(0)}});
 }
@@ -773,7 +813,10 @@ static void small_staged_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_small, a_small_segment_with_a_staged_copy_launches_no_graph)
 {
-    run_scenario(&(scenario_t){.name = "small_staged", .fn = small_staged_step, .steps = 20, .nbufs = 1,
+    run_scenario(&(scenario_t){.name = "small_staged",
+                               .fn = small_staged_step,
+                               .steps = 20,
+                               .nbufs = 1,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .side_exits = IS(0)},
                                .stats = {.bytes_staged = IS(0)},
                                .fake = {.graph_launches = IS(0), .captures = IS(0)}});
@@ -795,10 +838,12 @@ static void small_staged_alloc_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_small, a_staged_copy_after_a_pool_op_runs_as_made)
 {
-    run_scenario(&(scenario_t){.name = "small_staged_alloc", .fn = small_staged_alloc_step, .steps = 20,
-                               .nbufs = 1,
-                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .side_exits = IS(0),
-                                        .allocations = IS(1)},
-                               .stats = {.bytes_staged = IS(0), .pool_allocs = IS(18)},
-                               .fake = {.graph_launches = IS(0), .captures = IS(0)}});
+    run_scenario(&(scenario_t){
+        .name = "small_staged_alloc",
+        .fn = small_staged_alloc_step,
+        .steps = 20,
+        .nbufs = 1,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .side_exits = IS(0), .allocations = IS(1)},
+        .stats = {.bytes_staged = IS(0), .pool_allocs = IS(18)},
+        .fake = {.graph_launches = IS(0), .captures = IS(0)}});
 }

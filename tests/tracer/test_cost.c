@@ -382,7 +382,8 @@ Test(tracer_cost, probes_that_never_pair_slow_down)
     compare_bufs("path", 300, &b);
     cgj_trace_info_t i = info_of("path");
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
-    cr_assert_geq(i.replays, 270, "%llu of 300 steps replayed: probing never slowed down", (unsigned long long)i.replays);
+    cr_assert_geq(i.replays, 270, "%llu of 300 steps replayed: probing never slowed down",
+                  (unsigned long long)i.replays);
 }
 
 /* Warm-up figures: recording time per call, plan and graph build times, the first replayed run. */

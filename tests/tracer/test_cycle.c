@@ -19,7 +19,10 @@
 /* ---- helpers ------------------------------------------------------------------------------- */
 
 static uint64_t rng_state;
-static void seed(uint64_t s) { rng_state = s * 0x9e3779b97f4a7c15ull + 12345; }
+static void seed(uint64_t s)
+{
+    rng_state = s * 0x9e3779b97f4a7c15ull + 12345;
+}
 static uint64_t rnd(void) /* splitmix64, never 0 */
 {
     uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
@@ -128,14 +131,13 @@ static uint32_t least_rotation(const uint64_t *l, uint32_t p)
 
 /* Positions [from, to) are locked on period p with this id, and heads are exactly the
  * positions of loop element head_elem. */
-static void expect_locked(const stream_t *s, size_t from, size_t to, uint32_t p, uint64_t id,
-                          int32_t head_elem)
+static void expect_locked(const stream_t *s, size_t from, size_t to, uint32_t p, uint64_t id, int32_t head_elem)
 {
     for (size_t i = from; i < to; i++) {
         cr_assert_eq(s->period[i], p, "period at %zu: %u, not %u", i, s->period[i], p);
         cr_assert_eq(s->id[i], id, "id changed at %zu", i);
-        cr_assert_eq(s->head[i], s->elem[i] == head_elem, "head at %zu (element %d, head %d): %d", i,
-                     s->elem[i], head_elem, s->head[i]);
+        cr_assert_eq(s->head[i], s->elem[i] == head_elem, "head at %zu (element %d, head %d): %d", i, s->elem[i],
+                     head_elem, s->head[i]);
     }
 }
 static void expect_unlocked(const stream_t *s, size_t from, size_t to)
@@ -146,8 +148,7 @@ static void expect_unlocked(const stream_t *s, size_t from, size_t to)
 /* Feed prefix (random, length pre) + reps loops; the loop must lock exactly when confirm
  * repetitions are complete and stay locked, a head every p calls at the canonical element.
  * Returns the id. */
-static uint64_t check_loop(const uint64_t *l, uint32_t p, size_t pre, uint32_t confirm, uint32_t reps,
-                           bool distinct)
+static uint64_t check_loop(const uint64_t *l, uint32_t p, size_t pre, uint32_t confirm, uint32_t reps, bool distinct)
 {
     cgj_cycle_t *c = new_cycle(confirm);
     stream_t s = {0};

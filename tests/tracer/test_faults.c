@@ -20,13 +20,36 @@ TestSuite(tracer_faults, .init = setup);
 enum { CALLS = 12, STEPS = 6 };
 
 static const char *const apis[] = {
-    "cuMemAlloc_v2", "cuMemcpyHtoDAsync_v2", "cuMemsetD32Async", "cuLaunchKernel", "cuEventRecord",
-    "cuEventRecordWithFlags", "cuStreamWaitEvent", "cuMemcpyDtoDAsync_v2", "cuMemFree_v2", "cuGraphLaunch",
-    "cuGraphExecKernelNodeSetParams_v2", "cuStreamSynchronize", "cuEventQuery", "cuEventSynchronize",
-    "cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags", "cuGraphUpload",
-    "cuStreamGetCaptureInfo_v3", "cuGraphKernelNodeGetParams_v2", "cuStreamCreate", "cuEventCreate",
-    "cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemAddressReserve", "cuMemHostAlloc",
-    "cuPointerGetAttribute", "cuCtxSynchronize", "cuMemcpyDtoH_v2",
+    "cuMemAlloc_v2",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemsetD32Async",
+    "cuLaunchKernel",
+    "cuEventRecord",
+    "cuEventRecordWithFlags",
+    "cuStreamWaitEvent",
+    "cuMemcpyDtoDAsync_v2",
+    "cuMemFree_v2",
+    "cuGraphLaunch",
+    "cuGraphExecKernelNodeSetParams_v2",
+    "cuStreamSynchronize",
+    "cuEventQuery",
+    "cuEventSynchronize",
+    "cuStreamBeginCapture_v2",
+    "cuStreamEndCapture",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphUpload",
+    "cuStreamGetCaptureInfo_v3",
+    "cuGraphKernelNodeGetParams_v2",
+    "cuStreamCreate",
+    "cuEventCreate",
+    "cuMemCreate",
+    "cuMemMap",
+    "cuMemSetAccess",
+    "cuMemAddressReserve",
+    "cuMemHostAlloc",
+    "cuPointerGetAttribute",
+    "cuCtxSynchronize",
+    "cuMemcpyDtoH_v2",
 };
 enum { NAPIS = sizeof apis / sizeof apis[0] };
 
@@ -35,7 +58,7 @@ typedef struct trial {
     CUevent ev;
     cublasHandle_t blas;
     CUdeviceptr escaped; /* the step's escaping allocation, freed by the program after the step */
-    const char *api; /* failed once, before call `at` of step `step` of the traced half */
+    const char *api;     /* failed once, before call `at` of step `step` of the traced half */
     int at, step;
 } trial_t;
 
@@ -64,8 +87,8 @@ static CUresult fault_step(int s, CUdeviceptr *b, trial_t *tr, bool traced)
         case 10: r = fk.dtod_async(tr->escaped, b[1], N * sizeof(float), tr->s2); break;
         case 11:
             r = cublasSscal_v2(tr->blas, N, &half, (float *)(uintptr_t)b[1], 1) == CUBLAS_STATUS_SUCCESS
-                    ? CUDA_SUCCESS
-                    : INJECTED; /* the fake cuBLAS fails with the driver's error: that one */
+                  ? CUDA_SUCCESS
+                  : INJECTED; /* the fake cuBLAS fails with the driver's error: that one */
             break;
         }
     }
@@ -123,8 +146,8 @@ static void run_trial(trial_t *tr, figures_t *f, int id)
             cr_assert_eq(fk.dtoh(ht, b.t[i], sizeof ht), CUDA_SUCCESS);
             if (memcmp(he, ht, sizeof he)) {
                 f->mismatches++;
-                cr_log_error("%s before call %d of step %d: step %d, buffer %d differs with no call failing",
-                             tr->api, tr->at, tr->step, s, i);
+                cr_log_error("%s before call %d of step %d: step %d, buffer %d differs with no call failing", tr->api,
+                             tr->at, tr->step, s, i);
             }
         }
     }
@@ -150,11 +173,12 @@ Test(tracer_faults, every_function_every_position, .timeout = 300)
             }
     cr_log_info("fault injection: %d functions x %d positions x 2 steps = %d trials; the failure reached a call "
                 "in %d; %d failures returned to the program (%d with another error); %d steps compared, %d "
-                "mismatches", NAPIS, CALLS + 1, f.trials, f.injected_reached, f.failures_returned, f.wrong_errors,
-                f.steps_compared, f.mismatches);
+                "mismatches",
+                NAPIS, CALLS + 1, f.trials, f.injected_reached, f.failures_returned, f.wrong_errors, f.steps_compared,
+                f.mismatches);
     printf("fault injection: %d trials, %d reached, %d failures returned, %d wrong errors, %d steps compared, "
-           "%d mismatches\n", f.trials, f.injected_reached, f.failures_returned, f.wrong_errors, f.steps_compared,
-           f.mismatches);
+           "%d mismatches\n",
+           f.trials, f.injected_reached, f.failures_returned, f.wrong_errors, f.steps_compared, f.mismatches);
     cr_assert_eq(f.mismatches, 0);
     cr_assert_eq(f.wrong_errors, 0);
     cr_assert_gt(stats_now().steps_replayed, (unsigned long long)f.trials, "the trials' steps replay");

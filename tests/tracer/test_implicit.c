@@ -25,9 +25,18 @@ static void open_with(const char *policy)
     setenv("CGJIT_STEP", policy, 1);
     fk_open(&fk);
 }
-static void sync_setup(void) { open_with("sync"); }
-static void auto_setup(void) { open_with("auto"); }
-static void off_setup(void) { open_with("off"); }
+static void sync_setup(void)
+{
+    open_with("sync");
+}
+static void auto_setup(void)
+{
+    open_with("auto");
+}
+static void off_setup(void)
+{
+    open_with("off");
+}
 
 /* x = a*x + b on the host, as the fake axpb does with grid 1. */
 static void host_axpb(float *x, float a, float b)
@@ -135,7 +144,8 @@ static void reissue_error_reaches_the_next_call(int fail)
         int n = 0;
         for (int j = 0; j < 3; j++) got[n++] = fk_axpb_launch(&fk, NULL, x, 0.5f, 0.01f * (float)j, N, 1);
         for (int j = 0; it % 2 && j < 40; j++)
-            got[n++] = j == it % 40 ? fk_addk_launch(&fk, NULL, x, 1, N) : fk_axpb_launch(&fk, NULL, x, 0.5f, 0.25f, N, 1);
+            got[n++] = j == it % 40 ? fk_addk_launch(&fk, NULL, x, 1, N)
+                                    : fk_axpb_launch(&fk, NULL, x, 0.5f, 0.25f, N, 1);
         OK(fk.dtoh(seen, x, N * sizeof(float)));
         for (int j = 0; j < n; j++) {
             bool want = it == fail && j == 3;
@@ -245,8 +255,8 @@ Test(tracer_implicit_sync, a_loop_without_any_sync_falls_back_to_cycles)
     cr_assert(memcmp(ref, seen, sizeof ref) == 0, "results differ from eager");
     cgj_stats_t st = stats();
     cr_assert_leq(st.ops_recorded, 256 + 100, "%llu calls recorded", (unsigned long long)st.ops_recorded);
-    cr_assert_geq(st.ops_absorbed, iters / 2 * 7, "replay absorbed %llu of %d calls", (unsigned long long)st.ops_absorbed,
-                  iters * 7);
+    cr_assert_geq(st.ops_absorbed, iters / 2 * 7, "replay absorbed %llu of %d calls",
+                  (unsigned long long)st.ops_absorbed, iters * 7);
 }
 
 /* The same loop on a thread other than the process's first, as PyTorch's autograd worker runs
@@ -441,7 +451,8 @@ Test(tracer_implicit_auto, a_kernel_launched_over_and_over_is_replayed_many_laun
     unsigned ops = first_variant_ops(buf, buf);
     cr_assert_eq(ops, 32, "a step holds %u launches:\n%s", ops, buf);
     cgj_stats_t s = stats();
-    cr_assert_geq(s.ops_absorbed, 1800, "replay absorbed %llu of 2000 calls:\n%s", (unsigned long long)s.ops_absorbed, buf);
+    cr_assert_geq(s.ops_absorbed, 1800, "replay absorbed %llu of 2000 calls:\n%s", (unsigned long long)s.ops_absorbed,
+                  buf);
     free(buf);
 }
 
@@ -484,8 +495,14 @@ static void own_graphs_are_left_alone(void)
     OK(fk.stream_destroy(cs));
 }
 
-Test(tracer_implicit_auto, a_graph_the_program_captures_holds_every_launch) { own_graphs_are_left_alone(); }
-Test(tracer_implicit_sync, a_graph_the_program_captures_holds_every_launch) { own_graphs_are_left_alone(); }
+Test(tracer_implicit_auto, a_graph_the_program_captures_holds_every_launch)
+{
+    own_graphs_are_left_alone();
+}
+Test(tracer_implicit_sync, a_graph_the_program_captures_holds_every_launch)
+{
+    own_graphs_are_left_alone();
+}
 
 /* ---- a host that polls (cuStreamQuery) instead of synchronizing ---- */
 
@@ -521,8 +538,14 @@ static void polls_replay(void)
     cr_assert_geq(s.ops_absorbed, 60 * 7, "replay absorbed %llu calls", (unsigned long long)s.ops_absorbed);
 }
 
-Test(tracer_implicit_sync, a_host_that_polls_with_queries_replays) { polls_replay(); }
-Test(tracer_implicit_auto, a_host_that_polls_with_queries_replays) { polls_replay(); }
+Test(tracer_implicit_sync, a_host_that_polls_with_queries_replays)
+{
+    polls_replay();
+}
+Test(tracer_implicit_auto, a_host_that_polls_with_queries_replays)
+{
+    polls_replay();
+}
 
 TestSuite(tracer_implicit_off, .init = off_setup);
 

@@ -12,7 +12,7 @@ TestSuite(tracer_machine);
 Test(tracer_machine, every_row_is_allowed)
 {
     int rows = 0;
-#define CGJ_TEST_ROW(f, e, t, doc)                                                            \
+#define CGJ_TEST_ROW(f, e, t, doc)                                                              \
     cr_assert(cgj_machine_allows(CGJ_MODE_##f, CGJ_EVENT_##e, CGJ_MODE_##t), #f " " #e " " #t); \
     rows++;
     CGJ_TRANSITION_LIST(CGJ_TEST_ROW)

@@ -18,7 +18,10 @@
 #define OK(x) cr_assert_eq((x), CUDA_SUCCESS, "%s", #x)
 static fk_t fk;
 
-static void setup(void) { fk_open(&fk); }
+static void setup(void)
+{
+    fk_open(&fk);
+}
 TestSuite(tracer_pool, .init = setup);
 
 static fakecuda_counts_t counts(void)
@@ -84,8 +87,7 @@ Test(tracer_pool, temporaries_replay_from_stable_pool_addresses)
     /* Between step 2 and the end only the eager half allocated: 3 allocs and 3 frees a step. */
     cr_assert_eq(after.allocs - before.allocs, 97 * 3, "replay allocated from the driver");
     cr_assert_eq(after.frees - before.frees, 97 * 3, "replay freed to the driver");
-    cr_assert_eq(after.device_syncs - before.device_syncs, 97 * 3,
-                 "only the eager frees synchronize the device");
+    cr_assert_eq(after.device_syncs - before.device_syncs, 97 * 3, "only the eager frees synchronize the device");
     cgj_trace_info_t i = info_of("temps");
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "%s", i.reason);
     cr_assert_eq(i.replays, 98);
@@ -327,9 +329,9 @@ Test(tracer_pool, outputs_freed_two_steps_later_inside_the_step)
     cgj_trace_info_t i = info_of("held2");
     cgj_stats_t st;
     cgj_stats(&st);
-    cr_log_info("held2: %u variants, %llu replays, %llu side exits, %llu escape exits, %llu switches",
-                i.variants, (unsigned long long)i.replays, (unsigned long long)i.side_exits,
-                (unsigned long long)st.escape_exits, (unsigned long long)st.variant_switches);
+    cr_log_info("held2: %u variants, %llu replays, %llu side exits, %llu escape exits, %llu switches", i.variants,
+                (unsigned long long)i.replays, (unsigned long long)i.side_exits, (unsigned long long)st.escape_exits,
+                (unsigned long long)st.variant_switches);
     cr_assert_geq(i.replays, 70, "%s", i.reason);
 }
 

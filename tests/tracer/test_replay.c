@@ -38,19 +38,23 @@ TestSuite(tracer_replay, .init = replay_setup);
 
 static void chain_step(int s, CUdeviceptr *b, void *ctx)
 {
-    for (int k = 0; k < 10; k++)
-        cr_assert_eq(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)k, N, 1), CUDA_SUCCESS);
+    for (int k = 0; k < 10; k++) cr_assert_eq(fk_axpb_launch(&fk, NULL, b[0], 0.5f, (float)k, N, 1), CUDA_SUCCESS);
 }
 
 Test(tracer_replay, replay_equals_eager_over_100_steps)
 {
-    run_scenario(&(scenario_t){
-        .name = "chain", .fn = chain_step, .steps = 100, .nbufs = 1,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(98), .kernels = IS(10), .segments = IS(1),
-                 .varying_slots = IS(0)},
-        /* eager: 100 steps × 10; traced: 2 eager runs × 10, then 98 graph launches */
-        .fake = {.eager_launches = IS(100 * 10 + 2 * 10), .graph_launches = IS(98)},
-        .stats = {.ops_absorbed = IS(98 * 10), .steps_replayed = IS(98)}});
+    run_scenario(&(scenario_t){.name = "chain",
+                               .fn = chain_step,
+                               .steps = 100,
+                               .nbufs = 1,
+                               .info = {.state = IS(CGJ_STATE_REPLAY),
+                                        .replays = IS(98),
+                                        .kernels = IS(10),
+                                        .segments = IS(1),
+                                        .varying_slots = IS(0)},
+                               /* eager: 100 steps × 10; traced: 2 eager runs × 10, then 98 graph launches */
+                               .fake = {.eager_launches = IS(100 * 10 + 2 * 10), .graph_launches = IS(98)},
+                               .stats = {.ops_absorbed = IS(98 * 10), .steps_replayed = IS(98)}});
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -65,12 +69,18 @@ static void counter_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, step_counter_is_the_only_varying_slot)
 {
-    run_scenario(&(scenario_t){
-        .name = "counter", .fn = counter_step, .steps = 100, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .kernels = IS(2), .replays = IS(98), .side_exits = IS(0),
-                 .varying_slots = IS(1)}, /* only addk's k varies (pointers and n are constant) */
-        .stats = {.params_patched = IS(98)}, /* k changes on every replay: one patch each */
-        .fake = {.node_param_sets = IS(98)}});
+    run_scenario(
+        &(scenario_t){.name = "counter",
+                      .fn = counter_step,
+                      .steps = 100,
+                      .nbufs = 2,
+                      .info = {.state = IS(CGJ_STATE_REPLAY),
+                               .kernels = IS(2),
+                               .replays = IS(98),
+                               .side_exits = IS(0),
+                               .varying_slots = IS(1)},    /* only addk's k varies (pointers and n are constant) */
+                      .stats = {.params_patched = IS(98)}, /* k changes on every replay: one patch each */
+                      .fake = {.node_param_sets = IS(98)}});
 }
 
 static void saturating_counter_step(int s, CUdeviceptr *b, void *ctx)
@@ -80,12 +90,15 @@ static void saturating_counter_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, unchanged_varying_slot_is_not_patched)
 {
-    run_scenario(&(scenario_t){
-        .name = "saturating", .fn = saturating_counter_step, .steps = 40, .nbufs = 1,
-        .info = {.varying_slots = IS(1), .replays = IS(38)},
-        /* the graph holds k=1 (run 2); replays with k = 2, 3, 4, 5 patch, later ones (k=5) do not */
-        .stats = {.params_patched = IS(4)},
-        .fake = {.node_param_sets = IS(4)}});
+    run_scenario(
+        &(scenario_t){.name = "saturating",
+                      .fn = saturating_counter_step,
+                      .steps = 40,
+                      .nbufs = 1,
+                      .info = {.varying_slots = IS(1), .replays = IS(38)},
+                      /* the graph holds k=1 (run 2); replays with k = 2, 3, 4, 5 patch, later ones (k=5) do not */
+                      .stats = {.params_patched = IS(4)},
+                      .fake = {.node_param_sets = IS(4)}});
 }
 
 static void ping_pong_step(int s, CUdeviceptr *b, void *ctx)
@@ -97,12 +110,15 @@ static void ping_pong_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, varying_float_and_pointer_are_patched)
 {
-    run_scenario(&(scenario_t){
-        .name = "ping_pong", .fn = ping_pong_step, .steps = 100, .nbufs = 3,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(98),
-                 .varying_slots = IS(3)}, /* dst, src and the scale vary; n does not */
-        .stats = {.params_patched = IS(98)},
-        .fake = {.node_param_sets = MORE_THAN(0), .graph_launches = IS(98)}});
+    run_scenario(&(scenario_t){.name = "ping_pong",
+                               .fn = ping_pong_step,
+                               .steps = 100,
+                               .nbufs = 3,
+                               .info = {.state = IS(CGJ_STATE_REPLAY),
+                                        .replays = IS(98),
+                                        .varying_slots = IS(3)}, /* dst, src and the scale vary; n does not */
+                               .stats = {.params_patched = IS(98)},
+                               .fake = {.node_param_sets = MORE_THAN(0), .graph_launches = IS(98)}});
 }
 
 static void ping_pong_pointer_only_step(int s, CUdeviceptr *b, void *ctx)
@@ -112,7 +128,10 @@ static void ping_pong_pointer_only_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, alternating_pointer_alone_is_patched)
 {
-    run_scenario(&(scenario_t){.name = "ptr_only", .fn = ping_pong_pointer_only_step, .steps = 50, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "ptr_only",
+                               .fn = ping_pong_pointer_only_step,
+                               .steps = 50,
+                               .nbufs = 2,
                                .info = {.varying_slots = IS(2), .replays = IS(48)},
                                .stats = {.params_patched = IS(48)}});
 }
@@ -125,11 +144,17 @@ static void cukernel_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, cukernel_handles_replay)
 {
-    run_scenario(&(scenario_t){
-        .name = "cukernel", .fn = cukernel_step, .steps = 100, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .kernels = IS(2), .varying_slots = IS(1), .side_exits = IS(0),
-                 /* (s % 7) repeats: the guard of a varying slot never fails, whatever the value */
-                 .replays = IS(98)}});
+    run_scenario(
+        &(scenario_t){.name = "cukernel",
+                      .fn = cukernel_step,
+                      .steps = 100,
+                      .nbufs = 2,
+                      .info = {.state = IS(CGJ_STATE_REPLAY),
+                               .kernels = IS(2),
+                               .varying_slots = IS(1),
+                               .side_exits = IS(0),
+                               /* (s % 7) repeats: the guard of a varying slot never fails, whatever the value */
+                               .replays = IS(98)}});
 }
 
 /* A kernel parameter both recorded runs happened to share, which then changes: the slot becomes
@@ -143,11 +168,16 @@ static void late_varying_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, a_constant_that_starts_varying_is_promoted)
 {
-    run_scenario(&(scenario_t){
-        .name = "late", .fn = late_varying_step, .steps = 60, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = IS(0), .variants = IS(1), .replays = IS(58),
-                 .varying_slots = IS(2)},
-        .stats = {.slots_promoted = IS(2), .params_patched = MORE_THAN(0)}});
+    run_scenario(&(scenario_t){.name = "late",
+                               .fn = late_varying_step,
+                               .steps = 60,
+                               .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY),
+                                        .side_exits = IS(0),
+                                        .variants = IS(1),
+                                        .replays = IS(58),
+                                        .varying_slots = IS(2)},
+                               .stats = {.slots_promoted = IS(2), .params_patched = MORE_THAN(0)}});
 }
 
 /* A kernel of many parameters, each folded into its output: 3 pointers (8 bytes), then WIDE_4
@@ -203,10 +233,16 @@ Test(tracer_replay, each_constant_parameter_of_a_wide_kernel_is_guarded)
     for (int k = 0; k < 3 + WIDE_4; k++) {
         char name[16];
         snprintf(name, sizeof name, "wide%d", k);
-        run_scenario(&(scenario_t){
-            .name = name, .fn = wide_step, .ctx = &k, .steps = 14, .nbufs = 4,
-            .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = IS(0), .variants = IS(1), .replays = IS(12),
-                     .varying_slots = IS(1)}});
+        run_scenario(&(scenario_t){.name = name,
+                                   .fn = wide_step,
+                                   .ctx = &k,
+                                   .steps = 14,
+                                   .nbufs = 4,
+                                   .info = {.state = IS(CGJ_STATE_REPLAY),
+                                            .side_exits = IS(0),
+                                            .variants = IS(1),
+                                            .replays = IS(12),
+                                            .varying_slots = IS(1)}});
     }
     cr_assert_eq(stats_now().slots_promoted, 3 + WIDE_4);
 }
@@ -220,7 +256,7 @@ static void sync_step(int s, CUdeviceptr *b, void *ctx)
     float hv = 0;
     OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f + (float)(s % 3), N, 1));
     OK(fk.dtoh(&hv, b[0] + 5 * sizeof(float), sizeof hv)); /* the host reads a result ... */
-    int k = s + ((int)(hv * 16.0f) & 7);                    /* ... and feeds it back */
+    int k = s + ((int)(hv * 16.0f) & 7);                   /* ... and feeds it back */
     OK(fk_addk_launch(&fk, NULL, b[1], k, N));
     OK(fk.stream_sync(NULL));
     OK(fk_axpb_launch(&fk, NULL, b[1], 0.5f, 0.5f, N, 1));
@@ -228,11 +264,18 @@ static void sync_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, sync_inside_a_step_splits_it)
 {
-    run_scenario(&(scenario_t){
-        .name = "sync", .fn = sync_step, .steps = 100, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(3), .ops = IS(5), .kernels = IS(3),
-                 .replays = IS(98), .side_exits = IS(0)},
-        .fake = {.graph_launches = IS(3 * 98)}}); /* three segments, each launched on every replay */
+    run_scenario(
+        &(scenario_t){.name = "sync",
+                      .fn = sync_step,
+                      .steps = 100,
+                      .nbufs = 2,
+                      .info = {.state = IS(CGJ_STATE_REPLAY),
+                               .segments = IS(3),
+                               .ops = IS(5),
+                               .kernels = IS(3),
+                               .replays = IS(98),
+                               .side_exits = IS(0)},
+                      .fake = {.graph_launches = IS(3 * 98)}}); /* three segments, each launched on every replay */
 }
 
 static void dtoh_async_pageable_step(int s, CUdeviceptr *b, void *ctx)
@@ -247,9 +290,11 @@ static void dtoh_async_pageable_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, dtoh_async_into_pageable_memory_splits)
 {
-    run_scenario(&(scenario_t){
-        .name = "dtoh_async", .fn = dtoh_async_pageable_step, .steps = 100, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(2), .replays = IS(98)}});
+    run_scenario(&(scenario_t){.name = "dtoh_async",
+                               .fn = dtoh_async_pageable_step,
+                               .steps = 100,
+                               .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(2), .replays = IS(98)}});
 }
 
 static float *g_pinned[2];
@@ -270,7 +315,10 @@ static void pinned_copies_equal(const scenario_t *sc, int s, bufs_t *b)
 Test(tracer_replay, dtoh_async_into_pinned_memory_stays_in_the_graph)
 {
     for (int k = 0; k < 2; k++) OK(fk.host_alloc((void **)&g_pinned[k], N * sizeof(float), 0));
-    run_scenario(&(scenario_t){.name = "pinned", .fn = dtoh_async_pinned_step, .steps = 50, .nbufs = 1,
+    run_scenario(&(scenario_t){.name = "pinned",
+                               .fn = dtoh_async_pinned_step,
+                               .steps = 50,
+                               .nbufs = 1,
                                .after = pinned_copies_equal,
                                .info = {.segments = IS(1), .replays = IS(48)}});
 }
@@ -317,7 +365,10 @@ Test(tracer_replay, values_that_vary_every_step_are_patched)
         OK(fk.host_alloc((void **)&g_pin_out[k / 2][k % 2], N * sizeof(float), 0));
     }
     run_scenario(&(scenario_t){
-        .name = "varying_values", .fn = varying_values_step, .steps = 60, .nbufs = 4,
+        .name = "varying_values",
+        .fn = varying_values_step,
+        .steps = 60,
+        .nbufs = 4,
         .after = pinned_outputs_equal,
         .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(1), .replays = IS(58), .side_exits = IS(0)},
         .stats = {.params_patched = MORE_THAN(100)},
@@ -341,7 +392,10 @@ static void zero_length_at_ten(const scenario_t *sc, int s, bufs_t *b)
 
 Test(tracer_replay, empty_copy_leaves_the_trace)
 {
-    run_scenario(&(scenario_t){.name = "empty_copy", .fn = empty_copy_step, .steps = 30, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "empty_copy",
+                               .fn = empty_copy_step,
+                               .steps = 30,
+                               .nbufs = 2,
                                .after = zero_length_at_ten,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = IS(1), .replays = IS(27)}});
 }
@@ -359,9 +413,15 @@ static void alloc_in_class_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, allocation_size_varying_within_its_class_keeps_the_plan)
 {
-    run_scenario(&(scenario_t){.name = "alloc_class", .fn = alloc_in_class_step, .steps = 40, .nbufs = 2,
-                               .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(1), .allocations = IS(1),
-                                        .replays = IS(38), .side_exits = IS(0)}});
+    run_scenario(&(scenario_t){.name = "alloc_class",
+                               .fn = alloc_in_class_step,
+                               .steps = 40,
+                               .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY),
+                                        .variants = IS(1),
+                                        .allocations = IS(1),
+                                        .replays = IS(38),
+                                        .side_exits = IS(0)}});
 }
 
 /* One boundary op between two kernels; ctx selects which. */
@@ -399,7 +459,11 @@ Test(tracer_replay, every_boundary_op_splits)
         char name[64];
         snprintf(name, sizeof name, "boundary_%s", boundary_names[kind]);
         run_scenario(&(scenario_t){
-            .name = name, .fn = boundary_step, .steps = 20, .nbufs = 2, .ctx = &kind,
+            .name = name,
+            .fn = boundary_step,
+            .steps = 20,
+            .nbufs = 2,
+            .ctx = &kind,
             /* A free of memory the step allocated itself is a pool op: it ends no segment. */
             .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(kind == B_FREE ? 1 : 2), .replays = IS(18)}});
     }
@@ -432,7 +496,10 @@ Test(tracer_replay, waits_on_events_recorded_elsewhere)
     OK(fk.stream_create(&g_prod, 0));
     OK(fk.event_create(&g_outside_ev, 0));
     OK(fk.event_create(&g_ev, 0));
-    run_scenario(&(scenario_t){.name = "outside_event", .fn = outside_event_step, .steps = 40, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "outside_event",
+                               .fn = outside_event_step,
+                               .steps = 40,
+                               .nbufs = 2,
                                .before = produce_outside,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(2), .replays = IS(38)}});
 }
@@ -451,7 +518,10 @@ Test(tracer_replay, waits_on_pooled_events_recorded_elsewhere)
     OK(fk.stream_create(&g_prod, 0));
     for (int k = 0; k < 3; k++) OK(fk.event_create(&g_outside_pool[k], 0));
     OK(fk.event_create(&g_ev, 0));
-    run_scenario(&(scenario_t){.name = "outside_event_pool", .fn = outside_event_step, .steps = 40, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "outside_event_pool",
+                               .fn = outside_event_step,
+                               .steps = 40,
+                               .nbufs = 2,
                                .before = produce_outside_pooled,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(2), .replays = IS(38)},
                                .fake = {.node_param_sets = AT_LEAST(30)}});
@@ -477,7 +547,10 @@ static void staging_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, h2d_from_pageable_memory_is_staged_at_call_time)
 {
-    run_scenario(&(scenario_t){.name = "staging", .fn = staging_step, .steps = 100, .nbufs = 3,
+    run_scenario(&(scenario_t){.name = "staging",
+                               .fn = staging_step,
+                               .steps = 100,
+                               .nbufs = 3,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(98), .segments = IS(1)},
                                .stats = {.bytes_staged = IS(98ull * 2 * N * sizeof(float))}});
 }
@@ -494,7 +567,10 @@ static void ptsz_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, per_thread_default_stream_replays)
 {
-    run_scenario(&(scenario_t){.name = "ptsz", .fn = ptsz_step, .steps = 100, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "ptsz",
+                               .fn = ptsz_step,
+                               .steps = 100,
+                               .nbufs = 2,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(98), .segments = IS(1)},
                                .fake = {.graph_launches = IS(98)}});
 }
@@ -508,8 +584,11 @@ static void mixed_default_streams_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, legacy_and_per_thread_streams_in_one_step)
 {
-    run_scenario(&(scenario_t){.name = "mixed_default", .fn = mixed_default_streams_step, .steps = 50,
-                               .nbufs = 2, .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(48)}});
+    run_scenario(&(scenario_t){.name = "mixed_default",
+                               .fn = mixed_default_streams_step,
+                               .steps = 50,
+                               .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(48)}});
 }
 
 static CUstream g_side;
@@ -537,9 +616,12 @@ Test(tracer_replay, events_across_streams_replay)
     OK(fk.stream_create(&g_side, 0));
     OK(fk.event_create(&g_ev1, 0));
     OK(fk.event_create(&g_ev2, 0));
-    run_scenario(&(scenario_t){
-        .name = "events", .fn = events_step, .steps = 100, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .ops = IS(7), .segments = IS(1), .replays = IS(98)}});
+    run_scenario(
+        &(scenario_t){.name = "events",
+                      .fn = events_step,
+                      .steps = 100,
+                      .nbufs = 2,
+                      .info = {.state = IS(CGJ_STATE_REPLAY), .ops = IS(7), .segments = IS(1), .replays = IS(98)}});
 }
 
 /* Events taken from a pool, as PyTorch and XLA take theirs: each step records and waits on
@@ -555,7 +637,10 @@ static unsigned (*g_event_records)(CUevent);
 static int g_pick[200][2]; /* with g_random: each step's two events, drawn from the first three */
 static bool g_random;
 
-static int pool_first(int s) { return g_random ? g_pick[s][0] : (2 * s) % POOL; }
+static int pool_first(int s)
+{
+    return g_random ? g_pick[s][0] : (2 * s) % POOL;
+}
 static int pool_second(int s)
 {
     if (g_random) return g_pick[s][1];
@@ -578,8 +663,8 @@ static void pool_after(const scenario_t *sc, int s, bufs_t *b)
 {
     for (int k = 0; k < POOL; k++) {
         unsigned want = 2 * ((k == pool_first(s)) + (k == pool_second(s)));
-        cr_assert_eq(g_event_records(g_pool[k]) - g_records[k], want, "step %d: event %d recorded %u times, want %u",
-                     s, k, g_event_records(g_pool[k]) - g_records[k], want);
+        cr_assert_eq(g_event_records(g_pool[k]) - g_records[k], want, "step %d: event %d recorded %u times, want %u", s,
+                     k, g_event_records(g_pool[k]) - g_records[k], want);
     }
 }
 
@@ -595,10 +680,14 @@ static void pool_setup(int same_every)
 Test(tracer_replay, events_from_a_pool_replay_renamed)
 {
     pool_setup(0);
-    run_scenario(&(scenario_t){.name = "event_pool", .fn = pool_step, .steps = 100, .nbufs = 2,
-                               .before = pool_before, .after = pool_after,
-                               .info = {.state = IS(CGJ_STATE_REPLAY), .ops = IS(7), .segments = IS(1),
-                                        .replays = IS(98)}});
+    run_scenario(
+        &(scenario_t){.name = "event_pool",
+                      .fn = pool_step,
+                      .steps = 100,
+                      .nbufs = 2,
+                      .before = pool_before,
+                      .after = pool_after,
+                      .info = {.state = IS(CGJ_STATE_REPLAY), .ops = IS(7), .segments = IS(1), .replays = IS(98)}});
 }
 
 /* Events drawn at random from three, six seeds: a third of the steps record one event twice (the
@@ -614,8 +703,8 @@ Test(tracer_replay, events_drawn_at_random_from_a_pool)
         for (int k = 0; k < 200; k++) g_pick[k][0] = rand() % 3, g_pick[k][1] = rand() % 3;
         char name[32];
         snprintf(name, sizeof name, "event_pool_random_%u", seed);
-        cgj_trace_info_t i = run_scenario(&(scenario_t){.name = name, .fn = pool_step, .steps = 150, .nbufs = 2,
-                                                        .before = pool_before, .after = pool_after});
+        cgj_trace_info_t i = run_scenario(&(scenario_t){
+            .name = name, .fn = pool_step, .steps = 150, .nbufs = 2, .before = pool_before, .after = pool_after});
         cr_log_info("%s: %llu replays, %llu side exits, %u variants", name, (unsigned long long)i.replays,
                     (unsigned long long)i.side_exits, i.variants);
         cr_assert_geq(i.replays, 120, "%s: %llu replays of 150 steps", name, (unsigned long long)i.replays);
@@ -628,12 +717,19 @@ Test(tracer_replay, events_drawn_at_random_from_a_pool)
 Test(tracer_replay, events_from_a_pool_in_another_grouping_get_a_variant)
 {
     pool_setup(7);
-    run_scenario(&(scenario_t){.name = "event_pool_pattern", .fn = pool_step, .steps = 100, .nbufs = 2,
-                               .before = pool_before, .after = pool_after,
+    run_scenario(&(scenario_t){.name = "event_pool_pattern",
+                               .fn = pool_step,
+                               .steps = 100,
+                               .nbufs = 2,
+                               .before = pool_before,
+                               .after = pool_after,
                                .info = {.replays = AT_LEAST(90), .variants = IS(2), .side_exits = AT_MOST(2)}});
 }
 
-static void host_func_count(void *data) { ++*(int *)data; }
+static void host_func_count(void *data)
+{
+    ++*(int *)data;
+}
 
 /* A host function whose data is made for each call (XLA's callbacks): each run calls it with
  * its own, in turn one of three counters; both runs of a step count the same one. */
@@ -657,7 +753,10 @@ static void host_data_after(const scenario_t *sc, int s, bufs_t *b)
 
 Test(tracer_replay, host_functions_with_new_data_each_call_replay)
 {
-    run_scenario(&(scenario_t){.name = "host_data", .fn = host_data_step, .steps = 30, .nbufs = 1,
+    run_scenario(&(scenario_t){.name = "host_data",
+                               .fn = host_data_step,
+                               .steps = 30,
+                               .nbufs = 1,
                                .after = host_data_after,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28)}});
 }
@@ -673,8 +772,13 @@ static void pool_refuse(const scenario_t *sc, int s, bufs_t *b)
 Test(tracer_replay, an_event_change_the_driver_refuses_runs_eagerly)
 {
     pool_setup(0);
-    run_scenario(&(scenario_t){.name = "event_pool_refused", .fn = pool_step, .steps = 40, .nbufs = 2,
-                               .before = pool_refuse, .after = pool_after, .info = {.replays = AT_LEAST(8)}});
+    run_scenario(&(scenario_t){.name = "event_pool_refused",
+                               .fn = pool_step,
+                               .steps = 40,
+                               .nbufs = 2,
+                               .before = pool_refuse,
+                               .after = pool_after,
+                               .info = {.replays = AT_LEAST(8)}});
     cr_assert(!fk.fail_pending(), "the refusal was not met");
 }
 
@@ -688,7 +792,10 @@ static void host_func_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, host_functions_replay)
 {
-    run_scenario(&(scenario_t){.name = "host_func", .fn = host_func_step, .steps = 30, .nbufs = 1,
+    run_scenario(&(scenario_t){.name = "host_func",
+                               .fn = host_func_step,
+                               .steps = 30,
+                               .nbufs = 1,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28)}});
     cr_assert_eq(g_host_calls[0], 30);
     cr_assert_eq(g_host_calls[1], 30, "the host function ran %d times in 30 traced steps", g_host_calls[1]);
@@ -716,8 +823,14 @@ static void in_step_alloc_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay, allocation_inside_a_step)
 {
     run_scenario(&(scenario_t){
-        .name = "in_step_alloc", .fn = in_step_alloc_step, .steps = 50, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(1), .allocations = IS(1), .replays = IS(48),
+        .name = "in_step_alloc",
+        .fn = in_step_alloc_step,
+        .steps = 50,
+        .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY),
+                 .segments = IS(1),
+                 .allocations = IS(1),
+                 .replays = IS(48),
                  .varying_slots = IS(1)}}); /* only the step's scalar varies: the temporary is a pool pointer */
 }
 
@@ -736,9 +849,11 @@ static void in_step_alloc_memset_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, allocation_inside_a_step_used_by_copies)
 {
-    run_scenario(&(scenario_t){
-        .name = "in_step_alloc_copy", .fn = in_step_alloc_memset_step, .steps = 30, .nbufs = 2,
-        .info = {.runs = IS(30), .state = IS(CGJ_STATE_REPLAY), .replays = IS(28)}});
+    run_scenario(&(scenario_t){.name = "in_step_alloc_copy",
+                               .fn = in_step_alloc_memset_step,
+                               .steps = 30,
+                               .nbufs = 2,
+                               .info = {.runs = IS(30), .state = IS(CGJ_STATE_REPLAY), .replays = IS(28)}});
 }
 
 static void boundaries_at_the_edges_step(int s, CUdeviceptr *b, void *ctx)
@@ -751,7 +866,10 @@ static void boundaries_at_the_edges_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, boundaries_first_and_last)
 {
-    run_scenario(&(scenario_t){.name = "edges", .fn = boundaries_at_the_edges_step, .steps = 40, .nbufs = 1,
+    run_scenario(&(scenario_t){.name = "edges",
+                               .fn = boundaries_at_the_edges_step,
+                               .steps = 40,
+                               .nbufs = 1,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .segments = IS(3), .replays = IS(38)},
                                .fake = {.graph_launches = IS(38)}}); /* empty segments are not launched */
 }
@@ -769,7 +887,10 @@ Test(tracer_replay, empty_step)
 }
 
 static int g_ticks;
-static void k_tick(void **p, const unsigned g[3], const unsigned b[3], unsigned smem) { g_ticks++; }
+static void k_tick(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
+{
+    g_ticks++;
+}
 
 static void tick_step(int s, CUdeviceptr *b, void *ctx)
 {
@@ -782,13 +903,19 @@ Test(tracer_replay, kernel_without_parameters)
 {
     CUfunction tick = fk.register_kernel("tick", k_tick, 0, NULL, 0, 0);
     cr_assert(tick);
-    run_scenario(&(scenario_t){.name = "tick", .fn = tick_step, .steps = 30, .nbufs = 1, .ctx = &tick,
+    run_scenario(&(scenario_t){.name = "tick",
+                               .fn = tick_step,
+                               .steps = 30,
+                               .nbufs = 1,
+                               .ctx = &tick,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28)}});
     cr_assert_eq(g_ticks, 60, "the parameterless kernel ran %d times for 60 launches", g_ticks);
 }
 
 /* A kernel with parameters of 1, 8, 2, 4 and 16 bytes: offsets come from the driver. */
-typedef struct { float a, b, c, d; } f4_t;
+typedef struct {
+    float a, b, c, d;
+} f4_t;
 static void k_mixed(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
 {
     signed char c = *(signed char *)p[0];
@@ -815,10 +942,15 @@ Test(tracer_replay, mixed_size_parameters)
     size_t sizes[] = {1, 8, 2, 4, 16};
     CUfunction f = fk.register_kernel("mixed", k_mixed, 5, sizes, 0, 0);
     cr_assert(f);
-    run_scenario(&(scenario_t){
-        .name = "mixed", .fn = mixed_step, .steps = 60, .nbufs = 1, .ctx = &f,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .varying_slots = IS(2), /* c and v vary */
-                 .replays = IS(58)}}); /* (s % 3) and (s % 5) repeat: varying slots never fail a guard */
+    run_scenario(
+        &(scenario_t){.name = "mixed",
+                      .fn = mixed_step,
+                      .steps = 60,
+                      .nbufs = 1,
+                      .ctx = &f,
+                      .info = {.state = IS(CGJ_STATE_REPLAY),
+                               .varying_slots = IS(2), /* c and v vary */
+                               .replays = IS(58)}}); /* (s % 3) and (s % 5) repeat: varying slots never fail a guard */
 }
 
 static void extra_form_step(int s, CUdeviceptr *b, void *ctx)
@@ -830,19 +962,21 @@ static void extra_form_step(int s, CUdeviceptr *b, void *ctx)
         int pad;
     } blob = {b[0], 0.5f, (float)(s % 4), N, 0};
     size_t size = sizeof blob;
-    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &blob, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
-                     CU_LAUNCH_PARAM_END};
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &blob, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     OK(fk.launch(fk_axpb, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra));
     OK(fk_addk_launch(&fk, NULL, b[0], 1, N));
 }
 
 Test(tracer_replay, extra_form_parameters_are_patched)
 {
-    run_scenario(&(scenario_t){
-        .name = "extra", .fn = extra_form_step, .steps = 50, .nbufs = 1,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .varying_slots = IS(1), /* the packed buffer is one slot */
-                 .replays = IS(48)},
-        .stats = {.params_patched = MORE_THAN(0)}});
+    run_scenario(&(scenario_t){.name = "extra",
+                               .fn = extra_form_step,
+                               .steps = 50,
+                               .nbufs = 1,
+                               .info = {.state = IS(CGJ_STATE_REPLAY),
+                                        .varying_slots = IS(1), /* the packed buffer is one slot */
+                                        .replays = IS(48)},
+                               .stats = {.params_patched = MORE_THAN(0)}});
 }
 
 static void launch_ex_step(int s, CUdeviceptr *b, void *ctx)
@@ -852,8 +986,14 @@ static void launch_ex_step(int s, CUdeviceptr *b, void *ctx)
     memset(&attr, 0x50 + s % 7, sizeof attr); /* bytes the attribute does not use: stack garbage */
     attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
     attr.value.priority = 0;
-    CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
-                          .blockDimZ = 1, .hStream = NULL, .attrs = with_attr ? &attr : NULL,
+    CUlaunchConfig cfg = {.gridDimX = 1,
+                          .gridDimY = 1,
+                          .gridDimZ = 1,
+                          .blockDimX = 32,
+                          .blockDimY = 1,
+                          .blockDimZ = 1,
+                          .hStream = NULL,
+                          .attrs = with_attr ? &attr : NULL,
                           .numAttrs = with_attr ? 1 : 0};
     CUdeviceptr x = b[0];
     float a = 0.5f, c = (float)s;
@@ -865,8 +1005,12 @@ static void launch_ex_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay, launch_kernel_ex_replays)
 {
     bool with_attr = false;
-    run_scenario(&(scenario_t){.name = "launch_ex", .fn = launch_ex_step, .steps = 40, .nbufs = 1,
-                               .ctx = &with_attr, .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(38)}});
+    run_scenario(&(scenario_t){.name = "launch_ex",
+                               .fn = launch_ex_step,
+                               .steps = 40,
+                               .nbufs = 1,
+                               .ctx = &with_attr,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(38)}});
 }
 
 /* The same attribute every step, but the bytes of the value union it does not use differ (as
@@ -877,7 +1021,10 @@ Test(tracer_replay, launch_kernel_ex_replays)
 Test(tracer_replay, launch_kernel_ex_attribute_padding_is_not_shape)
 {
     bool with_attr = true;
-    run_scenario(&(scenario_t){.name = "launch_ex_attr", .fn = launch_ex_step, .steps = 40, .nbufs = 1,
+    run_scenario(&(scenario_t){.name = "launch_ex_attr",
+                               .fn = launch_ex_step,
+                               .steps = 40,
+                               .nbufs = 1,
                                .ctx = &with_attr,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = AT_LEAST(30)}});
 }
@@ -900,10 +1047,13 @@ static void copies_and_sets_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, copies_and_sets_of_every_form)
 {
-    run_scenario(&(scenario_t){
-        .name = "copies", .fn = copies_and_sets_step, .steps = 50, .nbufs = 3,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(48),
-                 .segments = IS(2)}}); /* the D2H into pageable memory ends a segment */
+    run_scenario(&(scenario_t){.name = "copies",
+                               .fn = copies_and_sets_step,
+                               .steps = 50,
+                               .nbufs = 3,
+                               .info = {.state = IS(CGJ_STATE_REPLAY),
+                                        .replays = IS(48),
+                                        .segments = IS(2)}}); /* the D2H into pageable memory ends a segment */
 }
 
 /* CGJIT_CHUNK_OPS: a segment the host waits for at its end is launched in chunks as it is
@@ -926,8 +1076,12 @@ static void chunked_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay_chunks, segments_before_a_sync_launch_in_chunks, .init = chunk_setup)
 {
     run_scenario(&(scenario_t){
-        .name = "chunked", .fn = chunked_step, .steps = 30, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28),
+        .name = "chunked",
+        .fn = chunked_step,
+        .steps = 30,
+        .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY),
+                 .replays = IS(28),
                  .segments = IS(4)}, /* 10 kernels before the sync in chunks of 4, 4, 2; then 3 after it */
         .fake = {.graph_launches = IS(28 * 4)}});
 }
@@ -958,8 +1112,12 @@ Test(tracer_replay_chunks, host_work_between_calls_ends_a_chunk, .init = gap_set
 {
     g_gap_us = 1000;
     run_scenario(&(scenario_t){
-        .name = "gapped", .fn = gapped_step, .steps = 20, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18),
+        .name = "gapped",
+        .fn = gapped_step,
+        .steps = 20,
+        .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_REPLAY),
+                 .replays = IS(18),
                  .segments = IS(4)}, /* 3 chunks of 3 kernels, one at each stretch of host work; 3 after */
         .fake = {.graph_launches = IS(18 * 4)}});
     char *buf = fk_report_text();
@@ -972,10 +1130,12 @@ Test(tracer_replay_chunks, host_work_between_calls_ends_a_chunk, .init = gap_set
 Test(tracer_replay_chunks, calls_in_a_row_stay_in_one_chunk, .init = gap_setup)
 {
     g_gap_us = 0;
-    run_scenario(&(scenario_t){
-        .name = "gapless", .fn = gapped_step, .steps = 20, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(2)},
-        .fake = {.graph_launches = IS(18 * 2)}});
+    run_scenario(&(scenario_t){.name = "gapless",
+                               .fn = gapped_step,
+                               .steps = 20,
+                               .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(2)},
+                               .fake = {.graph_launches = IS(18 * 2)}});
 }
 
 /* A decode step's shape: host work before each launch, adding up to CGJIT_CHUNK_US at the
@@ -1012,7 +1172,10 @@ Test(tracer_replay_chunks, a_short_tail_joins_the_last_chunk, .init = gap_setup)
 {
     for (int k = 0; k < 2; k++) OK(fk.host_alloc((void **)&g_tail_pin[k], N * sizeof(float), 0));
     g_tail_gap_us = 2;
-    run_scenario(&(scenario_t){.name = "short_tail", .fn = tail_step, .steps = 20, .nbufs = 1,
+    run_scenario(&(scenario_t){.name = "short_tail",
+                               .fn = tail_step,
+                               .steps = 20,
+                               .nbufs = 1,
                                .after = tail_copies_equal,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(2)},
                                .fake = {.graph_launches = IS(18)}}); /* the sync's segment is empty */
@@ -1022,7 +1185,10 @@ Test(tracer_replay_chunks, a_tail_after_long_host_work_is_a_chunk, .init = gap_s
 {
     for (int k = 0; k < 2; k++) OK(fk.host_alloc((void **)&g_tail_pin[k], N * sizeof(float), 0));
     g_tail_gap_us = 40; /* over CGJIT_CHUNK_US / 16 */
-    run_scenario(&(scenario_t){.name = "long_tail", .fn = tail_step, .steps = 20, .nbufs = 1,
+    run_scenario(&(scenario_t){.name = "long_tail",
+                               .fn = tail_step,
+                               .steps = 20,
+                               .nbufs = 1,
                                .after = tail_copies_equal,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(3)},
                                .fake = {.graph_launches = IS(18 * 2)}});
@@ -1045,7 +1211,10 @@ static void tail_at_end_equal(const scenario_t *sc, int s, bufs_t *b)
 Test(tracer_replay_chunks, a_tail_at_the_steps_end_stays_a_chunk, .init = gap_setup)
 {
     for (int k = 0; k < 2; k++) OK(fk.host_alloc((void **)&g_tail_pin[k], N * sizeof(float), 0));
-    run_scenario(&(scenario_t){.name = "tail_at_end", .fn = tail_at_end_step, .steps = 20, .nbufs = 1,
+    run_scenario(&(scenario_t){.name = "tail_at_end",
+                               .fn = tail_at_end_step,
+                               .steps = 20,
+                               .nbufs = 1,
                                .after = tail_at_end_equal,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(2)},
                                .fake = {.graph_launches = IS(18 * 2)}});
@@ -1067,6 +1236,6 @@ static void two_chunkings_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay_chunks, a_switch_to_a_variant_chunked_elsewhere_launches_all_it_absorbed, .init = gap_setup)
 {
-    run_scenario(&(scenario_t){.name = "two_chunkings", .fn = two_chunkings_step, .steps = 40, .nbufs = 1,
-                               .info = {.variants = AT_LEAST(2)}});
+    run_scenario(&(scenario_t){
+        .name = "two_chunkings", .fn = two_chunkings_step, .steps = 40, .nbufs = 1, .info = {.variants = AT_LEAST(2)}});
 }

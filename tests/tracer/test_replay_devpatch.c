@@ -1,10 +1,9 @@
 /*
  * test_replay_devpatch.c — replay against the fake driver, continued (see test_replay.c): kernel
- * nodes patched on the GPU (CGJIT_DEVICE_PATCH, graphs/devpatch.h), by the graph's patch node. The fake driver runs cgjit's
- * patch kernel as a host function with the kernel's contract (tests/fakecuda/fakecuda_devpatch.c),
- * so what is tested here is what replay sends it: which bytes, in how many launches, and when a
- * node is set from the host instead. Every step must leave memory exactly as eager execution
- * does.
+ * nodes patched on the GPU (CGJIT_DEVICE_PATCH, graphs/devpatch.h), by the graph's patch node. The fake driver runs
+ * cgjit's patch kernel as a host function with the kernel's contract (tests/fakecuda/fakecuda_devpatch.c), so what is
+ * tested here is what replay sends it: which bytes, in how many launches, and when a node is set from the host instead.
+ * Every step must leave memory exactly as eager execution does.
  *
  * Chunks would follow the host's real time between calls (CGJIT_CHUNK_US): off here, so that
  * each step is one graph and the counts are exact.
@@ -55,13 +54,18 @@ Test(tracer_replay_devpatch, twelve_varying_kernels_are_patched_by_the_graphs_pa
 {
     need_image();
     run_scenario(&(scenario_t){
-        .name = "twelve", .fn = twelve_counters_step, .steps = 60, .nbufs = 2,
+        .name = "twelve",
+        .fn = twelve_counters_step,
+        .steps = 60,
+        .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(58), .segments = IS(1), .side_exits = IS(0)},
         /* every replay changes all twelve counts: one 4-byte update each, one block set into the
          * graph's patch node (one host call), no kernel launched besides the graph (eager
          * launches: the reference run's and the two recorded steps') */
         .stats = {.params_patched = IS(58 * 12), .params_patched_on_gpu = IS(58 * 12), .patch_launches = IS(58)},
-        .fake = {.eager_launches = IS(60 * 12 + 24), .node_param_sets = IS(58), .device_updates = IS(58 * 12),
+        .fake = {.eager_launches = IS(60 * 12 + 24),
+                 .node_param_sets = IS(58),
+                 .device_updates = IS(58 * 12),
                  .graph_launches = IS(58)}});
     char *text = fk_report_text();
     cr_assert(text && strstr(text, "kernels patched on the GPU: 12, in 1 segment(s)"), "report: %s", text);
@@ -71,11 +75,14 @@ Test(tracer_replay_devpatch, twelve_varying_kernels_are_patched_by_the_graphs_pa
 /* Twelve varying kernels, every node patched from the host. */
 static void expect_host_patching(const char *name)
 {
-    run_scenario(&(scenario_t){
-        .name = name, .fn = twelve_counters_step, .steps = 30, .nbufs = 2,
-        .info = {.replays = IS(28)},
-        .stats = {.params_patched = IS(28 * 12), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
-        .fake = {.node_param_sets = IS(28 * 12), .device_updates = IS(0)}});
+    run_scenario(
+        &(scenario_t){.name = name,
+                      .fn = twelve_counters_step,
+                      .steps = 30,
+                      .nbufs = 2,
+                      .info = {.replays = IS(28)},
+                      .stats = {.params_patched = IS(28 * 12), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
+                      .fake = {.node_param_sets = IS(28 * 12), .device_updates = IS(0)}});
 }
 
 Test(tracer_replay_devpatch_off, below_the_threshold_nodes_are_patched_from_the_host, .init = threshold_setup)
@@ -94,8 +101,15 @@ static void addk_with_attribute(CUdeviceptr x, int k)
     CUlaunchAttribute attr;
     memset(&attr, 0, sizeof attr);
     attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
-    CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
-                          .blockDimZ = 1, .hStream = NULL, .attrs = &attr, .numAttrs = 1};
+    CUlaunchConfig cfg = {.gridDimX = 1,
+                          .gridDimY = 1,
+                          .gridDimZ = 1,
+                          .blockDimX = 32,
+                          .blockDimY = 1,
+                          .blockDimZ = 1,
+                          .hStream = NULL,
+                          .attrs = &attr,
+                          .numAttrs = 1};
     int n = N;
     void *p[] = {&x, &k, &n};
     OK(fk.launch_ex(&cfg, fk_addk, p, NULL));
@@ -111,11 +125,14 @@ static void attributed_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay_devpatch, kernels_launched_with_attributes_are_patched_from_the_host)
 {
     need_image();
-    run_scenario(&(scenario_t){
-        .name = "attributed", .fn = attributed_step, .steps = 30, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .side_exits = IS(0)},
-        .stats = {.params_patched = IS(28 * 12), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
-        .fake = {.node_param_sets = IS(28 * 12), .device_updates = IS(0)}});
+    run_scenario(
+        &(scenario_t){.name = "attributed",
+                      .fn = attributed_step,
+                      .steps = 30,
+                      .nbufs = 2,
+                      .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .side_exits = IS(0)},
+                      .stats = {.params_patched = IS(28 * 12), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
+                      .fake = {.node_param_sets = IS(28 * 12), .device_updates = IS(0)}});
 }
 
 /* The same first kernel launched with an attribute, then twelve plain counters: the segment's
@@ -131,11 +148,14 @@ static void attributed_first_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay_devpatch, a_segment_opening_with_an_attributed_launch_has_no_patch_node)
 {
     need_image();
-    run_scenario(&(scenario_t){
-        .name = "attributed_first", .fn = attributed_first_step, .steps = 30, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .side_exits = IS(0)},
-        .stats = {.params_patched = IS(28 * 13), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
-        .fake = {.node_param_sets = IS(28 * 13), .device_updates = IS(0)}});
+    run_scenario(
+        &(scenario_t){.name = "attributed_first",
+                      .fn = attributed_first_step,
+                      .steps = 30,
+                      .nbufs = 2,
+                      .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .side_exits = IS(0)},
+                      .stats = {.params_patched = IS(28 * 13), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
+                      .fake = {.node_param_sets = IS(28 * 13), .device_updates = IS(0)}});
 }
 
 /* 80 copies between two buffers that swap every step, each with a scale that changes: three
@@ -153,13 +173,17 @@ Test(tracer_replay_devpatch, updates_past_one_block_go_to_a_second_patch_node)
 {
     need_image();
     run_scenario(&(scenario_t){
-        .name = "swapping", .fn = swapping_copies_step, .steps = 20, .nbufs = 2,
+        .name = "swapping",
+        .fn = swapping_copies_step,
+        .steps = 20,
+        .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .varying_slots = IS(240), .side_exits = IS(0)},
         /* 56 kernels (168 updates) in the first block, 24 in the second: two host calls a replay,
          * no kernel launched besides the graph (eager launches: the reference run's and the two
          * recorded steps') */
         .stats = {.params_patched = IS(18 * 80), .params_patched_on_gpu = IS(18 * 80), .patch_launches = IS(18 * 2)},
-        .fake = {.eager_launches = IS(20 * 80 + 2 * 80), .node_param_sets = IS(18 * 2), .device_updates = IS(18 * 240)}});
+        .fake = {
+            .eager_launches = IS(20 * 80 + 2 * 80), .node_param_sets = IS(18 * 2), .device_updates = IS(18 * 240)}});
 }
 
 /* 504 kernels of three varying slots (1,512 updates): the graph's eight patch nodes hold 56
@@ -182,7 +206,10 @@ Test(tracer_replay_devpatch_off, kernels_past_eight_blocks_are_patched_from_the_
 {
     need_image();
     run_scenario(&(scenario_t){
-        .name = "many", .fn = many_copies_step, .steps = 8, .nbufs = 2,
+        .name = "many",
+        .fn = many_copies_step,
+        .steps = 8,
+        .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(6), .segments = IS(1), .side_exits = IS(0)},
         .stats = {.params_patched = IS(6 * 504), .params_patched_on_gpu = IS(6 * 448), .patch_launches = IS(6 * 8)},
         .fake = {.node_param_sets = IS(6 * 8 + 6 * 56), .device_updates = IS(6 * 448 * 3)}});
@@ -204,7 +231,10 @@ Test(tracer_replay_devpatch, a_grid_change_sets_that_node_from_the_host)
 {
     need_image();
     run_scenario(&(scenario_t){
-        .name = "grid", .fn = changing_grid_step, .steps = 40, .nbufs = 2,
+        .name = "grid",
+        .fn = changing_grid_step,
+        .steps = 40,
+        .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(38), .side_exits = IS(0)},
         /* the grid differs from the graph's on every replay: that node from the host, 11 on the
          * GPU; the block holds the values of all twelve (the host's too: written again, equal) */
@@ -238,11 +268,14 @@ Test(tracer_replay_devpatch_off, a_node_set_from_the_host_keeps_its_values_again
     /* replays at steps 2..44: on s % 3 == 2 the grid stays and the count goes to the GPU (15);
      * on the others the grid changes and the node is set from the host (28); the count changes
      * every step, so the patch node gets a block on every replay (43) */
-    run_scenario(&(scenario_t){
-        .name = "sometimes_grid", .fn = sometimes_grid_step, .steps = 45, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(43), .side_exits = IS(0)},
-        .stats = {.params_patched = IS(43), .params_patched_on_gpu = IS(15), .patch_launches = IS(43)},
-        .fake = {.node_param_sets = IS(28 + 43), .device_updates = IS(43)}});
+    run_scenario(
+        &(scenario_t){.name = "sometimes_grid",
+                      .fn = sometimes_grid_step,
+                      .steps = 45,
+                      .nbufs = 2,
+                      .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(43), .side_exits = IS(0)},
+                      .stats = {.params_patched = IS(43), .params_patched_on_gpu = IS(15), .patch_launches = IS(43)},
+                      .fake = {.node_param_sets = IS(28 + 43), .device_updates = IS(43)}});
 }
 
 /* Counts that change on every fourth step only (and between the two recorded steps, which
@@ -256,13 +289,15 @@ static void slow_counters_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay_devpatch, the_patch_node_is_set_only_where_values_changed)
 {
     need_image();
-    run_scenario(&(scenario_t){
-        .name = "slow", .fn = slow_counters_step, .steps = 42, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(40), .side_exits = IS(0)},
-        /* replays are steps 2..41: the counts change at steps 2, 4, 8, ..., 40 (11 blocks, one
-         * host call each); every launch's patch node writes the twelve counts it holds */
-        .stats = {.params_patched_on_gpu = IS(11 * 12), .patch_launches = IS(11)},
-        .fake = {.node_param_sets = IS(11), .device_updates = IS(40 * 12)}});
+    run_scenario(&(scenario_t){.name = "slow",
+                               .fn = slow_counters_step,
+                               .steps = 42,
+                               .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(40), .side_exits = IS(0)},
+                               /* replays are steps 2..41: the counts change at steps 2, 4, 8, ..., 40 (11 blocks, one
+                                * host call each); every launch's patch node writes the twelve counts it holds */
+                               .stats = {.params_patched_on_gpu = IS(11 * 12), .patch_launches = IS(11)},
+                               .fake = {.node_param_sets = IS(11), .device_updates = IS(40 * 12)}});
 }
 
 /* Twelve axpb kernels whose two 4-byte factors, side by side (bytes 8 to 16), change every
@@ -280,7 +315,10 @@ static void pieces_scenario(const char *name, step_fn fn, uint64_t varying, uint
 {
     need_image();
     run_scenario(&(scenario_t){
-        .name = name, .fn = fn, .steps = 30, .nbufs = 1,
+        .name = name,
+        .fn = fn,
+        .steps = 30,
+        .nbufs = 1,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .varying_slots = IS(varying), .side_exits = IS(0)},
         .stats = {.params_patched_on_gpu = IS(28 * 12), .patch_launches = IS(28)},
         .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 12 * updates)}});
@@ -362,11 +400,13 @@ static void refused_copy_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay_devpatch, blocks_made_for_a_launch_that_never_ran_are_set_on_the_next)
 {
     need_image();
-    run_scenario(&(scenario_t){
-        .name = "refused copy", .fn = refused_copy_step, .steps = 20, .nbufs = 4,
-        /* the one exit: step 11's refused copy; every step's buffers are compared with eager */
-        .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = IS(1)},
-        .stats = {.params_patched_on_gpu = MORE_THAN(0)}});
+    run_scenario(&(scenario_t){.name = "refused copy",
+                               .fn = refused_copy_step,
+                               .steps = 20,
+                               .nbufs = 4,
+                               /* the one exit: step 11's refused copy; every step's buffers are compared with eager */
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = IS(1)},
+                               .stats = {.params_patched_on_gpu = MORE_THAN(0)}});
 }
 
 /* A parameter passed as one packed buffer (`extra`) is one slot: all of its 8-byte pieces go in
@@ -379,7 +419,8 @@ static void packed_step(int s, CUdeviceptr *b, void *ctx)
             int k, n;
         } args = {b[0], s * (j == 3 ? 2 : 1), N};
         size_t size = sizeof args;
-        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                         CU_LAUNCH_PARAM_END};
         OK(fk.launch(fk_addk, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra));
     }
 }
@@ -387,13 +428,15 @@ static void packed_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay_devpatch, a_packed_parameter_buffer_goes_in_pieces_of_8_bytes)
 {
     need_image();
-    run_scenario(&(scenario_t){
-        .name = "packed", .fn = packed_step, .steps = 30, .nbufs = 1,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .side_exits = IS(0)},
-        /* k and n share the buffer's second 8 bytes; the pointer in the first never changes,
-         * and goes in the block too */
-        .stats = {.params_patched_on_gpu = IS(28 * 10), .patch_launches = IS(28)},
-        .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 20)}});
+    run_scenario(&(scenario_t){.name = "packed",
+                               .fn = packed_step,
+                               .steps = 30,
+                               .nbufs = 1,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .side_exits = IS(0)},
+                               /* k and n share the buffer's second 8 bytes; the pointer in the first never changes,
+                                * and goes in the block too */
+                               .stats = {.params_patched_on_gpu = IS(28 * 10), .patch_launches = IS(28)},
+                               .fake = {.node_param_sets = IS(28), .device_updates = IS(28 * 20)}});
 }
 
 /* Anchors given back to stay within CGJIT_POOL_MAX_GB have their graphs destroyed, patched on
@@ -406,7 +449,8 @@ static void budget_setup(void)
     devpatch_setup();
 }
 
-Test(tracer_replay_devpatch_off, evicted_anchors_destroy_graphs_patched_on_the_gpu, .init = budget_setup, .timeout = 120)
+Test(tracer_replay_devpatch_off, evicted_anchors_destroy_graphs_patched_on_the_gpu, .init = budget_setup,
+     .timeout = 120)
 {
     need_image();
     run_short_anchors(600);
@@ -443,10 +487,12 @@ static void uneven_counters_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay_devpatch_lost, every_block_holds_all_values_so_a_driver_that_drops_device_updates_is_no_matter)
 {
     need_image();
-    run_scenario(&(scenario_t){
-        .name = "uneven", .fn = uneven_counters_step, .steps = 60, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(58), .side_exits = IS(0)},
-        .stats = {.params_patched_on_gpu = MORE_THAN(0), .patch_launches = IS(58)}});
+    run_scenario(&(scenario_t){.name = "uneven",
+                               .fn = uneven_counters_step,
+                               .steps = 60,
+                               .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(58), .side_exits = IS(0)},
+                               .stats = {.params_patched_on_gpu = MORE_THAN(0), .patch_launches = IS(58)}});
 }
 
 /* One varying kernel (patched on the GPU from one kernel on) whose node the driver will not make
@@ -464,7 +510,10 @@ Test(tracer_replay_devpatch_off, a_patch_node_with_nothing_to_write_leaves_the_g
 {
     need_image();
     run_scenario(&(scenario_t){
-        .name = "refused", .fn = refused_step, .steps = 20, .nbufs = 2,
+        .name = "refused",
+        .fn = refused_step,
+        .steps = 20,
+        .nbufs = 2,
         .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .side_exits = IS(0)},
         .stats = {.params_patched = IS(18), .params_patched_on_gpu = IS(0), .patch_launches = IS(0)},
         .fake = {.kernels_run = IS(20 * 12 + 2 * 12 + 18 * 12), .node_param_sets = IS(18), .device_updates = IS(0)}});

@@ -53,8 +53,7 @@ static void one_exit_per_differing_step(const scenario_t *sc, int s, bufs_t *b)
     cgj_trace_info_t i = info_of(sc->name);
     if (s >= 10 && s < 16)
         cr_assert_eq(i.side_exits, g_exits_before + 1, "step %d (op %d differs) did not side exit", s, s - 10);
-    else if (s >= 2)
-        cr_assert_eq(i.side_exits, g_exits_before, "step %d: unexpected side exit: %s", s, i.reason);
+    else if (s >= 2) cr_assert_eq(i.side_exits, g_exits_before, "step %d: unexpected side exit: %s", s, i.reason);
     /* the first exit's recording becomes the draft, so its reason survives the step; later
      * divergent recordings overwrite the reason with "run differs from the previous one" */
     if (s == 10) cr_assert(i.reason_code == CGJ_REASON_DIFF_KERNEL && i.reason_op == 0, "reason: %s", i.reason);
@@ -63,28 +62,36 @@ static void one_exit_per_differing_step(const scenario_t *sc, int s, bufs_t *b)
 Test(tracer_replay, guard_failure_at_every_op_position)
 {
     const int steps = 40;
-    run_scenario(&(scenario_t){
-        .name = "six", .fn = six_op_step, .steps = steps, .nbufs = 4,
-        .before = count_exits_before, .after = one_exit_per_differing_step,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .ops = IS(6), .side_exits = IS(6),
-                 .replays = IS(steps - 2 - 6)}, /* replays resume after the exits */
-        .stats = {.side_exits = AT_LEAST(6)}});
+    run_scenario(&(scenario_t){.name = "six",
+                               .fn = six_op_step,
+                               .steps = steps,
+                               .nbufs = 4,
+                               .before = count_exits_before,
+                               .after = one_exit_per_differing_step,
+                               .info = {.state = IS(CGJ_STATE_REPLAY),
+                                        .ops = IS(6),
+                                        .side_exits = IS(6),
+                                        .replays = IS(steps - 2 - 6)}, /* replays resume after the exits */
+                               .stats = {.side_exits = AT_LEAST(6)}});
 }
 
 static void length_step(int s, CUdeviceptr *b, void *ctx)
 {
     int n = 6;
-    if (s == 10) n = 3;  /* ends early */
-    if (s == 12) n = 9;  /* goes on past the trace */
-    if (s == 14) n = 0;  /* empty */
+    if (s == 10) n = 3; /* ends early */
+    if (s == 12) n = 9; /* goes on past the trace */
+    if (s == 14) n = 0; /* empty */
     for (int k = 0; k < n; k++) OK(fk_axpb_launch(&fk, NULL, b[k % 2], 0.5f, (float)k, N, 1));
 }
 
 Test(tracer_replay, shorter_and_longer_steps_side_exit)
 {
-    run_scenario(&(scenario_t){
-        .name = "length", .fn = length_step, .steps = 30, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = IS(3), .replays = IS(30 - 2 - 3)}});
+    run_scenario(
+        &(scenario_t){.name = "length",
+                      .fn = length_step,
+                      .steps = 30,
+                      .nbufs = 2,
+                      .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = IS(3), .replays = IS(30 - 2 - 3)}});
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -93,14 +100,17 @@ Test(tracer_replay, shorter_and_longer_steps_side_exit)
 
 static void varying_then_diverge_step(int s, CUdeviceptr *b, void *ctx)
 {
-    OK(fk_addk_launch(&fk, NULL, b[0], s, N));                          /* varying k, absorbed */
+    OK(fk_addk_launch(&fk, NULL, b[0], s, N));                                  /* varying k, absorbed */
     OK(fk_copyscale_launch(&fk, NULL, b[1], b[0], 0.5f + 0.01f * (float)s, N)); /* varying scale */
-    OK(axpb_or_other(NULL, b[1], 0.5f, 1.0f, N, s % 10 == 9)); /* diverges now and then */
+    OK(axpb_or_other(NULL, b[1], 0.5f, 1.0f, N, s % 10 == 9));                  /* diverges now and then */
 }
 
 Test(tracer_replay, side_exit_reissues_absorbed_ops_with_this_runs_values)
 {
-    run_scenario(&(scenario_t){.name = "exit_values", .fn = varying_then_diverge_step, .steps = 60, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "exit_values",
+                               .fn = varying_then_diverge_step,
+                               .steps = 60,
+                               .nbufs = 2,
                                .info = {.side_exits = AT_LEAST(1), .state = IS(CGJ_STATE_REPLAY)}});
 }
 
@@ -120,9 +130,12 @@ static void diverge_after_sync_step(int s, CUdeviceptr *b, void *ctx)
  * shapes again and again until CGJIT_MAX_VARIANTS (8 variants, 8 traces built). */
 Test(tracer_replay, divergence_after_a_boundary)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "after_sync", .fn = diverge_after_sync_step, .steps = 60, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = AT_LEAST(1)}});
+    cgj_trace_info_t i =
+        run_scenario(&(scenario_t){.name = "after_sync",
+                                   .fn = diverge_after_sync_step,
+                                   .steps = 60,
+                                   .nbufs = 2,
+                                   .info = {.state = IS(CGJ_STATE_REPLAY), .side_exits = AT_LEAST(1)}});
     cr_expect_leq(i.variants, 2, "%u variants built for 2 distinct shapes", i.variants);
     cr_expect_leq(stats_now().traces_built, 2, "%llu traces built for 2 distinct shapes",
                   (unsigned long long)stats_now().traces_built);
@@ -142,9 +155,11 @@ static void data_length_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay, replays_that_keep_exiting_are_given_up)
 {
     cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "data_length", .fn = data_length_step, .steps = 120, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_BLACKLISTED),
-                 .side_exits = LESS_THAN(60)}}); /* given up long before the end */
+        .name = "data_length",
+        .fn = data_length_step,
+        .steps = 120,
+        .nbufs = 2,
+        .info = {.state = IS(CGJ_STATE_BLACKLISTED), .side_exits = LESS_THAN(60)}}); /* given up long before the end */
     cr_assert_eq(i.reason_code, CGJ_REASON_BLACKLIST_EXITS, "%s", i.reason);
 }
 
@@ -171,7 +186,10 @@ static void note_unused_variant(const scenario_t *sc, int s, bufs_t *b)
 
 Test(tracer_replay, a_newest_variant_that_never_replays_stops_the_building)
 {
-    run_scenario(&(scenario_t){.name = "paired_length", .fn = paired_length_step, .steps = 60, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "paired_length",
+                               .fn = paired_length_step,
+                               .steps = 60,
+                               .nbufs = 2,
                                .after = note_unused_variant,
                                .info = {.variants = IS(2)},
                                .stats = {.traces_built = IS(2)}});
@@ -199,7 +217,10 @@ static void note_replays_at_40(const scenario_t *sc, int s, bufs_t *b)
 /* 80 steps of fn: `variants` variants built, and every one of the last 40 steps replayed. */
 static void check_variants_then_all_replay(const char *name, step_fn fn, int variants)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = name, .fn = fn, .steps = 80, .nbufs = 2,
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = name,
+                                                    .fn = fn,
+                                                    .steps = 80,
+                                                    .nbufs = 2,
                                                     .after = note_replays_at_40,
                                                     .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(variants)},
                                                     .stats = {.traces_built = IS(variants)}});
@@ -251,9 +272,12 @@ static void lone_tail_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, exits_whose_recordings_match_nothing_stop_recording)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "lone_tail", .fn = lone_tail_step, .steps = 200, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(1), .replays = AT_LEAST(98)}});
+    cgj_trace_info_t i = run_scenario(
+        &(scenario_t){.name = "lone_tail",
+                      .fn = lone_tail_step,
+                      .steps = 200,
+                      .nbufs = 2,
+                      .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(1), .replays = AT_LEAST(98)}});
     /* 100 long runs of 112 calls: about 11,000 ops recorded if each were; the first runs (before
      * a variant: 2, and the lone streak of 4) and the 1st, 2nd, 4th, 8th, 16th, 32nd and 64th
      * exit after it: 13 runs, under 1,500. */
@@ -272,8 +296,12 @@ static void note_replays_before_last_40(const scenario_t *sc, int s, bufs_t *b)
 Test(tracer_replay, a_shape_that_settles_after_lone_exits_still_gets_its_variant)
 {
     int settle = 61;
-    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "lone_settles", .fn = lone_tail_step, .steps = 300,
-                                                    .nbufs = 2, .ctx = &settle, .after = note_replays_before_last_40,
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "lone_settles",
+                                                    .fn = lone_tail_step,
+                                                    .steps = 300,
+                                                    .nbufs = 2,
+                                                    .ctx = &settle,
+                                                    .after = note_replays_before_last_40,
                                                     .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
     cr_assert_eq(i.replays - g_replays_before_last_40, 40, "only %llu of the last 40 steps replayed",
                  (unsigned long long)(i.replays - g_replays_before_last_40));
@@ -303,12 +331,14 @@ static void blacklisted_after_four_failures(const scenario_t *sc, int s, bufs_t 
 
 Test(tracer_replay, repeated_divergence_blacklists)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "diverge", .fn = varying_count_step, .steps = 30, .nbufs = 1,
-        .after = blacklisted_after_four_failures,
-        .info = {.variants = IS(0), .replays = IS(0), .runs = IS(30)},
-        .stats = {.anchors_blacklisted = IS(1), .steps_eager = IS(30)},
-        .fake = {.graph_launches = IS(0), .captures = IS(0)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "diverge",
+                                                    .fn = varying_count_step,
+                                                    .steps = 30,
+                                                    .nbufs = 1,
+                                                    .after = blacklisted_after_four_failures,
+                                                    .info = {.variants = IS(0), .replays = IS(0), .runs = IS(30)},
+                                                    .stats = {.anchors_blacklisted = IS(1), .steps_eager = IS(30)},
+                                                    .fake = {.graph_launches = IS(0), .captures = IS(0)}});
     cr_assert_str_not_empty(i.reason);
 }
 
@@ -328,11 +358,15 @@ static void note_replays_at_70(const scenario_t *sc, int s, bufs_t *b)
 
 static void check_alternation(const char *name, int warm)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = name, .fn = alternating_step, .steps = 120, .nbufs = 2, .ctx = &warm,
-        .after = note_replays_at_70,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)},
-        .stats = {.variant_switches = MORE_THAN(0), .traces_built = IS(2)}});
+    cgj_trace_info_t i =
+        run_scenario(&(scenario_t){.name = name,
+                                   .fn = alternating_step,
+                                   .steps = 120,
+                                   .nbufs = 2,
+                                   .ctx = &warm,
+                                   .after = note_replays_at_70,
+                                   .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)},
+                                   .stats = {.variant_switches = MORE_THAN(0), .traces_built = IS(2)}});
     cr_assert_geq(i.replays - g_replays_at_70, 48, "%s: only %llu of the last 50 steps replayed", name,
                   (unsigned long long)(i.replays - g_replays_at_70));
 }
@@ -365,10 +399,12 @@ static void alternating_staged_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, variant_switch_carries_staged_bytes)
 {
-    run_scenario(&(scenario_t){
-        .name = "alt_staged", .fn = alternating_staged_step, .steps = 80, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2), .replays = AT_LEAST(70)},
-        .stats = {.variant_switches = MORE_THAN(0)}});
+    run_scenario(&(scenario_t){.name = "alt_staged",
+                               .fn = alternating_staged_step,
+                               .steps = 80,
+                               .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2), .replays = AT_LEAST(70)},
+                               .stats = {.variant_switches = MORE_THAN(0)}});
 }
 
 /* A memset value that changes every step is a value of the memset node: patched, replayed. */
@@ -380,7 +416,10 @@ static void memset_value_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, memset_value_changing_every_step_is_patched)
 {
-    run_scenario(&(scenario_t){.name = "memset_value", .fn = memset_value_step, .steps = 30, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "memset_value",
+                               .fn = memset_value_step,
+                               .steps = 30,
+                               .nbufs = 2,
                                .info = {.replays = IS(28), .side_exits = IS(0)},
                                .fake = {.node_param_sets = AT_LEAST(27)}});
 }
@@ -398,10 +437,12 @@ static void opaque_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, kernel_without_layout_aborts_and_blacklists)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "opaque", .fn = opaque_step, .steps = 20, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_BLACKLISTED), .replays = IS(0)},
-        .stats = {.aborts = AT_LEAST(4), .traces_built = IS(0)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "opaque",
+                                                    .fn = opaque_step,
+                                                    .steps = 20,
+                                                    .nbufs = 2,
+                                                    .info = {.state = IS(CGJ_STATE_BLACKLISTED), .replays = IS(0)},
+                                                    .stats = {.aborts = AT_LEAST(4), .traces_built = IS(0)}});
     cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_NO_LAYOUT, "reason: %s", i.reason);
 }
 
@@ -428,10 +469,12 @@ static void capture_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay, stream_capture_inside_a_step_aborts)
 {
     OK(fk.stream_create(&g_cap_stream, CU_STREAM_NON_BLOCKING));
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "capture", .fn = capture_step, .steps = 20, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_BLACKLISTED), .replays = IS(0)},
-        .stats = {.aborts = MORE_THAN(0)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "capture",
+                                                    .fn = capture_step,
+                                                    .steps = 20,
+                                                    .nbufs = 2,
+                                                    .info = {.state = IS(CGJ_STATE_BLACKLISTED), .replays = IS(0)},
+                                                    .stats = {.aborts = MORE_THAN(0)}});
     cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_CAPTURE, "reason: %s", i.reason);
 }
 
@@ -496,7 +539,10 @@ static void app_graph_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay, app_graph_launch_inside_a_step_runs_as_made)
 {
     OK(fk.stream_create(&g_cap_stream, CU_STREAM_NON_BLOCKING));
-    run_scenario(&(scenario_t){.name = "app_graph", .fn = app_graph_step, .steps = 20, .nbufs = 1,
+    run_scenario(&(scenario_t){.name = "app_graph",
+                               .fn = app_graph_step,
+                               .steps = 20,
+                               .nbufs = 1,
                                .prepare = build_app_graphs,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(2)},
                                .stats = {.aborts = IS(0)}});
@@ -517,9 +563,13 @@ static void app_graph_alloc_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay, app_graph_launch_in_a_step_that_allocates_runs_eagerly)
 {
     OK(fk.stream_create(&g_cap_stream, CU_STREAM_NON_BLOCKING));
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "app_graph_alloc", .fn = app_graph_alloc_step, .steps = 20, .nbufs = 1, .prepare = build_app_graphs,
-        .info = {.replays = IS(0)}, .stats = {.aborts = MORE_THAN(0)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "app_graph_alloc",
+                                                    .fn = app_graph_alloc_step,
+                                                    .steps = 20,
+                                                    .nbufs = 1,
+                                                    .prepare = build_app_graphs,
+                                                    .info = {.replays = IS(0)},
+                                                    .stats = {.aborts = MORE_THAN(0)}});
     cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_AS_MADE_ALLOC, "reason: %s", i.reason);
 }
 
@@ -529,9 +579,14 @@ static __typeof__(cuMemcpy2D) *g_copy2d;
 
 static void copy2d(CUdeviceptr dst, CUdeviceptr src)
 {
-    CUDA_MEMCPY2D p = {.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = src, .srcPitch = N * sizeof(float),
-                       .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = dst, .dstPitch = N * sizeof(float),
-                       .WidthInBytes = N * sizeof(float), .Height = 1};
+    CUDA_MEMCPY2D p = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                       .srcDevice = src,
+                       .srcPitch = N * sizeof(float),
+                       .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                       .dstDevice = dst,
+                       .dstPitch = N * sizeof(float),
+                       .WidthInBytes = N * sizeof(float),
+                       .Height = 1};
     OK(g_copy2d(&p));
 }
 
@@ -547,7 +602,10 @@ static void late_copy_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay, a_call_run_as_made_once_in_a_replayed_step_comes_after_the_absorbed_work)
 {
     OK(fk.gpa("cuMemcpy2D", (void **)&g_copy2d, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
-    run_scenario(&(scenario_t){.name = "late", .fn = late_copy_step, .steps = 30, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "late",
+                               .fn = late_copy_step,
+                               .steps = 30,
+                               .nbufs = 2,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(30 - 2 - 1), .side_exits = IS(1)},
                                .stats = {.aborts = IS(0)}});
 }
@@ -556,7 +614,11 @@ Test(tracer_replay, a_call_run_as_made_in_every_step_ends_a_segment)
 {
     static int every;
     OK(fk.gpa("cuMemcpy2D", (void **)&g_copy2d, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
-    run_scenario(&(scenario_t){.name = "as_made", .fn = late_copy_step, .ctx = &every, .steps = 30, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "as_made",
+                               .fn = late_copy_step,
+                               .ctx = &every,
+                               .steps = 30,
+                               .nbufs = 2,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(28), .segments = IS(2)},
                                .stats = {.aborts = IS(0)}});
 }
@@ -576,8 +638,11 @@ static void as_made_alloc_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay, a_call_run_as_made_in_a_step_that_allocates_runs_eagerly)
 {
     OK(fk.gpa("cuMemcpy2D", (void **)&g_copy2d, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
-    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "as_made_alloc", .fn = as_made_alloc_step, .steps = 20,
-                                                    .nbufs = 2, .info = {.replays = IS(0)},
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "as_made_alloc",
+                                                    .fn = as_made_alloc_step,
+                                                    .steps = 20,
+                                                    .nbufs = 2,
+                                                    .info = {.replays = IS(0)},
                                                     .stats = {.aborts = MORE_THAN(0)}});
     cr_assert_eq(i.reason_code, CGJ_REASON_ABORT_AS_MADE_ALLOC, "reason: %s", i.reason);
 }
@@ -596,10 +661,13 @@ static void launch_fail_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay, graph_launch_failure_reruns_eagerly_and_blacklists)
 {
     int fail_at = 5;
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "launch_fail", .fn = launch_fail_step, .steps = 30, .nbufs = 1, .ctx = &fail_at,
-        .info = {.state = IS(CGJ_STATE_BLACKLISTED)},
-        .stats = {.anchors_blacklisted = IS(1)}});
+    cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "launch_fail",
+                                                    .fn = launch_fail_step,
+                                                    .steps = 30,
+                                                    .nbufs = 1,
+                                                    .ctx = &fail_at,
+                                                    .info = {.state = IS(CGJ_STATE_BLACKLISTED)},
+                                                    .stats = {.anchors_blacklisted = IS(1)}});
     cr_assert_eq(i.reason_code, CGJ_REASON_BLACKLIST_LAUNCH, "reason: %s", i.reason);
     /* steps 2, 3, 4 replayed; step 5's graph never ran (its ops ran eagerly). LIBRARY BUG
      * (found by this test): cgj_step_end counts step 5 as replayed although launch_segment()
@@ -608,9 +676,9 @@ Test(tracer_replay, graph_launch_failure_reruns_eagerly_and_blacklists)
     cr_expect_eq(i.replays, 3, "a step whose graph launch failed counts as replayed (replays = %llu)",
                  (unsigned long long)i.replays);
     cr_expect_eq(st.steps_replayed, 3, "steps_replayed = %llu", (unsigned long long)st.steps_replayed);
-    cr_expect_eq(st.steps, st.steps_replayed + st.steps_eager,
-                 "steps %llu != replayed %llu + eager %llu", (unsigned long long)st.steps,
-                 (unsigned long long)st.steps_replayed, (unsigned long long)st.steps_eager);
+    cr_expect_eq(st.steps, st.steps_replayed + st.steps_eager, "steps %llu != replayed %llu + eager %llu",
+                 (unsigned long long)st.steps, (unsigned long long)st.steps_replayed,
+                 (unsigned long long)st.steps_eager);
 }
 
 static void launch_fail_mid_step(int s, CUdeviceptr *b, void *ctx)
@@ -624,7 +692,10 @@ static void launch_fail_mid_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, graph_launch_failure_at_a_boundary)
 {
-    run_scenario(&(scenario_t){.name = "launch_fail_mid", .fn = launch_fail_mid_step, .steps = 20, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "launch_fail_mid",
+                               .fn = launch_fail_mid_step,
+                               .steps = 20,
+                               .nbufs = 2,
                                .info = {.state = IS(CGJ_STATE_BLACKLISTED), .replays = IS(3)}});
 }
 
@@ -637,11 +708,14 @@ static void instantiate_fail_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, instantiate_failure_blacklists)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "inst_fail", .fn = instantiate_fail_step, .steps = 20, .nbufs = 2,
-        .info = {.state = IS(CGJ_STATE_BLACKLISTED), .variants = IS(0)},
-        .stats = {.build_failures = IS(1), .traces_built = IS(0), .steps_replayed = IS(0)},
-        .fake = {.graph_launches = IS(0)}});
+    cgj_trace_info_t i =
+        run_scenario(&(scenario_t){.name = "inst_fail",
+                                   .fn = instantiate_fail_step,
+                                   .steps = 20,
+                                   .nbufs = 2,
+                                   .info = {.state = IS(CGJ_STATE_BLACKLISTED), .variants = IS(0)},
+                                   .stats = {.build_failures = IS(1), .traces_built = IS(0), .steps_replayed = IS(0)},
+                                   .fake = {.graph_launches = IS(0)}});
     cr_assert_eq(i.reason_code, CGJ_REASON_BUILD_INSTANTIATE, "reason: %s", i.reason);
 }
 
@@ -662,7 +736,10 @@ static void exit_patch_at_six(const scenario_t *sc, int s, bufs_t *b)
  * the next steps replay again (the parameters are still patched). */
 Test(tracer_replay, patch_refused_reruns_that_step_eagerly)
 {
-    run_scenario(&(scenario_t){.name = "patch_fail", .fn = patch_fail_step, .steps = 20, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "patch_fail",
+                               .fn = patch_fail_step,
+                               .steps = 20,
+                               .nbufs = 2,
                                .after = exit_patch_at_six,
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(17), .side_exits = IS(1)}});
 }
@@ -677,7 +754,10 @@ static void memset_refused_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, memset_patch_refused_reruns_eagerly)
 {
-    run_scenario(&(scenario_t){.name = "memset_refused", .fn = memset_refused_step, .steps = 20, .nbufs = 2,
+    run_scenario(&(scenario_t){.name = "memset_refused",
+                               .fn = memset_refused_step,
+                               .steps = 20,
+                               .nbufs = 2,
                                .after = exit_patch_at_six,
                                .info = {.replays = AT_LEAST(4), .side_exits = AT_LEAST(1)}});
 }
@@ -694,9 +774,11 @@ static void second_variant_fail_step(int s, CUdeviceptr *b, void *ctx)
 Test(tracer_replay, failed_build_of_a_second_variant_keeps_the_first)
 {
     run_scenario(&(scenario_t){
-        .name = "second_fail", .fn = second_variant_fail_step, .steps = 30, .nbufs = 1,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(1), .side_exits = IS(2),
-                 .replays = IS(30 - 2 - 2)},
+        .name = "second_fail",
+        .fn = second_variant_fail_step,
+        .steps = 30,
+        .nbufs = 1,
+        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(1), .side_exits = IS(2), .replays = IS(30 - 2 - 2)},
         .stats = {.build_failures = IS(1), .traces_built = IS(1), .anchors_blacklisted = IS(0)}});
 }
 
@@ -722,8 +804,8 @@ Test(tracer_replay_log, guard_failure_is_at_the_differing_op)
 {
     char path[] = "/tmp/cgjit_guardsXXXXXX";
     open_logging_to(path, "guards");
-    run_scenario(&(scenario_t){.name = "six_log", .fn = six_op_step, .steps = 24, .nbufs = 4,
-                               .info = {.side_exits = IS(6)}});
+    run_scenario(
+        &(scenario_t){.name = "six_log", .fn = six_op_step, .steps = 24, .nbufs = 4, .info = {.side_exits = IS(6)}});
     FILE *f = fopen(path, "r");
     cr_assert(f);
     char line[1024];
@@ -745,10 +827,13 @@ Test(tracer_replay_log, max_variants_one_keeps_one_trace)
     setenv("CGJIT_MAX_VARIANTS", "1", 1);
     fk_open(&fk);
     int warm = 4;
-    run_scenario(&(scenario_t){
-        .name = "one_variant", .fn = alternating_step, .steps = 40, .nbufs = 2, .ctx = &warm,
-        .info = {.variants = IS(1), .state = IS(CGJ_STATE_REPLAY), .side_exits = AT_LEAST(15)},
-        .stats = {.traces_built = IS(1)}});
+    run_scenario(&(scenario_t){.name = "one_variant",
+                               .fn = alternating_step,
+                               .steps = 40,
+                               .nbufs = 2,
+                               .ctx = &warm,
+                               .info = {.variants = IS(1), .state = IS(CGJ_STATE_REPLAY), .side_exits = AT_LEAST(15)},
+                               .stats = {.traces_built = IS(1)}});
 }
 
 Test(tracer_replay_log, max_records_one_blacklists_at_the_first_disagreement)
@@ -779,8 +864,8 @@ Test(tracer_replay_log, a_side_exit_says_why_each_other_variant_was_not_taken)
 {
     char path[] = "/tmp/cgjit_variantsXXXXXX";
     open_logging_to(path, "guards");
-    run_scenario(&(scenario_t){.name = "third", .fn = third_shape_step, .steps = 36, .nbufs = 2,
-                               .info = {.variants = IS(2)}});
+    run_scenario(
+        &(scenario_t){.name = "third", .fn = third_shape_step, .steps = 36, .nbufs = 2, .info = {.variants = IS(2)}});
     FILE *f = fopen(path, "r");
     cr_assert(f);
     char line[1024];
@@ -816,9 +901,12 @@ static void burst_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_replay, a_step_that_left_for_a_known_shape_begins_the_next_in_it)
 {
-    cgj_trace_info_t i = run_scenario(&(scenario_t){
-        .name = "bursts", .fn = burst_step, .steps = 240, .nbufs = 1,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2), .replays = AT_LEAST(200)}});
+    cgj_trace_info_t i = run_scenario(
+        &(scenario_t){.name = "bursts",
+                      .fn = burst_step,
+                      .steps = 240,
+                      .nbufs = 1,
+                      .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2), .replays = AT_LEAST(200)}});
     cr_assert_leq(i.side_exits, 16, "%llu side exits: steps kept beginning in the variant they left",
                   (unsigned long long)i.side_exits);
 }
@@ -875,9 +963,12 @@ static void short_and_long_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_places, a_short_and_a_long_step_switch_variants_without_leaving)
 {
-    check_no_exit_in_last_40(&(scenario_t){
-        .name = "short_long", .fn = short_and_long_step, .steps = 100, .nbufs = 2, .after = note_exits_at_40,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
+    check_no_exit_in_last_40(&(scenario_t){.name = "short_long",
+                                           .fn = short_and_long_step,
+                                           .steps = 100,
+                                           .nbufs = 2,
+                                           .after = note_exits_at_40,
+                                           .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
 }
 
 /* The short step is the kernel and a copy from pageable memory, whose bytes change every step:
@@ -901,9 +992,12 @@ static void short_copy_and_long_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_places, a_short_step_with_a_pageable_copy_and_a_long_step_switch_without_leaving)
 {
-    check_no_exit_in_last_40(&(scenario_t){
-        .name = "short_copy", .fn = short_copy_and_long_step, .steps = 100, .nbufs = 2,
-        .after = note_exits_at_40, .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
+    check_no_exit_in_last_40(&(scenario_t){.name = "short_copy",
+                                           .fn = short_copy_and_long_step,
+                                           .steps = 100,
+                                           .nbufs = 2,
+                                           .after = note_exits_at_40,
+                                           .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
 }
 
 /* The short step's second kernel takes a scale that changes every 16 steps: the short variant
@@ -923,10 +1017,13 @@ static void short_with_new_value_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_places, a_switch_takes_a_value_the_other_variant_held_for_a_constant)
 {
-    check_no_exit_in_last_40(&(scenario_t){
-        .name = "short_value", .fn = short_with_new_value_step, .steps = 100, .nbufs = 2,
-        .after = note_exits_at_40, .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)},
-        .stats = {.values_promoted = MORE_THAN(0)}});
+    check_no_exit_in_last_40(&(scenario_t){.name = "short_value",
+                                           .fn = short_with_new_value_step,
+                                           .steps = 100,
+                                           .nbufs = 2,
+                                           .after = note_exits_at_40,
+                                           .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)},
+                                           .stats = {.values_promoted = MORE_THAN(0)}});
 }
 
 /* Eight kernels both places share, then four of each place's own. The program works on the host
@@ -957,9 +1054,13 @@ static void host_work_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_places, chunks_end_at_the_same_ops_where_variants_share_their_calls)
 {
-    check_no_exit_in_last_40(&(scenario_t){
-        .name = "host_work", .fn = host_work_step, .steps = 100, .nbufs = 2, .after = note_exits_at_40,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2), .segments = AT_LEAST(2)}});
+    check_no_exit_in_last_40(
+        &(scenario_t){.name = "host_work",
+                      .fn = host_work_step,
+                      .steps = 100,
+                      .nbufs = 2,
+                      .after = note_exits_at_40,
+                      .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2), .segments = AT_LEAST(2)}});
 }
 
 /* Both places begin with the same two kernels; from step 30 on, the long place's first kernel
@@ -977,9 +1078,12 @@ static void shared_prefix_step(int s, CUdeviceptr *b, void *ctx)
 
 Test(tracer_places, a_switch_takes_new_values_in_the_ops_it_held_before)
 {
-    check_no_exit_in_last_40(&(scenario_t){
-        .name = "shared_prefix", .fn = shared_prefix_step, .steps = 100, .nbufs = 2, .after = note_exits_at_40,
-        .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
+    check_no_exit_in_last_40(&(scenario_t){.name = "shared_prefix",
+                                           .fn = shared_prefix_step,
+                                           .steps = 100,
+                                           .nbufs = 2,
+                                           .after = note_exits_at_40,
+                                           .info = {.state = IS(CGJ_STATE_REPLAY), .variants = IS(2)}});
 }
 
 /* Places chosen at random, each with a shape of its own under one anchor, and values that change
@@ -1025,8 +1129,8 @@ Test(tracer_places, places_at_random_stay_exact)
     for (uint32_t seed = 1; seed <= 6; seed++) {
         char name[32];
         snprintf(name, sizeof name, "random_%u", seed);
-        cgj_trace_info_t i = run_scenario(&(scenario_t){.name = name, .fn = random_places_step, .steps = 200,
-                                                         .nbufs = 4, .ctx = &seed});
+        cgj_trace_info_t i =
+            run_scenario(&(scenario_t){.name = name, .fn = random_places_step, .steps = 200, .nbufs = 4, .ctx = &seed});
         cr_assert_geq(i.replays, 100, "%s: %llu of 200 steps replayed (%llu side exits; %s)", name,
                       (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.reason);
     }
@@ -1082,8 +1186,8 @@ Test(tracer_places, places_at_random_with_memsets_allocations_and_streams_stay_e
     for (uint32_t seed = 1; seed <= 6; seed++) {
         char name[32];
         snprintf(name, sizeof name, "rich_%u", seed);
-        cgj_trace_info_t i = run_scenario(&(scenario_t){.name = name, .fn = random_rich_step, .steps = 200,
-                                                         .nbufs = 4, .ctx = &seed, .prepare = make_side_stream});
+        cgj_trace_info_t i = run_scenario(&(scenario_t){
+            .name = name, .fn = random_rich_step, .steps = 200, .nbufs = 4, .ctx = &seed, .prepare = make_side_stream});
         cr_assert_geq(i.replays, 100, "%s: %llu of 200 steps replayed (%llu side exits; %s)", name,
                       (unsigned long long)i.replays, (unsigned long long)i.side_exits, i.reason);
     }

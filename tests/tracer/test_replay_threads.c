@@ -30,8 +30,8 @@ typedef struct thread_job {
     const char *name;
     int steps, mismatches, api_errors;
     CUdeviceptr e, t;
-    float offset;             /* own_stream_main: added to each step's constants */
-    pthread_barrier_t *meet;  /* own_stream_main: met twice inside each step (NULL: never) */
+    float offset;            /* own_stream_main: added to each step's constants */
+    pthread_barrier_t *meet; /* own_stream_main: met twice inside each step (NULL: never) */
 } thread_job_t;
 
 static void thread_chain(CUdeviceptr x, int s)
@@ -146,8 +146,8 @@ Test(tracer_replay, threads_whose_steps_begin_alike_and_overlap_each_replay)
     pthread_barrier_t overlap;
     pthread_barrier_init(&overlap, NULL, 2);
     for (int k = 0; k < 2; k++)
-        j[k] = (thread_job_t){.name = "same", .steps = 100, .offset = (float)k, .meet = &overlap,
-                              .t = fk_alloc_floats(&fk, N, 31 + k)};
+        j[k] = (thread_job_t){
+            .name = "same", .steps = 100, .offset = (float)k, .meet = &overlap, .t = fk_alloc_floats(&fk, N, 31 + k)};
     for (int k = 0; k < 2; k++) cr_assert_eq(pthread_create(&th[k], NULL, own_stream_main, &j[k]), 0);
     for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
     pthread_barrier_destroy(&overlap);
@@ -159,8 +159,8 @@ Test(tracer_replay, threads_whose_steps_begin_alike_and_overlap_each_replay)
     cr_assert_eq(a.runs + b.runs, 200, "runs %llu + %llu", (unsigned long long)a.runs, (unsigned long long)b.runs);
     cr_assert_eq(a.busy_runs + b.busy_runs, 0);
     cr_assert_geq(a.replays + b.replays, 190, "replays %llu + %llu (side exits %llu + %llu)",
-                  (unsigned long long)a.replays, (unsigned long long)b.replays,
-                  (unsigned long long)a.side_exits, (unsigned long long)b.side_exits);
+                  (unsigned long long)a.replays, (unsigned long long)b.replays, (unsigned long long)a.side_exits,
+                  (unsigned long long)b.side_exits);
 }
 
 /* fork() while another thread replays: the child synchronizes and exits.
@@ -204,7 +204,8 @@ Test(tracer_replay, children_forked_while_another_thread_replays_all_exit, .time
         int st;
         cr_assert_eq(waitpid(pid, &st, 0), pid);
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d of %d: %s %d", k + 1, FORKS,
-                  WIFSIGNALED(st) ? "killed by signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+                  WIFSIGNALED(st) ? "killed by signal" : "exit status",
+                  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
     }
     __atomic_store_n(&g_stop_replaying, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
@@ -227,4 +228,3 @@ Test(tracer_replay, two_threads_one_anchor)
     if (i.state == CGJ_STATE_BLACKLISTED)
         cr_assert_eq(i.reason_code, CGJ_REASON_BLACKLIST_EXITS, "reason: %s", i.reason);
 }
-
