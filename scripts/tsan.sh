@@ -5,12 +5,13 @@
 # that steps from many threads at once (tests/tracer/stress_threads.c): threads on streams of
 # their own and on a shared one, eight threads on the legacy stream flushing one another, a
 # thread that synchronizes everything, and a reporter reading the API's figures meanwhile.
-# It runs in six configurations: with markers, without them under CGJIT_STEP=sync (`implicit`:
+# It runs in nine configurations: with markers, without them under CGJIT_STEP=sync (`implicit`:
 # eager steps' calls take the shortest path beside the others) and CGJIT_STEP=auto (`auto`: steps
 # found as cycles on every thread at once), and each of the three again under CGJIT_VERIFY (every
 # replayed graph checked: its windows of copies beside the other threads' eager work). A race
 # shows only where the threads happen to meet, so each configuration runs TSAN_RUNS times
-# (default 5). Exit status: the first failing run's (ThreadSanitizer reports make it fail:
+# (default 5). Then the three once more with the governor on (CGJIT_GOVERN=1, which the program
+# otherwise turns off): it switches the process between active and dormant while the threads step. Exit status: the first failing run's (ThreadSanitizer reports make it fail:
 # halt_on_error), else 0; a line per configuration says how many runs were clean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,4 +30,12 @@ for verify in 0 1; do
     done
     echo "tsan.sh: stress_threads $mode, CGJIT_VERIFY=$verify: $runs of $runs runs clean"
   done
+done
+for mode in markers implicit auto; do
+  arg=$mode
+  [ "$mode" = markers ] && arg=
+  for ((i = 1; i <= runs; i++)); do
+    CGJIT_GOVERN=1 "$build/tests/stress_threads" $arg
+  done
+  echo "tsan.sh: stress_threads $mode, CGJIT_GOVERN=1: $runs of $runs runs clean"
 done

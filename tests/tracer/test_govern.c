@@ -78,6 +78,15 @@ static void run_marked(prog_t *p, const char *name, int steps)
     cr_assert(memcmp(got, p->h, sizeof got) == 0, "%s: results differ from eager after step %d", name, p->s);
 }
 
+/* A program whose graph launches cost 300 us, 1500 steps of "slow": the governor takes it dormant. */
+static void run_dormant(prog_t *p)
+{
+    fk.set_delays(0, 300);
+    prog_init(p);
+    run_marked(p, "slow", 1500);
+    cr_assert_eq(govern_now().state, CGJ_GOVERN_DORMANT);
+}
+
 Test(tracer_govern, a_program_cgjit_makes_slower_goes_dormant_and_stays)
 {
     fk.set_delays(0, 300); /* a graph launch costs 300 us, a kernel launch nothing */
@@ -167,11 +176,8 @@ Test(tracer_govern, one_window_that_meets_a_pause_does_not_decide)
 /* A phase that went dormant ends when its heartbeat stops: the next phase is judged too. */
 Test(tracer_govern, a_dormant_phase_ends_when_its_heartbeat_stops)
 {
-    fk.set_delays(0, 300);
     prog_t p;
-    prog_init(&p);
-    run_marked(&p, "slow", 1500);
-    cr_assert_eq(govern_now().state, CGJ_GOVERN_DORMANT);
+    run_dormant(&p);
     fk.set_delays(50, 0);
     host_work(500000); /* half a second of other work: the heartbeat stopped */
     run_marked(&p, "fast", 2000);
@@ -294,11 +300,8 @@ Test(tracer_govern, a_heartbeat_on_one_thread_with_the_work_on_another)
 
 Test(tracer_govern, a_child_after_fork_starts_afresh)
 {
-    fk.set_delays(0, 300);
     prog_t p;
-    prog_init(&p);
-    run_marked(&p, "slow", 1500);
-    cr_assert_eq(govern_now().state, CGJ_GOVERN_DORMANT);
+    run_dormant(&p);
     fflush(NULL);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
