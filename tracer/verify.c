@@ -315,9 +315,9 @@ static void unchecked(cgj_thread_t *t, const char *why)
     if (tell) told[unchecked_told].anchor = t->anchor, told[unchecked_told].why = h, unchecked_told++;
     cgj_spin_unlock(&lock);
     if (tell)
-        fprintf(stderr, "cgjit: verify: anchor '%s', run %llu, segment %u: not checked: %s (told once per anchor)\n",
-                t->anchor->name, (unsigned long long)__atomic_load_n(&t->anchor->runs, __ATOMIC_RELAXED), t->cur.seg,
-                why);
+        cgj_log_message("verify: anchor '%s', run %llu, segment %u: not checked: %s (told once per anchor)",
+                        t->anchor->name, (unsigned long long)__atomic_load_n(&t->anchor->runs, __ATOMIC_RELAXED),
+                        t->cur.seg, why);
 }
 
 /* Every thread's shadows, so that no range of a set is one of them: an op's value from an
@@ -639,13 +639,13 @@ static void report(cgj_thread_t *t, const vrange_t *r, const diff_t *d)
     blame(t, r, who, sizeof who);
     float fe, fg;
     memcpy(&fe, &d->ev, 4), memcpy(&fg, &d->gv, 4);
-    fprintf(stderr,
-            "cgjit: verify: anchor '%s', run %llu, segment %u (ops %u-%u): the graph diverges from eager execution "
-            "in the allocation at %#llx (%zu bytes), first at byte %zu: eager %08x (%g), graph %08x (%g); %zu of "
-            "%zu words differ, worst difference %g (as float32); last op naming it: %s\n",
-            t->anchor->name, (unsigned long long)__atomic_load_n(&t->anchor->runs, __ATOMIC_RELAXED), t->cur.seg,
-            t->cur.trace->segs[t->cur.seg].first, t->cur.trace->segs[t->cur.seg].end - 1, (unsigned long long)r->base,
-            r->size, d->first, d->ev, (double)fe, d->gv, (double)fg, d->differing, d->words, d->worst, who);
+    cgj_log_message(
+        "verify: anchor '%s', run %llu, segment %u (ops %u-%u): the graph diverges from eager execution "
+        "in the allocation at %#llx (%zu bytes), first at byte %zu: eager %08x (%g), graph %08x (%g); %zu of "
+        "%zu words differ, worst difference %g (as float32); last op naming it: %s",
+        t->anchor->name, (unsigned long long)__atomic_load_n(&t->anchor->runs, __ATOMIC_RELAXED), t->cur.seg,
+        t->cur.trace->segs[t->cur.seg].first, t->cur.trace->segs[t->cur.seg].end - 1, (unsigned long long)r->base,
+        r->size, d->first, d->ev, (double)fe, d->gv, (double)fg, d->differing, d->words, d->worst, who);
 }
 
 void cgj_verify_after(cgj_thread_t *t, CUresult launched)
