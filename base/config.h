@@ -83,6 +83,8 @@
       "1: verify (CGJIT_VERIFY) with every allocation the program holds copied aside and compared, not only those a graph's ops name: also catches and undoes a graph that writes where none of its ops point (slower still)") \
     X(BUSY, BOOL, 0, 0, 1, "busy", FLAG, NULL, NULL,                                                  \
       "1: measure each replaying anchor's GPU-busy time per step with CUPTI's activity API; the report prints replay / GPU-busy (CUPTI adds host time to every driver call: such a run's speed is not the program's)") \
+    X(NVTX, BOOL, 0, 0, 1, "nvtx", FLAG, NULL, NULL,                                                  \
+      "1: show cgjit's own work on a profiler's timeline (Nsight Systems) as NVTX ranges in the domain cgjit, named with the anchors: recordings, builds, replayed segment launches, eager probes, side exits, and the governor's switches as marks") \
     X(GOVERN, INT, 1, 0, 2, "govern", INT, "0|1|2", NULL,                                          \
       "the governor: 1 alternates windows with cgjit active and dormant, measures the program's pace in each and keeps the faster; 0 leaves replay to each step's own cost model; 2 keeps cgjit dormant for the whole run (every call straight through: what preloading alone costs)") \
     X(COLLECTIVE_TIMEOUT_S, INT, 60, 0, 86400, "collective-timeout-s", INT, "S", NULL,                \

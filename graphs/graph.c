@@ -4,6 +4,7 @@
 #include "base/config.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "base/nvtx.h"
 #include "base/vec.h"
 
 #include <pthread.h>
@@ -543,7 +544,10 @@ bool cgj_graph_build(cgj_trace_t *t, cgj_reason_t *why)
     bool ok = true;
     for (uint32_t s = 0; s < t->nsegs && ok; s++) {
         cgj_segment_t *seg = &t->segs[s];
-        if (seg->ncapture && !seg->eager) ok = build_segment(t, seg, cap, why);
+        if (!seg->ncapture || seg->eager) continue;
+        cgj_nvtx_push(CGJ_NVTX_INSTANTIATE, NULL, s); /* captured, instantiated, uploaded */
+        ok = build_segment(t, seg, cap, why);
+        cgj_nvtx_pop();
     }
     if (ok) cgj_drv.r_cuStreamSynchronize(cap); /* uploads done before the stream goes */
     cgj_drv.r_cuStreamDestroy_v2(cap);

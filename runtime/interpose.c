@@ -25,6 +25,7 @@
 #include "allocator/pointers.h"
 #include "allocator/pool.h"
 #include "base/log.h"
+#include "base/nvtx.h"
 #include "runtime/libs.h"
 #include "runtime/report.h"
 #include "tracer/step.h"
@@ -116,6 +117,7 @@ static int init_locked(void)
         return cgj_cfg.DISABLE ? CGJ_ERR_DISABLED : CGJ_ERR_NO_DRIVER;
     }
     if (cgj_cfg.DISABLE) return CGJ_ERR_DISABLED;
+    cgj_nvtx_init(); /* CGJIT_NVTX: before any step, with the real dlsym found */
     cgj_wrappers_init();
     cgj_step_implicit_enable(step_policy());
     cgj_gov_init(); /* the governor, on by default (CGJIT_GOVERN) */

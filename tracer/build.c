@@ -15,6 +15,7 @@
 #include "base/file.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/nvtx.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -186,6 +187,7 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&tr->ctx);
     uint64_t gen = cgj_pointer_host_generation(); /* what the graphs' host operands are valid in */
     for (uint32_t i = 0; i < tr->list.n; i++) tr->list.ops[i].host_gen = gen;
+    cgj_nvtx_push(CGJ_NVTX_BUILD, a->name, a->nvariants);
     uint64_t t0 = cgj_now_ns();
     bool ok = plan_memory(a, tr, &why);
     uint64_t t1 = cgj_now_ns();
@@ -199,6 +201,7 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     ok = ok && stage_copies(tr, &why) && cgj_graph_build(tr, &why);
     tr->plan_ns = t1 - t0;
     tr->build_ns = cgj_now_ns() - t1;
+    cgj_nvtx_pop();
     if (!ok) {
         CGJ_STAT_ADD(build_failures, 1);
         cgj_anchor_trace_free(tr);

@@ -34,6 +34,7 @@
  */
 #include "tracer/tracer.h"
 #include "base/log.h"
+#include "base/nvtx.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -306,6 +307,7 @@ bool cgj_cost_eager(cgj_anchor_t *a)
     c->since_probe = 0;
     CGJ_STAT_ADD(steps_probed, 1);
     __atomic_fetch_add(&c->probes, 1, __ATOMIC_RELAXED);
+    cgj_nvtx_step_open(CGJ_NVTX_PROBE, a->name); /* closed with the step (threads.c) */
     return true;
 }
 

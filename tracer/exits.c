@@ -12,6 +12,7 @@
 #include "graphs/graph.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "base/nvtx.h"
 
 #include <string.h>
 
@@ -87,6 +88,7 @@ void cgj_exit_side(cgj_thread_t *t, cgj_event_t ev, cgj_reason_t *r)
     cgj_anchor_t *a = t->anchor;
     cgj_trace_t *tr = t->cur.trace;
     char text[320];
+    cgj_nvtx_push(CGJ_NVTX_EXIT, a->name, t->cur.pos); /* on the thread that re-issues the work */
     cgj_exit_flush(t);
     bool record = records_exit(a);
     for (uint32_t i = 0; record && i < t->cur.pos; i++) cgj_oplist_clone(&t->rec, &tr->list.ops[i]);
@@ -99,6 +101,7 @@ void cgj_exit_side(cgj_thread_t *t, cgj_event_t ev, cgj_reason_t *r)
     cgj_anchor_note(a, r);
     CGJ_LOG(guards, "anchor '%s': side exit at op %u (%s): %s", a->name, r->op, cgj_reason_name(r->code),
             cgj_reason_format(r, text, sizeof text));
+    cgj_nvtx_pop(); /* before the recording's range opens */
     cgj_thread_go(t, ev, record ? CGJ_MODE_RECORD : cgj_thread_eager_mode(t));
 }
 

@@ -40,6 +40,7 @@
  */
 #include "tracer/tracer.h"
 #include "base/log.h"
+#include "base/nvtx.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -127,6 +128,7 @@ static void set_dormant(bool dormant, uint64_t now)
     __atomic_fetch_add(&cgj_gov_epoch, 1, __ATOMIC_RELAXED);
     cgj_implicit_hold(dormant);
     g.info.switches++;
+    cgj_nvtx_mark(CGJ_NVTX_GOVERN, dormant ? "dormant" : "active", (int64_t)g.info.switches);
     CGJ_LOG(govern, "%s", dormant ? "dormant: every call goes straight through" : "active");
 }
 
@@ -375,6 +377,7 @@ void cgj_gov_init(void)
         __atomic_store_n(&cgj_gov_dormant, 1, __ATOMIC_RELAXED);
         cgj_implicit_hold(true);
         CGJ_LOG(govern, "CGJIT_GOVERN=2: dormant for the whole run");
+        cgj_nvtx_mark(CGJ_NVTX_GOVERN, "dormant", 0);
     }
 }
 

@@ -16,6 +16,7 @@
 #include "allocator/pool.h"
 #include "base/driver.h"
 #include "base/log.h"
+#include "base/nvtx.h"
 
 #include <string.h>
 
@@ -48,9 +49,11 @@ static void launch_segment(cgj_thread_t *t)
     bool gated = runs && !verifying && cgj_verify_on(); /* a graph not checked: no window meets it */
     if (gated) cgj_verify_calls_enter();
     if (runs) {
+        cgj_nvtx_push(CGJ_NVTX_LAUNCH, t->anchor->name, t->cur.seg);
         uint64_t t0 = cgj_now_ns();
         r = cgj_graph_launch(tr, t->cur.seg, cgj_pointer_host_generation(), &patched, &refused, t->cur.passed);
         CGJ_STAT_ADD(launch_host_ns, cgj_now_ns() - t0);
+        cgj_nvtx_pop();
     }
     if (gated) cgj_verify_calls_leave();
     if (verifying && runs) cgj_verify_after(t, r);

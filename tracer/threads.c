@@ -12,6 +12,7 @@
  * cgj_thread_pending in step.h), so that no plain read meets a write of another thread.
  */
 #include "tracer/tracer.h"
+#include "base/nvtx.h"
 #include "base/spin.h"
 #include "base/vec.h"
 
@@ -69,9 +70,22 @@ cgj_thread_t *cgj_registry_get(size_t i)
     return registry[i];
 }
 
+/* CGJIT_NVTX: a recording's range, on the thread that records, from the mode change that starts
+ * it to the one that ends it (a recording that another thread started, observing this thread's
+ * replay, has none); an eager probe's range ends with its step. */
+static void nvtx_mode(const cgj_thread_t *t, cgj_mode_t to)
+{
+    if (t != &cgj_tls) return;
+    if (to == CGJ_MODE_RECORD && t->mode != CGJ_MODE_RECORD && t->anchor)
+        cgj_nvtx_step_open(CGJ_NVTX_RECORD, t->anchor->name);
+    else if (t->mode == CGJ_MODE_RECORD && to != CGJ_MODE_RECORD) cgj_nvtx_step_close(CGJ_NVTX_RECORD);
+    if (to == CGJ_MODE_OFF) cgj_nvtx_step_close(CGJ_NVTX_PROBE);
+}
+
 void cgj_thread_go(cgj_thread_t *t, cgj_event_t ev, cgj_mode_t to)
 {
     CGJ_ASSERT(cgj_machine_allows(t->mode, ev, to), "a step transition outside the table (tracer/machine.h)");
+    if (CGJ_UNLIKELY(cgj_nvtx_on)) nvtx_mode(t, to);
     bool was = t->mode >= CGJ_MODE_EAGER, is = to >= CGJ_MODE_EAGER;
     if (t->mode == CGJ_MODE_RECORD && to != CGJ_MODE_RECORD) cgj_thread_set_pending(t, false);
     if (was != is) __atomic_fetch_add(&cgj_tracing_threads, is ? 1 : -1, __ATOMIC_RELAXED);
