@@ -99,6 +99,27 @@ CGJ_API int cgj_trace_begin(const char *name);
  */
 CGJ_API int cgj_trace_end(void);
 
+/*
+ * End the step begun on this thread as an abort: the work it absorbed is issued eagerly, in
+ * order, nothing of this run is recorded or replayed, and the anchor notes the reason
+ * ABORT_EXCEPTION (an abort is the program's choice: it never counts toward blacklisting the
+ * anchor). For a step whose remaining work must not be replayed half-way, as when an exception
+ * leaves it. Returns CGJ_OK, or CGJ_ERR_NOT_ACTIVE when no step is active on this thread.
+ */
+CGJ_API int cgj_trace_abort(void);
+
+/*
+ * Pause cgjit on the calling thread: until the matching cgj_trace_resume(), its driver and
+ * library calls go straight to the driver, untraced (as with CGJIT_DISABLE=1, for this thread
+ * only). Pauses count: each needs its resume. A step found without markers (CGJIT_STEP) open on
+ * the thread ends first. A cgj_trace_begin() while paused runs its step eagerly (it still pairs
+ * with its end). Returns CGJ_OK, or CGJ_ERR_NESTED when a step begun with cgj_trace_begin() is
+ * open on this thread (nothing changes: end it first).
+ */
+CGJ_API int cgj_trace_pause(void);
+/* Undo one cgj_trace_pause(). CGJ_OK, or CGJ_ERR_NOT_ACTIVE when the thread is not paused. */
+CGJ_API int cgj_trace_resume(void);
+
 /* Process-wide counters: X(field, description). */
 /* clang-format off */
 #define CGJ_STATS_LIST(X)                                                                     \
@@ -356,6 +377,12 @@ CGJ_API int cgj_op_register_elementwise(const char *kernel, const char *spec);
  * time saved or lost first (those that ran once in one line), other reasons, nonzero counters.
  * CGJIT_REPORT=json:FILE writes the same at exit as JSON (docs/report-schema.json). */
 CGJ_API void cgj_report(FILE *f);
+
+/* The JSON report (docs/report-schema.json), as CGJIT_REPORT=json:FILE writes it, into buf:
+ * at most size bytes, NUL-terminated where size is not 0 (buf may be NULL when size is 0).
+ * Returns the bytes the whole report needs, its terminating NUL included (as snprintf, plus
+ * one): a return above size means buf holds a truncated report; 0 if it could not be made. */
+CGJ_API size_t cgj_report_json_buf(char *buf, size_t size);
 
 #ifdef __cplusplus
 }

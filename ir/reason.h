@@ -45,6 +45,10 @@
       "end the outer step first, or give the inner work no markers of its own")                   \
     X(ABORT_CONTEXT, "the step runs in another CUDA context than its trace was built in",         \
       "give each context's steps an anchor of their own (markers), or keep one context current")  \
+    X(ABORT_EXCEPTION, "the program ended the step with cgj_trace_abort (in Python: an exception "  \
+      "left a cgjit.step)",                                                                        \
+      "nothing to do if it is rare: the step's work ran eagerly and nothing of it was recorded; "  \
+      "where the exception is control flow, raise it outside the step")                           \
     /* differences: side exits in replay, disagreements in recording */                           \
     X(DIFF_OPERATION, "operation differs",                                                         \
       "the step does different work from run to run; CGJIT_LOG=guards says why no other variant took it") \

@@ -70,9 +70,9 @@ CGJ_API int cgj_trace_begin(const char *name)
     }
     int st = cgj_runtime_init();
     cgj_step_markers_seen();
-    if (st == CGJ_OK) st = cgj_step_begin(name);
+    if (st == CGJ_OK && !cgj_step_paused()) st = cgj_step_begin(name);
     else if (cgj_step_active()) st = CGJ_ERR_NESTED;
-    else cgj_step_begin_eager();
+    else cgj_step_begin_eager(); /* untraceable, or paused (cgj_trace_pause): eager, paired */
     if (st != CGJ_OK) CGJ_LOG(api, "cgj_trace_begin(\"%s\"): %s", name, cgj_strerror(st));
     return st;
 }
@@ -81,5 +81,26 @@ CGJ_API int cgj_trace_end(void)
 {
     int st = cgj_step_end();
     if (st != CGJ_OK) CGJ_LOG(api, "cgj_trace_end: %s", cgj_strerror(st));
+    return st;
+}
+
+CGJ_API int cgj_trace_abort(void)
+{
+    int st = cgj_step_abort();
+    if (st != CGJ_OK) CGJ_LOG(api, "cgj_trace_abort: %s", cgj_strerror(st));
+    return st;
+}
+
+CGJ_API int cgj_trace_pause(void)
+{
+    int st = cgj_step_pause();
+    if (st != CGJ_OK) CGJ_LOG(api, "cgj_trace_pause: %s", cgj_strerror(st));
+    return st;
+}
+
+CGJ_API int cgj_trace_resume(void)
+{
+    int st = cgj_step_resume();
+    if (st != CGJ_OK) CGJ_LOG(api, "cgj_trace_resume: %s", cgj_strerror(st));
     return st;
 }

@@ -6,10 +6,13 @@
  * output's "schema_version": a field added keeps the version (readers ignore what they do not
  * know); a field renamed, removed or given another meaning raises it.
  */
+#define _GNU_SOURCE /* open_memstream */
 #include "runtime/report.h"
 #include "base/json.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static void num(FILE *f, const char *key, uint64_t v)
@@ -284,4 +287,26 @@ void cgj_report_json(FILE *f)
     cgj_anchors_unlock();
     fputs("}\n", f);
     cgj_report_data_free(&d);
+}
+
+/* The report into a memory stream (the C library's heap: freed here), then into buf. */
+CGJ_API size_t cgj_report_json_buf(char *buf, size_t size)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (buf && size) buf[0] = '\0';
+    if (!f) return 0;
+    cgj_report_json(f);
+    if (fclose(f) != 0 || !text) {
+        free(text);
+        return 0;
+    }
+    if (buf && size) {
+        size_t n = len < size - 1 ? len : size - 1;
+        memcpy(buf, text, n);
+        buf[n] = '\0';
+    }
+    free(text);
+    return len + 1;
 }

@@ -562,6 +562,56 @@ int cgj_step_end(void)
     return st;
 }
 
+/* An abort the program asks for: as cgj_exit_abort, but the anchor only notes the reason (an
+ * exception is the program's choice, not a disagreement between runs). */
+int cgj_step_abort(void)
+{
+    cgj_thread_t *t = &cgj_tls;
+    cgj_thread_lock(t);
+    if (t->mode >= CGJ_MODE_RECORD) {
+        cgj_reason_t r;
+        cgj_reason_set(&r, CGJ_REASON_ABORT_EXCEPTION, CGJ_REASON_NO_OP, "%s", "cgj_trace_abort");
+        if (t->mode == CGJ_MODE_REPLAY) cgj_exit_flush(t);
+        cgj_oplist_free(&t->rec);
+        CGJ_STAT_ADD(aborts, 1);
+        if (t->anchor) cgj_anchor_note(t->anchor, &r);
+        else cgj_reason_tally(&r);
+        cgj_thread_go(t, CGJ_EVENT_ABORT, cgj_thread_eager_mode(t));
+    }
+    int st = end_locked(t);
+    cgj_thread_unlock(t);
+    return st;
+}
+
+static __thread unsigned pauses; /* cgj_trace_pause calls not yet resumed on this thread */
+
+int cgj_step_pause(void)
+{
+    cgj_thread_t *t = &cgj_tls;
+    if (!pauses) {
+        cgj_thread_lock(t);
+        bool marked = t->mode != CGJ_MODE_OFF && !t->implicit;
+        if (!marked && t->mode != CGJ_MODE_OFF) end_locked(t); /* an implicit step ends here */
+        cgj_thread_unlock(t);
+        if (marked) return CGJ_ERR_NESTED;
+        cgj_internal_calls++;
+    }
+    pauses++;
+    return CGJ_OK;
+}
+
+int cgj_step_resume(void)
+{
+    if (!pauses) return CGJ_ERR_NOT_ACTIVE;
+    if (--pauses == 0) cgj_internal_calls--;
+    return CGJ_OK;
+}
+
+bool cgj_step_paused(void)
+{
+    return pauses != 0;
+}
+
 void cgj_step_implicit_enable(cgj_step_policy_t policy)
 {
     if (cgj_cfg.VERIFY) __atomic_fetch_add(&cgj_tracing_threads, 1, __ATOMIC_RELAXED); /* cgj_step_take */

@@ -98,6 +98,15 @@ int cgj_step_begin(const char *name);
 int cgj_step_end(void);
 /* A step that cannot be traced at all (no driver, disabled): it still pairs with its end. */
 void cgj_step_begin_eager(void);
+/* cgj_trace_abort: end the step with its absorbed work issued eagerly and nothing recorded
+ * (reason ABORT_EXCEPTION). CGJ_ERR_NOT_ACTIVE without a step. */
+int cgj_step_abort(void);
+/* cgj_trace_pause/resume: while a thread is paused (counted), its calls take the fast path
+ * (cgj_internal_calls). Pausing ends an implicit step first; CGJ_ERR_NESTED with a marked step
+ * open. Resuming an unpaused thread: CGJ_ERR_NOT_ACTIVE. */
+int cgj_step_pause(void);
+int cgj_step_resume(void);
+bool cgj_step_paused(void);
 /* Implicit steps: turn CGJIT_STEP on at start-up; the first marker turns it off for good. */
 void cgj_step_implicit_enable(cgj_step_policy_t policy);
 void cgj_step_markers_seen(void);
