@@ -3,6 +3,8 @@
 #   deps        scripts/deps.sh test (and the optional aarch64 cross compiler)
 #   build       the RelWithDebInfo build, in build/
 #   host        the host tests of that build, against the fake driver (ctest -LE gpu)
+#   python      the wheel (scripts/wheel.sh from build/), installed into a fresh virtual environment,
+#               and the Python module's tests (tests/python) run on it against the fake driver
 #   gpu         the GPU tests (ctest -L gpu); each skips itself, saying why, where no GPU is present
 #   asan-build  an AddressSanitizer/UndefinedBehaviorSanitizer build, in build-asan/
 #   asan        the host tests again in that build
@@ -16,7 +18,7 @@
 # phase failed, 1 where one did, 2 on bad usage.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-phases=(deps build host gpu asan-build asan fuzz format)
+phases=(deps build host python gpu asan-build asan fuzz format)
 export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
 jobs=$(nproc)
 logs=$(mktemp -d)
@@ -62,6 +64,29 @@ ctest_phase() {
 }
 
 phase_host() { ctest_phase build -LE gpu; }
+
+phase_python() {
+  local tmp rc=0 whl tests failed skipped
+  [ -f python/pyproject.toml ] || { note="no python/ package in this tree"; return 77; }
+  tmp=$(mktemp -d)
+  whl=$(scripts/wheel.sh build "$tmp/dist" | tail -n 1) && python3 -m venv "$tmp/env" &&
+    "$tmp/env/bin/pip" install -q --disable-pip-version-check "$whl" || rc=$?
+  if [ "$rc" = 0 ]; then
+    # The installed wheel's module, library and cgjit-run: nothing of the source tree's.
+    (cd "$tmp" && env -u PYTHONPATH -u CGJIT_LIB -u CGJIT_TEST_LIB -u CGJIT_TEST_RUN PATH="$tmp/env/bin:$PATH" \
+      CGJIT_TEST_DRIVER="$OLDPWD/build/tests/fakecuda/libcuda.so.1" "$tmp/env/bin/python" \
+      "$OLDPWD/tests/python/test_cgjit.py") 2>&1 | tee "$logs/python.log" || rc=$?
+    # unittest's counts: "Ran N tests", a "FAIL: " or "ERROR: " line per test that did not pass,
+    # "... skipped" per test skipped.
+    tests=$(sed -n 's/^Ran \([0-9]*\) tests*.*/\1/p' "$logs/python.log")
+    failed=$(grep -cE '^(FAIL|ERROR): ' "$logs/python.log")
+    skipped=$(grep -cE ' \.\.\. skipped' "$logs/python.log")
+    counts="$((${tests:-0} - failed - skipped)) $failed $skipped"
+    note="$(basename "$whl")"
+  fi
+  rm -rf "$tmp"
+  return "$rc"
+}
 
 phase_gpu() {
   local rc=0
