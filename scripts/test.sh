@@ -123,6 +123,10 @@ phase_fuzz() {
 
 phase_format() {
   local rc=0
+  if [ ! -x scripts/format-check.sh ]; then
+    note="no scripts/format-check.sh"
+    return 77
+  fi
   scripts/format-check.sh 2>&1 | tee "$logs/format.log" || rc=$?
   [ "$rc" = 77 ] && note="no clang-format 14 or later"
   [ "$rc" = 1 ] && note="$(grep -c . "$logs/format.log") line(s): scripts/format-check.sh --fix rewrites them"
