@@ -178,7 +178,6 @@ static void stats(double *mean, double *half)
     *half = g.npairs > 1 ? t95(g.npairs - 1) * sd / sqrt((double)g.npairs) : 1e9;
 }
 
-/* Decide where the pairs allow it; true when decided. */
 /* The median of the pairs' d: a pair that met a phase of the program (a sample taken every few
  * hundred steps, a late build) moves the mean, and must not decide alone. */
 static double median_d(void)
@@ -194,6 +193,7 @@ static double median_d(void)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Decide where the pairs allow it; true when decided. */
 static bool judge(uint64_t now)
 {
     if (g.npairs < MIN_PAIRS) return false;
@@ -209,7 +209,6 @@ static bool judge(uint64_t now)
     in->pairs = g.npairs;
     in->judgements++;
     in->last_dormant = dormant;
-    snprintf(in->heartbeat, sizeof in->heartbeat, "%s", g.beat.name);
     uint64_t len = HOLD_FACTOR * g.measure_beats;
     g.hold_len = g.decided && g.decided_dormant == dormant && g.hold_len ? g.hold_len * 2 : len;
     g.hold_left = g.hold_len;
@@ -403,8 +402,9 @@ void cgj_gov_get(cgj_govern_info_t *out)
     out->state = g.st;
     out->dormant = __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED);
     if (g.dormant_since_ns) out->dormant_ns += cgj_now_ns() - g.dormant_since_ns;
-    if (g.beat.api && !out->heartbeat[0]) snprintf(out->heartbeat, sizeof out->heartbeat, "%s", g.beat.name);
-    if (g.st == CGJ_GOVERN_MEASURE && g.npairs) { /* a judgement in progress */
+    /* The heartbeat of this phase, and a judgement in progress. */
+    if (g.beat.api) snprintf(out->heartbeat, sizeof out->heartbeat, "%s", g.beat.name);
+    if (g.st == CGJ_GOVERN_MEASURE && g.npairs) {
         double m, h;
         stats(&m, &h);
         out->cur_pairs = g.npairs;
