@@ -6,21 +6,27 @@
  * every call returns at once. Nothing here runs unless CGJIT_NVTX=1, so that without it no
  * injection library is loaded on cgjit's behalf; it starts once the driver is loaded.
  */
+#define _GNU_SOURCE /* secure_getenv */
 #include "base/nvtx.h"
 #include "base/config.h"
 #include "base/driver.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* libcgjit defines dlsym itself (runtime/interpose.c): NVTX finds the injection library's entry
- * point with the real one, which the driver's loading found. */
+ * point with the real one, which the driver's loading found. And it reads NVTX_INJECTION64_PATH
+ * as cgjit reads every path from the environment: with secure_getenv (a set-user-ID program
+ * loads no injection library named there). */
 static void *real_dlsym(void *handle, const char *name)
 {
     return cgj_driver_dlsym ? cgj_driver_dlsym(handle, name) : NULL;
 }
 #define dlsym real_dlsym
+#define getenv secure_getenv
 #include <nvtx3/nvToolsExt.h>
+#undef getenv
 #undef dlsym
 
 bool cgj_nvtx_on;

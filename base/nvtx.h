@@ -6,9 +6,10 @@
  * with the report's anchor name; its category and colour are the kind of work
  * (CGJ_NVTX_KIND_LIST), and where a number says more (a segment, an op) it is the range's
  * payload. A name is registered once per thread, kind and anchor (a small cache of string
- * handles), so that a replayed segment's range passes a handle, not text, to the profiler. Ranges nest: a build inside the recording that ends with it, a graph's instantiation
- * inside its build. The kinds that last a whole step (a recording, an eager probe) are opened
- * and closed through cgj_nvtx_step_open/close: at most one per thread, closed at most once (a
+ * handles), so that a replayed segment's range passes a handle, not text, to the profiler.
+ * Ranges nest: a build inside the recording that ends with it, a graph's instantiation inside
+ * its build. The kinds that last a whole step (a recording, an eager probe) are opened and
+ * closed through cgj_nvtx_step_open/close: at most one per thread, closed at most once (a
  * step's range still open when the next one opens is closed first).
  *
  * Off (the default), every hook is one load and one predictable branch: `if (cgj_nvtx_on)`;

@@ -73,7 +73,7 @@ cgj_thread_t *cgj_registry_get(size_t i)
 /* CGJIT_NVTX: a recording's range, on the thread that records, from the mode change that starts
  * it to the one that ends it (a recording that another thread started, observing this thread's
  * replay, has none); an eager probe's range ends with its step. */
-static void nvtx_mode(const cgj_thread_t *t, cgj_mode_t to)
+static __attribute__((cold, noinline)) void nvtx_mode(const cgj_thread_t *t, cgj_mode_t to)
 {
     if (t != &cgj_tls) return;
     if (to == CGJ_MODE_RECORD && t->mode != CGJ_MODE_RECORD && t->anchor)

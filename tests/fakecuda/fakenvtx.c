@@ -26,7 +26,7 @@ typedef struct fakenvtx_event {
     long tid;            /* the calling thread */
     const char *domain;  /* the domain's name ("" for the default domain) */
     const char *message; /* "" for a pop */
-    int64_t payload; /* -1: none */
+    int64_t payload;     /* -1: none */
 } fakenvtx_event_t;
 
 typedef struct domain {
@@ -127,8 +127,7 @@ EXPORT size_t fakenvtx_count(size_t *lost)
 
 /* Event i, in the order they came: what ('(' push, ')' pop, '!' mark), the thread, the domain,
  * the message, the payload (-1: none). */
-EXPORT void fakenvtx_get(size_t i, char *what, long *tid, const char **domain, const char **message,
-                         int64_t *payload)
+EXPORT void fakenvtx_get(size_t i, char *what, long *tid, const char **domain, const char **message, int64_t *payload)
 {
     pthread_mutex_lock(&lock);
     fakenvtx_event_t e = i < nevents ? events[i] : (fakenvtx_event_t){0};
