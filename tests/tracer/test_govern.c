@@ -20,12 +20,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void govern_setup(void)
+/* The fake driver on the fake clock, the governor as `govern` says, each anchor replaying
+ * whatever it costs. */
+static void open_with(const char *govern)
 {
-    setenv("CGJIT_GOVERN", "1", 1);
+    setenv("CGJIT_GOVERN", govern, 1);
     setenv("CGJIT_COST", "0", 1);
     fk_open(&fk);
     fake_clock_start(fk.handle);
+}
+
+static void govern_setup(void)
+{
+    open_with("1");
 }
 
 TestSuite(tracer_govern, .init = govern_setup);
@@ -322,10 +329,7 @@ Test(tracer_govern, a_child_after_fork_starts_afresh)
 
 static void off_setup(void)
 {
-    setenv("CGJIT_GOVERN", "0", 1);
-    setenv("CGJIT_COST", "0", 1);
-    fk_open(&fk);
-    fake_clock_start(fk.handle);
+    open_with("0");
 }
 
 TestSuite(tracer_govern_off, .init = off_setup);
