@@ -20,6 +20,14 @@ static int stream_fd(const char *path)
     return -2;
 }
 
+/* Close fd, keeping err as errno: -1. */
+static int close_failed(int fd, int err)
+{
+    close(fd);
+    errno = err;
+    return -1;
+}
+
 /* Open `path` with `flags` without blocking, and keep the descriptor only if it is a regular
  * file (then in blocking mode again, as the writes expect); truncated (`trunc`) only once that
  * is known. -1 with errno set. */
@@ -33,23 +41,14 @@ static int open_regular(const char *path, int flags, bool trunc)
             : fcntl(fd, F_SETFL, flags & O_APPEND) != 0 ? errno
             : trunc && ftruncate(fd, 0) != 0            ? errno
                                                         : 0;
-    if (err) {
-        close(fd);
-        errno = err;
-        return -1;
-    }
-    return fd;
+    return err ? close_failed(fd, err) : fd;
 }
 
 static FILE *as_stream(int fd, const char *mode)
 {
     if (fd < 0) return NULL;
     FILE *f = fdopen(fd, mode);
-    if (!f) {
-        int err = errno;
-        close(fd);
-        errno = err;
-    }
+    if (!f) close_failed(fd, errno);
     return f;
 }
 
@@ -76,12 +75,7 @@ int cgj_file_open_read(int dir, const char *path, int flags, size_t max, struct 
             : (uintmax_t)st->st_size > (uintmax_t)max ? EFBIG
             : fcntl(fd, F_SETFL, 0) != 0              ? errno
                                                       : 0;
-    if (err) {
-        close(fd);
-        errno = err;
-        return -1;
-    }
-    return fd;
+    return err ? close_failed(fd, err) : fd;
 }
 
 char *cgj_file_read_fd(int fd, size_t max, size_t *len)
