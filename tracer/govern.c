@@ -278,11 +278,16 @@ static void beat(uint64_t now)
     }
 }
 
+static bool is_cand(const cand_t *c, const char *api, const void *stream, const void *f)
+{
+    return c->api == api && c->stream == stream && c->f == f;
+}
+
 void cgj_gov_seen(const char *api, const void *stream, const void *f)
 {
     if (!g.on) return;
     pthread_mutex_lock(&lock);
-    if (g.beat.api == api && g.beat.stream == stream && g.beat.f == f) beat(cgj_now_ns());
+    if (is_cand(&g.beat, api, stream, f)) beat(cgj_now_ns());
     pthread_mutex_unlock(&lock);
 }
 
@@ -296,7 +301,7 @@ static void count_begin(const char *api, const void *stream, const void *f, cons
 {
     cand_t *c = NULL;
     for (uint32_t i = 0; i < g.ncand && !c; i++)
-        if (g.cand[i].api == api && g.cand[i].stream == stream && g.cand[i].f == f) c = &g.cand[i];
+        if (is_cand(&g.cand[i], api, stream, f)) c = &g.cand[i];
     if (!c) {
         uint32_t k = g.ncand < NCAND ? g.ncand++ : 0;
         for (uint32_t i = 1; g.ncand == NCAND && i < NCAND; i++) /* full: the rarest goes */
@@ -321,32 +326,34 @@ static void count_begin(const char *api, const void *stream, const void *f, cons
             (unsigned long long)g.begins);
 }
 
+/* A step begins (under the lock): learning counts it; another step's begin may end a phase. */
 static void begun(const char *api, const void *stream, const void *f, const char *name)
 {
-    if (!g.on) return;
-    pthread_mutex_lock(&lock);
     if (g.st == CGJ_GOVERN_LEARN) {
         count_begin(api, stream, f, name);
-    } else if (!(g.beat.api == api && g.beat.stream == stream && g.beat.f == f) && ++g.others >= PHASE_OTHERS) {
+    } else if (!is_cand(&g.beat, api, stream, f) && ++g.others >= PHASE_OTHERS) {
         learn(cgj_now_ns(), "stopped while other steps ran");
         count_begin(api, stream, f, name);
     }
-    pthread_mutex_unlock(&lock);
 }
 
 void cgj_gov_begun(const cgj_call_t *c, const char *name)
 {
     /* A query is no heartbeat: a host that polls makes as many as it waits, not as it works. */
-    if (c->kind == CGJ_OP_QUERY) return;
+    if (!g.on || c->kind == CGJ_OP_QUERY) return;
+    pthread_mutex_lock(&lock);
     begun(c->api, c->stream, c->kind == CGJ_OP_KERNEL ? (const void *)c->u.k.f : NULL, name);
+    pthread_mutex_unlock(&lock);
 }
 
 bool cgj_gov_marked(const char *name)
 {
     if (!g.on) return __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED); /* CGJIT_GOVERN=2: held */
     const void *key = (const void *)(uintptr_t)name_key(name);
+    pthread_mutex_lock(&lock); /* counted while active, a beat in either state: one lock for both */
     if (!__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) begun(marked_api, NULL, key, name);
-    if (__atomic_load_n(&cgj_gov_api, __ATOMIC_RELAXED) == marked_api) cgj_gov_seen(marked_api, NULL, key);
+    if (is_cand(&g.beat, marked_api, NULL, key)) beat(cgj_now_ns());
+    pthread_mutex_unlock(&lock);
     if (__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) cgj_gov_tick();
     return __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED);
 }
