@@ -11,7 +11,11 @@ libraries on a machine without a GPU, whose output is compared with nothing.
 REAL_DEFAULTS=1 leaves the libraries as a user's program finds them: no deterministic
 algorithms, cuBLAS with its own workspace (no CUBLAS_WORKSPACE_CONFIG). Its eager runs may differ
 from each other (scripts/real-check.sh says so); cuBLAS then picks its kernels and splits as it
-does in programs nobody made reproducible."""
+does in programs nobody made reproducible.
+
+REAL_STEP=1 marks each program's step for cgjit with its Python module (`with cgjit.step(...)`,
+docs/python.md), as a user who adopts it writes: the step's GPU work inside, the host's reads of
+its results after. Without it `step` does nothing."""
 import os
 import random
 import sys
@@ -26,6 +30,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 CPU = os.environ.get("REAL_CPU") == "1"
+STEP = os.environ.get("REAL_STEP") == "1"
 
 
 def nothing(why):
@@ -69,6 +74,30 @@ def setup(strict=False, seed=0):
     if not CPU:
         torch.cuda.manual_seed_all(seed)
     return torch, torch.device("cpu" if CPU else "cuda")
+
+
+def _cgjit():
+    """The cgjit module: installed (the wheel), or the checkout's python/ folder."""
+    try:
+        import cgjit
+    except ImportError:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+        import cgjit
+    return cgjit
+
+
+def step(name):
+    """`with step(NAME):` around a step's GPU work: cgjit.step(NAME) under REAL_STEP=1, else
+    nothing."""
+    import contextlib
+    return _cgjit().step(name) if STEP else contextlib.nullcontext()
+
+
+def marked(name, fn):
+    """fn as a step of its own on every call (cgjit.step(NAME) as a decorator) under
+    REAL_STEP=1, else fn: for a step inside a library's loop, such as one decoding step of
+    transformers' generate."""
+    return _cgjit().step(name)(fn) if STEP else fn
 
 
 def steps(n):

@@ -8,7 +8,7 @@ sequences of 128 random tokens padded to random lengths (the attention mask chan
 its shape does not), pinned and copied with non_blocking=True, the loss read with .item() every
 step. stdout: the loss and the scale of every step, then a checksum of the parameters; stderr:
 "bert_train: median_us=<x>"."""
-from _common import Timer, f32, need, param_checksum, pinned, setup, steps
+from _common import Timer, f32, need, param_checksum, pinned, setup, step, steps
 
 torch, dev = setup(strict=True)
 need("transformers")
@@ -31,15 +31,16 @@ for step in range(n):
         mask = (torch.arange(T).unsqueeze(0) < lengths).long()
         labels = torch.randint(0, cfg.num_labels, (B,), generator=gen)
         ids, mask, labels = (pinned(t).to(dev, non_blocking=True) for t in (ids * mask, mask, labels))
-        with torch.autocast(dev.type, dtype=torch.float16):
-            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        scaler.scale(loss).backward()
-        scaler.unscale_(opt)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        scaler.step(opt)
-        scaler.update()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
+        with step("bert_train.step"):
+            with torch.autocast(dev.type, dtype=torch.float16):
+                loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)  # reads whether a gradient overflowed: a synchronization inside
+            scaler.update()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
         value = loss.item()
     print(f"step {step}: loss {f32(value)} scale {scaler.get_scale():.1f}")
 print(f"parameters sum {param_checksum(torch, model)}")

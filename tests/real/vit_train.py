@@ -5,7 +5,7 @@ pretrained weights) with AdamW: batches of 16 random images and labels made on t
 and copied with non_blocking=True, cross-entropy, the loss read with .item() every step, 30
 steps. stdout: the loss of every step, then a checksum of the parameters; stderr:
 "vit_train: median_us=<x>"."""
-from _common import Timer, f32, need, param_checksum, pinned, setup, steps
+from _common import Timer, f32, need, param_checksum, pinned, setup, step, steps
 
 torch, dev = setup(strict=True)
 timm = need("timm")
@@ -17,10 +17,11 @@ for step in range(steps(30)):
     with timer:
         x = pinned(torch.randn(16, 3, 64, 64, generator=gen)).to(dev, non_blocking=True)
         y = pinned(torch.randint(0, 10, (16,), generator=gen)).to(dev, non_blocking=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        with step("vit_train.step"):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
         value = loss.item()
     print(f"step {step}: loss {f32(value)}")
 print(f"parameters sum {param_checksum(torch, model)}")
