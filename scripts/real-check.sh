@@ -15,12 +15,13 @@
 #
 # Runs, each under `timeout REAL_CHECK_TIMEOUT` seconds (default 300), one after the other: eager
 # twice (no preload), then once per configuration of REAL_CHECK_CONFIGS (default "sync auto"):
-# POLICY[-default][-verify|-verifyall][-learned][-step], POLICY sync or auto (CGJIT_STEP), -default
-# adding CGJIT_MODE=default, -verify CGJIT_VERIFY=1, -verifyall CGJIT_VERIFY_ALL=1 (verify over all
-# the memory the program holds), -learned CGJIT_LIBS_LEARNED=1, -step REAL_STEP=1 (the programs of
-# tests/real that mark their step with cgjit's Python module do so: _common.py); every cgjit run has
-# CGJIT_REPORT=json:OUTDIR/NAME.CONFIG.PID.report.json (one per process); other CGJIT_* variables of the environment
-# pass through. LD_PRELOAD is exported inside the `bash -c`, so the shell itself is not preloaded
+# POLICY[-default][-verify|-verifyall][-learned][-step][-dormant], POLICY sync or auto (CGJIT_STEP),
+# -default adding CGJIT_MODE=default, -verify CGJIT_VERIFY=1, -verifyall CGJIT_VERIFY_ALL=1 (verify
+# over all the memory the program holds), -learned CGJIT_LIBS_LEARNED=1, -step REAL_STEP=1 (the
+# programs of tests/real that mark their step with cgjit's Python module do so: _common.py),
+# -dormant CGJIT_GOVERN=2 (the governor holds cgjit dormant all the run: the preload's own cost);
+# every cgjit run has CGJIT_REPORT=json:OUTDIR/NAME.CONFIG.PID.report.json (one per process);
+# other CGJIT_* variables of the environment pass through. LD_PRELOAD is exported inside the `bash -c`, so the shell itself is not preloaded
 # (each preloaded process writes the report at exit: a command should run one program). Files:
 # OUTDIR/NAME.KIND.{out,err,rc}, KIND eager1, eager2 or the configuration (OUTDIR defaults to
 # BUILD_DIR/real-check). REAL_CHECK_REUSE=1 keeps the runs whose .rc file exists (a run cut short
@@ -100,6 +101,7 @@ config_env() {
       verifyall) echo "CGJIT_VERIFY_ALL=1" ;;
       learned) echo "CGJIT_LIBS_LEARNED=1" ;;
       step) echo "REAL_STEP=1" ;;
+      dormant) echo "CGJIT_GOVERN=2" ;;
       *) return 1 ;;
     esac
   done
