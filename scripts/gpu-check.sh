@@ -2,10 +2,13 @@
 # gpu-check.sh BUILD_DIR — run the test suite and the bench on a GPU machine, from a build folder
 # made elsewhere and copied here (so at another absolute path; nothing in it depends on that).
 #
-# Runs every Criterion test executable BUILD_DIR/tests/test_*, the bench and the sample programs, keeping their
-# output under ${OUT:-BUILD_DIR/gpu-check}: tests-<name>.log, bench.log and bench.json. Prints a
-# short summary last: the GPU, each test executable's Criterion synthesis (and skipped tests),
-# the totals and the bench table. Exit status 0 only if every test passed and the bench passed.
+# Runs every Criterion test executable BUILD_DIR/tests/test_*, the NVTX check through CUPTI
+# (tests/gpu/nvtx-cupti-check.sh), the bench and the sample programs, keeping their output under
+# ${OUT:-BUILD_DIR/gpu-check}: tests-<name>.log, nvtx-cupti.log (its files in nvtx-cupti/),
+# bench.log and bench.json. Prints a short summary last: the GPU, each test executable's Criterion
+# synthesis (and skipped tests), the totals, the NVTX check's verdict and the bench table. Exit
+# status 0 only if every test passed, the NVTX check passed or was skipped (no CUPTI found), and
+# the bench passed.
 #
 # BUILD_DIR/devlibs holds the shared libraries the GPU machine's image lacks (Criterion and its
 # closure, jemalloc), copied there by /work/shared/tools/device-libs.sh or the like.
@@ -96,6 +99,18 @@ if [ "$nexe" -eq 0 ]; then
   failed=1
 fi
 
+# cgjit's NVTX ranges as CUPTI receives them (tests/gpu/nvtx-cupti-check.sh): 0 pass, 77 skipped
+# (no CUPTI library or probe: not a failure), else a failure.
+here=$(cd "$(dirname "$0")" && pwd)
+nvtx_check="$here/../tests/gpu/nvtx-cupti-check.sh"
+nvtx_rc=127
+if [ -f "$nvtx_check" ]; then
+  NVTX_CUPTI_OUT="$out/nvtx-cupti" NVTX_CUPTI_TIMEOUT="$limit" bash "$nvtx_check" "$build" >"$out/nvtx-cupti.log" 2>&1
+  nvtx_rc=$?
+else
+  echo "nvtx-cupti-check: FAIL: $nvtx_check not found" >"$out/nvtx-cupti.log"
+fi
+
 bench="$build/bench/cgjit-bench"
 bench_rc=127
 if [ -x "$bench" ]; then
@@ -107,7 +122,6 @@ fi
 
 # The unmodified sample programs, with and without the preload (scripts/apps-check.sh).
 apps_rc=127
-here=$(cd "$(dirname "$0")" && pwd)
 if [ "${GPU_CHECK_APPS:-1}" = 0 ]; then
   echo "apps-check skipped (GPU_CHECK_APPS=0)" >"$out/apps.log"
   apps_rc=0
@@ -133,6 +147,10 @@ echo "GPU: $gpu"
 echo "tests:"
 printf '%s' "$lines"
 echo "  total: Tested: $t_tested | Passing: $t_passing | Failing: $t_failing | Crashing: $t_crashing | Skipped: $t_skipped"
+echo "NVTX through CUPTI (exit status $nvtx_rc, $out/nvtx-cupti.log):"
+grep -a '^nvtx-cupti-check: [A-Z]*:' "$out/nvtx-cupti.log" | tail -n 1 | sed 's/^/  /'
+grep -a -q '^nvtx-cupti-check: [A-Z]*:' "$out/nvtx-cupti.log" || tail -n 3 "$out/nvtx-cupti.log" | sed 's/^/  /'
+if [ "$nvtx_rc" -ne 0 ] && [ "$nvtx_rc" -ne 77 ]; then failed=1; fi
 echo "bench (exit status $bench_rc, $out/bench.log):"
 # The bench's lines: its own, the workloads' descriptions and table headers, the warm-up lines,
 # the table rows (chain and temps: N then the cgjit mode; the models and the elementwise
