@@ -4,7 +4,10 @@
  * NVTX3 is header-only: its first call looks for a profiler's injection library
  * (NVTX_INJECTION64_PATH, set by Nsight Systems) and hands it the calls from then on; with none,
  * every call returns at once. Nothing here runs unless CGJIT_NVTX=1, so that without it no
- * injection library is loaded on cgjit's behalf; it starts once the driver is loaded.
+ * injection library is loaded on cgjit's behalf. cgjit's first NVTX call (the domain's creation)
+ * waits for its first range or mark, on the thread that makes it: never at cgjit's start, which
+ * may run inside a dlsym of a profiler that is setting itself up (CUPTI subscribing looks up
+ * driver functions), where loading that profiler's NVTX side would re-enter it.
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include "base/nvtx.h"
@@ -12,6 +15,7 @@
 #include "base/driver.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -57,12 +61,25 @@ static __thread struct {
 /* The range of a whole step's run that is open on this thread (-1: none). */
 static __thread int step_kind = -1;
 
+static pthread_once_t domain_once = PTHREAD_ONCE_INIT;
+
+static void create_domain(void)
+{
+    domain = nvtxDomainCreateA("cgjit");
+    for (int k = 0; k < CGJ_NVTX_KIND_COUNT; k++) nvtxDomainNameCategoryA(domain, (uint32_t)k + 1, kind_word[k]);
+}
+
+/* The domain, created by the first range or mark. */
+static nvtxDomainHandle_t the_domain(void)
+{
+    pthread_once(&domain_once, create_domain);
+    return domain;
+}
+
 void cgj_nvtx_init(void)
 {
     if (!cgj_cfg.NVTX || cgj_nvtx_on) return;
-    domain = nvtxDomainCreateA("cgjit");
-    for (int k = 0; k < CGJ_NVTX_KIND_COUNT; k++) nvtxDomainNameCategoryA(domain, (uint32_t)k + 1, kind_word[k]);
-    cgj_nvtx_on = true; /* before any step: the runtime starts here */
+    cgj_nvtx_on = true; /* before any step: the runtime starts here; no NVTX call yet */
 }
 
 static nvtxStringHandle_t name_of(cgj_nvtx_kind_t kind, const char *key)
@@ -75,7 +92,7 @@ static nvtxStringHandle_t name_of(cgj_nvtx_kind_t kind, const char *key)
     else snprintf(text, sizeof text, "%s", kind_word[kind]);
     names[i].key = key;
     names[i].kind = (int)kind + 1;
-    names[i].handle = nvtxDomainRegisterStringA(domain, text);
+    names[i].handle = nvtxDomainRegisterStringA(the_domain(), text);
     return names[i].handle;
 }
 
@@ -99,7 +116,7 @@ static nvtxEventAttributes_t attributes(cgj_nvtx_kind_t kind, const char *key, i
 void cgj_nvtx_push_slow(cgj_nvtx_kind_t kind, const char *anchor, int64_t number)
 {
     nvtxEventAttributes_t e = attributes(kind, anchor, number);
-    nvtxDomainRangePushEx(domain, &e);
+    nvtxDomainRangePushEx(the_domain(), &e);
 }
 
 void cgj_nvtx_pop_slow(void)
@@ -110,7 +127,7 @@ void cgj_nvtx_pop_slow(void)
 void cgj_nvtx_mark_slow(cgj_nvtx_kind_t kind, const char *what, int64_t number)
 {
     nvtxEventAttributes_t e = attributes(kind, what, number);
-    nvtxDomainMarkEx(domain, &e);
+    nvtxDomainMarkEx(the_domain(), &e);
 }
 
 void cgj_nvtx_step_open_slow(cgj_nvtx_kind_t kind, const char *anchor)

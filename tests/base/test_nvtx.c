@@ -143,6 +143,18 @@ static void check_ranges(const ev_t *e, size_t n, nesting_t *w, size_t nw)
 
 TestSuite(base_nvtx, .init = nvtx_setup);
 
+/* cgjit makes no NVTX call as it starts (a profiler subscribing to CUPTI may be looking up driver
+ * functions through cgjit's dlsym then): the injection library is loaded by its first range. */
+Test(base_nvtx, no_nvtx_call_before_the_first_range)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 3); /* through cgjit's wrappers: cgjit has started */
+    cgj_stats_t st;
+    cr_assert_eq(cgj_stats(&st), CGJ_OK);
+    cr_assert_not(injection_loaded(), "an NVTX call before cgjit's first range");
+    run_step(x, false); /* the draft's range */
+    cr_assert(injection_loaded(), "CGJIT_NVTX=1 and no NVTX call reached the injection library");
+}
+
 Test(base_nvtx, ranges_name_the_anchor_nest_and_balance)
 {
     CUdeviceptr x = fk_alloc_floats(&fk, N, 3);

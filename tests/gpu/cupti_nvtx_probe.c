@@ -24,13 +24,12 @@
  * name (a tab, a newline) are written as '?'. A "%p" in FILE is the process id (for programs
  * that start others with the same environment).
  *
- * Why not subscribe in a constructor, with NVTX_INJECTION64_PATH naming libcupti.so: that way the
- * process aborted in CUPTI ("Resource deadlock avoided", H100, CUDA 13.0; with CGJIT_NVTX=0 it
- * ran). CUPTI looks driver functions up with dlsym while it subscribes; libcgjit's dlsym
- * (runtime/interpose.c) starts cgjit on such a name, and cgjit's start-up makes its first NVTX
- * call (CGJIT_NVTX=1), which enters CUPTI's NVTX start-up while CUPTI's subscription is under
- * way. Subscribing from NVTX's injection call instead, inside cgjit's start-up, CUPTI's look-ups
- * reach the driver directly and nothing enters CUPTI twice.
+ * CUPTI_NVTX_PROBE_SUBSCRIBE=start subscribes in the probe's constructor instead, with
+ * NVTX_INJECTION64_PATH naming libcupti.so, as a profiler does. CUPTI looks driver functions up
+ * with dlsym while it subscribes; libcgjit's dlsym (runtime/interpose.c) starts cgjit on such a
+ * name. A cgjit that made its first NVTX call as it started (CGJIT_NVTX=1) entered CUPTI's NVTX
+ * start-up while CUPTI's subscription was under way, and the process aborted in CUPTI ("Resource
+ * deadlock avoided", H100, CUDA 13.0): cgjit now makes its first NVTX call at its first range.
  *
  * libcupti is opened at run time, never linked: the probe loads where CUPTI is absent (and says
  * so in FILE). Its functions are looked up with the C library's dlsym, not libcgjit's. Nothing
@@ -470,9 +469,23 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExpor
     return ok;
 }
 
+/* CUPTI_NVTX_PROBE_SUBSCRIBE=start subscribes here, as a profiler's own start-up does, with
+ * NVTX_INJECTION64_PATH naming libcupti.so itself: what Nsight Systems does, and what cgjit must
+ * survive (it makes no NVTX call as it starts, base/nvtx.c). */
 __attribute__((constructor)) static void probe_start(void)
 {
     owner = getpid();
     out_name = out_path();
-    say("not subscribed: NVTX never loaded the probe (NVTX_INJECTION64_PATH names the probe)");
+    const char *mode = getenv("CUPTI_NVTX_PROBE_SUBSCRIBE");
+    if (!mode || strcmp(mode, "start") != 0) {
+        say("not subscribed: NVTX never loaded the probe (NVTX_INJECTION64_PATH names the probe)");
+        return;
+    }
+    pthread_mutex_lock(&init_lock);
+    injected = true;
+    if (cupti_entry()) {
+        subscribe_tried = true;
+        subscribe();
+    }
+    pthread_mutex_unlock(&init_lock);
 }

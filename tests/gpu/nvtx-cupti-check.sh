@@ -6,11 +6,12 @@
 # cgjit records, builds and replays) with
 #   LD_PRELOAD="BUILD_DIR/libcgjit.so:BUILD_DIR/tests/gpu/libcupti_nvtx_probe.so"
 #   CGJIT_NVTX=1 CGJIT_GOVERN=0 CGJIT_STEP=sync CGJIT_REPORT=json:OUT/report.json
-#   NVTX_INJECTION64_PATH=<the probe> CUPTI_NVTX_PROBE_CUPTI=<libcupti.so> CUPTI_NVTX_PROBE_OUT=OUT/probe.txt
-# (tests/gpu/cupti_nvtx_probe.c: NVTX's injection library, which hands NVTX to CUPTI and writes
-# what CUPTI's NVTX callbacks report, one line per range pushed in the domain "cgjit",
-# "push<TAB>CATEGORY<TAB>NAME"; NVTX_INJECTION64_PATH names the probe rather than libcupti.so
-# itself, for the reason its header gives), and checks that the probe subscribed, that the report
+#   CUPTI_NVTX_PROBE_CUPTI=<libcupti.so> CUPTI_NVTX_PROBE_OUT=OUT/MODE/probe.txt
+# twice (tests/gpu/cupti_nvtx_probe.c writes what CUPTI's NVTX callbacks report, one line per
+# range pushed in the domain "cgjit", "push<TAB>CATEGORY<TAB>NAME"): MODE inject, with
+# NVTX_INJECTION64_PATH=<the probe>, NVTX's injection library, which hands NVTX to CUPTI and then
+# subscribes; MODE start, with NVTX_INJECTION64_PATH=<libcupti.so> and the probe subscribing to
+# CUPTI as the process starts (CUPTI_NVTX_PROBE_SUBSCRIBE=start), as a profiler does. Each checks that the probe subscribed, that the report
 # has an anchor that replayed, and that CUPTI received ranges of the kinds
 #   record A, build A, replay A   (A: an anchor the report lists; replay: one that replayed)
 #   instantiate                   (a graph's instantiation, inside a build; it names no anchor)
@@ -108,23 +109,31 @@ nvtx_h=$here/../../base/nvtx.h
 
 rm -rf "$out"
 mkdir -p "$out" || fail "cannot make $out"
-echo "nvtx-cupti-check: $(basename "$app") with CUPTI $cupti"
+top=$out
 bounded() {
   if command -v timeout >/dev/null 2>&1; then timeout -k 10 "$limit" "$@"; else "$@"; fi
 }
-# The preload is the program's alone (env), not timeout's.
-bounded env LD_PRELOAD="$lib:$probe" CGJIT_NVTX=1 CGJIT_GOVERN=0 CGJIT_STEP=sync \
-  CGJIT_REPORT="json:$out/report.json" NVTX_INJECTION64_PATH="$probe" CUPTI_NVTX_PROBE_CUPTI="$cupti" \
-  CUPTI_NVTX_PROBE_OUT="$out/probe.txt" "$app" >"$out/app.out" 2>"$out/app.err"
-rc=$?
-if [ "$rc" -ne 0 ]; then
-  tail -n 5 "$out/app.err" | sed 's/^/  /'
-  fail "$(basename "$app") exited with status $rc$([ "$rc" -eq 124 ] && echo ', timed out') ($out/app.err)"
-fi
-[ -f "$out/probe.txt" ] || fail "the probe wrote no $out/probe.txt"
-[ -f "$out/report.json" ] || fail "cgjit wrote no report $out/report.json"
+# Each way a profiler reaches NVTX: the probe as NVTX's injection library (inject), and CUPTI's
+# own with the probe subscribing as the process starts (start).
+for mode in inject start; do
+  out=$top/$mode
+  mkdir -p "$out" || fail "cannot make $out"
+  echo "nvtx-cupti-check: $(basename "$app") with CUPTI $cupti, subscribed at $mode"
+  inject=$probe
+  [ "$mode" = start ] && inject=$cupti
+  # The preload is the program's alone (env), not timeout's.
+  bounded env LD_PRELOAD="$lib:$probe" CGJIT_NVTX=1 CGJIT_GOVERN=0 CGJIT_STEP=sync \
+    CGJIT_REPORT="json:$out/report.json" NVTX_INJECTION64_PATH="$inject" CUPTI_NVTX_PROBE_CUPTI="$cupti" \
+    CUPTI_NVTX_PROBE_SUBSCRIBE="$mode" CUPTI_NVTX_PROBE_OUT="$out/probe.txt" "$app" >"$out/app.out" 2>"$out/app.err"
+  rc=$?
+  if [ "$rc" -ne 0 ]; then
+    tail -n 5 "$out/app.err" | sed 's/^/  /'
+    fail "$(basename "$app") exited with status $rc$([ "$rc" -eq 124 ] && echo ', timed out') ($out/app.err)"
+  fi
+  [ -f "$out/probe.txt" ] || fail "the probe wrote no $out/probe.txt"
+  [ -f "$out/report.json" ] || fail "cgjit wrote no report $out/report.json"
 
-python3 - "$out/probe.txt" "$out/report.json" "$nvtx_h" <<'PY'
+  python3 - "$out/probe.txt" "$out/report.json" "$nvtx_h" <<'PY' || exit 1
 import json, re, sys
 
 probe_file, report_file, nvtx_h = sys.argv[1:4]
@@ -189,3 +198,4 @@ if missing:
 print("nvtx-cupti-check: PASS: CUPTI received %s ranges, named with the report's anchors (%s)" %
       (", ".join(found), example))
 PY
+done
