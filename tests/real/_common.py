@@ -86,8 +86,8 @@ def _cgjit():
     return cgjit
 
 
-def step(name):
-    """`with step(NAME):` around a step's GPU work: cgjit.step(NAME) under REAL_STEP=1, else
+def cgjit_step(name):
+    """`with cgjit_step(NAME):` around a step's GPU work: cgjit.step(NAME) under REAL_STEP=1, else
     nothing."""
     import contextlib
     return _cgjit().step(name) if STEP else contextlib.nullcontext()

@@ -8,7 +8,7 @@ sequences of 128 random tokens padded to random lengths (the attention mask chan
 its shape does not), pinned and copied with non_blocking=True, the loss read with .item() every
 step. stdout: the loss and the scale of every step, then a checksum of the parameters; stderr:
 "bert_train: median_us=<x>"."""
-from _common import Timer, f32, need, param_checksum, pinned, setup, step, steps
+from _common import Timer, cgjit_step, f32, need, param_checksum, pinned, setup, steps
 
 torch, dev = setup(strict=True)
 need("transformers")
@@ -31,7 +31,7 @@ for step in range(n):
         mask = (torch.arange(T).unsqueeze(0) < lengths).long()
         labels = torch.randint(0, cfg.num_labels, (B,), generator=gen)
         ids, mask, labels = (pinned(t).to(dev, non_blocking=True) for t in (ids * mask, mask, labels))
-        with step("bert_train.step"):
+        with cgjit_step("bert_train.step"):
             with torch.autocast(dev.type, dtype=torch.float16):
                 loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
             scaler.scale(loss).backward()

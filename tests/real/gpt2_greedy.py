@@ -8,7 +8,7 @@ stdout: every token with the largest logit of its step (read at the end); stderr
 "gpt2_greedy: median_us=<x>" (the steps after the prompt's)."""
 import inspect
 
-from _common import Timer, f32, need, setup, step, steps
+from _common import Timer, cgjit_step, f32, need, setup, steps
 
 torch, dev = setup()
 need("transformers")
@@ -31,7 +31,7 @@ with torch.inference_mode():
     ids = prompt.to(dev)
     for _ in range(n):
         with timer:
-            with step("gpt2_greedy.decode"):
+            with cgjit_step("gpt2_greedy.decode"):
                 logits = model(input_ids=ids, use_cache=True, **{cache_arg: cache}).logits[:, -1, :]
                 nxt = logits.argmax(dim=-1, keepdim=True)
             tokens.append(nxt.item())

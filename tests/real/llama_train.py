@@ -5,7 +5,7 @@ cosine schedule with warm-up, batches of 8x128 random tokens made on the CPU, pi
 with non_blocking=True (as a DataLoader with pin_memory=True does), the loss read with .item()
 every step. stdout: the loss of every step, then a checksum of the parameters; stderr:
 "llama_train: median_us=<x>"."""
-from _common import Timer, f32, llama_step, need, param_checksum, pinned, setup, step, steps
+from _common import Timer, cgjit_step, f32, llama_step, need, param_checksum, pinned, setup, steps
 
 torch, dev = setup(strict=True)
 need("transformers")
@@ -23,7 +23,7 @@ timer = Timer("llama_train")
 for step in range(n):
     with timer:
         x = pinned(torch.randint(0, cfg.vocab_size, (8, 128), generator=gen)).to(dev, non_blocking=True)
-        with step("llama_train.step"):
+        with cgjit_step("llama_train.step"):
             loss = llama_step(torch, model, opt, sched, x)
         value = loss.item()
     print(f"step {step}: loss {f32(value)} lr {sched.get_last_lr()[0]:.9e}")

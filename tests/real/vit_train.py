@@ -5,7 +5,7 @@ pretrained weights) with AdamW: batches of 16 random images and labels made on t
 and copied with non_blocking=True, cross-entropy, the loss read with .item() every step, 30
 steps. stdout: the loss of every step, then a checksum of the parameters; stderr:
 "vit_train: median_us=<x>"."""
-from _common import Timer, f32, need, param_checksum, pinned, setup, step, steps
+from _common import Timer, cgjit_step, f32, need, param_checksum, pinned, setup, steps
 
 torch, dev = setup(strict=True)
 timm = need("timm")
@@ -17,7 +17,7 @@ for step in range(steps(30)):
     with timer:
         x = pinned(torch.randn(16, 3, 64, 64, generator=gen)).to(dev, non_blocking=True)
         y = pinned(torch.randint(0, 10, (16,), generator=gen)).to(dev, non_blocking=True)
-        with step("vit_train.step"):
+        with cgjit_step("vit_train.step"):
             loss = torch.nn.functional.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
