@@ -825,12 +825,15 @@ int main(int argc, char **argv)
     /* The bench times replay itself: no eager probes among its timed steps (CGJIT_COST), no
      * dormant windows of the governor's either (CGJIT_GOVERN: eager and replay are timed side by
      * side here), and fused kernels in the trace from its build (CGJIT_FUSE_BACKGROUND=0: its
-     * warm-up line says what compiling costs there). cgjit reads its settings when the driver is
+     * warm-up line says what compiling costs there), and a step recorded from its first run
+     * (CGJIT_WARMUP_RUNS=0: the warm-up line's runs 1-3 are two recorded runs and the first
+     * replay). cgjit reads its settings when the driver is
      * loaded, before main: start again with them set, unless the environment sets them already. */
     bool again = false;
     if (!getenv("CGJIT_COST")) again |= setenv("CGJIT_COST", "0", 1) == 0;
     if (!getenv("CGJIT_GOVERN")) again |= setenv("CGJIT_GOVERN", "0", 1) == 0;
     if (!getenv("CGJIT_FUSE_BACKGROUND")) again |= setenv("CGJIT_FUSE_BACKGROUND", "0", 1) == 0;
+    if (!getenv("CGJIT_WARMUP_RUNS")) again |= setenv("CGJIT_WARMUP_RUNS", "0", 1) == 0;
     if (again) execv("/proc/self/exe", argv);
     options_t o;
     parse_options(argc, argv, &o);

@@ -14,9 +14,10 @@
  *         cgj_trace_end();
  *     }
  *
- * The first run of a step executes eagerly and is recorded as a draft (WARMUP); the second
- * executes eagerly again and is compared with the draft (RECORD); if both agree, cgjit builds a
- * CUDA graph, and from the third run on the step is replayed (REPLAY). A run that does not match
+ * The first run of a step executes eagerly, unrecorded (WARMUP; CGJIT_WARMUP_RUNS runs, 1 by
+ * default); the next executes eagerly and is recorded as a draft; the next executes eagerly
+ * again and is compared with the draft (RECORD); if both agree, cgjit builds a CUDA graph, and
+ * from the fourth run on the step is replayed (REPLAY). A run that does not match
  * the recorded trace leaves replay at the point of divergence (a side exit) and finishes eagerly;
  * two identical divergent runs become a second variant of the trace. An anchor whose runs never
  * agree is blacklisted and runs eagerly from then on (BLACKLISTED); one whose replay does not pay
@@ -160,7 +161,8 @@ CGJ_API int cgj_trace_resume(void);
     X(verify_unchecked, "graphs CGJIT_VERIFY could not check (reported once per anchor with the reason)") \
     X(params_patched_on_gpu, "of params_patched, kernel nodes patched on the GPU by cgjit's patch kernel (CGJIT_DEVICE_PATCH)") \
     X(patch_launches, "blocks of values set into a segment graph's patch node, whose kernel writes them into the graph's device-updatable kernel nodes as it runs (CGJIT_DEVICE_PATCH)") \
-    X(launch_host_ns, "host nanoseconds replay spent launching segments: filling and setting patched values and cuGraphLaunch (or issuing the calls of a segment too short for a graph), the launches' part of a replayed step's host time")
+    X(launch_host_ns, "host nanoseconds replay spent launching segments: filling and setting patched values and cuGraphLaunch (or issuing the calls of a segment too short for a graph), the launches' part of a replayed step's host time")                                                                               \
+    X(steps_warmup, "steps run eagerly and unrecorded as one of the first CGJIT_WARMUP_RUNS runs of a step not seen before")
 /* clang-format on */
 
 /*

@@ -423,6 +423,18 @@ static void gpubusy_end(void)
 
 /* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
  * their calls keep passing through cgj_step_enter so that their end is seen. */
+/* A step cgjit has not seen CGJIT_WARMUP_RUNS times yet runs eagerly and unrecorded (and so
+ * does a step of a program that makes it only once): its runs are counted, nothing else. Only a
+ * new anchor warms up; one that starts over (evicted, rebuilt) records at once. */
+static bool warming_up(cgj_anchor_t *a)
+{
+    if (a->nvariants || a->state != CGJ_STATE_WARMUP || a->ndrafts) return false;
+    uint64_t warm = __atomic_load_n(&a->warmup_runs, __ATOMIC_RELAXED);
+    if (warm >= (uint64_t)cgj_cfg.WARMUP_RUNS) return false;
+    __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
+    return true;
+}
+
 static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
 {
     if (t->mode != CGJ_MODE_OFF) {
@@ -451,6 +463,15 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         t->anchor = NULL;
         __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&a->busy_runs, 1, __ATOMIC_RELAXED);
+        cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
+        return CGJ_OK;
+    }
+    if (warming_up(own)) { /* as a busy anchor's run: eager, unrecorded, counted nowhere else */
+        __atomic_store_n(&own->busy, 0, __ATOMIC_RELEASE);
+        t->last = own;
+        t->anchor = NULL;
+        __atomic_fetch_add(&own->warmup_runs, 1, __ATOMIC_RELAXED);
+        CGJ_STAT_ADD(steps_warmup, 1);
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
         return CGJ_OK;
     }

@@ -93,6 +93,7 @@ struct cgj_anchor {
     uint32_t nvariants, current;
     uint64_t runs, replays, side_exits;
     uint64_t busy_runs;                       /* runs begun while other threads ran it and all its siblings (eager) */
+    uint64_t warmup_runs;                     /* runs it warmed up: eager, unrecorded (CGJIT_WARMUP_RUNS) */
     struct cgj_anchor *sibling;               /* the anchor a thread takes while another runs this one ... */
     uint32_t order;                           /* ... "NAME#2" (order 1), "NAME#3" ...; 0: the anchor NAME */
     const void *taker;                        /* the thread that took it last (each thread keeps to its own) */

@@ -91,9 +91,10 @@ def _caller_name(depth: int) -> str:
 class step:
     """One step of the program: ``with cgjit.step(): ...`` or ``@cgjit.step()`` on a function.
 
-    Steps with the same name share one trace: run 1 runs eagerly and is recorded, run 2 runs
-    eagerly and is compared with it, and from run 3 on the step is replayed as CUDA graphs where
-    it does the same again (cgj_trace_begin / cgj_trace_end).
+    Steps with the same name share one trace: run 1 runs eagerly (a warm-up, CGJIT_WARMUP_RUNS),
+    run 2 runs eagerly and is recorded, run 3 runs eagerly and is compared with it, and from
+    run 4 on the step is replayed as CUDA graphs where it does the same again
+    (cgj_trace_begin / cgj_trace_end).
 
     name: the anchor's name in the report. None: for a decorator, the function's module and
     qualified name ("train.Trainer.step"); for a with-statement, its file and line

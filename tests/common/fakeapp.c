@@ -70,6 +70,9 @@ void fk_open(fk_t *fk)
     setenv("CGJIT_COST", "0", 0);
     /* Nor does the governor make the process dormant (its own tests set CGJIT_GOVERN=1). */
     setenv("CGJIT_GOVERN", "0", 0);
+    /* A step records from its first run, so that tests count runs as they always did (the
+     * warm-up's own tests set CGJIT_WARMUP_RUNS). */
+    setenv("CGJIT_WARMUP_RUNS", "0", 0);
     /* Small steps are graphs here, so that every test's few ops exercise the graphs (tests of
      * the eager small segments set CGJIT_GRAPH_MIN_OPS themselves). */
     setenv("CGJIT_GRAPH_MIN_OPS", "1", 0);

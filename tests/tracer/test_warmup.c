@@ -1,0 +1,180 @@
+/*
+ * test_warmup.c — the warm-up runs of a new step (CGJIT_WARMUP_RUNS), against the fake driver:
+ * the first N runs of a step cgjit has not seen run eagerly, unrecorded, and are counted; the
+ * step records from run N + 1, is built at the end of run N + 2 and replays from run N + 3. A
+ * step the program makes only once records nothing. Results are eager's at every run.
+ */
+#include <criterion/criterion.h>
+#include <cgjit.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fakeapp.h"
+
+#define N 64
+#define ANCHOR "warm"
+#define OK(x) cr_assert_eq((x), CUDA_SUCCESS, "%s", #x)
+static fk_t fk;
+
+static void open_with(const char *warmup, const char *policy)
+{
+    setenv("CGJIT_WARMUP_RUNS", warmup, 1);
+    setenv("CGJIT_STEP", policy, 1);
+    fk_open(&fk);
+}
+static void warm1(void)
+{
+    open_with("1", "off");
+}
+static void warm2(void)
+{
+    open_with("2", "off");
+}
+static void warm0(void)
+{
+    open_with("0", "off");
+}
+static void warm1_sync(void)
+{
+    open_with("1", "sync");
+}
+
+static cgj_stats_t stats(void)
+{
+    cgj_stats_t s;
+    cr_assert_eq(cgj_stats(&s), CGJ_OK);
+    return s;
+}
+
+static cgj_trace_info_t info(void)
+{
+    cgj_trace_info_t i;
+    cr_assert_eq(cgj_trace_info(ANCHOR, &i), CGJ_OK);
+    return i;
+}
+
+/* One marked step of three kernels on x, then x read back and checked against the same
+ * arithmetic on the host (ref). */
+static void step(CUdeviceptr x, float *ref)
+{
+    cr_assert_eq(cgj_trace_begin(ANCHOR), CGJ_OK);
+    OK(fk_axpb_launch(&fk, NULL, x, 1.5f, 0.5f, N, 1));
+    OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 1.0f, N, 1));
+    OK(fk_axpb_launch(&fk, NULL, x, 0.25f, -1.0f, N, 1));
+    cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    for (int i = 0; i < N; i++) ref[i] = 0.25f * (0.5f * (1.5f * ref[i] + 0.5f) + 1.0f) - 1.0f;
+    float h[N];
+    OK(fk.dtoh(h, x, sizeof h));
+    for (int i = 0; i < N; i++) cr_assert_eq(h[i], ref[i], "x[%d] = %g, eager gives %g", i, h[i], ref[i]);
+}
+
+/* ref: what x holds now. */
+static void init_ref(CUdeviceptr x, float *ref)
+{
+    OK(fk.dtoh(ref, x, N * sizeof(float)));
+}
+
+TestSuite(tracer_warmup, .init = warm1);
+
+Test(tracer_warmup, a_new_step_runs_once_eagerly_then_records_and_replays_from_its_fourth_run)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
+    float ref[N];
+    init_ref(x, ref);
+    step(x, ref);
+    cgj_stats_t s = stats();
+    cr_assert_eq(s.ops_recorded, 0, "the warm-up run recorded %llu calls", (unsigned long long)s.ops_recorded);
+    cr_assert_eq(s.steps_warmup, 1);
+    cgj_trace_info_t i = info();
+    cr_assert_eq(i.runs, 1);
+    cr_assert_eq(i.state, CGJ_STATE_WARMUP);
+    cr_assert_eq(i.recorded_ops, 0);
+
+    step(x, ref); /* the draft */
+    cr_assert_eq(stats().ops_recorded, 3);
+    step(x, ref); /* compared with it: a trace is built */
+    i = info();
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
+    cr_assert_eq(i.replays, 0);
+    for (int r = 0; r < 5; r++) step(x, ref);
+    i = info();
+    cr_assert_eq(i.runs, 8);
+    cr_assert_eq(i.replays, 5, "%llu replays of 8 runs", (unsigned long long)i.replays);
+    s = stats();
+    cr_assert_eq(s.steps_warmup, 1, "only the first run warms up");
+    cr_assert_eq(s.steps_replayed, 5);
+}
+
+Test(tracer_warmup, a_step_made_once_records_nothing)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
+    float ref[N];
+    init_ref(x, ref);
+    step(x, ref);
+    cgj_stats_t s = stats();
+    cr_assert_eq(s.ops_recorded, 0);
+    cr_assert_eq(s.traces_built, 0);
+    cr_assert_eq(s.steps, 1);
+    cr_assert_eq(s.steps_eager, 1);
+}
+
+TestSuite(tracer_warmup_two, .init = warm2);
+
+Test(tracer_warmup_two, two_warm_up_runs_replay_from_the_fifth)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
+    float ref[N];
+    init_ref(x, ref);
+    step(x, ref);
+    step(x, ref);
+    cr_assert_eq(stats().ops_recorded, 0);
+    cr_assert_eq(stats().steps_warmup, 2);
+    step(x, ref);
+    step(x, ref);
+    cr_assert_eq(info().replays, 0);
+    step(x, ref);
+    cr_assert_eq(info().replays, 1);
+    cr_assert_eq(info().runs, 5);
+}
+
+TestSuite(tracer_warmup_none, .init = warm0);
+
+Test(tracer_warmup_none, none_records_the_first_run)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
+    float ref[N];
+    init_ref(x, ref);
+    step(x, ref);
+    cr_assert_eq(stats().ops_recorded, 3);
+    cr_assert_eq(stats().steps_warmup, 0);
+    step(x, ref);
+    step(x, ref);
+    cr_assert_eq(info().replays, 1);
+}
+
+TestSuite(tracer_warmup_sync, .init = warm1_sync);
+
+/* Implicit steps (CGJIT_STEP=sync): each read-back ends one. A step the program makes once (its
+ * set-up) is never recorded; the loop's step records from its second run and replays. */
+Test(tracer_warmup_sync, the_loop_replays_and_a_set_up_made_once_is_not_recorded)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
+    float ref[N], h[N];
+    init_ref(x, ref);
+    /* set-up: one kernel of another shape, then a read-back */
+    OK(fk_axpb_launch(&fk, NULL, x, 2.0f, 0.0f, N, 1));
+    for (int i = 0; i < N; i++) ref[i] = 2.0f * ref[i];
+    OK(fk.dtoh(h, x, sizeof h));
+    cr_assert_eq(stats().ops_recorded, 0, "the set-up, made once, was recorded");
+    for (int it = 0; it < 12; it++) {
+        OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 1.0f, N, 1));
+        OK(fk_axpb_launch(&fk, NULL, x, 1.5f, -0.5f, N, 1));
+        for (int i = 0; i < N; i++) ref[i] = 1.5f * (0.5f * ref[i] + 1.0f) - 0.5f;
+        OK(fk.dtoh(h, x, sizeof h));
+        for (int i = 0; i < N; i++)
+            cr_assert_eq(h[i], ref[i], "iteration %d: x[%d] = %g, eager gives %g", it, i, h[i], ref[i]);
+    }
+    cgj_stats_t s = stats();
+    cr_assert_geq(s.steps_warmup, 2, "the set-up's step and the loop's first run warm up");
+    cr_assert_gt(s.steps_replayed, 6, "%llu of 12 loop steps replayed", (unsigned long long)s.steps_replayed);
+}
