@@ -68,48 +68,58 @@ static void step(CUdeviceptr x, float *ref)
     for (int i = 0; i < N; i++) cr_assert_eq(h[i], ref[i], "x[%d] = %g, eager gives %g", i, h[i], ref[i]);
 }
 
-/* ref: what x holds now. */
-static void init_ref(CUdeviceptr x, float *ref)
+/* A fresh buffer x, and in ref what it holds. */
+static CUdeviceptr fresh(float *ref)
 {
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
     OK(fk.dtoh(ref, x, N * sizeof(float)));
+    return x;
+}
+
+/* From a fresh x: `warmup` runs record nothing, the next records the draft, the next is compared
+ * with it and builds the trace, and the one after replays. */
+static void first_replay_after(unsigned warmup, CUdeviceptr x, float *ref)
+{
+    for (unsigned k = 0; k < warmup; k++) step(x, ref);
+    cgj_stats_t s = stats();
+    cr_assert_eq(s.ops_recorded, 0, "the warm-up recorded %llu calls", (unsigned long long)s.ops_recorded);
+    cr_assert_eq(s.steps_warmup, warmup);
+    if (warmup) {
+        cgj_trace_info_t i = info();
+        cr_assert_eq(i.runs, warmup);
+        cr_assert_eq(i.state, CGJ_STATE_WARMUP);
+        cr_assert_eq(i.recorded_ops, 0);
+    }
+    step(x, ref); /* the draft */
+    cr_assert_eq(stats().ops_recorded, 3);
+    step(x, ref); /* compared with it: a trace is built */
+    cr_assert_eq(info().state, CGJ_STATE_REPLAY);
+    cr_assert_eq(info().replays, 0);
+    step(x, ref);
+    cr_assert_eq(info().replays, 1);
+    cr_assert_eq(info().runs, warmup + 3);
 }
 
 TestSuite(tracer_warmup, .init = warm1);
 
 Test(tracer_warmup, a_new_step_runs_once_eagerly_then_records_and_replays_from_its_fourth_run)
 {
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
     float ref[N];
-    init_ref(x, ref);
-    step(x, ref);
-    cgj_stats_t s = stats();
-    cr_assert_eq(s.ops_recorded, 0, "the warm-up run recorded %llu calls", (unsigned long long)s.ops_recorded);
-    cr_assert_eq(s.steps_warmup, 1);
+    CUdeviceptr x = fresh(ref);
+    first_replay_after(1, x, ref);
+    for (int r = 0; r < 4; r++) step(x, ref);
     cgj_trace_info_t i = info();
-    cr_assert_eq(i.runs, 1);
-    cr_assert_eq(i.state, CGJ_STATE_WARMUP);
-    cr_assert_eq(i.recorded_ops, 0);
-
-    step(x, ref); /* the draft */
-    cr_assert_eq(stats().ops_recorded, 3);
-    step(x, ref); /* compared with it: a trace is built */
-    i = info();
-    cr_assert_eq(i.state, CGJ_STATE_REPLAY);
-    cr_assert_eq(i.replays, 0);
-    for (int r = 0; r < 5; r++) step(x, ref);
-    i = info();
     cr_assert_eq(i.runs, 8);
     cr_assert_eq(i.replays, 5, "%llu replays of 8 runs", (unsigned long long)i.replays);
-    s = stats();
+    cgj_stats_t s = stats();
     cr_assert_eq(s.steps_warmup, 1, "only the first run warms up");
     cr_assert_eq(s.steps_replayed, 5);
 }
 
 Test(tracer_warmup, a_step_made_once_records_nothing)
 {
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
     float ref[N];
-    init_ref(x, ref);
+    CUdeviceptr x = fresh(ref);
     step(x, ref);
     cgj_stats_t s = stats();
     cr_assert_eq(s.ops_recorded, 0);
@@ -122,34 +132,18 @@ TestSuite(tracer_warmup_two, .init = warm2);
 
 Test(tracer_warmup_two, two_warm_up_runs_replay_from_the_fifth)
 {
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
     float ref[N];
-    init_ref(x, ref);
-    step(x, ref);
-    step(x, ref);
-    cr_assert_eq(stats().ops_recorded, 0);
-    cr_assert_eq(stats().steps_warmup, 2);
-    step(x, ref);
-    step(x, ref);
-    cr_assert_eq(info().replays, 0);
-    step(x, ref);
-    cr_assert_eq(info().replays, 1);
-    cr_assert_eq(info().runs, 5);
+    CUdeviceptr x = fresh(ref);
+    first_replay_after(2, x, ref);
 }
 
 TestSuite(tracer_warmup_none, .init = warm0);
 
 Test(tracer_warmup_none, none_records_the_first_run)
 {
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
     float ref[N];
-    init_ref(x, ref);
-    step(x, ref);
-    cr_assert_eq(stats().ops_recorded, 3);
-    cr_assert_eq(stats().steps_warmup, 0);
-    step(x, ref);
-    step(x, ref);
-    cr_assert_eq(info().replays, 1);
+    CUdeviceptr x = fresh(ref);
+    first_replay_after(0, x, ref);
 }
 
 TestSuite(tracer_warmup_sync, .init = warm1_sync);
@@ -158,9 +152,8 @@ TestSuite(tracer_warmup_sync, .init = warm1_sync);
  * set-up) is never recorded; the loop's step records from its second run and replays. */
 Test(tracer_warmup_sync, the_loop_replays_and_a_set_up_made_once_is_not_recorded)
 {
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
     float ref[N], h[N];
-    init_ref(x, ref);
+    CUdeviceptr x = fresh(ref);
     /* set-up: one kernel of another shape, then a read-back */
     OK(fk_axpb_launch(&fk, NULL, x, 2.0f, 0.0f, N, 1));
     for (int i = 0; i < N; i++) ref[i] = 2.0f * ref[i];
