@@ -21,14 +21,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* When a step replays at the earliest (a warm-up run: CGJIT_WARMUP_RUNS, docs/design.md). */
+#define ONCE "a step replays from its third run, or its fourth after a warm-up run"
+
 /* Each chain fused (in use: a segment issued eagerly undid its own), each one dropped (the first
  * CGJ_FUSE_DROPS_KEPT), with its reason. */
-/* The run a step first replays at: after its warm-up runs, its draft and the run compared with it. */
-static unsigned long long first_replay(void)
-{
-    return (unsigned long long)cgj_cfg.WARMUP_RUNS + 3;
-}
-
 static void report_fusions(FILE *f, const cgj_trace_t *t)
 {
     char text[320];
@@ -107,9 +104,7 @@ static void report_verdict(FILE *f, const cgj_anchor_t *a, const cgj_trace_info_
         return;
     }
     if (!i->variants) {
-        if (i->runs < first_replay())
-            fprintf(f, "    not replayed yet: a step replays from run %llu\n", first_replay());
-        else fprintf(f, "    not replayed yet: %s\n", i->reason);
+        fprintf(f, "    not replayed yet: %s\n", i->runs < 3 ? ONCE : i->reason);
         return;
     }
     if (i->eager_step_ns && i->replay_step_ns)
@@ -243,11 +238,11 @@ static void report_summary(FILE *f, const cgj_report_data_t *d)
     for (int k = 0; k < d->ntop; k++) report_reason(f, d->top[k]);
 }
 
-/* Anchors that ran once: setup steps, never replayed (a step replays from run first_replay()). */
+/* Anchors that ran once: setup steps, never replayed (ONCE). */
 static void report_once(FILE *f, const cgj_report_data_t *d)
 {
     if (!d->nonce) return;
-    fprintf(f, "  %zu anchor(s) ran once, never replayed (a step replays from run %llu):", d->nonce, first_replay());
+    fprintf(f, "  %zu anchor(s) ran once, never replayed (%s):", d->nonce, ONCE);
     size_t shown = 0;
     for (size_t k = d->nanchors - d->nonce; k < d->nanchors && shown < 4; k++, shown++) {
         fputs(shown ? ", '" : " '", f);

@@ -425,9 +425,14 @@ static void gpubusy_end(void)
  * their calls keep passing through cgj_step_enter so that their end is seen. */
 /* A step cgjit has not seen CGJIT_WARMUP_RUNS times yet runs eagerly and unrecorded (and so
  * does a step of a program that makes it only once): its runs are counted, nothing else. Only a
- * new anchor warms up; one that starts over (evicted, rebuilt) records at once. */
-static bool warming_up(cgj_anchor_t *a)
+ * new anchor warms up; one that starts over (evicted, rebuilt) records at once. A step found
+ * between synchronizations (CGJIT_STEP=sync) records from its first run: that recording is how
+ * its thread tells a long step from a producer's loop that never waits (record.c). */
+static bool warming_up(const cgj_thread_t *t, cgj_anchor_t *a)
 {
+    if (t->implicit && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC &&
+        !t->find.finds_cycles)
+        return false;
     if (a->nvariants || a->state != CGJ_STATE_WARMUP || a->ndrafts) return false;
     uint64_t warm = __atomic_load_n(&a->warmup_runs, __ATOMIC_RELAXED);
     if (warm >= (uint64_t)cgj_cfg.WARMUP_RUNS) return false;
@@ -466,7 +471,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
         return CGJ_OK;
     }
-    if (warming_up(own)) { /* as a busy anchor's run: eager, unrecorded, counted nowhere else */
+    if (warming_up(t, own)) { /* as a busy anchor's run: eager, unrecorded, counted nowhere else */
         __atomic_store_n(&own->busy, 0, __ATOMIC_RELEASE);
         t->last = own;
         t->anchor = NULL;

@@ -38,6 +38,10 @@ static void warm1_sync(void)
 {
     open_with("1", "sync");
 }
+static void warm1_auto(void)
+{
+    open_with("1", "auto");
+}
 
 static cgj_stats_t stats(void)
 {
@@ -146,28 +150,46 @@ Test(tracer_warmup_none, none_records_the_first_run)
     first_replay_after(0, x, ref);
 }
 
-TestSuite(tracer_warmup_sync, .init = warm1_sync);
-
-/* Implicit steps (CGJIT_STEP=sync): each read-back ends one. A step the program makes once (its
- * set-up) is never recorded; the loop's step records from its second run and replays. */
-Test(tracer_warmup_sync, the_loop_replays_and_a_set_up_made_once_is_not_recorded)
+/* `iters` iterations of two kernels on x, each read back (sync) or not, checked against eager
+ * arithmetic; a last read-back where none synchronized. */
+static void loop(CUdeviceptr x, float *ref, int iters, bool sync)
 {
-    float ref[N], h[N];
-    CUdeviceptr x = fresh(ref);
-    /* set-up: one kernel of another shape, then a read-back */
-    OK(fk_axpb_launch(&fk, NULL, x, 2.0f, 0.0f, N, 1));
-    for (int i = 0; i < N; i++) ref[i] = 2.0f * ref[i];
-    OK(fk.dtoh(h, x, sizeof h));
-    cr_assert_eq(stats().ops_recorded, 0, "the set-up, made once, was recorded");
-    for (int it = 0; it < 12; it++) {
+    float h[N];
+    for (int it = 0; it < iters; it++) {
         OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 1.0f, N, 1));
         OK(fk_axpb_launch(&fk, NULL, x, 1.5f, -0.5f, N, 1));
         for (int i = 0; i < N; i++) ref[i] = 1.5f * (0.5f * ref[i] + 1.0f) - 0.5f;
+        if (!sync && it < iters - 1) continue;
         OK(fk.dtoh(h, x, sizeof h));
         for (int i = 0; i < N; i++)
             cr_assert_eq(h[i], ref[i], "iteration %d: x[%d] = %g, eager gives %g", it, i, h[i], ref[i]);
     }
+}
+
+TestSuite(tracer_warmup_sync, .init = warm1_sync);
+
+/* Implicit steps found between synchronizations (CGJIT_STEP=sync) record from their first run,
+ * warm-up or not: that recording is how a thread tells a long step from a producer's loop. */
+Test(tracer_warmup_sync, a_step_found_between_synchronizations_records_from_its_first_run)
+{
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
+    loop(x, ref, 12, true);
     cgj_stats_t s = stats();
-    cr_assert_geq(s.steps_warmup, 2, "the set-up's step and the loop's first run warm up");
+    cr_assert_eq(s.steps_warmup, 0);
     cr_assert_gt(s.steps_replayed, 6, "%llu of 12 loop steps replayed", (unsigned long long)s.steps_replayed);
+}
+
+TestSuite(tracer_warmup_auto, .init = warm1_auto);
+
+/* Steps found by their cycle (CGJIT_STEP=auto) warm up: the loop's step runs once unrecorded,
+ * then records and replays. */
+Test(tracer_warmup_auto, a_step_found_by_its_cycle_warms_up_then_replays)
+{
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
+    loop(x, ref, 400, false);
+    cgj_stats_t s = stats();
+    cr_assert_geq(s.steps_warmup, 1);
+    cr_assert_gt(s.steps_replayed, 10, "%llu steps replayed", (unsigned long long)s.steps_replayed);
 }
