@@ -15,8 +15,7 @@
  *     }
  *
  * The first run of a step executes eagerly, unrecorded (WARMUP; CGJIT_WARMUP_RUNS runs, 1 by
- * default; a step found between synchronizations has none); the next executes eagerly and is
- * recorded as a draft; the next executes eagerly
+ * default); the next executes eagerly and is recorded as a draft; the next executes eagerly
  * again and is compared with the draft (RECORD); if both agree, cgjit builds a CUDA graph, and
  * from the fourth run on the step is replayed (REPLAY). A run that does not match
  * the recorded trace leaves replay at the point of divergence (a side exit) and finishes eagerly;

@@ -147,7 +147,10 @@ static bool route(cgj_thread_t *t, const cgj_call_t *c)
     if (d.route == CGJ_ROUTE_STAY) return true;
     if (t->mode != CGJ_MODE_OFF) end_locked(t);
     /* Dormant (govern.c): a step in progress ends as it would, and none begins. */
-    if (d.route == CGJ_ROUTE_OUTSIDE || __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) return false;
+    if (d.route == CGJ_ROUTE_OUTSIDE || __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) {
+        t->find.cut = false;
+        return false;
+    }
     cgj_gov_begun(c, d.name);
     begin_locked(t, d.name, true);
     return true;
@@ -425,15 +428,11 @@ static void gpubusy_end(void)
  * their calls keep passing through cgj_step_enter so that their end is seen. */
 /* A step cgjit has not seen CGJIT_WARMUP_RUNS times yet runs eagerly and unrecorded (and so
  * does a step of a program that makes it only once): its runs are counted, nothing else. Only a
- * new anchor warms up; one that starts over (evicted, rebuilt) records at once. A step found
- * between synchronizations (CGJIT_STEP=sync) records from its first run: that recording is how
- * its thread tells a long step from a producer's loop that never waits (record.c). */
-static bool warming_up(const cgj_thread_t *t, cgj_anchor_t *a)
+ * new anchor warms up; one that starts over (evicted, rebuilt) records at once, and so does the
+ * step begun where a warm-up run was cut for its length (`cut`, implicit.c). */
+static bool warming_up(bool cut, cgj_anchor_t *a)
 {
-    if (t->implicit && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC &&
-        !t->find.finds_cycles)
-        return false;
-    if (a->nvariants || a->state != CGJ_STATE_WARMUP || a->ndrafts) return false;
+    if (cut || a->nvariants || a->state != CGJ_STATE_WARMUP || a->ndrafts) return false;
     uint64_t warm = __atomic_load_n(&a->warmup_runs, __ATOMIC_RELAXED);
     if (warm >= (uint64_t)cgj_cfg.WARMUP_RUNS) return false;
     __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
@@ -450,6 +449,8 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         }
         return CGJ_ERR_NESTED;
     }
+    bool cut = t->find.cut; /* the run before was a warm-up cut for its length: record this one */
+    t->find.cut = false;
     t->serial++;
     t->polled = false;
     cgj_anchor_t *pred = t->last; /* the step before this one on the thread */
@@ -471,10 +472,11 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
         return CGJ_OK;
     }
-    if (warming_up(t, own)) { /* as a busy anchor's run: eager, unrecorded, counted nowhere else */
+    if (warming_up(cut, own)) { /* as a busy anchor's run: eager, unrecorded, counted nowhere else */
         __atomic_store_n(&own->busy, 0, __ATOMIC_RELEASE);
         t->last = own;
         t->anchor = NULL;
+        t->find.warming = true;
         __atomic_fetch_add(&own->warmup_runs, 1, __ATOMIC_RELAXED);
         CGJ_STAT_ADD(steps_warmup, 1);
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
@@ -572,6 +574,7 @@ static int end_locked(cgj_thread_t *t)
     if (a) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
     gpubusy_end();
     t->anchor = NULL;
+    t->find.warming = false;
     cgj_replay_forget(t);
     t->implicit = false;
     cgj_thread_go(t, CGJ_EVENT_END, CGJ_MODE_OFF);

@@ -374,7 +374,9 @@ static inline bool cgj_implicit_counts(const cgj_thread_t *t, const cgj_call_t *
  * synchronization, and no cycle finding taken over)? */
 static inline bool cgj_implicit_goes_on(const cgj_thread_t *t, uint32_t calls)
 {
-    return calls < t->find.sync_long && !t->find.finds_cycles &&
+    uint32_t limit = t->find.warming && t->find.sync_long > CGJ_SYNC_FIRST_RECORD ? CGJ_SYNC_FIRST_RECORD
+                                                                                  : t->find.sync_long;
+    return calls < limit && !t->find.finds_cycles &&
            __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
 }
 static inline bool cgj_implicit_stays(cgj_thread_t *t, const cgj_call_t *c)

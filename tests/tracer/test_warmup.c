@@ -168,16 +168,36 @@ static void loop(CUdeviceptr x, float *ref, int iters, bool sync)
 
 TestSuite(tracer_warmup_sync, .init = warm1_sync);
 
-/* Implicit steps found between synchronizations (CGJIT_STEP=sync) record from their first run,
- * warm-up or not: that recording is how a thread tells a long step from a producer's loop. */
-Test(tracer_warmup_sync, a_step_found_between_synchronizations_records_from_its_first_run)
+/* Implicit steps (CGJIT_STEP=sync): each read-back ends one. A step the program makes once (its
+ * set-up) is never recorded; the loop's step records from its second run and replays. */
+Test(tracer_warmup_sync, the_loop_replays_and_a_set_up_made_once_is_not_recorded)
+{
+    float ref[N], h[N];
+    CUdeviceptr x = fresh(ref);
+    /* set-up: one kernel of another shape, then a read-back */
+    OK(fk_axpb_launch(&fk, NULL, x, 2.0f, 0.0f, N, 1));
+    for (int i = 0; i < N; i++) ref[i] = 2.0f * ref[i];
+    OK(fk.dtoh(h, x, sizeof h));
+    cr_assert_eq(stats().ops_recorded, 0, "the set-up, made once, was recorded");
+    loop(x, ref, 12, true);
+    cgj_stats_t s = stats();
+    cr_assert_geq(s.steps_warmup, 2, "the set-up's step and the loop's first run warm up");
+    cr_assert_gt(s.steps_replayed, 6, "%llu of 12 loop steps replayed", (unsigned long long)s.steps_replayed);
+}
+
+/* A warm-up run records nothing, so it cannot see a producer's handoffs: one that goes 256 calls
+ * without a synchronization ends there, and the step begun at that call is recorded as an
+ * anchor's first run is (its first 256 calls). */
+Test(tracer_warmup_sync, a_warm_up_run_that_does_not_synchronize_is_cut_and_recorded_from_there)
 {
     float ref[N];
     CUdeviceptr x = fresh(ref);
-    loop(x, ref, 12, true);
+    loop(x, ref, 200, false); /* 400 calls, then one read-back: 256 warm up, 144 are recorded */
     cgj_stats_t s = stats();
-    cr_assert_eq(s.steps_warmup, 0);
-    cr_assert_gt(s.steps_replayed, 6, "%llu of 12 loop steps replayed", (unsigned long long)s.steps_replayed);
+    /* the set-up's step (the allocation, until fresh()'s read-back) and the loop's first run */
+    cr_assert_eq(s.steps_warmup, 2, "%llu warm-up runs", (unsigned long long)s.steps_warmup);
+    cr_assert_gt(s.ops_recorded, 0, "no step was recorded after the warm-up run's first 256 calls");
+    cr_assert_leq(s.ops_recorded, 256, "%llu calls recorded", (unsigned long long)s.ops_recorded);
 }
 
 TestSuite(tracer_warmup_auto, .init = warm1_auto);
