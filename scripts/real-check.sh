@@ -38,7 +38,9 @@
 #  - speed: the median over the eager runs of their median_us (of two, their mean) / the median
 #    over the cgjit runs' (one without REAL_CHECK_ROUNDS); n/a without the stderr line.
 #  - replayed: from the JSON report, over the anchors that ran at least 10 times,
-#    sum(replays) / sum(max(runs - 3, 0)) (n/a: no readable report; none>=10: no such anchor),
+#    sum(replays) / sum(max(runs - 3, 0)) (n/a: no readable report; none>=10: no such anchor);
+#    where some of them are the program's marked steps ("marked X%"), over those alone (a marked
+#    step begun while the governor holds cgjit dormant runs straight through: no run of its anchor),
 #    then the governor's last decision and its measured speed active/dormant (active@1.31x), or
 #    its state where it has not judged (learning, measuring, off).
 #  - verify (-verify configurations): verify=N, the stderr lines "cgjit: verify: ...diverge...".
@@ -269,9 +271,13 @@ for line in open(stem + ".err", errors="replace"):
         ranks[int(m.group(2))] = int(m.group(1))
 def one(report):
     anchors = [a for a in report["anchors"] if a["runs"] >= 10]
-    num = sum(a["replays"] for a in anchors)
-    den = sum(max(a["runs"] - 3, 0) for a in anchors)
+    # A program that marks its steps: its marked anchors alone (implicit ones are named sync:, auto:).
+    marked = [a for a in anchors if not a["name"].startswith(("sync:", "auto:"))]
+    num = sum(a["replays"] for a in marked or anchors)
+    den = sum(max(a["runs"] - 3, 0) for a in marked or anchors)
     share = f"{100.0 * num / den:.1f}%" if den else "none>=10"
+    if marked:
+        share = "marked " + share
     g = report.get("governor") or {}
     if g.get("judgements"):  # the governor's last decision and measured speed active/dormant
         share += f" {g['decision']}@{g['ratio']:.2f}x"
