@@ -28,7 +28,8 @@
  * Phases. A program that moves on (prefill then decode, training then evaluation) has a new
  * heartbeat: while active, PHASE_OTHERS begins of other steps in a row with no beat, and while
  * dormant, no beat for PHASE_QUIET_PERIODS of its periods (asked at synchronizations), start a
- * new judgement from learning, active.
+ * new judgement from learning, active. So does a program's first marker (cgj_gov_markers): the
+ * steps cgjit found itself begin no more, and the heartbeat is learned among the marked ones.
  *
  * Switching is a flag (cgj_gov_dormant) and implicit stepping's share of the fast-path count
  * (implicit.c, cgj_implicit_hold). A thread in a step finishes it as it began; a step only
@@ -356,6 +357,19 @@ bool cgj_gov_marked(const char *name)
     pthread_mutex_unlock(&lock);
     if (__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) cgj_gov_tick();
     return __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED);
+}
+
+void cgj_gov_markers(void)
+{
+    if (!g.on) return;
+    pthread_mutex_lock(&lock);
+    if (g.st != CGJ_GOVERN_LEARN) {
+        learn(cgj_now_ns(), "ended: the program marks its steps");
+    } else { /* the steps counted so far begin no more */
+        g.ncand = 0;
+        g.begins = 0;
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 void cgj_gov_tick(void)

@@ -650,5 +650,6 @@ void cgj_step_implicit_enable(cgj_step_policy_t policy)
 void cgj_step_markers_seen(void)
 {
     if (!cgj_implicit_disable()) return;
+    cgj_gov_markers();
     if (cgj_tls.implicit && cgj_tls.mode != CGJ_MODE_OFF) cgj_step_end();
 }

@@ -237,6 +237,9 @@ void cgj_gov_begun(const cgj_call_t *c, const char *name);
 /* A marked step `name` begins: counted, and a beat where it is the heartbeat. True: the governor
  * is dormant (the step runs straight through). */
 bool cgj_gov_marked(const char *name);
+/* The program's first marker ended implicit stepping (step.c): a new judgement, among the
+ * marked steps. */
+void cgj_gov_markers(void);
 void cgj_gov_forked(void);
 
 /* ---- shape.c ---- */

@@ -1,9 +1,9 @@
 /*
  * test_govern.c — the governor (tracer/govern.c) against the fake driver on a fake clock: a
  * program cgjit makes slower goes dormant and stays there; one it makes faster stays active and
- * pays only the measurement; a program with two phases gets two judgements; switching never
- * cuts a step; a heartbeat on one thread with work on another; a child after fork() starts
- * afresh. Results equal eager execution throughout.
+ * pays only the measurement; a program with two phases gets two judgements, and so does one that
+ * begins to mark its steps; switching never cuts a step; a heartbeat on one thread with work on another; a child after
+ * fork() starts afresh. Results equal eager execution throughout.
  *
  * The fake driver's launches can cost host time (fk.set_delays): a graph launch that costs more
  * than the kernels it replaces makes replay slower than eager, a kernel launch that costs makes
@@ -228,6 +228,32 @@ Test(tracer_govern_implicit, switching_never_cuts_a_step)
     /* A switch inside a step would leave it early: a side exit, or an abort. */
     cr_assert_eq(st.side_exits, 0, "%llu side exits", (unsigned long long)st.side_exits);
     cr_assert_eq(st.aborts, 0, "%llu aborts", (unsigned long long)st.aborts);
+}
+
+/* A program that begins to mark its steps (a Python program's `with cgjit.step()` after its
+ * set-up): the steps cgjit found itself begin no more, and the governor judges anew, with the
+ * marked step as its heartbeat. */
+Test(tracer_govern_implicit, marking_the_step_starts_a_new_judgement)
+{
+    fk.set_delays(50, 0);
+    prog_t p;
+    prog_init(&p);
+    for (int k = 0; k < 400; k++, p.s++) {
+        work(p.x, p.s);
+        OK(fk.ctx_sync()); /* the step's end */
+        model(p.h, p.s);
+    }
+    cgj_govern_info_t g = govern_now();
+    cr_assert_neq(g.state, CGJ_GOVERN_LEARN, "no heartbeat in 400 implicit steps");
+    cr_assert(strncmp(g.heartbeat, "sync:", 5) == 0, "heartbeat '%s'", g.heartbeat);
+    uint64_t phases = g.phases;
+    run_marked(&p, "marked", 1);
+    cr_assert_eq(govern_now().state, CGJ_GOVERN_LEARN, "state %s", cgj_govern_state_name(govern_now().state));
+    run_marked(&p, "marked", 300);
+    fk.set_delays(0, 0);
+    g = govern_now();
+    cr_assert_str_eq(g.heartbeat, "marked");
+    cr_assert_gt(g.phases, phases);
 }
 
 /* A host that polls (cuStreamQuery until the GPU is done) makes as many queries as it waits: a
