@@ -95,11 +95,11 @@ static void record_leave(cgj_thread_t *t, const cgj_call_t *c, CUresult r)
 static void drop_long_first_run(cgj_thread_t *t)
 {
     cgj_anchor_t *a = t->anchor;
-    if (!a || a->long_steps || a->ndrafts || a->nvariants || !t->implicit || t->find.finds_cycles ||
-        t->sync_calls != CGJ_SYNC_FIRST_RECORD ||
+    if (!a || __atomic_load_n(&a->long_steps, __ATOMIC_RELAXED) || a->ndrafts || a->nvariants || !t->implicit ||
+        t->find.finds_cycles || t->sync_calls != CGJ_SYNC_FIRST_RECORD ||
         __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_SYNC)
         return;
-    a->long_steps = true;
+    __atomic_store_n(&a->long_steps, true, __ATOMIC_RELAXED);
     /* Other threads took this thread's work over again and again (handoffs) and it never waits
      * itself: a producer's loop, not a long step (a PyTorch main thread's first step, whose
      * backward pass the worker takes over once, is one). It finds its steps by their cycle from

@@ -145,6 +145,11 @@ static bool route(cgj_thread_t *t, const cgj_call_t *c)
     cgj_decision_t d;
     cgj_implicit_decide(t, c, &d);
     if (d.route == CGJ_ROUTE_STAY) return true;
+    /* A warm-up run cut for its length (implicit.c) where the step begun there is another anchor:
+     * a long step that ends, whose next run records whole (record.c). Where it is the same anchor
+     * (a loop that never waits), that run is its first recorded one. */
+    if (t->find.cut && t->find.warming && t->last && strcmp(t->last->name, d.name) != 0)
+        __atomic_store_n(&t->last->long_steps, true, __ATOMIC_RELAXED);
     if (t->mode != CGJ_MODE_OFF) end_locked(t);
     /* Dormant (govern.c): a step in progress ends as it would, and none begins. */
     if (d.route == CGJ_ROUTE_OUTSIDE || __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) {

@@ -200,6 +200,27 @@ Test(tracer_warmup_sync, a_warm_up_run_that_does_not_synchronize_is_cut_and_reco
     cr_assert_leq(s.ops_recorded, 256, "%llu calls recorded", (unsigned long long)s.ops_recorded);
 }
 
+/* A long step that does synchronize (400 calls, then a read-back): its warm-up run is cut at 256
+ * calls, the step begun there is another anchor, and the long step records whole from its next
+ * run: it replays from its fourth, as with no warm-up (tracer_implicit_sync's long step). */
+Test(tracer_warmup_sync, a_long_step_cut_in_its_warm_up_replays_from_its_fourth_run)
+{
+    float ref[N], h[N];
+    CUdeviceptr x = fresh(ref);
+    const int iters = 10;
+    for (int it = 0; it < iters; it++) {
+        OK(fk_addk_launch(&fk, NULL, x, 1, N)); /* the step's first call: its anchor */
+        for (int k = 0; k < 399; k++) OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 1.0f, N, 1));
+        for (int i = 0; i < N; i++) {
+            ref[i] += 1.0f;
+            for (int k = 0; k < 399; k++) ref[i] = 0.5f * ref[i] + 1.0f;
+        }
+        OK(fk.dtoh(h, x, sizeof h));
+        for (int i = 0; i < N; i++) cr_assert_eq(h[i], ref[i], "iteration %d: x[%d] differs from eager", it, i);
+    }
+    cr_assert_eq(stats().steps_replayed, iters - 3, "%llu replayed", (unsigned long long)stats().steps_replayed);
+}
+
 TestSuite(tracer_warmup_auto, .init = warm1_auto);
 
 /* Steps found by their cycle (CGJIT_STEP=auto) warm up: the loop's step runs once unrecorded,
