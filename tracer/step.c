@@ -429,8 +429,6 @@ static void gpubusy_end(void)
     if (gpubusy_pushed) cgj_gpubusy_pop(), gpubusy_pushed = false;
 }
 
-/* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
- * their calls keep passing through cgj_step_enter so that their end is seen. */
 /* A step cgjit has not seen CGJIT_WARMUP_RUNS times yet runs eagerly and unrecorded (and so
  * does a step of a program that makes it only once): its runs are counted, nothing else. Only a
  * new anchor warms up; one that starts over (evicted, rebuilt) records at once, and so does the
@@ -444,6 +442,8 @@ static bool warming_up(bool cut, cgj_anchor_t *a)
     return true;
 }
 
+/* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
+ * their calls keep passing through cgj_step_enter so that their end is seen. */
 static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
 {
     if (t->mode != CGJ_MODE_OFF) {
@@ -478,11 +478,11 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         return CGJ_OK;
     }
     if (warming_up(cut, own)) { /* as a busy anchor's run: eager, unrecorded, counted nowhere else */
+        __atomic_fetch_add(&own->warmup_runs, 1, __ATOMIC_RELAXED); /* before another thread takes it */
         __atomic_store_n(&own->busy, 0, __ATOMIC_RELEASE);
         t->last = own;
         t->anchor = NULL;
         t->find.warming = true;
-        __atomic_fetch_add(&own->warmup_runs, 1, __ATOMIC_RELAXED);
         CGJ_STAT_ADD(steps_warmup, 1);
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
         return CGJ_OK;
