@@ -244,8 +244,8 @@ CGJ_API const char *cgj_govern_state_name(int state);
 /* Anchor states: X(NAME, description). */
 /* clang-format off */
 #define CGJ_STATE_LIST(X)                                                           \
-    X(WARMUP, "first run: executes eagerly, recorded as a draft")                   \
-    X(RECORD, "second run: executes eagerly, compared with the draft")             \
+    X(WARMUP, "first runs: execute eagerly, unrecorded (CGJIT_WARMUP_RUNS), then recorded as a draft") \
+    X(RECORD, "the run after the draft: executes eagerly, compared with it")       \
     X(REPLAY, "replays a built graph; divergent runs leave it at a side exit")      \
     X(BLACKLISTED, "runs eagerly for good; see the reason")                        \
     X(OFF, "replay did not pay: runs eagerly for now and tries again later, or, where it cannot pay (OFF_NO_GRAPH), until a longer step comes; see the reason")
