@@ -11,11 +11,9 @@
 #include <criterion/criterion.h>
 #include <cgjit.h>
 #include <dlfcn.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "fakeapp.h"
 
@@ -28,11 +26,7 @@ static fk_t fk;
 static const char *injection_path(void)
 {
     static char path[PATH_MAX];
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    cr_assert(n > 0, "readlink /proc/self/exe");
-    exe[n] = '\0';
-    snprintf(path, sizeof path, "%s/fakecuda/libfakenvtx.so", dirname(exe));
+    fk_fakecuda_file(path, sizeof path, "libfakenvtx.so");
     return path;
 }
 

@@ -13,14 +13,19 @@
 
 CUfunction fk_axpb, fk_addk, fk_copyscale, fk_axpb_kernel_handle, fk_opaque, fk_addk_at;
 
-const char *fk_driver_path(void)
+void fk_fakecuda_file(char *path, size_t size, const char *file)
 {
-    static char path[PATH_MAX];
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     cr_assert(n > 0, "readlink /proc/self/exe");
     exe[n] = '\0';
-    snprintf(path, sizeof path, "%s/fakecuda/libcuda.so.1", dirname(exe));
+    snprintf(path, size, "%s/fakecuda/%s", dirname(exe), file);
+}
+
+const char *fk_driver_path(void)
+{
+    static char path[PATH_MAX];
+    fk_fakecuda_file(path, sizeof path, "libcuda.so.1");
     return path;
 }
 

@@ -66,6 +66,8 @@ typedef struct fk {
 void fk_open(fk_t *fk);
 /* Path of the fake libcuda.so.1 next to the test executable. */
 const char *fk_driver_path(void);
+/* Path of `file` in the fake libraries' folder next to the test executable (fakecuda/). */
+void fk_fakecuda_file(char *path, size_t size, const char *file);
 
 /* Kernels every test can use (registered by fk_open):
  *  axpb(float *x, float a, float b, int n):        x[i] = a*x[i] + b
