@@ -38,6 +38,16 @@
  * stay the "last error" until read, so one check after a batch of launches catches them all. */
 #define CHECK_LAST() CHECK(cudaGetLastError())
 
+/* A cuBLAS call's status (in the programs that include cublas_v2.h). */
+#define CHECK_CUBLAS(call)                                                                                            \
+    do {                                                                                                              \
+        cublasStatus_t st_ = (call);                                                                                  \
+        if (st_ != CUBLAS_STATUS_SUCCESS) {                                                                           \
+            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call, cublasGetStatusString(st_), (int)st_); \
+            exit(1);                                                                                                  \
+        }                                                                                                             \
+    } while (0)
+
 /* splitmix64: the fixed-seed generator of every program (host side). */
 static inline uint64_t app_rng_next(uint64_t *state)
 {

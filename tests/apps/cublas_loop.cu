@@ -20,15 +20,6 @@
 
 #include <cublas_v2.h>
 
-#define CHECK_CUBLAS(call)                                                                                            \
-    do {                                                                                                              \
-        cublasStatus_t st_ = (call);                                                                                  \
-        if (st_ != CUBLAS_STATUS_SUCCESS) {                                                                           \
-            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call, cublasGetStatusString(st_), (int)st_); \
-            exit(1);                                                                                                  \
-        }                                                                                                             \
-    } while (0)
-
 enum { N = 256, NELEM = N * N, BLOCK = 256, GRID = NELEM / BLOCK };
 enum { ITERS = 300, TIMED_LAST = 100 };
 

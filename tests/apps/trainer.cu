@@ -36,15 +36,6 @@
 #include <cublas_v2.h>
 #include <math.h>
 
-#define CHECK_CUBLAS(call)                                                                                            \
-    do {                                                                                                              \
-        cublasStatus_t st_ = (call);                                                                                  \
-        if (st_ != CUBLAS_STATUS_SUCCESS) {                                                                           \
-            fprintf(stderr, "%s:%d: %s: %s (%d)\n", __FILE__, __LINE__, #call, cublasGetStatusString(st_), (int)st_); \
-            exit(1);                                                                                                  \
-        }                                                                                                             \
-    } while (0)
-
 /* Model and batch. */
 enum { V = 128, T = 32, B = 4, C = 64, NH = 4, HS = C / NH, L = 6, BT = B * T };
 enum { STEPS = 250, TIMED_LAST = 100, WARMUP = 25 };
