@@ -85,6 +85,20 @@ CUresult fk_addk_at_launch(fk_t *fk, CUstream s, CUdeviceptr cell, int k, int n)
  * the plain or per-thread launch function. */
 CUresult fk_axpb_launch_f(fk_t *fk, CUfunction f, bool ptsz, CUstream s, CUdeviceptr x, float a, float b, int n,
                           unsigned grid);
+/* The launch configuration of those kernels for cuLaunchKernelEx (one block of 32 threads) on
+ * stream s, with nattrs attributes. */
+static inline CUlaunchConfig fk_ex_config(CUstream s, CUlaunchAttribute *attrs, unsigned nattrs)
+{
+    return (CUlaunchConfig){.gridDimX = 1,
+                            .gridDimY = 1,
+                            .gridDimZ = 1,
+                            .blockDimX = 32,
+                            .blockDimY = 1,
+                            .blockDimZ = 1,
+                            .hStream = s,
+                            .attrs = attrs,
+                            .numAttrs = nattrs};
+}
 
 /* The program's side of its own graph: end the capture on stream s, instantiate the graph,
  * launch it on s, synchronize s, destroy both; the first error. */

@@ -92,10 +92,7 @@ static double step(set_t *s, int step_no, float *out)
 {
     int host_tok[4] = {step_no % 97, 0, 0, 0};
     check(fk.htod_async(s->tok, host_tok, sizeof host_tok, NULL), "token copy");
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
-    cfg.blockDimX = 32, cfg.blockDimY = cfg.blockDimZ = 1;
+    CUlaunchConfig cfg = fk_ex_config(NULL, NULL, 0);
     double t0 = fk_now_ns(), calls = 0;
     for (int l = 0; l < LAUNCHES; l++) {
         CUdeviceptr a = s->buf[l % BUFS], b = s->buf[(l + 1) % BUFS], o = s->buf[(l + 2) % BUFS], tok = s->tok;

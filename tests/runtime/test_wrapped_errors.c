@@ -200,8 +200,7 @@ CALL(cuGraphUpload, e->exec, e->s)
 
 static CUresult caller_cuLaunchKernelEx(void *fn, env_t *e)
 {
-    CUlaunchConfig cfg = {
-        .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .hStream = e->s};
+    CUlaunchConfig cfg = fk_ex_config(e->s, NULL, 0);
     return ((__typeof__(cuLaunchKernelEx) *)fn)(&cfg, fk_axpb, e->kparams, NULL);
 }
 
@@ -534,15 +533,7 @@ static void step_ops(const step_variant_t *v)
         OK(fk.memset32_async(g_y, 0x3f800000u, N, env.s));
     } else {
         CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PRIORITY, .value.priority = 0};
-        CUlaunchConfig cfg = {.gridDimX = 1,
-                              .gridDimY = 1,
-                              .gridDimZ = 1,
-                              .blockDimX = 32,
-                              .blockDimY = 1,
-                              .blockDimZ = 1,
-                              .hStream = env.s,
-                              .attrs = &attr,
-                              .numAttrs = 1};
+        CUlaunchConfig cfg = fk_ex_config(env.s, &attr, 1);
         OK(fk.launch_ex(&cfg, fk_axpb, params, NULL));
         OK(((__typeof__(cuMemsetD16Async) *)gpa("cuMemsetD16Async", 0))(g_y, 0x3f80, 2 * N, env.s));
     }

@@ -213,10 +213,7 @@ static void wide_step(int s, CUdeviceptr *b, void *ctx)
         v[k] = 11 * k + 3 + (d == 3 + k ? 7 : 0);
         p[3 + k] = &v[k];
     }
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
-    cfg.blockDimX = 32, cfg.blockDimY = cfg.blockDimZ = 1;
+    CUlaunchConfig cfg = fk_ex_config(NULL, NULL, 0);
     OK(fk_addk_launch(&fk, NULL, b[3], 1, N)); /* three kernels: one graph, not issued eagerly */
     OK(fk.launch_ex(&cfg, g_wide, p, NULL));
     OK(fk_addk_launch(&fk, NULL, b[3], 2, N));
@@ -986,15 +983,7 @@ static void launch_ex_step(int s, CUdeviceptr *b, void *ctx)
     memset(&attr, 0x50 + s % 7, sizeof attr); /* bytes the attribute does not use: stack garbage */
     attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
     attr.value.priority = 0;
-    CUlaunchConfig cfg = {.gridDimX = 1,
-                          .gridDimY = 1,
-                          .gridDimZ = 1,
-                          .blockDimX = 32,
-                          .blockDimY = 1,
-                          .blockDimZ = 1,
-                          .hStream = NULL,
-                          .attrs = with_attr ? &attr : NULL,
-                          .numAttrs = with_attr ? 1 : 0};
+    CUlaunchConfig cfg = fk_ex_config(NULL, with_attr ? &attr : NULL, with_attr ? 1 : 0);
     CUdeviceptr x = b[0];
     float a = 0.5f, c = (float)s;
     int n = N;

@@ -101,15 +101,7 @@ static void addk_with_attribute(CUdeviceptr x, int k)
     CUlaunchAttribute attr;
     memset(&attr, 0, sizeof attr);
     attr.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
-    CUlaunchConfig cfg = {.gridDimX = 1,
-                          .gridDimY = 1,
-                          .gridDimZ = 1,
-                          .blockDimX = 32,
-                          .blockDimY = 1,
-                          .blockDimZ = 1,
-                          .hStream = NULL,
-                          .attrs = &attr,
-                          .numAttrs = 1};
+    CUlaunchConfig cfg = fk_ex_config(NULL, &attr, 1);
     int n = N;
     void *p[] = {&x, &k, &n};
     OK(fk.launch_ex(&cfg, fk_addk, p, NULL));
