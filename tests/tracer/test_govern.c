@@ -71,6 +71,14 @@ static void prog_init(prog_t *p)
     p->s = 0;
 }
 
+/* x holds what eager execution gives after p's steps so far. */
+static void expect_eager(const prog_t *p, const char *what)
+{
+    float got[N];
+    OK(fk.dtoh(got, p->x, sizeof got));
+    cr_assert(memcmp(got, p->h, sizeof got) == 0, "%s: results differ from eager after step %d", what, p->s);
+}
+
 /* `steps` marked steps named `name`, checked against the host model at the end. */
 static void run_marked(prog_t *p, const char *name, int steps)
 {
@@ -80,9 +88,19 @@ static void run_marked(prog_t *p, const char *name, int steps)
         cr_assert_eq(cgj_trace_end(), CGJ_OK);
         model(p->h, p->s);
     }
-    float got[N];
-    OK(fk.dtoh(got, p->x, sizeof got));
-    cr_assert(memcmp(got, p->h, sizeof got) == 0, "%s: results differ from eager after step %d", name, p->s);
+    expect_eager(p, name);
+}
+
+/* `steps` steps with no markers, each `us` of the program's host work after its kernels and then
+ * a synchronization, which ends the step that CGJIT_STEP=sync found. */
+static void run_synced(prog_t *p, int steps, double us)
+{
+    for (int k = 0; k < steps; k++, p->s++) {
+        work(p->x, p->s);
+        host_work(us);
+        OK(fk.ctx_sync());
+        model(p->h, p->s);
+    }
 }
 
 /* A program whose graph launches cost 300 us, 1500 steps of "slow": the governor takes it dormant. */
@@ -210,16 +228,9 @@ Test(tracer_govern_implicit, switching_never_cuts_a_step)
     fk.set_delays(0, 300); /* replay is slower: the governor switches during its measurement */
     prog_t p;
     prog_init(&p);
-    for (int k = 0; k < 3000; k++, p.s++) {
-        work(p.x, p.s);
-        host_work(50);
-        OK(fk.ctx_sync()); /* the step's end */
-        model(p.h, p.s);
-    }
+    run_synced(&p, 3000, 50);
     fk.set_delays(0, 0);
-    float got[N];
-    OK(fk.dtoh(got, p.x, sizeof got));
-    cr_assert(memcmp(got, p.h, sizeof got) == 0, "results differ from eager");
+    expect_eager(&p, "sync");
     cgj_govern_info_t g = govern_now();
     cgj_stats_t st = stats_now();
     cr_assert_geq(g.switches, 3, "%llu switches", (unsigned long long)g.switches);
@@ -238,11 +249,7 @@ Test(tracer_govern_implicit, marking_the_step_starts_a_new_judgement)
     fk.set_delays(50, 0);
     prog_t p;
     prog_init(&p);
-    for (int k = 0; k < 400; k++, p.s++) {
-        work(p.x, p.s);
-        OK(fk.ctx_sync()); /* the step's end */
-        model(p.h, p.s);
-    }
+    run_synced(&p, 400, 0);
     cgj_govern_info_t g = govern_now();
     cr_assert_neq(g.state, CGJ_GOVERN_LEARN, "no heartbeat in 400 implicit steps");
     cr_assert(strncmp(g.heartbeat, "sync:", 5) == 0, "heartbeat '%s'", g.heartbeat);
@@ -277,9 +284,7 @@ Test(tracer_govern_auto, a_polling_query_is_no_heartbeat)
         model(p.h, p.s);
     }
     fk.set_delays(0, 0);
-    float got[N];
-    OK(fk.dtoh(got, p.x, sizeof got));
-    cr_assert(memcmp(got, p.h, sizeof got) == 0, "results differ from eager");
+    expect_eager(&p, "auto");
     cgj_govern_info_t g = govern_now();
     cr_assert(g.heartbeat[0], "no heartbeat chosen");
     cr_assert(!strstr(g.heartbeat, "cuStreamQuery"), "a query is the heartbeat: %s", g.heartbeat);
@@ -388,14 +393,8 @@ Test(tracer_govern_held, held_dormant_records_nothing)
     prog_t p;
     prog_init(&p);
     run_marked(&p, "held", 50);
-    for (int k = 0; k < 50; k++, p.s++) {
-        work(p.x, p.s);
-        OK(fk.ctx_sync());
-        model(p.h, p.s);
-    }
-    float got[N];
-    OK(fk.dtoh(got, p.x, sizeof got));
-    cr_assert(memcmp(got, p.h, sizeof got) == 0);
+    run_synced(&p, 50, 0);
+    expect_eager(&p, "held");
     cgj_govern_info_t g = govern_now();
     cgj_stats_t st = stats_now();
     cr_assert_eq(g.state, CGJ_GOVERN_HELD);
