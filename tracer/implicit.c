@@ -322,13 +322,14 @@ void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d
 {
     int policy = __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED);
     d->route = CGJ_ROUTE_STAY;
+    d->record = false;
     if (t->mode != CGJ_MODE_OFF && !t->implicit) return; /* a marked step */
     /* A warm-up run records nothing, and so cannot see a producer's handoffs (record.c): one that
      * goes CGJ_SYNC_FIRST_RECORD calls without a synchronization ends there, and a step begins
      * at this call, recorded as an anchor's first run is (a long step: see record.c). */
     if (policy == CGJ_STEP_SYNC && !t->find.finds_cycles && t->find.warming && t->mode != CGJ_MODE_OFF &&
         t->sync_calls >= CGJ_SYNC_FIRST_RECORD && t->sync_calls < t->find.sync_long) {
-        t->find.cut = true;
+        d->record = true;
         CGJ_LOG(trace, "a warm-up run went %u calls without a synchronization: a step recorded from here",
                 t->sync_calls);
         d->route = CGJ_ROUTE_BEGIN;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int begin_locked(cgj_thread_t *t, const char *name, bool implicit);
+static int begin_locked(cgj_thread_t *t, const char *name, bool implicit, bool record);
 static int end_locked(cgj_thread_t *t);
 
 /* ---- a thread's end: its step ends there, as with cgj_trace_end ----
@@ -148,16 +148,13 @@ static bool route(cgj_thread_t *t, const cgj_call_t *c)
     /* A warm-up run cut for its length (implicit.c) where the step begun there is another anchor:
      * a long step that ends, whose next run records whole (record.c). Where it is the same anchor
      * (a loop that never waits), that run is its first recorded one. */
-    if (t->find.cut && t->find.warming && t->last && strcmp(t->last->name, d.name) != 0)
+    if (d.record && t->last && strcmp(t->last->name, d.name) != 0)
         __atomic_store_n(&t->last->long_steps, true, __ATOMIC_RELAXED);
     if (t->mode != CGJ_MODE_OFF) end_locked(t);
     /* Dormant (govern.c): a step in progress ends as it would, and none begins. */
-    if (d.route == CGJ_ROUTE_OUTSIDE || __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) {
-        t->find.cut = false;
-        return false;
-    }
+    if (d.route == CGJ_ROUTE_OUTSIDE || __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) return false;
     cgj_gov_begun(c, d.name);
-    begin_locked(t, d.name, true);
+    begin_locked(t, d.name, true, d.record);
     return true;
 }
 
@@ -432,10 +429,10 @@ static void gpubusy_end(void)
 /* A step cgjit has not seen CGJIT_WARMUP_RUNS times yet runs eagerly and unrecorded (and so
  * does a step of a program that makes it only once): its runs are counted, nothing else. Only a
  * new anchor warms up; one that starts over (evicted, rebuilt) records at once, and so does the
- * step begun where a warm-up run was cut for its length (`cut`, implicit.c). */
-static bool warming_up(bool cut, cgj_anchor_t *a)
+ * step begun where a warm-up run was cut for its length (`record`, implicit.c). */
+static bool warming_up(bool record, cgj_anchor_t *a)
 {
-    if (cut || a->nvariants || a->state != CGJ_STATE_WARMUP || a->ndrafts) return false;
+    if (record || a->nvariants || a->state != CGJ_STATE_WARMUP || a->ndrafts) return false;
     uint64_t warm = __atomic_load_n(&a->warmup_runs, __ATOMIC_RELAXED);
     if (warm >= (uint64_t)cgj_cfg.WARMUP_RUNS) return false;
     __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
@@ -444,7 +441,7 @@ static bool warming_up(bool cut, cgj_anchor_t *a)
 
 /* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
  * their calls keep passing through cgj_step_enter so that their end is seen. */
-static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
+static int begin_locked(cgj_thread_t *t, const char *name, bool implicit, bool record)
 {
     if (t->mode != CGJ_MODE_OFF) {
         if (t->mode >= CGJ_MODE_RECORD) {
@@ -454,8 +451,6 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         }
         return CGJ_ERR_NESTED;
     }
-    bool cut = t->find.cut; /* the run before was a warm-up cut for its length: record this one */
-    t->find.cut = false;
     t->serial++;
     t->polled = false;
     cgj_anchor_t *pred = t->last; /* the step before this one on the thread */
@@ -477,7 +472,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit)
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
         return CGJ_OK;
     }
-    if (warming_up(cut, own)) { /* as a busy anchor's run: eager, unrecorded, counted nowhere else */
+    if (warming_up(record, own)) { /* as a busy anchor's run: eager, unrecorded, counted nowhere else */
         __atomic_fetch_add(&own->warmup_runs, 1, __ATOMIC_RELAXED); /* before another thread takes it */
         __atomic_store_n(&own->busy, 0, __ATOMIC_RELEASE);
         t->last = own;
@@ -526,7 +521,7 @@ int cgj_step_begin(const char *name)
     }
     enter_thread(t);
     cgj_thread_lock(t);
-    int st = begin_locked(t, name, false);
+    int st = begin_locked(t, name, false, false);
     cgj_thread_unlock(t);
     return st;
 }

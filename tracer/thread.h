@@ -94,9 +94,7 @@ typedef struct cgj_thread {
                                   * shorter: set when it registers) */
         bool finds_cycles;       /* CGJIT_STEP=sync: this thread never synchronizes; it finds its
                                   * steps as CGJIT_STEP=auto does (implicit.c) */
-        bool warming;            /* the step in progress is a warm-up run (step.c) ... */
-        bool cut;                /* ... ended at CGJ_SYNC_FIRST_RECORD calls: the step begun there
-                                  * records at once, as an anchor's first run (implicit.c) */
+        bool warming;            /* the step in progress is a warm-up run (step.c) */
     } find;
     /* -- CGJIT_VERIFY (verify.c) -- */
     struct cgj_verify *verify; /* the segment being checked */

@@ -353,6 +353,8 @@ typedef enum cgj_route {
 typedef struct cgj_decision {
     cgj_route_t route;
     char name[160];
+    bool record; /* BEGIN: recorded at once, no warm-up run (the warm-up run ending was cut for
+                  * its length) */
 } cgj_decision_t;
 /* For a call with no step active, or inside an implicit step: where it belongs. */
 void cgj_implicit_decide(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d);
