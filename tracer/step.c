@@ -433,10 +433,7 @@ static void gpubusy_end(void)
 static bool warming_up(bool record, cgj_anchor_t *a)
 {
     if (record || a->nvariants || a->state != CGJ_STATE_WARMUP || a->ndrafts) return false;
-    uint64_t warm = __atomic_load_n(&a->warmup_runs, __ATOMIC_RELAXED);
-    if (warm >= (uint64_t)cgj_cfg.WARMUP_RUNS) return false;
-    __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
-    return true;
+    return __atomic_load_n(&a->warmup_runs, __ATOMIC_RELAXED) < (uint64_t)cgj_cfg.WARMUP_RUNS;
 }
 
 /* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
@@ -473,6 +470,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit, bool r
         return CGJ_OK;
     }
     if (warming_up(record, own)) { /* as a busy anchor's run: eager, unrecorded, counted nowhere else */
+        __atomic_fetch_add(&own->runs, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&own->warmup_runs, 1, __ATOMIC_RELAXED); /* before another thread takes it */
         __atomic_store_n(&own->busy, 0, __ATOMIC_RELEASE);
         t->last = own;
