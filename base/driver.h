@@ -73,6 +73,9 @@ CUresult cgj_proto_coop_multi(CUDA_LAUNCH_PARAMS *list, unsigned int n, unsigned
     W(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph)                            \
     W(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph)                       \
     W(cuStreamEndCapture, cuStreamEndCapture) W(cuStreamEndCapture_ptsz, cuStreamEndCapture) \
+    W(cuModuleUnload, cuModuleUnload) W(cuLibraryUnload, cuLibraryUnload)                  \
+    W(cuCtxDestroy_v2, cuCtxDestroy) W(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset) \
+    W(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease)                             \
     CGJ_DRIVER_AS_MADE(W)
 /* clang-format on */
 

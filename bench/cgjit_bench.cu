@@ -827,13 +827,15 @@ int main(int argc, char **argv)
      * side here), and fused kernels in the trace from its build (CGJIT_FUSE_BACKGROUND=0: its
      * warm-up line says what compiling costs there), and a step recorded from its first run
      * (CGJIT_WARMUP_RUNS=0: the warm-up line's runs 1-3 are two recorded runs and the first
-     * replay). cgjit reads its settings when the driver is
+     * replay), built on the thread that recorded it (CGJIT_BUILD_BACKGROUND=0: the warm-up
+     * line's build is timed there). cgjit reads its settings when the driver is
      * loaded, before main: start again with them set, unless the environment sets them already. */
     bool again = false;
     if (!getenv("CGJIT_COST")) again |= setenv("CGJIT_COST", "0", 1) == 0;
     if (!getenv("CGJIT_GOVERN")) again |= setenv("CGJIT_GOVERN", "0", 1) == 0;
     if (!getenv("CGJIT_FUSE_BACKGROUND")) again |= setenv("CGJIT_FUSE_BACKGROUND", "0", 1) == 0;
     if (!getenv("CGJIT_WARMUP_RUNS")) again |= setenv("CGJIT_WARMUP_RUNS", "0", 1) == 0;
+    if (!getenv("CGJIT_BUILD_BACKGROUND")) again |= setenv("CGJIT_BUILD_BACKGROUND", "0", 1) == 0;
     if (again) execv("/proc/self/exe", argv);
     options_t o;
     parse_options(argc, argv, &o);

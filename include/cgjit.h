@@ -162,7 +162,9 @@ CGJ_API int cgj_trace_resume(void);
     X(params_patched_on_gpu, "of params_patched, kernel nodes patched on the GPU by cgjit's patch kernel (CGJIT_DEVICE_PATCH)") \
     X(patch_launches, "blocks of values set into a segment graph's patch node, whose kernel writes them into the graph's device-updatable kernel nodes as it runs (CGJIT_DEVICE_PATCH)") \
     X(launch_host_ns, "host nanoseconds replay spent launching segments: filling and setting patched values and cuGraphLaunch (or issuing the calls of a segment too short for a graph), the launches' part of a replayed step's host time")                                                                               \
-    X(steps_warmup, "steps run eagerly and unrecorded as one of the first CGJIT_WARMUP_RUNS runs of a step not seen before")
+    X(steps_warmup, "steps run eagerly and unrecorded as one of the first CGJIT_WARMUP_RUNS runs of a step not seen before") \
+    X(builds_background, "traces built by cgjit's builder thread while the program went on (CGJIT_BUILD_BACKGROUND)") \
+    X(steps_building, "steps run eagerly and unrecorded while cgjit's builder thread built their trace")
 /* clang-format on */
 
 /*
@@ -319,6 +321,8 @@ typedef struct cgj_trace_info {
      * overlaps counted once), measured with CUPTI: what only faster kernels can take. */
     uint64_t gpu_busy_ns;    /* mean over ... (0: not measured) */
     uint64_t gpu_busy_steps; /* ... this many replayed steps */
+    uint64_t building_runs;  /* runs begun while cgjit's builder thread built a trace of it
+                              * (eager, unrecorded: CGJIT_BUILD_BACKGROUND) */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */

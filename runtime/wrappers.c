@@ -642,6 +642,24 @@ static inline CUresult capture_end(bool pt, const char *api, __typeof__(cuStream
 }
 TWO_WRAPPERS(cuStreamEndCapture, cuStreamEndCapture_ptsz, capture_end, (CUstream s, CUgraph *g), s, g)
 
+/* ---- calls that end driver objects (modules, libraries, contexts) a recording may name: a
+ * build on cgjit's builder thread must not outlive them, so the one in hand ends first and the
+ * queued ones are given up (tracer/builder.c) ---- */
+
+#define OBJECTS_END(exported, params, ...)                          \
+    CUresult cgj_w_##exported params                                \
+    {                                                               \
+        if (!cgj_drv.r_##exported) return CUDA_ERROR_NOT_SUPPORTED; \
+        cgj_step_objects_ending();                                  \
+        return cgj_drv.r_##exported(__VA_ARGS__);                   \
+    }
+OBJECTS_END(cuModuleUnload, (CUmodule m), m)
+OBJECTS_END(cuLibraryUnload, (CUlibrary l), l)
+OBJECTS_END(cuCtxDestroy_v2, (CUcontext c), c)
+OBJECTS_END(cuDevicePrimaryCtxReset_v2, (CUdevice d), d)
+OBJECTS_END(cuDevicePrimaryCtxRelease_v2, (CUdevice d), d)
+#undef OBJECTS_END
+
 /* ---- calls that issue work cgjit does not capture: inside a step they end a segment and run
  * as the program makes them, after the work absorbed before them ---- */
 

@@ -133,10 +133,10 @@ static bool may_point(uint64_t v)
  * spins on, zero-copy output): its chunk is launched as soon as it is absorbed. Managed memory
  * is left out: a program that uses it for everything would lose its graphs, and the host must
  * synchronize before it reads what a kernel wrote there (only system-scope atomics may not). */
-static void mark_host_visible(cgj_trace_t *tr)
+static void mark_host_visible(cgj_oplist_t *l)
 {
-    for (uint32_t i = 0; i < tr->list.n; i++) {
-        cgj_op_t *o = &tr->list.ops[i];
+    for (uint32_t i = 0; i < l->n; i++) {
+        cgj_op_t *o = &l->ops[i];
         if (o->call.kind != CGJ_OP_KERNEL || !o->kp) continue;
         for (uint32_t at = 0; at + 8 <= o->kp->size && !o->host_visible; at += 8) {
             uint64_t v;
@@ -174,7 +174,14 @@ static void align_chunks(const cgj_anchor_t *a, cgj_trace_t *tr)
     for (uint32_t i = 0; i < end; i++) tr->list.ops[i].gap_ns = best->list.ops[i].gap_ns;
 }
 
-void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
+void cgj_build_prepare(cgj_oplist_t *rec)
+{
+    uint64_t gen = cgj_pointer_host_generation(); /* what the graphs' host operands are valid in */
+    for (uint32_t i = 0; i < rec->n; i++) rec->ops[i].host_gen = gen;
+    mark_host_visible(rec);
+}
+
+bool cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool background)
 {
     cgj_trace_t *tr = cgj_xcalloc(1, sizeof *tr);
     tr->list = *rec;
@@ -185,13 +192,10 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
     }
     cgj_reason_t why = {.code = CGJ_REASON_NONE, .op = CGJ_REASON_NO_OP};
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&tr->ctx);
-    uint64_t gen = cgj_pointer_host_generation(); /* what the graphs' host operands are valid in */
-    for (uint32_t i = 0; i < tr->list.n; i++) tr->list.ops[i].host_gen = gen;
     cgj_nvtx_push(CGJ_NVTX_BUILD, a->name, a->nvariants);
     uint64_t t0 = cgj_now_ns();
     bool ok = plan_memory(a, tr, &why);
     uint64_t t1 = cgj_now_ns();
-    mark_host_visible(tr);
     cgj_fusion_stats_t fs = {0};
     if (ok) cgj_fusion_pass(tr, a->name, &fs);
     CGJ_STAT_ADD(fusions, fs.chains);
@@ -210,12 +214,12 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
             a->pool_failures++;
             a->pool_retry_at = __atomic_load_n(&a->runs, __ATOMIC_RELAXED) + (16ull << shift);
             cgj_anchor_note(a, &why);
-        } else if (!a->nvariants) {
+        } else if (!a->nvariants && !background) {
             cgj_anchor_blacklist(a, &why);
         } else {
             cgj_anchor_note(a, &why);
         }
-        return;
+        return false;
     }
     cgj_anchor_publish(a, tr);
     if (fs.queued && __atomic_load_n(&a->refusions, __ATOMIC_RELAXED) < 2) /* built again once compiled */
@@ -230,6 +234,7 @@ void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec)
                 cgj_op_class[o->call.kind] == CGJ_CLASS_BOUNDARY ? " (ends a segment)" : "",
                 o->kp && o->kp->nvarying ? " (varying parameters)" : "");
     }
+    return true;
 }
 
 bool cgj_build_may_try(const cgj_anchor_t *a)

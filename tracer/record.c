@@ -226,8 +226,14 @@ void cgj_record_finish(cgj_thread_t *t)
         /* A twin of an existing variant is worth building after an escape exit: its own
          * region double-buffers the blocks the program still holds. */
         if (a->nvariants < cgj_build_max_variants() && cgj_build_may_try(a) && (twin || !dup)) {
-            cgj_build_variant(a, &rec);
-            a->want_twin = false;
+            cgj_build_prepare(&rec);
+            if (cgj_builder_wanted(a)) { /* handed to the builder as the step ends (step.c) */
+                t->build = rec, t->build_pending = true;
+                rec = (cgj_oplist_t){0};
+            } else {
+                cgj_build_variant(a, &rec, false);
+                a->want_twin = false;
+            }
         }
         cgj_oplist_free(&rec);
         drop_draft(a, d);

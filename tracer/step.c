@@ -366,6 +366,12 @@ void cgj_step_capture_begin(CUstream s, const char *api)
         cgj_thread_unlock(t);
     }
     cgj_captures_beginning(s);
+    cgj_builder_settle(false); /* a build in hand ends first; none starts while this runs */
+}
+
+void cgj_step_objects_ending(void)
+{
+    cgj_builder_settle(true);
 }
 
 void cgj_step_observe(CUstream s, CUevent ev, bool everything)
@@ -399,7 +405,9 @@ static cgj_anchor_t *take(const cgj_thread_t *t, cgj_anchor_t *a)
             break;
         }
     for (cgj_anchor_t *s = a; s; s = cgj_anchor_sibling(s))
-        if (!__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&s->building, __ATOMIC_RELAXED)) {
+            return NULL; /* built now (builder.c): eager, and no sibling to record it again */
+        } else if (!__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE)) {
             __atomic_store_n(&s->taker, t, __ATOMIC_RELAXED);
             return s;
         }
@@ -465,7 +473,12 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit, bool r
         t->last = a;
         t->anchor = NULL;
         __atomic_fetch_add(&a->runs, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&a->busy_runs, 1, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&a->building, __ATOMIC_RELAXED)) {
+            __atomic_fetch_add(&a->building_runs, 1, __ATOMIC_RELAXED);
+            CGJ_STAT_ADD(steps_building, 1);
+        } else {
+            __atomic_fetch_add(&a->busy_runs, 1, __ATOMIC_RELAXED);
+        }
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
         return CGJ_OK;
     }
@@ -569,7 +582,17 @@ static int end_locked(cgj_thread_t *t)
     if (a && a->nvariants && (replayed || mode == CGJ_MODE_RECORD)) cgj_cost_ended(a, replayed && !exited, host_ns);
     if (a && t->implicit && mode == CGJ_MODE_EAGER) /* the call that began it, and those that stayed */
         cgj_cost_off_ran(a, t->sync_calls + 1);
-    if (a) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
+    /* The recording to build goes to the builder with the anchor, which it gives back once
+     * built; else it is built here. Not where the run blacklisted the anchor meanwhile (its
+     * replay, before it recorded, left the trace once too often). */
+    bool handed = false;
+    if (t->build_pending) {
+        t->build_pending = false;
+        if (a->state != CGJ_STATE_BLACKLISTED && !(handed = cgj_builder_hand(a, &t->build, t->ctx)))
+            cgj_build_variant(a, &t->build, false), a->want_twin = false;
+        cgj_oplist_free(&t->build);
+    }
+    if (a && !handed) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
     gpubusy_end();
     t->anchor = NULL;
     t->find.warming = false;

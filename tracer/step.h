@@ -93,6 +93,9 @@ void cgj_step_untraceable(const char *api);
 void cgj_step_capture_begin(CUstream s, const char *api);
 void cgj_step_capture_began(CUstream s, CUresult r, const char *api);
 void cgj_step_capture_ended(CUstream s, CUresult r);
+/* Before a module, library or context ends: no build of cgjit's thread outlives what it names
+ * (tracer/builder.c). */
+void cgj_step_objects_ending(void);
 
 int cgj_step_begin(const char *name);
 int cgj_step_end(void);

@@ -58,6 +58,8 @@ typedef struct cgj_thread {
     cgj_oplist_t rec;    /* RECORD: this run so far */
     uint64_t rec_in_ns;  /* RECORD: when the call in progress came in (0: not in RECORD) */
     uint64_t rec_out_ns; /* RECORD: when the last recorded call returned to the program */
+    cgj_oplist_t build;  /* a recording to build, handed to builder.c as the step ends ... */
+    bool build_pending;  /* ... (record.c sets it; step.c hands it over) */
     /* -- the replay cursor (replay.c) -- */
     struct {
         cgj_trace_t *trace; /* the variant being followed */

@@ -6,6 +6,7 @@
  *     step.c      the entry points: begin, enter, leave, end; acts on implicit.c's decisions
  *     implicit.c  step finding without markers: returns decisions (cycle.c: the detector)
  *     record.c    eager runs: calls recorded, the recording compared with the drafts
+ *     builder.c   builds on a thread of cgjit's (CGJIT_BUILD_BACKGROUND): hand-over and queue
  *     build.c     a trace from a recording: memory plan, staging, graphs
  *     replay.c    guard, absorb, patch, launch; variant switches
  *     exits.c     leaving a replay: flush, side exit, abort; other threads' observations
@@ -86,6 +87,8 @@ struct cgj_anchor {
     char *name;
     cgj_state_t state; /* changed only by cgj_anchor_go */
     int busy;
+    int building;                        /* builder.c builds a trace of it now (it holds `busy`): its runs are eager */
+    bool build_here;                     /* a build on the builder thread failed: the next is made by the program's */
     cgj_oplist_t drafts[CGJ_MAX_DRAFTS]; /* newest last */
     uint32_t draft_runs[CGJ_MAX_DRAFTS]; /* runs of each draft's shape seen so far */
     uint32_t ndrafts;
@@ -94,6 +97,7 @@ struct cgj_anchor {
     uint64_t runs, replays, side_exits;
     uint64_t busy_runs;                       /* runs begun while other threads ran it and all its siblings (eager) */
     uint64_t warmup_runs;                     /* runs it warmed up: eager, unrecorded (CGJIT_WARMUP_RUNS) */
+    uint64_t building_runs;                   /* runs begun while builder.c built it (eager, unrecorded) */
     struct cgj_anchor *sibling;               /* the anchor a thread takes while another runs this one ... */
     uint32_t order;                           /* ... "NAME#2" (order 1), "NAME#3" ...; 0: the anchor NAME */
     const void *taker;                        /* the thread that took it last (each thread keeps to its own) */
@@ -325,9 +329,24 @@ void cgj_replay_forget(cgj_thread_t *t);
 /* Begin replaying a's current variant. */
 void cgj_replay_begin(cgj_thread_t *t, cgj_anchor_t *a);
 
+/* ---- builder.c: builds on a thread of cgjit's (CGJIT_BUILD_BACKGROUND) ---- */
+/* Is a's next build handed to the builder thread? */
+bool cgj_builder_wanted(const cgj_anchor_t *a);
+/* Hand a's prepared recording (taken over) to the builder, with a taken (`busy`), which it
+ * gives back once built. False: no builder (the caller builds). */
+bool cgj_builder_hand(cgj_anchor_t *a, cgj_oplist_t *rec, CUcontext ctx);
+/* Wait for the build in hand; `drop`: give the queued recordings back to their anchors too. */
+void cgj_builder_settle(bool drop);
+void cgj_builder_forked(void);
+
 /* ---- build.c ---- */
-/* Build a trace from a classified recording (taken over) as a new variant of a. */
-void cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec);
+/* What a build reads of the program's state, taken from rec on the thread that recorded it:
+ * the host generation of its host operands, and which of its kernels reach mapped host memory. */
+void cgj_build_prepare(cgj_oplist_t *rec);
+/* Build a trace from a classified, prepared recording (taken over) as a new variant of a. A
+ * failure not for the pool blacklists an anchor with no variant, unless `background`: then the
+ * anchor only notes it. True: built. */
+bool cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool background);
 /* Would rec (classified) add nothing to a's variants? */
 bool cgj_build_duplicates(const cgj_anchor_t *a, const cgj_oplist_t *rec);
 uint32_t cgj_build_max_variants(void);

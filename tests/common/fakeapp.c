@@ -78,6 +78,10 @@ void fk_open(fk_t *fk)
     /* A step records from its first run, so that tests count runs as they always did (the
      * warm-up's own tests set CGJIT_WARMUP_RUNS). */
     setenv("CGJIT_WARMUP_RUNS", "0", 0);
+    /* A step is built at the end of the run that completes its recording and replays from the
+     * next, so that tests count runs as they always did (the background builder's own tests set
+     * CGJIT_BUILD_BACKGROUND=1). */
+    setenv("CGJIT_BUILD_BACKGROUND", "0", 0);
     /* Small steps are graphs here, so that every test's few ops exercise the graphs (tests of
      * the eager small segments set CGJIT_GRAPH_MIN_OPS themselves). */
     setenv("CGJIT_GRAPH_MIN_OPS", "1", 0);
@@ -133,6 +137,9 @@ void fk_open(fk_t *fk)
     fk->fail_pending = (__typeof__(fk->fail_pending))dlsym(fk->handle, "fakecuda_fail_pending");
     fk->set_delays = (__typeof__(fk->set_delays))dlsym(fk->handle, "fakecuda_set_delays");
     fk->fail_clear = (__typeof__(fk->fail_clear))dlsym(fk->handle, "fakecuda_fail_clear");
+    fk->hold = (__typeof__(fk->hold))dlsym(fk->handle, "fakecuda_hold");
+    fk->held = (__typeof__(fk->held))dlsym(fk->handle, "fakecuda_held");
+    fk->release = (__typeof__(fk->release))dlsym(fk->handle, "fakecuda_release");
     cr_assert(fk->register_kernel && fk->get_counts && fk->reset_counts && fk->fail_next);
     size_t s4[] = {8, 4, 4, 4}, s3[] = {8, 4, 4}, s_cs[] = {8, 8, 4, 4};
     fk_axpb = fk->register_kernel("axpb", k_axpb, 4, s4, 0, 0);

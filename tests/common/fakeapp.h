@@ -46,6 +46,9 @@ typedef struct fk {
     int (*fail_pending)(void);
     void (*set_delays)(unsigned launch_us, unsigned graph_launch_us);
     void (*fail_clear)(void);
+    void (*hold)(const char *);
+    int (*held)(void);
+    void (*release)(void);
     /* Added for the replay/API tests (resolved by fk_open like the others). */
     __typeof__(cuGraphInstantiateWithFlags) *graph_instantiate;
     __typeof__(cuGraphLaunch) *graph_launch;

@@ -152,10 +152,43 @@ static struct {
 } g_fails[MAX_PENDING_FAILS];
 static int g_nfails;
 
+/* fakecuda_hold: calls of this name wait at their start until fakecuda_release. */
+static char g_hold[64];
+static int g_held;
+static pthread_cond_t g_hold_cond = PTHREAD_COND_INITIALIZER;
+
+FAKECUDA_API void fakecuda_hold(const char *exported_name)
+{
+    lock();
+    snprintf(g_hold, sizeof g_hold, "%s", exported_name);
+    g_held = 0;
+    unlock();
+}
+
+FAKECUDA_API int fakecuda_held(void)
+{
+    lock();
+    int n = g_held;
+    unlock();
+    return n;
+}
+
+FAKECUDA_API void fakecuda_release(void)
+{
+    lock();
+    g_hold[0] = 0;
+    pthread_cond_broadcast(&g_hold_cond);
+    unlock();
+}
+
 CUresult fail_take(const char *name)
 {
     CUresult err = CUDA_SUCCESS;
     lock();
+    if (g_hold[0] && !strcmp(g_hold, name)) {
+        g_held++;
+        while (g_hold[0] && !strcmp(g_hold, name)) pthread_cond_wait(&g_hold_cond, &g_lock);
+    }
     for (int i = 0; i < g_nfails; i++) {
         if (strcmp(g_fails[i].name, name) != 0) continue;
         err = g_fails[i].err;

@@ -83,6 +83,13 @@ FAKECUDA_API void fakecuda_fail_next(const char *exported_name, CUresult err);
 FAKECUDA_API int fakecuda_fail_pending(void);
 FAKECUDA_API void fakecuda_fail_clear(void);
 
+/* Calls of the named driver function (exported name) wait at their start, from their next,
+ * until fakecuda_release; fakecuda_held: how many began waiting since the hold. What a test of
+ * work on another thread (cgjit's builder) holds in the middle. */
+FAKECUDA_API void fakecuda_hold(const char *exported_name);
+FAKECUDA_API int fakecuda_held(void);
+FAKECUDA_API void fakecuda_release(void);
+
 /* Host time each eager kernel launch and each graph launch takes (busy wait, microseconds; 0:
  * none): what a test of cgjit's cost model makes cheap or dear. */
 FAKECUDA_API void fakecuda_set_delays(unsigned launch_us, unsigned graph_launch_us);

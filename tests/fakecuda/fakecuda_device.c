@@ -133,6 +133,38 @@ FC_DEFINE(cuCtxSetCurrent, (CUcontext ctx))
     return (ctx == NULL || ctx == FAKE_CTX) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
+/* The one context lives as long as the process: ending it, its module or a library is only
+ * checked. */
+FC_DEFINE(cuCtxDestroy_v2, (CUcontext ctx))
+{
+    FAIL_POINT();
+    return ctx == FAKE_CTX ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+FC_DEFINE(cuDevicePrimaryCtxReset_v2, (CUdevice dev))
+{
+    FAIL_POINT();
+    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+FC_DEFINE(cuDevicePrimaryCtxRelease_v2, (CUdevice dev))
+{
+    FAIL_POINT();
+    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+FC_DEFINE(cuModuleUnload, (CUmodule m))
+{
+    FAIL_POINT();
+    return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FC_DEFINE(cuLibraryUnload, (CUlibrary l))
+{
+    FAIL_POINT();
+    return l ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 FC_DEFINE(cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev))
 {
     FAIL_POINT();

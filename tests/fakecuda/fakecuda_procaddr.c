@@ -18,7 +18,8 @@
 #define FC_EXPORTS(X)                                                                                          \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)                      \
     X(cuDeviceGetAttribute) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxSetCurrent)                            \
-    X(cuDevicePrimaryCtxRetain) X(cuCtxSynchronize) X(cuGetErrorString) X(cuGetErrorName) X(cuGetExportTable) \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxReset_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuCtxDestroy_v2) \
+    X(cuModuleUnload) X(cuLibraryUnload) X(cuCtxSynchronize) X(cuGetErrorString) X(cuGetErrorName) X(cuGetExportTable) \
     X(cuGetProcAddress) X(cuGetProcAddress_v2)                                                                  \
     X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)                      \
     X(cuLaunchHostFunc) X(cuLaunchHostFunc_ptsz)                                                               \

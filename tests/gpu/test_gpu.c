@@ -110,9 +110,10 @@ static int run_captured(char *const argv[], output_t *out)
      * whose decision follows the machine's pace); their own tests are host tests. */
     setenv("CGJIT_COST", "0", 0);
     setenv("CGJIT_GOVERN", "0", 0);
-    setenv("CGJIT_WARMUP_RUNS", "0", 0);     /* recorded from the first run, as counted */
-    setenv("CGJIT_GRAPH_MIN_OPS", "1", 0);   /* the scenarios' small steps as graphs, as counted */
-    setenv("CGJIT_FUSE_BACKGROUND", "0", 0); /* fused kernels in the trace as built, as counted */
+    setenv("CGJIT_WARMUP_RUNS", "0", 0);      /* recorded from the first run, as counted */
+    setenv("CGJIT_BUILD_BACKGROUND", "0", 0); /* built where recorded, replayed from the next run */
+    setenv("CGJIT_GRAPH_MIN_OPS", "1", 0);    /* the scenarios' small steps as graphs, as counted */
+    setenv("CGJIT_FUSE_BACKGROUND", "0", 0);  /* fused kernels in the trace as built, as counted */
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addclose(&fa, fds[0]);

@@ -49,7 +49,7 @@ def child_env(preload=True, **extra):
     # No implicit steps (CGJIT_STEP=off) unless a test asks: the set-up's calls before the first
     # marker would be a step of their own.
     env.update(CGJIT_DRIVER=DRIVER, CGJIT_STEP="off", CGJIT_COST="0", CGJIT_GOVERN="0", CGJIT_WARMUP_RUNS="0",
-               CGJIT_GRAPH_MIN_OPS="1", CGJIT_FUSE_BACKGROUND="0")
+               CGJIT_BUILD_BACKGROUND="0", CGJIT_GRAPH_MIN_OPS="1", CGJIT_FUSE_BACKGROUND="0")
     # The children import the cgjit this process imported (the build tree's or the wheel's).
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(cgjit.__file__)))
     env["PYTHONPATH"] = os.pathsep.join([pkg] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
