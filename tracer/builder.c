@@ -45,8 +45,8 @@ typedef struct job {
 } job_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;  /* a job queued, or stop */
-static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;  /* the job in hand is done */
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER; /* a job queued, or stop */
+static pthread_cond_t idle = PTHREAD_COND_INITIALIZER; /* the job in hand is done */
 static job_t *head, *tail;
 static bool up;       /* the thread runs */
 static bool in_hand;  /* it builds a job now */
@@ -158,8 +158,7 @@ static bool start_locked(void)
 
 bool cgj_builder_wanted(const cgj_anchor_t *a)
 {
-    return cgj_cfg.BUILD_BACKGROUND && !cgj_cfg.VERIFY && !a->build_here &&
-           cgj_jit_mode() == CGJ_JIT_REDUCE_OVERHEAD;
+    return cgj_cfg.BUILD_BACKGROUND && !cgj_cfg.VERIFY && !a->build_here && cgj_jit_mode() == CGJ_JIT_REDUCE_OVERHEAD;
 }
 
 bool cgj_builder_hand(cgj_anchor_t *a, cgj_oplist_t *rec, CUcontext ctx)

@@ -202,3 +202,25 @@ CUresult fk_capture_end_and_run(fk_t *fk, CUstream s)
     if (g) fk->graph_destroy(g);
     return r;
 }
+
+void fk_axpb3_step(fk_t *fk, const char *anchor, CUdeviceptr x, float *ref, int n)
+{
+    cr_assert_eq(cgj_trace_begin(anchor), CGJ_OK);
+    cr_assert_eq(fk_axpb_launch(fk, NULL, x, 1.5f, 0.5f, n, 1), CUDA_SUCCESS);
+    cr_assert_eq(fk_axpb_launch(fk, NULL, x, 0.5f, 1.0f, n, 1), CUDA_SUCCESS);
+    cr_assert_eq(fk_axpb_launch(fk, NULL, x, 0.25f, -1.0f, n, 1), CUDA_SUCCESS);
+    cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    for (int i = 0; i < n; i++) ref[i] = 0.25f * (0.5f * (1.5f * ref[i] + 0.5f) + 1.0f) - 1.0f;
+    float *h = malloc((size_t)n * sizeof *h);
+    cr_assert(h);
+    cr_assert_eq(fk->dtoh(h, x, (size_t)n * sizeof *h), CUDA_SUCCESS);
+    for (int i = 0; i < n; i++) cr_assert_eq(h[i], ref[i], "x[%d] = %g, eager gives %g", i, h[i], ref[i]);
+    free(h);
+}
+
+CUdeviceptr fk_fresh_floats(fk_t *fk, float *ref, int n)
+{
+    CUdeviceptr x = fk_alloc_floats(fk, n, 3);
+    cr_assert_eq(fk->dtoh(ref, x, (size_t)n * sizeof(float)), CUDA_SUCCESS);
+    return x;
+}

@@ -80,6 +80,11 @@ void fk_fakecuda_file(char *path, size_t size, const char *file);
 extern CUfunction fk_axpb, fk_addk, fk_copyscale, fk_axpb_kernel_handle, fk_opaque, fk_addk_at;
 
 CUdeviceptr fk_alloc_floats(fk_t *fk, int n, unsigned seed);
+/* A fresh buffer of n floats, and in ref what it holds. */
+CUdeviceptr fk_fresh_floats(fk_t *fk, float *ref, int n);
+/* One marked step `anchor` of three axpb kernels on x (n floats), then x read back and checked
+ * against the same arithmetic on the host copy ref (updated). */
+void fk_axpb3_step(fk_t *fk, const char *anchor, CUdeviceptr x, float *ref, int n);
 CUresult fk_axpb_launch(fk_t *fk, CUstream s, CUdeviceptr x, float a, float b, int n, unsigned grid);
 CUresult fk_addk_launch(fk_t *fk, CUstream s, CUdeviceptr x, int k, int n);
 CUresult fk_copyscale_launch(fk_t *fk, CUstream s, CUdeviceptr dst, CUdeviceptr src, float sc, int n);

@@ -57,26 +57,14 @@ static void wait_built(uint64_t n)
     cr_assert_eq(stats().builds_background, n);
 }
 
-/* One marked step of three kernels on x, then x read back and checked against the same
- * arithmetic on the host (ref). */
 static void step(const char *anchor, CUdeviceptr x, float *ref)
 {
-    cr_assert_eq(cgj_trace_begin(anchor), CGJ_OK);
-    OK(fk_axpb_launch(&fk, NULL, x, 1.5f, 0.5f, N, 1));
-    OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 1.0f, N, 1));
-    OK(fk_axpb_launch(&fk, NULL, x, 0.25f, -1.0f, N, 1));
-    cr_assert_eq(cgj_trace_end(), CGJ_OK);
-    for (int i = 0; i < N; i++) ref[i] = 0.25f * (0.5f * (1.5f * ref[i] + 0.5f) + 1.0f) - 1.0f;
-    float h[N];
-    OK(fk.dtoh(h, x, sizeof h));
-    for (int i = 0; i < N; i++) cr_assert_eq(h[i], ref[i], "x[%d] = %g, eager gives %g", i, h[i], ref[i]);
+    fk_axpb3_step(&fk, anchor, x, ref, N);
 }
 
 static CUdeviceptr fresh(float *ref)
 {
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
-    OK(fk.dtoh(ref, x, N * sizeof(float)));
-    return x;
+    return fk_fresh_floats(&fk, ref, N);
 }
 
 TestSuite(tracer_builder, .init = background);
@@ -97,8 +85,7 @@ Test(tracer_builder, the_program_goes_on_while_its_step_is_built_and_replays_onc
     cr_assert_eq(s.steps_replayed, 0);
     cr_assert_eq(info("s").variants, 0);
     cgj_trace_info_t sib;
-    cr_assert_eq(cgj_trace_info("s#2", &sib), CGJ_ERR_NOT_FOUND,
-                 "no sibling anchor records the step again");
+    cr_assert_eq(cgj_trace_info("s#2", &sib), CGJ_ERR_NOT_FOUND, "no sibling anchor records the step again");
     fk.release();
     wait_built(1);
     for (int r = 0; r < 4; r++) step("s", x, ref);
@@ -266,8 +253,8 @@ Test(tracer_builder, with_fusion_on_the_step_is_built_where_recorded)
     CUdeviceptr x = fresh(ref);
     for (int r = 0; r < 3; r++) step("d", x, ref);
     cgj_trace_info_t i = info("d");
-    cr_assert_eq(i.replays, 1, "%s, %llu runs, %llu replays: %s", cgj_state_name(i.state),
-                 (unsigned long long)i.runs, (unsigned long long)i.replays, i.reason);
+    cr_assert_eq(i.replays, 1, "%s, %llu runs, %llu replays: %s", cgj_state_name(i.state), (unsigned long long)i.runs,
+                 (unsigned long long)i.replays, i.reason);
     cr_assert_eq(stats().builds_background, 0);
     cr_assert_eq(stats().steps_building, 0);
 }

@@ -57,27 +57,15 @@ static cgj_trace_info_t info(void)
     return i;
 }
 
-/* One marked step of three kernels on x, then x read back and checked against the same
- * arithmetic on the host (ref). */
 static void step(CUdeviceptr x, float *ref)
 {
-    cr_assert_eq(cgj_trace_begin(ANCHOR), CGJ_OK);
-    OK(fk_axpb_launch(&fk, NULL, x, 1.5f, 0.5f, N, 1));
-    OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 1.0f, N, 1));
-    OK(fk_axpb_launch(&fk, NULL, x, 0.25f, -1.0f, N, 1));
-    cr_assert_eq(cgj_trace_end(), CGJ_OK);
-    for (int i = 0; i < N; i++) ref[i] = 0.25f * (0.5f * (1.5f * ref[i] + 0.5f) + 1.0f) - 1.0f;
-    float h[N];
-    OK(fk.dtoh(h, x, sizeof h));
-    for (int i = 0; i < N; i++) cr_assert_eq(h[i], ref[i], "x[%d] = %g, eager gives %g", i, h[i], ref[i]);
+    fk_axpb3_step(&fk, ANCHOR, x, ref, N);
 }
 
 /* A fresh buffer x, and in ref what it holds. */
 static CUdeviceptr fresh(float *ref)
 {
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
-    OK(fk.dtoh(ref, x, N * sizeof(float)));
-    return x;
+    return fk_fresh_floats(&fk, ref, N);
 }
 
 /* From a fresh x: `warmup` runs record nothing, the next records the draft, the next is compared
