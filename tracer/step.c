@@ -438,10 +438,31 @@ static void gpubusy_end(void)
  * does a step of a program that makes it only once): its runs are counted, nothing else. Only a
  * new anchor warms up; one that starts over (evicted, rebuilt) records at once, and so does the
  * step begun where a warm-up run was cut for its length (`record`, implicit.c). */
-static bool warming_up(bool record, cgj_anchor_t *a)
+static bool warming_up(bool record, bool implicit, cgj_anchor_t *a)
 {
     if (record || a->nvariants || a->state != CGJ_STATE_WARMUP || a->ndrafts) return false;
-    return __atomic_load_n(&a->warmup_runs, __ATOMIC_RELAXED) < (uint64_t)cgj_cfg.WARMUP_RUNS;
+    uint64_t runs = __atomic_load_n(&a->warmup_runs, __ATOMIC_RELAXED);
+    if (runs < (uint64_t)cgj_cfg.WARMUP_RUNS) return true;
+    return cgj_cfg.WARMUP_RUNS && implicit && runs < CGJ_WARMUP_MAX &&
+           __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC &&
+           !__atomic_load_n(&a->warm_repeat, __ATOMIC_RELAXED) && !__atomic_load_n(&a->long_steps, __ATOMIC_RELAXED);
+}
+
+/* Under sync, a warm-up run's length (its calls) is kept, and the step keeps warming up until
+ * one of its warm-up runs is as long as an earlier one (at most CGJ_WARMUP_MAX runs): a step
+ * whose length changes every time (a program's differently shaped sections between the same
+ * synchronizations, a batch of detections) records drafts that never agree, each at the cost of
+ * a recorded run. A run cut for its length (CGJ_SYNC_FIRST_RECORD) says nothing of it. Several
+ * threads may warm an anchor up at once: the lengths are atomics, and a lost one only delays. */
+static void warmup_ended(cgj_thread_t *t, uint32_t calls)
+{
+    cgj_anchor_t *a = t->last;
+    if (!a || !t->implicit || calls >= CGJ_SYNC_FIRST_RECORD || calls >= t->find.sync_long) return;
+    uint64_t n = __atomic_load_n(&a->warmup_runs, __ATOMIC_RELAXED); /* this run counted at its begin */
+    for (uint64_t i = 0; i + 1 < n && i < CGJ_WARMUP_LENS; i++)
+        if (__atomic_load_n(&a->warm_len[i], __ATOMIC_RELAXED) == calls)
+            __atomic_store_n(&a->warm_repeat, true, __ATOMIC_RELAXED);
+    if (n) __atomic_store_n(&a->warm_len[(n - 1) % CGJ_WARMUP_LENS], calls, __ATOMIC_RELAXED);
 }
 
 /* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
@@ -482,7 +503,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit, bool r
         cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
         return CGJ_OK;
     }
-    if (warming_up(record, own)) { /* as a busy anchor's run: eager, unrecorded, counted nowhere else */
+    if (warming_up(record, implicit, own)) { /* as a busy anchor's run: eager, unrecorded, counted nowhere else */
         __atomic_fetch_add(&own->runs, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&own->warmup_runs, 1, __ATOMIC_RELAXED); /* before another thread takes it */
         __atomic_store_n(&own->busy, 0, __ATOMIC_RELEASE);
@@ -594,6 +615,7 @@ static int end_locked(cgj_thread_t *t)
     }
     if (a && !handed) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
     gpubusy_end();
+    if (t->find.warming) warmup_ended(t, t->sync_calls + 1);
     t->anchor = NULL;
     t->find.warming = false;
     cgj_replay_forget(t);

@@ -28,7 +28,9 @@
 #include "base/spin.h"
 
 #define CGJ_MAX_VARIANTS_HARD 16
-#define CGJ_MAX_DRAFTS 4 /* eager recordings kept, so that A B A B finds its pairs */
+#define CGJ_MAX_DRAFTS 4  /* eager recordings kept, so that A B A B finds its pairs */
+#define CGJ_WARMUP_LENS 4 /* sync: warm-up runs' lengths kept to find one that repeats ... */
+#define CGJ_WARMUP_MAX 16 /* ... and warm-up runs at most while none has */
 /* Recordings of exited runs in a row that matched nothing, after which exits stop recording
  * (every draft slot then holds a shape seen once). */
 #define CGJ_LONE_RECORDS CGJ_MAX_DRAFTS
@@ -106,22 +108,24 @@ struct cgj_anchor {
     uint32_t record_failures;
     uint32_t exit_history; /* one bit per replayed run, newest lowest: 1 if it left the trace */
     uint32_t history_len;
-    bool want_twin;         /* an escape exit happened: a duplicate variant is welcome */
-    uint32_t lone_records;  /* recordings of runs that left the trace, in a row, that matched no
-                             * variant and no draft (record.c) ... */
-    uint64_t quiet_exits;   /* ... and the exits since they reached CGJ_LONE_RECORDS, run
-                             * without recording but for one in a growing number (exits.c) */
-    bool long_steps;        /* a first run went CGJ_SYNC_FIRST_RECORD calls without ending */
-    uint64_t last_used;     /* the begin serial of its last step (the coldest are evicted first) */
-    uint32_t pool_failures; /* builds that found no pool memory ... */
-    uint64_t pool_retry_at; /* ... and the run from which to try again */
-    uint64_t fuse_ticket;   /* a build left chains unfused for the background compiler: once it
-                             * is done with this ticket, the anchor starts over (cgj_anchor_refuse) */
-    uint32_t refusions;     /* times it started over for that */
-    uint64_t refuse_at;     /* ... not before this run (it could not: pool blocks were held) */
-    cgj_reason_t reason;    /* why blacklisted, or the last divergence, exit or abort */
-    cgj_cost_t cost;        /* cost.c (touched by the thread running its step) */
-    uint32_t gpu_id;        /* graphs/gpubusy.h's id of its figures (CGJIT_BUSY; 0: none yet) */
+    bool want_twin;                     /* an escape exit happened: a duplicate variant is welcome */
+    uint32_t lone_records;              /* recordings of runs that left the trace, in a row, that matched no
+                                         * variant and no draft (record.c) ... */
+    uint64_t quiet_exits;               /* ... and the exits since they reached CGJ_LONE_RECORDS, run
+                                         * without recording but for one in a growing number (exits.c) */
+    bool long_steps;                    /* a first run went CGJ_SYNC_FIRST_RECORD calls without ending */
+    uint32_t warm_len[CGJ_WARMUP_LENS]; /* sync: the lengths of its last warm-up runs (step.c) ... */
+    bool warm_repeat;                   /* ... one of which repeated an earlier one */
+    uint64_t last_used;                 /* the begin serial of its last step (the coldest are evicted first) */
+    uint32_t pool_failures;             /* builds that found no pool memory ... */
+    uint64_t pool_retry_at;             /* ... and the run from which to try again */
+    uint64_t fuse_ticket;               /* a build left chains unfused for the background compiler: once it
+                                         * is done with this ticket, the anchor starts over (cgj_anchor_refuse) */
+    uint32_t refusions;                 /* times it started over for that */
+    uint64_t refuse_at;                 /* ... not before this run (it could not: pool blocks were held) */
+    cgj_reason_t reason;                /* why blacklisted, or the last divergence, exit or abort */
+    cgj_cost_t cost;                    /* cost.c (touched by the thread running its step) */
+    uint32_t gpu_id;                    /* graphs/gpubusy.h's id of its figures (CGJIT_BUSY; 0: none yet) */
     struct cgj_anchor *next;
 };
 

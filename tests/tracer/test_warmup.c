@@ -209,6 +209,73 @@ Test(tracer_warmup_sync, a_long_step_cut_in_its_warm_up_replays_from_its_fourth_
     cr_assert_eq(stats().steps_replayed, iters - 3, "%llu replayed", (unsigned long long)stats().steps_replayed);
 }
 
+/* Steps of one anchor (their first call) whose lengths are lens[0..iters): an addk, then
+ * lens[it] - 2 axpb kernels, then a read-back (the synchronization that ends the step), checked
+ * against eager arithmetic. */
+static void sized_steps(CUdeviceptr x, float *ref, const int *lens, int iters)
+{
+    float h[N];
+    for (int it = 0; it < iters; it++) {
+        OK(fk_addk_launch(&fk, NULL, x, 1, N));
+        for (int k = 0; k < lens[it] - 2; k++) OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 1.0f, N, 1));
+        for (int i = 0; i < N; i++) {
+            ref[i] += 1.0f;
+            for (int k = 0; k < lens[it] - 2; k++) ref[i] = 0.5f * ref[i] + 1.0f;
+        }
+        OK(fk.dtoh(h, x, sizeof h));
+        for (int i = 0; i < N; i++) cr_assert_eq(h[i], ref[i], "iteration %d: x[%d] differs from eager", it, i);
+    }
+}
+
+static cgj_trace_info_t sized_info(void)
+{
+    cgj_trace_info_t i;
+    cr_assert_eq(cgj_trace_info("sync:cuLaunchKernel:addk:5d0c54949986efa7", &i), CGJ_OK);
+    return i;
+}
+
+/* A step whose length changes at every run keeps warming up: none of its runs is recorded,
+ * where each would have made a draft that the next run disagrees with. */
+Test(tracer_warmup_sync, a_step_whose_length_changes_every_run_is_not_recorded)
+{
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
+    int lens[12];
+    for (int it = 0; it < 12; it++) lens[it] = 3 + it;
+    uint64_t before = stats().ops_recorded;
+    sized_steps(x, ref, lens, 12);
+    cr_assert_eq(stats().ops_recorded, before, "%llu calls recorded",
+                 (unsigned long long)(stats().ops_recorded - before));
+    cr_assert_eq(sized_info().runs, 12);
+}
+
+/* Lengths that alternate (A B A B ...) repeat from the third run: the step records from its
+ * fourth and replays both shapes. */
+Test(tracer_warmup_sync, a_step_of_two_alternating_lengths_records_once_one_repeats)
+{
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
+    int lens[24];
+    for (int it = 0; it < 24; it++) lens[it] = it % 2 ? 7 : 5;
+    sized_steps(x, ref, lens, 24);
+    cgj_trace_info_t i = sized_info();
+    cr_assert_eq(i.variants, 2);
+    cr_assert_gt(i.replays, 10, "%llu of 24 runs replayed", (unsigned long long)i.replays);
+}
+
+/* At most CGJ_WARMUP_MAX (16) warm-up runs: then the step records as ever. */
+Test(tracer_warmup_sync, a_step_warms_up_at_most_sixteen_times)
+{
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
+    int lens[20];
+    for (int it = 0; it < 20; it++) lens[it] = 3 + it;
+    uint64_t warm = stats().steps_warmup;
+    sized_steps(x, ref, lens, 20);
+    cr_assert_eq(stats().steps_warmup - warm, 16);
+    cr_assert_gt(stats().ops_recorded, 0, "no run recorded after the sixteenth warm-up");
+}
+
 TestSuite(tracer_warmup_auto, .init = warm1_auto);
 
 /* Steps found by their cycle (CGJIT_STEP=auto) warm up: the loop's step runs once unrecorded,
