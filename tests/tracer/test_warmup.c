@@ -234,16 +234,23 @@ static cgj_trace_info_t sized_info(void)
     return i;
 }
 
+/* `iters` steps of lengths 3, 4, 5 ...: a new length at every run. */
+static void growing_steps(int iters)
+{
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
+    int lens[32];
+    cr_assert_leq(iters, 32);
+    for (int it = 0; it < iters; it++) lens[it] = 3 + it;
+    sized_steps(x, ref, lens, iters);
+}
+
 /* A step whose length changes at every run keeps warming up: none of its runs is recorded,
  * where each would have made a draft that the next run disagrees with. */
 Test(tracer_warmup_sync, a_step_whose_length_changes_every_run_is_not_recorded)
 {
-    float ref[N];
-    CUdeviceptr x = fresh(ref);
-    int lens[12];
-    for (int it = 0; it < 12; it++) lens[it] = 3 + it;
     uint64_t before = stats().ops_recorded;
-    sized_steps(x, ref, lens, 12);
+    growing_steps(12);
     cr_assert_eq(stats().ops_recorded, before, "%llu calls recorded",
                  (unsigned long long)(stats().ops_recorded - before));
     cr_assert_eq(sized_info().runs, 12);
@@ -266,12 +273,8 @@ Test(tracer_warmup_sync, a_step_of_two_alternating_lengths_records_once_one_repe
 /* At most CGJ_WARMUP_MAX (16) warm-up runs: then the step records as ever. */
 Test(tracer_warmup_sync, a_step_warms_up_at_most_sixteen_times)
 {
-    float ref[N];
-    CUdeviceptr x = fresh(ref);
-    int lens[20];
-    for (int it = 0; it < 20; it++) lens[it] = 3 + it;
     uint64_t warm = stats().steps_warmup;
-    sized_steps(x, ref, lens, 20);
+    growing_steps(20);
     cr_assert_eq(stats().steps_warmup - warm, 16);
     cr_assert_gt(stats().ops_recorded, 0, "no run recorded after the sixteenth warm-up");
 }
