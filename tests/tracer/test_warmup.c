@@ -235,10 +235,8 @@ static cgj_trace_info_t sized_info(void)
 }
 
 /* `iters` steps of lengths 3, 4, 5 ...: a new length at every run. */
-static void growing_steps(int iters)
+static void growing_steps(CUdeviceptr x, float *ref, int iters)
 {
-    float ref[N];
-    CUdeviceptr x = fresh(ref);
     int lens[32];
     cr_assert_leq(iters, 32);
     for (int it = 0; it < iters; it++) lens[it] = 3 + it;
@@ -249,8 +247,10 @@ static void growing_steps(int iters)
  * where each would have made a draft that the next run disagrees with. */
 Test(tracer_warmup_sync, a_step_whose_length_changes_every_run_is_not_recorded)
 {
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
     uint64_t before = stats().ops_recorded;
-    growing_steps(12);
+    growing_steps(x, ref, 12);
     cr_assert_eq(stats().ops_recorded, before, "%llu calls recorded",
                  (unsigned long long)(stats().ops_recorded - before));
     cr_assert_eq(sized_info().runs, 12);
@@ -273,8 +273,10 @@ Test(tracer_warmup_sync, a_step_of_two_alternating_lengths_records_once_one_repe
 /* At most CGJ_WARMUP_MAX (16) warm-up runs: then the step records as ever. */
 Test(tracer_warmup_sync, a_step_warms_up_at_most_sixteen_times)
 {
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
     uint64_t warm = stats().steps_warmup;
-    growing_steps(20);
+    growing_steps(x, ref, 20);
     cr_assert_eq(stats().steps_warmup - warm, 16);
     cr_assert_gt(stats().ops_recorded, 0, "no run recorded after the sixteenth warm-up");
 }
