@@ -16,8 +16,10 @@
  *
  * The first run of a step executes eagerly, unrecorded (WARMUP; CGJIT_WARMUP_RUNS runs, 1 by
  * default); the next executes eagerly and is recorded as a draft; the next executes eagerly
- * again and is compared with the draft (RECORD); if both agree, cgjit builds a CUDA graph, and
- * from the fourth run on the step is replayed (REPLAY). A run that does not match
+ * again and is compared with the draft (RECORD); if both agree, cgjit builds a CUDA graph (on a
+ * thread of its own while the program goes on, its runs meanwhile eager: CGJIT_BUILD_BACKGROUND),
+ * and from the first run after the build (the fourth, or a few later) the step is replayed
+ * (REPLAY). A run that does not match
  * the recorded trace leaves replay at the point of divergence (a side exit) and finishes eagerly;
  * two identical divergent runs become a second variant of the trace. An anchor whose runs never
  * agree is blacklisted and runs eagerly from then on (BLACKLISTED); one whose replay does not pay
