@@ -11,7 +11,9 @@
 #include <criterion/criterion.h>
 #include <cgjit.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,6 +86,7 @@ Test(tracer_builder, the_program_goes_on_while_its_step_is_built_and_replays_onc
     cr_assert_eq(s.ops_recorded, recorded, "runs while building record nothing");
     cr_assert_eq(s.steps_replayed, 0);
     cr_assert_eq(info("s").variants, 0);
+    cr_assert_eq(info("s").building_runs, 5);
     cgj_trace_info_t sib;
     cr_assert_eq(cgj_trace_info("s#2", &sib), CGJ_ERR_NOT_FOUND, "no sibling anchor records the step again");
     fk.release();
@@ -94,6 +97,14 @@ Test(tracer_builder, the_program_goes_on_while_its_step_is_built_and_replays_onc
     cr_assert_eq(i.replays, 4);
     cr_assert_eq(i.runs, 11);
     cr_assert_eq(stats().traces_built, 1);
+    /* the report says where those runs went */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cgj_report(f);
+    fclose(f);
+    cr_assert(strstr(text, "5 run(s) while cgjit's builder thread built it"), "%s", text);
+    free(text);
 }
 
 /* The program's capture must not meet cgjit's instantiation (global mode forbids it to every
