@@ -7,6 +7,8 @@
 #  - slow: 10% slower in every round: rounds go up to APPS_CHECK_MAX_PAIRS, and the check fails;
 #  - short: a second anchor turned off as too short for a graph (its steps run eagerly by design)
 #    is no missing replay: PASS; offcost: a second anchor off for another reason is: FAIL;
+#  - built: an anchor that ran eagerly while cgjit's builder thread built it: those runs are no
+#    missing replay: PASS;
 #  - sleepy1, sleepy2: a budget that fits one of them: the other is a row "not run" (INCOMPLETE);
 #  - APPS_CHECK_JOBS=2 on steady, slow and offcost: a row each from the jobs' runs, none run
 #    again, the speedup reported only (slow passes), offcost's share still a failure.
@@ -49,6 +51,7 @@ stand_in drifting "100 100 150" "110"
 stand_in slow "100" "110"
 stand_in short "100" "80" "  anchor 'copy': OFF, 300 runs, 8 replayed, 0 side exits, 1 variant(s)\\n    last event: the step is too short for a graph: replayed, it would make the same calls\\n"
 stand_in offcost "100" "80" "  anchor 'copy': OFF, 300 runs, 8 replayed, 0 side exits, 1 variant(s)\\n    last event: replay 5.0 us per step against 4.0 us eager\\n"
+stand_in built "100" "80" "  anchor 'late': REPLAY, 40 runs, 30 replayed, 0 side exits, 1 variant(s)\\n    eager on purpose: 0 probe(s), 0 run(s) while replay was off, 0 run(s) while another thread ran the step, 7 run(s) while cgjit's builder thread built it\\n"
 
 run() { # NAME: run the check on one program; sets status and log
   status=0
@@ -86,6 +89,9 @@ run short
 run offcost
 [ "$status" -eq 1 ] || fail "offcost: status $status, expected 1"
 echo "$log" | grep -q "replay share below 95%" || fail "offcost: the table does not say the share is below 95%"
+
+run built
+[ "$status" -eq 0 ] || fail "built: status $status, expected 0 (the runs while the step was built counted as unreplayed?)"
 
 # APPS_CHECK_BUDGET: stand-ins that take 1 s a run (6 runs a program); with 3 s of budget the
 # first runs, the next is a row "not run", and the check says INCOMPLETE (exit 3).
