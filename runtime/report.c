@@ -129,12 +129,12 @@ static void report_verdict(FILE *f, const cgj_anchor_t *a, const cgj_trace_info_
             "    warm-up: recording %.2f us per call, plan %.2f ms, graphs %.2f ms (instantiate %.2f ms); first replay at run %llu\n",
             (double)i->record_ns / (double)i->recorded_ops / 1e3, (double)i->plan_ns / 1e6, (double)i->build_ns / 1e6,
             (double)i->instantiate_ns / 1e6, (unsigned long long)i->first_replay_run);
-    if (i->probes || i->off_runs || i->busy_runs || i->building_runs)
+    if (i->warmup_runs || i->probes || i->off_runs || i->busy_runs || i->building_runs)
         fprintf(f,
-                "    eager on purpose: %llu probe(s), %llu run(s) while replay was off, %llu run(s) while another "
-                "thread ran the step, %llu run(s) while cgjit's builder thread built it\n",
-                (unsigned long long)i->probes, (unsigned long long)i->off_runs, (unsigned long long)i->busy_runs,
-                (unsigned long long)i->building_runs);
+                "    eager on purpose: %llu warm-up run(s), %llu probe(s), %llu run(s) while replay was off, %llu "
+                "run(s) while another thread ran the step, %llu run(s) while cgjit's builder thread built it\n",
+                (unsigned long long)i->warmup_runs, (unsigned long long)i->probes, (unsigned long long)i->off_runs,
+                (unsigned long long)i->busy_runs, (unsigned long long)i->building_runs);
     if (i->reissued_ops)
         fprintf(f, "    %llu absorbed ops re-issued eagerly where replays left the trace\n",
                 (unsigned long long)i->reissued_ops);

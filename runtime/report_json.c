@@ -237,6 +237,7 @@ static void anchor(FILE *f, const cgj_report_anchor_t *r)
     num(f, "off_runs", i->off_runs);
     num(f, "busy_runs", i->busy_runs);
     num(f, "building_runs", i->building_runs);
+    num(f, "warmup_runs", i->warmup_runs);
     num(f, "eager_calls_ns", i->eager_calls_ns);
     times(f, r);
     kept_reason(f, "reason", i->reason_code, i->reason_op, i->reason);

@@ -25,9 +25,10 @@
 #    times the program printed. Below 0.98 is a failure (APPS_CHECK_SPEED=report: reported only).
 #  - replayed(share): from each run's exit report (CGJIT_REPORT=1, on stderr), the share of steps
 #    replayed after warm-up, over the anchors that ran at least 10 times:
-#        share = sum(replays) / sum(max(runs - 3 - B, 0))
+#        share = sum(replays) / sum(max(runs - 2 - W - B, 0))
 #    read from the report's anchor lines ("  anchor 'NAME': STATE, R runs, P replayed, ...") and,
-#    for B, their "eager on purpose" lines (the runs while cgjit's builder thread built the step),
+#    for W and B, their "eager on purpose" lines (the warm-up runs, and the runs while cgjit's
+#    builder thread built the step; 2: the draft and the run compared with it),
 #    leaving out anchors turned off as too short for a graph (their steps run eagerly by design).
 #    The column shows the lowest share of the rounds. Below 95% is a failure (except for the
 #    programs that launch graphs of their own, own_graphs and torch_cuda_graphs: what they
@@ -177,8 +178,8 @@ below() {
 #   "REPORT ANCHORS ANCHORS10 REPLAYS WARM BLACKLISTED OFF"
 # REPORT is 1 when the report's first line ("cgjit report") is there; ANCHORS counts the anchor
 # lines, ANCHORS10 those with at least 10 runs, over which REPLAYS = sum(replays) and
-# WARM = sum(max(runs - 3 - building, 0)) (building: the runs its "eager on purpose" line says
-# were made while cgjit's builder thread built it); BLACKLISTED and OFF count anchors in those states. Lines the
+# WARM = sum(max(runs - 2 - warmup - building, 0)) (warmup, building: the warm-up runs and the runs
+# while cgjit's builder thread built it, from its "eager on purpose" line); BLACKLISTED and OFF count anchors in those states. Lines the
 # report may gain later are ignored: only "anchor '...': STATE, R runs, P replayed" is read.
 replay_figures() {
   awk '
@@ -186,7 +187,7 @@ replay_figures() {
     /^[ \t]+anchor \047/ && match($0, /[0-9]+ runs, [0-9]+ replayed/) {
       flush()
       split(substr($0, RSTART, RLENGTH), f, /[^0-9]+/)
-      runs = f[1] + 0; replays = f[2] + 0; building = 0
+      runs = f[1] + 0; replays = f[2] + 0; building = 0; warmup = 0
       anchors++
       if (match($0, /\047: [A-Z_]+, [0-9]+ runs,/)) {
         state = substr($0, RSTART + 3, RLENGTH - 3); sub(/,.*/, "", state)
@@ -198,11 +199,12 @@ replay_figures() {
     # An anchor turned off as too short for a graph runs its steps eagerly on purpose, at no cost
     # (replayed, they would make the same calls): no replay is missing there.
     /^[ \t]+(last event|never replayed): the step is too short for a graph/ { pending = 0 }
-    /^[ \t]+eager on purpose:/ && match($0, /[0-9]+ run\(s\) while cgjit\047s builder thread built it/) {
-      building = substr($0, RSTART, RLENGTH) + 0
+    /^[ \t]+eager on purpose:/ {
+      if (match($0, /[0-9]+ warm-up run\(s\)/)) warmup = substr($0, RSTART, RLENGTH) + 0
+      if (match($0, /[0-9]+ run\(s\) while cgjit\047s builder thread built it/)) building = substr($0, RSTART, RLENGTH) + 0
     }
     function flush() {
-      if (pending && runs >= 10) { n10++; num += replays; den += (runs > 3 + building ? runs - 3 - building : 0) }
+      if (pending && runs >= 10) { n10++; num += replays; den += (runs > 2 + warmup + building ? runs - 2 - warmup - building : 0) }
       pending = 0
     }
     END { flush(); printf "%d %d %d %d %d %d %d\n", report, anchors, n10, num, den, black, off }
@@ -516,7 +518,7 @@ if [ "$jobs" -gt 1 ]; then
 else
   echo "apps-check on $gpu; $pairs round(s) per program (up to $max_pairs where a speedup was below $min_speedup); outputs in $out"
 fi
-echo "  share = sum(replays) / sum(max(runs - 3 - runs while built, 0)) over anchors with >= 10 runs (lowest round);" \
+echo "  share = sum(replays) / sum(max(runs - 2 - warm-up runs - runs while built, 0)) over anchors with >= 10 runs (lowest round);" \
   "speedup = median eager us / median us with cgjit; in-proc = the report's eager/replay of its first anchor"
 printf '  %-22s %-7s %-5s %-9s %-15s %10s %10s %8s %8s  %s\n' app flavour step identical \
   "replayed(share)" "us_without" "us_with" speedup in-proc note

@@ -38,8 +38,9 @@
 #  - speed: the median over the eager runs of their median_us (of two, their mean) / the median
 #    over the cgjit runs' (one without REAL_CHECK_ROUNDS); n/a without the stderr line.
 #  - replayed: from the JSON report, over the anchors that ran at least 10 times,
-#    sum(replays) / sum(max(runs - 3 - building_runs, 0)) (the runs while cgjit's builder thread
-#    built the step are eager on purpose; n/a: no readable report; none>=10: no such anchor);
+#    sum(replays) / sum(max(runs - 2 - warmup_runs - building_runs, 0)) (its warm-up runs, the
+#    draft and the run compared with it, and the runs while cgjit's builder thread built the step
+#    are eager on purpose; n/a: no readable report; none>=10: no such anchor);
 #    where some of them are the program's marked steps ("marked X%"), over those alone (a marked
 #    step begun while the governor holds cgjit dormant runs straight through: no run of its anchor),
 #    then the governor's last decision and its measured speed active/dormant (active@1.31x), or
@@ -275,7 +276,7 @@ def one(report):
     # A program that marks its steps: its marked anchors alone (implicit ones are named sync:, auto:).
     marked = [a for a in anchors if not a["name"].startswith(("sync:", "auto:"))]
     num = sum(a["replays"] for a in marked or anchors)
-    den = sum(max(a["runs"] - 3 - a.get("building_runs", 0), 0) for a in marked or anchors)
+    den = sum(max(a["runs"] - 2 - a.get("warmup_runs", 1) - a.get("building_runs", 0), 0) for a in marked or anchors)
     share = f"{100.0 * num / den:.1f}%" if den else "none>=10"
     if marked:
         share = "marked " + share

@@ -325,6 +325,7 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
     out->off_runs = __atomic_load_n(&a->cost.off_runs, __ATOMIC_RELAXED);
     out->busy_runs = __atomic_load_n(&a->busy_runs, __ATOMIC_RELAXED);
     out->building_runs = __atomic_load_n(&a->building_runs, __ATOMIC_RELAXED);
+    out->warmup_runs = __atomic_load_n(&a->warmup_runs, __ATOMIC_RELAXED);
     uint64_t timed = __atomic_load_n(&a->cost.timed_probes, __ATOMIC_RELAXED);
     out->eager_calls_ns = timed ? __atomic_load_n(&a->cost.probe_calls_ns, __ATOMIC_RELAXED) / timed : 0;
     if (!a->nvariants) return;

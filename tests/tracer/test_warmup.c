@@ -79,6 +79,7 @@ static void first_replay_after(unsigned warmup, CUdeviceptr x, float *ref)
     if (warmup) {
         cgj_trace_info_t i = info();
         cr_assert_eq(i.runs, warmup);
+        cr_assert_eq(i.warmup_runs, warmup);
         cr_assert_eq(i.state, CGJ_STATE_WARMUP);
         cr_assert_eq(i.recorded_ops, 0);
     }
@@ -254,6 +255,7 @@ Test(tracer_warmup_sync, a_step_whose_length_changes_every_run_is_not_recorded)
     cr_assert_eq(stats().ops_recorded, before, "%llu calls recorded",
                  (unsigned long long)(stats().ops_recorded - before));
     cr_assert_eq(sized_info().runs, 12);
+    cr_assert_eq(sized_info().warmup_runs, 12);
 }
 
 /* Lengths that alternate (A B A B ...) repeat from the third run: the step records from its
@@ -278,6 +280,7 @@ Test(tracer_warmup_sync, a_step_warms_up_at_most_sixteen_times)
     uint64_t warm = stats().steps_warmup;
     growing_steps(x, ref, 20);
     cr_assert_eq(stats().steps_warmup - warm, 16);
+    cr_assert_eq(sized_info().warmup_runs, 16);
     cr_assert_gt(stats().ops_recorded, 0, "no run recorded after the sixteenth warm-up");
 }
 
