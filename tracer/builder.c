@@ -20,8 +20,9 @@
  *  - a module or library unloaded, a context destroyed or reset: the call first waits for the
  *    build in hand and gives the queued ones back (their anchors record again);
  *  - the process's exit: the build in hand ends, the queued ones are given back;
- *  - fork(): the child has no builder; anchors a build held stay eager there (a child runs every
- *    step eagerly anyway).
+ *  - fork(): the child starts with no builder and an empty queue (the thread did not come along,
+ *    and the parent's build in hand is not the child's to wait for); anchors a build held stay
+ *    eager there.
  * A build that fails here for any reason but the pool's is not retried here: its anchor's next
  * build runs on the program's thread, where the failure is judged as it always was (build.c).
  *
@@ -192,7 +193,6 @@ void cgj_builder_forked(void)
     pthread_mutex_init(&lock, NULL);
     pthread_cond_init(&wake, NULL);
     pthread_cond_init(&idle, NULL);
-    head = tail = NULL; /* the parent's jobs: their anchors stay taken here */
-    up = false, in_hand = false;
-    stopping = true; /* a child builds on its own threads, if at all */
+    head = tail = NULL;                            /* the parent's jobs: their anchors stay taken (eager) here */
+    up = false, in_hand = false, stopping = false; /* no thread here: the first hand-over starts one */
 }

@@ -43,6 +43,7 @@ void cgj_step_forked(bool cuda_before)
     cgj_captures_forked();
     cgj_anchors_forked();
     cgj_watch_forked();
+    cgj_builder_forked();
     /* The threads' count started afresh: implicit steps look at every call again. */
     if (__atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF)
         __atomic_fetch_add(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);

@@ -231,7 +231,12 @@ Test(tracer_builder, a_child_of_fork_runs_eagerly_while_the_parent_builds)
     wait_held();
     pid_t pid = fork();
     if (pid == 0) {
+        alarm(10);                                     /* a hang ends as SIGALRM */
         for (int r = 0; r < 4; r++) step("k", x, ref); /* asserts the results: a failure exits non-zero */
+        /* The parent's build in hand did not come along: nothing here waits for it. */
+        __typeof__(cuModuleUnload) *unload = NULL;
+        if (fk.gpa("cuModuleUnload", (void **)&unload, 13000, 0, NULL) != CUDA_SUCCESS) _exit(4);
+        if (unload((CUmodule)0x1) != CUDA_SUCCESS) _exit(5);
         _exit(stats().steps_replayed == 0 ? 0 : 3);
     }
     int status = 0;
