@@ -183,6 +183,7 @@ void cgj_build_prepare(cgj_oplist_t *rec)
 
 bool cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool background)
 {
+    a->want_twin = false; /* an escape exit's wish for a twin is answered by this build, made or not */
     cgj_trace_t *tr = cgj_xcalloc(1, sizeof *tr);
     tr->list = *rec;
     *rec = (cgj_oplist_t){0};

@@ -71,7 +71,6 @@ static bool build(job_t *j)
     uint32_t pool_failures = a->pool_failures;
     CGJ_LOG(trace, "anchor '%s': built by cgjit's builder thread (%u ops)", a->name, j->rec.n);
     bool built = cgj_build_variant(a, &j->rec, true);
-    a->want_twin = false;
     if (!built && a->pool_failures == pool_failures)
         a->build_here = true; /* failed, not for the pool: the next build is the program's */
     return built;

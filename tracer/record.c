@@ -232,7 +232,6 @@ void cgj_record_finish(cgj_thread_t *t)
                 rec = (cgj_oplist_t){0};
             } else {
                 cgj_build_variant(a, &rec, false);
-                a->want_twin = false;
             }
         }
         cgj_oplist_free(&rec);

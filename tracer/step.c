@@ -611,7 +611,7 @@ static int end_locked(cgj_thread_t *t)
     if (t->build_pending) {
         t->build_pending = false;
         if (a->state != CGJ_STATE_BLACKLISTED && !(handed = cgj_builder_hand(a, &t->build, t->ctx)))
-            cgj_build_variant(a, &t->build, false), a->want_twin = false;
+            cgj_build_variant(a, &t->build, false);
         cgj_oplist_free(&t->build);
     }
     if (a && !handed) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
