@@ -360,6 +360,20 @@ static void expect_chain(const cgj_trace_info_t *in, const cgj_stats_t *st)
     if (in->segments != 1) problem("segments is %u, expected 1", in->segments);
 }
 
+/* The chain built by cgjit's builder thread (test_gpu sets CGJIT_BUILD_BACKGROUND=1): the runs
+ * while it builds are eager and unrecorded, every later one replays, every step's result as
+ * eager's (the runner compares them). */
+static void expect_background(const cgj_trace_info_t *in, const cgj_stats_t *st)
+{
+    expect_state(in, CGJ_STATE_REPLAY);
+    expect_ge("builds_background", st->builds_background, 1);
+    if (st->steps_building != in->building_runs)
+        problem("steps_building is %llu, the anchor's building_runs %llu", (unsigned long long)st->steps_building,
+                (unsigned long long)in->building_runs);
+    expect_ge("replays", in->replays + in->building_runs, 990);
+    if (in->segments != 1) problem("segments is %u, expected 1", in->segments);
+}
+
 /* The chain under CGJIT_BUSY=1 (test_gpu sets it): every replayed step's GPU time measured
  * through CUPTI, and no longer than the step's period. */
 static void expect_busy(const cgj_trace_info_t *in, const cgj_stats_t *st)
@@ -593,6 +607,7 @@ static const scenario_t SCENARIOS[] = {
     {"escape", 1, step_escape, NULL, expect_escape},
     {"alloc_sizes", 1, step_alloc_sizes, NULL, expect_alloc_sizes},
     {"busy", 1, step_chain, NULL, expect_busy},
+    {"background", 1, step_chain, NULL, expect_background},
 };
 enum { NSCENARIOS = sizeof SCENARIOS / sizeof SCENARIOS[0] };
 

@@ -239,6 +239,17 @@ Test(gpu_scenarios, busy_static, .timeout = 300)
     unsetenv("CGJIT_BUSY");
 }
 
+/* CGJIT_BUILD_BACKGROUND=1, as users get it: the chain built by cgjit's builder thread. */
+#define BACKGROUND_TEST(flavour)                              \
+    Test(gpu_scenarios, background_##flavour, .timeout = 300) \
+    {                                                         \
+        setenv("CGJIT_BUILD_BACKGROUND", "1", 1);             \
+        run_scenario("background", #flavour);                 \
+    }
+BACKGROUND_TEST(static)
+BACKGROUND_TEST(shared)
+BACKGROUND_TEST(ptds)
+
 /* Fusion (mode default): one test per gpu_fusion scenario. */
 #define FUSION_TEST(scenario)                               \
     Test(gpu_fusion, scenario, .timeout = 300)              \
