@@ -518,6 +518,19 @@ static void unfuse(cgj_trace_t *t, const cgj_segment_t *seg)
     }
 }
 
+/* A segment whose every captured op is a copy from host memory that replay stages: replayed, its
+ * graph would copy every byte into staging at the call, as the driver does, and start the copies
+ * only at the segment's end, later than eager execution does (a program that times the work
+ * after its uploads would count them). */
+static bool copies_only(const cgj_trace_t *t, const cgj_segment_t *seg)
+{
+    for (uint32_t i = seg->first; i < seg->end; i++) {
+        const cgj_op_t *o = &t->list.ops[i];
+        if (cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE && (!cgj_call_staged(&o->call) || o->lib)) return false;
+    }
+    return true;
+}
+
 void cgj_graph_segments(cgj_trace_t *t)
 {
     split_segments(t);
@@ -526,12 +539,13 @@ void cgj_graph_segments(cgj_trace_t *t)
         for (uint32_t i = seg->first; i < seg->end; i++) t->list.ops[i].seg = s;
         find_streams(t, seg);
         /* A graph of one or two nodes costs as much host time to launch as its ops do eagerly,
-         * and starts later on the GPU: a program waiting for it right away would be slower.
-         * Unless it holds a fused chain: one kernel in place of several, its intermediates never
-         * written. */
+         * and starts later on the GPU: a program waiting for it right away would be slower. So
+         * does a graph of staged copies only. Unless it holds a fused chain: one kernel in place
+         * of several, its intermediates never written. */
         bool fused = false;
         for (uint32_t i = seg->first; i < seg->end && !fused; i++) fused = t->list.ops[i].fused != 0;
-        seg->eager = seg->ncapture && seg->ncapture < (uint32_t)cgj_cfg.GRAPH_MIN_OPS && !fused;
+        seg->eager = seg->ncapture && (seg->ncapture < (uint32_t)cgj_cfg.GRAPH_MIN_OPS || copies_only(t, seg)) &&
+                     !fused;
         if (seg->eager) unfuse(t, seg);
     }
 }

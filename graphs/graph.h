@@ -18,8 +18,8 @@
 
 #include "ir/ir.h"
 
-/* Split t->list into segments, and say which are too short for a graph (seg->eager: their ops
- * run as the program makes them at replay). */
+/* Split t->list into segments, and say which have no graph worth launching (seg->eager: too
+ * short, or staged copies only; their ops run as the program makes them at replay). */
 void cgj_graph_segments(cgj_trace_t *t);
 /* Capture and instantiate each segment cgj_graph_segments left for a graph (the host-to-device
  * copies in them must have their staging already). On failure returns false with *why set

@@ -92,7 +92,7 @@
       "steps too short for a graph to pay, or leaving their trace too often: see the side exits") \
     X(OFF_WASTE, "the step's recordings and side exits cost more than its replays save",          \
       "the step's shapes follow the data: such steps run eagerly for a while, and replay is tried again later") \
-    X(OFF_NO_GRAPH, "the step is too short for a graph: replayed, it would make the same calls",   \
+    X(OFF_NO_GRAPH, "the step has no graph worth launching: replayed, it would make the same calls", \
       "nothing to do: such a step runs eagerly at no cost (CGJIT_GRAPH_MIN_OPS sets the shortest graph)") \
     X(OFF_LONE_RECORDINGS, "runs that leave the trace are no longer recorded: the last ones matched nothing", \
       "the step's shapes follow the data: such runs finish eagerly; one in a growing number is still recorded") \

@@ -29,7 +29,7 @@
 #    read from the report's anchor lines ("  anchor 'NAME': STATE, R runs, P replayed, ...") and,
 #    for W and B, their "eager on purpose" lines (the warm-up runs, and the runs while cgjit's
 #    builder thread built the step; 2: the draft and the run compared with it),
-#    leaving out anchors turned off as too short for a graph (their steps run eagerly by design).
+#    leaving out anchors turned off for want of a graph worth launching (their steps run eagerly by design).
 #    The column shows the lowest share of the rounds. Below 95% is a failure (except for the
 #    programs that launch graphs of their own, own_graphs and torch_cuda_graphs: what they
 #    capture and launch themselves is left to them, so their share is shown only), and so is a run
@@ -198,7 +198,7 @@ replay_figures() {
     }
     # An anchor turned off as too short for a graph runs its steps eagerly on purpose, at no cost
     # (replayed, they would make the same calls): no replay is missing there.
-    /^[ \t]+(last event|never replayed): the step is too short for a graph/ { pending = 0 }
+    /^[ \t]+(last event|never replayed): the step has no graph worth launching/ { pending = 0 }
     /^[ \t]+eager on purpose:/ {
       if (match($0, /[0-9]+ warm-up run\(s\)/)) warmup = substr($0, RSTART, RLENGTH) + 0
       if (match($0, /[0-9]+ run\(s\) while cgjit\047s builder thread built it/)) building = substr($0, RSTART, RLENGTH) + 0

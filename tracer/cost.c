@@ -197,7 +197,8 @@ void cgj_cost_ended(cgj_anchor_t *a, bool clean, uint64_t host_ns)
     turn_off(a, &why);
 }
 
-/* A step whose trace launches no graph (every segment shorter than CGJIT_GRAPH_MIN_OPS) and
+/* A step whose trace launches no graph (every segment shorter than CGJIT_GRAPH_MIN_OPS, or made of
+ * copies from host memory that replay stages, graph.c's copies_only) and
  * serves nothing from the pool makes, replayed, the calls eager execution makes, at the same
  * moments, with cgjit's guards around them: it cannot pay, and measuring it only costs probes
  * (the per-token copy of a decoder replayed at 0.99x). Once its only trace has replayed to its
@@ -230,8 +231,9 @@ void cgj_cost_replayed(cgj_anchor_t *a, bool exited)
     c->no_graph = true;
     c->retry_at = UINT64_MAX;
     cgj_reason_t why;
-    cgj_reason_set(&why, CGJ_REASON_OFF_NO_GRAPH, CGJ_REASON_NO_OP, "%u op(s) in %u segment(s), each shorter than %lld",
-                   t->list.n, t->nsegs, (long long)cgj_cfg.GRAPH_MIN_OPS);
+    cgj_reason_set(&why, CGJ_REASON_OFF_NO_GRAPH, CGJ_REASON_NO_OP,
+                   "%u op(s) in %u segment(s), each shorter than %lld or staged copies only", t->list.n, t->nsegs,
+                   (long long)cgj_cfg.GRAPH_MIN_OPS);
     cgj_anchor_go(a, CGJ_STATE_OFF);
     cgj_anchor_note(a, &why);
     CGJ_STAT_ADD(anchors_off, 1);

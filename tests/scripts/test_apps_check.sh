@@ -49,7 +49,7 @@ EOS
 stand_in steady "100" "80"
 stand_in drifting "100 100 150" "110"
 stand_in slow "100" "110"
-stand_in short "100" "80" "  anchor 'copy': OFF, 300 runs, 8 replayed, 0 side exits, 1 variant(s)\\n    last event: the step is too short for a graph: replayed, it would make the same calls\\n"
+stand_in short "100" "80" "  anchor 'copy': OFF, 300 runs, 8 replayed, 0 side exits, 1 variant(s)\\n    last event: the step has no graph worth launching: replayed, it would make the same calls\\n"
 stand_in offcost "100" "80" "  anchor 'copy': OFF, 300 runs, 8 replayed, 0 side exits, 1 variant(s)\\n    last event: replay 5.0 us per step against 4.0 us eager\\n"
 stand_in built "100" "80" "  anchor 'late': REPLAY, 40 runs, 30 replayed, 0 side exits, 1 variant(s)\\n    eager on purpose: 1 warm-up run(s), 0 probe(s), 0 run(s) while replay was off, 0 run(s) while another thread ran the step, 7 run(s) while cgjit's builder thread built it\\n"
 

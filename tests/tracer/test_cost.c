@@ -332,6 +332,36 @@ Test(tracer_cost_small, a_short_step_pins_no_staging_for_its_copies)
                  after.host_allocs - before.host_allocs);
 }
 
+/* Four copies from pageable memory and nothing else: a program uploading its inputs before
+ * the work it times. Replayed as a graph, the copies would be staged as the driver stages them
+ * and start only at the step's end: the step launches no graph, and turns off. */
+static void uploads_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    enum { Q = N / 4 };
+    float host[Q];
+    for (int k = 0; k < 4; k++) {
+        for (int i = 0; i < Q; i++) host[i] = (float)(s * 7 + k * Q + i);
+        OK(fk.htod(b[0] + (CUdeviceptr)k * Q * sizeof(float), host, sizeof host));
+    }
+}
+
+Test(tracer_cost_small, a_step_of_uploads_only_launches_no_graph)
+{
+    fakecuda_counts_t before, after;
+    fk.get_counts(&before);
+    cgj_trace_info_t i = run_traced_fn("uploads", 20, uploads_step);
+    fk.get_counts(&after);
+    cr_assert_eq(i.state, CGJ_STATE_OFF, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_str_eq(cgj_reason_name(i.reason_code), "OFF_NO_GRAPH", "%s", i.reason);
+    cr_assert(strstr(i.reason, "staged copies only") != NULL, "%s", i.reason);
+    cr_assert_eq(i.replays, 8, "%llu replays", (unsigned long long)i.replays);
+    cr_assert_eq(after.graph_launches, before.graph_launches, "%lu graph launches for a step of uploads",
+                 after.graph_launches - before.graph_launches);
+    cr_assert_eq(after.host_allocs, before.host_allocs, "%lu pinned allocations for a step that launches no graph",
+                 after.host_allocs - before.host_allocs);
+}
+
 /* Two kernels around an allocation made and freed inside the step. */
 static void alloc_step(int s, CUdeviceptr *b, void *ctx)
 {
