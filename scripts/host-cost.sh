@@ -8,8 +8,9 @@
 # launches, the GPU) is not here: this is the part cgjit's code decides.
 #
 # Then what a run that leaves its trace costs beyond the same run eagerly, a call in an eager
-# implicit step against an untraced one, and a call while the governor holds cgjit dormant against
-# one cgjit is not in at all (step_cost_app, the same fake driver).
+# implicit step against an untraced one, a call while the governor holds cgjit dormant against
+# one cgjit is not in at all, and the first and second runs of steps made once (step_cost_app,
+# the same fake driver).
 #
 # Usage: scripts/host-cost.sh [BUILD] [STEPS]   (defaults: build, 2000)
 # Exit status: 0; 1 where the app failed (outputs not eager's, too few steps replayed); 2 on bad
@@ -48,6 +49,13 @@ path_costs() {
   mx=$(printf '%s\n' "${dis[@]}" | sort -g | sed -n 3p)
   echo "host-cost: a call while dormant (CGJIT_GOVERN=2): $md ns, without cgjit in the call (CGJIT_DISABLE=1): $mx ns;" \
     "$(awk -v a="$md" -v b="$mx" 'BEGIN { printf "%.1f", a - b }') ns over (medians of 5)"
+  # A step made once (a program's timed section): its first run, a warm-up run, and its second,
+  # under the user's defaults (the fake app's own defaults record from the first run and build
+  # in place), against the same steps untraced.
+  local fon foff
+  fon=$(CGJIT_WARMUP_RUNS=1 CGJIT_BUILD_BACKGROUND=1 CGJIT_STEP=sync "$sc" fresh 400 | sed -n 's/^ *\(.*\) (medians)$/\1/p')
+  foff=$(CGJIT_STEP=off "$sc" fresh 400 | sed -n 's/^ *\([0-9.]*\) us per first run.*/\1/p')
+  echo "host-cost: a step of 4 calls made for the first time: $fon under CGJIT_STEP=sync; $foff us untraced"
 }
 
 runs=()

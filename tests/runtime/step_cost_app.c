@@ -13,9 +13,14 @@
  *                                 so that no step replays. Prints the host time per call; run
  *                                 it under CGJIT_STEP=off and CGJIT_STEP=sync to see what a call in
  *                                 an eager implicit step costs.
+ *   step_cost_app fresh [STEPS]   steps of 3 launches and a synchronization, each on a stream of
+ *                                 its own: every step is an anchor's first run (a program's
+ *                                 timed section that it makes once). Prints the host time per
+ *                                 step, first runs against the same steps run again; run it
+ *                                 under CGJIT_STEP=off and CGJIT_STEP=sync.
  *
  * Each run's results are compared with the same arithmetic eagerly (exits: the same steps
- * without markers on buffers of their own; eager: host arithmetic); the exit status is 1 where
+ * without markers on buffers of their own; eager and fresh: host arithmetic); the exit status is 1 where
  * they differ or the path was not taken (exits: fewer than a third of the steps left the trace
  * or replayed), 2 on bad usage, 0 otherwise.
  */
@@ -116,13 +121,49 @@ static int eager(int iters)
     return same ? 0 : 1;
 }
 
+static int fresh(int steps)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 4);
+    float ref[N], seen[N];
+    check(fk.dtoh(ref, x, sizeof ref), "read-back");
+    CUstream *st = calloc((size_t)steps, sizeof(CUstream));
+    double *first = calloc((size_t)steps, sizeof(double)), *again = calloc((size_t)steps, sizeof(double));
+    if (!st || !first || !again) return 1;
+    for (int s = 0; s < steps; s++) check(fk.stream_create(&st[s], CU_STREAM_NON_BLOCKING), "stream");
+    for (int pass = 0; pass < 2; pass++)
+        for (int s = 0; s < steps; s++) {
+            double t0 = fk_now_ns();
+            for (int j = 0; j < 3; j++) check(fk_axpb_launch(&fk, st[s], x, 0.5f, (float)j, N, 1), "axpb");
+            check(fk.stream_sync(st[s]), "synchronize");
+            (pass ? again : first)[s] = fk_now_ns() - t0;
+            for (int j = 0; j < 3; j++)
+                for (int i = 0; i < N; i++) ref[i] = 0.5f * ref[i] + (float)j;
+        }
+    check(fk.dtoh(seen, x, sizeof seen), "read-back");
+    bool same = !memcmp(ref, seen, sizeof ref);
+    fk_sort(first, (size_t)steps);
+    fk_sort(again, (size_t)steps);
+    const char *policy = getenv("CGJIT_STEP");
+    printf("step_cost_app fresh: %d steps on streams of their own, twice, under CGJIT_STEP=%s; outputs %s\n", steps,
+           policy ? policy : "(unset)",
+           same ? "identical to the host's arithmetic" : "DIFFER from the host's arithmetic");
+    printf("  %.1f us per first run, %.1f us per second run (medians)\n", first[steps / 2] / 1e3,
+           again[steps / 2] / 1e3);
+    free(st);
+    free(first);
+    free(again);
+    return same ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     int steps = argc > 2 ? atoi(argv[2]) : 400;
-    if (argc < 2 || argc > 3 || steps < 120 || (strcmp(argv[1], "exits") && strcmp(argv[1], "eager"))) {
-        fprintf(stderr, "usage: step_cost_app exits|eager [STEPS >= 120]\n");
+    if (argc < 2 || argc > 3 || steps < 120 ||
+        (strcmp(argv[1], "exits") && strcmp(argv[1], "eager") && strcmp(argv[1], "fresh"))) {
+        fprintf(stderr, "usage: step_cost_app exits|eager|fresh [STEPS >= 120]\n");
         return 2;
     }
     fk_open(&fk);
+    if (!strcmp(argv[1], "fresh")) return fresh(steps);
     return !strcmp(argv[1], "exits") ? exits(steps) : eager(steps);
 }
