@@ -1,8 +1,10 @@
 /*
  * layout.c — a small cache from function handle to parameter layout and name.
  *
- * Looked up only while recording (never in replay, where the op carries its layout), so a
- * mutex around the map is enough. Entries are never removed: a handle's layout does not change.
+ * Looked up while recording (never in replay, where the op carries its layout) and where a step
+ * begins at a kernel (its name), so a mutex around the map is enough. A name is asked of the
+ * driver on its own: a step's warm-up run, which records nothing, asks for no parameters.
+ * Entries are never removed: a handle's layout and name do not change.
  */
 #include "ir/layout.h"
 #include "base/driver.h"
@@ -14,7 +16,7 @@
 
 typedef struct entry {
     CUfunction f;
-    bool known, asked;
+    bool known, asked, named;
     uint32_t n, size;
     uint32_t *off, *sz;
     const char *name;
@@ -64,13 +66,22 @@ static void learn_name(entry_t *e)
     else e->name = "?";
 }
 
-static entry_t *lookup(CUfunction f)
+static entry_t *named(CUfunction f)
 {
     entry_t *e = find_or_insert(f);
+    if (!e->named) {
+        e->named = true;
+        learn_name(e);
+    }
+    return e;
+}
+
+static entry_t *lookup(CUfunction f)
+{
+    entry_t *e = named(f);
     if (!e->asked) {
         e->asked = true;
         learn(e);
-        learn_name(e);
     }
     return e;
 }
@@ -95,7 +106,7 @@ bool cgj_layout_get(const cgj_call_t *c, cgj_layout_t *out)
 const char *cgj_layout_kernel_name(CUfunction f)
 {
     pthread_mutex_lock(&cache_lock);
-    entry_t *e = lookup(f);
+    entry_t *e = named(f);
     const char *name = e->name;
     pthread_mutex_unlock(&cache_lock);
     return name;

@@ -67,6 +67,7 @@ typedef struct fakecuda_counts {
      * pointer (the real cuMemFree synchronizes). cuMemFreeAsync does not count. */
     unsigned long device_syncs;
     unsigned long device_updates; /* node parameter updates cgjit's patch kernel applied (fakecuda_devpatch.c) */
+    unsigned long param_queries;  /* cuFuncGetParamInfo/cuKernelGetParamInfo calls, answered or not */
 } fakecuda_counts_t;
 
 /* Counters count successful calls only (a call failed by fakecuda_fail_next counts nothing). */

@@ -207,6 +207,9 @@ static CUresult kernel_flavour(const void *handle, int want_cukernel, fc_kernel 
 
 static CUresult param_info(const void *handle, int want_cukernel, size_t index, size_t *offset, size_t *size)
 {
+    lock();
+    g_counts.param_queries++;
+    unlock();
     fc_kernel *k;
     CUresult err = kernel_flavour(handle, want_cukernel, &k);
     if (err != CUDA_SUCCESS) return err;

@@ -174,6 +174,29 @@ Test(tracer_warmup_sync, the_loop_replays_and_a_set_up_made_once_is_not_recorded
     cr_assert_gt(s.steps_replayed, 6, "%llu of 12 loop steps replayed", (unsigned long long)s.steps_replayed);
 }
 
+/* A step begun at a kernel is named after it; its warm-up run asks the driver for the kernel's
+ * name only, and the parameters are asked when a run records (a program's timed region made
+ * once pays for no more than it uses). */
+Test(tracer_warmup_sync, a_warm_up_run_asks_the_driver_for_no_kernel_parameters)
+{
+    float ref[N], h[N];
+    CUdeviceptr x = fresh(ref);
+    fakecuda_counts_t before, after;
+    fk.get_counts(&before);
+    OK(fk_axpb_launch(&fk, NULL, x, 2.0f, 0.0f, N, 1));
+    for (int i = 0; i < N; i++) ref[i] = 2.0f * ref[i];
+    OK(fk.dtoh(h, x, sizeof h));
+    fk.get_counts(&after);
+    cr_assert_geq(stats().steps_warmup, 1);
+    cr_assert_eq(stats().ops_recorded, 0);
+    cr_assert_eq(after.param_queries, before.param_queries, "a warm-up run asked for %lu parameters",
+                 after.param_queries - before.param_queries);
+    loop(x, ref, 6, true);
+    fk.get_counts(&after);
+    cr_assert_gt(stats().ops_recorded, 0);
+    cr_assert_gt(after.param_queries, before.param_queries, "a recording asked for no parameters");
+}
+
 /* A warm-up run records nothing, so it cannot see a producer's handoffs: one that goes 256 calls
  * without a synchronization ends there, and the step begun at that call is recorded as an
  * anchor's first run is (its first 256 calls). */
