@@ -164,6 +164,18 @@ static uint64_t kernel_hash(CUfunction f)
     return h;
 }
 
+uint64_t cgj_implicit_shape(uint64_t shape, const cgj_call_t *c)
+{
+    uint64_t h = cgj_hash_word((uint64_t)c->kind, cgj_hash_word((uint64_t)(uintptr_t)c->api, shape));
+    h = cgj_hash_word((uint64_t)(uintptr_t)c->stream, h);
+    switch (c->kind) {
+    case CGJ_OP_KERNEL: return cgj_hash_word((uint64_t)(uintptr_t)c->u.k.f, h);
+    case CGJ_OP_MEMCPY: return cgj_hash_word((uint64_t)(unsigned)c->u.m.dir << 1 | (c->u.m.direct ? 1 : 0), h);
+    case CGJ_OP_ALLOC: return cgj_hash_word(cgj_plan_size_class(c->u.a.bytes), h);
+    default: return h;
+    }
+}
+
 /* The topology of a call (Guards v2), without the values a replay patches: grids, copy and
  * memset sizes and operands. A loop whose grid or copy sizes follow the data is one cycle. */
 static uint64_t topology(const cgj_call_t *c)

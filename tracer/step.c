@@ -262,6 +262,7 @@ bool cgj_step_passes(const cgj_call_t *c)
         !cgj_implicit_goes_on(t, t->sync_calls + 1))
         return false;
     t->sync_calls++;
+    if (t->find.warming) t->sync_shape = cgj_implicit_shape(t->sync_shape, c);
     t->polled = false; /* as repeats_query: this call is no query */
     return true;
 }
@@ -449,21 +450,26 @@ static bool warming_up(bool record, bool implicit, cgj_anchor_t *a)
            !__atomic_load_n(&a->warm_repeat, __ATOMIC_RELAXED) && !__atomic_load_n(&a->long_steps, __ATOMIC_RELAXED);
 }
 
-/* Under sync, a warm-up run's length (its calls) is kept, and the step keeps warming up until
- * one of its warm-up runs is as long as an earlier one (at most CGJ_WARMUP_MAX runs): a step
- * whose length changes every time (a program's differently shaped sections between the same
- * synchronizations, a batch of detections) records drafts that never agree, each at the cost of
- * a recorded run. A run cut for its length (CGJ_SYNC_FIRST_RECORD) says nothing of it. Several
- * threads may warm an anchor up at once: the lengths are atomics, and a lost one only delays. */
-static void warmup_ended(cgj_thread_t *t, uint32_t calls)
+/* Under sync, a warm-up run's length (its calls) and shape (cgj_implicit_shape) are kept, and
+ * the step keeps warming up until one of its warm-up runs is as long as an earlier one and of
+ * its shape (at most CGJ_WARMUP_MAX runs): a step whose length or work changes every time (a
+ * program's differently shaped sections between the same synchronizations, in single and double
+ * precision; a batch of detections) records drafts that never agree, each at the cost of a
+ * recorded run. A run cut for its length (CGJ_SYNC_FIRST_RECORD) says nothing of it. Several
+ * threads may warm an anchor up at once: the lengths and shapes are atomics, and one lost, or
+ * paired with another run's, only moves the first recording. */
+static void warmup_ended(cgj_thread_t *t, uint32_t calls, uint64_t shape)
 {
     cgj_anchor_t *a = t->last;
     if (!a || !t->implicit || calls >= CGJ_SYNC_FIRST_RECORD || calls >= t->find.sync_long) return;
     uint64_t n = __atomic_load_n(&a->warmup_runs, __ATOMIC_RELAXED); /* this run counted at its begin */
     for (uint64_t i = 0; i + 1 < n && i < CGJ_WARMUP_LENS; i++)
-        if (__atomic_load_n(&a->warm_len[i], __ATOMIC_RELAXED) == calls)
+        if (__atomic_load_n(&a->warm_len[i], __ATOMIC_RELAXED) == calls &&
+            __atomic_load_n(&a->warm_shape[i], __ATOMIC_RELAXED) == shape)
             __atomic_store_n(&a->warm_repeat, true, __ATOMIC_RELAXED);
-    if (n) __atomic_store_n(&a->warm_len[(n - 1) % CGJ_WARMUP_LENS], calls, __ATOMIC_RELAXED);
+    if (!n) return;
+    __atomic_store_n(&a->warm_shape[(n - 1) % CGJ_WARMUP_LENS], shape, __ATOMIC_RELAXED);
+    __atomic_store_n(&a->warm_len[(n - 1) % CGJ_WARMUP_LENS], calls, __ATOMIC_RELAXED);
 }
 
 /* Begin a step of anchor `name`; implicit steps (CGJIT_STEP) run eagerly in EAGER mode, where
@@ -484,6 +490,7 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit, bool r
     cgj_anchor_t *a = pred && strcmp(pred->name, name) == 0 ? pred : cgj_anchor_get(name);
     t->implicit = implicit;
     t->sync_calls = 0;
+    t->sync_shape = 0;
     t->begun_ns = cgj_now_ns();
     t->ctx = NULL;
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&t->ctx);
@@ -616,7 +623,7 @@ static int end_locked(cgj_thread_t *t)
     }
     if (a && !handed) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
     gpubusy_end();
-    if (t->find.warming) warmup_ended(t, t->sync_calls + 1);
+    if (t->find.warming) warmup_ended(t, t->sync_calls + 1, t->sync_shape);
     t->anchor = NULL;
     t->find.warming = false;
     cgj_replay_forget(t);

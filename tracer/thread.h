@@ -44,7 +44,8 @@ typedef struct cgj_thread {
     uint64_t serial;      /* steps begun on this thread */
     bool polled;          /* the thread's last call in this step was a query ... */
     bool repeat;          /* ... and the call in progress is one more (passed through) */
-    uint32_t sync_calls;  /* CGJIT_STEP=sync: calls of the implicit step in progress */
+    uint32_t sync_calls;  /* CGJIT_STEP=sync: calls of the implicit step in progress ... */
+    uint64_t sync_shape;  /* ... and, in a warm-up run, a hash of what they are (cgj_implicit_shape) */
     bool routed;          /* CGJIT_VERIFY: the call in progress was routed (ended a step,
                            * began one) before it ran for real; routed_in: it is in a step */
     bool routed_in;

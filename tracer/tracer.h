@@ -108,24 +108,25 @@ struct cgj_anchor {
     uint32_t record_failures;
     uint32_t exit_history; /* one bit per replayed run, newest lowest: 1 if it left the trace */
     uint32_t history_len;
-    bool want_twin;                     /* an escape exit happened: a duplicate variant is welcome */
-    uint32_t lone_records;              /* recordings of runs that left the trace, in a row, that matched no
-                                         * variant and no draft (record.c) ... */
-    uint64_t quiet_exits;               /* ... and the exits since they reached CGJ_LONE_RECORDS, run
-                                         * without recording but for one in a growing number (exits.c) */
-    bool long_steps;                    /* a first run went CGJ_SYNC_FIRST_RECORD calls without ending */
-    uint32_t warm_len[CGJ_WARMUP_LENS]; /* sync: the lengths of its last warm-up runs (step.c) ... */
-    bool warm_repeat;                   /* ... one of which repeated an earlier one */
-    uint64_t last_used;                 /* the begin serial of its last step (the coldest are evicted first) */
-    uint32_t pool_failures;             /* builds that found no pool memory ... */
-    uint64_t pool_retry_at;             /* ... and the run from which to try again */
-    uint64_t fuse_ticket;               /* a build left chains unfused for the background compiler: once it
-                                         * is done with this ticket, the anchor starts over (cgj_anchor_refuse) */
-    uint32_t refusions;                 /* times it started over for that */
-    uint64_t refuse_at;                 /* ... not before this run (it could not: pool blocks were held) */
-    cgj_reason_t reason;                /* why blacklisted, or the last divergence, exit or abort */
-    cgj_cost_t cost;                    /* cost.c (touched by the thread running its step) */
-    uint32_t gpu_id;                    /* graphs/gpubusy.h's id of its figures (CGJIT_BUSY; 0: none yet) */
+    bool want_twin;                       /* an escape exit happened: a duplicate variant is welcome */
+    uint32_t lone_records;                /* recordings of runs that left the trace, in a row, that matched no
+                                           * variant and no draft (record.c) ... */
+    uint64_t quiet_exits;                 /* ... and the exits since they reached CGJ_LONE_RECORDS, run
+                                           * without recording but for one in a growing number (exits.c) */
+    bool long_steps;                      /* a first run went CGJ_SYNC_FIRST_RECORD calls without ending */
+    uint32_t warm_len[CGJ_WARMUP_LENS];   /* sync: the lengths of its last warm-up runs (step.c) ... */
+    uint64_t warm_shape[CGJ_WARMUP_LENS]; /* ... and their shapes (cgj_implicit_shape) ... */
+    bool warm_repeat;                     /* ... one of which repeated an earlier one */
+    uint64_t last_used;                   /* the begin serial of its last step (the coldest are evicted first) */
+    uint32_t pool_failures;               /* builds that found no pool memory ... */
+    uint64_t pool_retry_at;               /* ... and the run from which to try again */
+    uint64_t fuse_ticket;                 /* a build left chains unfused for the background compiler: once it
+                                           * is done with this ticket, the anchor starts over (cgj_anchor_refuse) */
+    uint32_t refusions;                   /* times it started over for that */
+    uint64_t refuse_at;                   /* ... not before this run (it could not: pool blocks were held) */
+    cgj_reason_t reason;                  /* why blacklisted, or the last divergence, exit or abort */
+    cgj_cost_t cost;                      /* cost.c (touched by the thread running its step) */
+    uint32_t gpu_id;                      /* graphs/gpubusy.h's id of its figures (CGJIT_BUSY; 0: none yet) */
     struct cgj_anchor *next;
 };
 
@@ -407,9 +408,15 @@ static inline bool cgj_implicit_goes_on(const cgj_thread_t *t, uint32_t calls)
     return calls < limit && !t->find.finds_cycles &&
            __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_SYNC;
 }
+/* A warm-up run's shape with call c added: what guards compare of it and a replay cannot
+ * patch (its driver function, stream, kernel, copy direction, allocation size class), its values
+ * left out: two runs of one length and shape are likely to record traces that agree. */
+uint64_t cgj_implicit_shape(uint64_t shape, const cgj_call_t *c);
 static inline bool cgj_implicit_stays(cgj_thread_t *t, const cgj_call_t *c)
 {
-    return cgj_implicit_counts(t, c) && cgj_implicit_goes_on(t, ++t->sync_calls);
+    if (!cgj_implicit_counts(t, c) || !cgj_implicit_goes_on(t, ++t->sync_calls)) return false;
+    if (t->find.warming) t->sync_shape = cgj_implicit_shape(t->sync_shape, c);
+    return true;
 }
 void cgj_implicit_enable(cgj_step_policy_t policy);
 /* The governor's hold (govern.c): while held, implicit stepping lets every call go straight

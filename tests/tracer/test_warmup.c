@@ -295,6 +295,54 @@ Test(tracer_warmup_sync, a_step_of_two_alternating_lengths_records_once_one_repe
     cr_assert_gt(i.replays, 10, "%llu of 24 runs replayed", (unsigned long long)i.replays);
 }
 
+/* `iters` steps of 14 calls each: an addk, then 12 kernels, of which the one at place[it] (if 0
+ * or more) is addk and the others axpb: one length, and the work at place[it] changing. */
+static void shaped_steps(CUdeviceptr x, float *ref, const int *place, int iters)
+{
+    float h[N];
+    for (int it = 0; it < iters; it++) {
+        OK(fk_addk_launch(&fk, NULL, x, 1, N));
+        for (int k = 0; k < 12; k++)
+            OK(k == place[it] ? fk_addk_launch(&fk, NULL, x, 1, N) : fk_axpb_launch(&fk, NULL, x, 0.5f, 1.0f, N, 1));
+        for (int i = 0; i < N; i++) {
+            ref[i] += 1.0f;
+            for (int k = 0; k < 12; k++) ref[i] = k == place[it] ? ref[i] + 1.0f : 0.5f * ref[i] + 1.0f;
+        }
+        OK(fk.dtoh(h, x, sizeof h));
+        for (int i = 0; i < N; i++) cr_assert_eq(h[i], ref[i], "iteration %d: x[%d] differs from eager", it, i);
+    }
+}
+
+/* One length, but other work at every run (a program's sections in single and then double
+ * precision, between the same synchronizations): none of its runs is recorded. */
+Test(tracer_warmup_sync, a_step_of_one_length_whose_work_changes_every_run_is_not_recorded)
+{
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
+    int place[12];
+    for (int it = 0; it < 12; it++) place[it] = it;
+    uint64_t before = stats().ops_recorded;
+    shaped_steps(x, ref, place, 12);
+    cr_assert_eq(stats().ops_recorded, before, "%llu calls recorded",
+                 (unsigned long long)(stats().ops_recorded - before));
+    cr_assert_eq(sized_info().warmup_runs, 12);
+}
+
+/* One length, two kinds of work alternating: the third run repeats the first, and the step
+ * records from its fourth and replays both. */
+Test(tracer_warmup_sync, a_step_of_one_length_and_two_alternating_works_replays_both)
+{
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
+    int place[24];
+    for (int it = 0; it < 24; it++) place[it] = it % 2 ? 3 : -1;
+    shaped_steps(x, ref, place, 24);
+    cgj_trace_info_t i = sized_info();
+    cr_assert_eq(i.warmup_runs, 3);
+    cr_assert_eq(i.variants, 2);
+    cr_assert_gt(i.replays, 10, "%llu of 24 runs replayed", (unsigned long long)i.replays);
+}
+
 /* At most CGJ_WARMUP_MAX (16) warm-up runs: then the step records as ever. */
 Test(tracer_warmup_sync, a_step_warms_up_at_most_sixteen_times)
 {
