@@ -52,7 +52,7 @@
     X(DISABLE, BOOL, 0, 0, 1, "disable", FLAG, NULL, NULL,                                             \
       "1: trace nothing; forward every driver call as it is") \
     X(WARMUP_RUNS, INT, 1, 0, 1000000, "warmup-runs", INT, "N", NULL,                                 \
-      "the first N runs of a step cgjit has not seen before run eagerly and unrecorded; it records from run N + 1 (a step the program makes only once costs nothing to record; under CGJIT_STEP=sync a step also warms up until a warm-up run is as long as an earlier one, 16 runs at most, and a warm-up run that makes 256 calls without a synchronization ends there, and the step begun at that call is recorded)") \
+      "the first N runs of a step cgjit has not seen before run eagerly and unrecorded; it records from run N + 1 (a step the program makes only once costs nothing to record; under CGJIT_STEP=sync a step also warms up until a warm-up run is as long as an earlier one and does the same work, 16 runs at most, and a warm-up run that makes 256 calls without a synchronization ends there, and the step begun at that call is recorded)") \
     X(MAX_RECORDS, INT, 4, 1, 1000000, "max-records", INT, "N", NULL,                                       \
       "eager runs that may disagree with the draft before the anchor is blacklisted") \
     X(MAX_VARIANTS, INT, 8, 1, 16, "max-variants", INT, "N", NULL,                                     \

@@ -326,7 +326,7 @@ typedef struct cgj_trace_info {
     uint64_t building_runs;  /* runs begun while cgjit's builder thread built a trace of it
                               * (eager, unrecorded: CGJIT_BUILD_BACKGROUND) */
     uint64_t warmup_runs;    /* runs it warmed up: eager, unrecorded (CGJIT_WARMUP_RUNS; under
-                              * CGJIT_STEP=sync, until a warm-up run's length repeats) */
+                              * CGJIT_STEP=sync, until a warm-up run's length and work repeat) */
 } cgj_trace_info_t;
 
 /* The state's name, "WARMUP" ... "BLACKLISTED"; "?" for a value that is no cgj_state_t. */
