@@ -111,6 +111,8 @@
     X(BUILD_INSTANTIATE, "a graph could not be instantiated", "see the error")                    \
     X(BUILD_UPLOAD, "a graph could not be uploaded", "see the error")                             \
     X(BUILD_STAGING, "no pinned staging memory for a host-to-device copy", "the host is short of page-locked memory") \
+    X(BUILD_HOST_CHANGED, "page-locked host memory was freed while cgjit's thread built the step", \
+      "nothing to do: the step is built again where it is recorded")                              \
     X(BUILD_POOL, "no pool memory for the step's allocations",                                    \
       "raise CGJIT_POOL_RESERVE_GB, or free device memory")                                       \
     /* segment breaks */                                                                           \

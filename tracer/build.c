@@ -178,7 +178,20 @@ void cgj_build_prepare(cgj_oplist_t *rec)
 {
     uint64_t gen = cgj_pointer_host_generation(); /* what the graphs' host operands are valid in */
     for (uint32_t i = 0; i < rec->n; i++) rec->ops[i].host_gen = gen;
-    mark_host_visible(rec);
+}
+
+/* Which kernels reach mapped host memory, asked of the driver as the build starts (on cgjit's
+ * builder thread, off the program's: one query per argument word that may point, where no
+ * cached range answers). The answers are the run's own unless page-locked host memory was
+ * freed or unregistered since it ended (memory page-locked since only marks more kernels, which
+ * costs launches, never results): then a build there gives up, and the step is built again
+ * where it is recorded. */
+static bool mark_host(cgj_trace_t *tr, bool background, cgj_reason_t *why)
+{
+    mark_host_visible(&tr->list);
+    if (!background || !tr->list.n || cgj_pointer_host_generation() == tr->list.ops[0].host_gen) return true;
+    cgj_reason_set(why, CGJ_REASON_BUILD_HOST_CHANGED, CGJ_REASON_NO_OP, NULL);
+    return false;
 }
 
 bool cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool background)
@@ -195,7 +208,7 @@ bool cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool background)
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&tr->ctx);
     cgj_nvtx_push(CGJ_NVTX_BUILD, a->name, a->nvariants);
     uint64_t t0 = cgj_now_ns();
-    bool ok = plan_memory(a, tr, &why);
+    bool ok = mark_host(tr, background, &why) && plan_memory(a, tr, &why);
     uint64_t t1 = cgj_now_ns();
     cgj_fusion_stats_t fs = {0};
     if (ok) cgj_fusion_pass(tr, a->name, &fs);

@@ -9,9 +9,10 @@
  * after the build replays. A build costs the program's thread nothing but the hand-over.
  *
  * What the build reads of the program's state is taken on the program's thread, when the run
- * ends: the context, and, in build.c's cgj_build_prepare, which kernels reach mapped host
- * memory and the host generation the graphs' host operands belong to. The rest is the
- * recording's own.
+ * ends: the context, and, in build.c's cgj_build_prepare, the host generation the graphs' host
+ * operands belong to. Which kernels reach mapped host memory is asked here (build.c's
+ * mark_host), and holds only if no page-locked host memory went away since the run ended (the
+ * generation says so; else the build gives up). The rest is the recording's own.
  *
  * The driver objects a queued recording names must outlive its build:
  *  - a capture of the program's own (global mode forbids cgjit's capture and instantiation to

@@ -346,7 +346,8 @@ void cgj_builder_forked(void);
 
 /* ---- build.c ---- */
 /* What a build reads of the program's state, taken from rec on the thread that recorded it:
- * the host generation of its host operands, and which of its kernels reach mapped host memory. */
+ * the host generation of its host operands (which kernels reach mapped host memory is asked as
+ * the build starts, and holds while that generation does). */
 void cgj_build_prepare(cgj_oplist_t *rec);
 /* Build a trace from a classified, prepared recording (taken over) as a new variant of a. A
  * failure not for the pool blacklists an anchor with no variant, unless `background`: then the

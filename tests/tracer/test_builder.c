@@ -274,3 +274,84 @@ Test(tracer_builder, with_fusion_on_the_step_is_built_where_recorded)
     cr_assert_eq(stats().builds_background, 0);
     cr_assert_eq(stats().steps_building, 0);
 }
+
+/* ---- kernels that reach mapped page-locked host memory ---- */
+
+/* One step: a kernel on x, one that adds 1 to every float of the mapped buffer `flag` (which
+ * the host reads right after the launch, with no CUDA call in between: its chunk must be
+ * launched when the program launches it), another on x. */
+static void mapped_step(const char *anchor, CUdeviceptr x, float *ref, float *flag, float want)
+{
+    cr_assert_eq(cgj_trace_begin(anchor), CGJ_OK);
+    OK(fk_axpb_launch(&fk, NULL, x, 0.5f, 1.0f, N, 1));
+    OK(fk_addk_launch(&fk, NULL, (CUdeviceptr)(uintptr_t)flag, 1, N));
+    cr_assert_eq(flag[0], want, "the kernel's write to mapped memory is not there: %g, not %g", flag[0], want);
+    OK(fk_axpb_launch(&fk, NULL, x, 2.0f, 0.0f, N, 1));
+    cr_assert_eq(cgj_trace_end(), CGJ_OK);
+    for (int i = 0; i < N; i++) ref[i] = 2.0f * (0.5f * ref[i] + 1.0f);
+    OK(fk.stream_sync(NULL));
+}
+
+static float *mapped_buffer(void)
+{
+    float *flag = NULL;
+    OK(fk.host_alloc((void **)&flag, N * sizeof(float), CU_MEMHOSTALLOC_DEVICEMAP));
+    memset(flag, 0, N * sizeof(float));
+    return flag;
+}
+
+static void expect_x(CUdeviceptr x, const float *ref)
+{
+    float h[N];
+    OK(fk.dtoh(h, x, sizeof h));
+    for (int i = 0; i < N; i++) cr_assert_eq(h[i], ref[i], "x[%d] = %g, eager gives %g", i, h[i], ref[i]);
+}
+
+/* Which kernels reach mapped memory is asked on the builder thread: the replays launch that
+ * kernel's chunk when the program launches it. */
+Test(tracer_builder, a_kernel_on_mapped_memory_built_there_runs_when_the_program_launches_it)
+{
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
+    float *flag = mapped_buffer();
+    for (int s = 0; s < 2; s++) mapped_step("mapped", x, ref, flag, (float)(s + 1));
+    wait_built(1);
+    for (int s = 2; s < 12; s++) mapped_step("mapped", x, ref, flag, (float)(s + 1));
+    cr_assert_geq(info("mapped").replays, 9);
+    char *buf = fk_report_text();
+    cr_assert(buf && strstr(buf, "(a kernel that reaches mapped pinned host memory"),
+              "no chunk ends at the kernel:\n%s", buf ? buf : "");
+    free(buf);
+    expect_x(x, ref);
+    OK(fk.free_host(flag));
+}
+
+/* Page-locked memory freed after the run ended and before the builder asked about it: the
+ * answers may not be the run's, the build gives up (BUILD_HOST_CHANGED), blacklists nothing,
+ * and the step is built again on the program's thread. */
+Test(tracer_builder, page_locked_memory_freed_before_the_builder_asks_gives_the_build_up)
+{
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
+    float *flag = mapped_buffer();
+    fk.hold("cuCtxSetCurrent"); /* the builder's first call: before it asks anything */
+    for (int s = 0; s < 2; s++) mapped_step("freed", x, ref, flag, (float)(s + 1));
+    wait_held();
+    OK(fk.free_host(flag));
+    flag = mapped_buffer();
+    fk.release();
+    cgj_trace_info_t i;
+    for (int k = 0; k < 120000; k++) { /* the build gives the anchor back */
+        i = info("freed");
+        if (i.reason_code != 0) break;
+        usleep(500);
+    }
+    cr_assert_str_eq(cgj_reason_name(i.reason_code), "BUILD_HOST_CHANGED", "%s", i.reason);
+    cr_assert_neq(i.state, CGJ_STATE_BLACKLISTED);
+    for (int s = 0; s < 12; s++) mapped_step("freed", x, ref, flag, (float)(s + 1));
+    cr_assert_eq(stats().builds_background, 0);
+    cr_assert_geq(stats().traces_built, 1);
+    cr_assert_geq(info("freed").replays, 1);
+    expect_x(x, ref);
+    OK(fk.free_host(flag));
+}
