@@ -362,6 +362,31 @@ Test(tracer_cost_small, a_step_of_uploads_only_launches_no_graph)
                  after.host_allocs - before.host_allocs);
 }
 
+/* The uploads, a synchronization (a segment's end), then kernels on what was uploaded: the
+ * uploads' segment is issued as made, the kernels' is a graph, and every step is eager's. */
+static void uploads_then_work_step(int s, CUdeviceptr *b, void *ctx)
+{
+    uploads_step(s, b, ctx);
+    OK(fk.stream_sync(NULL));
+    OK(fk_axpb_launch(&fk, NULL, b[0], 0.5f, 1.0f, N, 1));
+    OK(fk_addk_launch(&fk, NULL, b[0], s, N));
+    OK(fk_axpb_launch(&fk, NULL, b[0], 2.0f, -1.0f, N, 1));
+}
+
+Test(tracer_cost_small, uploads_then_work_replay_the_work_from_a_graph)
+{
+    fakecuda_counts_t before, after;
+    fk.get_counts(&before);
+    cgj_trace_info_t i = run_traced_fn("uploads_work", 20, uploads_then_work_step);
+    fk.get_counts(&after);
+    cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_eq(i.segments, 2);
+    cr_assert_geq(i.replays, 15, "%llu replays", (unsigned long long)i.replays);
+    cr_assert_geq(after.graph_launches - before.graph_launches, i.replays, "the work's segment is no graph");
+    cr_assert_eq(after.host_allocs, before.host_allocs, "%lu pinned allocations for uploads issued as made",
+                 after.host_allocs - before.host_allocs);
+}
+
 /* Two kernels around an allocation made and freed inside the step. */
 static void alloc_step(int s, CUdeviceptr *b, void *ctx)
 {
