@@ -164,16 +164,25 @@ static uint64_t kernel_hash(CUfunction f)
     return h;
 }
 
-uint64_t cgj_implicit_shape(uint64_t shape, const cgj_call_t *c)
+/* A call's kind, driver function and stream (hashed into h by the caller, as it names them)
+ * with what of its operation a replay cannot patch: its kernel (`kernel`, as the caller names
+ * it), copy direction or allocation size class. */
+static uint64_t call_hash(const cgj_call_t *c, uint64_t h, uint64_t kernel)
 {
-    uint64_t h = cgj_hash_word((uint64_t)c->kind, cgj_hash_word((uint64_t)(uintptr_t)c->api, shape));
-    h = cgj_hash_word((uint64_t)(uintptr_t)c->stream, h);
     switch (c->kind) {
-    case CGJ_OP_KERNEL: return cgj_hash_word((uint64_t)(uintptr_t)c->u.k.f, h);
+    case CGJ_OP_KERNEL: return cgj_hash_word(kernel, h);
     case CGJ_OP_MEMCPY: return cgj_hash_word((uint64_t)(unsigned)c->u.m.dir << 1 | (c->u.m.direct ? 1 : 0), h);
     case CGJ_OP_ALLOC: return cgj_hash_word(cgj_plan_size_class(c->u.a.bytes), h);
     default: return h;
     }
+}
+
+/* Named by their handles, not as topology names them: a warm-up run asks the driver nothing. */
+uint64_t cgj_implicit_shape(uint64_t shape, const cgj_call_t *c)
+{
+    uint64_t h = cgj_hash_word((uint64_t)c->kind, cgj_hash_word((uint64_t)(uintptr_t)c->api, shape));
+    h = cgj_hash_word((uint64_t)(uintptr_t)c->stream, h);
+    return call_hash(c, h, (uint64_t)(uintptr_t)(c->kind == CGJ_OP_KERNEL ? c->u.k.f : NULL));
 }
 
 /* The topology of a call (Guards v2), without the values a replay patches: grids, copy and
@@ -182,12 +191,7 @@ static uint64_t topology(const cgj_call_t *c)
 {
     uint64_t h = cgj_hash_word((uint64_t)c->kind, api_hash(c->api));
     h = cgj_hash_word(stream_ordinal(c->stream), h);
-    switch (c->kind) {
-    case CGJ_OP_KERNEL: return cgj_hash_word(kernel_hash(c->u.k.f), h) | 1;
-    case CGJ_OP_MEMCPY: return cgj_hash_word((uint64_t)(unsigned)c->u.m.dir << 1 | (c->u.m.direct ? 1 : 0), h) | 1;
-    case CGJ_OP_ALLOC: return cgj_hash_word(cgj_plan_size_class(c->u.a.bytes), h) | 1;
-    default: return h | 1;
-    }
+    return call_hash(c, h, c->kind == CGJ_OP_KERNEL ? kernel_hash(c->u.k.f) : 0) | 1;
 }
 
 /* A call's signature for the cycle detector: its topology, marked (CGJ_CYCLE_MARK) where the
