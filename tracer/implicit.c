@@ -42,7 +42,6 @@
 #include "base/map.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 
 int cgj_implicit_policy;
@@ -202,12 +201,34 @@ static uint64_t signature(const cgj_call_t *c)
     return cgj_implicit_delimits(c) ? h | CGJ_CYCLE_MARK : h;
 }
 
-/* What a call is, for a reader: "cuLaunchKernel:KERNEL" or the driver function alone (a long
- * kernel name is cut: the hash that follows it in a name keeps names apart). */
-static void call_words(const cgj_call_t *c, char *out, size_t len)
+/* Appends at most max bytes of s to the name being made in [*p, end), always leaving room for
+ * its terminating NUL. */
+static void put(char **p, char *end, const char *s, size_t max)
+{
+    size_t n = strnlen(s, max), room = (size_t)(end - 1 - *p);
+    n = n < room ? n : room;
+    memcpy(*p, s, n);
+    *p += n;
+}
+
+/* An anchor's name, "POLICY:WORDS:HASH": WORDS say what the call is, for a reader
+ * ("cuLaunchKernel:KERNEL" or the driver function alone; a long kernel name is cut: the hash
+ * keeps names apart), HASH is h in 16 hex digits. Made by hand: a step's begin makes one, and
+ * the C library's formatting cost more than the rest of the begin. Cut at len - 1 bytes. */
+static void anchor_name(char *name, size_t len, const char *policy, const cgj_call_t *c, uint64_t h)
 {
     const char *kernel = c->kind == CGJ_OP_KERNEL ? cgj_layout_kernel_name(c->u.k.f) : NULL;
-    snprintf(out, len, "%s%s%.80s", c->api, kernel ? ":" : "", kernel ? kernel : "");
+    char *p = name, *end = name + len;
+    put(&p, end, policy, 64);
+    put(&p, end, ":", 1);
+    put(&p, end, c->api, 64);
+    if (kernel) put(&p, end, ":", 1), put(&p, end, kernel, 80);
+    put(&p, end, ":", 1);
+    char hex[17];
+    for (int i = 0; i < 16; i++) hex[i] = "0123456789abcdef"[(h >> (60 - 4 * i)) & 15];
+    hex[16] = 0;
+    put(&p, end, hex, 16);
+    *p = 0;
 }
 
 /* A sync step is anchored at what its first call is (driver function, stream ordinal, kernel
@@ -216,15 +237,13 @@ static void call_words(const cgj_call_t *c, char *out, size_t len)
  * name begins with `policy` (sync, or auto for the steps of a cycle split at its synchronizations). */
 static void sync_step_name(const char *policy, const cgj_call_t *c, char *name, size_t len)
 {
-    char words[120];
-    call_words(c, words, sizeof words);
     uint64_t ord = stream_ordinal(c->stream);
     uint64_t h = cgj_hash_bytes(&ord, sizeof ord, api_hash(c->api));
     if (c->kind == CGJ_OP_KERNEL) {
         uint64_t k = kernel_hash(c->u.k.f);
         h = cgj_hash_bytes(&k, sizeof k, h);
     }
-    snprintf(name, len, "%s:%s:%016llx", policy, words, (unsigned long long)h);
+    anchor_name(name, len, policy, c, h);
 }
 
 /* Detectors are large (cycle.h): a thread gets one only once it has made CGJ_AUTO_QUIET_CALLS
@@ -319,10 +338,8 @@ static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
             return;
         }
         t->find.heads = 0;
-        char words[120];
-        call_words(c, words, sizeof words);
         d->route = CGJ_ROUTE_BEGIN;
-        snprintf(d->name, sizeof d->name, "auto:%s:%016llx", words, (unsigned long long)cgj_cycle_id(t->find.cycle));
+        anchor_name(d->name, sizeof d->name, "auto", c, cgj_cycle_id(t->find.cycle));
         return;
     }
     t->find.turn_synced |= cgj_implicit_delimits(c);
