@@ -15,7 +15,9 @@
  * recorded, replayed and probed as ever) and *dormant* (every call straight through: nothing
  * recorded, no cycle detection, no step begun; graphs, pools and traces kept, so an active window
  * after a dormant one rebuilds nothing). A window closes at a beat once it holds WIN_BEATS beats
- * and WIN_MIN_NS; its pace is its time per beat. Windows come in pairs, ordered A D, D A, A D ...
+ * and WIN_MIN_NS; its pace is its time per beat. A window whose halves (by time) hold its beats
+ * very unevenly met a change of the program's own pace (its start-up ending, a pause) and is
+ * measured again, once. Windows come in pairs, ordered A D, D A, A D ...
  * so that a drifting pace cancels; each pair gives d = ln(dormant pace / active pace), positive
  * where cgjit makes the program faster. After MIN_PAIRS pairs a one-sided 95% t-test decides:
  * active where the mean of d is above 0 with confidence (and the median agrees: one pair that
@@ -54,6 +56,9 @@
 #define SETTLE_MAX 64          /* ... or this many beats after the choice, whichever comes first */
 #define WIN_BEATS 6            /* a window holds at least this many beats ... */
 #define WIN_MIN_NS 20000000ull /* ... and at least 20 ms */
+#define WIN_TIMES 1024         /* beat times a window keeps, for the check of its halves */
+#define PACE_JUMP 4            /* a window whose halves (by time) hold beats in more than this ratio ... */
+#define PACE_JUMP_BEATS 18     /* ... and that holds at least this many beats is measured again, once */
 #define MIN_PAIRS 2
 #define MAX_PAIRS 8
 #define EQUIV_PCT 1                     /* an interval inside +/- this is no difference worth measuring on */
@@ -93,6 +98,8 @@ static struct {
     uint64_t others;                  /* other steps begun since the last beat */
     /* measurement */
     uint64_t win_t0, win_beats;
+    bool win_again;                /* this window was measured again already */
+    uint64_t win_times[WIN_TIMES]; /* its beats' times (the first WIN_TIMES) */
     uint32_t pair, win_in_pair;
     double pace[2]; /* this pair's paces: [0] active, [1] dormant */
     double d[MAX_PAIRS];
@@ -156,6 +163,22 @@ static void start_window(uint64_t now)
     set_dormant(dormant, now);
     g.win_t0 = now;
     g.win_beats = 0;
+    g.win_again = false;
+}
+
+/* Did the program change its pace inside the window (its start-up ending, a pause): do the
+ * window's two halves, by time, hold beats in more than PACE_JUMP times the other's number?
+ * cgjit's state is the same throughout a window, so such a jump is the program's; a window that
+ * holds it measures the moment, not the state, and is measured again (once: a heartbeat that
+ * comes in bursts longer than a window could split unevenly every time). */
+static bool paced_unevenly(uint64_t now)
+{
+    uint64_t n = g.win_beats;
+    if (n < PACE_JUMP_BEATS || n > WIN_TIMES || g.win_again) return false;
+    uint64_t mid = g.win_t0 + (now - g.win_t0) / 2, first = 0;
+    for (uint64_t i = 0; i < n; i++) first += g.win_times[i] < mid;
+    uint64_t second = n - first, lo = first < second ? first : second, hi = n - lo;
+    return hi > PACE_JUMP * (lo ? lo : 1);
 }
 
 static void start_measure(uint64_t now)
@@ -228,6 +251,15 @@ static bool judge(uint64_t now)
 static void close_window(uint64_t now)
 {
     bool dormant = __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED);
+    if (paced_unevenly(now)) {
+        CGJ_LOG(govern, "window %llu (%s): %llu beats at an uneven pace (the program changed its own): measured again",
+                (unsigned long long)g.info.windows + 1, dormant ? "dormant" : "active",
+                (unsigned long long)g.win_beats);
+        g.win_t0 = now;
+        g.win_beats = 0;
+        g.win_again = true;
+        return;
+    }
     double pace = (double)(now - g.win_t0) / (double)g.win_beats;
     g.pace[dormant] = pace;
     g.info.windows++;
@@ -266,6 +298,7 @@ static void beat(uint64_t now)
     }
     case CGJ_GOVERN_MEASURE:
         g.measure_beats++;
+        if (g.win_beats < WIN_TIMES) g.win_times[g.win_beats] = now;
         if (++g.win_beats >= WIN_BEATS && now - g.win_t0 >= WIN_MIN_NS) close_window(now);
         break;
     case CGJ_GOVERN_ACTIVE:

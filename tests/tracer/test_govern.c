@@ -181,7 +181,9 @@ Test(tracer_govern, each_phase_of_a_program_gets_its_own_judgement)
 }
 
 /* One window that meets a phase of the program (here 60 ms of other host work inside the first
- * window measured) must not decide alone: the program stays active, where cgjit pays. */
+ * window measured) must not decide alone: the program stays active, where cgjit pays. The
+ * window's halves hold its beats unevenly, so it is measured again: every pair then measures
+ * the two states alone (on the fake clock, each pair finds the same ratio). */
 Test(tracer_govern, one_window_that_meets_a_pause_does_not_decide)
 {
     fk.set_delays(50, 0);
@@ -196,6 +198,26 @@ Test(tracer_govern, one_window_that_meets_a_pause_does_not_decide)
     cr_assert_geq(g.judgements, 1);
     cr_assert(!g.last_dormant, "one paused window sent the program dormant (%.3fx)", g.ratio);
     cr_assert_eq(g.state, CGJ_GOVERN_ACTIVE, "state %s", cgj_govern_state_name(g.state));
+    cr_assert_float_eq(g.lo, g.hi, 1e-9, "the paused window was paired (interval %.3f-%.3f)", g.lo, g.hi);
+}
+
+/* A heartbeat that comes in bursts shorter than a window (20 steps, then 5 ms of other host work)
+ * holds its beats evenly enough across each window's halves: no window is measured again for it,
+ * and the program is judged as one without bursts. */
+Test(tracer_govern, a_heartbeat_in_short_bursts_is_judged)
+{
+    fk.set_delays(50, 0);
+    prog_t p;
+    prog_init(&p);
+    for (int b = 0; b < 400; b++) {
+        run_marked(&p, "bursts", 20);
+        host_work(5000);
+    }
+    fk.set_delays(0, 0);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_geq(g.judgements, 1, "no judgement in 8000 steps");
+    cr_assert(!g.last_dormant, "cgjit makes it faster, yet it went dormant (%.3fx)", g.ratio);
+    cr_assert_gt(g.ratio, 1.0, "active/dormant %.3f", g.ratio);
 }
 
 /* A phase that went dormant ends when its heartbeat stops: the next phase is judged too. */
