@@ -7,7 +7,9 @@
  * by the pace of its *heartbeat*, the call that begins its most frequent step.
  *
  * How. While *learning*, every step's begin is counted by the call that began it (its driver
- * function, stream and kernel; for a marked step, its name); after LEARN_BEGINS begins the most
+ * function, stream and kernel; for a marked step, its name; a step cgjit found is counted at the
+ * thread's next begin, and only where it held HEART_CALLS calls: a model's parameters uploaded
+ * one by one begin as many one-call steps under sync, and are no loop); after LEARN_BEGINS begins the most
  * frequent becomes the heartbeat, and its calls are counted from then on wherever they are made
  * (runtime/wrappers.c's CGJ_GOV_BEAT: one load and one compare per call). Once SETTLE_BEATS
  * beats in a row saw no trace built (cgjit's warm-up is no measure of either state; SETTLE_MAX
@@ -52,6 +54,7 @@
 
 #define LEARN_BEGINS 32        /* step begins counted before the heartbeat is chosen */
 #define NCAND 16               /* candidate heartbeats kept while learning */
+#define HEART_CALLS 2          /* calls a step found by cgjit holds at least to be counted */
 #define SETTLE_BEATS 4         /* beats in a row with no trace built before the first window ... */
 #define SETTLE_MAX 64          /* ... or this many beats after the choice, whichever comes first */
 #define WIN_BEATS 6            /* a window holds at least this many beats ... */
@@ -91,6 +94,7 @@ static struct {
     cand_t cand[NCAND];
     uint32_t ncand;
     uint64_t begins;
+    uint32_t learn_gen;               /* learnings begun (a thread's previous step counts in its own) */
     cand_t beat;                      /* the heartbeat (api NULL: none) */
     uint64_t settle, settled;         /* beats since the choice; of them, in a row with no trace built */
     uint64_t built;                   /* traces built by the last beat (cgj_stats) */
@@ -150,6 +154,7 @@ static void learn(uint64_t now, const char *why)
     memset(&g.beat, 0, sizeof g.beat);
     g.ncand = 0;
     g.begins = 0;
+    g.learn_gen++;
     g.others = 0;
     g.decided = false;
     g.hold_len = 0;
@@ -371,12 +376,36 @@ static void begun(const char *api, const void *stream, const void *f, const char
     }
 }
 
-void cgj_gov_begun(const cgj_call_t *c, const char *name)
+/* The step this thread began last while learning, counted at the thread's next begin once its
+ * length is known (gen: the learning it belongs to). */
+static __thread struct {
+    const char *api;
+    const void *stream, *f;
+    uint32_t gen;
+    char name[160];
+} prev;
+
+void cgj_gov_begun(const cgj_call_t *c, const char *name, uint32_t calls)
 {
     /* A query is no heartbeat: a host that polls makes as many as it waits, not as it works. */
-    if (!g.on || c->kind == CGJ_OP_QUERY) return;
+    if (!g.on || c->kind == CGJ_OP_QUERY) {
+        prev.api = NULL;
+        return;
+    }
+    const void *f = c->kind == CGJ_OP_KERNEL ? (const void *)c->u.k.f : NULL;
     pthread_mutex_lock(&lock);
-    begun(c->api, c->stream, c->kind == CGJ_OP_KERNEL ? (const void *)c->u.k.f : NULL, name);
+    /* A step of one call is no heartbeat (a model's parameters uploaded one by one, each
+     * beginning a step of its own under sync): learning counts the thread's previous step here,
+     * where its length is known, and only where it made a call after its first. */
+    if (g.st == CGJ_GOVERN_LEARN && prev.api && prev.gen == g.learn_gen && calls >= HEART_CALLS)
+        count_begin(prev.api, prev.stream, prev.f, prev.name);
+    else if (g.st != CGJ_GOVERN_LEARN && !is_cand(&g.beat, c->api, c->stream, f) && ++g.others >= PHASE_OTHERS)
+        learn(cgj_now_ns(), "stopped while other steps ran");
+    prev.api = NULL;
+    if (g.st == CGJ_GOVERN_LEARN) {
+        prev.api = c->api, prev.stream = c->stream, prev.f = f, prev.gen = g.learn_gen;
+        snprintf(prev.name, sizeof prev.name, "%s", name);
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -401,6 +430,7 @@ void cgj_gov_markers(void)
     } else { /* the steps counted so far begin no more */
         g.ncand = 0;
         g.begins = 0;
+        g.learn_gen++;
     }
     pthread_mutex_unlock(&lock);
 }
@@ -442,8 +472,10 @@ void cgj_gov_forked(void)
     __atomic_store_n(&cgj_gov_dormant, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&quiet_at, 0, __ATOMIC_RELAXED);
     bool on = g.on;
+    uint32_t gen = g.learn_gen;
     memset(&g, 0, sizeof g);
     g.on = on;
+    g.learn_gen = gen + 1; /* the parent's threads' previous steps count no more */
     set_state(on ? CGJ_GOVERN_LEARN : CGJ_GOVERN_OFF);
 }
 

@@ -154,7 +154,7 @@ static bool route(cgj_thread_t *t, const cgj_call_t *c)
     if (t->mode != CGJ_MODE_OFF) end_locked(t);
     /* Dormant (govern.c): a step in progress ends as it would, and none begins. */
     if (d.route == CGJ_ROUTE_OUTSIDE || __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) return false;
-    cgj_gov_begun(c, d.name);
+    cgj_gov_begun(c, d.name, t->sync_calls + 1);
     begin_locked(t, d.name, true, d.record);
     return true;
 }

@@ -241,8 +241,9 @@ size_t cgj_registry_count(void);
 cgj_thread_t *cgj_registry_get(size_t i);
 
 /* ---- govern.c ---- */
-/* A step begins at call c (implicit) as anchor `name`: learning counts it; a phase may end. */
-void cgj_gov_begun(const cgj_call_t *c, const char *name);
+/* A step begins at call c (implicit) as anchor `name`, after the thread's step before it held
+ * `calls` calls: learning counts that one where it held more than one; a phase may end. */
+void cgj_gov_begun(const cgj_call_t *c, const char *name, uint32_t calls);
 /* A marked step `name` begins: counted, and a beat where it is the heartbeat. True: the governor
  * is dormant (the step runs straight through). */
 bool cgj_gov_marked(const char *name);

@@ -263,6 +263,33 @@ Test(tracer_govern_implicit, switching_never_cuts_a_step)
     cr_assert_eq(st.aborts, 0, "%llu aborts", (unsigned long long)st.aborts);
 }
 
+/* A program that loads its model first: each parameter's upload and the synchronization after
+ * it are a step of one call under sync, more of them than the heartbeat is learned from. None
+ * of them is counted: the heartbeat is the loop's step, learned once the loop runs. */
+Test(tracer_govern_implicit, uploads_one_by_one_are_no_heartbeat)
+{
+    fk.set_delays(50, 0);
+    prog_t p;
+    prog_init(&p);
+    CUdeviceptr w = fk_alloc_floats(&fk, N, 0);
+    float host[N] = {0};
+    for (int i = 0; i < 300; i++) {
+        host[0] = (float)i;
+        OK(fk.htod(w, host, sizeof host));
+        OK(fk.ctx_sync());
+    }
+    cr_assert_eq(govern_now().state, CGJ_GOVERN_LEARN, "a heartbeat among the uploads: '%s'", govern_now().heartbeat);
+    run_synced(&p, 400, 0);
+    fk.set_delays(0, 0);
+    expect_eager(&p, "sync");
+    cgj_govern_info_t g = govern_now();
+    cr_assert_neq(g.state, CGJ_GOVERN_LEARN, "no heartbeat in 400 steps of the loop");
+    cr_assert(strncmp(g.heartbeat, "sync:cuLaunchKernel:", 20) == 0, "heartbeat '%s'", g.heartbeat);
+    float got[N];
+    OK(fk.dtoh(got, w, sizeof got));
+    cr_assert_float_eq(got[0], 299.0f, 0, "the last upload landed");
+}
+
 /* A program that begins to mark its steps (a Python program's `with cgjit.step()` after its
  * set-up): the steps cgjit found itself begin no more, and the governor judges anew, with the
  * marked step as its heartbeat. */
