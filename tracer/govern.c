@@ -404,7 +404,9 @@ void cgj_gov_begun(const cgj_call_t *c, const char *name, uint32_t calls)
     prev.api = NULL;
     if (g.st == CGJ_GOVERN_LEARN) {
         prev.api = c->api, prev.stream = c->stream, prev.f = f, prev.gen = g.learn_gen;
-        snprintf(prev.name, sizeof prev.name, "%s", name);
+        size_t n = strnlen(name, sizeof prev.name - 1);
+        memcpy(prev.name, name, n);
+        prev.name[n] = 0;
     }
     pthread_mutex_unlock(&lock);
 }
