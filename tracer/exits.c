@@ -38,10 +38,12 @@ bool cgj_exit_flush(cgj_thread_t *t)
     }
     if (t->anchor && t->cur.pos > first)
         __atomic_fetch_add(&t->anchor->cost.reissued, t->cur.pos - first, __ATOMIC_RELAXED);
-    /* CGJIT_VERIFY: work re-issued on the thread's own behalf passes verify's gate as the
-     * program's calls do, never inside another thread's window (a flush for another thread comes
-     * from a call that is about to pass it). */
-    bool gated = cgj_verify_on() && t == &cgj_tls && first < t->cur.pos;
+    /* CGJIT_VERIFY: work re-issued passes verify's gate as the program's calls do, never inside
+     * a window (verify.c), on the thread's own behalf or on another's (a call that observes
+     * another thread's held work issues it here, before the call itself passes the gate). No
+     * holder of the gate waits for the registry or a thread's lock, which the flusher of another
+     * thread holds here. */
+    bool gated = cgj_verify_on() && first < t->cur.pos;
     if (gated) cgj_verify_calls_enter();
     for (uint32_t i = first, done; i < t->cur.pos; i += done + 1) {
         CUresult r = cgj_graph_reissue(tr, i, t->cur.pos, &done);

@@ -29,7 +29,8 @@
  * Threads: while one thread copies its memory aside, puts S0 back and runs its graph (the
  * windows), no other thread's work runs: every call that touches memory and runs for real on
  * any thread (eager, recording, passing through, outside any step, or run by a checked segment),
- * every library call replay absorbed and runs too, and every graph of an unchecked segment pass
+ * every library call replay absorbed and runs too, every graph of an unchecked segment, and the
+ * held work a thread's call issues for another thread it observes (exits.c) pass
  * a process-wide gate, held shared by the work and alone by a window (under CGJIT_VERIFY every
  * call of every thread is looked at, step.c). Work passes the gate only around the real call:
  * a thread waiting for it holds nothing a window waits for, so a window never waits for a
