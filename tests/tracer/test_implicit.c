@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <cgjit.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,6 +197,47 @@ static void two_buffers(CUdeviceptr *x, CUdeviceptr *y, float *rx, float *ry, un
     *x = fk_alloc_floats(&fk, N, seed), *y = fk_alloc_floats(&fk, N, seed + 1);
     OK(fk.dtoh(rx, *x, N * sizeof(float)));
     OK(fk.dtoh(ry, *y, N * sizeof(float)));
+}
+
+/* A kernel whose name is longer than an anchor name keeps: the anchor is named
+ * "sync:cuLaunchKernel:" and the name's first 80 characters, then ':' and 16 hex digits. */
+static void k_long(void **p, const unsigned g[3], const unsigned b[3], unsigned smem)
+{
+    (void)g, (void)b, (void)smem;
+    float *x = *(float **)p[0];
+    for (int i = 0; i < N; i++) x[i] += 1.0f;
+}
+
+Test(tracer_implicit_sync, a_long_kernel_name_is_cut_in_the_anchor_name)
+{
+    char kname[121];
+    for (int i = 0; i < 120; i++) kname[i] = (char)('a' + i % 26);
+    kname[120] = 0;
+    size_t sizes[] = {sizeof(CUdeviceptr)};
+    CUfunction f = fk.register_kernel(kname, k_long, 1, sizes, 0, 0);
+    cr_assert(f);
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 0);
+    float seen[N];
+    for (int it = 0; it < 8; it++) {
+        void *p[] = {&x};
+        OK(fk.launch(f, 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
+        OK(fk.launch(f, 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
+        OK(fk.dtoh(seen, x, sizeof seen));
+        cr_assert_float_eq(seen[0], 2.0f * (float)(it + 1), 0, "iteration %d differs from eager", it);
+    }
+    char want[128];
+    snprintf(want, sizeof want, "\"sync:cuLaunchKernel:%.80s:", kname);
+    size_t len = cgj_report_json_buf(NULL, 0);
+    char *json = malloc(len);
+    cr_assert(json);
+    cgj_report_json_buf(json, len);
+    const char *at = strstr(json, want);
+    cr_assert(at, "no anchor named %s... in the report", want + 1);
+    at += strlen(want);
+    for (int i = 0; i < 16; i++)
+        cr_assert(strchr("0123456789abcdef", at[i]) && at[i], "hash digit %d of '%.24s'", i, at);
+    cr_assert_eq(at[16], '"', "the name goes on after its hash: '%.24s'", at);
+    free(json);
 }
 
 Test(tracer_implicit_sync, two_syncs_per_iteration_make_two_traces)
