@@ -298,7 +298,11 @@ static void beat(uint64_t now)
         uint64_t built = __atomic_load_n(&cgj_g_stats.traces_built, __ATOMIC_RELAXED);
         g.settled = built == g.built ? g.settled + 1 : 0;
         g.built = built;
-        if (g.settled >= SETTLE_BEATS || ++g.settle >= SETTLE_MAX) start_measure(now);
+        if (++g.settle >= SETTLE_MAX || g.settled >= SETTLE_BEATS) {
+            CGJ_LOG(govern, "measuring from beat %llu after the choice: %s", (unsigned long long)g.settle,
+                    g.settled >= SETTLE_BEATS ? "no trace built for 4 beats" : "traces were still being built");
+            start_measure(now);
+        }
         break;
     }
     case CGJ_GOVERN_MEASURE:
