@@ -59,9 +59,12 @@ static void share(int was_policy, bool was_held, int policy, bool hold)
     if (had && !has) __atomic_fetch_sub(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
 }
 
+static void ready_one(void);
+
 void cgj_implicit_enable(cgj_step_policy_t policy)
 {
     if (policy == CGJ_STEP_OFF) return;
+    ready_one();
     pthread_mutex_lock(&share_lock);
     int was = __atomic_exchange_n(&cgj_implicit_policy, policy, __ATOMIC_RELAXED);
     share(was, held, policy, held); /* every call is looked at */
@@ -246,9 +249,12 @@ static void sync_step_name(const char *policy, const cgj_call_t *c, char *name, 
     anchor_name(name, len, policy, c, h);
 }
 
-/* Detectors are large (cycle.h): a thread gets one only once it has made CGJ_AUTO_QUIET_CALLS
- * calls (a short-lived thread that launches a few kernels and exits pays nothing), and gives it
- * back at its exit to a small pool the next thread takes it from. */
+/* Detectors are large (cycle.h, 160 KB): a thread gets one only once it has made
+ * CGJ_AUTO_QUIET_CALLS calls (a short-lived thread that launches a few kernels and exits pays
+ * nothing), and gives it back at its exit to a small pool the next thread takes it from. The
+ * pool's detectors are ready: one is made as implicit stepping is enabled, and one given back is
+ * cleared by the thread that exits, so that the program's thread does not allocate and clear
+ * 160 KB at its 64th call, which may fall in a region the program times. */
 #define CGJ_AUTO_QUIET_CALLS 64
 #define CGJ_AUTO_MIN_STEP 32   /* calls a step of a short cycle holds at least */
 #define CGJ_AUTO_SPLIT_SYNCS 4 /* synchronizations in a turn from which its steps are taken between them */
@@ -258,26 +264,60 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static cgj_cycle_t *pool[CGJ_CYCLE_POOL];
 static unsigned npool;
 
+static cgj_cycle_t *new_detector(void)
+{
+    cgj_cycle_t *c = cgj_xmalloc(sizeof *c);
+    cgj_cycle_init(c, 2);
+    return c;
+}
+
 static cgj_cycle_t *take_detector(void)
 {
     cgj_cycle_t *c = NULL;
     pthread_mutex_lock(&pool_lock);
     if (npool) c = pool[--npool];
     pthread_mutex_unlock(&pool_lock);
-    if (!c) c = cgj_xmalloc(sizeof *c);
-    cgj_cycle_init(c, 2);
-    return c;
+    if (c) return c;
+    CGJ_LOG(trace, "cycle detector: none ready, one made on this thread");
+    return new_detector();
 }
+
+/* Detector c, ready, into the pool; false where the pool is full. */
+static bool pool_put(cgj_cycle_t *c)
+{
+    pthread_mutex_lock(&pool_lock);
+    bool put = npool < CGJ_CYCLE_POOL;
+    if (put) pool[npool++] = c;
+    pthread_mutex_unlock(&pool_lock);
+    return put;
+}
+
+static unsigned pooled(void)
+{
+    pthread_mutex_lock(&pool_lock);
+    unsigned n = npool;
+    pthread_mutex_unlock(&pool_lock);
+    return n;
+}
+
+/* One detector made ready in the pool where it has none (as implicit stepping is enabled: the
+ * program's first thread takes it). */
+static void ready_one(void)
+{
+    if (pooled()) return;
+    cgj_cycle_t *c = new_detector();
+    if (!pool_put(c)) cgj_free(c);
+    CGJ_LOG(trace, "cycle detector: one made ready for the program's first thread");
+}
+
 
 void cgj_implicit_thread_exit(cgj_thread_t *t)
 {
     cgj_cycle_t *c = t->find.cycle;
     t->find.cycle = NULL;
     if (!c) return;
-    pthread_mutex_lock(&pool_lock);
-    if (npool < CGJ_CYCLE_POOL) pool[npool++] = c, c = NULL;
-    pthread_mutex_unlock(&pool_lock);
-    cgj_free(c);
+    cgj_cycle_init(c, 2); /* cleared here, not by the thread that takes it */
+    if (!pool_put(c)) cgj_free(c);
 }
 
 /* Is the locked cycle one whose steps are taken between synchronizations? Counted once per cycle. */

@@ -477,6 +477,50 @@ Test(tracer_implicit_auto, a_loop_without_any_sync_is_found)
     cr_assert_geq(s.ops_absorbed, 40 * 12, "replay absorbed %llu of 720 calls", (unsigned long long)s.ops_absorbed);
 }
 
+/* The cycle detector a thread takes at its 64th call (160 KB) is made ready as implicit stepping
+ * is enabled, and one given back at a thread's exit is cleared there and taken by the next
+ * thread as it is: each of three loops, on the program's thread and on two threads one after
+ * the other, is found and replayed, every result eager's. */
+typedef struct {
+    CUdeviceptr x;
+    float ref[N];
+} loop_arg_t;
+
+static void *loop_main(void *p)
+{
+    loop_arg_t *a = p;
+    float seen[N];
+    for (int it = 0; it < 40; it++) iteration(a->x, it, 4, true, a->ref, seen);
+    return NULL;
+}
+
+/* Calls replay absorbed while loop l ran (on a thread of its own where `thread`). */
+static unsigned long long absorbed_by(loop_arg_t *l, bool thread)
+{
+    unsigned long long before = stats().ops_absorbed;
+    OK(fk.dtoh(l->ref, l->x, sizeof l->ref));
+    pthread_t th;
+    if (!thread) {
+        loop_main(l);
+    } else {
+        cr_assert_eq(pthread_create(&th, NULL, loop_main, l), 0);
+        cr_assert_eq(pthread_join(th, NULL), 0);
+    }
+    float seen[N];
+    OK(fk.dtoh(seen, l->x, sizeof seen));
+    cr_assert(!memcmp(l->ref, seen, sizeof seen), "a loop's result differs from eager arithmetic");
+    return stats().ops_absorbed - before;
+}
+
+Test(tracer_implicit_auto, each_thread_finds_its_loop_with_a_detector_from_the_pool)
+{
+    loop_arg_t m = {.x = fk_alloc_floats(&fk, N, 8)}, a = {.x = fk_alloc_floats(&fk, N, 9)},
+               b = {.x = fk_alloc_floats(&fk, N, 10)};
+    cr_assert_gt(absorbed_by(&m, false), 0, "the program's thread: its loop was not replayed");
+    cr_assert_gt(absorbed_by(&a, true), 0, "a first thread: its loop was not replayed");
+    cr_assert_gt(absorbed_by(&b, true), 0, "a second thread, with the first's detector: its loop was not replayed");
+}
+
 /* One kernel launched over and over (a cycle of one call): a step of one launch would gain
  * nothing from a graph, so a step holds CGJ_AUTO_MIN_STEP (32) turns of the cycle. */
 Test(tracer_implicit_auto, a_kernel_launched_over_and_over_is_replayed_many_launches_a_step)
