@@ -260,6 +260,7 @@ static void close_window(uint64_t now)
         CGJ_LOG(govern, "window %llu (%s): %llu beats at an uneven pace (the program changed its own): measured again",
                 (unsigned long long)g.info.windows + 1, dormant ? "dormant" : "active",
                 (unsigned long long)g.win_beats);
+        if (dormant) g.info.measure_dormant_ns += now - g.win_t0;
         g.win_t0 = now;
         g.win_beats = 0;
         g.win_again = true;

@@ -220,6 +220,28 @@ Test(tracer_govern, a_heartbeat_in_short_bursts_is_judged)
     cr_assert_gt(g.ratio, 1.0, "active/dormant %.3f", g.ratio);
 }
 
+/* A dormant window that meets a pause is measured again: its time still counts as time spent
+ * dormant to measure, so that the report's two dormant figures agree where the program stays
+ * active. */
+Test(tracer_govern, a_dormant_window_measured_again_counts_as_measuring)
+{
+    fk.set_delays(50, 0);
+    prog_t p;
+    prog_init(&p);
+    int guard = 0;
+    while (!(govern_now().state == CGJ_GOVERN_MEASURE && govern_now().dormant) && guard++ < 5000)
+        run_marked(&p, "paused", 1);
+    cr_assert_lt(guard, 5000, "no dormant window opened");
+    run_marked(&p, "paused", 20);
+    host_work(60000);
+    run_marked(&p, "paused", 4000);
+    fk.set_delays(0, 0);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_eq(g.state, CGJ_GOVERN_ACTIVE, "state %s", cgj_govern_state_name(g.state));
+    cr_assert_eq(g.measure_dormant_ns, g.dormant_ns, "dormant %llu ns, of them measuring %llu",
+                 (unsigned long long)g.dormant_ns, (unsigned long long)g.measure_dormant_ns);
+}
+
 /* A phase that went dormant ends when its heartbeat stops: the next phase is judged too. */
 Test(tracer_govern, a_dormant_phase_ends_when_its_heartbeat_stops)
 {
