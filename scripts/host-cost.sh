@@ -10,7 +10,8 @@
 # Then what a run that leaves its trace costs beyond the same run eagerly, a call in an eager
 # implicit step against an untraced one, a call while the governor holds cgjit dormant against
 # one cgjit is not in at all, and the first and second runs of steps made once (step_cost_app,
-# the same fake driver).
+# the same fake driver), in time and, where valgrind is installed, in instructions over the same
+# steps untraced.
 #
 # Usage: scripts/host-cost.sh [BUILD] [STEPS]   (defaults: build, 2000)
 # Exit status: 0; 1 where the app failed (outputs not eager's, too few steps replayed); 2 on bad
@@ -109,3 +110,16 @@ awk -v d1="$d1" -v d2="$d2" -v x1="$x1" -v x2="$x2" 'BEGIN {
   calls = 0; for (it = 2000; it < 4000; it++) calls += 21 + (it * 7919) % 13
   printf "host-cost: a call while dormant: %.1f instructions over no cgjit in the call (callgrind, %d calls)\n",
     ((d2 - d1) - (x2 - x1)) / calls, calls }'
+
+# Instructions a step made for the first time costs cgjit (its first run, a warm-up run, and
+# its second) over the same calls untraced: step_cost_app's fresh steps at 200 and at 400, so
+# that start-up cancels, over the 200 more steps.
+fresh_collected() {
+  env "$@" valgrind --tool=callgrind --callgrind-out-file="$tmp/f.out" "$sc" fresh "$n" 2>&1 >/dev/null |
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+n=200 s1=$(fresh_collected CGJIT_WARMUP_RUNS=1 CGJIT_BUILD_BACKGROUND=1 CGJIT_STEP=sync) o1=$(fresh_collected CGJIT_STEP=off)
+n=400 s2=$(fresh_collected CGJIT_WARMUP_RUNS=1 CGJIT_BUILD_BACKGROUND=1 CGJIT_STEP=sync) o2=$(fresh_collected CGJIT_STEP=off)
+awk -v s1="$s1" -v s2="$s2" -v o1="$o1" -v o2="$o2" 'BEGIN {
+  printf "host-cost: a step of 4 calls made for the first time: %.0f instructions for its first and second runs over untraced (callgrind, 200 steps)\n",
+    ((s2 - s1) - (o2 - o1)) / 200 }'
