@@ -310,7 +310,6 @@ static void ready_one(void)
     CGJ_LOG(trace, "cycle detector: one made ready for the program's first thread");
 }
 
-
 void cgj_implicit_thread_exit(cgj_thread_t *t)
 {
     cgj_cycle_t *c = t->find.cycle;
