@@ -9,7 +9,8 @@
  * How. While *learning*, every step's begin is counted by the call that began it (its driver
  * function, stream and kernel; for a marked step, its name; a step cgjit found is counted at the
  * thread's next begin, and only where it held HEART_CALLS calls: a model's parameters uploaded
- * one by one begin as many one-call steps under sync, and are no loop); after LEARN_BEGINS begins the most
+ * one by one begin as many one-call steps under sync, and are no loop; after SHORT_STEPS of them,
+ * a program whose loop is made of such steps, they count too); after LEARN_BEGINS begins the most
  * frequent becomes the heartbeat, and its calls are counted from then on wherever they are made
  * (runtime/wrappers.c's CGJ_GOV_BEAT: one load and one compare per call). Once SETTLE_BEATS
  * beats in a row saw no trace built (cgjit's warm-up is no measure of either state; SETTLE_MAX
@@ -54,7 +55,8 @@
 
 #define LEARN_BEGINS 32        /* step begins counted before the heartbeat is chosen */
 #define NCAND 16               /* candidate heartbeats kept while learning */
-#define HEART_CALLS 2          /* calls a step found by cgjit holds at least to be counted */
+#define HEART_CALLS 2          /* calls a step found by cgjit holds at least to be counted ... */
+#define SHORT_STEPS 1024       /* ... until this many shorter ones came first (a loop of them) */
 #define SETTLE_BEATS 4         /* beats in a row with no trace built before the first window ... */
 #define SETTLE_MAX 64          /* ... or this many beats after the choice, whichever comes first */
 #define WIN_BEATS 6            /* a window holds at least this many beats ... */
@@ -95,6 +97,7 @@ static struct {
     uint32_t ncand;
     uint64_t begins;
     uint32_t learn_gen;               /* learnings begun (a thread's previous step counts in its own) */
+    uint32_t short_steps;             /* steps of fewer than HEART_CALLS calls in this learning */
     cand_t beat;                      /* the heartbeat (api NULL: none) */
     uint64_t settle, settled;         /* beats since the choice; of them, in a row with no trace built */
     uint64_t built;                   /* traces built by the last beat (cgj_stats) */
@@ -155,6 +158,7 @@ static void learn(uint64_t now, const char *why)
     g.ncand = 0;
     g.begins = 0;
     g.learn_gen++;
+    g.short_steps = 0;
     g.others = 0;
     g.decided = false;
     g.hold_len = 0;
@@ -402,7 +406,8 @@ void cgj_gov_begun(const cgj_call_t *c, const char *name, uint32_t calls)
     /* A step of one call is no heartbeat (a model's parameters uploaded one by one, each
      * beginning a step of its own under sync): learning counts the thread's previous step here,
      * where its length is known, and only where it made a call after its first. */
-    if (g.st == CGJ_GOVERN_LEARN && prev.api && prev.gen == g.learn_gen && calls >= HEART_CALLS)
+    bool counts = calls >= HEART_CALLS || ++g.short_steps > SHORT_STEPS; /* a loop of short steps counts */
+    if (g.st == CGJ_GOVERN_LEARN && prev.api && prev.gen == g.learn_gen && counts)
         count_begin(prev.api, prev.stream, prev.f, prev.name);
     else if (g.st != CGJ_GOVERN_LEARN && !is_cand(&g.beat, c->api, c->stream, f) && ++g.others >= PHASE_OTHERS)
         learn(cgj_now_ns(), "stopped while other steps ran");
@@ -438,6 +443,7 @@ void cgj_gov_markers(void)
         g.ncand = 0;
         g.begins = 0;
         g.learn_gen++;
+        g.short_steps = 0;
     }
     pthread_mutex_unlock(&lock);
 }

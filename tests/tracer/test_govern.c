@@ -312,6 +312,23 @@ Test(tracer_govern_implicit, uploads_one_by_one_are_no_heartbeat)
     cr_assert_float_eq(got[0], 299.0f, 0, "the last upload landed");
 }
 
+/* A program whose loop is made of one-call steps (a kernel, then a synchronization) is still
+ * judged: once 1024 such steps came with no longer one, they count toward the heartbeat too. */
+Test(tracer_govern_implicit, a_loop_of_one_call_steps_still_has_a_heartbeat)
+{
+    prog_t p;
+    prog_init(&p);
+    for (int k = 0; k < 1500; k++, p.s++) {
+        OK(fk_addk_launch(&fk, NULL, p.x, p.s % 7, N));
+        OK(fk.ctx_sync());
+        for (int i = 0; i < N; i++) p.h[i] += (float)(p.s % 7);
+    }
+    expect_eager(&p, "one-call steps");
+    cgj_govern_info_t g = govern_now();
+    cr_assert_neq(g.state, CGJ_GOVERN_LEARN, "no heartbeat in 1500 steps of one call");
+    cr_assert(strncmp(g.heartbeat, "sync:cuLaunchKernel:", 20) == 0, "heartbeat '%s'", g.heartbeat);
+}
+
 /* A program that begins to mark its steps (a Python program's `with cgjit.step()` after its
  * set-up): the steps cgjit found itself begin no more, and the governor judges anew, with the
  * marked step as its heartbeat. */
