@@ -100,12 +100,15 @@ callgrind_annotate "$tmp/cg.out" 2>/dev/null | grep 'libcgjit' |
 # cancels, over the calls the 2000 more iterations make.
 sc=$build/tests/step_cost_app
 [ -x "$sc" ] || exit 0
+# collected MODE N [VAR=VALUE...]: instructions step_cost_app MODE N executes in all.
 collected() {
-  env "$@" valgrind --tool=callgrind --callgrind-out-file="$tmp/x.out" "$sc" eager "$iters" 2>&1 >/dev/null |
+  local mode=$1 n=$2
+  shift 2
+  env "$@" valgrind --tool=callgrind --callgrind-out-file="$tmp/x.out" "$sc" "$mode" "$n" 2>&1 >/dev/null |
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
-iters=2000 d1=$(collected CGJIT_GOVERN=2 CGJIT_STEP=sync) x1=$(collected CGJIT_DISABLE=1)
-iters=4000 d2=$(collected CGJIT_GOVERN=2 CGJIT_STEP=sync) x2=$(collected CGJIT_DISABLE=1)
+d1=$(collected eager 2000 CGJIT_GOVERN=2 CGJIT_STEP=sync) x1=$(collected eager 2000 CGJIT_DISABLE=1)
+d2=$(collected eager 4000 CGJIT_GOVERN=2 CGJIT_STEP=sync) x2=$(collected eager 4000 CGJIT_DISABLE=1)
 awk -v d1="$d1" -v d2="$d2" -v x1="$x1" -v x2="$x2" 'BEGIN {
   calls = 0; for (it = 2000; it < 4000; it++) calls += 21 + (it * 7919) % 13
   printf "host-cost: a call while dormant: %.1f instructions over no cgjit in the call (callgrind, %d calls)\n",
@@ -114,12 +117,9 @@ awk -v d1="$d1" -v d2="$d2" -v x1="$x1" -v x2="$x2" 'BEGIN {
 # Instructions a step made for the first time costs cgjit (its first run, a warm-up run, and
 # its second) over the same calls untraced: step_cost_app's fresh steps at 200 and at 400, so
 # that start-up cancels, over the 200 more steps.
-fresh_collected() {
-  env "$@" valgrind --tool=callgrind --callgrind-out-file="$tmp/f.out" "$sc" fresh "$n" 2>&1 >/dev/null |
-    sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
-}
-n=200 s1=$(fresh_collected CGJIT_WARMUP_RUNS=1 CGJIT_BUILD_BACKGROUND=1 CGJIT_STEP=sync) o1=$(fresh_collected CGJIT_STEP=off)
-n=400 s2=$(fresh_collected CGJIT_WARMUP_RUNS=1 CGJIT_BUILD_BACKGROUND=1 CGJIT_STEP=sync) o2=$(fresh_collected CGJIT_STEP=off)
+on="CGJIT_WARMUP_RUNS=1 CGJIT_BUILD_BACKGROUND=1 CGJIT_STEP=sync"
+s1=$(collected fresh 200 $on) o1=$(collected fresh 200 CGJIT_STEP=off)
+s2=$(collected fresh 400 $on) o2=$(collected fresh 400 CGJIT_STEP=off)
 awk -v s1="$s1" -v s2="$s2" -v o1="$o1" -v o2="$o2" 'BEGIN {
   printf "host-cost: a step of 4 calls made for the first time: %.0f instructions for its first and second runs over untraced (callgrind, 200 steps)\n",
     ((s2 - s1) - (o2 - o1)) / 200 }'

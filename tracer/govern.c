@@ -265,8 +265,7 @@ static void close_window(uint64_t now)
                 (unsigned long long)g.info.windows + 1, dormant ? "dormant" : "active",
                 (unsigned long long)g.win_beats);
         if (dormant) g.info.measure_dormant_ns += now - g.win_t0;
-        g.win_t0 = now;
-        g.win_beats = 0;
+        start_window(now); /* in the same state */
         g.win_again = true;
         return;
     }
@@ -304,8 +303,12 @@ static void beat(uint64_t now)
         g.settled = built == g.built ? g.settled + 1 : 0;
         g.built = built;
         if (++g.settle >= SETTLE_MAX || g.settled >= SETTLE_BEATS) {
-            CGJ_LOG(govern, "measuring from beat %llu after the choice: %s", (unsigned long long)g.settle,
-                    g.settled >= SETTLE_BEATS ? "no trace built for 4 beats" : "traces were still being built");
+            if (g.settled >= SETTLE_BEATS)
+                CGJ_LOG(govern, "measuring from beat %llu after the choice: no trace built for %d beats",
+                        (unsigned long long)g.settle, SETTLE_BEATS);
+            else
+                CGJ_LOG(govern, "measuring from beat %llu after the choice: traces were still being built",
+                        (unsigned long long)g.settle);
             start_measure(now);
         }
         break;
@@ -374,15 +377,19 @@ static void count_begin(const char *api, const void *stream, const void *f, cons
             (unsigned long long)g.begins);
 }
 
+/* A step other than the heartbeat's begins, not learning (under the lock): PHASE_OTHERS of them
+ * in a row end the phase, and learning starts again. True then. */
+static bool other_begun(const char *api, const void *stream, const void *f)
+{
+    if (is_cand(&g.beat, api, stream, f) || ++g.others < PHASE_OTHERS) return false;
+    learn(cgj_now_ns(), "stopped while other steps ran");
+    return true;
+}
+
 /* A step begins (under the lock): learning counts it; another step's begin may end a phase. */
 static void begun(const char *api, const void *stream, const void *f, const char *name)
 {
-    if (g.st == CGJ_GOVERN_LEARN) {
-        count_begin(api, stream, f, name);
-    } else if (!is_cand(&g.beat, api, stream, f) && ++g.others >= PHASE_OTHERS) {
-        learn(cgj_now_ns(), "stopped while other steps ran");
-        count_begin(api, stream, f, name);
-    }
+    if (g.st == CGJ_GOVERN_LEARN || other_begun(api, stream, f)) count_begin(api, stream, f, name);
 }
 
 /* The step this thread began last while learning, counted at the thread's next begin once its
@@ -406,11 +413,11 @@ void cgj_gov_begun(const cgj_call_t *c, const char *name, uint32_t calls)
     /* A step of one call is no heartbeat (a model's parameters uploaded one by one, each
      * beginning a step of its own under sync): learning counts the thread's previous step here,
      * where its length is known, and only where it made a call after its first. */
-    bool counts = calls >= HEART_CALLS || ++g.short_steps > SHORT_STEPS; /* a loop of short steps counts */
-    if (g.st == CGJ_GOVERN_LEARN && prev.api && prev.gen == g.learn_gen && counts)
-        count_begin(prev.api, prev.stream, prev.f, prev.name);
-    else if (g.st != CGJ_GOVERN_LEARN && !is_cand(&g.beat, c->api, c->stream, f) && ++g.others >= PHASE_OTHERS)
-        learn(cgj_now_ns(), "stopped while other steps ran");
+    if (g.st != CGJ_GOVERN_LEARN) {
+        other_begun(c->api, c->stream, f);
+    } else if (calls >= HEART_CALLS || ++g.short_steps > SHORT_STEPS) { /* a loop of short steps counts */
+        if (prev.api && prev.gen == g.learn_gen) count_begin(prev.api, prev.stream, prev.f, prev.name);
+    }
     prev.api = NULL;
     if (g.st == CGJ_GOVERN_LEARN) {
         prev.api = c->api, prev.stream = c->stream, prev.f = f, prev.gen = g.learn_gen;
