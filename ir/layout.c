@@ -5,6 +5,13 @@
  * begins at a kernel (its name), so a mutex around the map is enough. A name is asked of the
  * driver on its own: a step's warm-up run, which records nothing, asks for no parameters.
  * Entries are never removed: a handle's layout and name do not change.
+ *
+ * A handle is a CUfunction (cuModuleGetFunction, cuLibraryGetKernel's cuKernelGetFunction) or a
+ * CUkernel (what the CUDA runtime launches), and the driver says which only by failing the
+ * other kind's query, slowly: a failed cuFuncGetName took 20-60 us on an H100 (driver 580),
+ * where the right query takes under 1 us. The kind that answered last is asked first (a program
+ * launches through the runtime or through the driver, rarely both), and an entry remembers its
+ * own kind for its parameters.
  */
 #include "ir/layout.h"
 #include "base/driver.h"
@@ -17,13 +24,15 @@
 typedef struct entry {
     CUfunction f;
     bool known, asked, named;
+    bool is_kernel; /* a CUkernel (cuKernelGetName answered) */
     uint32_t n, size;
     uint32_t *off, *sz;
     const char *name;
 } entry_t;
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static cgj_map_t cache; /* CUfunction -> entry_t * */
+static cgj_map_t cache;    /* CUfunction -> entry_t * */
+static bool kernels_first; /* the last handle named was a CUkernel: ask that kind first */
 
 static entry_t *find_or_insert(CUfunction f)
 {
@@ -35,15 +44,17 @@ static entry_t *find_or_insert(CUfunction f)
     return e;
 }
 
-/* Ask the driver: CUfunction first, CUkernel (what the CUDA runtime passes) second. */
+typedef CUresult (*param_info_fn)(void *, size_t, size_t *, size_t *);
+
+/* Ask the driver, with the query of the entry's kind (named() found it) first. */
 static void learn(entry_t *e)
 {
-    CUresult (*info)(void *, size_t, size_t *, size_t *) =
-        (CUresult(*)(void *, size_t, size_t *, size_t *))cgj_drv.r_cuFuncGetParamInfo;
+    param_info_fn fn = (param_info_fn)cgj_drv.r_cuFuncGetParamInfo, kn = (param_info_fn)cgj_drv.r_cuKernelGetParamInfo;
+    param_info_fn first = e->is_kernel ? kn : fn, second = e->is_kernel ? fn : kn, info = first;
     size_t off, sz;
     CUresult r = info ? info(e->f, 0, &off, &sz) : CUDA_ERROR_NOT_SUPPORTED;
-    if (r == CUDA_ERROR_INVALID_HANDLE && cgj_drv.r_cuKernelGetParamInfo) {
-        info = (CUresult(*)(void *, size_t, size_t *, size_t *))cgj_drv.r_cuKernelGetParamInfo;
+    if ((r == CUDA_ERROR_INVALID_HANDLE || !first) && second) {
+        info = second;
         r = info(e->f, 0, &off, &sz);
     }
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE) return; /* the driver cannot tell */
@@ -57,13 +68,25 @@ static void learn(entry_t *e)
     e->known = true;
 }
 
-static void learn_name(entry_t *e)
+static bool name_as(entry_t *e, bool kernel)
 {
     const char *name = NULL;
-    if (cgj_drv.r_cuFuncGetName && cgj_drv.r_cuFuncGetName(&name, e->f) == CUDA_SUCCESS && name) e->name = name;
-    else if (cgj_drv.r_cuKernelGetName && cgj_drv.r_cuKernelGetName(&name, (CUkernel)e->f) == CUDA_SUCCESS && name)
-        e->name = name;
-    else e->name = "?";
+    bool ok = kernel ? cgj_drv.r_cuKernelGetName && cgj_drv.r_cuKernelGetName(&name, (CUkernel)e->f) == CUDA_SUCCESS
+                     : cgj_drv.r_cuFuncGetName && cgj_drv.r_cuFuncGetName(&name, e->f) == CUDA_SUCCESS;
+    if (!ok || !name) return false;
+    e->name = name;
+    e->is_kernel = kernel;
+    kernels_first = kernel;
+    return true;
+}
+
+static void learn_name(entry_t *e)
+{
+    bool k = kernels_first;
+    if (!name_as(e, k) && !name_as(e, !k)) {
+        e->name = "?";
+        e->is_kernel = k; /* neither answered: the parameters are asked in the same order */
+    }
 }
 
 static entry_t *named(CUfunction f)

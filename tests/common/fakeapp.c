@@ -150,6 +150,12 @@ void fk_open(fk_t *fk)
     fk_addk_at = fk->register_kernel("addk_at", k_addk_at, 3, s3, 0, 0);
 }
 
+CUfunction fk_axpb_twin(fk_t *fk, const char *name, bool as_cukernel)
+{
+    size_t s4[] = {8, 4, 4, 4};
+    return fk->register_kernel(name, k_axpb, 4, s4, as_cukernel ? 1 : 0, 0);
+}
+
 CUdeviceptr fk_alloc_floats(fk_t *fk, int n, unsigned seed)
 {
     CUdeviceptr d = 0;

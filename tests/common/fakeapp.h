@@ -79,6 +79,9 @@ void fk_fakecuda_file(char *path, size_t size, const char *file);
  *  addk_at(float **cell, int k, int n):            (*cell)[i] += k, the buffer named by no parameter */
 extern CUfunction fk_axpb, fk_addk, fk_copyscale, fk_axpb_kernel_handle, fk_opaque, fk_addk_at;
 
+/* One more kernel that computes axpb, named `name`: a CUkernel handle (what the CUDA runtime
+ * launches) where as_cukernel, a CUfunction otherwise. */
+CUfunction fk_axpb_twin(fk_t *fk, const char *name, bool as_cukernel);
 CUdeviceptr fk_alloc_floats(fk_t *fk, int n, unsigned seed);
 /* A fresh buffer of n floats, and in ref what it holds. */
 CUdeviceptr fk_fresh_floats(fk_t *fk, float *ref, int n);

@@ -68,6 +68,7 @@ typedef struct fakecuda_counts {
     unsigned long device_syncs;
     unsigned long device_updates; /* node parameter updates cgjit's patch kernel applied (fakecuda_devpatch.c) */
     unsigned long param_queries;  /* cuFuncGetParamInfo/cuKernelGetParamInfo calls, answered or not */
+    unsigned long name_queries;   /* cuFuncGetName/cuKernelGetName calls, answered or not */
 } fakecuda_counts_t;
 
 /* Counters count successful calls only (a call failed by fakecuda_fail_next counts nothing). */

@@ -235,6 +235,9 @@ FC_DEFINE(cuKernelGetParamInfo, (CUkernel kernel, size_t paramIndex, size_t *par
 static CUresult kernel_name(const void *handle, int want_cukernel, const char **name)
 {
     fc_kernel *k;
+    lock();
+    g_counts.name_queries++;
+    unlock();
     if (!name) return CUDA_ERROR_INVALID_VALUE;
     CUresult err = kernel_flavour(handle, want_cukernel, &k);
     if (err == CUDA_SUCCESS) *name = k->name;
