@@ -29,22 +29,25 @@ def load(path):
                 if "cupti-calls-probe:" in line:
                     status = line.split(":", 1)[1].strip()
                 continue
-            ns, tid, site, dom, name = line.rstrip("\n").split("\t")
-            events.append((int(ns), int(tid), site, dom, name))
+            f5 = line.rstrip("\n").split("\t")
+            faults = int(f5[5]) if len(f5) > 5 else 0
+            events.append((int(f5[0]), int(f5[1]), f5[2], f5[3], f5[4], faults))
     return status, events
 
 
 def calls_of(events):
-    """Outermost calls of one thread: (start, end, domain, name, [(start, end, name) of its driver calls])."""
+    """Outermost calls of one thread: [start, end, domain, name, [(start, end, name) of its driver
+    calls], page faults from its entry to its exit]."""
     out, stack = [], []
-    for ns, _, site, dom, name in events:
+    for ns, _, site, dom, name, faults in events:
         if site == "E":
-            stack.append([ns, None, dom, name, []])
+            stack.append([ns, None, dom, name, [], faults])
             continue
         if not stack:
             continue
         c = stack.pop()
         c[1] = ns
+        c[5] = faults - c[5]
         if stack:
             if dom == "d":
                 top = stack[0]
@@ -99,6 +102,22 @@ def main():
             f"synchronization's end; gaps {gaps / 1000:.1f} us, inside calls {inside / 1000:.1f} us "
             f"(in the driver {drv / 1000:.1f} us)"
         )
+        own = collections.defaultdict(lambda: [0, 0])
+        for c in region:
+            own[c[3]][0] += 1
+            own[c[3]][1] += c[1] - c[0] - driver_ns(c)
+        print(f"page faults inside the region's calls: {sum(c[5] for c in region)}")
+        print("host time inside calls, not in the driver, by call:")
+        for n, (k, t) in sorted(own.items(), key=lambda kv: -kv[1][1])[:6]:
+            print(f"  {n:40s} {k:7d} calls {t / 1000:10.1f} us")
+        worst = sorted(region, key=lambda c: -(c[1] - c[0] - driver_ns(c)))[:5]
+        print(
+            "  the largest: "
+            + ", ".join(
+                f"{c[3]} at +{(c[0] - t0) / 1000:.1f} us: {(c[1] - c[0] - driver_ns(c)) / 1000:.1f} us, {c[5]} faults"
+                for c in worst
+            )
+        )
         prev = None
         for c in region:
             gap = (c[0] - prev) / 1000 if prev is not None else 0.0
@@ -107,7 +126,7 @@ def main():
             inner = ", ".join(f"{n}x{k}" if k > 1 else n for n, k in names.items())
             print(
                 f"  +{(c[0] - t0) / 1000:8.1f}  gap {gap:7.1f}  {c[2]} {c[3]:32s} {(c[1] - c[0]) / 1000:7.1f} us"
-                f"  driver {driver_ns(c) / 1000:7.1f}: {inner}"
+                f"  driver {driver_ns(c) / 1000:7.1f}  faults {c[5]:3d}: {inner}"
             )
     return 0
 
