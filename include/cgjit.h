@@ -228,7 +228,8 @@ typedef struct cgj_govern_info {
     uint64_t switches;           /* changes between active and dormant */
     uint64_t pairs;              /* pairs behind the last judgement ... */
     double ratio, lo, hi;        /* ... its speed with cgjit active over dormant (above 1: faster
-                                  * with cgjit), with its one-sided 95% bounds */
+                                  * with cgjit: the pairs' mean, or their median where that
+                                  * decided), with the mean's one-sided 95% bounds */
     uint64_t cur_pairs;          /* a judgement in progress: its pairs so far ... */
     double cur_ratio;            /* ... and their ratio */
     uint64_t measure_dormant_ns; /* time spent in dormant windows to measure */

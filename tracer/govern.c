@@ -106,6 +106,7 @@ static struct {
     /* measurement */
     uint64_t win_t0, win_beats;
     bool win_again;                /* this window was measured again already */
+    bool pair_again;               /* this pair was started again already */
     uint64_t win_times[WIN_TIMES]; /* its beats' times (the first WIN_TIMES) */
     uint32_t pair, win_in_pair;
     double pace[2]; /* this pair's paces: [0] active, [1] dormant */
@@ -193,6 +194,7 @@ static bool paced_unevenly(uint64_t now)
 static void start_measure(uint64_t now)
 {
     g.pair = g.win_in_pair = 0;
+    g.pair_again = false;
     g.npairs = 0;
     g.measure_beats = 0;
     set_state(CGJ_GOVERN_MEASURE);
@@ -234,9 +236,9 @@ static bool judge(uint64_t now)
     stats(&m, &h);
     bool sure = (m - h > 0 && med > 0) || (m + h < 0 && med < 0), equal = m - h > -eq && m + h < eq;
     if (!sure && !equal && g.npairs < MAX_PAIRS) return false;
-    bool dormant = sure || equal ? m < 0 : med < 0;
+    bool by_median = !sure && !equal, dormant = by_median ? med < 0 : m < 0;
     cgj_govern_info_t *in = &g.info;
-    in->ratio = exp(m);
+    in->ratio = exp(by_median ? med : m); /* the figure that decided */
     in->lo = exp(m - h);
     in->hi = exp(m + h);
     in->pairs = g.npairs;
@@ -249,9 +251,9 @@ static bool judge(uint64_t now)
     g.decided_dormant = dormant;
     CGJ_LOG(
         govern,
-        "judgement %llu on '%s': active/dormant speed %.3fx (95%% interval %.3f-%.3f) over %u pairs: %s for %llu beats",
-        (unsigned long long)in->judgements, g.beat.name, in->ratio, in->lo, in->hi, g.npairs,
-        dormant ? "dormant" : "active", (unsigned long long)g.hold_left);
+        "judgement %llu on '%s': active/dormant speed %.3fx%s (95%% interval %.3f-%.3f) over %u pairs: %s for %llu beats",
+        (unsigned long long)in->judgements, g.beat.name, in->ratio, by_median ? " (the pairs' median)" : "", in->lo,
+        in->hi, g.npairs, dormant ? "dormant" : "active", (unsigned long long)g.hold_left);
     set_dormant(dormant, now);
     set_state(dormant ? CGJ_GOVERN_DORMANT : CGJ_GOVERN_ACTIVE);
     return true;
@@ -265,7 +267,10 @@ static void close_window(uint64_t now)
                 (unsigned long long)g.info.windows + 1, dormant ? "dormant" : "active",
                 (unsigned long long)g.win_beats);
         if (dormant) g.info.measure_dormant_ns += now - g.win_t0;
-        start_window(now); /* in the same state */
+        /* The pair's first window was measured at the pace before the change: the pair starts
+         * again (once), its first window in its own state. */
+        if (g.win_in_pair == 1 && !g.pair_again) g.win_in_pair = 0, g.pair_again = true;
+        start_window(now);
         g.win_again = true;
         return;
     }
@@ -279,6 +284,7 @@ static void close_window(uint64_t now)
         if (g.npairs < MAX_PAIRS) g.d[g.npairs++] = log(g.pace[1] / g.pace[0]);
         g.info.pairs_total++;
         g.win_in_pair = 0;
+        g.pair_again = false;
         g.pair++;
         if (judge(now)) return;
     }

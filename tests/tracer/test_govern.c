@@ -201,6 +201,34 @@ Test(tracer_govern, one_window_that_meets_a_pause_does_not_decide)
     cr_assert_float_eq(g.lo, g.hi, 1e-9, "the paused window was paired (interval %.3f-%.3f)", g.lo, g.hi);
 }
 
+/* The program changes its pace (its prompt read, it decodes one token a beat: 2 ms of its own
+ * host work a step from then on) while the first pair's dormant window is open. That window is
+ * measured again, and the pair with it: its active window was measured at the old pace. Every
+ * pair then measures the two states at the new pace (on the fake clock, each finds the same
+ * ratio), and cgjit, which makes the program faster, stays active. */
+Test(tracer_govern, a_pace_that_changes_inside_a_pair_starts_the_pair_again)
+{
+    fk.set_delays(50, 0);
+    prog_t p;
+    prog_init(&p);
+    int guard = 0;
+    while (!(govern_now().state == CGJ_GOVERN_MEASURE && govern_now().dormant) && guard++ < 5000)
+        run_marked(&p, "decode", 1);
+    cr_assert(govern_now().dormant, "no dormant window opened in 5000 steps");
+    cr_assert_eq(govern_now().windows, 1, "%llu windows before the first dormant one",
+                 (unsigned long long)govern_now().windows);
+    run_marked(&p, "decode", 40); /* the old pace, in the dormant window */
+    for (int k = 0; k < 3000; k++) {
+        run_marked(&p, "decode", 1);
+        host_work(2000);
+    }
+    fk.set_delays(0, 0);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_geq(g.judgements, 1, "no judgement");
+    cr_assert(!g.last_dormant, "cgjit makes it faster, yet it went dormant (%.3fx)", g.ratio);
+    cr_assert_float_eq(g.lo, g.hi, 1e-9, "a pair held both paces (interval %.3f-%.3f)", g.lo, g.hi);
+}
+
 /* A heartbeat that comes in bursts shorter than a window (20 steps, then 5 ms of other host work)
  * holds its beats evenly enough across each window's halves: no window is measured again for it,
  * and the program is judged as one without bursts. */
