@@ -105,8 +105,6 @@
       "1: a fused kernel not in a cache is compiled by a thread while its chain replays unfused, and the step is built again once it is ready (no step waits for NVRTC); 0: compiled at the build") \
     X(BUILD_BACKGROUND, BOOL, 1, 0, 1, "build-background", BOOL, "0|1", NULL,                          \
       "1: a step's graphs are built by a thread of cgjit's while the program goes on, its runs meanwhile eager (the build's planning, capture and instantiation off the program's thread); 0: at the end of the run that completes the recording (always so under CGJIT_VERIFY, and where fusion is on: CGJIT_MODE other than reduce-overhead)") \
-    X(PREFAULT, BOOL, 1, 0, 1, "prefault", BOOL, "0|1", NULL,                                          \
-      "1: as cgjit starts, its code and read-only data are mapped and 1 MiB of its metadata memory made present, so that the first step of a kind costs the program no page faults; 0: they fault where first used") \
     X(DRIVER, STR, "libcuda.so.1", 0, 0, NULL, NONE, NULL, NULL,                                      \
       "the CUDA driver library cgjit forwards to (tests point it at a fake)")
 /* clang-format on */

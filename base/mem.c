@@ -8,18 +8,9 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/types.h>
-#include <unistd.h>
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 
 static int meta_flags;
-static unsigned meta_arena;
 static int have_je;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -30,51 +21,22 @@ void *cgjpriv_je_rallocx(void *ptr, size_t size, int flags);
 void cgjpriv_je_dallocx(void *ptr, int flags);
 int cgjpriv_je_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
 
-static int new_arena(void *hooks, int *flags, unsigned *ind)
-{
-    size_t sz = sizeof *ind;
-    void *hp = hooks;
-    if (cgjpriv_je_mallctl("arenas.create", ind, &sz, hooks ? &hp : NULL, hooks ? sizeof hp : 0)) return 0;
-    *flags = MALLOCX_ARENA(*ind) | MALLOCX_TCACHE_NONE;
-    return 1;
-}
-
 int cgj_mem_new_arena(void *hooks, int *flags)
 {
     unsigned ind;
-    return new_arena(hooks, flags, &ind);
-}
-
-/* The metadata arena keeps its freed pages (no decay): cgjit's metadata is small, and a page
- * given back would fault again on the program's thread. */
-static int keep_pages(void)
-{
-    char name[64];
-    ssize_t never = -1;
-    snprintf(name, sizeof name, "arena.%u.dirty_decay_ms", meta_arena);
-    if (cgjpriv_je_mallctl(name, NULL, NULL, &never, sizeof never)) return 0;
-    snprintf(name, sizeof name, "arena.%u.muzzy_decay_ms", meta_arena);
-    cgjpriv_je_mallctl(name, NULL, NULL, &never, sizeof never);
+    size_t sz = sizeof ind;
+    void *hp = hooks;
+    if (cgjpriv_je_mallctl("arenas.create", &ind, &sz, hooks ? &hp : NULL, hooks ? sizeof hp : 0)) return 0;
+    *flags = MALLOCX_ARENA(ind) | MALLOCX_TCACHE_NONE;
     return 1;
 }
 #define je_mallocx cgjpriv_je_mallocx
 #define je_rallocx cgjpriv_je_rallocx
 #define je_dallocx cgjpriv_je_dallocx
 #else /* built without jemalloc: malloc */
-static int new_arena(void *hooks, int *flags, unsigned *ind)
-{
-    (void)hooks, (void)flags, (void)ind;
-    return 0;
-}
-
 int cgj_mem_new_arena(void *hooks, int *flags)
 {
     (void)hooks, (void)flags;
-    return 0;
-}
-
-static int keep_pages(void)
-{
     return 0;
 }
 #define je_mallocx(n, f) NULL
@@ -84,7 +46,7 @@ static int keep_pages(void)
 
 static void init_arena(void)
 {
-    have_je = new_arena(NULL, &meta_flags, &meta_arena);
+    have_je = cgj_mem_new_arena(NULL, &meta_flags);
 }
 
 static void init(void)
@@ -96,19 +58,6 @@ const char *cgj_mem_source(void)
 {
     init();
     return have_je ? "jemalloc arenas" : "malloc";
-}
-
-size_t cgj_mem_reserve(size_t bytes)
-{
-    init();
-    if (!have_je || !keep_pages()) return 0;
-    char *p = cgj_xmalloc(bytes);
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)p + pg - 1) & ~(pg - 1);
-    uintptr_t hi = ((uintptr_t)p + bytes) & ~(pg - 1);
-    if (hi <= lo || madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) != 0) /* before Linux 5.14: by hand */
-        for (size_t i = 0; i < bytes; i += pg) ((volatile char *)p)[i] = 0;
-    cgj_free(p);
-    return bytes;
 }
 
 void *cgj_xmalloc(size_t n)

@@ -20,9 +20,6 @@ char *cgj_xstrdup(const char *s);
 void cgj_free(void *p);
 /* Where the metadata comes from: "jemalloc arenas" or "malloc". */
 const char *cgj_mem_source(void);
-/* Has the metadata arena keep `bytes` of present pages for what cgjit allocates later (touched
- * now, and never given back to the system): the bytes kept, 0 without jemalloc. */
-size_t cgj_mem_reserve(size_t bytes);
 /* The private jemalloc's arena flags for a new arena with `hooks` (an extent_hooks_t *, or NULL
  * for ordinary memory); false without jemalloc. allocator/hostmem.c makes its pinned arena so. */
 int cgj_mem_new_arena(void *hooks, int *flags);

@@ -26,7 +26,6 @@
 #include "allocator/pool.h"
 #include "base/log.h"
 #include "base/nvtx.h"
-#include "base/prefault.h"
 #include "runtime/libs.h"
 #include "runtime/report.h"
 #include "tracer/step.h"
@@ -118,7 +117,6 @@ static int init_locked(void)
         return cgj_cfg.DISABLE ? CGJ_ERR_DISABLED : CGJ_ERR_NO_DRIVER;
     }
     if (cgj_cfg.DISABLE) return CGJ_ERR_DISABLED;
-    if (cgj_cfg.PREFAULT) cgj_prefault();
     cgj_nvtx_init(); /* CGJIT_NVTX: before any step, with the real dlsym found */
     cgj_wrappers_init();
     cgj_step_implicit_enable(step_policy());
