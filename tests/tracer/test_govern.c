@@ -201,6 +201,18 @@ Test(tracer_govern, one_window_that_meets_a_pause_does_not_decide)
     cr_assert_float_eq(g.lo, g.hi, 1e-9, "the paused window was paired (interval %.3f-%.3f)", g.lo, g.hi);
 }
 
+/* A program cgjit makes faster (kernel launches cost 50 us; graph launches nothing), its steps
+ * marked `name`, run until the governor opens its first dormant window to measure. */
+static void until_a_dormant_window(prog_t *p, const char *name)
+{
+    fk.set_delays(50, 0);
+    prog_init(p);
+    int guard = 0;
+    while (!(govern_now().state == CGJ_GOVERN_MEASURE && govern_now().dormant) && guard++ < 5000)
+        run_marked(p, name, 1);
+    cr_assert(govern_now().dormant, "no dormant window opened in 5000 steps");
+}
+
 /* The program changes its pace (its prompt read, it decodes one token a beat: 2 ms of its own
  * host work a step from then on) while the first pair's dormant window is open. That window is
  * measured again, and the pair with it: its active window was measured at the old pace. Every
@@ -208,13 +220,8 @@ Test(tracer_govern, one_window_that_meets_a_pause_does_not_decide)
  * ratio), and cgjit, which makes the program faster, stays active. */
 Test(tracer_govern, a_pace_that_changes_inside_a_pair_starts_the_pair_again)
 {
-    fk.set_delays(50, 0);
     prog_t p;
-    prog_init(&p);
-    int guard = 0;
-    while (!(govern_now().state == CGJ_GOVERN_MEASURE && govern_now().dormant) && guard++ < 5000)
-        run_marked(&p, "decode", 1);
-    cr_assert(govern_now().dormant, "no dormant window opened in 5000 steps");
+    until_a_dormant_window(&p, "decode");
     cr_assert_eq(govern_now().windows, 1, "%llu windows before the first dormant one",
                  (unsigned long long)govern_now().windows);
     run_marked(&p, "decode", 40); /* the old pace, in the dormant window */
@@ -253,13 +260,8 @@ Test(tracer_govern, a_heartbeat_in_short_bursts_is_judged)
  * active. */
 Test(tracer_govern, a_dormant_window_measured_again_counts_as_measuring)
 {
-    fk.set_delays(50, 0);
     prog_t p;
-    prog_init(&p);
-    int guard = 0;
-    while (!(govern_now().state == CGJ_GOVERN_MEASURE && govern_now().dormant) && guard++ < 5000)
-        run_marked(&p, "paused", 1);
-    cr_assert_lt(guard, 5000, "no dormant window opened");
+    until_a_dormant_window(&p, "paused");
     run_marked(&p, "paused", 20);
     host_work(60000);
     run_marked(&p, "paused", 4000);
