@@ -51,7 +51,9 @@
 # NAME.CONFIG.rR and NAME.CONFIG.eager.rR), and every one of its runs must print what eager does.
 # The speed is then the median of all the eager times over the median of the configuration's:
 # a program's pace moves between processes on a shared machine (by 2x between consecutive runs
-# on a lent H200), and one run of each kind is no figure. The note says how many runs it took.
+# on a lent H200), and one run of each kind is no figure. The note says how many runs it took,
+# and how far apart the eager runs were ((largest - smallest) / median of their times): a speed
+# closer to 1.0 than that is not told apart from it.
 # REAL_CHECK_BUDGET=S (seconds; default 0, none): a program is begun only while the time spent
 # so far plus the longest program so far fits in S; the ones left are rows "not run" (on a
 # machine lent for a while, the table comes out before the time is up, and REAL_CHECK_REUSE=1
@@ -207,6 +209,24 @@ for line in sys.stdin:
     v.setdefault(k, []).append(float(x))
 for k in sorted(v):
     print(k, "%.3f" % statistics.median(v[k]))'
+}
+
+# spread FILE...: how far apart the runs' values are, (largest - smallest) / median in percent,
+# of the first NAME they print ("" with fewer than two runs): a speed inside it is not told
+# apart from 1.0 by these runs.
+spread() {
+  local f
+  for f in "$@"; do us "$f"; done | python3 -c '
+import statistics, sys
+v = {}
+for line in sys.stdin:
+    k, x = line.split()
+    v.setdefault(k, []).append(float(x))
+for k in sorted(v):
+    x = v[k]
+    if len(x) > 1 and statistics.median(x) > 0:
+        print("%.0f" % (100 * (max(x) - min(x)) / statistics.median(x)))
+    break'
 }
 
 # diff_line A B: the first line where files A and B differ ("?" if cmp names none). cmp says
@@ -412,7 +432,11 @@ $(tail_of "$out/$name.eager2.err")
         fi
       done
     done
-    [ "$rounds" -gt 1 ] && note="${note:+$note; }speed of $((rounds + 1)) eager and $rounds cgjit runs"
+    if [ "$rounds" -gt 1 ]; then
+      note="${note:+$note; }speed of $((rounds + 1)) eager and $rounds cgjit runs"
+      sp=$(spread "${eager_errs[@]}")
+      [ -n "$sp" ] && note="$note, the eager runs $sp% apart"
+    fi
     # The speed per NAME printed by both (the eager runs' median / the cgjit runs'), joined by "/".
     te=$(medians "${eager_errs[@]}") tc=$(medians "${config_errs[@]}")
     speed=$(printf '%s\n' "$te" | awk -v c="$tc" '

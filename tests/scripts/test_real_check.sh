@@ -87,8 +87,9 @@ REAL_CHECK_BUDGET=soon bash "$script" "$build" "$tmp/bad-budget" >/dev/null 2>&1
 # REAL_CHECK_ROUNDS=3 under sync: runs eager1, eager2, sync, then sync.r2 before its eager run
 # (even round), then eager before sync.r3. Each run prints a line and its time, from a list; the
 # speed is the median of the eager times (100 300 110 90: 105) over the median of sync's (50 500
-# 52: 52), 2.02x, where the first runs alone would say 4.00x. A program whose third cgjit run
-# prints something else fails with that round named.
+# 52: 52), 2.02x, where the first runs alone would say 4.00x, and the eager runs are (300 - 90) /
+# 105 = 200% apart. A program whose third cgjit run prints something else fails with that round
+# named.
 paced() { # NAME "LINE per run" "TIME per run"
   printf '%s\tn=$(cat %s.n 2>/dev/null || echo 0); echo $((n + 1)) > %s.n; o=(%s); t=(%s); echo "value ${o[$n]}"; echo "%s: median_us=${t[$n]}" >&2\n' \
     "$1" "$1" "$1" "$2" "$3" "$1"
@@ -102,7 +103,7 @@ REAL_CHECK_EXTRA="$tmp/rounds.txt" REAL_CHECK_ONLY="paced late" REAL_CHECK_CONFI
   bash "$script" "$build" "$tmp/rounds" >"$tmp/rounds.log" 2>&1 || status=$?
 cat "$tmp/rounds.log"
 [ "$status" -eq 1 ] || { echo "FAIL: exit status $status where a later round differs"; exit 1; }
-grep -q '^  paced  *sync  *identical  *2.02x .*speed of 4 eager and 3 cgjit runs' "$tmp/rounds.log" ||
+grep -q '^  paced  *sync  *identical  *2.02x .*speed of 4 eager and 3 cgjit runs, the eager runs 200% apart' "$tmp/rounds.log" ||
   { echo "FAIL: paced's speed is not the medians' over the rounds"; exit 1; }
 grep -q '^  late  *sync  *round 3: DIFFERS at line 1' "$tmp/rounds.log" || { echo "FAIL: late's third round not DIFFERS"; exit 1; }
 if [ ! -f "$tmp/rounds/paced.sync.r2.out" ] || [ ! -f "$tmp/rounds/paced.sync.eager.r3.out" ]; then
