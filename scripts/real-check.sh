@@ -53,7 +53,9 @@
 # a program's pace moves between processes on a shared machine (by 2x between consecutive runs
 # on a lent H200), and one run of each kind is no figure. The note says how many runs it took,
 # and how far apart the eager runs were ((largest - smallest) / median of their times): a speed
-# closer to 1.0 than that is not told apart from it.
+# closer to 1.0 than that is not told apart from it. REAL_CHECK_MAX_ROUNDS=M (default N): where a
+# speed is below 0.98x after N rounds, rounds are added one at a time, up to M, while it stays
+# there (short programs, whose runs are cheap and whose pace moves most between processes).
 # REAL_CHECK_BUDGET=S (seconds; default 0, none): a program is begun only while the time spent
 # so far plus the longest program so far fits in S; the ones left are rows "not run" (on a
 # machine lent for a while, the table comes out before the time is up, and REAL_CHECK_REUSE=1
@@ -92,6 +94,9 @@ case "$budget" in '' | *[!0-9]*) die "REAL_CHECK_BUDGET must be a number of seco
 case "$corpus" in 0 | 1) ;; *) die "REAL_CHECK_CORPUS must be 1 (tests/real and REAL_CHECK_EXTRA) or 0 (REAL_CHECK_EXTRA only)" ;; esac
 rounds=${REAL_CHECK_ROUNDS:-1}
 case "$rounds" in '' | *[!0-9]* | 0) die "REAL_CHECK_ROUNDS must be a positive integer" ;; esac
+max_rounds=${REAL_CHECK_MAX_ROUNDS:-$rounds}
+case "$max_rounds" in '' | *[!0-9]*) die "REAL_CHECK_MAX_ROUNDS must be a positive integer" ;; esac
+[ "$max_rounds" -ge "$rounds" ] || max_rounds=$rounds
 
 # config_env CONFIG: the cgjit variables of a configuration, one per line; fails on a bad name.
 config_env() {
@@ -211,10 +216,10 @@ for k in sorted(v):
     print(k, "%.3f" % statistics.median(v[k]))'
 }
 
-# spread FILE...: how far apart the runs' values are, (largest - smallest) / median in percent,
+# eager_spread FILE...: how far apart the runs' values are, (largest - smallest) / median in percent,
 # of the first NAME they print ("" with fewer than two runs): a speed inside it is not told
 # apart from 1.0 by these runs.
-spread() {
+eager_spread() {
   local f
   for f in "$@"; do us "$f"; done | python3 -c '
 import statistics, sys
@@ -227,6 +232,34 @@ for k in sorted(v):
     if len(x) > 1 and statistics.median(x) > 0:
         print("%.0f" % (100 * (max(x) - min(x)) / statistics.median(x)))
     break'
+}
+
+# one_round R: round R of the configuration $stem beside an eager run of its own (the
+# configuration first in even rounds), its outputs judged; appends to eager_errs and config_errs.
+one_round() {
+  local r=$1 kind
+  for kind in $([ $((r % 2)) = 0 ] && echo "cgjit eager" || echo "eager cgjit"); do
+    if [ "$kind" = eager ]; then
+      run "$stem.eager.r$r" "$dir" "$cmd"
+      eager_errs+=("$out/$stem.eager.r$r.err")
+      [ "$rc" -eq 0 ] || { failed=1; note="${note:+$note; }eager round $r $(rc_text "$rc")"; }
+    else
+      run "$stem.r$r" "$dir" "$cmd" "${vars[@]}" "CGJIT_REPORT=json:$out/$stem.r$r.%p.report.json"
+      config_errs+=("$out/$stem.r$r.err")
+      if [ "$verdict" = identical ] || [ "$verdict" = "within eager spread" ]; then judge "$stem.r$r" "round $r: "; fi
+    fi
+  done
+}
+
+# speed_now: speed, per NAME printed by both (the eager runs' median / the cgjit runs'), joined
+# by "/", over the runs so far.
+speed_now() {
+  local te tc
+  te=$(medians "${eager_errs[@]}") tc=$(medians "${config_errs[@]}")
+  speed=$(printf '%s\n' "$te" | awk -v c="$tc" '
+    BEGIN { n = split(c, l, "\n"); for (i = 1; i <= n; i++) { split(l[i], kv, " "); v[kv[1]] = kv[2] } }
+    NF == 2 && ($1 in v) && v[$1] > 0 { out = out (out == "" ? "" : "/") sprintf("%.2fx", $2 / v[$1]) }
+    END { print (out == "" ? "n/a" : out) }')
 }
 
 # diff_line A B: the first line where files A and B differ ("?" if cmp names none). cmp says
@@ -417,32 +450,22 @@ $(tail_of "$out/$name.eager2.err")
     run "$stem" "$dir" "$cmd" "${vars[@]}" "CGJIT_REPORT=json:$out/$stem.%p.report.json"
     note=$spread
     judge "$stem"
-    # More rounds, each a run of the configuration beside an eager run of its own.
+    # More rounds, each a run of the configuration beside an eager run of its own; past
+    # REAL_CHECK_ROUNDS, one more at a time while a speed is below 0.98x (up to REAL_CHECK_MAX_ROUNDS).
     eager_errs=("$out/$name.eager1.err" "$out/$name.eager2.err") config_errs=("$out/$stem.err")
-    for ((r = 2; r <= rounds; r++)); do
-      for kind in $([ $((r % 2)) = 0 ] && echo "cgjit eager" || echo "eager cgjit"); do
-        if [ "$kind" = eager ]; then
-          run "$stem.eager.r$r" "$dir" "$cmd"
-          eager_errs+=("$out/$stem.eager.r$r.err")
-          [ "$rc" -eq 0 ] || { failed=1; note="${note:+$note; }eager round $r $(rc_text "$rc")"; }
-        else
-          run "$stem.r$r" "$dir" "$cmd" "${vars[@]}" "CGJIT_REPORT=json:$out/$stem.r$r.%p.report.json"
-          config_errs+=("$out/$stem.r$r.err")
-          if [ "$verdict" = identical ] || [ "$verdict" = "within eager spread" ]; then judge "$stem.r$r" "round $r: "; fi
-        fi
-      done
+    for ((r = 2; r <= rounds; r++)); do one_round "$r"; done
+    speed_now
+    for ((r = rounds + 1; r <= max_rounds; r++)); do
+      [[ "$speed" =~ (^|/)0\.([0-8][0-9]|9[0-7])x ]] || break
+      one_round "$r"
+      speed_now
     done
-    if [ "$rounds" -gt 1 ]; then
-      note="${note:+$note; }speed of $((rounds + 1)) eager and $rounds cgjit runs"
-      sp=$(spread "${eager_errs[@]}")
+    ran=$((r - 1))
+    if [ "$ran" -gt 1 ]; then
+      note="${note:+$note; }speed of $((ran + 1)) eager and $ran cgjit runs"
+      sp=$(eager_spread "${eager_errs[@]}")
       [ -n "$sp" ] && note="$note, the eager runs $sp% apart"
     fi
-    # The speed per NAME printed by both (the eager runs' median / the cgjit runs'), joined by "/".
-    te=$(medians "${eager_errs[@]}") tc=$(medians "${config_errs[@]}")
-    speed=$(printf '%s\n' "$te" | awk -v c="$tc" '
-      BEGIN { n = split(c, l, "\n"); for (i = 1; i <= n; i++) { split(l[i], kv, " "); v[kv[1]] = kv[2] } }
-      NF == 2 && ($1 in v) && v[$1] > 0 { out = out (out == "" ? "" : "/") sprintf("%.2fx", $2 / v[$1]) }
-      END { print (out == "" ? "n/a" : out) }')
     replayed=$(share "$stem")
     verify=""
     [[ "$config" == *-verify* ]] && verify="verify=$(grep -a -c '^cgjit: verify:.*diverge' "$out/$stem.err")"

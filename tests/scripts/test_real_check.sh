@@ -110,6 +110,25 @@ if [ ! -f "$tmp/rounds/paced.sync.r2.out" ] || [ ! -f "$tmp/rounds/paced.sync.ea
   echo "FAIL: the rounds' runs are not in OUTDIR"
   exit 1
 fi
+# REAL_CHECK_MAX_ROUNDS=5 with 3 rounds: "slow" (every eager run 100 us, its cgjit runs 110) is
+# 0.91x after 3 rounds and stays below 0.98x, so rounds 4 and 5 are added; "quick" (cgjit 50) is
+# 2.00x after 3 and runs no more.
+{
+  paced slow "7 7 7 7 7 7 7 7 7 7 7" "100 100 110 110 100 100 110 90 100 100 90"
+  paced quick "7 7 7 7 7 7 7 7 7 7 7" "100 100 50 50 100 100 50 50 100 100 50"
+} >"$tmp/more.txt"
+REAL_CHECK_EXTRA="$tmp/more.txt" REAL_CHECK_ONLY="slow quick" REAL_CHECK_CONFIGS=sync REAL_CHECK_ROUNDS=3 \
+  REAL_CHECK_MAX_ROUNDS=5 REAL_CHECK_TIMEOUT=60 bash "$script" "$build" "$tmp/more" >"$tmp/more.log" 2>&1 ||
+  { cat "$tmp/more.log"; echo "FAIL: the added rounds failed"; exit 1; }
+grep -q '^  slow  *sync  *identical  *0.91x .*speed of 6 eager and 5 cgjit runs' "$tmp/more.log" ||
+  { cat "$tmp/more.log"; echo "FAIL: slow did not get rounds 4 and 5"; exit 1; }
+grep -q '^  quick  *sync  *identical  *2.00x .*speed of 4 eager and 3 cgjit runs' "$tmp/more.log" ||
+  { cat "$tmp/more.log"; echo "FAIL: quick got rounds it did not need"; exit 1; }
+[ -f "$tmp/more/slow.sync.r5.out" ] && [ ! -f "$tmp/more/quick.sync.r4.out" ] ||
+  { echo "FAIL: the added rounds' runs are not as expected in OUTDIR"; exit 1; }
+status=0
+REAL_CHECK_MAX_ROUNDS=many bash "$script" "$build" "$tmp/bad-max" >/dev/null 2>&1 || status=$?
+[ "$status" -eq 2 ] || { echo "FAIL: exit status $status for REAL_CHECK_MAX_ROUNDS=many"; exit 1; }
 # One round: the two eager runs' median (their mean, 200) over the one sync run's 50: 4.00x.
 paced once "7 7 7" "100 300 50" >"$tmp/once.txt"
 REAL_CHECK_EXTRA="$tmp/once.txt" REAL_CHECK_ONLY=once REAL_CHECK_CONFIGS=sync REAL_CHECK_TIMEOUT=60 \
