@@ -202,10 +202,13 @@ us() {
     awk '{ v[$1] = $2 } END { for (k in v) print k, v[k] }' | sort
 }
 
-# medians FILE...: "NAME X" for each NAME that the runs' stderr files print (us), X the median
-# of its values over the runs.
-medians() {
-  local f
+# run_stat median|spread FILE...: over the runs' stderr files, "NAME X" for each NAME they print
+# with X the median of its values (median), or how far apart the values of the first NAME are,
+# (largest - smallest) / median in percent ("" with fewer than two runs: spread). A speed inside
+# the eager runs' spread is not told apart from 1.0 by these runs.
+run_stat() {
+  local what=$1 f
+  shift
   for f in "$@"; do us "$f"; done | python3 -c '
 import statistics, sys
 v = {}
@@ -213,25 +216,13 @@ for line in sys.stdin:
     k, x = line.split()
     v.setdefault(k, []).append(float(x))
 for k in sorted(v):
-    print(k, "%.3f" % statistics.median(v[k]))'
-}
-
-# eager_spread FILE...: how far apart the runs' values are, (largest - smallest) / median in percent,
-# of the first NAME they print ("" with fewer than two runs): a speed inside it is not told
-# apart from 1.0 by these runs.
-eager_spread() {
-  local f
-  for f in "$@"; do us "$f"; done | python3 -c '
-import statistics, sys
-v = {}
-for line in sys.stdin:
-    k, x = line.split()
-    v.setdefault(k, []).append(float(x))
-for k in sorted(v):
-    x = v[k]
-    if len(x) > 1 and statistics.median(x) > 0:
-        print("%.0f" % (100 * (max(x) - min(x)) / statistics.median(x)))
-    break'
+    x, m = v[k], statistics.median(v[k])
+    if sys.argv[1] == "median":
+        print(k, "%.3f" % m)
+        continue
+    if len(x) > 1 and m > 0:
+        print("%.0f" % (100 * (max(x) - min(x)) / m))
+    break' "$what"
 }
 
 # one_round R: round R of the configuration $stem beside an eager run of its own (the
@@ -255,7 +246,7 @@ one_round() {
 # by "/", over the runs so far.
 speed_now() {
   local te tc
-  te=$(medians "${eager_errs[@]}") tc=$(medians "${config_errs[@]}")
+  te=$(run_stat median "${eager_errs[@]}") tc=$(run_stat median "${config_errs[@]}")
   speed=$(printf '%s\n' "$te" | awk -v c="$tc" '
     BEGIN { n = split(c, l, "\n"); for (i = 1; i <= n; i++) { split(l[i], kv, " "); v[kv[1]] = kv[2] } }
     NF == 2 && ($1 in v) && v[$1] > 0 { out = out (out == "" ? "" : "/") sprintf("%.2fx", $2 / v[$1]) }
@@ -463,7 +454,7 @@ $(tail_of "$out/$name.eager2.err")
     ran=$((r - 1))
     if [ "$ran" -gt 1 ]; then
       note="${note:+$note; }speed of $((ran + 1)) eager and $ran cgjit runs"
-      sp=$(eager_spread "${eager_errs[@]}")
+      sp=$(run_stat spread "${eager_errs[@]}")
       [ -n "$sp" ] && note="$note, the eager runs $sp% apart"
     fi
     replayed=$(share "$stem")

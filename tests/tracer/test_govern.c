@@ -44,6 +44,17 @@ static cgj_govern_info_t govern_now(void)
     return g;
 }
 
+/* The delays off, the governor's figures once it has judged a program cgjit makes faster:
+ * judged at least once, and active. */
+static cgj_govern_info_t judged_active(void)
+{
+    fk.set_delays(0, 0);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_geq(g.judgements, 1, "no judgement");
+    cr_assert(!g.last_dormant, "cgjit makes it faster, yet it went dormant (%.3fx)", g.ratio);
+    return g;
+}
+
 /* One step's work: the program's own host work, then two kernels. */
 static void work(CUdeviceptr x, int s)
 {
@@ -193,10 +204,7 @@ Test(tracer_govern, one_window_that_meets_a_pause_does_not_decide)
     cr_assert_eq(govern_now().state, CGJ_GOVERN_MEASURE, "state %s", cgj_govern_state_name(govern_now().state));
     host_work(60000);
     run_marked(&p, "paced", 4000);
-    fk.set_delays(0, 0);
-    cgj_govern_info_t g = govern_now();
-    cr_assert_geq(g.judgements, 1);
-    cr_assert(!g.last_dormant, "one paused window sent the program dormant (%.3fx)", g.ratio);
+    cgj_govern_info_t g = judged_active();
     cr_assert_eq(g.state, CGJ_GOVERN_ACTIVE, "state %s", cgj_govern_state_name(g.state));
     cr_assert_float_eq(g.lo, g.hi, 1e-9, "the paused window was paired (interval %.3f-%.3f)", g.lo, g.hi);
 }
@@ -229,10 +237,7 @@ Test(tracer_govern, a_pace_that_changes_inside_a_pair_starts_the_pair_again)
         run_marked(&p, "decode", 1);
         host_work(2000);
     }
-    fk.set_delays(0, 0);
-    cgj_govern_info_t g = govern_now();
-    cr_assert_geq(g.judgements, 1, "no judgement");
-    cr_assert(!g.last_dormant, "cgjit makes it faster, yet it went dormant (%.3fx)", g.ratio);
+    cgj_govern_info_t g = judged_active();
     cr_assert_float_eq(g.lo, g.hi, 1e-9, "a pair held both paces (interval %.3f-%.3f)", g.lo, g.hi);
 }
 
@@ -248,10 +253,7 @@ Test(tracer_govern, a_heartbeat_in_short_bursts_is_judged)
         run_marked(&p, "bursts", 20);
         host_work(5000);
     }
-    fk.set_delays(0, 0);
-    cgj_govern_info_t g = govern_now();
-    cr_assert_geq(g.judgements, 1, "no judgement in 8000 steps");
-    cr_assert(!g.last_dormant, "cgjit makes it faster, yet it went dormant (%.3fx)", g.ratio);
+    cgj_govern_info_t g = judged_active();
     cr_assert_gt(g.ratio, 1.0, "active/dormant %.3f", g.ratio);
 }
 
