@@ -36,6 +36,74 @@ static cgj_anchor_t *find_locked(const char *name)
     return cgj_map_find(&by_name, name_key(name), name_is, name, &v) ? (cgj_anchor_t *)(uintptr_t)v : NULL;
 }
 
+/* Steps seen once (tracer.h, cgj_anchor_sight): open addressing on the name's hash (never 0),
+ * under table_lock; an entry stays once its anchor is made (the anchor is found first). */
+typedef struct {
+    uint64_t key;
+    uint64_t shape;
+    uint32_t calls; /* its length, once ended (0: not ended) */
+    bool long_steps;
+} sighting_t;
+static sighting_t sightings[CGJ_SIGHTINGS];
+static uint32_t nsightings;
+
+uint64_t cgj_anchor_sight_key(const char *name)
+{
+    return name_key(name) | 1;
+}
+
+/* The sighting of `key`, or the free slot it would take (key 0 there); NULL where the table is
+ * full and `key` not in it. */
+static sighting_t *sighting_locked(uint64_t key)
+{
+    for (uint32_t i = 0, at = (uint32_t)(key >> 20) % CGJ_SIGHTINGS; i < CGJ_SIGHTINGS;
+         i++, at = (at + 1) % CGJ_SIGHTINGS)
+        if (sightings[at].key == key || sightings[at].key == 0) return &sightings[at];
+    return NULL;
+}
+
+uint64_t cgj_anchor_sight(const char *name)
+{
+    uint64_t key = cgj_anchor_sight_key(name), first = 0;
+    pthread_mutex_lock(&table_lock);
+    sighting_t *s = find_locked(name) ? NULL : sighting_locked(key);
+    if (s && !s->key && nsightings < CGJ_SIGHTINGS * 3 / 4) {
+        *s = (sighting_t){.key = key};
+        nsightings++;
+        first = key;
+    }
+    pthread_mutex_unlock(&table_lock);
+    return first;
+}
+
+void cgj_anchor_sighting_ended(uint64_t key, uint32_t calls, uint64_t shape)
+{
+    pthread_mutex_lock(&table_lock);
+    sighting_t *s = sighting_locked(key);
+    if (s && s->key == key) s->calls = calls ? calls : 1, s->shape = shape;
+    pthread_mutex_unlock(&table_lock);
+}
+
+void cgj_anchor_sighting_long(uint64_t key)
+{
+    pthread_mutex_lock(&table_lock);
+    sighting_t *s = sighting_locked(key);
+    if (s && s->key == key) s->long_steps = true;
+    pthread_mutex_unlock(&table_lock);
+}
+
+/* A new anchor whose step was sighted: that first run counts as its first warm-up run. */
+static void seed_locked(cgj_anchor_t *a, const char *name)
+{
+    sighting_t *s = nsightings ? sighting_locked(cgj_anchor_sight_key(name)) : NULL;
+    if (!s || s->key != cgj_anchor_sight_key(name)) return;
+    a->runs = 1;
+    a->warmup_runs = 1;
+    a->warm_len[0] = s->calls;
+    a->warm_shape[0] = s->shape;
+    a->long_steps = s->long_steps;
+}
+
 /* The anchor `name`, made (with `order`: a sibling's) where there is none yet. */
 static cgj_anchor_t *get(const char *name, uint32_t order)
 {
@@ -50,6 +118,7 @@ static cgj_anchor_t *get(const char *name, uint32_t order)
         a->next = anchors;
         anchors = a;
         cgj_map_add(&by_name, name_key(name), (uint64_t)(uintptr_t)a);
+        seed_locked(a, name);
     }
     pthread_mutex_unlock(&table_lock);
     return a;

@@ -365,7 +365,9 @@ static void count_begin(const char *api, const void *stream, const void *f, cons
             if (g.cand[i].count < g.cand[k].count) k = i;
         c = &g.cand[k];
         *c = (cand_t){.api = api, .stream = stream, .f = f};
-        snprintf(c->name, sizeof c->name, "%s", name);
+        size_t n = strnlen(name, sizeof c->name - 1); /* not snprintf: a step's begin counts it */
+        memcpy(c->name, name, n);
+        c->name[n] = 0;
     }
     c->count++;
     if (++g.begins < LEARN_BEGINS) return;

@@ -151,6 +151,8 @@ static bool route(cgj_thread_t *t, const cgj_call_t *c)
      * (a loop that never waits), that run is its first recorded one. */
     if (d.record && t->last && strcmp(t->last->name, d.name) != 0)
         __atomic_store_n(&t->last->long_steps, true, __ATOMIC_RELAXED);
+    else if (d.record && t->find.sighted && t->find.sighted != cgj_anchor_sight_key(d.name))
+        cgj_anchor_sighting_long(t->find.sighted);
     if (t->mode != CGJ_MODE_OFF) end_locked(t);
     /* Dormant (govern.c): a step in progress ends as it would, and none begins. */
     if (d.route == CGJ_ROUTE_OUTSIDE || __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) return false;
@@ -487,13 +489,25 @@ static int begin_locked(cgj_thread_t *t, const char *name, bool implicit, bool r
     t->serial++;
     t->polled = false;
     cgj_anchor_t *pred = t->last; /* the step before this one on the thread */
-    cgj_anchor_t *a = pred && strcmp(pred->name, name) == 0 ? pred : cgj_anchor_get(name);
+    bool same = pred && strcmp(pred->name, name) == 0;
     t->implicit = implicit;
     t->sync_calls = 0;
     t->sync_shape = 0;
     t->begun_ns = cgj_now_ns();
     t->ctx = NULL;
     if (cgj_drv.r_cuCtxGetCurrent) cgj_drv.r_cuCtxGetCurrent(&t->ctx);
+    /* An implicit step seen for the first time warms up with no anchor (tracer.h: sightings). */
+    uint64_t sighted = implicit && !record && !same && cgj_cfg.WARMUP_RUNS ? cgj_anchor_sight(name) : 0;
+    if (sighted) {
+        t->last = NULL;
+        t->anchor = NULL;
+        t->find.warming = true;
+        t->find.sighted = sighted;
+        CGJ_STAT_ADD(steps_warmup, 1);
+        cgj_thread_go(t, CGJ_EVENT_BEGIN, cgj_thread_eager_mode(t));
+        return CGJ_OK;
+    }
+    cgj_anchor_t *a = same ? pred : cgj_anchor_get(name);
     uint64_t ticket = __atomic_load_n(&a->fuse_ticket, __ATOMIC_RELAXED); /* fusion's compiler: built again */
     if (CGJ_UNLIKELY(ticket) && cgj_fusion_compiled(ticket)) cgj_anchor_refuse(a);
     cgj_anchor_t *own = take(t, a);
@@ -623,9 +637,11 @@ static int end_locked(cgj_thread_t *t)
     }
     if (a && !handed) __atomic_store_n(&a->busy, 0, __ATOMIC_RELEASE);
     gpubusy_end();
-    if (t->find.warming) warmup_ended(t, t->sync_calls + 1, t->sync_shape);
+    if (t->find.sighted) cgj_anchor_sighting_ended(t->find.sighted, t->sync_calls + 1, t->sync_shape);
+    else if (t->find.warming) warmup_ended(t, t->sync_calls + 1, t->sync_shape);
     t->anchor = NULL;
     t->find.warming = false;
+    t->find.sighted = 0;
     cgj_replay_forget(t);
     t->implicit = false;
     cgj_thread_go(t, CGJ_EVENT_END, CGJ_MODE_OFF);

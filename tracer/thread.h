@@ -97,7 +97,9 @@ typedef struct cgj_thread {
                                   * shorter: set when it registers) */
         bool finds_cycles;       /* CGJIT_STEP=sync: this thread never synchronizes; it finds its
                                   * steps as CGJIT_STEP=auto does (implicit.c) */
-        bool warming;            /* the step in progress is a warm-up run (step.c) */
+        bool warming;            /* the step in progress is a warm-up run (step.c) ... */
+        uint64_t sighted;        /* ... of a step seen for the first time, with no anchor yet: its
+                                  * sighting's key (anchor.c, cgj_anchor_sight), 0 otherwise */
     } find;
     /* -- CGJIT_VERIFY (verify.c) -- */
     struct cgj_verify *verify; /* the segment being checked */

@@ -137,6 +137,20 @@ cgj_anchor_t *cgj_anchor_get(const char *name);
  * begin with the same call: PyTorch's autograd thread and the main thread, a thread pool):
  * "NAME#2", then "NAME#3" ... for a's sibling; NULL past CGJ_MAX_SIBLINGS. */
 cgj_anchor_t *cgj_anchor_sibling(cgj_anchor_t *a);
+/* An implicit step's first run makes no anchor: a step a program makes once (a set-up, a loop it
+ * times once) then costs a fingerprint, not an anchor made on the program's thread, whose first
+ * time on that path is cold. cgj_anchor_sight(name) records the sighting and returns its key
+ * (nonzero) where `name` has neither an anchor nor an earlier sighting; 0 otherwise, and the
+ * step's anchor is then made (cgj_anchor_get) as if that first run had warmed it up: one run, one
+ * warm-up run with the length and shape cgj_anchor_sighting_ended kept, long_steps as
+ * cgj_anchor_sighting_long set. Sightings are kept for CGJ_SIGHTINGS names at most; past that,
+ * every new step makes its anchor at its first run. */
+#define CGJ_SIGHTINGS 1024
+uint64_t cgj_anchor_sight(const char *name);
+/* The key cgj_anchor_sight gives `name` (whether or not it was sighted). */
+uint64_t cgj_anchor_sight_key(const char *name);
+void cgj_anchor_sighting_ended(uint64_t key, uint32_t calls, uint64_t shape);
+void cgj_anchor_sighting_long(uint64_t key);
 /* In a child after fork(): the table's lock as if unlocked. */
 void cgj_anchors_forked(void);
 /* Before a region of `bytes` is mapped for `a`: evict the coldest other anchors until the pool

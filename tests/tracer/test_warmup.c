@@ -237,6 +237,7 @@ Test(tracer_warmup_sync, kernels_of_one_kind_are_named_with_one_query_each)
     cr_assert_eq(name_queries() - q0, 5 + 2 + 2, "%lu queries named 4 CUkernels and 3 CUfunctions",
                  name_queries() - q0);
     for (int i = 0; i < 4; i++) one_kernel_step(k[i], x, ref); /* named once: never asked again */
+    one_kernel_step(f[2], x, ref);
     cr_assert_eq(name_queries() - q0, 9, "a kernel named before was asked again");
     static char json[1 << 16];
     cr_assert_lt(cgj_report_json_buf(json, sizeof json), sizeof json);
@@ -245,6 +246,31 @@ Test(tracer_warmup_sync, kernels_of_one_kind_are_named_with_one_query_each)
         cr_assert(strstr(json, name), "no anchor named after %s in the report", name);
     }
     cr_assert(strstr(json, "cuLaunchKernel:driver_kernel_2:"), "no anchor named after driver_kernel_2");
+    cr_assert(!strstr(json, "cuLaunchKernel:driver_kernel_1:"), "a step run once has an anchor");
+}
+
+/* A step the program makes once makes no anchor: its run warms up with a fingerprint only (its
+ * name, length and shape). Made a second time, its anchor starts as if that first run had been
+ * its warm-up run, so a loop keeps its schedule: two warm-up runs (the second repeats the
+ * first's length and shape), a draft, the run compared with it, and replays from the fifth. */
+Test(tracer_warmup_sync, a_step_made_once_makes_no_anchor_and_a_loop_replays_from_its_fifth_run)
+{
+    float ref[N];
+    CUdeviceptr x = fresh(ref);
+    CUfunction once = fk_axpb_twin(&fk, "made_once", false), loop = fk_axpb_twin(&fk, "the_loop", false);
+    one_kernel_step(once, x, ref);
+    static char json[1 << 16];
+    cr_assert_lt(cgj_report_json_buf(json, sizeof json), sizeof json);
+    cr_assert(!strstr(json, ":made_once:"), "the step made once has an anchor");
+    cgj_stats_t before = stats();
+    for (int s = 0; s < 10; s++) {
+        one_kernel_step(loop, x, ref);
+        cgj_stats_t now = stats();
+        unsigned long long replayed = now.steps_replayed - before.steps_replayed;
+        cr_assert_eq(replayed, s < 4 ? 0 : (unsigned long long)(s - 3), "after run %d: %llu replayed", s + 1, replayed);
+    }
+    cr_assert_lt(cgj_report_json_buf(json, sizeof json), sizeof json);
+    cr_assert(strstr(json, ":the_loop:"), "the loop has no anchor");
 }
 
 /* A warm-up run records nothing, so it cannot see a producer's handoffs: one that goes 256 calls
