@@ -9,9 +9,9 @@
 #
 # Then what a run that leaves its trace costs beyond the same run eagerly, a call in an eager
 # implicit step against an untraced one, a call while the governor holds cgjit dormant against
-# one cgjit is not in at all, and the first and second runs of steps made once (step_cost_app,
+# one cgjit is not in at all, the first and second runs of steps made once (step_cost_app,
 # the same fake driver), in time and, where valgrind is installed, in instructions over the same
-# steps untraced.
+# steps untraced, and the first launch of a process's first step of its kind begun at a kernel.
 #
 # Usage: scripts/host-cost.sh [BUILD] [STEPS]   (defaults: build, 2000)
 # Exit status: 0; 1 where the app failed (outputs not eager's, too few steps replayed); 2 on bad
@@ -57,6 +57,12 @@ path_costs() {
   fon=$(CGJIT_WARMUP_RUNS=1 CGJIT_BUILD_BACKGROUND=1 CGJIT_STEP=sync "$sc" fresh 400 | sed -n 's/^ *\(.*\) (medians)$/\1/p')
   foff=$(CGJIT_STEP=off "$sc" fresh 400 | sed -n 's/^ *\([0-9.]*\) us per first run.*/\1/p')
   echo "host-cost: a step of 4 calls made for the first time: $fon under CGJIT_STEP=sync; $foff us untraced"
+  # The first step of its kind in a process, begun at a kernel (MersenneTwister's timed loop): a
+  # path of cgjit's the process never ran. Medians over 15 processes.
+  local first_on first_off
+  first_on=$(for _ in $(seq 15); do CGJIT_WARMUP_RUNS=1 CGJIT_STEP=sync "$sc" first | sed -n 's/.*: \([0-9]*\) ns.*/\1/p'; done | sort -n | sed -n 8p)
+  first_off=$(for _ in $(seq 15); do CGJIT_STEP=off "$sc" first | sed -n 's/.*: \([0-9]*\) ns.*/\1/p'; done | sort -n | sed -n 8p)
+  echo "host-cost: the first launch of a process's first step of its kind, begun at a kernel: $first_on ns under CGJIT_STEP=sync, $first_off ns untraced (medians of 15 processes)"
 }
 
 runs=()

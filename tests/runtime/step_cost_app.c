@@ -13,6 +13,13 @@
  *                                 so that no step replays. Prints the host time per call; run
  *                                 it under CGJIT_STEP=off and CGJIT_STEP=sync to see what a call in
  *                                 an eager implicit step costs.
+ *   step_cost_app first           once in the process, as cuda-samples' MersenneTwister does: a
+ *                                 kernel launched inside a step begun at a copy, a
+ *                                 synchronization, then a loop of 40 launches of it and a
+ *                                 synchronization. Prints the host time of the loop's first
+ *                                 launch, which begins a step never seen before at a kernel on
+ *                                 a path of cgjit's the process never ran (scripts/host-cost.sh
+ *                                 runs it in fresh processes).
  *   step_cost_app fresh [STEPS]   steps of 3 launches and a synchronization, each on a stream of
  *                                 its own: every step is an anchor's first run (a program's
  *                                 timed section that it makes once). Prints the host time per
@@ -155,12 +162,39 @@ static int fresh(int steps)
     return same ? 0 : 1;
 }
 
+static int first(void)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 5);
+    float ref[N], seen[N];
+    check(fk.dtoh(ref, x, sizeof ref), "read-back");
+    CUfunction k = fk_axpb_twin(&fk, "first_kernel", true);
+    check(fk.htod(x, ref, sizeof ref), "upload");                              /* a step begun at a copy ... */
+    check(fk_axpb_launch_f(&fk, k, false, NULL, x, 0.5f, 1.0f, N, 1), "axpb"); /* ... holds the kernel */
+    check(fk.stream_sync(NULL), "synchronize");
+    double t0 = fk_now_ns();
+    check(fk_axpb_launch_f(&fk, k, false, NULL, x, 0.5f, 1.0f, N, 1), "axpb"); /* begins a new step */
+    double t1 = fk_now_ns();
+    for (int i = 1; i < 40; i++) check(fk_axpb_launch_f(&fk, k, false, NULL, x, 0.5f, 1.0f, N, 1), "axpb");
+    check(fk.stream_sync(NULL), "synchronize");
+    check(fk.dtoh(seen, x, sizeof seen), "read-back");
+    for (int r = 0; r < 41; r++)
+        for (int i = 0; i < N; i++) ref[i] = 0.5f * ref[i] + 1.0f;
+    bool same = !memcmp(ref, seen, sizeof ref);
+    printf("step_cost_app first: %.0f ns for the first launch of a step never seen before; outputs %s\n", t1 - t0,
+           same ? "identical to the host's arithmetic" : "DIFFER from the host's arithmetic");
+    return same ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "first")) {
+        fk_open(&fk);
+        return first();
+    }
     int steps = argc > 2 ? atoi(argv[2]) : 400;
     if (argc < 2 || argc > 3 || steps < 120 ||
         (strcmp(argv[1], "exits") && strcmp(argv[1], "eager") && strcmp(argv[1], "fresh"))) {
-        fprintf(stderr, "usage: step_cost_app exits|eager|fresh [STEPS >= 120]\n");
+        fprintf(stderr, "usage: step_cost_app exits|eager|fresh [STEPS >= 120] | first\n");
         return 2;
     }
     fk_open(&fk);
