@@ -30,10 +30,11 @@ static uint64_t name_key(const char *name)
     return cgj_hash_bytes(name, strlen(name), 0);
 }
 
-static cgj_anchor_t *find_locked(const char *name)
+/* The anchor `name` (whose name_key is `key`), or NULL. */
+static cgj_anchor_t *find_locked(const char *name, uint64_t key)
 {
     uint64_t v;
-    return cgj_map_find(&by_name, name_key(name), name_is, name, &v) ? (cgj_anchor_t *)(uintptr_t)v : NULL;
+    return cgj_map_find(&by_name, key, name_is, name, &v) ? (cgj_anchor_t *)(uintptr_t)v : NULL;
 }
 
 /* Steps seen once (tracer.h, cgj_anchor_sight): open addressing on the name's hash (never 0),
@@ -64,9 +65,9 @@ static sighting_t *sighting_locked(uint64_t key)
 
 uint64_t cgj_anchor_sight(const char *name)
 {
-    uint64_t key = cgj_anchor_sight_key(name), first = 0;
+    uint64_t nk = name_key(name), key = nk | 1, first = 0;
     pthread_mutex_lock(&table_lock);
-    sighting_t *s = find_locked(name) ? NULL : sighting_locked(key);
+    sighting_t *s = find_locked(name, nk) ? NULL : sighting_locked(key);
     if (s && !s->key && nsightings < CGJ_SIGHTINGS * 3 / 4) {
         *s = (sighting_t){.key = key};
         nsightings++;
@@ -92,11 +93,12 @@ void cgj_anchor_sighting_long(uint64_t key)
     pthread_mutex_unlock(&table_lock);
 }
 
-/* A new anchor whose step was sighted: that first run counts as its first warm-up run. */
-static void seed_locked(cgj_anchor_t *a, const char *name)
+/* A new anchor whose step was sighted (its sighting's key: `key`): that first run counts as its
+ * first warm-up run. */
+static void seed_locked(cgj_anchor_t *a, uint64_t key)
 {
-    sighting_t *s = nsightings ? sighting_locked(cgj_anchor_sight_key(name)) : NULL;
-    if (!s || s->key != cgj_anchor_sight_key(name)) return;
+    sighting_t *s = nsightings ? sighting_locked(key) : NULL;
+    if (!s || s->key != key) return;
     a->runs = 1;
     a->warmup_runs = 1;
     a->warm_len[0] = s->calls;
@@ -107,8 +109,9 @@ static void seed_locked(cgj_anchor_t *a, const char *name)
 /* The anchor `name`, made (with `order`: a sibling's) where there is none yet. */
 static cgj_anchor_t *get(const char *name, uint32_t order)
 {
+    uint64_t key = name_key(name);
     pthread_mutex_lock(&table_lock);
-    cgj_anchor_t *a = find_locked(name);
+    cgj_anchor_t *a = find_locked(name, key);
     if (!a) {
         a = cgj_xcalloc(1, sizeof *a);
         a->name = cgj_xstrdup(name);
@@ -117,8 +120,8 @@ static cgj_anchor_t *get(const char *name, uint32_t order)
         a->order = order;
         a->next = anchors;
         anchors = a;
-        cgj_map_add(&by_name, name_key(name), (uint64_t)(uintptr_t)a);
-        seed_locked(a, name);
+        cgj_map_add(&by_name, key, (uint64_t)(uintptr_t)a);
+        seed_locked(a, key | 1);
     }
     pthread_mutex_unlock(&table_lock);
     return a;
@@ -426,8 +429,9 @@ void cgj_anchor_fill_info(const cgj_anchor_t *a, cgj_trace_info_t *out)
 
 int cgj_anchor_info(const char *name, cgj_trace_info_t *out)
 {
+    uint64_t key = name_key(name);
     pthread_mutex_lock(&table_lock);
-    cgj_anchor_t *a = find_locked(name);
+    cgj_anchor_t *a = find_locked(name, key);
     if (a) cgj_anchor_fill_info(a, out);
     pthread_mutex_unlock(&table_lock);
     return a ? CGJ_OK : CGJ_ERR_NOT_FOUND;
