@@ -29,6 +29,13 @@ case $steps in '' | *[!0-9]*) echo "host-cost: STEPS must be a number" >&2; exit
 # The paths of a step that does not replay to its end (tests/runtime/step_cost_app.c): a run that
 # leaves its trace, and a call in an eager implicit step (CGJIT_STEP=sync) against one that
 # cgjit does not trace (CGJIT_STEP=off).
+# first_ns VAR=VALUE...: the median over 15 processes of step_cost_app first's ns.
+first_ns() {
+  local _
+  for _ in $(seq 15); do env "$@" "$build/tests/step_cost_app" first | sed -n 's/.*: \([0-9]*\) ns.*/\1/p'; done |
+    sort -n | sed -n 8p
+}
+
 path_costs() {
   local sc=$build/tests/step_cost_app out off on
   [ -x "$sc" ] || return 0
@@ -60,8 +67,7 @@ path_costs() {
   # The first step of its kind in a process, begun at a kernel (MersenneTwister's timed loop): a
   # path of cgjit's the process never ran. Medians over 15 processes.
   local first_on first_off
-  first_on=$(for _ in $(seq 15); do CGJIT_WARMUP_RUNS=1 CGJIT_STEP=sync "$sc" first | sed -n 's/.*: \([0-9]*\) ns.*/\1/p'; done | sort -n | sed -n 8p)
-  first_off=$(for _ in $(seq 15); do CGJIT_STEP=off "$sc" first | sed -n 's/.*: \([0-9]*\) ns.*/\1/p'; done | sort -n | sed -n 8p)
+  first_on=$(first_ns CGJIT_WARMUP_RUNS=1 CGJIT_STEP=sync) first_off=$(first_ns CGJIT_STEP=off)
   echo "host-cost: the first launch of a process's first step of its kind, begun at a kernel: $first_on ns under CGJIT_STEP=sync, $first_off ns untraced (medians of 15 processes)"
 }
 

@@ -77,19 +77,26 @@ uint64_t cgj_anchor_sight(const char *name)
     return first;
 }
 
+/* The sighting of `key`, or NULL where there is none. */
+static sighting_t *sighted_locked(uint64_t key)
+{
+    sighting_t *s = nsightings ? sighting_locked(key) : NULL;
+    return s && s->key == key ? s : NULL;
+}
+
 void cgj_anchor_sighting_ended(uint64_t key, uint32_t calls, uint64_t shape)
 {
     pthread_mutex_lock(&table_lock);
-    sighting_t *s = sighting_locked(key);
-    if (s && s->key == key) s->calls = calls ? calls : 1, s->shape = shape;
+    sighting_t *s = sighted_locked(key);
+    if (s) s->calls = calls ? calls : 1, s->shape = shape;
     pthread_mutex_unlock(&table_lock);
 }
 
 void cgj_anchor_sighting_long(uint64_t key)
 {
     pthread_mutex_lock(&table_lock);
-    sighting_t *s = sighting_locked(key);
-    if (s && s->key == key) s->long_steps = true;
+    sighting_t *s = sighted_locked(key);
+    if (s) s->long_steps = true;
     pthread_mutex_unlock(&table_lock);
 }
 
@@ -97,8 +104,8 @@ void cgj_anchor_sighting_long(uint64_t key)
  * first warm-up run. */
 static void seed_locked(cgj_anchor_t *a, uint64_t key)
 {
-    sighting_t *s = nsightings ? sighting_locked(key) : NULL;
-    if (!s || s->key != key) return;
+    sighting_t *s = sighted_locked(key);
+    if (!s) return;
     a->runs = 1;
     a->warmup_runs = 1;
     a->warm_len[0] = s->calls;

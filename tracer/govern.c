@@ -353,6 +353,15 @@ static uint64_t name_key(const char *name)
     return cgj_hash_bytes(name, strlen(name), 0x9e7) | 1;
 }
 
+/* A step's name into dst (a candidate's, size bytes), cut to fit: not snprintf, a step's begin
+ * makes this copy while learning. */
+static void copy_name(char *dst, size_t size, const char *name)
+{
+    size_t n = strnlen(name, size - 1);
+    memcpy(dst, name, n);
+    dst[n] = 0;
+}
+
 /* Learning: count a begin by its call; the most frequent after LEARN_BEGINS is the heartbeat. */
 static void count_begin(const char *api, const void *stream, const void *f, const char *name)
 {
@@ -365,9 +374,7 @@ static void count_begin(const char *api, const void *stream, const void *f, cons
             if (g.cand[i].count < g.cand[k].count) k = i;
         c = &g.cand[k];
         *c = (cand_t){.api = api, .stream = stream, .f = f};
-        size_t n = strnlen(name, sizeof c->name - 1); /* not snprintf: a step's begin counts it */
-        memcpy(c->name, name, n);
-        c->name[n] = 0;
+        copy_name(c->name, sizeof c->name, name);
     }
     c->count++;
     if (++g.begins < LEARN_BEGINS) return;
@@ -429,9 +436,7 @@ void cgj_gov_begun(const cgj_call_t *c, const char *name, uint32_t calls)
     prev.api = NULL;
     if (g.st == CGJ_GOVERN_LEARN) {
         prev.api = c->api, prev.stream = c->stream, prev.f = f, prev.gen = g.learn_gen;
-        size_t n = strnlen(name, sizeof prev.name - 1);
-        memcpy(prev.name, name, n);
-        prev.name[n] = 0;
+        copy_name(prev.name, sizeof prev.name, name);
     }
     pthread_mutex_unlock(&lock);
 }

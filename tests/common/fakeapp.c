@@ -156,6 +156,13 @@ CUfunction fk_axpb_twin(fk_t *fk, const char *name, bool as_cukernel)
     return fk->register_kernel(name, k_axpb, 4, s4, as_cukernel ? 1 : 0, 0);
 }
 
+fakecuda_counts_t fk_counts(fk_t *fk)
+{
+    fakecuda_counts_t c;
+    fk->get_counts(&c);
+    return c;
+}
+
 CUdeviceptr fk_alloc_floats(fk_t *fk, int n, unsigned seed)
 {
     CUdeviceptr d = 0;

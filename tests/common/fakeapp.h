@@ -82,6 +82,8 @@ extern CUfunction fk_axpb, fk_addk, fk_copyscale, fk_axpb_kernel_handle, fk_opaq
 /* One more kernel that computes axpb, named `name`: a CUkernel handle (what the CUDA runtime
  * launches) where as_cukernel, a CUfunction otherwise. */
 CUfunction fk_axpb_twin(fk_t *fk, const char *name, bool as_cukernel);
+/* The fake driver's counters now. */
+fakecuda_counts_t fk_counts(fk_t *fk);
 CUdeviceptr fk_alloc_floats(fk_t *fk, int n, unsigned seed);
 /* A fresh buffer of n floats, and in ref what it holds. */
 CUdeviceptr fk_fresh_floats(fk_t *fk, float *ref, int n);

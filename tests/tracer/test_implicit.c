@@ -525,29 +525,24 @@ Test(tracer_implicit_auto, each_thread_finds_its_loop_with_a_detector_from_the_p
  * as stepping was enabled: a kernel it launches early is named then (the driver asked for its
  * name), during the program's set-up, not at the thread's 64th call, which may be in a loop the
  * program times. A second thread waits for its 64th call, and takes a detector then. */
-static unsigned long name_queries(void)
-{
-    fakecuda_counts_t c;
-    fk.get_counts(&c);
-    return c.name_queries;
-}
 
 static void *launch_fresh_kernel(void *p)
 {
     CUdeviceptr x = *(CUdeviceptr *)p;
     CUfunction k = fk_axpb_twin(&fk, "a_thread_s_first_kernel", true);
-    unsigned long before = name_queries();
+    unsigned long before = fk_counts(&fk).name_queries;
     OK(fk_axpb_launch_f(&fk, k, false, NULL, x, 1.0f, 0.0f, N, 1));
-    return (void *)(uintptr_t)(name_queries() - before);
+    return (void *)(uintptr_t)(fk_counts(&fk).name_queries - before);
 }
 
 Test(tracer_implicit_auto, the_first_thread_signs_its_calls_from_its_first_one)
 {
     CUdeviceptr x = fk_alloc_floats(&fk, N, 8);
     CUfunction k = fk_axpb_twin(&fk, "set_up_kernel", true);
-    unsigned long before = name_queries();
+    unsigned long before = fk_counts(&fk).name_queries;
     OK(fk_axpb_launch_f(&fk, k, false, NULL, x, 2.0f, 1.0f, N, 1));
-    cr_assert_gt(name_queries(), before, "the program's thread's early kernel was not named: its calls are not signed");
+    cr_assert_gt(fk_counts(&fk).name_queries, before,
+                 "the program's thread's early kernel was not named: its calls are not signed");
     pthread_t th;
     void *asked;
     cr_assert_eq(pthread_create(&th, NULL, launch_fresh_kernel, &x), 0);

@@ -201,12 +201,6 @@ Test(tracer_warmup_sync, a_warm_up_run_asks_the_driver_for_no_kernel_parameters)
 /* Steps begun at kernels are named after them. A handle is a CUfunction or a CUkernel, and the
  * driver tells which only by failing the other kind's query (slowly, on a GPU): the kind that
  * answered last is asked first, so a program that launches one kind pays one miss in all. */
-static unsigned long name_queries(void)
-{
-    fakecuda_counts_t c;
-    fk.get_counts(&c);
-    return c.name_queries;
-}
 
 static void one_kernel_step(CUfunction f, CUdeviceptr x, float *ref)
 {
@@ -227,18 +221,20 @@ Test(tracer_warmup_sync, kernels_of_one_kind_are_named_with_one_query_each)
         snprintf(name, sizeof name, "runtime_kernel_%d", i), k[i] = fk_axpb_twin(&fk, name, true);
     for (int i = 0; i < 3; i++)
         snprintf(name, sizeof name, "driver_kernel_%d", i), f[i] = fk_axpb_twin(&fk, name, false);
-    unsigned long q0 = name_queries();
+    unsigned long q0 = fk_counts(&fk).name_queries;
     one_kernel_step(k[0], x, ref); /* the first CUkernel: CUfunction asked first, then CUkernel */
-    cr_assert_eq(name_queries() - q0, 2, "%lu queries named the first CUkernel", name_queries() - q0);
+    cr_assert_eq(fk_counts(&fk).name_queries - q0, 2, "%lu queries named the first CUkernel",
+                 fk_counts(&fk).name_queries - q0);
     for (int i = 1; i < 4; i++) one_kernel_step(k[i], x, ref);
-    cr_assert_eq(name_queries() - q0, 2 + 3, "%lu queries named 4 CUkernels", name_queries() - q0);
+    cr_assert_eq(fk_counts(&fk).name_queries - q0, 2 + 3, "%lu queries named 4 CUkernels",
+                 fk_counts(&fk).name_queries - q0);
     one_kernel_step(f[0], x, ref); /* the first CUfunction after them: one miss */
     for (int i = 1; i < 3; i++) one_kernel_step(f[i], x, ref);
-    cr_assert_eq(name_queries() - q0, 5 + 2 + 2, "%lu queries named 4 CUkernels and 3 CUfunctions",
-                 name_queries() - q0);
+    cr_assert_eq(fk_counts(&fk).name_queries - q0, 5 + 2 + 2, "%lu queries named 4 CUkernels and 3 CUfunctions",
+                 fk_counts(&fk).name_queries - q0);
     for (int i = 0; i < 4; i++) one_kernel_step(k[i], x, ref); /* named once: never asked again */
     one_kernel_step(f[2], x, ref);
-    cr_assert_eq(name_queries() - q0, 9, "a kernel named before was asked again");
+    cr_assert_eq(fk_counts(&fk).name_queries - q0, 9, "a kernel named before was asked again");
     static char json[1 << 16];
     cr_assert_lt(cgj_report_json_buf(json, sizeof json), sizeof json);
     for (int i = 0; i < 4; i++) {
