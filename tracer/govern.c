@@ -22,11 +22,15 @@
  * very unevenly met a change of the program's own pace (its start-up ending, a pause) and is
  * measured again, once. Windows come in pairs, ordered A D, D A, A D ...
  * so that a drifting pace cancels; each pair gives d = ln(dormant pace / active pace), positive
- * where cgjit makes the program faster. After MIN_PAIRS pairs a one-sided 95% t-test decides:
- * active where the mean of d is above 0 with confidence (and the median agrees: one pair that
- * met a phase of the program must not decide alone), dormant where below; where the interval
- * lies inside +/- EQUIV_PCT (no difference worth a measurement) the mean decides, and once
- * MAX_PAIRS are in the median does, so the process is never kept in a state measured slower. The decision then
+ * where cgjit makes the program faster. After MIN_PAIRS pairs a one-sided t-test decides:
+ * active where the mean of d is above 0 with 95% confidence (and the median agrees: one pair
+ * that met a phase of the program must not decide alone), dormant where it is below 0 with 80%
+ * confidence (and the median agrees). The burden of proof lies on active: a dormant decision that
+ * was wrong forgoes a gain until the next check, an active one that was wrong makes the program
+ * slower, and every pair measured meanwhile spends half its time in the state that is losing.
+ * Where the 95% interval lies inside +/- EQUIV_PCT (no difference worth a measurement) the mean
+ * decides, and once MAX_PAIRS are in the median does, so the process is never kept in a state
+ * measured slower. The decision then
  * *holds* for HOLD_FACTOR times the beats the measurement took (doubling after each re-check that
  * confirms it), and is checked again.
  *
@@ -121,11 +125,17 @@ static struct {
     uint64_t dormant_since_ns; /* dormant now: since when */
 } g;
 
-/* One-sided 95% critical values of Student's t, by degrees of freedom (1 ...). */
+/* One-sided 95% and 80% critical values of Student's t, by degrees of freedom (1 ...). */
 static double t95(uint32_t df)
 {
     static const double t[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796};
     return df == 0 ? 1e9 : df <= sizeof t / sizeof *t ? t[df - 1] : 1.782;
+}
+
+static double t80(uint32_t df)
+{
+    static const double t[] = {1.376, 1.061, 0.978, 0.941, 0.920, 0.906, 0.896, 0.889, 0.883, 0.879, 0.876};
+    return df == 0 ? 1e9 : df <= sizeof t / sizeof *t ? t[df - 1] : 0.873;
 }
 
 static void set_state(cgj_govern_state_t st)
@@ -201,8 +211,8 @@ static void start_measure(uint64_t now)
     start_window(now);
 }
 
-/* The mean and one-sided 95% half-width of the pairs' d. */
-static void stats(double *mean, double *half)
+/* The mean of the pairs' d and its standard error (0 from one pair: no spread to judge by). */
+static void stats(double *mean, double *se)
 {
     double s = 0, ss = 0;
     for (uint32_t i = 0; i < g.npairs; i++) s += g.d[i];
@@ -210,7 +220,7 @@ static void stats(double *mean, double *half)
     for (uint32_t i = 0; i < g.npairs; i++) ss += (g.d[i] - m) * (g.d[i] - m);
     double sd = g.npairs > 1 ? sqrt(ss / (g.npairs - 1)) : 0;
     *mean = m;
-    *half = g.npairs > 1 ? t95(g.npairs - 1) * sd / sqrt((double)g.npairs) : 1e9;
+    *se = sd / sqrt((double)g.npairs);
 }
 
 /* The median of the pairs' d: a pair that met a phase of the program (a sample taken every few
@@ -232,9 +242,10 @@ static double median_d(void)
 static bool judge(uint64_t now)
 {
     if (g.npairs < MIN_PAIRS) return false;
-    double m, h, eq = log(1 + EQUIV_PCT / 100.0), med = median_d();
-    stats(&m, &h);
-    bool sure = (m - h > 0 && med > 0) || (m + h < 0 && med < 0), equal = m - h > -eq && m + h < eq;
+    double m, se, eq = log(1 + EQUIV_PCT / 100.0), med = median_d();
+    stats(&m, &se);
+    double h = t95(g.npairs - 1) * se, h_dormant = t80(g.npairs - 1) * se;
+    bool sure = (m - h > 0 && med > 0) || (m + h_dormant < 0 && med < 0), equal = m - h > -eq && m + h < eq;
     if (!sure && !equal && g.npairs < MAX_PAIRS) return false;
     bool by_median = !sure && !equal, dormant = by_median ? med < 0 : m < 0;
     cgj_govern_info_t *in = &g.info;

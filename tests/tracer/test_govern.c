@@ -1,7 +1,8 @@
 /*
  * test_govern.c — the governor (tracer/govern.c) against the fake driver on a fake clock: a
  * program cgjit makes slower goes dormant and stays there; one it makes faster stays active and
- * pays only the measurement; a program with two phases gets two judgements, and so does one that
+ * pays only the measurement, and one it makes slower is left on less evidence than active needs;
+ * a program with two phases gets two judgements, and so does one that
  * begins to mark its steps; switching never cuts a step; a heartbeat on one thread with work on another; a child after
  * fork() starts afresh. Results equal eager execution throughout.
  *
@@ -169,6 +170,54 @@ Test(tracer_govern, a_program_cgjit_makes_faster_stays_active)
     cr_assert_lt(g.dormant_ns, elapsed / 5, "dormant %llu of %llu ns", (unsigned long long)g.dormant_ns,
                  (unsigned long long)elapsed);
     cr_assert_gt(info_of("fast").replays, 18000);
+}
+
+/* A pace that wanders as on a loaded machine: -1 ... 1, drawn afresh every 40 steps from a fixed
+ * sequence, so windows of a few hundred steps differ by a few percent. */
+static double wander(int s)
+{
+    uint32_t x = (uint32_t)(s / 40 + 1) * 2654435761u;
+    x ^= x >> 15;
+    return (double)(x % 2001) / 1000.0 - 1;
+}
+
+/* Marked steps named `name` at a wandering pace, each costing `graph_us` more or `launch_us`
+ * less with cgjit active, until the governor judges the phase they make: the pairs it took. */
+static uint64_t pairs_to_judge(prog_t *p, const char *name, unsigned launch_us, unsigned graph_us)
+{
+    fk.set_delays(launch_us, graph_us);
+    cgj_govern_info_t g = govern_now();
+    uint64_t before = g.judgements;
+    for (int k = 0; k < 40000 && !(g.judgements > before && !strcmp(g.heartbeat, name)); k++, p->s++) {
+        cr_assert_eq(cgj_trace_begin(name), CGJ_OK);
+        work(p->x, p->s);
+        cr_assert_eq(cgj_trace_end(), CGJ_OK);
+        host_work(12 + 10 * wander(p->s));
+        model(p->h, p->s);
+        g = govern_now();
+    }
+    fk.set_delays(0, 0);
+    expect_eager(p, name);
+    cr_assert_str_eq(g.heartbeat, name);
+    cr_assert_gt(g.judgements, before, "%s: never judged", name);
+    return g.pairs;
+}
+
+Test(tracer_govern, a_state_that_is_no_faster_is_left_on_less_evidence)
+{
+    /* Two phases at the same wandering pace: cgjit saves the first 6 us a step (two kernel
+     * launches) and costs the second as much (a graph launch). The second is judged dormant in
+     * fewer pairs than the first active. */
+    prog_t p;
+    prog_init(&p);
+    uint64_t faster = pairs_to_judge(&p, "faster", 3, 0);
+    cr_assert(!govern_now().last_dormant, "cgjit makes it faster, yet it went dormant");
+    uint64_t slower = pairs_to_judge(&p, "slower", 0, 6);
+    cgj_govern_info_t g = govern_now();
+    cr_assert(g.last_dormant, "cgjit makes it slower, yet it stayed active (%.3fx)", g.ratio);
+    cr_assert_lt(g.ratio, 1.0);
+    cr_assert_lt(slower, faster, "dormant after %llu pairs, active after %llu", (unsigned long long)slower,
+                 (unsigned long long)faster);
 }
 
 Test(tracer_govern, each_phase_of_a_program_gets_its_own_judgement)
