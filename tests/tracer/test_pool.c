@@ -5,9 +5,12 @@
  * after every step, and checks what replay asked of the driver: no allocation, no free, no
  * synchronization caused by a free.
  */
+#define _GNU_SOURCE /* nftw */
 #include <criterion/criterion.h>
 #include <cgjit.h>
 #include <dirent.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -227,7 +230,19 @@ static void dump_setup(void)
     fk_open(&fk);
 }
 
-Test(tracer_pool_dump, dump_writes_the_allocation_trace, .init = dump_setup)
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)type, (void)ftw;
+    return remove(path);
+}
+
+/* The dump folder goes with the test: the files it checked, and the folder. */
+static void dump_teardown(void)
+{
+    nftw(g_dump_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+Test(tracer_pool_dump, dump_writes_the_allocation_trace, .init = dump_setup, .fini = dump_teardown)
 {
     CUdeviceptr t = fk_alloc_floats(&fk, N, 1);
     for (int s = 0; s < 3; s++) {
@@ -252,7 +267,7 @@ Test(tracer_pool_dump, dump_writes_the_allocation_trace, .init = dump_setup)
 
 /* An anchor named with a newline, a slash and bytes of no UTF-8: the file's name keeps only
  * safe bytes, and the comment line stays one line, so cgjit-plan reads only the trace. */
-Test(tracer_pool_dump, a_name_of_any_bytes_stays_in_its_comment, .init = dump_setup)
+Test(tracer_pool_dump, a_name_of_any_bytes_stays_in_its_comment, .init = dump_setup, .fini = dump_teardown)
 {
     CUdeviceptr t = fk_alloc_floats(&fk, N, 1);
     for (int s = 0; s < 3; s++) {
