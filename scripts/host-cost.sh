@@ -11,7 +11,9 @@
 # implicit step against an untraced one, a call while the governor holds cgjit dormant against
 # one cgjit is not in at all, the first and second runs of steps made once (step_cost_app,
 # the same fake driver), in time and, where valgrind is installed, in instructions over the same
-# steps untraced, and the first launch of a process's first step of its kind begun at a kernel.
+# steps untraced, and the first launch of a process's first step of its kind begun at a kernel;
+# and, where valgrind is installed, libcgjit's instructions per library call in a replayed step
+# (lib_cost_app, the fake cuBLAS).
 #
 # Usage: scripts/host-cost.sh [BUILD] [STEPS]   (defaults: build, 2000)
 # Exit status: 0; 1 where the app failed (outputs not eager's, too few steps replayed); 2 on bad
@@ -135,3 +137,20 @@ s2=$(collected fresh 400 $on) o2=$(collected fresh 400 CGJIT_STEP=off)
 awk -v s1="$s1" -v s2="$s2" -v o1="$o1" -v o2="$o2" 'BEGIN {
   printf "host-cost: a step of 4 calls made for the first time: %.0f instructions for its first and second runs over untraced (callgrind, 200 steps)\n",
     ((s2 - s1) - (o2 - o1)) / 200 }'
+
+# Instructions libcgjit spends per library call in a replayed step (lib_cost_app: 16
+# cublasSgemm_v2 on the fake cuBLAS, each with the launch the library makes and a kernel of the
+# program's after it, the step's begin, end and graph launch shared among them): its steps at
+# 200 and at 400, so that start-up cancels, over the 200 more steps' library calls. What cgjit
+# adds to the library's own host work, which runs on every call.
+lc=$build/tests/lib_cost_app
+[ -x "$lc" ] || exit 0
+# in_cgjit N: instructions spent in libcgjit by lib_cost_app N.
+in_cgjit() {
+  valgrind --tool=callgrind --callgrind-out-file="$tmp/l.out" "$lc" "$1" >/dev/null 2>&1
+  callgrind_annotate "$tmp/l.out" 2>/dev/null | grep 'libcgjit' | awk '{ n = $1; gsub(",", "", n); t += n } END { print t }'
+}
+l1=$(in_cgjit 200) l2=$(in_cgjit 400)
+awk -v l1="$l1" -v l2="$l2" 'BEGIN {
+  printf "host-cost: a library call in a replayed step: %.0f instructions in libcgjit, with its launch and a kernel of the program'"'"'s (callgrind, 200 steps of 16)\n",
+    (l2 - l1) / (200 * 16) }'
