@@ -44,8 +44,12 @@ static bool tail_is_short(uint32_t ops, uint64_t host_ns, uint64_t chunk_ns)
  *    CGJIT_CHUNK_US since the chunk began: a PyTorch step spends tens of microseconds in Python
  *    between launches, and a graph launched only at the step's synchronization would leave the
  *    GPU idle all that time, then make the host wait for all of the step's GPU work at once.
- *    Gaps inside a library call's group do not count (absorbed whole, the library does not run)
- *    and no chunk ends inside one. Nor does one end so where what is left before the boundary
+ *    No chunk ends inside a library call's group. The host time inside a group (the library's
+ *    own: its checks and heuristics before and between its launches) counts where the library
+ *    runs at replay, as it does by default: an llm.c-shaped step spends most of its host time
+ *    there, and a chunk of CGJIT_CHUNK_OPS launched after two thirds of it left the GPU idle
+ *    that long. It does not where the call is absorbed whole (CGJIT_LIBS_LEARNED, or replaced by
+ *    a fused kernel): the library does not run then. Nor does a chunk end so where what is left before the boundary
  *    is a short tail (tail_is_short): the GPU would gain less than the extra graph launch
  *    costs (a decode step's read-back after its last kernel joins the last chunk);
  *  - at a handoff op (another thread takes over the stream there), even right before a boundary
@@ -67,6 +71,7 @@ static void split_segments(cgj_trace_t *t)
         uint32_t j = i;
         while (j < n && cgj_op_class[t->list.ops[j].call.kind] != CGJ_CLASS_BOUNDARY) j++;
         uint32_t first = i, captured = 0, group_end = 0; /* ops before group_end are a group's */
+        bool group_runs = false;                         /* its library runs at replay */
         uint32_t coll_end = 0;                           /* a collective's group ends before op coll_end */
         uint64_t gaps = 0;
         /* What is left after op k up to the boundary: captured ops, and host time before each of
@@ -78,12 +83,12 @@ static void split_segments(cgj_trace_t *t)
         for (uint32_t k = i; k < j; k++) {
             cgj_op_t *o = &t->list.ops[k];
             o->chunk_end = CGJ_REASON_NONE;
-            if (o->lib) group_end = k + 1 + o->lib->nops;
+            if (o->lib) group_end = k + 1 + o->lib->nops, group_runs = !cgj_libop_learned() && !o->fused;
             if (o->lib && o->lib->collective) coll_end = group_end;
             if (cgj_op_class[o->call.kind] == CGJ_CLASS_CAPTURE) captured++, left_ops--;
             if (k > i) left_ns -= o->gap_ns; /* the host time before op k is behind now */
-            bool grouped = k + 1 < group_end || (o->fused && t->fused[o->fused - 1].last > k);
-            if (k + 1 < j && !grouped) gaps += t->list.ops[k + 1].gap_ns;
+            bool in_group = k + 1 < group_end, grouped = in_group || (o->fused && t->fused[o->fused - 1].last > k);
+            if (k + 1 < j && (!grouped || (in_group && group_runs))) gaps += t->list.ops[k + 1].gap_ns;
             bool full = chunk && captured >= chunk;
             bool idle = chunk_ns && captured && gaps >= chunk_ns &&
                         !(j < n && tail_is_short(left_ops, left_ns, chunk_ns));

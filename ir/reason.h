@@ -128,7 +128,7 @@
       "memory operation), run as the program makes it",                                           \
       "nothing to do: the work before it is launched first, in the program's order")              \
     X(BREAK_CHUNK, "a chunk of CGJIT_CHUNK_OPS ops, launched while the rest is absorbed", "")    \
-    X(BREAK_IDLE, "the program works on the host before its next call (CGJIT_CHUNK_US): the chunk so far runs meanwhile", \
+    X(BREAK_IDLE, "host work before the next call (the program's, or a library's it called; CGJIT_CHUNK_US): the chunk so far runs meanwhile", \
       "nothing to do: the GPU runs the chunk while the host works")                               \
     X(BREAK_HANDOFF, "another thread issues work on the step's stream here (it waited for this thread)", \
       "nothing to do: the work is launched before the other thread needs it")                     \

@@ -241,7 +241,10 @@ int cgj_step_enter(const cgj_call_t *c)
     /* An eager probe times the calls replay would absorb (the outermost: a library's own
      * driver calls are inside its call), not the synchronizations that wait for the GPU. */
     if (CGJ_UNLIKELY(t->probe.probing)) cgj_cost_call_in(t, c);
-    if (c->kind == CGJ_OP_LIB && t->mode == CGJ_MODE_RECORD) cgj_record_lib(t, c);
+    if (c->kind == CGJ_OP_LIB && t->mode == CGJ_MODE_RECORD) {
+        cgj_record_lib(t, c);
+        t->rec_out_ns = t->rec_in_ns; /* the library's first driver call: its gap is the library's own time */
+    }
     if (c->kind == CGJ_OP_LIB && t->mode >= CGJ_MODE_RECORD) CGJ_STAT_ADD(lib_calls, 1);
     if (c->kind == CGJ_OP_LIB && d == CGJ_EXECUTE) t->lib_depth++; /* the library runs now */
     if (CGJ_UNLIKELY(d == CGJ_ABSORB && c->kind == CGJ_OP_LIB && cgj_verify_running(t))) d = CGJ_RUN_ABSORBED;

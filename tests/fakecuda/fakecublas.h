@@ -40,6 +40,11 @@ FAKECUBLAS_API void fakecublas_set_heuristics(int on);
 /* Under heuristics, a GEMM with k above this leaves its handle's workspace semaphore set. */
 #define FAKECUBLAS_SPLIT_K 16
 
+/* Each call of a computing function spends `us` of the library's own host time through `work`
+ * (NULL: none) before any driver call, as the real library's argument checks and heuristics take
+ * 2-6 us: a test on the fake clock (tests/common/fake_clock.h) passes host_work. */
+FAKECUBLAS_API void fakecublas_set_host_work(void (*work)(double us), double us);
+
 /* Reset the three counters above. */
 FAKECUBLAS_API void fakecublas_reset(void);
 

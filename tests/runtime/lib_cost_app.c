@@ -55,8 +55,8 @@ static void step(const bufs_t *b, int s)
     const float alpha = 1.0f + (float)(s % 3), beta = 0.0f;
     for (int i = 0; i < GEMMS; i++) {
         check(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, M, M, K, &alpha, (const float *)(uintptr_t)b->a, M,
-                             (const float *)(uintptr_t)b->b, K, &beta, (float *)(uintptr_t)b->c[i], M) ==
-                  CUBLAS_STATUS_SUCCESS,
+                             (const float *)(uintptr_t)b->b, K, &beta, (float *)(uintptr_t)b->c[i],
+                             M) == CUBLAS_STATUS_SUCCESS,
               "cublasSgemm_v2");
         check(fk_axpb_launch(&fk, NULL, b->c[i], 0.5f, (float)i, M * M, 1) == CUDA_SUCCESS, "axpb");
     }
@@ -102,7 +102,8 @@ int main(int argc, char **argv)
     cgj_trace_info("gemms", &info);
     unsigned long ran = fakecublas_calls(), made = 2ul * (unsigned long)steps * GEMMS;
     printf("lib_cost_app: %d steps of %d library calls, %llu replayed; outputs %s; %lu of %lu library calls ran\n",
-           steps, GEMMS, (unsigned long long)info.replays, same ? "identical to eager" : "DIFFER from eager", ran, made);
+           steps, GEMMS, (unsigned long long)info.replays, same ? "identical to eager" : "DIFFER from eager", ran,
+           made);
     printf("  %.1f us per step untraced, %.1f us traced (steps 20 on)\n", eager_ns / 1e3, traced_ns / 1e3);
     cublasDestroy_v2(g_h);
     return same && info.replays * 10 >= (uint64_t)steps * 9 && ran == made ? 0 : 1;

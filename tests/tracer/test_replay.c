@@ -1111,7 +1111,7 @@ Test(tracer_replay_chunks, host_work_between_calls_ends_a_chunk, .init = gap_set
         .fake = {.graph_launches = IS(18 * 4)}});
     char *buf = fk_report_text();
     cr_assert(buf);
-    cr_assert(strstr(buf, "segment 1 ends at op 3: cuLaunchKernel (the program works on the host before its next call"),
+    cr_assert(strstr(buf, "segment 1 ends at op 3: cuLaunchKernel (host work before the next call"),
               "the report does not say why the chunks end:\n%s", buf);
     free(buf);
 }
