@@ -2,7 +2,8 @@
  * lib_cost_app.c — what cgjit costs the host per library call in a replayed step, without a GPU:
  * a marked step of GEMMS cublasSgemm_v2 calls on the fake cuBLAS (tests/fakecuda/fakecublas.c),
  * each followed by a kernel of the program's on its result, replayed on the default path (the
- * library runs on every call; the launches it makes are guarded and absorbed like the program's).
+ * library runs on every call; the launches it makes are guarded and absorbed like the program's),
+ * one graph a step (CGJIT_CHUNK_US=0 unless set).
  * scripts/host-cost.sh runs it under callgrind and counts libcgjit's instructions per library
  * call: what cgjit adds to the library's own host work.
  *
@@ -84,6 +85,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: lib_cost_app [STEPS >= 40]\n");
         return 2;
     }
+    setenv("CGJIT_CHUNK_US", "0", 0); /* one graph a step, however slowly it runs (callgrind) */
     fk_open(&fk);
     check(cublasCreate_v2(&g_h) == CUBLAS_STATUS_SUCCESS, "cublasCreate_v2");
     bufs_t e, t;
