@@ -11,14 +11,13 @@
  * thread's next begin, and only where it held HEART_CALLS calls: a model's parameters uploaded
  * one by one begin as many one-call steps under sync, and are no loop; after SHORT_STEPS of them,
  * a program whose loop is made of such steps, they count too); after LEARN_BEGINS begins the most
- * frequent becomes the heartbeat (after LEARN_ALONE where one step made them all), and its calls are counted from then
- * on wherever they are made (runtime/wrappers.c's CGJ_GOV_BEAT: one load and one compare per call). Once SETTLE_BEATS
- * beats in a row saw no trace built (cgjit's warm-up is no measure of either state; SETTLE_MAX
- * at most) the governor *measures*: it alternates windows in which cgjit is *active* (steps found,
- * recorded, replayed and probed as ever) and *dormant* (every call straight through: nothing
- * recorded, no cycle detection, no step begun; graphs, pools and traces kept, so an active window
- * after a dormant one rebuilds nothing). A window closes at a beat once it holds WIN_BEATS beats
- * and WIN_MIN_NS; its pace is its time per beat. A window whose halves (by time) hold its beats
+ * frequent becomes the heartbeat (after LEARN_ALONE where one marked step made them all), and its calls are counted
+ * from then on wherever they are made (runtime/wrappers.c's CGJ_GOV_BEAT: one load and one compare per call). Once
+ * SETTLE_BEATS beats in a row saw no trace built (cgjit's warm-up is no measure of either state; SETTLE_MAX at most)
+ * the governor *measures*: it alternates windows in which cgjit is *active* (steps found, recorded, replayed and probed
+ * as ever) and *dormant* (every call straight through: nothing recorded, no cycle detection, no step begun; graphs,
+ * pools and traces kept, so an active window after a dormant one rebuilds nothing). A window closes at a beat once it
+ * holds WIN_BEATS beats and WIN_MIN_NS; its pace is its time per beat. A window whose halves (by time) hold its beats
  * very unevenly met a change of the program's own pace (its start-up ending, a pause) and is
  * measured again, once. Windows come in pairs, ordered A D, D A, A D ...
  * so that a drifting pace cancels; each pair gives d = ln(dormant pace / active pace), positive
@@ -58,7 +57,7 @@
 #include <string.h>
 
 #define LEARN_BEGINS 32        /* step begins counted before the heartbeat is chosen ... */
-#define LEARN_ALONE 8          /* ... or this many, where one step made them all */
+#define LEARN_ALONE 8          /* ... or this many, where one marked step made them all */
 #define NCAND 16               /* candidate heartbeats kept while learning */
 #define HEART_CALLS 2          /* calls a step found by cgjit holds at least to be counted ... */
 #define SHORT_STEPS 1024       /* ... until this many shorter ones came first (a loop of them) */
@@ -375,9 +374,11 @@ static void copy_name(char *dst, size_t size, const char *name)
 }
 
 /* Learning: count a begin by its call; the most frequent after LEARN_BEGINS is the heartbeat, and
- * a step that made every begin is after LEARN_ALONE (a program that marks one step, a loop that
- * is one step: llama2.cu's tokens, a training step marked with cgjit.step), so that a short
- * program is judged before it ends. */
+ * a marked step that made every begin is after LEARN_ALONE (a training step marked with
+ * cgjit.step counts one begin a step), so that a short program is judged before it ends. Steps
+ * cgjit found itself wait for LEARN_BEGINS: a set-up that repeats one step (a layer initialized
+ * after another, each synchronized) would else be chosen, and the loop after it judged only once
+ * PHASE_OTHERS of its begins came with no beat. */
 static void count_begin(const char *api, const void *stream, const void *f, const char *name)
 {
     cand_t *c = NULL;
@@ -392,7 +393,7 @@ static void count_begin(const char *api, const void *stream, const void *f, cons
         copy_name(c->name, sizeof c->name, name);
     }
     c->count++;
-    if (++g.begins < LEARN_BEGINS && !(g.ncand == 1 && g.begins >= LEARN_ALONE)) return;
+    if (++g.begins < LEARN_BEGINS && !(g.ncand == 1 && c->api == marked_api && g.begins >= LEARN_ALONE)) return;
     cand_t *best = &g.cand[0];
     for (uint32_t i = 1; i < g.ncand; i++)
         if (g.cand[i].count > best->count) best = &g.cand[i];

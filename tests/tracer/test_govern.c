@@ -217,7 +217,7 @@ Test(tracer_govern, a_state_that_is_no_faster_is_left_on_less_evidence)
 
 Test(tracer_govern, a_program_of_one_step_has_its_heartbeat_sooner)
 {
-    /* One marked step: its heartbeat after 8 begins. Two steps in turn: after 32. */
+    /* One marked step: its heartbeat after 8 begins. Two marked steps in turn: after 32. */
     prog_t p;
     prog_init(&p);
     run_marked(&p, "only", 7);
@@ -385,6 +385,19 @@ Test(tracer_govern_implicit, switching_never_cuts_a_step)
     /* A switch inside a step would leave it early: a side exit, or an abort. */
     cr_assert_eq(st.side_exits, 0, "%llu side exits", (unsigned long long)st.side_exits);
     cr_assert_eq(st.aborts, 0, "%llu aborts", (unsigned long long)st.aborts);
+}
+
+/* A step cgjit found itself is chosen among 32 begins, even where it made every begin so far: a
+ * set-up that repeats one step would else be taken for the loop. */
+Test(tracer_govern_implicit, a_step_found_alone_is_chosen_among_32_begins)
+{
+    prog_t p;
+    prog_init(&p);
+    run_synced(&p, 20, 50);
+    cr_assert_eq(govern_now().state, CGJ_GOVERN_LEARN, "a heartbeat chosen among 19 begins of one found step");
+    run_synced(&p, 20, 50);
+    cr_assert_neq(govern_now().state, CGJ_GOVERN_LEARN, "no heartbeat after 39 begins");
+    expect_eager(&p, "sync");
 }
 
 /* A program that loads its model first: each parameter's upload and the synchronization after
