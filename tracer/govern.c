@@ -11,16 +11,18 @@
  * thread's next begin, and only where it held HEART_CALLS calls: a model's parameters uploaded
  * one by one begin as many one-call steps under sync, and are no loop; after SHORT_STEPS of them,
  * a program whose loop is made of such steps, they count too); after LEARN_BEGINS begins the most
- * frequent becomes the heartbeat (after LEARN_ALONE where one marked step made them all), and its calls are counted
- * from then on wherever they are made (runtime/wrappers.c's CGJ_GOV_BEAT: one load and one compare per call). Once
- * SETTLE_BEATS beats in a row saw no trace built (cgjit's warm-up is no measure of either state; SETTLE_MAX at most)
- * the governor *measures*: it alternates windows in which cgjit is *active* (steps found, recorded, replayed and probed
- * as ever) and *dormant* (every call straight through: nothing recorded, no cycle detection, no step begun; graphs,
- * pools and traces kept, so an active window after a dormant one rebuilds nothing). A window closes at a beat once it
- * holds WIN_BEATS beats and WIN_MIN_NS; its pace is its time per beat. A window whose halves (by time) hold its beats
- * very unevenly met a change of the program's own pace (its start-up ending, a pause) and is
- * measured again, once. Windows come in pairs, ordered A D, D A, A D ...
- * so that a drifting pace cancels; each pair gives d = ln(dormant pace / active pace), positive
+ * frequent becomes the heartbeat (after LEARN_ALONE where one marked step made them all), and its
+ * calls are counted from then on wherever they are made (runtime/wrappers.c's CGJ_GOV_BEAT: one
+ * load and one compare per call). Once SETTLE_BEATS beats in a row saw no trace built (cgjit's
+ * warm-up is no measure of either state; SETTLE_MAX at most) the governor *measures*: it
+ * alternates windows in which cgjit is *active* (steps found, recorded, replayed and probed as
+ * ever) and *dormant* (every call straight through: nothing recorded, no cycle detection, no step
+ * begun; graphs, pools and traces kept, so an active window after a dormant one rebuilds nothing).
+ * A window closes at a beat once it holds WIN_BEATS beats and WIN_MIN_NS; its pace is its time
+ * per beat. A window whose halves (by time) hold its beats very unevenly met a change of the
+ * program's own pace (its start-up ending, a pause) and is measured again, once. Windows come in
+ * pairs, ordered A D, D A, A D ... so that a drifting pace cancels; each pair gives
+ * d = ln(dormant pace / active pace), positive
  * where cgjit makes the program faster. After MIN_PAIRS pairs a one-sided t-test decides:
  * active where the mean of d is above 0 with 95% confidence (and the median agrees: one pair
  * that met a phase of the program must not decide alone), dormant where it is below 0 with 80%
