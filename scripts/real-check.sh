@@ -44,7 +44,9 @@
 #    where some of them are the program's marked steps ("marked X%"), over those alone (a marked
 #    step begun while the governor holds cgjit dormant runs straight through: no run of its anchor),
 #    then the governor's last decision and its measured speed active/dormant (active@1.31x), or
-#    its state where it has not judged (learning, measuring, off).
+#    its state where it has not judged (learning, measuring, off), then the graphs launched per
+#    replayed step and the host time each launch took (3.8g/step@7.3us: cgjit's counters
+#    graph_launches and launch_host_ns), where any was launched.
 #  - verify (-verify configurations): verify=N, the stderr lines "cgjit: verify: ...diverge...".
 # REAL_CHECK_ROUNDS=N (default 1): each configuration also runs N - 1 more times, each time beside
 # an eager run of its own (the configuration first in even rounds, eager first in odd ones:
@@ -329,6 +331,10 @@ def one(report):
         share += f" {g['decision']}@{g['ratio']:.2f}x"
     elif g:
         share += " " + g["state"].replace(" ", "-")
+    counters, replayed = report.get("counters") or {}, report["summary"].get("steps_replayed", 0)
+    launches = counters.get("graph_launches", 0)
+    if launches and replayed:  # graphs a replayed step launches, and the host time each took
+        share += f" {launches / replayed:.1f}g/step@{counters.get('launch_host_ns', 0) / launches / 1e3:.1f}us"
     return share
 reports = [json.load(open(f)) for f in sorted(glob.glob(stem + ".*.report.json"))]
 if not reports:
