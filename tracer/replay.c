@@ -36,6 +36,9 @@ static void patch_refused(cgj_thread_t *t, uint32_t i, CUresult err)
 
 static void launch_segment(cgj_thread_t *t)
 {
+    cgj_mode_t mode = t->mode;
+    cgj_exit_drain(t);           /* chunks handed to the launcher go first (CGJIT_LAUNCH_ASYNC) */
+    if (t->mode != mode) return; /* one of them failed: the step went on eagerly */
     cgj_trace_t *tr = t->cur.trace;
     cgj_segment_t *seg = &tr->segs[t->cur.seg];
     if (!seg->ncapture) return;
@@ -73,12 +76,15 @@ static void launch_segment(cgj_thread_t *t)
     CGJ_STAT_ADD(graph_launches, 1);
 }
 
-/* The chunk in flight is complete: launch it and go on with the next segment. */
+/* The chunk in flight is complete: launch it (or hand it to the launcher, which launches it while
+ * the program goes on: CGJIT_LAUNCH_ASYNC) and go on with the next segment. */
 static void chunk_done(cgj_thread_t *t)
 {
-    const cgj_trace_t *tr = t->cur.trace;
+    cgj_trace_t *tr = t->cur.trace;
     const cgj_segment_t *seg = &tr->segs[t->cur.seg];
-    launch_segment(t);
+    if (cgj_launcher_wanted(t, seg, &tr->list.ops[seg->end - 1]) && cgj_launcher_hand(t, tr, t->cur.seg))
+        t->cur.launched = true; /* its work stays pending for other threads until the step's last launch */
+    else launch_segment(t);
     if (t->mode == CGJ_MODE_REPLAY && seg->ncapture && seg->end > seg->first &&
         tr->list.ops[seg->end - 1].chunk_end == CGJ_REASON_BREAK_COLLECTIVE) {
         uint32_t i = seg->end - 1;

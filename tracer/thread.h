@@ -33,6 +33,11 @@ typedef struct cgj_thread {
     uint64_t pending_mask; /* (shared) stream buckets (cgj_stream_bucket) of those calls */
     CUresult deferred;     /* (shared) an error re-issuing absorbed work met, for the program's
                             * next call (set under the lock, maybe by another thread) */
+    uint32_t handed;       /* (shared) chunks handed to launcher.c and not launched yet (the
+                            * launcher counts them down, without the lock) */
+    CUresult launch_err;   /* (shared) a handed chunk the launcher could not launch ... */
+    CUresult launch_lost;  /* (shared) ... nor issue as made (the launcher sets both, without
+                            * the lock; exits.c takes them) */
     /* -- the step (step.c; exited also by replay.c and exits.c, anchor by exits.c) -- */
     bool implicit;        /* the step was begun by CGJIT_STEP, not by a marker */
     cgj_anchor_t *anchor; /* of the active step (NULL: another thread runs that anchor) */

@@ -21,6 +21,7 @@ STATS_FIELDS: List[str] = [
     "collectives_absorbed", "collectives_stuck", "fusions", "ops_fused", "fusions_dropped",
     "verify_segments", "verify_divergences", "verify_unchecked", "params_patched_on_gpu",
     "patch_launches", "launch_host_ns", "steps_warmup", "builds_background", "steps_building",
+    "launches_handed",
 ]
 
 # Status codes of CGJ_STATUS_LIST.
