@@ -466,6 +466,8 @@ static bool passes(const cgj_thread_t *t, const cgj_op_t *o)
  * bytes besides. False where the thread left replay (an op failed to issue). */
 static bool issue_held(cgj_thread_t *t)
 {
+    cgj_exit_drain(t); /* chunks handed to the launcher go first (CGJIT_LAUNCH_ASYNC) */
+    if (t->mode != CGJ_MODE_REPLAY) return false;
     uint32_t done, first = t->cur.trace->segs[t->cur.seg].first + t->cur.passed;
     bool gated = cgj_verify_on() && first < t->cur.pos; /* as the program's calls (exits.c) */
     if (gated) cgj_verify_calls_enter();

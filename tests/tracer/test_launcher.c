@@ -115,6 +115,31 @@ Test(tracer_launcher_small, a_call_that_runs_comes_after_the_chunks_handed)
     cr_assert_eq(stats_now().launches_handed - before.launches_handed, 18, "one chunk a step handed");
 }
 
+/* Host work, then a copy from pageable memory and a kernel on what the handed chunk left: a
+ * chunk too small for a graph, whose copy runs as the program makes it. */
+static void staged_step(int s, CUdeviceptr *b, void *ctx)
+{
+    float h[N], r[2];
+    for (int i = 0; i < N; i++) h[i] = (float)(s * 3 + i % 7);
+    kernels(b[0], 3, s);
+    host_work(1000);
+    OK(fk.htod(b[1], h, sizeof h));
+    OK(fk_addk_launch(&fk, NULL, b[0], s % 7, N));
+    host_work(1000);
+    kernels(b[0], 3, s + 1);
+    OK(fk.dtoh(r, b[0], sizeof r));
+}
+
+Test(tracer_launcher_small, a_copy_that_runs_as_made_comes_after_the_chunks_handed)
+{
+    run_scenario(&(scenario_t){.name = "staged_small",
+                               .fn = staged_step,
+                               .steps = 20,
+                               .nbufs = 2,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18)},
+                               .stats = {.launches_handed = MORE_THAN(0)}});
+}
+
 /* The launcher's graph launch fails in step 5: that chunk runs as made there, the anchor stops
  * replaying, and the rest of the step goes on eagerly. */
 static void failing_step(int s, CUdeviceptr *b, void *ctx)
