@@ -13,7 +13,8 @@
 # the same fake driver), in time and, where valgrind is installed, in instructions over the same
 # steps untraced, and the first launch of a process's first step of its kind begun at a kernel;
 # and, where valgrind is installed, libcgjit's instructions per library call in a replayed step
-# (lib_cost_app, the fake cuBLAS).
+# (lib_cost_app, the fake cuBLAS). Before those, the absorbed launch in chunks of 20 ops, each
+# chunk launched on the program's thread or by cgjit's launcher thread (CGJIT_LAUNCH_ASYNC=1).
 #
 # Usage: scripts/host-cost.sh [BUILD] [STEPS]   (defaults: build, 2000)
 # Exit status: 0; 1 where the app failed (outputs not eager's, too few steps replayed); 2 on bad
@@ -90,6 +91,19 @@ for i in 1 2 3 4 5; do
 done
 median=$(printf '%s\n' "${lat[@]}" | sort -g | sed -n 3p)
 echo "host-cost: one call after 300 ns of host work ${median} ns per absorbed launch (median of 5 runs: ${lat[*]})"
+# The same loop in chunks of 20 ops (nine graph launches a step), launched on the program's
+# thread and by cgjit's launcher thread (CGJIT_LAUNCH_ASYNC=1): what a chunk's launch costs the
+# program's thread, and what handing it over does. The fake driver runs a graph's kernels as it
+# is launched, so this launch is cheap next to a GPU's and its kernels are counted in it.
+# chunked ASYNC: the median of 5 runs' launch loop ns per absorbed launch.
+chunked() {
+  local _
+  for _ in 1 2 3 4 5; do
+    CGJIT_LAUNCH_ASYNC=$1 CGJIT_CHUNK_OPS=20 "$app" "$steps" | sed -n 's/.*launch loop: \([0-9.]*\) ns.*/\1/p'
+  done | sort -g | sed -n 3p
+}
+echo "host-cost: in chunks of 20 ops, $(chunked 0) ns per absorbed launch with each chunk launched on the program's thread," \
+  "$(chunked 1) ns with chunks handed to cgjit's launcher thread (CGJIT_LAUNCH_ASYNC=1; medians of 5)"
 path_costs
 
 if ! command -v valgrind >/dev/null 2>&1; then
