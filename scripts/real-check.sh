@@ -15,11 +15,12 @@
 #
 # Runs, each under `timeout REAL_CHECK_TIMEOUT` seconds (default 300), one after the other: eager
 # twice (no preload), then once per configuration of REAL_CHECK_CONFIGS (default "sync auto"):
-# POLICY[-default][-verify|-verifyall][-learned][-step][-dormant], POLICY sync or auto (CGJIT_STEP),
+# POLICY[-default][-verify|-verifyall][-learned][-step][-dormant][-async], POLICY sync or auto (CGJIT_STEP),
 # -default adding CGJIT_MODE=default, -verify CGJIT_VERIFY=1, -verifyall CGJIT_VERIFY_ALL=1 (verify
 # over all the memory the program holds), -learned CGJIT_LIBS_LEARNED=1, -step REAL_STEP=1 (the
 # programs of tests/real that mark their step with cgjit's Python module do so: _common.py),
-# -dormant CGJIT_GOVERN=2 (the governor holds cgjit dormant all the run: the preload's own cost);
+# -dormant CGJIT_GOVERN=2 (the governor holds cgjit dormant all the run: the preload's own cost),
+# -async CGJIT_LAUNCH_ASYNC=1 (chunks launched by cgjit's launcher thread);
 # every cgjit run has CGJIT_REPORT=json:OUTDIR/NAME.CONFIG.PID.report.json (one per process);
 # other CGJIT_* variables of the environment pass through. LD_PRELOAD is exported inside the `bash -c`, so the shell itself is not preloaded
 # (each preloaded process writes the report at exit: a command should run one program). Files:
@@ -115,6 +116,7 @@ config_env() {
       learned) echo "CGJIT_LIBS_LEARNED=1" ;;
       step) echo "REAL_STEP=1" ;;
       dormant) echo "CGJIT_GOVERN=2" ;;
+      async) echo "CGJIT_LAUNCH_ASYNC=1" ;;
       *) return 1 ;;
     esac
   done
