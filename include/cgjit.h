@@ -163,11 +163,11 @@ CGJ_API int cgj_trace_resume(void);
     X(verify_unchecked, "graphs CGJIT_VERIFY could not check (reported once per anchor with the reason)") \
     X(params_patched_on_gpu, "of params_patched, kernel nodes patched on the GPU by cgjit's patch kernel (CGJIT_DEVICE_PATCH)") \
     X(patch_launches, "blocks of values set into a segment graph's patch node, whose kernel writes them into the graph's device-updatable kernel nodes as it runs (CGJIT_DEVICE_PATCH)") \
-    X(launch_host_ns, "host nanoseconds replay spent launching segments: filling and setting patched values and cuGraphLaunch (or issuing the calls of a segment too short for a graph), the launches' part of a replayed step's host time; chunks handed under CGJIT_LAUNCH_ASYNC spend it on cgjit's launcher thread")                                                                               \
+    X(launch_host_ns, "host nanoseconds replay spent launching segments: filling and setting patched values and cuGraphLaunch (or issuing the calls of a segment too short for a graph), the launches' part of a replayed step's host time; chunks handed under CGJIT_LAUNCH_ASYNC spend it on cgjit's launch thread")                                                                               \
     X(steps_warmup, "steps run eagerly and unrecorded as one of the first CGJIT_WARMUP_RUNS runs of a step not seen before") \
     X(builds_background, "traces built by cgjit's builder thread while the program went on (CGJIT_BUILD_BACKGROUND)") \
     X(steps_building, "steps run eagerly and unrecorded while cgjit's builder thread built their trace") \
-    X(launches_handed, "of graph_launches, chunks patched and launched by cgjit's launcher thread while the program went on (CGJIT_LAUNCH_ASYNC)")
+    X(launches_handed, "of graph_launches, chunks patched and launched by cgjit's launch thread while the program went on (CGJIT_LAUNCH_ASYNC)")
 /* clang-format on */
 
 /*

@@ -14,7 +14,7 @@
 # steps untraced, and the first launch of a process's first step of its kind begun at a kernel;
 # and, where valgrind is installed, libcgjit's instructions per library call in a replayed step
 # (lib_cost_app, the fake cuBLAS). Before those, the absorbed launch in chunks of 20 ops, each
-# chunk launched on the program's thread or by cgjit's launcher thread (CGJIT_LAUNCH_ASYNC=1).
+# chunk launched on the program's thread or by cgjit's launch thread (CGJIT_LAUNCH_ASYNC=1).
 #
 # Usage: scripts/host-cost.sh [BUILD] [STEPS]   (defaults: build, 2000)
 # Exit status: 0; 1 where the app failed (outputs not eager's, too few steps replayed); 2 on bad
@@ -92,7 +92,7 @@ done
 median=$(printf '%s\n' "${lat[@]}" | sort -g | sed -n 3p)
 echo "host-cost: one call after 300 ns of host work ${median} ns per absorbed launch (median of 5 runs: ${lat[*]})"
 # The same loop in chunks of 20 ops (nine graph launches a step), launched on the program's
-# thread and by cgjit's launcher thread (CGJIT_LAUNCH_ASYNC=1): what a chunk's launch costs the
+# thread and by cgjit's launch thread (CGJIT_LAUNCH_ASYNC=1): what a chunk's launch costs the
 # program's thread, and what handing it over does. The fake driver runs a graph's kernels as it
 # is launched, so this launch is cheap next to a GPU's and its kernels are counted in it.
 # chunked ASYNC: the median of 5 runs' launch loop ns per absorbed launch.
@@ -103,7 +103,7 @@ chunked() {
   done | sort -g | sed -n 3p
 }
 echo "host-cost: in chunks of 20 ops, $(chunked 0) ns per absorbed launch with each chunk launched on the program's thread," \
-  "$(chunked 1) ns with chunks handed to cgjit's launcher thread (CGJIT_LAUNCH_ASYNC=1; medians of 5)"
+  "$(chunked 1) ns with chunks handed to cgjit's launch thread (CGJIT_LAUNCH_ASYNC=1; medians of 5)"
 path_costs
 
 if ! command -v valgrind >/dev/null 2>&1; then

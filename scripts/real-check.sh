@@ -20,7 +20,7 @@
 # over all the memory the program holds), -learned CGJIT_LIBS_LEARNED=1, -step REAL_STEP=1 (the
 # programs of tests/real that mark their step with cgjit's Python module do so: _common.py),
 # -dormant CGJIT_GOVERN=2 (the governor holds cgjit dormant all the run: the preload's own cost),
-# -async CGJIT_LAUNCH_ASYNC=1 (chunks launched by cgjit's launcher thread);
+# -async CGJIT_LAUNCH_ASYNC=1 (chunks launched by cgjit's launch thread);
 # every cgjit run has CGJIT_REPORT=json:OUTDIR/NAME.CONFIG.PID.report.json (one per process);
 # other CGJIT_* variables of the environment pass through. LD_PRELOAD is exported inside the `bash -c`, so the shell itself is not preloaded
 # (each preloaded process writes the report at exit: a command should run one program). Files:

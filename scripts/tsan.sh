@@ -12,7 +12,7 @@
 # shows only where the threads happen to meet, so each configuration runs TSAN_RUNS times
 # (default 5). Then the three once more with the governor on (CGJIT_GOVERN=1, which the program
 # otherwise turns off): it switches the process between active and dormant while the threads
-# step; and once more with chunks launched by cgjit's launcher thread (CGJIT_LAUNCH_ASYNC=1).
+# step; and once more with chunks launched by cgjit's launch thread (CGJIT_LAUNCH_ASYNC=1).
 # Exit status: the first failing run's (ThreadSanitizer reports make it fail:
 # halt_on_error), else 0; a line per configuration says how many runs were clean.
 set -euo pipefail
@@ -41,8 +41,8 @@ for mode in markers implicit auto; do
   done
   echo "tsan.sh: stress_threads $mode, CGJIT_GOVERN=1: $runs of $runs runs clean"
 done
-# And with chunks launched by cgjit's launcher thread (CGJIT_LAUNCH_ASYNC=1), a chunk ending
-# wherever 1 us of host time passed between calls: the launcher launches while the threads
+# And with chunks launched by cgjit's launch thread (CGJIT_LAUNCH_ASYNC=1), a chunk ending
+# wherever 1 us of host time passed between calls: the launch thread launches while the threads
 # step, flush one another and synchronize.
 for mode in markers implicit auto; do
   arg=$mode

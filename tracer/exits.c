@@ -27,7 +27,7 @@ static void reissue_failed(cgj_thread_t *t, uint32_t op, CUresult err)
     if (t->anchor && t->anchor->state != CGJ_STATE_BLACKLISTED) cgj_anchor_blacklist(t->anchor, &r);
 }
 
-/* A chunk handed to the launcher that failed to launch (it ran as made there): the anchor stops
+/* A chunk handed to the launch thread that failed to launch (it ran as made there): the anchor stops
  * replaying, as where a launch on this thread fails; one that could not run as made either: the
  * program gets its error at its next call. True where a launch failed. */
 static bool take_launch_error(cgj_thread_t *t)
@@ -47,7 +47,7 @@ void cgj_exit_drain(cgj_thread_t *t)
     if (!__atomic_load_n(&t->handed, __ATOMIC_ACQUIRE) && !__atomic_load_n(&t->launch_err, __ATOMIC_RELAXED) &&
         !__atomic_load_n(&t->launch_lost, __ATOMIC_RELAXED))
         return;
-    cgj_launcher_wait(t);
+    cgj_offload_wait(t);
     if (take_launch_error(t) && t->mode == CGJ_MODE_REPLAY) {
         cgj_exit_flush(t);
         cgj_thread_go(t, CGJ_EVENT_ERROR, cgj_thread_eager_mode(t));
@@ -56,7 +56,7 @@ void cgj_exit_drain(cgj_thread_t *t)
 
 bool cgj_exit_flush(cgj_thread_t *t)
 {
-    cgj_launcher_wait(t); /* handed chunks come first: they were absorbed first */
+    cgj_offload_wait(t); /* handed chunks come first: they were absorbed first */
     take_launch_error(t);
     cgj_trace_t *tr = t->cur.trace;
     uint32_t first = tr->segs[t->cur.seg].first + t->cur.passed; /* the ops that ran are not held */

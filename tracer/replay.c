@@ -37,7 +37,7 @@ static void patch_refused(cgj_thread_t *t, uint32_t i, CUresult err)
 static void launch_segment(cgj_thread_t *t)
 {
     cgj_mode_t mode = t->mode;
-    cgj_exit_drain(t);           /* chunks handed to the launcher go first (CGJIT_LAUNCH_ASYNC) */
+    cgj_exit_drain(t);           /* chunks handed to the launch thread go first (CGJIT_LAUNCH_ASYNC) */
     if (t->mode != mode) return; /* one of them failed: the step went on eagerly */
     cgj_trace_t *tr = t->cur.trace;
     cgj_segment_t *seg = &tr->segs[t->cur.seg];
@@ -76,13 +76,13 @@ static void launch_segment(cgj_thread_t *t)
     CGJ_STAT_ADD(graph_launches, 1);
 }
 
-/* The chunk in flight is complete: launch it (or hand it to the launcher, which launches it while
+/* The chunk in flight is complete: launch it (or hand it to the launch thread, which launches it while
  * the program goes on: CGJIT_LAUNCH_ASYNC) and go on with the next segment. */
 static void chunk_done(cgj_thread_t *t)
 {
     cgj_trace_t *tr = t->cur.trace;
     const cgj_segment_t *seg = &tr->segs[t->cur.seg];
-    if (cgj_launcher_wanted(t, seg, &tr->list.ops[seg->end - 1]) && cgj_launcher_hand(t, tr, t->cur.seg))
+    if (cgj_offload_wanted(t, seg, &tr->list.ops[seg->end - 1]) && cgj_offload_hand(t, tr, t->cur.seg))
         t->cur.launched = true; /* its work stays pending for other threads until the step's last launch */
     else launch_segment(t);
     if (t->mode == CGJ_MODE_REPLAY && seg->ncapture && seg->end > seg->first &&
@@ -466,7 +466,7 @@ static bool passes(const cgj_thread_t *t, const cgj_op_t *o)
  * bytes besides. False where the thread left replay (an op failed to issue). */
 static bool issue_held(cgj_thread_t *t)
 {
-    cgj_exit_drain(t); /* chunks handed to the launcher go first (CGJIT_LAUNCH_ASYNC) */
+    cgj_exit_drain(t); /* chunks handed to the launch thread go first (CGJIT_LAUNCH_ASYNC) */
     if (t->mode != CGJ_MODE_REPLAY) return false;
     uint32_t done, first = t->cur.trace->segs[t->cur.seg].first + t->cur.passed;
     bool gated = cgj_verify_on() && first < t->cur.pos; /* as the program's calls (exits.c) */

@@ -44,7 +44,7 @@ void cgj_step_forked(bool cuda_before)
     cgj_anchors_forked();
     cgj_watch_forked();
     cgj_builder_forked();
-    cgj_launcher_forked();
+    cgj_offload_forked();
     cgj_tls.handed = 0, cgj_tls.launch_err = cgj_tls.launch_lost = CUDA_SUCCESS; /* the parent's chunks */
     /* The threads' count started afresh: implicit steps look at every call again. */
     if (__atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF)
@@ -249,7 +249,7 @@ int cgj_step_enter(const cgj_call_t *c)
     }
     if (c->kind == CGJ_OP_LIB && t->mode >= CGJ_MODE_RECORD) CGJ_STAT_ADD(lib_calls, 1);
     if (c->kind == CGJ_OP_LIB && d == CGJ_EXECUTE) t->lib_depth++; /* the library runs now */
-    /* A call that runs for real comes after the chunks handed to the launcher (a library call
+    /* A call that runs for real comes after the chunks handed to the launch thread (a library call
      * does not: its own driver calls are matched next, and those that run come here). */
     else if (d == CGJ_EXECUTE && CGJ_UNLIKELY(__atomic_load_n(&t->handed, __ATOMIC_RELAXED))) cgj_exit_drain(t);
     if (CGJ_UNLIKELY(d == CGJ_ABSORB && c->kind == CGJ_OP_LIB && cgj_verify_running(t))) d = CGJ_RUN_ABSORBED;
@@ -379,13 +379,13 @@ void cgj_step_capture_begin(CUstream s, const char *api)
     }
     cgj_captures_beginning(s);
     cgj_builder_settle(false); /* a build in hand ends first; none starts while this runs */
-    cgj_launcher_settle();     /* and every chunk handed to the launcher is launched */
+    cgj_offload_settle();      /* and every chunk handed to the launch thread is launched */
 }
 
 void cgj_step_objects_ending(void)
 {
     cgj_builder_settle(true);
-    cgj_launcher_settle();
+    cgj_offload_settle();
 }
 
 void cgj_step_observe(CUstream s, CUevent ev, bool everything)

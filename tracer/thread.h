@@ -33,10 +33,10 @@ typedef struct cgj_thread {
     uint64_t pending_mask; /* (shared) stream buckets (cgj_stream_bucket) of those calls */
     CUresult deferred;     /* (shared) an error re-issuing absorbed work met, for the program's
                             * next call (set under the lock, maybe by another thread) */
-    uint32_t handed;       /* (shared) chunks handed to launcher.c and not launched yet (the
-                            * launcher counts them down, without the lock) */
-    CUresult launch_err;   /* (shared) a handed chunk the launcher could not launch ... */
-    CUresult launch_lost;  /* (shared) ... nor issue as made (the launcher sets both, without
+    uint32_t handed;       /* (shared) chunks handed to offload.c and not launched yet (the
+                            * launch thread counts them down, without the lock) */
+    CUresult launch_err;   /* (shared) a handed chunk the launch thread could not launch ... */
+    CUresult launch_lost;  /* (shared) ... nor issue as made (the launch thread sets both, without
                             * the lock; exits.c takes them) */
     /* -- the step (step.c; exited also by replay.c and exits.c, anchor by exits.c) -- */
     bool implicit;        /* the step was begun by CGJIT_STEP, not by a marker */

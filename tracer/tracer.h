@@ -10,7 +10,7 @@
  *     build.c     a trace from a recording: memory plan, staging, graphs
  *     replay.c    guard, absorb, patch, launch; variant switches
  *     exits.c     leaving a replay: flush, side exit, abort; other threads' observations
- *     launcher.c  chunks launched on a thread of cgjit's (CGJIT_LAUNCH_ASYNC): hand-over and queue
+ *     offload.c   chunks launched on a thread of cgjit's (CGJIT_LAUNCH_ASYNC): hand-over and queue
  *     verify.c    CGJIT_VERIFY: each replayed graph checked against the calls run eagerly
  *     watch.c     replayed collectives in flight: the ones that never complete are reported
  *     cost.c      does replay pay? eager probes, periods, turning replay off and on
@@ -300,7 +300,7 @@ void cgj_libop_relearn(cgj_op_t *lib_op, const cgj_libcall_t *lc);
 /* ---- exits.c ---- */
 /* Re-issue the ops absorbed since the last launch, eagerly, in order. False if one failed. */
 bool cgj_exit_flush(cgj_thread_t *t);
-/* t's chunks handed to the launcher are launched (CGJIT_LAUNCH_ASYNC): before t's work is issued
+/* t's chunks handed to the launch thread are launched (CGJIT_LAUNCH_ASYNC): before t's work is issued
  * on its own thread, or a call of t's runs for real. Where one failed, the program gets the
  * error at its next call and the step, if it replays, goes on eagerly. */
 void cgj_exit_drain(cgj_thread_t *t);
@@ -354,18 +354,18 @@ void cgj_replay_forget(cgj_thread_t *t);
 /* Begin replaying a's current variant. */
 void cgj_replay_begin(cgj_thread_t *t, cgj_anchor_t *a);
 
-/* ---- launcher.c: chunks launched on a thread of cgjit's (CGJIT_LAUNCH_ASYNC) ---- */
-/* Is segment seg of t's replay, whose last op is `last`, handed to the launcher as it ends? A
+/* ---- offload.c: chunks launched on a thread of cgjit's (CGJIT_LAUNCH_ASYNC) ---- */
+/* Is segment seg of t's replay, whose last op is `last`, handed to the launch thread as it ends? A
  * chunk that ends inside its segment (host time, op count), in a graph, not under CGJIT_VERIFY. */
-bool cgj_launcher_wanted(const cgj_thread_t *t, const cgj_segment_t *seg, const cgj_op_t *last);
-/* Hand segment seg of tr to the launcher (t->handed counts it until launched). False: no
- * launcher thread (the caller launches). */
-bool cgj_launcher_hand(cgj_thread_t *t, cgj_trace_t *tr, uint32_t seg);
+bool cgj_offload_wanted(const cgj_thread_t *t, const cgj_segment_t *seg, const cgj_op_t *last);
+/* Hand segment seg of tr to the launch thread (t->handed counts it until launched). False: no
+ * launch thread (the caller launches). */
+bool cgj_offload_hand(cgj_thread_t *t, cgj_trace_t *tr, uint32_t seg);
 /* Wait until t's handed chunks are launched (or issued as made: t->launch_err then). */
-void cgj_launcher_wait(cgj_thread_t *t);
+void cgj_offload_wait(cgj_thread_t *t);
 /* Wait until every handed chunk is launched. */
-void cgj_launcher_settle(void);
-void cgj_launcher_forked(void);
+void cgj_offload_settle(void);
+void cgj_offload_forked(void);
 
 /* ---- builder.c: builds on a thread of cgjit's (CGJIT_BUILD_BACKGROUND) ---- */
 /* Is a's next build handed to the builder thread? */

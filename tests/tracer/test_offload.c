@@ -1,10 +1,10 @@
 /*
- * test_launcher.c — chunks launched by cgjit's launcher thread (CGJIT_LAUNCH_ASYNC=1, tracer/
- * launcher.c), against the fake driver: replayed steps must leave memory exactly as eager steps
+ * test_offload.c — chunks launched by cgjit's launch thread (CGJIT_LAUNCH_ASYNC=1, tracer/
+ * offload.c), against the fake driver: replayed steps must leave memory exactly as eager steps
  * do while their chunks are launched on another thread.
  *
  * The fake driver runs a graph's kernels when it is launched, on the thread that launches it,
- * and each graph launch here first spins 300 us of real time (fakecuda_set_delays): the launcher
+ * and each graph launch here first spins 300 us of real time (fakecuda_set_delays): the launch thread
  * lags behind the program's thread, so a call that ran for real before the chunks handed ahead
  * of it were launched would compute on stale data, and the comparison with eager would fail.
  * cgjit itself runs on a fake clock (tests/common/fake_clock.h), so that where a chunk ends
@@ -18,7 +18,7 @@
 
 #include "fake_clock.h"
 
-static void launcher_setup(void)
+static void offload_setup(void)
 {
     setenv("CGJIT_LAUNCH_ASYNC", "1", 1);
     setenv("CGJIT_CHUNK_US", "200", 1);
@@ -30,11 +30,11 @@ static void launcher_setup(void)
 static void small_setup(void)
 {
     setenv("CGJIT_GRAPH_MIN_OPS", "3", 1); /* a chunk of two kernels runs as the program makes it */
-    launcher_setup();
+    offload_setup();
 }
 
-TestSuite(tracer_launcher, .init = launcher_setup);
-TestSuite(tracer_launcher_small, .init = small_setup);
+TestSuite(tracer_offload, .init = offload_setup);
+TestSuite(tracer_offload_small, .init = small_setup);
 
 /* `n` kernels on b0, each taking what the one before left: a chunk out of order changes b0. */
 static void kernels(CUdeviceptr b0, int n, int s)
@@ -43,7 +43,7 @@ static void kernels(CUdeviceptr b0, int n, int s)
 }
 
 /* Three groups of three kernels with host work between them (two chunks handed to the
- * launcher, the third launched at the read-back), then kernels after the read-back that use
+ * launch thread, the third launched at the read-back), then kernels after the read-back that use
  * what it read. */
 static void gapped_step(int s, CUdeviceptr *b, void *ctx)
 {
@@ -56,7 +56,7 @@ static void gapped_step(int s, CUdeviceptr *b, void *ctx)
     for (int k = 0; k < 3; k++) OK(fk_addk_launch(&fk, NULL, b[1], (int)h[0] % 7 + k, N));
 }
 
-Test(tracer_launcher, handed_chunks_replay_as_eager)
+Test(tracer_offload, handed_chunks_replay_as_eager)
 {
     cgj_stats_t before = stats_now();
     run_scenario(&(scenario_t){.name = "handed",
@@ -66,7 +66,7 @@ Test(tracer_launcher, handed_chunks_replay_as_eager)
                                .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(4)},
                                .fake = {.graph_launches = IS(18 * 4)}});
     cgj_stats_t st = stats_now();
-    cr_assert_eq(st.launches_handed - before.launches_handed, 18 * 2, "%llu chunks handed to the launcher",
+    cr_assert_eq(st.launches_handed - before.launches_handed, 18 * 2, "%llu chunks handed to the launch thread",
                  (unsigned long long)(st.launches_handed - before.launches_handed));
 }
 
@@ -80,7 +80,7 @@ static void ending_step(int s, CUdeviceptr *b, void *ctx)
     }
 }
 
-Test(tracer_launcher, the_step_s_end_comes_after_the_chunks_handed)
+Test(tracer_offload, the_step_s_end_comes_after_the_chunks_handed)
 {
     cgj_stats_t before = stats_now();
     run_scenario(&(scenario_t){.name = "ending",
@@ -104,7 +104,7 @@ static void small_chunk_step(int s, CUdeviceptr *b, void *ctx)
     OK(fk.dtoh(h, b[0], sizeof h));
 }
 
-Test(tracer_launcher_small, a_call_that_runs_comes_after_the_chunks_handed)
+Test(tracer_offload_small, a_call_that_runs_comes_after_the_chunks_handed)
 {
     cgj_stats_t before = stats_now();
     run_scenario(&(scenario_t){.name = "small_chunk",
@@ -130,7 +130,7 @@ static void staged_step(int s, CUdeviceptr *b, void *ctx)
     OK(fk.dtoh(r, b[0], sizeof r));
 }
 
-Test(tracer_launcher_small, a_copy_that_runs_as_made_comes_after_the_chunks_handed)
+Test(tracer_offload_small, a_copy_that_runs_as_made_comes_after_the_chunks_handed)
 {
     run_scenario(&(scenario_t){.name = "staged_small",
                                .fn = staged_step,
@@ -140,7 +140,7 @@ Test(tracer_launcher_small, a_copy_that_runs_as_made_comes_after_the_chunks_hand
                                .stats = {.launches_handed = MORE_THAN(0)}});
 }
 
-/* The launcher's graph launch fails in step 5: that chunk runs as made there, the anchor stops
+/* The launch thread's graph launch fails in step 5: that chunk runs as made there, the anchor stops
  * replaying, and the rest of the step goes on eagerly. */
 static void failing_step(int s, CUdeviceptr *b, void *ctx)
 {
@@ -148,7 +148,7 @@ static void failing_step(int s, CUdeviceptr *b, void *ctx)
     gapped_step(s, b, ctx);
 }
 
-Test(tracer_launcher, a_launch_that_fails_on_the_launcher_runs_as_made)
+Test(tracer_offload, a_launch_that_fails_on_the_launch_thread_runs_as_made)
 {
     cgj_trace_info_t i = run_scenario(&(scenario_t){.name = "handed_fail",
                                                     .fn = failing_step,
@@ -161,21 +161,21 @@ Test(tracer_launcher, a_launch_that_fails_on_the_launcher_runs_as_made)
 }
 
 /* The driver refuses a kernel node's new parameters in step 6: the chunk runs as made on the
- * launcher, and later runs guard that op's values. */
+ * launch thread, and later runs guard that op's values. */
 static void refusing_step(int s, CUdeviceptr *b, void *ctx)
 {
     if (g_traced && s == 6) fk.fail_next("cuGraphExecKernelNodeSetParams_v2", CUDA_ERROR_INVALID_VALUE);
     gapped_step(s, b, ctx);
 }
 
-Test(tracer_launcher, a_patch_refused_on_the_launcher_runs_as_made)
+Test(tracer_offload, a_patch_refused_on_the_launch_thread_runs_as_made)
 {
     run_scenario(&(scenario_t){.name = "handed_refused", .fn = refusing_step, .steps = 20, .nbufs = 2});
     cr_assert_eq(fk.fail_pending(), 0, "the refusal was never met");
 }
 
 /* Another thread synchronizes the context while this one has chunks handed and not launched:
- * its synchronization comes after them (the flush it makes waits for the launcher). */
+ * its synchronization comes after them (the flush it makes waits for the launch thread). */
 static pthread_barrier_t g_gate;
 static CUdeviceptr g_watched;
 static float g_seen[N];
@@ -190,7 +190,7 @@ static void *observer(void *arg)
     return NULL;
 }
 
-Test(tracer_launcher, another_thread_s_synchronization_waits_for_handed_chunks)
+Test(tracer_offload, another_thread_s_synchronization_waits_for_handed_chunks)
 {
     CUdeviceptr x = fk_alloc_floats(&fk, N, 3);
     float model[N];

@@ -1,5 +1,5 @@
 /*
- * launcher.c — chunks launched on a thread of cgjit's (CGJIT_LAUNCH_ASYNC).
+ * offload.c — chunks launched on a thread of cgjit's (CGJIT_LAUNCH_ASYNC).
  *
  * A replayed step launches its graphs in chunks as it absorbs them (graphs/graph.c): where the
  * program works on the host between its calls (Python between PyTorch's launches), a chunk ends
@@ -30,8 +30,8 @@
  * run as made either, whose error the program gets at its next call (exits.c).
  *
  * Not under CGJIT_VERIFY (its windows check each graph on the program's thread), and not for a
- * segment too small for a graph (issued as made). fork(): the child starts with no launcher and
- * nothing handed (the parent's chunks are the parent's).
+ * segment too small for a graph (issued as made). fork(): the child starts with no launch thread
+ * and nothing handed (the parent's chunks are the parent's).
  */
 #include "tracer/tracer.h"
 #include "graphs/graph.h"
@@ -154,22 +154,22 @@ static bool start_locked(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!up) {
         failed_start = true;
-        CGJ_LOG(trace, "%s", "no launcher thread: chunks are launched on the program's threads");
+        CGJ_LOG(trace, "%s", "no launch thread: chunks are launched on the program's threads");
     }
     return up;
 }
 
-bool cgj_launcher_wanted(const cgj_thread_t *t, const cgj_segment_t *seg, const cgj_op_t *last)
+bool cgj_offload_wanted(const cgj_thread_t *t, const cgj_segment_t *seg, const cgj_op_t *last)
 {
     return cgj_cfg.LAUNCH_ASYNC && !cgj_verify_on() && !seg->eager && seg->ncapture && !last->handoff &&
            (last->chunk_end == CGJ_REASON_NONE || last->chunk_end == CGJ_REASON_BREAK_IDLE) && t->anchor;
 }
 
-bool cgj_launcher_hand(cgj_thread_t *t, cgj_trace_t *tr, uint32_t seg)
+bool cgj_offload_hand(cgj_thread_t *t, cgj_trace_t *tr, uint32_t seg)
 {
     pthread_mutex_lock(&lock);
     bool ok = start_locked();
-    while (ok && count == QUEUE) pthread_cond_wait(&done, &lock); /* the launcher catches up */
+    while (ok && count == QUEUE) pthread_cond_wait(&done, &lock); /* the launch thread catches up */
     if (ok) {
         queue[(head + count) % QUEUE] = (job_t){t, tr, seg, cgj_pointer_host_generation(), tr->ctx, t->anchor->name};
         count++;
@@ -180,7 +180,7 @@ bool cgj_launcher_hand(cgj_thread_t *t, cgj_trace_t *tr, uint32_t seg)
     return ok;
 }
 
-void cgj_launcher_wait(cgj_thread_t *t)
+void cgj_offload_wait(cgj_thread_t *t)
 {
     if (!__atomic_load_n(&t->handed, __ATOMIC_ACQUIRE)) return;
     pthread_mutex_lock(&lock);
@@ -188,14 +188,14 @@ void cgj_launcher_wait(cgj_thread_t *t)
     pthread_mutex_unlock(&lock);
 }
 
-void cgj_launcher_settle(void)
+void cgj_offload_settle(void)
 {
     pthread_mutex_lock(&lock);
     while (count) pthread_cond_wait(&done, &lock);
     pthread_mutex_unlock(&lock);
 }
 
-void cgj_launcher_forked(void)
+void cgj_offload_forked(void)
 {
     pthread_mutex_init(&lock, NULL);
     pthread_cond_init(&wake, NULL);
