@@ -104,7 +104,7 @@
     X(FUSE_BACKGROUND, BOOL, 1, 0, 1, "fuse-background", BOOL, "0|1", NULL,                            \
       "1: a fused kernel not in a cache is compiled by a thread while its chain replays unfused, and the step is built again once it is ready (no step waits for NVRTC); 0: compiled at the build") \
     X(LAUNCH_ASYNC, BOOL, 0, 0, 1, "launch-async", BOOL, "0|1", NULL,                                  \
-      "1: a chunk that ends inside a segment (CGJIT_CHUNK_US, CGJIT_CHUNK_OPS) is patched and launched by a thread of cgjit's while the program goes on; every call that runs for real, boundary or step end waits for it first (not under CGJIT_VERIFY); 0: launched on the program's thread") \
+      "1: a chunk that ends inside a segment (CGJIT_CHUNK_US, CGJIT_CHUNK_OPS) is patched and launched by a thread of cgjit's while the program goes on; every call that runs for real, boundary or step end waits for it first (not under CGJIT_VERIFY or CGJIT_BUSY); 0: launched on the program's thread") \
     X(BUILD_BACKGROUND, BOOL, 1, 0, 1, "build-background", BOOL, "0|1", NULL,                          \
       "1: a step's graphs are built by a thread of cgjit's while the program goes on, its runs meanwhile eager (the build's planning, capture and instantiation off the program's thread); 0: at the end of the run that completes the recording (always so under CGJIT_VERIFY, and where fusion is on: CGJIT_MODE other than reduce-overhead)") \
     X(DRIVER, STR, "libcuda.so.1", 0, 0, NULL, NONE, NULL, NULL,                                      \

@@ -29,11 +29,13 @@
  * next drain stops replaying the anchor and goes on eagerly, and so is a chunk that could not
  * run as made either, whose error the program gets at its next call (exits.c).
  *
- * Not under CGJIT_VERIFY (its windows check each graph on the program's thread), and not for a
+ * Not under CGJIT_VERIFY (its windows check each graph on the program's thread), nor under
+ * CGJIT_BUSY (CUPTI tags work by the thread that launched it: the step's), and not for a
  * segment too small for a graph (issued as made). fork(): the child starts with no launch thread
  * and nothing handed (the parent's chunks are the parent's).
  */
 #include "tracer/tracer.h"
+#include "graphs/gpubusy.h"
 #include "graphs/graph.h"
 #include "allocator/pointers.h"
 #include "base/driver.h"
@@ -161,8 +163,9 @@ static bool start_locked(void)
 
 bool cgj_offload_wanted(const cgj_thread_t *t, const cgj_segment_t *seg, const cgj_op_t *last)
 {
-    return cgj_cfg.LAUNCH_ASYNC && !cgj_verify_on() && !seg->eager && seg->ncapture && !last->handoff &&
-           (last->chunk_end == CGJ_REASON_NONE || last->chunk_end == CGJ_REASON_BREAK_IDLE) && t->anchor;
+    return cgj_cfg.LAUNCH_ASYNC && !cgj_verify_on() && !cgj_gpubusy_on() && !seg->eager && seg->ncapture &&
+           !last->handoff && (last->chunk_end == CGJ_REASON_NONE || last->chunk_end == CGJ_REASON_BREAK_IDLE) &&
+           t->anchor;
 }
 
 bool cgj_offload_hand(cgj_thread_t *t, cgj_trace_t *tr, uint32_t seg)
