@@ -32,6 +32,10 @@ void cgj_strlcpy(char *dst, const char *src, size_t n);
 /* Monotonic clock in nanoseconds. */
 uint64_t cgj_now_ns(void);
 
+/* A detached thread of cgjit's running fn(NULL), started with every signal blocked (the
+ * program's handlers run on its own threads); true where it runs. */
+bool cgj_spawn(void *(*fn)(void *));
+
 /* FNV-1a over bytes, for anchor names and signatures. */
 uint64_t cgj_hash_bytes(const void *p, size_t n, uint64_t seed);
 

@@ -257,12 +257,7 @@ static uint64_t enqueue(const char *key, const char *source, const char *arch)
     if (!worker_up && !stopping) {
         static bool hooked;
         if (!hooked) hooked = atexit(stop_worker) == 0;
-        pthread_t th;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        worker_up = pthread_create(&th, &at, worker, NULL) == 0;
-        pthread_attr_destroy(&at);
+        worker_up = cgj_spawn(worker);
     }
     if (worker_up) {
         job_t *j = cgj_xcalloc(1, sizeof *j);

@@ -164,19 +164,10 @@ static void *writer(void *arg)
 /* The writer thread, with every signal blocked; true if it runs. */
 static bool start_writer(void)
 {
-    sigset_t all, old;
-    pthread_t t;
-    pthread_attr_t attr;
     sem_init(&wake, 0, 0);
-    sigfillset(&all);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits the mask */
-    int rc = pthread_create(&t, &attr, writer, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    if (rc == 0) __atomic_store_n(&writer_pid, getpid(), __ATOMIC_RELEASE);
-    return rc == 0;
+    bool up = cgj_spawn(writer);
+    if (up) __atomic_store_n(&writer_pid, getpid(), __ATOMIC_RELEASE);
+    return up;
 }
 
 /* Is the action of `sig` the default? */

@@ -35,7 +35,6 @@
 #include "base/log.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -135,24 +134,14 @@ static void stop(void)
     pthread_mutex_unlock(&lock);
 }
 
-/* Under the lock: the thread, started at the first job, with every signal blocked (the
- * program's handlers run on its own threads). */
+/* Under the lock: the thread, started at the first job (cgj_spawn: every signal blocked). */
 static bool start_locked(void)
 {
     if (up) return true;
     static bool hooked;
     if (!hooked) hooked = atexit(stop) == 0;
     if (!hooked) return false;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_t th;
-    up = pthread_create(&th, &at, loop, NULL) == 0;
-    pthread_attr_destroy(&at);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    up = cgj_spawn(loop);
     if (!up) CGJ_LOG(trace, "%s", "no builder thread: steps are built on the program's threads");
     return up;
 }

@@ -43,7 +43,6 @@
 #include "base/nvtx.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 
 enum { QUEUE = 256 };
@@ -136,24 +135,14 @@ static void stop(void)
     pthread_mutex_unlock(&lock);
 }
 
-/* Under the lock: the thread, started at the first chunk, with every signal blocked (the
- * program's handlers run on its own threads). */
+/* Under the lock: the thread, started at the first chunk (cgj_spawn: every signal blocked). */
 static bool start_locked(void)
 {
     if (up) return true;
     if (failed_start || stopping) return false;
     static bool hooked;
     if (!hooked) hooked = atexit(stop) == 0;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_t th;
-    up = hooked && pthread_create(&th, &at, loop, NULL) == 0;
-    pthread_attr_destroy(&at);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    up = hooked && cgj_spawn(loop);
     if (!up) {
         failed_start = true;
         CGJ_LOG(trace, "%s", "no launch thread: chunks are launched on the program's threads");
