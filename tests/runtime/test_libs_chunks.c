@@ -19,10 +19,11 @@
 #include <string.h>
 
 #include "fake_clock.h"
+#include "fake_gemms.h"
 #include "fakeapp.h"
 #include "fakecublas.h"
 
-enum { STEPS = 20, GEMMS = 6, M = 8, K = 4 };
+enum { STEPS = 20, GEMMS = 6 };
 
 static fk_t fk;
 static cublasHandle_t g_h;
@@ -45,48 +46,26 @@ static void learned_setup(void)
 TestSuite(runtime_libs_chunks, .init = setup);
 TestSuite(runtime_libs_chunks_learned, .init = learned_setup);
 
-typedef struct {
-    CUdeviceptr a, b, c[GEMMS];
-} bufs_t;
-
-static void bufs_init(bufs_t *b)
+/* One step, no host work of the program's own (fake_gemms.h). */
+static void step(const fk_gemms_t *b, int s)
 {
-    b->a = fk_alloc_floats(&fk, M * K, 1);
-    b->b = fk_alloc_floats(&fk, K * M, 2);
-    for (int i = 0; i < GEMMS; i++) b->c[i] = fk_alloc_floats(&fk, M * M, 3 + i);
-}
-
-/* One step, no host work of the program's own: each GEMM writes its C, a kernel scales it. */
-static void step(const bufs_t *b, int s)
-{
-    const float alpha = 1.0f + (float)(s % 3), beta = 0.0f;
-    for (int i = 0; i < GEMMS; i++) {
-        cr_assert_eq(cublasSgemm_v2(g_h, CUBLAS_OP_N, CUBLAS_OP_N, M, M, K, &alpha, (const float *)(uintptr_t)b->a, M,
-                                    (const float *)(uintptr_t)b->b, K, &beta, (float *)(uintptr_t)b->c[i], M),
-                     CUBLAS_STATUS_SUCCESS);
-        cr_assert_eq(fk_axpb_launch(&fk, NULL, b->c[i], 0.5f, (float)i, M * M, 1), CUDA_SUCCESS);
-    }
+    cr_assert(fk_gemms_step(&fk, g_h, b, s), "step %d: a call failed", s);
 }
 
 /* STEPS steps untraced and STEPS marked ones on buffers of their own, compared after each; the
  * marked step's figures. */
 static cgj_trace_info_t run_both(void)
 {
-    bufs_t e, t;
-    bufs_init(&e);
-    bufs_init(&t);
+    fk_gemms_t e, t;
+    fk_gemms_init(&fk, &e, GEMMS);
+    fk_gemms_init(&fk, &t, GEMMS);
     for (int s = 0; s < STEPS; s++) {
         step(&e, s);
         cr_assert_eq(cgj_trace_begin("gemms"), CGJ_OK);
         step(&t, s);
         cr_assert_eq(cgj_trace_end(), CGJ_OK);
         cr_assert_eq(fk.ctx_sync(), CUDA_SUCCESS);
-        for (int i = 0; i < GEMMS; i++) {
-            float he[M * M], ht[M * M];
-            cr_assert_eq(fk.dtoh(he, e.c[i], sizeof he), CUDA_SUCCESS);
-            cr_assert_eq(fk.dtoh(ht, t.c[i], sizeof ht), CUDA_SUCCESS);
-            cr_assert(!memcmp(he, ht, sizeof he), "step %d, GEMM %d: results differ from eager", s, i);
-        }
+        cr_assert(fk_gemms_same(&fk, &e, &t), "step %d: results differ from eager", s);
     }
     cgj_trace_info_t info;
     memset(&info, 0, sizeof info);
