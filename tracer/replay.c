@@ -591,6 +591,8 @@ static uint32_t begin_variant(cgj_anchor_t *a)
 
 void cgj_replay_begin(cgj_thread_t *t, cgj_anchor_t *a)
 {
+    CGJ_ASSERT(!__atomic_load_n(&t->handed, __ATOMIC_ACQUIRE),
+               "a step begins with chunks of the last one still handed");
     cgj_thread_set_pending(t, false);
     t->cur.trace = a->variants[begin_variant(a)];
     t->cur.pos = t->cur.seg = t->cur.passed = 0;
