@@ -38,8 +38,8 @@ static inline bool fk_gemms_step(fk_t *fk, cublasHandle_t h, const fk_gemms_t *g
     const float alpha = 1.0f + (float)(s % 3), beta = 0.0f;
     for (int i = 0; i < g->n; i++) {
         if (cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, FK_GEMM_M, FK_GEMM_M, FK_GEMM_K, &alpha,
-                           (const float *)(uintptr_t)g->a, FK_GEMM_M, (const float *)(uintptr_t)g->b, FK_GEMM_K,
-                           &beta, (float *)(uintptr_t)g->c[i], FK_GEMM_M) != CUBLAS_STATUS_SUCCESS ||
+                           (const float *)(uintptr_t)g->a, FK_GEMM_M, (const float *)(uintptr_t)g->b, FK_GEMM_K, &beta,
+                           (float *)(uintptr_t)g->c[i], FK_GEMM_M) != CUBLAS_STATUS_SUCCESS ||
             fk_axpb_launch(fk, NULL, g->c[i], 0.5f, (float)i, FK_GEMM_M * FK_GEMM_M, 1) != CUDA_SUCCESS)
             return false;
     }
