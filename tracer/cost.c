@@ -197,28 +197,42 @@ void cgj_cost_ended(cgj_anchor_t *a, bool clean, uint64_t host_ns)
     turn_off(a, &why);
 }
 
-/* A step whose trace launches no graph (every segment shorter than CGJIT_GRAPH_MIN_OPS, or made of
- * copies from host memory that replay stages, graph.c's copies_only) and
- * serves nothing from the pool makes, replayed, the calls eager execution makes, at the same
- * moments, with cgjit's guards around them: it cannot pay, and measuring it only costs probes
- * (the per-token copy of a decoder replayed at 0.99x). Once its only trace has replayed to its
- * end NO_GRAPH_STREAK times in a row, its anchor goes OFF (OFF_NO_GRAPH) and its steps run
- * eagerly from then on at no cost. Not at the first trace: one trace is one step's shape, and
- * an anchor's first may be its shortest (a PyTorch loop whose first iteration synchronizes
- * right after its input copy, where every later one runs its whole forward pass between that
- * copy and the next synchronization, all at one anchor): a longer step leaves the short trace
- * past its end and is recorded as a variant of its own, which does launch graphs. Under
- * CGJIT_COST=0 such steps replay. */
+/* A step whose traces launch no graph (every segment shorter than CGJIT_GRAPH_MIN_OPS, or made
+ * of copies from host memory that replay stages, graph.c's copies_only) and serve nothing from
+ * the pool makes, replayed, the calls eager execution makes, at the same moments, with cgjit's
+ * guards around them: it cannot pay, and measuring it only costs probes (the per-token copy of
+ * a decoder replayed at 0.99x). Once its runs have replayed to their end NO_GRAPH_STREAK times
+ * in a row, its anchor goes OFF (OFF_NO_GRAPH) and its steps run eagerly from then on at no
+ * cost; so does one whose every variant is as short (PyTorch's autograd thread, found by its
+ * cycles under sync, makes steps of one GEMM and one kernel, in three shapes). Not at the first
+ * trace: one trace is one step's shape, and an anchor's first may be its shortest (a PyTorch
+ * loop whose first iteration synchronizes right after its input copy, where every later one runs
+ * its whole forward pass between that copy and the next synchronization, all at one anchor): a
+ * longer step leaves the short traces past their end and is recorded as a variant of its own,
+ * which does launch graphs. Under CGJIT_COST=0 such steps replay. */
 #define NO_GRAPH_STREAK 8
 #define NO_GRAPH_RETRIES 4
 
 static bool cannot_pay(const cgj_anchor_t *a)
 {
-    if (a->nvariants != 1 || launches_graphs(a)) return false;
-    const cgj_trace_t *t = a->variants[0];
-    for (uint32_t i = 0; i < t->list.n; i++)
-        if (cgj_op_class[t->list.ops[i].call.kind] == CGJ_CLASS_POOL) return false; /* pool-served: may pay */
-    return true;
+    uint32_t n = __atomic_load_n(&a->nvariants, __ATOMIC_ACQUIRE);
+    for (uint32_t v = 0; v < n; v++) {
+        const cgj_trace_t *t = a->variants[v];
+        for (uint32_t s = 0; s < t->nsegs; s++)
+            if (!t->segs[s].eager && t->segs[s].ncapture) return false; /* a graph: may pay */
+        for (uint32_t i = 0; i < t->list.n; i++)
+            if (cgj_op_class[t->list.ops[i].call.kind] == CGJ_CLASS_POOL) return false; /* pool-served: may pay */
+    }
+    return n > 0;
+}
+
+/* The most ops a variant of a holds (a's variants are its step's shapes). */
+static uint32_t longest(const cgj_anchor_t *a)
+{
+    uint32_t n = __atomic_load_n(&a->nvariants, __ATOMIC_ACQUIRE), most = 0;
+    for (uint32_t v = 0; v < n; v++)
+        if (a->variants[v]->list.n > most) most = a->variants[v]->list.n;
+    return most;
 }
 
 void cgj_cost_replayed(cgj_anchor_t *a, bool exited)
@@ -232,8 +246,8 @@ void cgj_cost_replayed(cgj_anchor_t *a, bool exited)
     c->retry_at = UINT64_MAX;
     cgj_reason_t why;
     cgj_reason_set(&why, CGJ_REASON_OFF_NO_GRAPH, CGJ_REASON_NO_OP,
-                   "%u op(s) in %u segment(s), each shorter than %lld or staged copies only", t->list.n, t->nsegs,
-                   (long long)cgj_cfg.GRAPH_MIN_OPS);
+                   "%u op(s) in %u segment(s)%s, each shorter than %lld or staged copies only", t->list.n, t->nsegs,
+                   a->nvariants > 1 ? " and as little in its other variants" : "", (long long)cgj_cfg.GRAPH_MIN_OPS);
     cgj_anchor_go(a, CGJ_STATE_OFF);
     cgj_anchor_note(a, &why);
     CGJ_STAT_ADD(anchors_off, 1);
@@ -241,21 +255,21 @@ void cgj_cost_replayed(cgj_anchor_t *a, bool exited)
     CGJ_LOG(blacklist, "anchor '%s' turned off: %s", a->name, cgj_reason_format(&why, text, sizeof text));
 }
 
-/* An anchor off for want of a graph whose eager step ran `calls` calls, more than its trace
+/* An anchor off for want of a graph whose eager step ran `calls` calls, more than its longest trace
  * holds and enough for a graph, has steps of another shape (the program's phase changed): replay
  * is tried again, at most NO_GRAPH_RETRIES times, and the longer step leaves the trace and is
  * recorded; where short steps replay NO_GRAPH_STREAK times in a row first, it goes off again. */
 void cgj_cost_off_ran(cgj_anchor_t *a, uint32_t calls)
 {
     cgj_cost_t *c = &a->cost;
-    if (!c->no_graph || a->nvariants != 1 || a->state != CGJ_STATE_OFF || c->no_graph_retries >= NO_GRAPH_RETRIES)
-        return;
-    if (calls <= a->variants[0]->list.n || (long long)calls < cgj_cfg.GRAPH_MIN_OPS) return;
+    if (!c->no_graph || !a->nvariants || a->state != CGJ_STATE_OFF || c->no_graph_retries >= NO_GRAPH_RETRIES) return;
+    if (calls <= longest(a) || (long long)calls < cgj_cfg.GRAPH_MIN_OPS) return;
     c->no_graph_retries++;
     c->short_streak = 0;
     c->retry_at = __atomic_load_n(&a->runs, __ATOMIC_RELAXED); /* from its next run */
-    CGJ_LOG(trace, "anchor '%s': a step of %u calls, its trace %u ops: replay tried again for a longer variant",
-            a->name, calls, a->variants[0]->list.n);
+    CGJ_LOG(trace,
+            "anchor '%s': a step of %u calls, its traces %u ops at most: replay tried again for a longer variant",
+            a->name, calls, longest(a));
 }
 
 static bool settled(const cgj_anchor_t *a, uint64_t runs)

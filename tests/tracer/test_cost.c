@@ -309,6 +309,26 @@ Test(tracer_cost_small, a_step_too_short_for_a_graph_turns_replay_off)
     cr_assert_eq(stats_now().steps_replayed, 8);
 }
 
+/* Two shapes of a step too small for a graph, in turn (its second kernel launched as itself or
+ * through its CUkernel handle): two variants, neither launching a graph. The anchor cannot pay
+ * with either, and goes OFF as one of a single shape does. */
+static void two_small_shapes_step(int s, CUdeviceptr *b, void *ctx)
+{
+    (void)ctx;
+    OK(fk_addk_launch(&fk, NULL, b[0], s % 5, N));
+    OK(axpb_or_other(NULL, b[0], 0.5f, 1.0f, N, s % 2));
+}
+
+Test(tracer_cost_small, steps_of_two_shapes_too_short_for_a_graph_turn_replay_off)
+{
+    cgj_trace_info_t i = run_traced_fn("two_small", 200, two_small_shapes_step);
+    cr_assert_eq(i.variants, 2, "%u variants", i.variants);
+    cr_assert_eq(i.state, CGJ_STATE_OFF, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_str_eq(cgj_reason_name(i.reason_code), "OFF_NO_GRAPH", "%s", i.reason);
+    cr_assert(strstr(i.reason, "other variants") != NULL, "%s", i.reason);
+    cr_assert_lt(i.replays, 40, "%llu replays of steps that cannot pay", (unsigned long long)i.replays);
+}
+
 /* run_traced_fn, and what the fake driver did meanwhile: graph launches and pinned allocations. */
 typedef struct spent {
     unsigned long graph_launches, host_allocs;
