@@ -374,6 +374,18 @@ static void expect_background(const cgj_trace_info_t *in, const cgj_stats_t *st)
     if (in->segments != 1) problem("segments is %u, expected 1", in->segments);
 }
 
+/* The chain in chunks of 8 kernels handed to cgjit's launch thread (test_gpu sets
+ * CGJIT_LAUNCH_ASYNC=1 and CGJIT_CHUNK_OPS=8): six chunks a step launched there while the
+ * program goes on, the last one (two kernels) at the step's end, every step's result as eager's
+ * (the runner compares them). */
+static void expect_handed(const cgj_trace_info_t *in, const cgj_stats_t *st)
+{
+    expect_state(in, CGJ_STATE_REPLAY);
+    expect_ge("replays", in->replays, 990);
+    if (in->segments != 7) problem("segments is %u, expected 7", in->segments);
+    expect_ge("launches_handed", st->launches_handed, 6 * in->replays);
+}
+
 /* The chain under CGJIT_BUSY=1 (test_gpu sets it): every replayed step's GPU time measured
  * through CUPTI, and no longer than the step's period. */
 static void expect_busy(const cgj_trace_info_t *in, const cgj_stats_t *st)
@@ -608,6 +620,7 @@ static const scenario_t SCENARIOS[] = {
     {"alloc_sizes", 1, step_alloc_sizes, NULL, expect_alloc_sizes},
     {"busy", 1, step_chain, NULL, expect_busy},
     {"background", 1, step_chain, NULL, expect_background},
+    {"handed", 1, step_chain, NULL, expect_handed},
 };
 enum { NSCENARIOS = sizeof SCENARIOS / sizeof SCENARIOS[0] };
 

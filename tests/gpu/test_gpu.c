@@ -250,6 +250,18 @@ BACKGROUND_TEST(static)
 BACKGROUND_TEST(shared)
 BACKGROUND_TEST(ptds)
 
+/* CGJIT_LAUNCH_ASYNC=1: the chain in chunks of 8 kernels, launched by cgjit's launch thread. */
+#define HANDED_TEST(flavour)                              \
+    Test(gpu_scenarios, handed_##flavour, .timeout = 300) \
+    {                                                     \
+        setenv("CGJIT_LAUNCH_ASYNC", "1", 1);             \
+        setenv("CGJIT_CHUNK_OPS", "8", 1);                \
+        run_scenario("handed", #flavour);                 \
+    }
+HANDED_TEST(static)
+HANDED_TEST(shared)
+HANDED_TEST(ptds)
+
 /* Fusion (mode default): one test per gpu_fusion scenario. */
 #define FUSION_TEST(scenario)                               \
     Test(gpu_fusion, scenario, .timeout = 300)              \
