@@ -31,8 +31,9 @@
  *
  * Not under CGJIT_VERIFY (its windows check each graph on the program's thread), nor under
  * CGJIT_BUSY (CUPTI tags work by the thread that launched it: the step's), and not for a
- * segment too small for a graph (issued as made). fork(): the child starts with no launch thread
- * and nothing handed (the parent's chunks are the parent's).
+ * segment too small for a graph (issued as made) or one on a per-thread default stream (the
+ * handle names the stream of the thread that uses it: the launch thread's would be another). fork(): the child starts
+ * with no launch thread and nothing handed (the parent's chunks are the parent's).
  */
 #include "tracer/tracer.h"
 #include "graphs/gpubusy.h"
@@ -150,11 +151,21 @@ static bool start_locked(void)
     return up;
 }
 
+/* Does the segment use a per-thread default stream? That stream is the owner's own: launched from
+ * another thread, the same handle names that thread's. */
+static bool per_thread(const cgj_segment_t *seg)
+{
+    if (seg->home == CU_STREAM_PER_THREAD) return true;
+    for (uint32_t j = 0; j < seg->nothers; j++)
+        if (seg->others[j] == CU_STREAM_PER_THREAD) return true;
+    return false;
+}
+
 bool cgj_offload_wanted(const cgj_thread_t *t, const cgj_segment_t *seg, const cgj_op_t *last)
 {
     return cgj_cfg.LAUNCH_ASYNC && !cgj_verify_on() && !cgj_gpubusy_on() && !seg->eager && seg->ncapture &&
            !last->handoff && (last->chunk_end == CGJ_REASON_NONE || last->chunk_end == CGJ_REASON_BREAK_IDLE) &&
-           t->anchor;
+           t->anchor && !per_thread(seg);
 }
 
 bool cgj_offload_hand(cgj_thread_t *t, cgj_trace_t *tr, uint32_t seg)

@@ -91,6 +91,28 @@ Test(tracer_offload, the_step_s_end_comes_after_the_chunks_handed)
     cr_assert_eq(stats_now().launches_handed - before.launches_handed, 18 * 2);
 }
 
+/* The same groups on the per-thread default stream: a chunk there is never handed (launched from
+ * the launch thread, the handle would name that thread's stream). */
+static void per_thread_step(int s, CUdeviceptr *b, void *ctx)
+{
+    for (int g = 0; g < 3; g++) {
+        if (g) host_work(1000);
+        for (int k = 0; k < 3; k++)
+            OK(fk_axpb_launch_f(&fk, fk_axpb, true, NULL, b[0], 0.5f, (float)(k + (s + g) % 5), N, 1));
+    }
+}
+
+Test(tracer_offload, a_chunk_on_the_per_thread_stream_is_never_handed)
+{
+    cgj_stats_t before = stats_now();
+    run_scenario(&(scenario_t){.name = "per_thread",
+                               .fn = per_thread_step,
+                               .steps = 20,
+                               .nbufs = 1,
+                               .info = {.state = IS(CGJ_STATE_REPLAY), .replays = IS(18), .segments = IS(3)}});
+    cr_assert_eq(stats_now().launches_handed, before.launches_handed, "a chunk on the per-thread stream was handed");
+}
+
 /* Host work, then a chunk of two kernels, too small for a graph, that runs as the program makes
  * it: after the chunk handed before it. */
 static void small_chunk_step(int s, CUdeviceptr *b, void *ctx)
