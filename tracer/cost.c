@@ -70,15 +70,20 @@ static uint64_t median(const uint64_t *v, uint32_t n)
     return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+/* Does trace t launch a graph (a segment not too small for one)? */
+static bool trace_launches(const cgj_trace_t *t)
+{
+    for (uint32_t s = 0; s < t->nsegs; s++)
+        if (!t->segs[s].eager && t->segs[s].ncapture) return true;
+    return false;
+}
+
 /* Does the anchor's current variant launch a graph? Where none of its segments does (each too
  * small for one), replay issues the step's calls as eager execution does, when the program makes
  * them: what it changes is cgjit's own host time inside the step, measured directly there. */
 static bool launches_graphs(const cgj_anchor_t *a)
 {
-    const cgj_trace_t *t = a->variants[__atomic_load_n(&a->current, __ATOMIC_RELAXED)];
-    for (uint32_t s = 0; s < t->nsegs; s++)
-        if (!t->segs[s].eager && t->segs[s].ncapture) return true;
-    return false;
+    return trace_launches(a->variants[__atomic_load_n(&a->current, __ATOMIC_RELAXED)]);
 }
 
 /* Does replay spend more host time inside the step than eager probes do, by more than the
@@ -218,8 +223,7 @@ static bool cannot_pay(const cgj_anchor_t *a)
     uint32_t n = __atomic_load_n(&a->nvariants, __ATOMIC_ACQUIRE);
     for (uint32_t v = 0; v < n; v++) {
         const cgj_trace_t *t = a->variants[v];
-        for (uint32_t s = 0; s < t->nsegs; s++)
-            if (!t->segs[s].eager && t->segs[s].ncapture) return false; /* a graph: may pay */
+        if (trace_launches(t)) return false; /* a graph: may pay */
         for (uint32_t i = 0; i < t->list.n; i++)
             if (cgj_op_class[t->list.ops[i].call.kind] == CGJ_CLASS_POOL) return false; /* pool-served: may pay */
     }

@@ -29,17 +29,17 @@ static void reissue_failed(cgj_thread_t *t, uint32_t op, CUresult err)
 
 /* A chunk handed to the launch thread that failed to launch (it ran as made there): the anchor stops
  * replaying, as where a launch on this thread fails; one that could not run as made either: the
- * program gets its error at its next call. True where a launch failed. */
-static bool take_launch_error(cgj_thread_t *t)
+ * program gets its error at its next call. The failed launch's error, CUDA_SUCCESS where none. */
+static CUresult take_launch_error(cgj_thread_t *t)
 {
     CUresult lost = __atomic_exchange_n(&t->launch_lost, CUDA_SUCCESS, __ATOMIC_ACQUIRE);
     CUresult err = __atomic_exchange_n(&t->launch_err, CUDA_SUCCESS, __ATOMIC_ACQUIRE);
     if (lost != CUDA_SUCCESS) cgj_thread_defer(t, lost);
-    if (err == CUDA_SUCCESS) return false;
+    if (err == CUDA_SUCCESS) return err;
     cgj_reason_t r;
     cgj_reason_set(&r, CGJ_REASON_BLACKLIST_LAUNCH, CGJ_REASON_NO_OP, "%s", cgj_driver_errstr(err));
     if (t->anchor && t->anchor->state != CGJ_STATE_BLACKLISTED) cgj_anchor_blacklist(t->anchor, &r);
-    return true;
+    return err;
 }
 
 void cgj_exit_drain(cgj_thread_t *t)
@@ -48,10 +48,8 @@ void cgj_exit_drain(cgj_thread_t *t)
         !__atomic_load_n(&t->launch_lost, __ATOMIC_RELAXED))
         return;
     cgj_offload_wait(t);
-    if (take_launch_error(t) && t->mode == CGJ_MODE_REPLAY) {
-        cgj_exit_flush(t);
-        cgj_thread_go(t, CGJ_EVENT_ERROR, cgj_thread_eager_mode(t));
-    }
+    CUresult err = take_launch_error(t);
+    if (err != CUDA_SUCCESS && t->mode == CGJ_MODE_REPLAY) cgj_exit_launch_failed(t, err);
 }
 
 bool cgj_exit_flush(cgj_thread_t *t)
