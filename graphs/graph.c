@@ -48,11 +48,11 @@ static bool tail_is_short(uint32_t ops, uint64_t host_ns, uint64_t chunk_ns)
  *    own: its checks and heuristics before and between its launches) counts where the library
  *    runs at replay, as it does by default: an llm.c-shaped step spends most of its host time
  *    there, and chunked by op count alone its first graph would wait for two thirds of it, the
- *    GPU idle meanwhile. It does not where the call is absorbed whole (CGJIT_LIBS_LEARNED, or replaced by
- *    a fused kernel): the library does not run then. Nor does a chunk end so where what is left
- *    before the boundary is a short tail (tail_is_short): the GPU would gain less than the
- *    extra graph launch costs (a decode step's read-back after its last kernel joins the last
- *    chunk);
+ *    GPU idle meanwhile. It does not where the call is absorbed whole (CGJIT_LIBS_LEARNED, or
+ *    replaced by a fused kernel): the library does not run then. Nor does a chunk end so where
+ *    what is left before the boundary is a short tail (tail_is_short): the GPU would gain less
+ *    than the extra graph launch costs (a decode step's read-back after its last kernel joins
+ *    the last chunk);
  *  - at a handoff op (another thread takes over the stream there), even right before a boundary
  *    or at the step's end: the other thread comes before the step's next call;
  *  - after a collective's group (NCCL), likewise: its kernels wait for peers, which may wait

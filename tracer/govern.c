@@ -8,32 +8,30 @@
  *
  * How. While *learning*, every step's begin is counted by the call that began it (its driver
  * function, stream and kernel; for a marked step, its name; a step cgjit found is counted at the
- * thread's next begin, and only where it held HEART_CALLS calls: a model's parameters uploaded
- * one by one begin as many one-call steps under sync, and are no loop; after SHORT_STEPS of them,
- * a program whose loop is made of such steps, they count too); after LEARN_BEGINS begins the most
+ * thread's next begin, and only where it held HEART_CALLS calls: a model's parameters uploaded one
+ * by one begin as many one-call steps under sync, and are no loop; after SHORT_STEPS of them, a
+ * program whose loop is made of such steps, they count too); after LEARN_BEGINS begins the most
  * frequent becomes the heartbeat (after LEARN_ALONE where one marked step made them all), and its
  * calls are counted from then on wherever they are made (runtime/wrappers.c's CGJ_GOV_BEAT: one
  * load and one compare per call). Once SETTLE_BEATS beats in a row saw no trace built (cgjit's
- * warm-up is no measure of either state; SETTLE_MAX at most) the governor *measures*: it
- * alternates windows in which cgjit is *active* (steps found, recorded, replayed and probed as
- * ever) and *dormant* (every call straight through: nothing recorded, no cycle detection, no step
- * begun; graphs, pools and traces kept, so an active window after a dormant one rebuilds nothing).
- * A window closes at a beat once it holds WIN_BEATS beats and WIN_MIN_NS; its pace is its time
- * per beat. A window whose halves (by time) hold its beats very unevenly met a change of the
- * program's own pace (its start-up ending, a pause) and is measured again, once. Windows come in
- * pairs, ordered A D, D A, A D ... so that a drifting pace cancels; each pair gives
- * d = ln(dormant pace / active pace), positive
- * where cgjit makes the program faster. After MIN_PAIRS pairs a one-sided t-test decides:
- * active where the mean of d is above 0 with 95% confidence (and the median agrees: one pair
- * that met a phase of the program must not decide alone), dormant where it is below 0 with 80%
- * confidence (and the median agrees). The burden of proof lies on active: a dormant decision that
- * was wrong forgoes a gain until the next check, an active one that was wrong makes the program
- * slower, and every pair measured meanwhile spends half its time in the state that is losing.
- * Where the 95% interval lies inside +/- EQUIV_PCT (no difference worth a measurement) the mean
- * decides, and once MAX_PAIRS are in the median does, so the process is never kept in a state
- * measured slower. The decision then
- * *holds* for HOLD_FACTOR times the beats the measurement took (doubling after each re-check that
- * confirms it), and is checked again.
+ * warm-up is no measure of either state; SETTLE_MAX at most) the governor *measures*: it alternates
+ * windows in which cgjit is *active* (steps found, recorded, replayed and probed as ever) and
+ * *dormant* (every call straight through: nothing recorded, no cycle detection, no step begun;
+ * graphs, pools and traces kept, so an active window after a dormant one rebuilds nothing). A
+ * window closes at a beat once it holds WIN_BEATS beats and WIN_MIN_NS; its pace is its time per
+ * beat. A window whose halves (by time) hold its beats very unevenly met a change of the program's
+ * own pace (its start-up ending, a pause) and is measured again, once. Windows come in pairs,
+ * ordered A D, D A, A D ... so that a drifting pace cancels; each pair gives d = ln(dormant pace /
+ * active pace), positive where cgjit makes the program faster. After MIN_PAIRS pairs a one-sided
+ * t-test decides: active where the mean of d is above 0 with 95% confidence (and the median agrees:
+ * one pair that met a phase of the program must not decide alone), dormant where it is below 0 with
+ * 80% confidence (and the median agrees). The burden of proof lies on active: a dormant decision
+ * that was wrong forgoes a gain until the next check, an active one that was wrong makes the
+ * program slower, and every pair measured meanwhile spends half its time in the state that is
+ * losing. Where the 95% interval lies inside +/- EQUIV_PCT (no difference worth a measurement) the
+ * mean decides, and once MAX_PAIRS are in the median does, so the process is never kept in a state
+ * measured slower. The decision then *holds* for HOLD_FACTOR times the beats the measurement took
+ * (doubling after each re-check that confirms it), and is checked again.
  *
  * Phases. A program that moves on (prefill then decode, training then evaluation) has a new
  * heartbeat: while active, PHASE_OTHERS begins of other steps in a row with no beat, and while
@@ -213,7 +211,7 @@ static void start_measure(uint64_t now)
     start_window(now);
 }
 
-/* The mean of the pairs' d and its standard error (0 from one pair: no spread to judge by). */
+/* The mean of the pairs' d and its standard error (1e9 from one pair: no spread to judge by). */
 static void stats(double *mean, double *se)
 {
     double s = 0, ss = 0;
@@ -222,7 +220,7 @@ static void stats(double *mean, double *se)
     for (uint32_t i = 0; i < g.npairs; i++) ss += (g.d[i] - m) * (g.d[i] - m);
     double sd = g.npairs > 1 ? sqrt(ss / (g.npairs - 1)) : 0;
     *mean = m;
-    *se = sd / sqrt((double)g.npairs);
+    *se = g.npairs > 1 ? sd / sqrt((double)g.npairs) : 1e9;
 }
 
 /* The median of the pairs' d: a pair that met a phase of the program (a sample taken every few
