@@ -20,7 +20,9 @@
 # over all the memory the program holds), -learned CGJIT_LIBS_LEARNED=1, -step REAL_STEP=1 (the
 # programs of tests/real that mark their step with cgjit's Python module do so: _common.py),
 # -dormant CGJIT_GOVERN=2 (the governor holds cgjit dormant all the run: the preload's own cost),
-# -async CGJIT_LAUNCH_ASYNC=1 (chunks launched by cgjit's launch thread);
+# -async CGJIT_LAUNCH_ASYNC=1 (chunks launched by cgjit's launch thread), -ungov CGJIT_GOVERN=0 (no
+# governor: replay as the cost model decides, for side-by-side runs of replay's own settings),
+# -chunkN CGJIT_CHUNK_US=N (N a number of microseconds);
 # every cgjit run has CGJIT_REPORT=json:OUTDIR/NAME.CONFIG.PID.report.json (one per process);
 # other CGJIT_* variables of the environment pass through. LD_PRELOAD is exported inside the `bash -c`, so the shell itself is not preloaded
 # (each preloaded process writes the report at exit: a command should run one program). Files:
@@ -117,6 +119,8 @@ config_env() {
       step) echo "REAL_STEP=1" ;;
       dormant) echo "CGJIT_GOVERN=2" ;;
       async) echo "CGJIT_LAUNCH_ASYNC=1" ;;
+      ungov) echo "CGJIT_GOVERN=0" ;;
+      chunk[0-9]*) [[ ${part#chunk} != *[!0-9]* ]] || return 1; echo "CGJIT_CHUNK_US=${part#chunk}" ;;
       *) return 1 ;;
     esac
   done

@@ -134,6 +134,15 @@ paced once "7 7 7" "100 300 50" >"$tmp/once.txt"
 REAL_CHECK_EXTRA="$tmp/once.txt" REAL_CHECK_ONLY=once REAL_CHECK_CONFIGS=sync REAL_CHECK_TIMEOUT=60 \
   bash "$script" "$build" "$tmp/once" >"$tmp/once.log" 2>&1 || { cat "$tmp/once.log"; echo "FAIL: one round failed"; exit 1; }
 grep -q '^  once  *sync  *identical  *4.00x ' "$tmp/once.log" || { cat "$tmp/once.log"; echo "FAIL: one round's speed is not the eager runs' mean over the run's"; exit 1; }
+# A configuration's parts reach the program as cgjit's variables; a part it does not know is
+# refused before anything runs.
+printf 'vars\techo "$CGJIT_STEP $CGJIT_GOVERN $CGJIT_CHUNK_US" >> %s/vars.seen; echo same\n' "$tmp" >"$tmp/vars.txt"
+REAL_CHECK_EXTRA="$tmp/vars.txt" REAL_CHECK_ONLY=vars REAL_CHECK_CONFIGS=sync-ungov-chunk400 REAL_CHECK_TIMEOUT=60 \
+  bash "$script" "$build" "$tmp/vars" >"$tmp/vars.log" 2>&1 || { cat "$tmp/vars.log"; echo "FAIL: sync-ungov-chunk400 failed"; exit 1; }
+grep -qx 'sync 0 400' "$tmp/vars.seen" || { cat "$tmp/vars.seen"; echo "FAIL: sync-ungov-chunk400 did not set CGJIT_GOVERN=0 CGJIT_CHUNK_US=400"; exit 1; }
+status=0
+REAL_CHECK_EXTRA="$tmp/vars.txt" REAL_CHECK_ONLY=vars REAL_CHECK_CONFIGS=sync-chunkx bash "$script" "$build" "$tmp/bad-chunk" >/dev/null 2>&1 || status=$?
+[ "$status" -eq 2 ] || { echo "FAIL: exit status $status for the configuration sync-chunkx"; exit 1; }
 status=0
 REAL_CHECK_CORPUS=no bash "$script" "$build" "$tmp/bad-corpus" >/dev/null 2>&1 || status=$?
 [ "$status" -eq 2 ] || { echo "FAIL: exit status $status for REAL_CHECK_CORPUS=no"; exit 1; }
