@@ -69,6 +69,37 @@ Test(tracer_cost, replay_that_costs_more_than_eager_turns_itself_off)
     cr_assert_geq(stats_now().anchors_off, 1);
 }
 
+/* Replay at several times the eager period is off at its first EARLY_PAIRS pairs (3 probes),
+ * not after two windows of MIN_PAIRS (10): a program of 40 steps would replay most of them at
+ * that pace before the second window. */
+Test(tracer_cost, replay_grossly_slower_is_off_at_its_first_pairs)
+{
+    fk.set_delays(0, 300);
+    cgj_trace_info_t i = run_traced("gross", 60);
+    fk.set_delays(0, 0);
+    cr_assert_eq(i.state, CGJ_STATE_OFF, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_eq(i.reason_code, CGJ_REASON_OFF_COST, "%s", i.reason);
+    cr_assert_eq(i.probes, 3, "%llu eager probes before the verdict", (unsigned long long)i.probes);
+}
+
+/* Replay 10% slower is no gross verdict: it is off only after two windows of pairs of their own. */
+static void slower_by_a_tenth(int s, CUdeviceptr *b, void *ctx)
+{
+    g_host_us = 1000; /* the graph launch costs 100 us more than the two kernel launches */
+    two_kernel_step(s, b, ctx);
+    g_host_us = 0;
+}
+
+Test(tracer_cost, replay_slightly_slower_is_judged_on_two_windows)
+{
+    fk.set_delays(0, 100);
+    cgj_trace_info_t i = run_traced_fn("tenth", 100, slower_by_a_tenth);
+    fk.set_delays(0, 0);
+    cr_assert_eq(i.state, CGJ_STATE_OFF, "state %s: %s", cgj_state_name(i.state), i.reason);
+    cr_assert_eq(i.reason_code, CGJ_REASON_OFF_COST, "%s", i.reason);
+    cr_assert_geq(i.probes, 10, "off after %llu eager probes", (unsigned long long)i.probes);
+}
+
 /* Under CGJIT_VERIFY every replay also runs its calls and compares: slower than eager by
  * design. The same dear replay keeps replaying, and checking, with no probe. */
 static void cost_verify_setup(void)
@@ -258,13 +289,13 @@ Test(tracer_cost, a_median_that_the_sums_contradict_is_no_verdict)
     cr_assert_eq(i.state, CGJ_STATE_REPLAY, "state %s: %s", cgj_state_name(i.state), i.reason);
 }
 
-/* The first eager probes fall in a slow stretch of the program, the later ones do not: the
+/* The first eager probes fall in a quick stretch of the program, the later ones do not: the
  * first window of pairs calls replay slower, the next pairs call it faster. The second judgement
  * must be taken on pairs of its own: one on the first window plus a pair would turn replay off
  * on the same evidence twice. */
 static double stretch_host(unsigned k)
 {
-    return k < 5 ? 250 : 500;
+    return k < 5 ? 340 : 500; /* replay 1.18x the first probes' periods: slower, not grossly */
 }
 
 Test(tracer_cost, a_strike_is_confirmed_on_pairs_of_its_own)
