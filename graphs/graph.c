@@ -52,12 +52,7 @@ static bool tail_is_short(uint32_t ops, uint64_t host_ns, uint64_t chunk_ns)
  *    replaced by a fused kernel): the library does not run then. Nor does a chunk end so where
  *    what is left before the boundary is a short tail (tail_is_short): the GPU would gain less
  *    than the extra graph launch costs (a decode step's read-back after its last kernel joins
- *    the last chunk). Nor in the step's last segment where the program went on to more GPU work
- *    after the step with no wait for the GPU between (the trace's runs_on, seen after its
- *    warm-up or recorded runs): the GPU is busy with the step's earlier graphs or the previous
- *    step's while the host goes through this one, and gets the rest before the host waits for it;
- *    a chunk there only adds a graph launch (a benchmark's loop of steps, synchronized after the
- *    last);
+ *    the last chunk);
  *  - at a handoff op (another thread takes over the stream there), even right before a boundary
  *    or at the step's end: the other thread comes before the step's next call;
  *  - after a collective's group (NCCL), likewise: its kernels wait for peers, which may wait
@@ -96,7 +91,7 @@ static void split_segments(cgj_trace_t *t)
             bool in_group = k + 1 < group_end, grouped = in_group || (o->fused && t->fused[o->fused - 1].last > k);
             if (k + 1 < j && (!grouped || (in_group && group_runs))) gaps += t->list.ops[k + 1].gap_ns;
             bool full = chunk && captured >= chunk;
-            bool idle = chunk_ns && captured && gaps >= chunk_ns && (j < n || !t->runs_on) &&
+            bool idle = chunk_ns && captured && gaps >= chunk_ns &&
                         !(j < n && tail_is_short(left_ops, left_ns, chunk_ns));
             bool coll = k + 1 == coll_end, seen = o->host_visible && !grouped;
             if (((full || idle) && k + 1 < j && !grouped) || o->handoff || coll || seen) {

@@ -494,7 +494,6 @@ typedef struct cgj_trace {
     cgj_reason_t fuse_dropped;                        /* ... the last one's reason ... */
     cgj_reason_t fuse_drop_list[CGJ_FUSE_DROPS_KEPT]; /* ... and the first ones' (the report) */
     uint64_t replays, side_exits;
-    bool runs_on; /* its anchor's runs_on when it was built: no wait for the GPU follows the step */
     uint64_t plan_ns, build_ns, instantiate_ns; /* what building it cost on the host */
     uint64_t fuse_ns;                           /* of build_ns: fused kernels compiled and validated ... */
     uint64_t fuse_compile_ns;                   /* ... of which compiled (NVRTC or a cache) and loaded */

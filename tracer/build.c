@@ -158,8 +158,7 @@ static bool same_place(const cgj_op_t *a, const cgj_op_t *b)
  * recordings of one anchor rarely saw the same gaps. A run that leaves one variant for another
  * can only switch where both have a segment beginning at the pending work's first op: the new
  * variant takes the gaps of the variant it shares the longest prefix with, up to the call where
- * they part, and whether its step runs on (graph.c), so that their chunks end at the same ops
- * there. */
+ * they part, so that their chunks end at the same ops there. */
 static void align_chunks(const cgj_anchor_t *a, cgj_trace_t *tr)
 {
     const cgj_trace_t *best = NULL;
@@ -171,7 +170,6 @@ static void align_chunks(const cgj_anchor_t *a, cgj_trace_t *tr)
         if (n > best_n) best = u, best_n = n;
     }
     if (!best) return;
-    tr->runs_on = best->runs_on; /* the last segment's chunks too */
     uint32_t end = best_n < tr->list.n && best_n < best->list.n ? best_n + 1 : best_n; /* the gap before they part */
     for (uint32_t i = 0; i < end; i++) tr->list.ops[i].gap_ns = best->list.ops[i].gap_ns;
 }
@@ -217,7 +215,6 @@ bool cgj_build_variant(cgj_anchor_t *a, cgj_oplist_t *rec, bool background)
     CGJ_STAT_ADD(fusions, fs.chains);
     CGJ_STAT_ADD(ops_fused, fs.ops);
     CGJ_STAT_ADD(fusions_dropped, fs.dropped);
-    tr->runs_on = __atomic_load_n(&a->runs_on, __ATOMIC_RELAXED);
     if (ok) align_chunks(a, tr), cgj_graph_segments(tr);
     ok = ok && stage_copies(tr, &why) && cgj_graph_build(tr, &why);
     tr->plan_ns = t1 - t0;

@@ -21,7 +21,6 @@
 
 static int begin_locked(cgj_thread_t *t, const char *name, bool implicit, bool record);
 static int end_locked(cgj_thread_t *t);
-static void watch_end(cgj_thread_t *t, cgj_anchor_t *a);
 
 /* ---- a thread's end: its step ends there, as with cgj_trace_end ----
  * A thread that exits (or a process that exits from main) with a step open has its absorbed
@@ -74,7 +73,6 @@ static void end_at_exit(cgj_thread_t *t, bool thread)
         if (thread) rebind_context(t);
         end_locked(t);
     }
-    watch_end(t, NULL); /* no call comes after */
     cgj_thread_unlock(t);
 }
 
@@ -157,11 +155,7 @@ static bool route(cgj_thread_t *t, const cgj_call_t *c)
         __atomic_store_n(&t->last->long_steps, true, __ATOMIC_RELAXED);
     else if (d.record && t->find.sighted && t->find.sighted != cgj_anchor_sight_key(d.name))
         cgj_anchor_sighting_long(t->find.sighted);
-    if (t->mode != CGJ_MODE_OFF) {
-        t->end_call = c; /* seen by end_locked: the step's end, before its recording is built */
-        end_locked(t);
-        t->end_call = NULL;
-    }
+    if (t->mode != CGJ_MODE_OFF) end_locked(t);
     /* Dormant (govern.c): a step in progress ends as it would, and none begins. */
     if (d.route == CGJ_ROUTE_OUTSIDE || __atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) return false;
     cgj_gov_begun(c, d.name, t->sync_calls + 1);
@@ -187,36 +181,6 @@ static bool repeats_query(cgj_thread_t *t, const cgj_call_t *c)
     return t->repeat;
 }
 
-/* After a warm-up or recorded run of an anchor (end_watch), the thread's next call that makes GPU
- * work or waits for it: does the program go on to more GPU work (a kernel, a library call, a
- * graph or work run as made) before any wait for the GPU (a synchronization, a read-back, a
- * free, a query)? Copies, memsets, events and allocations say neither (a loss copied back before
- * the synchronization that reads it). What it found is the anchor's runs_on, which decides its
- * trace's chunks at the step's end (graphs/graph.c). */
-static void watch_end(cgj_thread_t *t, cgj_anchor_t *a)
-{
-    /* Watching, the thread counts as tracing (as an error that waits does): its next calls leave
-     * the fast path to reach end_seen, even between marked steps. */
-    if (!t->end_watch && a) __atomic_fetch_add(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
-    else if (t->end_watch && !a) __atomic_fetch_sub(&cgj_tracing_threads, 1, __ATOMIC_RELAXED);
-    t->end_watch = a;
-}
-
-static void end_seen(cgj_thread_t *t, const cgj_call_t *c)
-{
-    bool waits = c->kind == CGJ_OP_SYNC || c->kind == CGJ_OP_READBACK || c->kind == CGJ_OP_FREE ||
-                 c->kind == CGJ_OP_QUERY;
-    bool runs = c->kind == CGJ_OP_KERNEL || c->kind == CGJ_OP_LIB || c->kind == CGJ_OP_GRAPH_LAUNCH ||
-                c->kind == CGJ_OP_AS_MADE;
-    if (!waits && !runs) return;
-    if (__atomic_load_n(&t->end_watch->runs_on, __ATOMIC_RELAXED) != runs) {
-        __atomic_store_n(&t->end_watch->runs_on, runs, __ATOMIC_RELAXED);
-        CGJ_LOG(trace, "anchor '%s': %s after its step", t->end_watch->name,
-                runs ? "more GPU work, no wait for the GPU," : "a wait for the GPU");
-    }
-    watch_end(t, NULL);
-}
-
 /* ---- the fast-path tests runtime/ asks (tracer/step.h) ---- */
 
 bool cgj_step_tracing(void)
@@ -225,8 +189,7 @@ bool cgj_step_tracing(void)
     return m >= CGJ_MODE_EAGER ||
            (m == CGJ_MODE_OFF && __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) != CGJ_STEP_OFF &&
             !cgj_program_capturing() && !__atomic_load_n(&cgj_gov_dormant, __ATOMIC_RELAXED)) ||
-           __atomic_load_n(&cgj_tls.deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS ||
-           CGJ_UNLIKELY(cgj_tls.end_watch != NULL);
+           __atomic_load_n(&cgj_tls.deferred, __ATOMIC_RELAXED) != CUDA_SUCCESS;
 }
 
 bool cgj_step_take(void)
@@ -267,7 +230,6 @@ int cgj_step_enter(const cgj_call_t *c)
         cgj_thread_unlock(t);
         return CGJ_EXECUTE;
     }
-    if (CGJ_UNLIKELY(t->end_watch != NULL) && !t->lib_depth) end_seen(t, c);
     t->rec_in_ns = t->mode == CGJ_MODE_RECORD ? cgj_now_ns() : 0;
     int d = CGJ_EXECUTE;
     bool routed = t->routed; /* by cgj_step_verify_first, before the call ran */
@@ -673,13 +635,6 @@ static int end_locked(cgj_thread_t *t)
     if (a && a->nvariants && (replayed || mode == CGJ_MODE_RECORD)) cgj_cost_ended(a, replayed && !exited, host_ns);
     if (a && t->implicit && mode == CGJ_MODE_EAGER) /* the call that began it, and those that stayed */
         cgj_cost_off_ran(a, t->sync_calls + 1);
-    /* What follows a warm-up or recorded run decides its trace's last chunks: the call that ends
-     * it, where one does, seen before the recording is handed to the builder; else the thread's
-     * next call (end_seen). */
-    if (a && !replayed && (mode == CGJ_MODE_RECORD || !a->nvariants)) {
-        watch_end(t, a);
-        if (t->end_call) end_seen(t, t->end_call);
-    }
     /* The recording to build goes to the builder with the anchor, which it gives back once
      * built; else it is built here. Not where the run blacklisted the anchor meanwhile (its
      * replay, before it recorded, left the trace once too often). */

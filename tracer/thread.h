@@ -54,10 +54,6 @@ typedef struct cgj_thread {
     bool routed;          /* CGJIT_VERIFY: the call in progress was routed (ended a step,
                            * began one) before it ran for real; routed_in: it is in a step */
     bool routed_in;
-    cgj_anchor_t *end_watch;    /* an anchor whose warm-up or recorded run ended here: the thread's
-                                 * next GPU work or wait tells whether the host waits after its
-                                 * step (step.c, end_seen) ... */
-    const cgj_call_t *end_call; /* ... the call that ends the step in progress, where one does */
     /* -- library calls in progress (step.c opens them; record.c and replay.c close them) -- */
     uint64_t lib_serial; /* the step the open library call began in */
     uint32_t lib_open;   /* RECORD/REPLAY: 1 + the index of the LIB op of the library call

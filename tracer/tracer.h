@@ -115,8 +115,6 @@ struct cgj_anchor {
     uint64_t quiet_exits;                 /* ... and the exits since they reached CGJ_LONE_RECORDS, run
                                            * without recording but for one in a growing number (exits.c) */
     bool long_steps;                      /* a first run went CGJ_SYNC_FIRST_RECORD calls without ending */
-    bool runs_on;                         /* after its last warm-up or recorded run the thread went on
-                                           * to more GPU work before any wait for the GPU (step.c) */
     uint32_t warm_len[CGJ_WARMUP_LENS];   /* sync: the lengths of its last warm-up runs (step.c) ... */
     uint64_t warm_shape[CGJ_WARMUP_LENS]; /* ... and their shapes (cgj_implicit_shape) ... */
     bool warm_repeat;                     /* ... one of which repeated an earlier one */

@@ -52,10 +52,9 @@ static void step(const fk_gemms_t *b, int s)
     cr_assert(fk_gemms_step(&fk, g_h, b, s), "step %d: a call failed", s);
 }
 
-/* STEPS steps untraced and STEPS marked ones on buffers of their own, the marked step's figures.
- * `waits`: the host synchronizes after each marked step, and the results are compared there;
- * else the marked steps run on into the next untraced one, and they are compared at the end. */
-static cgj_trace_info_t run_steps(bool waits)
+/* STEPS steps untraced and STEPS marked ones on buffers of their own, compared after each; the
+ * marked step's figures. */
+static cgj_trace_info_t run_both(void)
 {
     fk_gemms_t e, t;
     fk_gemms_init(&fk, &e, GEMMS);
@@ -65,22 +64,14 @@ static cgj_trace_info_t run_steps(bool waits)
         cr_assert_eq(cgj_trace_begin("gemms"), CGJ_OK);
         step(&t, s);
         cr_assert_eq(cgj_trace_end(), CGJ_OK);
-        if (!waits) continue;
         cr_assert_eq(fk.ctx_sync(), CUDA_SUCCESS);
         cr_assert(fk_gemms_same(&fk, &e, &t), "step %d: results differ from eager", s);
     }
-    cr_assert_eq(fk.ctx_sync(), CUDA_SUCCESS);
-    cr_assert(fk_gemms_same(&fk, &e, &t), "results differ from eager");
     cgj_trace_info_t info;
     memset(&info, 0, sizeof info);
     cr_assert_eq(cgj_trace_info("gemms", &info), CGJ_OK);
     cr_assert_geq(info.replays, STEPS - 3, "%llu of %d steps replayed", (unsigned long long)info.replays, STEPS);
     return info;
-}
-
-static cgj_trace_info_t run_both(void)
-{
-    return run_steps(true);
 }
 
 Test(runtime_libs_chunks, the_library_s_host_time_ends_chunks)
@@ -99,16 +90,6 @@ Test(runtime_libs_chunks, the_library_s_host_time_ends_chunks)
         cr_assert(strstr(buf, want), "no chunk %s:\n%s", want, buf);
     }
     free(buf);
-}
-
-/* A loop of steps the host does not wait for (a benchmark's, synchronized after its last step):
- * the GPU has the earlier steps' work while the host goes through a step, and a chunk that ends
- * for the host's time would only add a graph launch. After its warm-up run the program went on
- * to more GPU work (the next untraced step's GEMM) with no wait: one graph a step. */
-Test(runtime_libs_chunks, steps_the_host_does_not_wait_for_end_no_chunk_for_its_time)
-{
-    cgj_trace_info_t info = run_steps(false);
-    cr_assert_eq(info.segments, 1, "%u segments", info.segments);
 }
 
 Test(runtime_libs_chunks, a_library_without_host_time_ends_none)
