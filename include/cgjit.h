@@ -205,7 +205,8 @@ static inline int cgj_stats(cgj_stats_t *out)
     X(SETTLE, "settling", "the heartbeat is chosen; a few beats before the first window")         \
     X(MEASURE, "measuring", "alternating windows active and dormant")                              \
     X(ACTIVE, "active", "measured: the program runs faster with cgjit active")                    \
-    X(DORMANT, "dormant", "measured: the program runs faster without cgjit; every call goes straight through")
+    X(DORMANT, "dormant", "measured: the program runs faster without cgjit; every call goes straight through") \
+    X(ANCHOR, "its step's cost model", "one marked step makes every step begin and cgjit finds none: that step's cost model (eager probes against replays) judges the process, with no dormant window")
 /* clang-format on */
 
 typedef enum cgj_govern_state {

@@ -39,6 +39,11 @@
  * new judgement from learning, active. So does a program's first marker (cgj_gov_markers): the
  * steps cgjit found itself begin no more, and the heartbeat is learned among the marked ones.
  *
+ * A program of one marked step (judged_by_anchor): where one marked step made every begin, cgjit
+ * finds no step itself and the anchors' cost model is on, the state is ANCHOR, with no window:
+ * that step's eager probes against its replays (cost.c) judge the process. A second step's begin
+ * ends it, and learning starts again.
+ *
  * Switching is a flag (cgj_gov_dormant) and implicit stepping's share of the fast-path count
  * (implicit.c, cgj_implicit_hold). A thread in a step finishes it as it began; a step only
  * *begins* active or dormant, so no step is ever cut. Every switch bumps cgj_gov_epoch: the cost
@@ -373,6 +378,20 @@ static void copy_name(char *dst, size_t size, const char *name)
     dst[n] = 0;
 }
 
+/* Is the heartbeat a marked step that made every begin, in a program whose steps cgjit finds
+ * none of (markers in use: implicit stepping is off) and whose anchors' cost model is on? Then
+ * cgjit does nothing outside that step but the fast path's test, which a dormant window keeps
+ * too, and the step's period from one begin to the next is the program's pace: its anchor's eager
+ * probes against its replays (cost.c) measure what windows would, at one step in 64 eager
+ * instead of half the measuring, and turn replay off where it does not pay. A program of 40
+ * marked steps would spend most of them measuring windows (learning, settling, two pairs of six
+ * beats), half of those dormant. */
+static bool judged_by_anchor(void)
+{
+    return g.ncand == 1 && g.beat.api == marked_api && cgj_cfg.COST &&
+           __atomic_load_n(&cgj_implicit_policy, __ATOMIC_RELAXED) == CGJ_STEP_OFF;
+}
+
 /* Learning: count a begin by its call; the most frequent after LEARN_BEGINS is the heartbeat, and
  * a marked step that made every begin is after LEARN_ALONE (a training step marked with
  * cgjit.step counts one begin a step), so that a short program is judged before it ends. Steps
@@ -402,17 +421,27 @@ static void count_begin(const char *api, const void *stream, const void *f, cons
     g.built = __atomic_load_n(&cgj_g_stats.traces_built, __ATOMIC_RELAXED);
     g.last_beat_ns = g.period_ns = 0;
     g.info.phases++;
-    set_state(CGJ_GOVERN_SETTLE);
     __atomic_store_n(&cgj_gov_api, g.beat.api, __ATOMIC_RELAXED);
     CGJ_LOG(govern, "heartbeat: '%s' (%llu of the last %llu step begins)", g.beat.name, (unsigned long long)best->count,
             (unsigned long long)g.begins);
+    if (judged_by_anchor()) {
+        set_state(CGJ_GOVERN_ANCHOR);
+        CGJ_LOG(govern, "'%s' is the program's only step: its own cost model judges the process", g.beat.name);
+    } else {
+        set_state(CGJ_GOVERN_SETTLE);
+    }
 }
 
 /* A step other than the heartbeat's begins, not learning (under the lock): PHASE_OTHERS of them
  * in a row end the phase, and learning starts again. True then. */
 static bool other_begun(const char *api, const void *stream, const void *f)
 {
-    if (is_cand(&g.beat, api, stream, f) || ++g.others < PHASE_OTHERS) return false;
+    if (is_cand(&g.beat, api, stream, f)) return false;
+    if (g.st == CGJ_GOVERN_ANCHOR) { /* no longer the only step: the process is judged by windows */
+        learn(cgj_now_ns(), "is no longer the only step");
+        return true;
+    }
+    if (++g.others < PHASE_OTHERS) return false;
     learn(cgj_now_ns(), "stopped while other steps ran");
     return true;
 }

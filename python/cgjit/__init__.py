@@ -261,7 +261,8 @@ def stats() -> Optional[Dict[str, int]]:
 def governor() -> Optional[Dict[str, Any]]:
     """The governor's figures (cgj_govern_read): is the process faster with cgjit active or dormant?
 
-    Keys: state (its name: "off", "learning", "measuring", "active", "dormant", ...), dormant,
+    Keys: state (its name: "off", "learning", "measuring", "active", "dormant", or "its step's
+    cost model" where one marked step is the whole program, ...), dormant,
     heartbeat (the step that paces it), judgements, ratio (speed active over dormant, with
     ratio_low and ratio_high its 95% bounds), windows, pairs, switches, dormant_ns.
     None where libcgjit is not preloaded.

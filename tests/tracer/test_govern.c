@@ -241,6 +241,54 @@ Test(tracer_govern, a_program_of_two_steps_learns_among_32_begins)
     cr_assert_str_eq(g.heartbeat, "one");
 }
 
+/* With the anchors' cost model on (the default), a marked step that makes every begin, in a
+ * program whose steps cgjit finds none of, is judged by its own cost model: no window, never
+ * dormant. A slower replay goes off at the anchor (its eager probes against its replays); a second
+ * marked step ends that, and the process is learned and judged by windows. */
+static void cost_setup(void)
+{
+    setenv("CGJIT_GOVERN", "1", 1);
+    setenv("CGJIT_COST", "1", 1);
+    fk_open(&fk);
+    fake_clock_start(fk.handle);
+}
+
+TestSuite(tracer_govern_cost, .init = cost_setup);
+
+Test(tracer_govern_cost, the_only_marked_step_is_judged_by_its_cost_model)
+{
+    prog_t p;
+    prog_init(&p);
+    fk.set_delays(0, 300); /* replay loses: each graph launch costs 300 us */
+    run_marked(&p, "only", 200);
+    fk.set_delays(0, 0);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_eq(g.state, CGJ_GOVERN_ANCHOR, "state %s", cgj_govern_state_name(g.state));
+    cr_assert_str_eq(g.heartbeat, "only");
+    cr_assert_eq(g.windows, 0, "%llu windows measured", (unsigned long long)g.windows);
+    cr_assert_eq(g.switches, 0, "%llu switches to dormant and back", (unsigned long long)g.switches);
+    cgj_trace_info_t i;
+    memset(&i, 0, sizeof i);
+    cr_assert_eq(cgj_trace_info("only", &i), CGJ_OK);
+    cr_assert_eq(i.reason_code, CGJ_REASON_OFF_COST, "the slower replay was not turned off: %s", i.reason);
+    cr_assert_gt(i.off_runs, 100, "%llu runs off", (unsigned long long)i.off_runs);
+}
+
+Test(tracer_govern_cost, a_second_marked_step_brings_the_windows_back)
+{
+    prog_t p;
+    prog_init(&p);
+    run_marked(&p, "first", 20);
+    cr_assert_eq(govern_now().state, CGJ_GOVERN_ANCHOR);
+    run_marked(&p, "second", 1); /* learning again, this begin its first */
+    for (int k = 0; k < 15; k++) run_marked(&p, "first", 1), run_marked(&p, "second", 1);
+    cr_assert_eq(govern_now().state, CGJ_GOVERN_LEARN);
+    run_marked(&p, "first", 1);
+    cgj_govern_info_t g = govern_now();
+    cr_assert_eq(g.state, CGJ_GOVERN_SETTLE, "state %s after 32 begins of two steps", cgj_govern_state_name(g.state));
+    cr_assert_eq(g.phases, 2);
+}
+
 Test(tracer_govern, each_phase_of_a_program_gets_its_own_judgement)
 {
     fk.set_delays(50, 0);
