@@ -193,6 +193,8 @@ static void report_governor(FILE *f, const cgj_govern_info_t *g)
     else if (g->cur_pairs)
         fprintf(f, "; measuring: active/dormant %.3fx over %llu pairs so far", g->cur_ratio,
                 (unsigned long long)g->cur_pairs);
+    if (g->state == CGJ_GOVERN_ANCHOR)
+        fputs(" (the heartbeat's eager probes against its replays: its anchor's figures below)", f);
     fputc('\n', f);
     if (g->heartbeat[0]) {
         fputs("    heartbeat '", f);

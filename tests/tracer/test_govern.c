@@ -272,6 +272,10 @@ Test(tracer_govern_cost, the_only_marked_step_is_judged_by_its_cost_model)
     cr_assert_eq(cgj_trace_info("only", &i), CGJ_OK);
     cr_assert_eq(i.reason_code, CGJ_REASON_OFF_COST, "the slower replay was not turned off: %s", i.reason);
     cr_assert_gt(i.off_runs, 100, "%llu runs off", (unsigned long long)i.off_runs);
+    char *text = fk_report_text();
+    cr_assert(text);
+    cr_assert(strstr(text, "governor (CGJIT_GOVERN): its step's cost model (the heartbeat's eager probes"), "%s", text);
+    free(text);
 }
 
 Test(tracer_govern_cost, a_second_marked_step_brings_the_windows_back)
