@@ -85,21 +85,28 @@ static void refused(const job_t *j, CUresult err, uint32_t op)
     }
 }
 
-static void run(const job_t *j)
+CUresult cgj_chunk_launch(cgj_trace_t *tr, uint32_t seg, uint64_t host_gen, const char *name, uint32_t *refused,
+                          uint32_t issued)
 {
-    CUcontext cur = NULL;
-    if (j->ctx && cgj_drv.r_cuCtxGetCurrent && cgj_drv.r_cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != j->ctx)
-        cgj_drv.r_cuCtxSetCurrent(j->ctx);
     cgj_patched_t patched = {0, 0, 0};
-    uint32_t op = UINT32_MAX;
-    cgj_nvtx_push(CGJ_NVTX_LAUNCH, j->name, j->seg);
+    cgj_nvtx_push(CGJ_NVTX_LAUNCH, name, seg);
     uint64_t t0 = cgj_now_ns();
-    CUresult r = cgj_graph_launch(j->tr, j->seg, j->host_gen, &patched, &op, 0);
+    CUresult r = cgj_graph_launch(tr, seg, host_gen, &patched, refused, issued);
     CGJ_STAT_ADD(launch_host_ns, cgj_now_ns() - t0);
     cgj_nvtx_pop();
     CGJ_STAT_ADD(params_patched, patched.nodes);
     CGJ_STAT_ADD(params_patched_on_gpu, patched.on_gpu);
     CGJ_STAT_ADD(patch_launches, patched.launches);
+    return r;
+}
+
+static void run(const job_t *j)
+{
+    CUcontext cur = NULL;
+    if (j->ctx && cgj_drv.r_cuCtxGetCurrent && cgj_drv.r_cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != j->ctx)
+        cgj_drv.r_cuCtxSetCurrent(j->ctx);
+    uint32_t op = UINT32_MAX;
+    CUresult r = cgj_chunk_launch(j->tr, j->seg, j->host_gen, j->name, &op, 0);
     if (r == CUDA_SUCCESS) CGJ_STAT_ADD(graph_launches, 1), CGJ_STAT_ADD(launches_handed, 1);
     else refused(j, r, op);
 }

@@ -16,7 +16,6 @@
 #include "allocator/pool.h"
 #include "base/driver.h"
 #include "base/log.h"
-#include "base/nvtx.h"
 
 #include <string.h>
 
@@ -42,7 +41,6 @@ static void launch_segment(cgj_thread_t *t)
     cgj_trace_t *tr = t->cur.trace;
     cgj_segment_t *seg = &tr->segs[t->cur.seg];
     if (!seg->ncapture) return;
-    cgj_patched_t patched = {0, 0, 0};
     uint32_t refused = UINT32_MAX;
     CUresult r = CUDA_SUCCESS;
     /* CGJIT_VERIFY: the segment's calls ran for real; the graph runs on the memory they started
@@ -51,18 +49,10 @@ static void launch_segment(cgj_thread_t *t)
     bool runs = !verifying || cgj_verify_before(t);
     bool gated = runs && !verifying && cgj_verify_on(); /* a graph not checked: no window meets it */
     if (gated) cgj_verify_calls_enter();
-    if (runs) {
-        cgj_nvtx_push(CGJ_NVTX_LAUNCH, t->anchor->name, t->cur.seg);
-        uint64_t t0 = cgj_now_ns();
-        r = cgj_graph_launch(tr, t->cur.seg, cgj_pointer_host_generation(), &patched, &refused, t->cur.passed);
-        CGJ_STAT_ADD(launch_host_ns, cgj_now_ns() - t0);
-        cgj_nvtx_pop();
-    }
+    if (runs)
+        r = cgj_chunk_launch(tr, t->cur.seg, cgj_pointer_host_generation(), t->anchor->name, &refused, t->cur.passed);
     if (gated) cgj_verify_calls_leave();
     if (verifying && runs) cgj_verify_after(t, r);
-    CGJ_STAT_ADD(params_patched, patched.nodes);
-    CGJ_STAT_ADD(params_patched_on_gpu, patched.on_gpu);
-    CGJ_STAT_ADD(patch_launches, patched.launches);
     if (r != CUDA_SUCCESS && refused != UINT32_MAX) {
         patch_refused(t, refused, r);
         return;

@@ -10,7 +10,7 @@
  *     build.c     a trace from a recording: memory plan, staging, graphs
  *     replay.c    guard, absorb, patch, launch; variant switches
  *     exits.c     leaving a replay: flush, side exit, abort; other threads' observations
- *     offload.c   chunks launched on a thread of cgjit's (CGJIT_LAUNCH_ASYNC): hand-over and queue
+ *     offload.c   a chunk's launch, counted; chunks launched on a thread of cgjit's (CGJIT_LAUNCH_ASYNC)
  *     verify.c    CGJIT_VERIFY: each replayed graph checked against the calls run eagerly
  *     watch.c     replayed collectives in flight: the ones that never complete are reported
  *     cost.c      does replay pay? eager probes, periods, turning replay off and on
@@ -355,6 +355,11 @@ void cgj_replay_forget(cgj_thread_t *t);
 void cgj_replay_begin(cgj_thread_t *t, cgj_anchor_t *a);
 
 /* ---- offload.c: chunks launched on a thread of cgjit's (CGJIT_LAUNCH_ASYNC) ---- */
+/* Launch segment seg of tr (cgj_graph_launch: host_gen, *refused, issued as there), from the
+ * program's thread or the launch thread alike: in an NVTX range named `name`, its host time into
+ * launch_host_ns and its patches into cgj_stats (graph_launches is the caller's to count). */
+CUresult cgj_chunk_launch(cgj_trace_t *tr, uint32_t seg, uint64_t host_gen, const char *name, uint32_t *refused,
+                          uint32_t issued);
 /* Is segment seg of t's replay, whose last op is `last`, handed to the launch thread as it ends? A
  * chunk that ends inside its segment (host time, op count), in a graph, not under CGJIT_VERIFY. */
 bool cgj_offload_wanted(const cgj_thread_t *t, const cgj_segment_t *seg, const cgj_op_t *last);
