@@ -134,17 +134,26 @@ static void turn_off(cgj_anchor_t *a, cgj_reason_t *why)
 }
 
 /* Do the first pairs of a window (EARLY_PAIRS of them, fewer than a decision needs) each find
- * replay slower by GROSS_PCT? That is no noise of the periods (the margin is MARGIN_PCT): in a
- * program of 40 steps, an anchor judged on two windows of MIN_PAIRS pairs replays most of its
- * steps at that pace first (PyTorch's autograd thread, found by its cycles, replayed at 4.7x its
- * eager period for 28 of its 45 runs). A wrong verdict costs OFF_RUNS runs at eager pace, after
- * which replay is tried again. */
-static bool slow_early(const cgj_cost_t *c)
+ * replay's period past `pct` percent of the eager one: under it where pct < 100 (clearly faster),
+ * at or over it otherwise (grossly slower)? */
+static bool early_pairs_past(const cgj_cost_t *c, uint64_t pct)
 {
     if (c->neager < EARLY_PAIRS || c->neager >= MIN_PAIRS) return false;
-    for (uint32_t i = 0; i < c->neager; i++)
-        if (c->paired[i] * 100 < c->eager[i] * (100 + GROSS_PCT)) return false;
+    for (uint32_t i = 0; i < c->neager; i++) {
+        uint64_t r = c->paired[i] * 100, e = c->eager[i] * pct;
+        if (pct < 100 ? r >= e : r < e) return false;
+    }
     return true;
+}
+
+/* The first pairs each find replay slower by GROSS_PCT: that is no noise of the periods (the
+ * margin is MARGIN_PCT). In a program of 40 steps, an anchor judged on two windows of MIN_PAIRS
+ * pairs replays most of its steps at that pace first (PyTorch's autograd thread, found by its
+ * cycles, replayed at 4.7x its eager period for 28 of its 45 runs). A wrong verdict costs
+ * OFF_RUNS runs at eager pace, after which replay is tried again. */
+static bool slow_early(const cgj_cost_t *c)
+{
+    return early_pairs_past(c, 100 + GROSS_PCT);
 }
 
 /* Enough pairs (or a first few that each find replay grossly slower): compare, and turn replay off
@@ -305,15 +314,12 @@ static bool settled(const cgj_anchor_t *a, uint64_t runs)
     return first && runs >= first + SETTLE_RUNS;
 }
 
-/* Do the first pairs (EARLY_PAIRS of them, fewer than a decision needs) each find replay
- * faster by EARLY_PCT? Then the rest of the first figures come at the steady rate: in a short
- * program (50 runs of a step that spans 8 iterations) each quick probe costs 2% of its steps. */
+/* The first pairs each find replay faster by EARLY_PCT: the rest of the first figures come at the
+ * steady rate. In a short program (50 runs of a step that spans 8 iterations) each quick probe
+ * costs 2% of its steps. */
 static bool clear_early(const cgj_cost_t *c)
 {
-    if (c->neager < EARLY_PAIRS || c->neager >= MIN_PAIRS) return false;
-    for (uint32_t i = 0; i < c->neager; i++)
-        if (c->paired[i] * 100 >= c->eager[i] * (100 - EARLY_PCT)) return false;
-    return true;
+    return early_pairs_past(c, 100 - EARLY_PCT);
 }
 
 bool cgj_cost_eager(cgj_anchor_t *a)
