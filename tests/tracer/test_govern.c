@@ -21,19 +21,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The fake driver on the fake clock, the governor as `govern` says, each anchor replaying
- * whatever it costs. */
-static void open_with(const char *govern)
+/* The fake driver on the fake clock, the governor as `govern` says, the anchors' cost model as
+ * `cost` says ("0": each anchor replaying whatever it costs). */
+static void open_with(const char *govern, const char *cost)
 {
     setenv("CGJIT_GOVERN", govern, 1);
-    setenv("CGJIT_COST", "0", 1);
+    setenv("CGJIT_COST", cost, 1);
     fk_open(&fk);
     fake_clock_start(fk.handle);
 }
 
 static void govern_setup(void)
 {
-    open_with("1");
+    open_with("1", "0");
 }
 
 TestSuite(tracer_govern, .init = govern_setup);
@@ -247,10 +247,7 @@ Test(tracer_govern, a_program_of_two_steps_learns_among_32_begins)
  * marked step ends that, and the process is learned and judged by windows. */
 static void cost_setup(void)
 {
-    setenv("CGJIT_GOVERN", "1", 1);
-    setenv("CGJIT_COST", "1", 1);
-    fk_open(&fk);
-    fake_clock_start(fk.handle);
+    open_with("1", "1");
 }
 
 TestSuite(tracer_govern_cost, .init = cost_setup);
@@ -615,7 +612,7 @@ Test(tracer_govern, a_child_after_fork_starts_afresh)
 
 static void off_setup(void)
 {
-    open_with("0");
+    open_with("0", "0");
 }
 
 TestSuite(tracer_govern_off, .init = off_setup);
