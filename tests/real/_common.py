@@ -13,6 +13,10 @@ algorithms, cuBLAS with its own workspace (no CUBLAS_WORKSPACE_CONFIG). Its eage
 from each other (scripts/real-check.sh says so); cuBLAS then picks its kernels and splits as it
 does in programs nobody made reproducible.
 
+REAL_STEPS=N runs N steps of a program's loop instead of its own count (a program of a few dozen
+steps spends a tenth of them learning: warm-up, recording, eager probes; a real training run is
+longer). Sizes that are no loop (tokens per generate call) keep theirs.
+
 REAL_STEP=1 marks each program's step for cgjit with its Python module (`with cgjit.step(...)`,
 docs/python.md), as a user who adopts it writes: the step's GPU work inside, the host's reads of
 its results after. Without it `step` does nothing."""
@@ -100,9 +104,14 @@ def marked(name, fn):
     return _cgjit().step(name)(fn) if STEP else fn
 
 
-def steps(n):
-    """n, or 3 under REAL_CPU=1."""
-    return 3 if CPU else n
+def steps(n, loop=True):
+    """n, or REAL_STEPS where set and this is the program's loop (loop=False: a size, such as
+    the tokens of one generate call), or 3 under REAL_CPU=1."""
+    if CPU:
+        return 3
+    if loop and os.environ.get("REAL_STEPS"):
+        return int(os.environ["REAL_STEPS"])
+    return n
 
 
 def pinned(t):

@@ -44,7 +44,7 @@ model.eval()
 forward = torch.compile(model, mode="reduce-overhead")
 window = torch.randint(0, VOCAB, (1, SEQ), generator=gen).to(dev)
 with torch.inference_mode():
-    for i in range(steps(20)):
+    for i in range(steps(20, loop=False)):
         torch.compiler.cudagraph_mark_step_begin()
         token = forward(window)[0, -1].argmax()
         window = torch.cat([window[:, 1:], token.view(1, 1)], dim=1)

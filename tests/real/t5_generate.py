@@ -11,7 +11,7 @@ torch, dev = setup()
 need("transformers")
 import transformers  # noqa: E402
 
-NEW, CALLS = steps(48), steps(8)
+NEW, CALLS = steps(48, loop=False), steps(8)
 cfg = transformers.T5Config(vocab_size=4096, d_model=256, d_kv=64, d_ff=1024, num_layers=4, num_decoder_layers=4,
                             num_heads=4, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
 torch.manual_seed(0)
