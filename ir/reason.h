@@ -52,10 +52,15 @@
     /* differences: side exits in replay, disagreements in recording */                           \
     X(DIFF_OPERATION, "operation differs",                                                         \
       "the step does different work from run to run; CGJIT_LOG=guards says why no other variant took it") \
-    X(DIFF_API, "driver function differs", "the step calls different driver functions")          \
+    X(DIFF_API, "driver function differs",                                                         \
+      "the step calls different driver functions; in a decode step, shapes that grow every token "  \
+      "(a key-value cache that grows) make libraries take other paths: keep them fixed (a static "  \
+      "cache)")                                                                                    \
     X(DIFF_STREAM, "stream differs", "use the same streams in every step")                        \
     X(DIFF_KERNEL, "kernel function differs",                                                      \
-      "the step launches different kernels; CGJIT_LOG=guards says why no other variant took it")  \
+      "the step launches different kernels; CGJIT_LOG=guards says why no other variant took it; "   \
+      "shapes that grow every step (a key-value cache that grows by a token) make libraries pick "  \
+      "other kernels: keep them fixed (a static cache)")                                           \
     X(DIFF_GRID, "grid differs", "patched where the graph takes it; this node refused a patch before")  \
     X(DIFF_BLOCK, "block differs", "patched where the graph takes it; this node refused a patch before") \
     X(DIFF_SMEM, "dynamic shared memory differs", "patched where the graph takes it; this node refused a patch before") \
