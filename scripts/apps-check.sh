@@ -61,6 +61,11 @@
 # the GPU and the host run at another pace than alone: the speedup is then reported only
 # (APPS_CHECK_SPEED=report), and the check is one of outputs and replayed shares, in about a
 # N-th of the time. A program no job began (APPS_CHECK_BUDGET) is a row "not run".
+# APPS_CHECK_GPUS=N (default 1; "all": every GPU nvidia-smi lists, or CUDA_VISIBLE_DEVICES names):
+# the same with N jobs, each on a GPU of its own (CUDA_VISIBLE_DEVICES set to it; ddp_trainer then
+# sees that one) and an N-th of the host's cores (taskset). Each program's eager and cgjit runs
+# alternate on its GPU while the other jobs share the host with them alike, so the speedup stays
+# a verdict.
 # Exit status: 0 when every run exited 0, every output is identical and every share and speedup
 # holds (or is only reported); 1 otherwise; 2 on bad usage; 3 when none failed but some
 # programs were not run within APPS_CHECK_BUDGET.
@@ -97,6 +102,17 @@ case "$max_pairs" in '' | *[!0-9]*) echo "apps-check: APPS_CHECK_MAX_PAIRS must 
 case "$limit" in '' | *[!0-9]* | 0) echo "apps-check: APPS_CHECK_TIMEOUT must be a positive integer" >&2; exit 2 ;; esac
 case "$budget" in '' | *[!0-9]*) echo "apps-check: APPS_CHECK_BUDGET must be a number of seconds (0: none)" >&2; exit 2 ;; esac
 case "$jobs" in '' | *[!0-9]* | 0) echo "apps-check: APPS_CHECK_JOBS must be a positive integer" >&2; exit 2 ;; esac
+ngpus=${APPS_CHECK_GPUS:-1}
+if [ "$ngpus" = all ]; then
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+    ngpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+  else
+    ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  fi
+  [ "$ngpus" -gt 0 ] || ngpus=1
+fi
+case "$ngpus" in '' | *[!0-9]* | 0) echo "apps-check: APPS_CHECK_GPUS must be a positive integer or 'all'" >&2; exit 2 ;; esac
+[ "$ngpus" -gt 1 ] && jobs=$ngpus
 if [ ! -f "$lib" ]; then
   echo "apps-check: $lib not found (build first)" >&2
   exit 2
@@ -326,13 +342,24 @@ if [ "$jobs" -gt 1 ]; then
     group[k % jobs]="${group[k % jobs]:-} $base"
     k=$((k + 1))
   done
+  IFS=, read -r -a visible <<<"${CUDA_VISIBLE_DEVICES:-}"
+  cores=$(nproc 2>/dev/null || echo 0) per=0
+  [ "$ngpus" -gt 1 ] && command -v taskset >/dev/null 2>&1 && per=$((cores / ngpus))
   for k in "${!group[@]}"; do
-    APPS_CHECK_JOBS=1 APPS_CHECK_ONLY="${group[$k]}" APPS_CHECK_SPEED=report bash "$0" "$build" "$out" \
-      >"$out/job.$((k + 1)).log" 2>&1 &
+    if [ "$ngpus" -gt 1 ]; then # a GPU and a share of the cores of its own
+      pin=()
+      [ "$per" -gt 0 ] && pin=(taskset -c "$((k * per))-$((k * per + per - 1))")
+      CUDA_VISIBLE_DEVICES=${visible[$k]:-$k} APPS_CHECK_GPUS=1 APPS_CHECK_JOBS=1 APPS_CHECK_ONLY="${group[$k]}" \
+        "${pin[@]}" bash "$0" "$build" "$out" >"$out/job.$((k + 1)).log" 2>&1 &
+    else
+      APPS_CHECK_JOBS=1 APPS_CHECK_ONLY="${group[$k]}" APPS_CHECK_SPEED=report bash "$0" "$build" "$out" \
+        >"$out/job.$((k + 1)).log" 2>&1 &
+    fi
   done
   wait
   echo "apps-check: ${#group[@]} jobs done (logs $out/job.*.log); the table from their runs"
-  reuse=1 table_only=1 speed_mode=report
+  reuse=1 table_only=1
+  [ "$ngpus" -gt 1 ] || speed_mode=report
 fi
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
@@ -513,7 +540,9 @@ echo "details (report anchors, differences, failures):"
 printf '%s' "${details:-  none
 }"
 echo
-if [ "$jobs" -gt 1 ]; then
+if [ "$ngpus" -gt 1 ]; then
+  echo "apps-check on $gpu; $pairs round(s) per program (up to $max_pairs where a speedup was below $min_speedup), in $jobs jobs at once, one per GPU; outputs in $out"
+elif [ "$jobs" -gt 1 ]; then
   echo "apps-check on $gpu; $pairs round(s) per program, in $jobs jobs side by side; outputs in $out"
 else
   echo "apps-check on $gpu; $pairs round(s) per program (up to $max_pairs where a speedup was below $min_speedup); outputs in $out"

@@ -65,6 +65,16 @@
 # so far plus the longest program so far fits in S; the ones left are rows "not run" (on a
 # machine lent for a while, the table comes out before the time is up, and REAL_CHECK_REUSE=1
 # later runs only what is left).
+# REAL_CHECK_GPUS=N (default 1; "all": every GPU nvidia-smi lists, or CUDA_VISIBLE_DEVICES names):
+# N jobs at once, each a real-check of its own on one GPU (CUDA_VISIBLE_DEVICES set to it) and on
+# an N-th of the host's cores (taskset), each taking the next program no job has taken (a claim
+# in OUTDIR/.claims) and running all of its runs, eager and cgjit alternating as above, on its
+# GPU; logs OUTDIR/gpu.K.log. Then the table is made from their runs, as REAL_CHECK_REUSE=1 would
+# make it; the data-parallel programs of tests/real/dist, which need two GPUs, run after the jobs,
+# one at a time, on all of them. A program's runs share the machine with the other jobs' (the
+# host's memory, PCIe, the driver), which its eager and cgjit runs meet alike: its speed is still
+# taken side by side, in about an N-th of the time. A program no job began (REAL_CHECK_BUDGET,
+# which each job keeps) is a row "not run".
 # The summary table comes last, then PASS (every program not skipped identical under every
 # configuration), FAIL, or INCOMPLETE (none failed, some not run within REAL_CHECK_BUDGET).
 # Exit status: 0 PASS, 1 FAIL, 2 bad usage, 3 INCOMPLETE.
@@ -72,7 +82,8 @@ set -u
 
 usage() {
   echo "usage: $0 BUILD_DIR [OUTDIR]  (env: REAL_CHECK_CONFIGS REAL_CHECK_ONLY REAL_CHECK_EXTRA" \
-    "REAL_CHECK_CORPUS REAL_CHECK_TIMEOUT REAL_CHECK_REUSE REAL_CHECK_BUDGET REAL_CHECK_ROUNDS)" >&2
+    "REAL_CHECK_CORPUS REAL_CHECK_TIMEOUT REAL_CHECK_REUSE REAL_CHECK_BUDGET REAL_CHECK_ROUNDS" \
+    "REAL_CHECK_MAX_ROUNDS REAL_CHECK_GPUS)" >&2
   exit 2
 }
 die() { echo "real-check: $*" >&2; exit 2; }
@@ -102,6 +113,17 @@ case "$rounds" in '' | *[!0-9]* | 0) die "REAL_CHECK_ROUNDS must be a positive i
 max_rounds=${REAL_CHECK_MAX_ROUNDS:-$rounds}
 case "$max_rounds" in '' | *[!0-9]*) die "REAL_CHECK_MAX_ROUNDS must be a positive integer" ;; esac
 [ "$max_rounds" -ge "$rounds" ] || max_rounds=$rounds
+ngpus=${REAL_CHECK_GPUS:-1}
+claims=${REAL_CHECK_CLAIMS:-} # set for the jobs of REAL_CHECK_GPUS: where they claim programs
+if [ "$ngpus" = all ]; then
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+    ngpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+  else
+    ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  fi
+  [ "$ngpus" -gt 0 ] || ngpus=1
+fi
+case "$ngpus" in '' | *[!0-9]* | 0) die "REAL_CHECK_GPUS must be a positive integer or 'all'" ;; esac
 
 # config_env CONFIG: the cgjit variables of a configuration, one per line; fails on a bad name.
 config_env() {
@@ -185,12 +207,38 @@ if [ -n "$only" ]; then
 fi
 [ ${#names[@]} -gt 0 ] || die "no program to run${only:+ (REAL_CHECK_ONLY=$only)}"
 
+# dist CMD: true where CMD starts a data-parallel program (two GPUs: never a job's of REAL_CHECK_GPUS).
+dist() { [[ "$1" == *torch.distributed.run* ]]; }
+
+# REAL_CHECK_GPUS: the jobs, each on a GPU and a share of the cores of its own, claiming programs
+# until none is left; this check then makes the table from their runs (table_only: a program
+# with no run of its own is a row "not run"), and runs the data-parallel programs itself.
+table_only=0
+if [ "$ngpus" -gt 1 ]; then
+  rm -rf "$out/.claims" && mkdir -p "$out/.claims" || exit 2
+  IFS=, read -r -a visible <<<"${CUDA_VISIBLE_DEVICES:-}"
+  jobs_only=""
+  for i in "${!names[@]}"; do dist "${cmds[$i]}" || jobs_only="$jobs_only ${names[$i]}"; done
+  cores=$(nproc 2>/dev/null || echo 0) per=0
+  command -v taskset >/dev/null 2>&1 && per=$((cores / ngpus))
+  for ((k = 0; k < ngpus && ${#jobs_only}; k++)); do
+    pin=()
+    [ "$per" -gt 0 ] && pin=(taskset -c "$((k * per))-$((k * per + per - 1))")
+    CUDA_VISIBLE_DEVICES=${visible[$k]:-$k} REAL_CHECK_GPUS=1 REAL_CHECK_CLAIMS="$out/.claims" \
+      REAL_CHECK_ONLY="$jobs_only" "${pin[@]}" bash "$0" "$build" "$out" >"$out/gpu.$((k + 1)).log" 2>&1 &
+  done
+  wait
+  echo "real-check: $ngpus jobs done, one per GPU (logs $out/gpu.*.log); the table from their runs"
+  table_only=1
+fi
+
 # run STEM DIR CMD [VAR=VALUE...]: run CMD once (eager without variables, else under the preload
 # with them); stdout -> STEM.out, stderr -> STEM.err, exit status -> STEM.rc; sets rc.
 run() {
-  local stem=$1 dir=$2 cmd=$3 pre=""
+  local stem=$1 dir=$2 cmd=$3 pre="" again=$reuse
   shift 3
-  if [ "$reuse" = 1 ] && [ -f "$out/$stem.rc" ] && [ -f "$out/$stem.out" ] && [ -f "$out/$stem.err" ]; then
+  [ "$table_only" = 1 ] && ! dist "$cmd" && again=1 # a job's run
+  if [ "$again" = 1 ] && [ -f "$out/$stem.rc" ] && [ -f "$out/$stem.out" ] && [ -f "$out/$stem.err" ]; then
     rc=$(cat "$out/$stem.rc")
     return
   fi
@@ -415,11 +463,22 @@ for i in "${!names[@]}"; do
   # the program before took SECONDS - begun
   [ -n "$begun" ] && [ $((SECONDS - begun)) -gt "$longest" ] && longest=$((SECONDS - begun))
   begun=""
-  if [ "$budget" -gt 0 ] && [ $((SECONDS - started + longest)) -gt "$budget" ]; then
+  if [ "$table_only" = 1 ] && ! dist "$cmd"; then
+    # the table of REAL_CHECK_GPUS's jobs: a program none of them began is a row "not run"
+    if [ ! -f "$out/$name.eager1.rc" ]; then
+      for config in $configs; do row "$name" "$config" "not run" "" "" "" "no job began it (REAL_CHECK_BUDGET, ${budget} s)"; done
+      not_run=$((not_run + 1))
+      continue
+    fi
+  elif [ "$budget" -gt 0 ] && [ $((SECONDS - started + longest)) -gt "$budget" ]; then
+    # a job of REAL_CHECK_GPUS leaves it to no one (the table's row "not run")
+    [ -n "$claims" ] && continue
     for config in $configs; do row "$name" "$config" "not run" "" "" "" "REAL_CHECK_BUDGET (${budget} s) spent"; done
     not_run=$((not_run + 1))
     continue
   fi
+  # a job of REAL_CHECK_GPUS runs the programs no other job has claimed
+  if [ -n "$claims" ] && ! mkdir "$claims/$name" 2>/dev/null; then continue; fi
   begun=$SECONDS
   e1=$out/$name.eager1.out e2=$out/$name.eager2.out
   run "$name.eager1" "$dir" "$cmd"
@@ -477,7 +536,9 @@ $(tail_of "$out/$name.eager2.err")
 done
 
 echo
-echo "real-check: GPU ${gpu:-unknown}, libcgjit $lib, runs in $out"
+at_once=""
+[ "$table_only" = 1 ] && at_once=", $ngpus jobs at once, one per GPU"
+echo "real-check: GPU ${gpu:-unknown}$at_once, libcgjit $lib, runs in $out"
 [ -n "$details" ] && printf 'details:\n%s' "$details"
 printf '  %-24s %-20s %-18s %8s %10s %-9s %s\n' program config verdict speed replayed verify note
 printf '%s' "$rows"

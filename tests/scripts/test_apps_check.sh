@@ -11,7 +11,8 @@
 #    missing replay: PASS;
 #  - sleepy1, sleepy2: a budget that fits one of them: the other is a row "not run" (INCOMPLETE);
 #  - APPS_CHECK_JOBS=2 on steady, slow and offcost: a row each from the jobs' runs, none run
-#    again, the speedup reported only (slow passes), offcost's share still a failure.
+#    again, the speedup reported only (slow passes), offcost's share still a failure;
+#  - APPS_CHECK_GPUS=2 on steady and slow: a GPU each, the speedup still a verdict (slow fails).
 # Exit 77 (skipped, with the reason) where no C compiler is found for the stand-in library.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -126,5 +127,22 @@ run_with jobs_budget APPS_CHECK_ONLY="sleepy1 sleepy2 sleepy3" APPS_CHECK_PAIRS=
 [ "$status" -eq 3 ] || fail "jobs and budget: status $status, expected 3"
 echo "$log" | grep -q '^  sleepy3  *static  *-  *not run  *its job did not begin it' || fail "jobs and budget: no row 'not run'"
 
+# APPS_CHECK_GPUS=2: two jobs, each on a GPU of its own (every run of a program sees one
+# device, 0 or 1), and the speedup stays a verdict: slow fails.
+rm -rf "$out/state"/*
+for p in steady slow; do sed -i "2i echo \"\${CUDA_VISIBLE_DEVICES-all}\" >>$out/state/$p.dev" "$out/build/tests/apps/${p}_static"; done
+CUDA_VISIBLE_DEVICES= run_with gpus APPS_CHECK_ONLY="steady slow" APPS_CHECK_PAIRS=2 APPS_CHECK_MAX_PAIRS=2 APPS_CHECK_GPUS=2
+[ "$status" -eq 1 ] || fail "gpus: status $status, expected 1 (slow)"
+[ -s "$out/gpus/job.1.log" ] && [ -s "$out/gpus/job.2.log" ] || fail "gpus: no log of each job"
+echo "$log" | grep -q "in 2 jobs at once, one per GPU" || fail "gpus: the table does not say it ran on two GPUs"
+! echo "$log" | grep -q "speedup reported only" || fail "gpus: the speedup is reported only"
+for p in steady slow; do
+  [ "$(sort -u "$out/state/$p.dev" | wc -l)" -eq 1 ] && grep -qx '[01]' "$out/state/$p.dev" || fail "gpus: $p's runs were not given one device"
+done
+[ "$(cat "$out/state/steady.dev" "$out/state/slow.dev" | sort -u | wc -l)" -eq 2 ] || fail "gpus: both programs ran on one device"
+status=0
+APPS_CHECK_GPUS=two bash "$check" "$out/build" "$out/bad-gpus" >/dev/null 2>&1 || status=$?
+[ "$status" -eq 2 ] || fail "gpus: status $status for APPS_CHECK_GPUS=two"
+
 echo "PASS: apps-check adds rounds to a verdict near the line (drifting: $r rounds), fails a slow program," \
-  "leaves programs past APPS_CHECK_BUDGET not run, and checks programs in jobs side by side"
+  "leaves programs past APPS_CHECK_BUDGET not run, and checks programs in jobs side by side or one per GPU"

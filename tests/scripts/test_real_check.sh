@@ -4,7 +4,8 @@
 # a float atomic's last digit and whose cgjit runs stay within that (within eager spread), and
 # one whose cgjit runs stray further than its eager runs (DIFFERS, the check fails);
 # REAL_CHECK_BUDGET leaving programs "not run" (INCOMPLETE); and REAL_CHECK_ROUNDS (medians over
-# alternating runs, every run checked).
+# alternating runs, every run checked); REAL_CHECK_GPUS (jobs on GPUs of their own sharing the
+# programs, the data-parallel ones after them).
 #
 # Only these programs run (REAL_CHECK_CORPUS=0): the corpus of tests/real is never started here,
 # so no budget of the test is spent on anything else, however slow the machine or its python3.
@@ -149,4 +150,41 @@ REAL_CHECK_CORPUS=no bash "$script" "$build" "$tmp/bad-corpus" >/dev/null 2>&1 |
 status=0
 REAL_CHECK_ROUNDS=0 bash "$script" "$build" "$tmp/bad-rounds" >/dev/null 2>&1 || status=$?
 [ "$status" -eq 2 ] || { echo "FAIL: exit status $status for REAL_CHECK_ROUNDS=0"; exit 1; }
-echo "PASS: identical, within eager spread and DIFFERS told apart; a budget leaves rows not run, in REAL_CHECK_ONLY's order; rounds give medians and are checked too"
+# REAL_CHECK_GPUS=2: two jobs, each on a GPU of its own (CUDA_VISIBLE_DEVICES), take the
+# programs between them; each program's runs all see one device, every program runs once (its
+# eager1 once in all the jobs' logs), and the table has every row. A data-parallel program (its
+# command starts torch.distributed.run) runs after the jobs, with every device visible.
+gpuprog() { # NAME [WORD]: a program that notes the devices it was given
+  printf '%s\t%secho "${CUDA_VISIBLE_DEVICES-all}" >> %s/%s.dev; echo same; echo "%s: median_us=100" >&2\n' \
+    "$1" "${2:+: $2; }" "$tmp" "$1" "$1"
+}
+{ for p in g1 g2 g3 g4 g5; do gpuprog "$p"; done; gpuprog gdist torch.distributed.run; } >"$tmp/gpus.txt"
+status=0
+CUDA_VISIBLE_DEVICES= REAL_CHECK_GPUS=2 REAL_CHECK_EXTRA="$tmp/gpus.txt" REAL_CHECK_CONFIGS="sync auto" REAL_CHECK_TIMEOUT=60 \
+  bash "$script" "$build" "$tmp/gpus" >"$tmp/gpus.log" 2>&1 || status=$?
+cat "$tmp/gpus.log"
+[ "$status" -eq 0 ] || { echo "FAIL: exit status $status with REAL_CHECK_GPUS=2"; exit 1; }
+grep -q '^real-check: 2 jobs done, one per GPU' "$tmp/gpus.log" || { echo "FAIL: no jobs with REAL_CHECK_GPUS=2"; exit 1; }
+for p in g1 g2 g3 g4 g5; do
+  [ "$(grep -c "^  $p  *\(sync\|auto\)  *identical" "$tmp/gpus.log")" -eq 2 ] || { echo "FAIL: $p has not its two rows"; exit 1; }
+  [ "$(cat "$tmp/gpus"/gpu.*.log | grep -c "^== $p.eager1$")" -eq 1 ] || { echo "FAIL: $p did not run once in the jobs"; exit 1; }
+  [ "$(sort -u "$tmp/$p.dev" | wc -l)" -eq 1 ] && grep -qx '[01]' "$tmp/$p.dev" ||
+    { cat "$tmp/$p.dev"; echo "FAIL: $p's runs were not given one device, 0 or 1"; exit 1; }
+done
+[ "$(grep -c '^  gdist  *\(sync\|auto\)  *identical' "$tmp/gpus.log")" -eq 2 ] && [ "$(sort -u "$tmp/gdist.dev")" = "" ] ||
+  { echo "FAIL: the data-parallel program did not run after the jobs on every device"; exit 1; }
+! grep -q '^== gdist' "$tmp/gpus"/gpu.*.log || { echo "FAIL: a job ran the data-parallel program"; exit 1; }
+# Each job keeps REAL_CHECK_BUDGET: with 5 s, each runs one of the 2 s programs (three runs), the
+# third is left to no one and is a row "not run" (INCOMPLETE).
+status=0
+REAL_CHECK_GPUS=2 REAL_CHECK_EXTRA="$tmp/slow.txt" REAL_CHECK_CONFIGS=sync REAL_CHECK_BUDGET=5 REAL_CHECK_TIMEOUT=60 \
+  bash "$script" "$build" "$tmp/gpus-budget" >"$tmp/gpus-budget.log" 2>&1 || status=$?
+cat "$tmp/gpus-budget.log"
+[ "$status" -eq 3 ] || { echo "FAIL: exit status $status where the jobs left a program for the budget"; exit 1; }
+[ "$(grep -c '^  slow[123]  *sync  *identical' "$tmp/gpus-budget.log")" -eq 2 ] &&
+  [ "$(grep -c '^  slow[123]  *sync  *not run  .*no job began it' "$tmp/gpus-budget.log")" -eq 1 ] ||
+  { echo "FAIL: not two programs run and one left by the jobs"; exit 1; }
+status=0
+REAL_CHECK_GPUS=two bash "$script" "$build" "$tmp/bad-gpus" >/dev/null 2>&1 || status=$?
+[ "$status" -eq 2 ] || { echo "FAIL: exit status $status for REAL_CHECK_GPUS=two"; exit 1; }
+echo "PASS: identical, within eager spread and DIFFERS told apart; a budget leaves rows not run, in REAL_CHECK_ONLY's order; rounds give medians and are checked too; REAL_CHECK_GPUS's jobs share the programs"
