@@ -77,11 +77,16 @@ uint64_t cgj_cycle_id(const cgj_cycle_t *c)
     return c->id;
 }
 
-uint32_t cgj_cycle_marked(const cgj_cycle_t *c)
+uint32_t cgj_cycle_marked(const cgj_cycle_t *c, uint64_t bit)
 {
     uint32_t n = 0, base = (uint32_t)((c->n - c->period) % CGJ_CYCLE_RING);
-    for (uint32_t k = 0; k < c->period; k++) n += (at_off(c, base, k) & CGJ_CYCLE_MARK) != 0;
+    for (uint32_t k = 0; k < c->period; k++) n += (at_off(c, base, k) & bit) != 0;
     return n;
+}
+
+uint64_t cgj_cycle_span(const cgj_cycle_t *c)
+{
+    return c->period ? c->n - c->periodic_from : 0;
 }
 
 /* ---- the k-gram index ---------------------------------------------------------------------- */
@@ -217,8 +222,9 @@ static uint32_t least_rotation(const cgj_cycle_t *c, uint64_t start, uint32_t p)
     return a < b ? a : b;
 }
 
-/* Lock on period d, confirmed at position i; returns whether position i is the head. */
-static bool lock(cgj_cycle_t *c, uint64_t i, uint32_t d)
+/* Lock on period d, confirmed at position i by the periodic suffix of len positions ending
+ * there; returns whether position i is the head. */
+static bool lock(cgj_cycle_t *c, uint64_t i, uint32_t d, uint64_t len)
 {
     uint32_t p = primitive(c, i, d);
     uint64_t start = i + 1 - p;
@@ -230,6 +236,7 @@ static bool lock(cgj_cycle_t *c, uint64_t i, uint32_t d)
     c->id = h ? h : 1;
     c->phase = p - 1 - m; /* the head is position start + m */
     c->locked_at = i;
+    c->periodic_from = i + 1 - len;
     return c->phase == 0;
 }
 
@@ -286,7 +293,7 @@ static bool feed_unlocked(cgj_cycle_t *c, uint64_t i, uint32_t slot)
         if (run < (uint64_t)(c->confirm - 1) * cd) continue;
         if (run + cd > best_len || (run + cd == best_len && cd < best)) best_len = run + cd, best = (uint32_t)cd;
     }
-    return best ? lock(c, i, best) : false;
+    return best ? lock(c, i, best, best_len) : false;
 }
 
 bool cgj_cycle_feed(cgj_cycle_t *c, uint64_t sig)

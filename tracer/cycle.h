@@ -39,15 +39,16 @@
 #define CGJ_CYCLE_MIXED 32                             /* mixed signatures of the last 16 positions */
 
 typedef struct cgj_cycle {
-    uint64_t n;         /* signatures fed */
-    uint32_t cur;       /* ring slot of the next signature */
-    uint32_t confirm;   /* repetitions required before locking */
-    uint32_t period;    /* locked period, 0 if none */
-    uint32_t phase;     /* locked: position of the last call in the cycle, 0 = head */
-    uint64_t id;        /* locked cycle's id, 0 if none */
-    uint64_t indexed;   /* positions below this are in the k-gram index (or too old to matter) */
-    uint64_t locked_at; /* the position that locked: candidates are followed up to it */
-    uint64_t rolled;    /* roll[] holds the k-gram hashes ending at position rolled - 1 */
+    uint64_t n;             /* signatures fed */
+    uint32_t cur;           /* ring slot of the next signature */
+    uint32_t confirm;       /* repetitions required before locking */
+    uint32_t period;        /* locked period, 0 if none */
+    uint32_t phase;         /* locked: position of the last call in the cycle, 0 = head */
+    uint64_t id;            /* locked cycle's id, 0 if none */
+    uint64_t indexed;       /* positions below this are in the k-gram index (or too old to matter) */
+    uint64_t locked_at;     /* the position that locked: candidates are followed up to it */
+    uint64_t periodic_from; /* locked: the first position of the periodic suffix that locked it */
+    uint64_t rolled;        /* roll[] holds the k-gram hashes ending at position rolled - 1 */
     uint64_t roll[CGJ_CYCLE_SCALES];
     uint64_t powk[CGJ_CYCLE_SCALES]; /* the rolling hash's base to the power k */
     uint64_t mixed[CGJ_CYCLE_MIXED];
@@ -72,11 +73,17 @@ uint32_t cgj_cycle_period(const cgj_cycle_t *c);
  * so it is the same from run to run when they are: the caller's signatures must never hash an
  * address (implicit.c hashes names and stream ordinals). */
 uint64_t cgj_cycle_id(const cgj_cycle_t *c);
-/* Signatures with this bit set are marked (the caller's meaning: implicit.c marks the calls
- * that synchronize with the host). */
+/* Signatures with one of these bits set are marked, each bit a mark of its own (the caller's
+ * meaning: implicit.c marks the calls that synchronize with the host, and those that do GPU
+ * work a graph holds). */
 #define CGJ_CYCLE_MARK 2ull
-/* How many signatures of one turn of the locked cycle are marked (O(period)); 0 if none. */
-uint32_t cgj_cycle_marked(const cgj_cycle_t *c);
+#define CGJ_CYCLE_MARK2 4ull
+/* How many signatures of one turn of the locked cycle have the mark `bit` (O(period)); 0 if
+ * none is locked. */
+uint32_t cgj_cycle_marked(const cgj_cycle_t *c, uint64_t bit);
+/* How many calls the locked cycle has repeated over: from the first of the periodic calls that
+ * locked it to the last one fed (at least 2 turns); 0 if none is locked. */
+uint64_t cgj_cycle_span(const cgj_cycle_t *c);
 /* Forget everything fed so far (confirm is kept). */
 void cgj_cycle_reset(cgj_cycle_t *c);
 

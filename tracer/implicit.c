@@ -196,12 +196,20 @@ static uint64_t topology(const cgj_call_t *c)
     return call_hash(c, h, c->kind == CGJ_OP_KERNEL ? kernel_hash(c->u.k.f) : 0) | 1;
 }
 
-/* A call's signature for the cycle detector: its topology, marked (CGJ_CYCLE_MARK) where the
- * call synchronizes with the host. */
+/* Does the call do GPU work a graph holds: a kernel, a copy or memset, a library call? (Not an
+ * allocation, a free, an event or a synchronization.) */
+static bool works(const cgj_call_t *c)
+{
+    return c->kind == CGJ_OP_KERNEL || c->kind == CGJ_OP_MEMCPY || c->kind == CGJ_OP_MEMSET || c->kind == CGJ_OP_LIB;
+}
+
+/* A call's signature for the cycle detector: its topology, marked CGJ_CYCLE_MARK where the call
+ * synchronizes with the host, CGJ_CYCLE_MARK2 where it does GPU work a graph holds. */
 static uint64_t signature(const cgj_call_t *c)
 {
-    uint64_t h = topology(c) & ~CGJ_CYCLE_MARK;
-    return cgj_implicit_delimits(c) ? h | CGJ_CYCLE_MARK : h;
+    uint64_t h = topology(c) & ~(CGJ_CYCLE_MARK | CGJ_CYCLE_MARK2);
+    if (cgj_implicit_delimits(c)) h |= CGJ_CYCLE_MARK;
+    return works(c) ? h | CGJ_CYCLE_MARK2 : h;
 }
 
 /* Appends at most max bytes of s to the name being made in [*p, end), always leaving room for
@@ -261,6 +269,7 @@ static void sync_step_name(const char *policy, const cgj_call_t *c, char *name, 
 #define CGJ_AUTO_QUIET_CALLS 64
 #define CGJ_AUTO_MIN_STEP 32   /* calls a step of a short cycle holds at least */
 #define CGJ_AUTO_SPLIT_SYNCS 4 /* synchronizations in a turn from which its steps are taken between them */
+#define CGJ_AUTO_MIN_SPAN 32   /* calls a cycle repeats over before its first step begins */
 #define CGJ_CYCLE_POOL 16
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -331,7 +340,7 @@ static bool split_at_syncs(cgj_thread_t *t, const cgj_cycle_t *cy)
     if (!id) return false;
     if (id != t->find.split_id) {
         t->find.split_id = id;
-        uint32_t syncs = cgj_cycle_marked(cy);
+        uint32_t syncs = cgj_cycle_marked(cy, CGJ_CYCLE_MARK);
         t->find.split_at_syncs = syncs >= CGJ_AUTO_SPLIT_SYNCS;
         if (t->find.split_at_syncs)
             CGJ_LOG(
@@ -340,6 +349,27 @@ static bool split_at_syncs(cgj_thread_t *t, const cgj_cycle_t *cy)
                 cgj_cycle_period(cy), syncs);
     }
     return t->find.split_at_syncs;
+}
+
+/* May a step begin in the locked cycle? Not where a turn of it does no GPU work a graph holds
+ * (allocations, frees, streams and events made in a loop of a program's set-up: a step of them
+ * would be recorded and built to replay nothing), and not before it has repeated over
+ * CGJ_AUTO_MIN_SPAN calls: three allocations in a row lock a cycle of one call, and a step begun
+ * there would be warmed up, recorded and built for the one or two calls left of the loop, as
+ * cuda-samples' batchCUBLAS makes each of its timed sections once. A long loop has repeated over
+ * that many calls as it locks (two turns); a short one (a kernel launched again and again)
+ * begins its first step a few turns later. */
+static bool steps_begin(cgj_thread_t *t, const cgj_cycle_t *cy)
+{
+    uint64_t id = cgj_cycle_id(cy);
+    if (id != t->find.work_id) {
+        t->find.work_id = id;
+        t->find.works = cgj_cycle_marked(cy, CGJ_CYCLE_MARK2) > 0;
+        if (!t->find.works)
+            CGJ_LOG(trace, "a cycle of %u calls that does no GPU work a graph holds: no step begins in it",
+                    cgj_cycle_period(cy));
+    }
+    return t->find.works && cgj_cycle_span(cy) >= CGJ_AUTO_MIN_SPAN;
 }
 
 static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
@@ -361,7 +391,7 @@ static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
          * run once in 50 iterations, its warm-up never repaid: its steps are taken between the
          * synchronizations, as CGJIT_STEP=sync takes them, and the same iteration is one anchor. */
         t->find.heads = 0;
-        if (cgj_implicit_delimits(c)) {
+        if (cgj_implicit_delimits(c) || (t->mode == CGJ_MODE_OFF && !steps_begin(t, t->find.cycle))) {
             d->route = CGJ_ROUTE_OUTSIDE;
         } else if (t->mode == CGJ_MODE_OFF) {
             d->route = CGJ_ROUTE_BEGIN;
@@ -384,6 +414,10 @@ static void decide_auto(cgj_thread_t *t, const cgj_call_t *c, cgj_decision_t *d)
             return;
         }
         t->find.heads = 0;
+        if (t->mode == CGJ_MODE_OFF && !steps_begin(t, t->find.cycle)) {
+            d->route = CGJ_ROUTE_OUTSIDE;
+            return;
+        }
         d->route = CGJ_ROUTE_BEGIN;
         anchor_name(d->name, sizeof d->name, "auto", c, cgj_cycle_id(t->find.cycle));
         return;

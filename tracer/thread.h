@@ -97,6 +97,8 @@ typedef struct cgj_thread {
         uint64_t split_id;       /* CGJIT_STEP=auto: the cycle split_at_syncs was found for ... */
         bool split_at_syncs;     /* ... a turn of it synchronizes CGJ_AUTO_SPLIT_SYNCS times or more:
                                   * its steps are taken between synchronizations (implicit.c) */
+        uint64_t work_id;        /* CGJIT_STEP=auto: the cycle `works` was found for ... */
+        bool works;              /* ... a turn of it does GPU work a graph holds (implicit.c) */
         uint32_t sync_long;      /* CGJIT_STEP=sync: calls without a synchronization after which
                                   * the thread finds cycles (CGJ_SYNC_LONG; a worker thread's is
                                   * shorter: set when it registers) */

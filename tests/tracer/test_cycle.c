@@ -367,30 +367,67 @@ Test(tracer_cycle, random_streams_never_lock)
     free(c);
 }
 
-/* cgj_cycle_marked counts the marked signatures of one turn of the locked cycle, whichever
- * phase the stream is at: a loop of 10 with 3 marked, then one of 40 with 0, then none locked. */
+/* cgj_cycle_marked counts the signatures of one turn of the locked cycle with a mark, each
+ * mark on its own, whichever phase the stream is at: a loop of 10 with 3 marked and 1 marked
+ * with the other mark, then one of 40 with none, then none locked. */
 Test(tracer_cycle, marked_signatures_of_a_turn_are_counted)
 {
     cgj_cycle_t *c = new_cycle(2);
     uint64_t *l = random_loop(10, 11);
-    for (uint32_t e = 0; e < 10; e++) l[e] &= ~CGJ_CYCLE_MARK;
-    l[2] |= CGJ_CYCLE_MARK, l[5] |= CGJ_CYCLE_MARK, l[9] |= CGJ_CYCLE_MARK;
-    cr_assert_eq(cgj_cycle_marked(c), 0, "nothing locked yet");
+    for (uint32_t e = 0; e < 10; e++) l[e] &= ~(CGJ_CYCLE_MARK | CGJ_CYCLE_MARK2);
+    l[2] |= CGJ_CYCLE_MARK, l[5] |= CGJ_CYCLE_MARK, l[9] |= CGJ_CYCLE_MARK | CGJ_CYCLE_MARK2;
+    cr_assert_eq(cgj_cycle_marked(c, CGJ_CYCLE_MARK), 0, "nothing locked yet");
     for (int r = 0; r < 5; r++)
         for (uint32_t e = 0; e < 10; e++) {
             cgj_cycle_feed(c, l[e]);
-            if (cgj_cycle_period(c)) cr_assert_eq(cgj_cycle_marked(c), 3, "turn %d, element %u", r, e);
+            if (!cgj_cycle_period(c)) continue;
+            cr_assert_eq(cgj_cycle_marked(c, CGJ_CYCLE_MARK), 3, "turn %d, element %u", r, e);
+            cr_assert_eq(cgj_cycle_marked(c, CGJ_CYCLE_MARK2), 1, "turn %d, element %u", r, e);
         }
     cr_assert_eq(cgj_cycle_period(c), 10);
     uint64_t *m = random_loop(40, 12);
-    for (uint32_t e = 0; e < 40; e++) m[e] &= ~CGJ_CYCLE_MARK;
+    for (uint32_t e = 0; e < 40; e++) m[e] &= ~(CGJ_CYCLE_MARK | CGJ_CYCLE_MARK2);
     for (int r = 0; r < 4; r++)
         for (uint32_t e = 0; e < 40; e++) cgj_cycle_feed(c, m[e]);
     cr_assert_eq(cgj_cycle_period(c), 40);
-    cr_assert_eq(cgj_cycle_marked(c), 0);
+    cr_assert_eq(cgj_cycle_marked(c, CGJ_CYCLE_MARK), 0);
+    cr_assert_eq(cgj_cycle_marked(c, CGJ_CYCLE_MARK2), 0);
     cgj_cycle_reset(c);
-    cr_assert_eq(cgj_cycle_marked(c), 0);
+    cr_assert_eq(cgj_cycle_marked(c, CGJ_CYCLE_MARK), 0);
     free(l), free(m), free(c);
+}
+
+/* cgj_cycle_span: the calls a locked cycle has repeated over, from the first of the periodic
+ * suffix that locked it (after a prefix of other calls), growing by one a call; 0 unlocked, and
+ * counted afresh once a changed call breaks the loop and it locks again. */
+Test(tracer_cycle, the_span_of_a_cycle_counts_its_repeated_calls)
+{
+    cgj_cycle_t *c = new_cycle(2);
+    uint64_t *l = random_loop(7, 21), *prefix = random_loop(5, 22);
+    cr_assert_eq(cgj_cycle_span(c), 0);
+    for (uint32_t e = 0; e < 5; e++) cgj_cycle_feed(c, prefix[e]);
+    uint64_t fed = 0, locked = 0;
+    for (int r = 0; r < 6; r++)
+        for (uint32_t e = 0; e < 7; e++) {
+            cgj_cycle_feed(c, l[e]), fed++;
+            if (!cgj_cycle_period(c)) {
+                cr_assert_eq(cgj_cycle_span(c), 0);
+                continue;
+            }
+            if (!locked) locked = fed;
+            cr_assert_eq(cgj_cycle_span(c), fed, "turn %d, element %u: the loop's %llu calls", r, e,
+                         (unsigned long long)fed);
+        }
+    cr_assert_eq(locked, 14, "locked after two turns of 7");
+    cgj_cycle_feed(c, l[3] ^ 0x100); /* a changed call */
+    cr_assert_eq(cgj_cycle_period(c), 0);
+    cr_assert_eq(cgj_cycle_span(c), 0);
+    for (int r = 0; r < 3; r++)
+        for (uint32_t e = 0; e < 7; e++) cgj_cycle_feed(c, l[e]);
+    cr_assert_eq(cgj_cycle_period(c), 7);
+    cr_assert_lt(cgj_cycle_span(c), 22, "counted afresh: %llu", (unsigned long long)cgj_cycle_span(c));
+    cr_assert_geq(cgj_cycle_span(c), 14);
+    free(l), free(prefix), free(c);
 }
 
 Test(tracer_cycle, reset_forgets)

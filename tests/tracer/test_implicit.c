@@ -579,6 +579,56 @@ Test(tracer_implicit_auto, a_kernel_launched_over_and_over_is_replayed_many_laun
     free(buf);
 }
 
+/* A loop that allocates and frees (a program's set-up) does no GPU work a graph holds: no step
+ * begins in its cycle, none is warmed up or recorded; the kernel loop after it replays. */
+Test(tracer_implicit_auto, a_loop_of_allocations_begins_no_step)
+{
+    for (int i = 0; i < 200; i++) {
+        CUdeviceptr p;
+        OK(fk.mem_alloc(&p, 4096));
+        OK(fk.mem_free(p));
+    }
+    cgj_stats_t s = stats();
+    cr_assert_eq(s.steps + s.steps_warmup, 0, "%llu steps, %llu warm-up runs in a loop of allocations",
+                 (unsigned long long)s.steps, (unsigned long long)s.steps_warmup);
+    CUdeviceptr x = fk_alloc_floats(&fk, N, 8);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    for (int it = 0; it < 60; it++) iteration(x, it, 12, false, ref, seen);
+    OK(fk.stream_sync(NULL));
+    OK(fk.dtoh(seen, x, sizeof seen));
+    cr_assert(!memcmp(ref, seen, sizeof ref), "the loop's result differs from eager arithmetic");
+    cr_assert_geq(stats().ops_absorbed, 40 * 12, "the kernel loop after the allocations was not replayed");
+}
+
+/* Sections a program makes once each (cuda-samples' batchCUBLAS times each of its sections
+ * once): allocations, ten launches of one kernel, a read back, frees, each section with a kernel
+ * of its own. Ten launches lock a cycle of one call, but a step begins only in a cycle that has
+ * repeated over CGJ_AUTO_MIN_SPAN (32) calls: none is begun, recorded or built for the calls
+ * left of a section, and every result is eager's. */
+Test(tracer_implicit_auto, a_short_run_of_one_call_begins_no_step)
+{
+    for (int sec = 0; sec < 12; sec++) {
+        char name[32];
+        snprintf(name, sizeof name, "section_kernel_%d", sec);
+        CUfunction k = fk_axpb_twin(&fk, name, sec % 2);
+        CUdeviceptr x[3];
+        for (int b = 0; b < 3; b++) x[b] = fk_alloc_floats(&fk, N, (unsigned)(sec + b));
+        float ref[N], seen[N];
+        OK(fk.dtoh(ref, x[1], sizeof ref));
+        for (int j = 0; j < 10; j++) {
+            OK(fk_axpb_launch_f(&fk, k, false, NULL, x[1], 0.5f, (float)j, N, 1));
+            host_axpb(ref, 0.5f, (float)j);
+        }
+        OK(fk.dtoh(seen, x[1], sizeof seen));
+        cr_assert(!memcmp(ref, seen, sizeof ref), "section %d differs from eager arithmetic", sec);
+        for (int b = 0; b < 3; b++) OK(fk.mem_free(x[b]));
+    }
+    cgj_stats_t s = stats();
+    cr_assert_eq(s.steps + s.steps_warmup, 0, "%llu steps, %llu warm-up runs in sections made once",
+                 (unsigned long long)s.steps, (unsigned long long)s.steps_warmup);
+}
+
 /* ---- a program's own stream capture (tracer/captures.c) ---- */
 
 /* `iters` iterations of a loop that captures a graph of its own every time (as llama.cpp's
