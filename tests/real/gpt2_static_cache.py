@@ -8,8 +8,10 @@ is GPT2LMHeadModel in the shape of GPT-2 small (random init, fp16); where the in
 transformers cannot generate with GPT-2 and a static cache, a LlamaForCausalLM of about the same
 size instead (the first line says which). stdout: the tokens of each sequence of each call and a
 checksum of the logits of each call; stderr: "gpt2_static_cache: median_us=<x>" (a call's time per
-new token)."""
-from _common import Timer, f64, need, setup, steps
+new token). Under REAL_STEP=1 each forward pass generate makes is a step of its own (cgjit.step as
+a decorator): the static cache is what docs/python.md tells a decode step that grows its cache
+(gpt2_greedy) to take."""
+from _common import Timer, f64, marked, need, setup, steps
 
 torch, dev = setup()
 need("transformers")
@@ -27,7 +29,9 @@ def build(kind):
                                        num_attention_heads=12, num_key_value_heads=12, vocab_size=50257,
                                        max_position_embeddings=1024)
         model = transformers.LlamaForCausalLM(cfg)
-    return model.to(dev, torch.float16).eval()
+    model = model.to(dev, torch.float16).eval()
+    model.forward = marked("gpt2_static_cache.forward", model.forward)
+    return model
 
 
 def sample(model, prompt, seed):
