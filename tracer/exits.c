@@ -16,6 +16,12 @@
 
 #include <string.h>
 
+/* The thread's anchor stops replaying for r, unless it already has. */
+static void stop_replaying(cgj_thread_t *t, const cgj_reason_t *r)
+{
+    if (t->anchor && t->anchor->state != CGJ_STATE_BLACKLISTED) cgj_anchor_blacklist(t->anchor, r);
+}
+
 /* Re-issuing met an error: the program gets it at its next call (as an asynchronous error
  * surfaces), and the anchor stops replaying. */
 static void reissue_failed(cgj_thread_t *t, uint32_t op, CUresult err)
@@ -24,7 +30,7 @@ static void reissue_failed(cgj_thread_t *t, uint32_t op, CUresult err)
     cgj_reason_set(&r, CGJ_REASON_BLACKLIST_REISSUE, op, "%s: %s", t->cur.trace->list.ops[op].call.api,
                    cgj_driver_errstr(err));
     cgj_thread_defer(t, err);
-    if (t->anchor && t->anchor->state != CGJ_STATE_BLACKLISTED) cgj_anchor_blacklist(t->anchor, &r);
+    stop_replaying(t, &r);
 }
 
 /* A chunk handed to the launch thread that failed to launch (it ran as made there): the anchor stops
@@ -38,7 +44,7 @@ static CUresult take_launch_error(cgj_thread_t *t)
     if (err == CUDA_SUCCESS) return err;
     cgj_reason_t r;
     cgj_reason_set(&r, CGJ_REASON_BLACKLIST_LAUNCH, CGJ_REASON_NO_OP, "%s", cgj_driver_errstr(err));
-    if (t->anchor && t->anchor->state != CGJ_STATE_BLACKLISTED) cgj_anchor_blacklist(t->anchor, &r);
+    stop_replaying(t, &r);
     return err;
 }
 
@@ -156,7 +162,7 @@ void cgj_exit_launch_failed(cgj_thread_t *t, CUresult err)
     cgj_reason_set(&r, CGJ_REASON_BLACKLIST_LAUNCH, CGJ_REASON_NO_OP, "%s", cgj_driver_errstr(err));
     /* Nothing may be lost: run the segment eagerly, and stop replaying this anchor. */
     cgj_exit_flush(t);
-    if (t->anchor->state != CGJ_STATE_BLACKLISTED) cgj_anchor_blacklist(t->anchor, &r);
+    stop_replaying(t, &r);
     cgj_thread_go(t, CGJ_EVENT_ERROR, cgj_thread_eager_mode(t));
 }
 
