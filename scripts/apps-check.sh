@@ -102,16 +102,12 @@ case "$max_pairs" in '' | *[!0-9]*) echo "apps-check: APPS_CHECK_MAX_PAIRS must 
 case "$limit" in '' | *[!0-9]* | 0) echo "apps-check: APPS_CHECK_TIMEOUT must be a positive integer" >&2; exit 2 ;; esac
 case "$budget" in '' | *[!0-9]*) echo "apps-check: APPS_CHECK_BUDGET must be a number of seconds (0: none)" >&2; exit 2 ;; esac
 case "$jobs" in '' | *[!0-9]* | 0) echo "apps-check: APPS_CHECK_JOBS must be a positive integer" >&2; exit 2 ;; esac
-ngpus=${APPS_CHECK_GPUS:-1}
-if [ "$ngpus" = all ]; then
-  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
-    ngpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
-  else
-    ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-  fi
-  [ "$ngpus" -gt 0 ] || ngpus=1
+# shellcheck source=gpu-jobs.sh
+. "$(dirname "$0")/gpu-jobs.sh"
+if ! ngpus=$(gpu_jobs_count "${APPS_CHECK_GPUS:-1}"); then
+  echo "apps-check: APPS_CHECK_GPUS must be a positive integer or 'all'" >&2
+  exit 2
 fi
-case "$ngpus" in '' | *[!0-9]* | 0) echo "apps-check: APPS_CHECK_GPUS must be a positive integer or 'all'" >&2; exit 2 ;; esac
 [ "$ngpus" -gt 1 ] && jobs=$ngpus
 if [ ! -f "$lib" ]; then
   echo "apps-check: $lib not found (build first)" >&2
@@ -342,15 +338,10 @@ if [ "$jobs" -gt 1 ]; then
     group[k % jobs]="${group[k % jobs]:-} $base"
     k=$((k + 1))
   done
-  IFS=, read -r -a visible <<<"${CUDA_VISIBLE_DEVICES:-}"
-  cores=$(nproc 2>/dev/null || echo 0) per=0
-  [ "$ngpus" -gt 1 ] && command -v taskset >/dev/null 2>&1 && per=$((cores / ngpus))
   for k in "${!group[@]}"; do
     if [ "$ngpus" -gt 1 ]; then # a GPU and a share of the cores of its own
-      pin=()
-      [ "$per" -gt 0 ] && pin=(taskset -c "$((k * per))-$((k * per + per - 1))")
-      CUDA_VISIBLE_DEVICES=${visible[$k]:-$k} APPS_CHECK_GPUS=1 APPS_CHECK_JOBS=1 APPS_CHECK_ONLY="${group[$k]}" \
-        "${pin[@]}" bash "$0" "$build" "$out" >"$out/job.$((k + 1)).log" 2>&1 &
+      APPS_CHECK_GPUS=1 APPS_CHECK_JOBS=1 APPS_CHECK_ONLY="${group[$k]}" \
+        gpu_job "$k" "$ngpus" "$out/job.$((k + 1)).log" bash "$0" "$build" "$out"
     else
       APPS_CHECK_JOBS=1 APPS_CHECK_ONLY="${group[$k]}" APPS_CHECK_SPEED=report bash "$0" "$build" "$out" \
         >"$out/job.$((k + 1)).log" 2>&1 &

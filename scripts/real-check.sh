@@ -113,17 +113,10 @@ case "$rounds" in '' | *[!0-9]* | 0) die "REAL_CHECK_ROUNDS must be a positive i
 max_rounds=${REAL_CHECK_MAX_ROUNDS:-$rounds}
 case "$max_rounds" in '' | *[!0-9]*) die "REAL_CHECK_MAX_ROUNDS must be a positive integer" ;; esac
 [ "$max_rounds" -ge "$rounds" ] || max_rounds=$rounds
-ngpus=${REAL_CHECK_GPUS:-1}
+# shellcheck source=gpu-jobs.sh
+. "$root/scripts/gpu-jobs.sh"
+ngpus=$(gpu_jobs_count "${REAL_CHECK_GPUS:-1}") || die "REAL_CHECK_GPUS must be a positive integer or 'all'"
 claims=${REAL_CHECK_CLAIMS:-} # set for the jobs of REAL_CHECK_GPUS: where they claim programs
-if [ "$ngpus" = all ]; then
-  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
-    ngpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
-  else
-    ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-  fi
-  [ "$ngpus" -gt 0 ] || ngpus=1
-fi
-case "$ngpus" in '' | *[!0-9]* | 0) die "REAL_CHECK_GPUS must be a positive integer or 'all'" ;; esac
 
 # config_env CONFIG: the cgjit variables of a configuration, one per line; fails on a bad name.
 config_env() {
@@ -216,16 +209,11 @@ dist() { [[ "$1" == *torch.distributed.run* ]]; }
 table_only=0
 if [ "$ngpus" -gt 1 ]; then
   rm -rf "$out/.claims" && mkdir -p "$out/.claims" || exit 2
-  IFS=, read -r -a visible <<<"${CUDA_VISIBLE_DEVICES:-}"
   jobs_only=""
   for i in "${!names[@]}"; do dist "${cmds[$i]}" || jobs_only="$jobs_only ${names[$i]}"; done
-  cores=$(nproc 2>/dev/null || echo 0) per=0
-  command -v taskset >/dev/null 2>&1 && per=$((cores / ngpus))
   for ((k = 0; k < ngpus && ${#jobs_only}; k++)); do
-    pin=()
-    [ "$per" -gt 0 ] && pin=(taskset -c "$((k * per))-$((k * per + per - 1))")
-    CUDA_VISIBLE_DEVICES=${visible[$k]:-$k} REAL_CHECK_GPUS=1 REAL_CHECK_CLAIMS="$out/.claims" \
-      REAL_CHECK_ONLY="$jobs_only" "${pin[@]}" bash "$0" "$build" "$out" >"$out/gpu.$((k + 1)).log" 2>&1 &
+    REAL_CHECK_GPUS=1 REAL_CHECK_CLAIMS="$out/.claims" REAL_CHECK_ONLY="$jobs_only" \
+      gpu_job "$k" "$ngpus" "$out/gpu.$((k + 1)).log" bash "$0" "$build" "$out"
   done
   wait
   echo "real-check: $ngpus jobs done, one per GPU (logs $out/gpu.*.log); the table from their runs"
