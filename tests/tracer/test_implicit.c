@@ -558,17 +558,24 @@ Test(tracer_implicit_auto, the_first_thread_signs_its_calls_from_its_first_one)
     cr_assert(!memcmp(h, ref, sizeof h), "results differ from eager arithmetic");
 }
 
+/* `iters` iterations of k kernels with no synchronization, on a buffer of its own (seeded),
+ * the result read at the end and checked against eager arithmetic. */
+static void unsynced_loop(unsigned seed, int iters, int k)
+{
+    CUdeviceptr x = fk_alloc_floats(&fk, N, seed);
+    float ref[N], seen[N];
+    OK(fk.dtoh(ref, x, sizeof ref));
+    for (int it = 0; it < iters; it++) iteration(x, it, k, false, ref, seen);
+    OK(fk.stream_sync(NULL));
+    OK(fk.dtoh(seen, x, sizeof seen));
+    cr_assert(!memcmp(ref, seen, sizeof ref), "the loop's result differs from eager arithmetic");
+}
+
 /* One kernel launched over and over (a cycle of one call): a step of one launch would gain
  * nothing from a graph, so a step holds CGJ_AUTO_MIN_STEP (32) turns of the cycle. */
 Test(tracer_implicit_auto, a_kernel_launched_over_and_over_is_replayed_many_launches_a_step)
 {
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 5);
-    float ref[N], seen[N];
-    OK(fk.dtoh(ref, x, sizeof ref));
-    for (int it = 0; it < 2000; it++) iteration(x, it, 1, false, ref, seen);
-    OK(fk.stream_sync(NULL));
-    OK(fk.dtoh(seen, x, sizeof seen));
-    cr_assert(!memcmp(ref, seen, sizeof ref), "the loop's result differs from eager arithmetic");
+    unsynced_loop(5, 2000, 1);
     char *buf = fk_report_text();
     cr_assert(buf);
     unsigned ops = first_variant_ops(buf, buf);
@@ -591,13 +598,7 @@ Test(tracer_implicit_auto, a_loop_of_allocations_begins_no_step)
     cgj_stats_t s = stats();
     cr_assert_eq(s.steps + s.steps_warmup, 0, "%llu steps, %llu warm-up runs in a loop of allocations",
                  (unsigned long long)s.steps, (unsigned long long)s.steps_warmup);
-    CUdeviceptr x = fk_alloc_floats(&fk, N, 8);
-    float ref[N], seen[N];
-    OK(fk.dtoh(ref, x, sizeof ref));
-    for (int it = 0; it < 60; it++) iteration(x, it, 12, false, ref, seen);
-    OK(fk.stream_sync(NULL));
-    OK(fk.dtoh(seen, x, sizeof seen));
-    cr_assert(!memcmp(ref, seen, sizeof ref), "the loop's result differs from eager arithmetic");
+    unsynced_loop(8, 60, 12);
     cr_assert_geq(stats().ops_absorbed, 40 * 12, "the kernel loop after the allocations was not replayed");
 }
 
