@@ -66,6 +66,8 @@
 # sees that one) and an N-th of the host's cores (taskset). Each program's eager and cgjit runs
 # alternate on its GPU while the other jobs share the host with them alike, so the speedup stays
 # a verdict.
+# The table's rows are also in OUTDIR/table.tsv (tab-separated, with a header), which
+# scripts/compare-checks.py sets beside another such table.
 # Exit status: 0 when every run exited 0, every output is identical and every share and speedup
 # holds (or is only reported); 1 otherwise; 2 on bad usage; 3 when none failed but some
 # programs were not run within APPS_CHECK_BUDGET.
@@ -358,6 +360,15 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 
 failed=0
 rows=""
+tsv=""
+# row APP FLAVOUR STEP IDENTICAL SHARE US_WITHOUT US_WITH SPEEDUP IN_PROC NOTE: a row of the table
+# (and of OUTDIR/table.tsv, tab-separated, for scripts/compare-checks.py).
+row() {
+  rows="$rows$(printf '  %-22s %-7s %-5s %-9s %-15s %10s %10s %8s %8s  %s' "$@")
+"
+  tsv="$tsv$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$@")
+"
+}
 extra=""
 details=""
 n=0
@@ -369,14 +380,12 @@ for exe in "$apps"/*; do
   [ -n "$begun" ] && [ $((SECONDS - begun)) -gt "$longest" ] && longest=$((SECONDS - begun))
   begun=""
   if [ "$table_only" = 1 ] && [ ! -f "$out/$base.eager.1.rc" ]; then
-    rows="$rows$(printf '  %-22s %-7s %-5s %-9s' "$app" "$flavour" "-" "not run")  its job did not begin it (APPS_CHECK_BUDGET)
-"
+    row "$app" "$flavour" "-" "not run" "" "" "" "" "" "its job did not begin it (APPS_CHECK_BUDGET)"
     not_run=$((not_run + 1))
     continue
   fi
   if [ "$budget" -gt 0 ] && [ $((SECONDS - started + longest)) -gt "$budget" ]; then
-    rows="$rows$(printf '  %-22s %-7s %-5s %-9s' "$app" "$flavour" "-" "not run")  APPS_CHECK_BUDGET (${budget} s) spent
-"
+    row "$app" "$flavour" "-" "not run" "" "" "" "" "" "APPS_CHECK_BUDGET (${budget} s) spent"
     not_run=$((not_run + 1))
     continue
   fi
@@ -481,9 +490,7 @@ for exe in "$apps"/*; do
       [ "${offs[$policy]}" -gt 0 ] && note="${note:+$note; }${offs[$policy]} off"
       [ "$rounds" -gt "$pairs" ] && note="${note:+$note; }$rounds rounds"
     fi
-    rows="$rows$(printf '  %-22s %-7s %-5s %-9s %-15s %10s %10s %8s %8s  %s' "$app" "$flavour" "$policy" \
-      "$same" "$share" "${t_e:--}" "${t_c:--}" "${speedup:--}" "${in_proc:--}" "$note")
-"
+    row "$app" "$flavour" "$policy" "$same" "$share" "${t_e:--}" "${t_c:--}" "${speedup:--}" "${in_proc:--}" "$note"
     case "$app" in
       trainer | torch_train | torch_mlp_adam | torch_transformer_adam)
         if [ -z "$skipped" ]; then
@@ -543,6 +550,7 @@ echo "  share = sum(replays) / sum(max(runs - 2 - warm-up runs - runs while buil
 printf '  %-22s %-7s %-5s %-9s %-15s %10s %10s %8s %8s  %s\n' app flavour step identical \
   "replayed(share)" "us_without" "us_with" speedup in-proc note
 printf '%s' "$rows"
+printf 'app\tflavour\tstep\tidentical\tshare\tus_without\tus_with\tspeedup\tin_proc\tnote\n%s' "$tsv" >"$out/table.tsv"
 printf '%s' "$extra"
 enforced=""
 relaxed=""

@@ -75,7 +75,8 @@
 # host's memory, PCIe, the driver), which its eager and cgjit runs meet alike: its speed is still
 # taken side by side, in about an N-th of the time. A program no job began (REAL_CHECK_BUDGET,
 # which each job keeps) is a row "not run".
-# The summary table comes last, then PASS (every program not skipped identical under every
+# The summary table comes last (its rows also in OUTDIR/table.tsv, tab-separated, with a header:
+# scripts/compare-checks.py sets two such tables side by side), then PASS (every program not skipped identical under every
 # configuration), FAIL, or INCOMPLETE (none failed, some not run within REAL_CHECK_BUDGET).
 # Exit status: 0 PASS, 1 FAIL, 2 bad usage, 3 INCOMPLETE.
 set -u
@@ -443,8 +444,13 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 failed=0
 rows=""
 details=""
-row() { rows="$rows$(printf '  %-24s %-20s %-18s %8s %10s %-9s %s' "$@")
-"; }
+tsv=""
+row() {
+  rows="$rows$(printf '  %-24s %-20s %-18s %8s %10s %-9s %s' "$@")
+"
+  tsv="$tsv$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s' "$@")
+"
+}
 started=$SECONDS longest=0 not_run=0 begun=""
 for i in "${!names[@]}"; do
   name=${names[$i]} cmd=${cmds[$i]} dir=${dirs[$i]}
@@ -530,6 +536,7 @@ echo "real-check: GPU ${gpu:-unknown}$at_once, libcgjit $lib, runs in $out"
 [ -n "$details" ] && printf 'details:\n%s' "$details"
 printf '  %-24s %-20s %-18s %8s %10s %-9s %s\n' program config verdict speed replayed verify note
 printf '%s' "$rows"
+printf 'program\tconfig\tverdict\tspeed\treplayed\tverify\tnote\n%s' "$tsv" >"$out/table.tsv"
 if [ "$failed" -eq 0 ] && [ "$not_run" -gt 0 ]; then
   echo "INCOMPLETE: $not_run program(s) not run within REAL_CHECK_BUDGET=$budget s (none failed)"
   exit 3

@@ -118,6 +118,12 @@ for p in steady slow offcost; do
 done
 [ "$(cat "$out/state/steady.eager")" -eq 2 ] || fail "jobs: steady ran eagerly $(cat "$out/state/steady.eager") times, expected 2"
 echo "$log" | grep -q "speedup reported only" || fail "jobs: the speedup is not said to be reported only"
+# The table's rows, tab-separated, in OUTDIR/table.tsv: the jobs' table made again by the check
+# that ran them, one row per program and policy.
+[ "$(head -n 1 "$out/jobs/table.tsv" | cut -f 1,8)" = $'app\tspeedup' ] || fail "jobs: table.tsv has no header"
+for p in steady slow offcost; do
+  [ "$(grep -c "^$p"$'\tstatic\t' "$out/jobs/table.tsv")" -eq 2 ] || fail "jobs: $p has not two rows in table.tsv"
+done
 echo "$log" | grep -q "replay share below 95%" || fail "jobs: offcost's share is not flagged"
 
 # Jobs under a budget: a program its job did not begin is a row "not run" of the table.

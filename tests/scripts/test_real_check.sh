@@ -48,6 +48,10 @@ cat "$tmp/ok.log"
 grep -q '^  atomics  *sync  *within eager spread.*numbers within 0.01 of eager (eager runs: 0.02)' "$tmp/ok.log" ||
   { echo "FAIL: atomics under sync not within the eager spread"; exit 1; }
 grep -q '^  atomics  *auto  *identical' "$tmp/ok.log" || { echo "FAIL: atomics under auto (equal to eager1) not identical"; exit 1; }
+# The table's rows, tab-separated, in OUTDIR/table.tsv (scripts/compare-checks.py reads them).
+head -n 1 "$tmp/ok/table.tsv" | grep -qx $'program\tconfig\tverdict\tspeed\treplayed\tverify\tnote' &&
+  grep -q $'^atomics\tsync\twithin eager spread\t' "$tmp/ok/table.tsv" &&
+  [ "$(wc -l <"$tmp/ok/table.tsv")" -eq 7 ] || { cat "$tmp/ok/table.tsv"; echo "FAIL: table.tsv is not the table's rows"; exit 1; }
 grep -q '^  digits  *sync  *within eager spread.*numbers within 0.01 of eager (eager runs: 0.01)' "$tmp/ok.log" ||
   { echo "FAIL: digits under sync (one last digit apart) not within the eager spread"; exit 1; }
 status=$(run bad.txt bad)
