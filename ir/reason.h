@@ -88,7 +88,8 @@
     X(EXIT_PAST_END, "the step goes on past the end of the trace", "the step's length follows the data") \
     X(EXIT_ENDED_EARLY, "the step ended before the end of the trace", "the step's length follows the data") \
     X(EXIT_HELD_BLOCK, "a block an earlier replay returned is still held by the program",         \
-      "free outputs of a step before the next one, or let cgjit build a twin variant")            \
+      "free outputs of a step before the next one (in PyTorch, del the step's outputs once read: "  \
+      "a loss kept in a list holds its memory), or let cgjit build a twin variant")                \
     X(EXIT_OBSERVED, "another thread synchronized with work this step had absorbed",              \
       "synchronize on the thread that runs the step")                                             \
     X(EXIT_PATCH, "the executable graph refused a new value for a node",                          \
@@ -121,7 +122,9 @@
     X(BUILD_POOL, "no pool memory for the step's allocations",                                    \
       "raise CGJIT_POOL_RESERVE_GB, or free device memory")                                       \
     /* segment breaks */                                                                           \
-    X(BREAK_SYNC, "a host synchronization", "fewer synchronizations inside a step: fewer graphs")  \
+    X(BREAK_SYNC, "a host synchronization",                                                        \
+      "fewer synchronizations inside a step: fewer graphs; read results after the step (in "       \
+      "PyTorch, .item(), .cpu(), print(tensor) and torch.cuda.synchronize() synchronize)")         \
     X(BREAK_QUERY, "a host query of GPU progress", "query outside the step")                       \
     X(BREAK_READBACK, "a copy the host reads at once (to pageable memory)",                       \
       "copy into pinned memory with an async copy, then synchronize once")                         \
