@@ -122,6 +122,47 @@ class Sources(unittest.TestCase):
             self.assertTrue(obj.__doc__ and len(obj.__doc__) > 40, obj)
 
 
+class JupyterKernel(unittest.TestCase):
+    """python -m cgjit --install-kernel: a kernel spec whose interpreter starts under cgjit."""
+
+    def install(self, *args, code=None, **env):
+        d = tempfile.mkdtemp(prefix="cgjit_kernel_")
+        self.addCleanup(shutil.rmtree, d, True)
+        cmd = [sys.executable, "-c", code % d] if code else [sys.executable, "-m", "cgjit"] + list(args)
+        p = subprocess.run(cmd, env=child_env(preload=False, JUPYTER_DATA_DIR=d, **env), capture_output=True,
+                           text=True)
+        return d, p
+
+    def spec(self, path):
+        with open(os.path.join(path, "kernels", "cgjit", "kernel.json")) as f:
+            return json.load(f)
+
+    def test_the_kernel_runs_ipykernel_through_python_m_cgjit(self):
+        d, p = self.install("--install-kernel")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("installed in " + os.path.join(d, "kernels", "cgjit"), p.stdout)
+        k = self.spec(d)
+        self.assertEqual(k["argv"], [sys.executable, "-m", "cgjit", "-m", "ipykernel_launcher", "-f",
+                                     "{connection_file}"])
+        self.assertEqual((k["display_name"], k["language"]), ("Python 3 (cgjit)", "python"))
+
+    def test_lib_and_sys_prefix(self):
+        d, p = self.install("--lib", "/opt/x/libcgjit.so", "--install-kernel")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.spec(d)["argv"][3:5], ["--lib", "/opt/x/libcgjit.so"])
+        d, p = self.install(code="import sys; sys.prefix = %r; from cgjit.__main__ import main; "
+                                 "sys.exit(main(['--install-kernel', '--sys-prefix']))")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.spec(os.path.join(d, "share", "jupyter"))["argv"][1:3], ["-m", "cgjit"])
+
+    def test_misuse_is_refused(self):
+        for args in (["--install-kernel", "train.py"], ["--sys-prefix", "train.py"]):
+            d, p = self.install(*args)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn("usage:", p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, "kernels")), args)
+
+
 @unittest.skipUnless(DRIVER and os.path.isfile(DRIVER), "CGJIT_TEST_DRIVER (the fake libcuda.so.1) is not set")
 class Preloaded(unittest.TestCase):
     def setUp(self):
