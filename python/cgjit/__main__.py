@@ -32,6 +32,15 @@ def install_kernel(lib: Optional[str], sys_prefix: bool) -> int:
         base = os.environ.get("JUPYTER_DATA_DIR") or os.path.join(
             os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share"), "jupyter")
     where = os.path.join(base, "kernels", KERNEL_NAME)
+    # The library the kernel will preload must be there now; one named by $CGJIT_LIB is written
+    # into the spec (Jupyter starts kernels with its own environment).
+    found = lib or _lib.bundled_library()
+    if not found or not os.path.isfile(found):
+        print("python -m cgjit: no libcgjit.so (%s); install the wheel, or give --lib PATH or CGJIT_LIB"
+              % (found or "none bundled"), file=sys.stderr)
+        return 2
+    if not lib and os.environ.get("CGJIT_LIB"):
+        lib = found
     argv = [sys.executable, "-m", "cgjit"] + (["--lib", lib] if lib else [])
     spec = {"argv": argv + ["-m", "ipykernel_launcher", "-f", "{connection_file}"],
             "display_name": "Python 3 (cgjit)", "language": "python", "metadata": {"debugger": True}}

@@ -138,24 +138,34 @@ class JupyterKernel(unittest.TestCase):
             return json.load(f)
 
     def test_the_kernel_runs_ipykernel_through_python_m_cgjit(self):
-        d, p = self.install("--install-kernel")
+        # The wheel's own library is found by the kernel as it is now; a build tree's is named.
+        bundled = os.path.isfile(os.path.join(_lib.bundled_dir(), "libcgjit.so"))
+        d, p = self.install("--install-kernel", **({} if bundled else {"CGJIT_LIB": LIB}))
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("installed in " + os.path.join(d, "kernels", "cgjit"), p.stdout)
         k = self.spec(d)
-        self.assertEqual(k["argv"], [sys.executable, "-m", "cgjit", "-m", "ipykernel_launcher", "-f",
-                                     "{connection_file}"])
+        lib = [] if bundled else ["--lib", os.path.abspath(LIB)]
+        self.assertEqual(k["argv"], [sys.executable, "-m", "cgjit"] + lib +
+                         ["-m", "ipykernel_launcher", "-f", "{connection_file}"])
         self.assertEqual((k["display_name"], k["language"]), ("Python 3 (cgjit)", "python"))
 
     def test_lib_and_sys_prefix(self):
-        d, p = self.install("--lib", "/opt/x/libcgjit.so", "--install-kernel")
+        d, p = self.install("--lib", LIB, "--install-kernel")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(self.spec(d)["argv"][3:5], ["--lib", "/opt/x/libcgjit.so"])
+        self.assertEqual(self.spec(d)["argv"][3:5], ["--lib", os.path.abspath(LIB)])
+        d, p = self.install("--install-kernel", CGJIT_LIB=LIB)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.spec(d)["argv"][3:5], ["--lib", os.path.abspath(LIB)], "$CGJIT_LIB, written down")
         d, p = self.install(code="import sys; sys.prefix = %r; from cgjit.__main__ import main; "
-                                 "sys.exit(main(['--install-kernel', '--sys-prefix']))")
+                                 "sys.exit(main(['--install-kernel', '--sys-prefix']))", CGJIT_LIB=LIB)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(self.spec(os.path.join(d, "share", "jupyter"))["argv"][1:3], ["-m", "cgjit"])
 
     def test_misuse_is_refused(self):
+        d, p = self.install("--lib", "/nonexistent/libcgjit.so", "--install-kernel")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no libcgjit.so", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(d, "kernels")))
         for args in (["--install-kernel", "train.py"], ["--sys-prefix", "train.py"]):
             d, p = self.install(*args)
             self.assertEqual(p.returncode, 2, args)
