@@ -333,42 +333,43 @@ void cgj_implicit_thread_exit(cgj_thread_t *t)
     if (!pool_put(c)) cgj_free(c);
 }
 
-/* Is the locked cycle one whose steps are taken between synchronizations? Counted once per cycle. */
+/* What a turn of the locked cycle (id) holds, counted once per cycle: whether its steps are
+ * taken between its synchronizations, and whether it does GPU work a graph holds. */
+static void learn_cycle(cgj_thread_t *t, const cgj_cycle_t *cy, uint64_t id)
+{
+    t->find.cycle_id = id;
+    uint32_t syncs = cgj_cycle_marked(cy, CGJ_CYCLE_MARK);
+    t->find.split_at_syncs = syncs >= CGJ_AUTO_SPLIT_SYNCS;
+    t->find.works = cgj_cycle_marked(cy, CGJ_CYCLE_MARK2) > 0;
+    if (t->find.split_at_syncs)
+        CGJ_LOG(trace,
+                "a cycle of %u calls that synchronizes %u times a turn: its steps are taken between synchronizations",
+                cgj_cycle_period(cy), syncs);
+    if (!t->find.works)
+        CGJ_LOG(trace, "a cycle of %u calls that does no GPU work a graph holds: no step begins in it",
+                cgj_cycle_period(cy));
+}
+
+/* Is the locked cycle one whose steps are taken between synchronizations? Every auto call asks,
+ * and so keeps what learn_cycle knows of the cycle current. */
 static bool split_at_syncs(cgj_thread_t *t, const cgj_cycle_t *cy)
 {
     uint64_t id = cgj_cycle_id(cy);
     if (!id) return false;
-    if (id != t->find.split_id) {
-        t->find.split_id = id;
-        uint32_t syncs = cgj_cycle_marked(cy, CGJ_CYCLE_MARK);
-        t->find.split_at_syncs = syncs >= CGJ_AUTO_SPLIT_SYNCS;
-        if (t->find.split_at_syncs)
-            CGJ_LOG(
-                trace,
-                "a cycle of %u calls that synchronizes %u times a turn: its steps are taken between synchronizations",
-                cgj_cycle_period(cy), syncs);
-    }
+    if (id != t->find.cycle_id) learn_cycle(t, cy, id);
     return t->find.split_at_syncs;
 }
 
-/* May a step begin in the locked cycle? Not where a turn of it does no GPU work a graph holds
- * (allocations, frees, streams and events made in a loop of a program's set-up: a step of them
- * would be recorded and built to replay nothing), and not before it has repeated over
- * CGJ_AUTO_MIN_SPAN calls: three allocations in a row lock a cycle of one call, and a step begun
- * there would be warmed up, recorded and built for the one or two calls left of the loop, as
- * cuda-samples' batchCUBLAS makes each of its timed sections once. A long loop has repeated over
- * that many calls as it locks (two turns); a short one (a kernel launched again and again)
- * begins its first step a few turns later. */
-static bool steps_begin(cgj_thread_t *t, const cgj_cycle_t *cy)
+/* May a step begin in the locked cycle (split_at_syncs asked about it at this call)? Not where a
+ * turn of it does no GPU work a graph holds (allocations, frees, streams and events made in a
+ * loop of a program's set-up: a step of them would be recorded and built to replay nothing), and
+ * not before it has repeated over CGJ_AUTO_MIN_SPAN calls: three allocations in a row lock a
+ * cycle of one call, and a step begun there would be warmed up, recorded and built for the one or
+ * two calls left of the loop, as cuda-samples' batchCUBLAS makes each of its timed sections
+ * once. A long loop has repeated over that many calls as it locks (two turns); a short one (a
+ * kernel launched again and again) begins its first step a few turns later. */
+static bool steps_begin(const cgj_thread_t *t, const cgj_cycle_t *cy)
 {
-    uint64_t id = cgj_cycle_id(cy);
-    if (id != t->find.work_id) {
-        t->find.work_id = id;
-        t->find.works = cgj_cycle_marked(cy, CGJ_CYCLE_MARK2) > 0;
-        if (!t->find.works)
-            CGJ_LOG(trace, "a cycle of %u calls that does no GPU work a graph holds: no step begins in it",
-                    cgj_cycle_period(cy));
-    }
     return t->find.works && cgj_cycle_span(cy) >= CGJ_AUTO_MIN_SPAN;
 }
 

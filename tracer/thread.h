@@ -94,10 +94,9 @@ typedef struct cgj_thread {
         uint32_t quiet_calls;    /* CGJIT_STEP=auto: calls made before it had one */
         uint32_t heads;          /* CGJIT_STEP=auto: cycle heads passed inside the step in progress */
         bool turn_synced;        /* CGJIT_STEP=auto: the cycle's turn in progress synchronized */
-        uint64_t split_id;       /* CGJIT_STEP=auto: the cycle split_at_syncs was found for ... */
+        uint64_t cycle_id;       /* CGJIT_STEP=auto: the cycle the next two were found for ... */
         bool split_at_syncs;     /* ... a turn of it synchronizes CGJ_AUTO_SPLIT_SYNCS times or more:
-                                  * its steps are taken between synchronizations (implicit.c) */
-        uint64_t work_id;        /* CGJIT_STEP=auto: the cycle `works` was found for ... */
+                                  * its steps are taken between synchronizations (implicit.c) ... */
         bool works;              /* ... a turn of it does GPU work a graph holds (implicit.c) */
         uint32_t sync_long;      /* CGJIT_STEP=sync: calls without a synchronization after which
                                   * the thread finds cycles (CGJ_SYNC_LONG; a worker thread's is
