@@ -76,8 +76,9 @@
 # taken side by side, in about an N-th of the time. A program no job began (REAL_CHECK_BUDGET,
 # which each job keeps) is a row "not run".
 # The summary table comes last (its rows also in OUTDIR/table.tsv, tab-separated, with a header:
-# scripts/compare-checks.py sets two such tables side by side), then PASS (every program not skipped identical under every
-# configuration), FAIL, or INCOMPLETE (none failed, some not run within REAL_CHECK_BUDGET).
+# scripts/compare-checks.py sets two such tables side by side), then PASS (every program not
+# skipped identical under every configuration), FAIL, or INCOMPLETE (none failed, some not run
+# within REAL_CHECK_BUDGET).
 # Exit status: 0 PASS, 1 FAIL, 2 bad usage, 3 INCOMPLETE.
 set -u
 
@@ -217,7 +218,7 @@ if [ "$ngpus" -gt 1 ]; then
       gpu_job "$k" "$ngpus" "$out/gpu.$((k + 1)).log" bash "$0" "$build" "$out"
   done
   wait
-  echo "real-check: $ngpus jobs done, one per GPU (logs $out/gpu.*.log); the table from their runs"
+  echo "real-check: $k jobs done, one per GPU (logs $out/gpu.*.log); the table from their runs"
   table_only=1
 fi
 
@@ -451,6 +452,11 @@ row() {
   tsv="$tsv$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s' "$@")
 "
 }
+# not_run_rows NOTE: program $name's rows "not run", one per configuration, counted.
+not_run_rows() {
+  for config in $configs; do row "$name" "$config" "not run" "" "" "" "$1"; done
+  not_run=$((not_run + 1))
+}
 started=$SECONDS longest=0 not_run=0 begun=""
 for i in "${!names[@]}"; do
   name=${names[$i]} cmd=${cmds[$i]} dir=${dirs[$i]}
@@ -460,15 +466,12 @@ for i in "${!names[@]}"; do
   if [ "$table_only" = 1 ] && ! dist "$cmd"; then
     # the table of REAL_CHECK_GPUS's jobs: a program none of them began is a row "not run"
     if [ ! -f "$out/$name.eager1.rc" ]; then
-      for config in $configs; do row "$name" "$config" "not run" "" "" "" "no job began it (REAL_CHECK_BUDGET, ${budget} s)"; done
-      not_run=$((not_run + 1))
+      not_run_rows "no job began it (REAL_CHECK_BUDGET, ${budget} s)"
       continue
     fi
   elif [ "$budget" -gt 0 ] && [ $((SECONDS - started + longest)) -gt "$budget" ]; then
     # a job of REAL_CHECK_GPUS leaves it to no one (the table's row "not run")
-    [ -n "$claims" ] && continue
-    for config in $configs; do row "$name" "$config" "not run" "" "" "" "REAL_CHECK_BUDGET (${budget} s) spent"; done
-    not_run=$((not_run + 1))
+    [ -n "$claims" ] || not_run_rows "REAL_CHECK_BUDGET (${budget} s) spent"
     continue
   fi
   # a job of REAL_CHECK_GPUS runs the programs no other job has claimed
