@@ -25,22 +25,14 @@ KERNEL_NAME = "cgjit"
 
 
 def install_kernel(lib: Optional[str], sys_prefix: bool) -> int:
-    """Write the Jupyter kernel spec (the module's docstring says where); 0, or 2 where it cannot."""
+    """Write the Jupyter kernel spec (the module's docstring says where), the kernel preloading lib
+    (None: the one it finds itself); 0, or 2 where it cannot."""
     if sys_prefix:
         base = os.path.join(sys.prefix, "share", "jupyter")
     else:
         base = os.environ.get("JUPYTER_DATA_DIR") or os.path.join(
             os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share"), "jupyter")
     where = os.path.join(base, "kernels", KERNEL_NAME)
-    # The library the kernel will preload must be there now; one named by $CGJIT_LIB is written
-    # into the spec (Jupyter starts kernels with its own environment).
-    found = lib or _lib.bundled_library()
-    if not found or not os.path.isfile(found):
-        print("python -m cgjit: no libcgjit.so (%s); install the wheel, or give --lib PATH or CGJIT_LIB"
-              % (found or "none bundled"), file=sys.stderr)
-        return 2
-    if not lib and os.environ.get("CGJIT_LIB"):
-        lib = found
     argv = [sys.executable, "-m", "cgjit"] + (["--lib", lib] if lib else [])
     spec = {"argv": argv + ["-m", "ipykernel_launcher", "-f", "{connection_file}"],
             "display_name": "Python 3 (cgjit)", "language": "python", "metadata": {"debugger": True}}
@@ -94,17 +86,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             print("python -m cgjit: unknown option %s\n%s" % (opt, USAGE), file=sys.stderr)
             return 2
-    if kernel and not args:
-        return install_kernel(lib, sys_prefix)
-    if not args or kernel or sys_prefix:
+    if bool(args) == kernel or (sys_prefix and not kernel):  # a program, or the kernel: one of them
         print(USAGE, file=sys.stderr)
         return 2
-    lib = lib or _lib.bundled_library()
-    if not lib or not os.path.isfile(lib):
+    found = lib or _lib.bundled_library()
+    if not found or not os.path.isfile(found):
         print("python -m cgjit: no libcgjit.so (%s); install the wheel, or give --lib PATH or CGJIT_LIB"
-              % (lib or "none bundled"), file=sys.stderr)
+              % (found or "none bundled"), file=sys.stderr)
         return 2
-    os.execve(sys.executable, [sys.executable] + args, preload_env(lib))
+    if kernel:  # one named by $CGJIT_LIB goes into the spec: Jupyter starts kernels with its own environment
+        return install_kernel(lib or (found if os.environ.get("CGJIT_LIB") else None), sys_prefix)
+    os.execve(sys.executable, [sys.executable] + args, preload_env(found))
     return 127  # not reached
 
 
